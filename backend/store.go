@@ -1,0 +1,90 @@
+// Package backend is where wharf's real bytes live: the chunk objects,
+// direct-upload objects and manifests of CargoShip archives.
+//
+// A Store is deliberately small. wharf is read-only, so it needs a ranged
+// read, a whole-object read, a stat and (for discovery only, never on the
+// read path) a listing. Implementations:
+//
+//   - FileStore: a local directory laid out as DIR/<bucket>/<key> (file://DIR).
+//   - S3Store: aws-sdk-go-v2 against AWS S3 or any S3-compatible server (s3://).
+//   - Faulty: a test wrapper that counts requests and bytes and injects
+//     latency, errors, truncated bodies and flipped bytes.
+//   - Instrumented: a wrapper that feeds the wharf_backend_* Prometheus series.
+//
+// Every method takes a context.Context; cancelling it aborts the backend
+// request. Errors are *Error values that name the bucket and key and wrap
+// one of the sentinel errors below, so callers branch with errors.Is and
+// ask IsRetryable whether trying again could help.
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+// Sentinel errors wrapped by *Error.
+var (
+	// ErrNotFound: the bucket or key does not exist.
+	ErrNotFound = errors.New("object not found")
+	// ErrAccessDenied: the store refused the credentials.
+	ErrAccessDenied = errors.New("access denied")
+	// ErrBadResponse: the store answered in a way that cannot be used, for
+	// example a 200 or a wrong Content-Range for a ranged request, or a body
+	// shorter or longer than promised. Never silently used.
+	ErrBadResponse = errors.New("bad response from store")
+	// ErrChanged: the object's ETag differs from the one expected (If-Match failed).
+	ErrChanged = errors.New("object changed")
+	// ErrInvalidRange: the requested range lies outside the object.
+	ErrInvalidRange = errors.New("range outside object")
+	// ErrUnavailable: a transient failure (5xx, SlowDown, timeout, reset).
+	ErrUnavailable = errors.New("store unavailable")
+)
+
+// ObjectInfo describes one stored object.
+type ObjectInfo struct {
+	Key          string
+	Size         int64
+	ETag         string // without quotes
+	LastModified time.Time
+}
+
+// Store is a read-only view of an object store.
+//
+// ReadRange returns a stream of exactly length bytes of bucket/key starting
+// at off. The returned reader yields an error wrapping ErrBadResponse (never
+// io.EOF) if the body ends early, and never yields more than length bytes.
+// length must be > 0. The returned ObjectInfo carries the object's ETag and
+// total size as the store reported them with this response. If ifMatch is
+// non-empty the read fails with ErrChanged when the object's ETag differs.
+//
+// Get returns the whole object. Stat returns its metadata without the body.
+// List calls fn for every object whose key starts with prefix, in key
+// order; it is used for discovery only.
+type Store interface {
+	ReadRange(ctx context.Context, bucket, key string, off, length int64, ifMatch string) (io.ReadCloser, ObjectInfo, error)
+	Get(ctx context.Context, bucket, key string) (io.ReadCloser, ObjectInfo, error)
+	Stat(ctx context.Context, bucket, key string) (ObjectInfo, error)
+	List(ctx context.Context, bucket, prefix string, fn func(ObjectInfo) error) error
+}
+
+// Error is the error type every Store returns.
+type Error struct {
+	Op     string // "get", "range", "stat", "list"
+	Bucket string
+	Key    string
+	Err    error // wraps one of the sentinel errors, possibly with detail
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("backend %s %s/%s: %v", e.Op, e.Bucket, e.Key, e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// IsRetryable reports whether trying the same request again could succeed.
+func IsRetryable(err error) bool {
+	return errors.Is(err, ErrUnavailable)
+}

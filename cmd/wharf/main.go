@@ -1,0 +1,69 @@
+// Command wharf serves CargoShip archives as read-only S3 buckets of their
+// original files. Subcommands: serve, inspect, verify, pack, bench, version.
+// This package is flags and wiring only; the work lives in archiveview,
+// backend, s3api and auth.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+const usage = `wharf: serve CargoShip archives as S3 buckets of their original files
+
+usage:
+  wharf serve   --listen HOST:PORT --store URL --archive NAME=MANIFEST_URL [--archive ...] [--anonymous | --access-key AK --secret-key SK]
+  wharf inspect [--store URL] MANIFEST_URL
+  wharf verify  [--store URL] MANIFEST_URL
+  wharf pack    DIR --store URL --bucket B --prefix P [--frame-size N]
+  wharf bench   [flags]
+  wharf version
+
+Run "wharf COMMAND -h" for a command's flags.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	if len(args) == 0 {
+		fmt.Fprint(os.Stderr, usage)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	switch args[0] {
+	case "serve":
+		err = runServe(ctx, args[1:])
+	case "inspect":
+		err = runInspect(ctx, args[1:])
+	case "verify":
+		err = runVerify(ctx, args[1:])
+	case "pack":
+		err = runPack(ctx, args[1:])
+	case "bench":
+		err = runBench(ctx, args[1:])
+	case "version", "--version", "-v":
+		fmt.Println("wharf", version)
+		return 0
+	case "help", "-h", "--help":
+		fmt.Print(usage)
+		return 0
+	default:
+		fmt.Fprintf(os.Stderr, "wharf: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "wharf %s: %v\n", args[0], err)
+		return 1
+	}
+	return 0
+}
