@@ -1,0 +1,514 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/middleware"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+)
+
+// S3Config configures an S3Store. The zero value talks to AWS with the
+// standard credential chain (AWS_* environment, shared config profiles,
+// SSO, IMDS) and the defaults documented on each field.
+type S3Config struct {
+	// Endpoint overrides the service endpoint, e.g. "http://127.0.0.1:9000"
+	// for MinIO or a test server. "" = the SDK's resolution (AWS, or
+	// AWS_ENDPOINT_URL / AWS_ENDPOINT_URL_S3 when set).
+	Endpoint string
+	// Region; "" = from the environment/profile, else "us-east-1".
+	Region string
+	// PathStyle addresses buckets as /BUCKET/KEY instead of BUCKET.host.
+	// Most non-AWS servers need it.
+	PathStyle bool
+	// MaxRetries is how many times the SDK retries a request that failed
+	// with a retryable error (5xx, SlowDown, throttling, timeout, connection
+	// error) before giving up. 0 = default (4, so 5 attempts); < 0 = none.
+	MaxRetries int
+	// MaxBackoff caps the delay between retries. 0 = 5s. The delay before
+	// retry i is uniform in [0, min(MaxBackoff, 100ms·2^(i-1))] ("full
+	// jitter"), so a burst of failures spreads out instead of synchronising.
+	MaxBackoff time.Duration
+	// MaxResumes is how many times one body read may resume after a
+	// mid-body failure (reset, timeout, early end) by issuing a new ranged
+	// GET for the remainder with If-Match on the ETag seen first.
+	// 0 = default (2); < 0 = none.
+	MaxResumes int
+
+	// Static credentials; when AccessKeyID is set they replace the default
+	// credential chain.
+	AccessKeyID     string
+	SecretAccessKey string
+	SessionToken    string
+	// Profile selects a shared-config profile ("" = AWS_PROFILE or default).
+	Profile string
+	// Anonymous sends unsigned requests (public buckets).
+	Anonymous bool
+
+	// MaxConnsPerHost limits connections per host, 0 = unlimited. Idle
+	// connections kept per host are max(256, MaxConnsPerHost).
+	MaxConnsPerHost int
+	// DialTimeout, TLSHandshakeTimeout and ResponseHeaderTimeout bound the
+	// phases of a request before its body; 0 = 10s, 10s, 30s. There is no
+	// overall request timeout because bodies stream for as long as the
+	// reader consumes them; cancel the context to abort one.
+	DialTimeout           time.Duration
+	TLSHandshakeTimeout   time.Duration
+	ResponseHeaderTimeout time.Duration
+
+	// HTTPClient replaces the tuned client built from the fields above.
+	HTTPClient *http.Client
+}
+
+const (
+	defaultMaxRetries   = 4
+	defaultMaxBackoff   = 5 * time.Second
+	defaultBaseBackoff  = 100 * time.Millisecond
+	defaultMaxResumes   = 2
+	minIdleConnsPerHost = 256
+)
+
+// S3Store is a Store over AWS S3 or any S3-compatible server, using
+// aws-sdk-go-v2. It is safe for concurrent use.
+//
+// Every ranged read is checked: the response must be a 206 whose
+// Content-Range is exactly the requested range (a 200 that ignored Range,
+// or any other range, is ErrBadResponse and its body is never used), and
+// the body must have exactly the promised length. If-Match is sent and also
+// checked against the response's ETag, so a server that ignores If-Match
+// still cannot hand back a different version.
+type S3Store struct {
+	client     *s3.Client
+	maxResumes int
+}
+
+// NewS3Store builds an S3Store. It loads the AWS configuration (which may
+// read files and environment) but makes no request.
+func NewS3Store(ctx context.Context, cfg S3Config) (*S3Store, error) {
+	httpClient := cfg.HTTPClient
+	if httpClient == nil {
+		httpClient = &http.Client{Transport: newTransport(cfg)}
+	}
+	maxAttempts := 1 + defaultMaxRetries
+	switch {
+	case cfg.MaxRetries < 0:
+		maxAttempts = 1
+	case cfg.MaxRetries > 0:
+		maxAttempts = 1 + cfg.MaxRetries
+	}
+	maxBackoff := cfg.MaxBackoff
+	if maxBackoff <= 0 {
+		maxBackoff = defaultMaxBackoff
+	}
+	opts := []func(*config.LoadOptions) error{
+		config.WithHTTPClient(httpClient),
+		config.WithRetryer(func() aws.Retryer {
+			return retry.NewStandard(func(o *retry.StandardOptions) {
+				o.MaxAttempts = maxAttempts
+				o.MaxBackoff = maxBackoff
+				o.Backoff = fullJitter{base: min(defaultBaseBackoff, maxBackoff), max: maxBackoff}
+				// No client-wide retry token bucket: the attempts per
+				// request are already bounded, and a bucket drained by one
+				// burst of SlowDowns would fail unrelated reads at once.
+				o.RateLimiter = ratelimit.None
+			})
+		}),
+		config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired),
+		config.WithResponseChecksumValidation(aws.ResponseChecksumValidationWhenRequired),
+	}
+	if cfg.Region != "" {
+		opts = append(opts, config.WithRegion(cfg.Region))
+	}
+	if cfg.Profile != "" {
+		opts = append(opts, config.WithSharedConfigProfile(cfg.Profile))
+	}
+	switch {
+	case cfg.Anonymous:
+		opts = append(opts, config.WithCredentialsProvider(aws.AnonymousCredentials{}))
+	case cfg.AccessKeyID != "":
+		opts = append(opts, config.WithCredentialsProvider(
+			credentials.NewStaticCredentialsProvider(cfg.AccessKeyID, cfg.SecretAccessKey, cfg.SessionToken)))
+	}
+	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("backend: loading AWS configuration: %w", err)
+	}
+	if awsCfg.Region == "" {
+		awsCfg.Region = "us-east-1"
+	}
+	client := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
+		if cfg.Endpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.Endpoint)
+		}
+		o.UsePathStyle = cfg.PathStyle
+		// Ranged GETs of objects uploaded with full-object checksums cannot
+		// be validated, and some non-AWS servers reject the newer checksum
+		// headers: only checksum when an operation requires it.
+		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
+		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
+		o.DisableLogOutputChecksumValidationSkipped = true
+	})
+	maxResumes := defaultMaxResumes
+	switch {
+	case cfg.MaxResumes < 0:
+		maxResumes = 0
+	case cfg.MaxResumes > 0:
+		maxResumes = cfg.MaxResumes
+	}
+	return &S3Store{client: client, maxResumes: maxResumes}, nil
+}
+
+// newTransport is the HTTP transport wharf uses for S3: many parallel
+// keep-alive HTTP/1.1 connections (S3 throughput scales with connections,
+// not with streams on one connection), bounded connection-setup phases, no
+// transparent gzip (a ranged body must be the stored bytes).
+func newTransport(cfg S3Config) *http.Transport {
+	dialTimeout := cmp(cfg.DialTimeout, 10*time.Second)
+	dialer := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           dialer.DialContext,
+		MaxIdleConns:          0, // no global cap; the per-host cap applies
+		MaxIdleConnsPerHost:   max(minIdleConnsPerHost, cfg.MaxConnsPerHost),
+		MaxConnsPerHost:       cfg.MaxConnsPerHost,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   cmp(cfg.TLSHandshakeTimeout, 10*time.Second),
+		ResponseHeaderTimeout: cmp(cfg.ResponseHeaderTimeout, 30*time.Second),
+		ExpectContinueTimeout: time.Second,
+		DisableCompression:    true,
+		ReadBufferSize:        64 << 10,
+		WriteBufferSize:       16 << 10,
+	}
+}
+
+func cmp(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// fullJitter is the retry backoff: uniform in [0, min(max, base·2^(attempt-1))].
+type fullJitter struct{ base, max time.Duration }
+
+func (j fullJitter) BackoffDelay(attempt int, _ error) (time.Duration, error) {
+	ceil := j.max
+	if attempt < 32 {
+		if d := j.base << max(attempt-1, 0); d > 0 && d < ceil {
+			ceil = d
+		}
+	}
+	if ceil <= 0 {
+		return 0, nil
+	}
+	return rand.N(ceil + 1), nil
+}
+
+// Client returns the underlying SDK client (for tools such as "wharf pack").
+func (s *S3Store) Client() *s3.Client { return s.client }
+
+// ReadRange implements Store.
+func (s *S3Store) ReadRange(ctx context.Context, bucket, key string, off, length int64, ifMatch string) (io.ReadCloser, ObjectInfo, error) {
+	if off < 0 || length <= 0 {
+		return nil, ObjectInfo{}, &Error{Op: "range", Bucket: bucket, Key: key,
+			Err: fmt.Errorf("%w: offset %d length %d", ErrInvalidRange, off, length)}
+	}
+	body, info, err := s.rangeGet(ctx, "range", bucket, key, off, length, trimETag(ifMatch))
+	if err != nil {
+		return nil, info, err
+	}
+	return &resumingReader{s: s, ctx: ctx, op: "range", bucket: bucket, key: key,
+		base: off, want: length, etag: info.ETag, cur: body, resumes: s.maxResumes}, info, nil
+}
+
+// rangeGet issues one ranged GET and checks the response before handing
+// back its body (wrapped to yield exactly length bytes).
+func (s *S3Store) rangeGet(ctx context.Context, op, bucket, key string, off, length int64, ifMatch string) (io.ReadCloser, ObjectInfo, error) {
+	fail := func(err error) (io.ReadCloser, ObjectInfo, error) {
+		return nil, ObjectInfo{}, &Error{Op: op, Bucket: bucket, Key: key, Err: err}
+	}
+	in := &s3.GetObjectInput{
+		Bucket: aws.String(bucket),
+		Key:    aws.String(key),
+		Range:  aws.String(fmt.Sprintf("bytes=%d-%d", off, off+length-1)),
+	}
+	if ifMatch != "" {
+		in.IfMatch = aws.String(quoteETag(ifMatch))
+	}
+	out, err := s.client.GetObject(ctx, in)
+	if err != nil {
+		return fail(classifyS3Err(err))
+	}
+	info := ObjectInfo{Key: key, ETag: trimETag(aws.ToString(out.ETag)), LastModified: aws.ToTime(out.LastModified)}
+	reject := func(err error) (io.ReadCloser, ObjectInfo, error) {
+		out.Body.Close()
+		return nil, info, &Error{Op: op, Bucket: bucket, Key: key, Err: err}
+	}
+	if status := rawStatus(out.ResultMetadata); status != http.StatusPartialContent {
+		return reject(fmt.Errorf("%w: status %d for Range bytes=%d-%d (Content-Range %q): the store ignored the range",
+			ErrBadResponse, status, off, off+length-1, aws.ToString(out.ContentRange)))
+	}
+	start, end, total, ok := parseContentRange(aws.ToString(out.ContentRange))
+	if !ok {
+		return reject(fmt.Errorf("%w: unusable Content-Range %q for bytes=%d-%d",
+			ErrBadResponse, aws.ToString(out.ContentRange), off, off+length-1))
+	}
+	info.Size = total
+	if start == off && end < off+length-1 && end == total-1 {
+		// The store clamped the range to the object's end.
+		return reject(fmt.Errorf("%w: bytes %d-%d of a %d-byte object", ErrInvalidRange, off, off+length-1, total))
+	}
+	if start != off || end != off+length-1 {
+		return reject(fmt.Errorf("%w: Content-Range %q does not match requested bytes=%d-%d",
+			ErrBadResponse, aws.ToString(out.ContentRange), off, off+length-1))
+	}
+	if out.ContentLength != nil && *out.ContentLength != length {
+		return reject(fmt.Errorf("%w: Content-Length %d for a %d-byte range",
+			ErrBadResponse, *out.ContentLength, length))
+	}
+	if ifMatch != "" && info.ETag != ifMatch {
+		return reject(fmt.Errorf("%w: etag %q, expected %q", ErrChanged, info.ETag, ifMatch))
+	}
+	return newExactReader(out.Body, op, bucket, key, length, classifyS3Err), info, nil
+}
+
+// Get implements Store.
+func (s *S3Store) Get(ctx context.Context, bucket, key string) (io.ReadCloser, ObjectInfo, error) {
+	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+	if err != nil {
+		return nil, ObjectInfo{}, &Error{Op: "get", Bucket: bucket, Key: key, Err: classifyS3Err(err)}
+	}
+	info := ObjectInfo{Key: key, ETag: trimETag(aws.ToString(out.ETag)), LastModified: aws.ToTime(out.LastModified)}
+	reject := func(err error) (io.ReadCloser, ObjectInfo, error) {
+		out.Body.Close()
+		return nil, info, &Error{Op: "get", Bucket: bucket, Key: key, Err: err}
+	}
+	if status := rawStatus(out.ResultMetadata); status != http.StatusOK {
+		return reject(fmt.Errorf("%w: status %d for a whole-object GET", ErrBadResponse, status))
+	}
+	if out.ContentLength == nil || *out.ContentLength < 0 {
+		return reject(fmt.Errorf("%w: no Content-Length for a whole-object GET", ErrBadResponse))
+	}
+	info.Size = *out.ContentLength
+	body := newExactReader(out.Body, "get", bucket, key, info.Size, classifyS3Err)
+	return &resumingReader{s: s, ctx: ctx, op: "get", bucket: bucket, key: key,
+		base: 0, want: info.Size, etag: info.ETag, cur: body, resumes: s.maxResumes}, info, nil
+}
+
+// Stat implements Store.
+func (s *S3Store) Stat(ctx context.Context, bucket, key string) (ObjectInfo, error) {
+	out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+	if err != nil {
+		return ObjectInfo{}, &Error{Op: "stat", Bucket: bucket, Key: key, Err: classifyS3Err(err)}
+	}
+	if out.ContentLength == nil || *out.ContentLength < 0 {
+		return ObjectInfo{}, &Error{Op: "stat", Bucket: bucket, Key: key,
+			Err: fmt.Errorf("%w: no Content-Length in HEAD response", ErrBadResponse)}
+	}
+	return ObjectInfo{Key: key, Size: *out.ContentLength, ETag: trimETag(aws.ToString(out.ETag)),
+		LastModified: aws.ToTime(out.LastModified)}, nil
+}
+
+// List implements Store with ListObjectsV2 pagination (1000 keys a page).
+func (s *S3Store) List(ctx context.Context, bucket, prefix string, fn func(ObjectInfo) error) error {
+	in := &s3.ListObjectsV2Input{Bucket: aws.String(bucket)}
+	if prefix != "" {
+		in.Prefix = aws.String(prefix)
+	}
+	p := s3.NewListObjectsV2Paginator(s.client, in)
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return &Error{Op: "list", Bucket: bucket, Key: prefix, Err: classifyS3Err(err)}
+		}
+		for _, o := range page.Contents {
+			info := ObjectInfo{Key: aws.ToString(o.Key), Size: aws.ToInt64(o.Size),
+				ETag: trimETag(aws.ToString(o.ETag)), LastModified: aws.ToTime(o.LastModified)}
+			if err := fn(info); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// resumingReader yields the want bytes of bucket/key starting at base. When
+// the current body fails mid-way with a transient error (connection reset,
+// timeout, early end), it issues a new ranged GET for the remainder with
+// If-Match on the ETag seen first, up to resumes times, so a flaky store
+// still yields exact bytes of one object version.
+type resumingReader struct {
+	s       *S3Store
+	ctx     context.Context
+	op      string
+	bucket  string
+	key     string
+	base    int64
+	want    int64
+	got     int64
+	etag    string
+	cur     io.ReadCloser
+	resumes int
+	err     error
+}
+
+func (r *resumingReader) Read(p []byte) (int, error) {
+	for {
+		if r.err != nil {
+			return 0, r.err
+		}
+		n, err := r.cur.Read(p)
+		r.got += int64(n)
+		if err == nil || err == io.EOF {
+			if err == io.EOF {
+				r.err = io.EOF
+			}
+			return n, err
+		}
+		if n > 0 {
+			// Hand over what arrived; the error comes back on the next
+			// call (exactReader errors are sticky).
+			return n, nil
+		}
+		if !r.resumable(err) {
+			r.err = err
+			return 0, err
+		}
+		r.resumes--
+		r.cur.Close()
+		body, _, rerr := r.s.rangeGet(r.ctx, r.op, r.bucket, r.key, r.base+r.got, r.want-r.got, r.etag)
+		if rerr != nil {
+			r.err = &Error{Op: r.op, Bucket: r.bucket, Key: r.key,
+				Err: fmt.Errorf("resuming at byte %d after %v: %w", r.base+r.got, err, errors.Unwrap(rerr))}
+			r.cur = io.NopCloser(strings.NewReader(""))
+			return 0, r.err
+		}
+		r.cur = body
+	}
+}
+
+// resumable: a transient mid-body failure, with resumes left and the
+// caller still waiting.
+func (r *resumingReader) resumable(err error) bool {
+	if r.resumes <= 0 || r.got >= r.want || r.ctx.Err() != nil || r.etag == "" {
+		return false
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	// Before want bytes, ErrBadResponse from exactReader means the body
+	// ended early: a dropped connection, as far as the client can tell.
+	return errors.Is(err, ErrUnavailable) || errors.Is(err, ErrBadResponse)
+}
+
+func (r *resumingReader) Close() error { return r.cur.Close() }
+
+// rawStatus is the HTTP status of the response behind an SDK output.
+func rawStatus(md middleware.Metadata) int {
+	if resp, ok := awsmiddleware.GetRawResponse(md).(*smithyhttp.Response); ok && resp != nil {
+		return resp.StatusCode
+	}
+	return 0
+}
+
+// parseContentRange parses "bytes START-END/TOTAL" strictly.
+func parseContentRange(s string) (start, end, total int64, ok bool) {
+	rest, found := strings.CutPrefix(s, "bytes ")
+	if !found {
+		return 0, 0, 0, false
+	}
+	rng, tot, found := strings.Cut(rest, "/")
+	if !found {
+		return 0, 0, 0, false
+	}
+	a, b, found := strings.Cut(rng, "-")
+	if !found {
+		return 0, 0, 0, false
+	}
+	var err error
+	if start, err = strconv.ParseInt(a, 10, 64); err != nil || start < 0 {
+		return 0, 0, 0, false
+	}
+	if end, err = strconv.ParseInt(b, 10, 64); err != nil || end < start {
+		return 0, 0, 0, false
+	}
+	if total, err = strconv.ParseInt(tot, 10, 64); err != nil || total <= end {
+		return 0, 0, 0, false
+	}
+	return start, end, total, true
+}
+
+func quoteETag(etag string) string { return `"` + etag + `"` }
+
+// classifyS3Err maps an SDK or transport error to a sentinel, keeping the
+// cause in the chain.
+func classifyS3Err(err error) error {
+	wrap := func(sentinel error) error { return fmt.Errorf("%w: %w", sentinel, err) }
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		switch ae.ErrorCode() {
+		case "NoSuchKey", "NoSuchBucket", "NotFound":
+			return wrap(ErrNotFound)
+		case "AccessDenied", "Forbidden", "InvalidAccessKeyId", "SignatureDoesNotMatch", "AllAccessDisabled":
+			return wrap(ErrAccessDenied)
+		case "PreconditionFailed":
+			return wrap(ErrChanged)
+		case "InvalidRange":
+			return wrap(ErrInvalidRange)
+		case "SlowDown", "Throttling", "ThrottlingException", "RequestTimeout", "InternalError",
+			"ServiceUnavailable", "RequestTimeTooSkewed":
+			return wrap(ErrUnavailable)
+		}
+	}
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) {
+		switch status := re.HTTPStatusCode(); {
+		case status == http.StatusNotFound:
+			return wrap(ErrNotFound)
+		case status == http.StatusForbidden || status == http.StatusUnauthorized:
+			return wrap(ErrAccessDenied)
+		case status == http.StatusPreconditionFailed:
+			return wrap(ErrChanged)
+		case status == http.StatusRequestedRangeNotSatisfiable:
+			return wrap(ErrInvalidRange)
+		case status >= 500, status == http.StatusTooManyRequests, status == http.StatusRequestTimeout:
+			return wrap(ErrUnavailable)
+		default:
+			return wrap(ErrBadResponse)
+		}
+	}
+	var qe ratelimit.QuotaExceededError
+	var se *smithyhttp.RequestSendError
+	var ne net.Error
+	switch {
+	case errors.As(err, &qe), errors.As(err, &se), errors.As(err, &ne),
+		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNREFUSED),
+		errors.Is(err, syscall.EPIPE), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return wrap(ErrUnavailable)
+	}
+	var me *retry.MaxAttemptsError
+	if errors.As(err, &me) {
+		return wrap(ErrUnavailable)
+	}
+	return wrap(ErrBadResponse)
+}
