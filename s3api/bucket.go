@@ -1,0 +1,150 @@
+package s3api
+
+import (
+	"encoding/xml"
+	"net/http"
+	"sort"
+	"time"
+
+	"github.com/wharf-s3/wharf/archiveview"
+)
+
+// isoMillis is the XML timestamp format S3 uses (gofakes3 ContentTime).
+const isoMillis = "2006-01-02T15:04:05.000Z"
+
+func xmlTime(t time.Time) string { return t.UTC().Truncate(time.Second).Format(isoMillis) }
+
+type owner struct {
+	ID          string `xml:"ID"`
+	DisplayName string `xml:"DisplayName"`
+}
+
+func (s *Server) owner() *owner {
+	return &owner{ID: s.cfg.OwnerID, DisplayName: s.cfg.OwnerName}
+}
+
+type listAllMyBucketsResult struct {
+	XMLName xml.Name       `xml:"ListAllMyBucketsResult"`
+	Xmlns   string         `xml:"xmlns,attr"`
+	Owner   *owner         `xml:"Owner"`
+	Buckets []bucketRecord `xml:"Buckets>Bucket"`
+}
+
+type bucketRecord struct {
+	Name         string `xml:"Name"`
+	CreationDate string `xml:"CreationDate"`
+	BucketRegion string `xml:"BucketRegion,omitempty"`
+}
+
+// namedCatalog is implemented by catalogs whose bucket names may differ
+// from the archives' display names (StaticCatalog).
+type namedCatalog interface {
+	BucketNames() []string
+}
+
+// listBuckets answers GET /: one Bucket per readable archive, by name.
+func (s *Server) listBuckets(req *request) {
+	res := listAllMyBucketsResult{Xmlns: xmlNS, Owner: s.owner(), Buckets: []bucketRecord{}}
+	add := func(name string, a *archiveview.Archive) {
+		if name == "" || !req.identity.CanRead(name) {
+			return
+		}
+		res.Buckets = append(res.Buckets, bucketRecord{
+			Name:         name,
+			CreationDate: xmlTime(a.Created()),
+			BucketRegion: s.cfg.Region,
+		})
+	}
+	if nc, ok := s.cfg.Catalog.(namedCatalog); ok {
+		for _, name := range nc.BucketNames() {
+			if a, ok := s.cfg.Catalog.Bucket(name); ok {
+				add(name, a)
+			}
+		}
+	} else {
+		for _, a := range s.cfg.Catalog.Buckets() {
+			add(a.Name(), a)
+		}
+	}
+	sort.Slice(res.Buckets, func(i, j int) bool { return res.Buckets[i].Name < res.Buckets[j].Name })
+	s.writeXML(req, http.StatusOK, &res)
+}
+
+// headBucket answers HEAD /bucket: 200 with the region (404 without body is
+// handled by the router).
+func (s *Server) headBucket(req *request) {
+	h := req.w.Header()
+	h.Set("x-amz-bucket-region", s.cfg.Region)
+	h.Set("x-amz-access-point-alias", "false")
+	h.Set("Content-Type", "application/xml")
+	req.w.WriteHeader(http.StatusOK)
+}
+
+type locationConstraint struct {
+	XMLName xml.Name `xml:"LocationConstraint"`
+	Xmlns   string   `xml:"xmlns,attr"`
+	Region  string   `xml:",chardata"`
+}
+
+// getBucketLocation answers ?location: empty for us-east-1, else the region.
+func (s *Server) getBucketLocation(req *request) {
+	region := s.cfg.Region
+	if region == "us-east-1" {
+		region = ""
+	}
+	s.writeXML(req, http.StatusOK, &locationConstraint{Xmlns: xmlNS, Region: region})
+}
+
+type accessControlPolicy struct {
+	XMLName xml.Name `xml:"AccessControlPolicy"`
+	Xmlns   string   `xml:"xmlns,attr"`
+	Owner   *owner   `xml:"Owner"`
+	Grants  []grant  `xml:"AccessControlList>Grant"`
+}
+
+type grant struct {
+	Grantee    grantee `xml:"Grantee"`
+	Permission string  `xml:"Permission"`
+}
+
+type grantee struct {
+	XmlnsXSI    string `xml:"xmlns:xsi,attr"`
+	Type        string `xml:"xsi:type,attr"`
+	ID          string `xml:"ID"`
+	DisplayName string `xml:"DisplayName"`
+}
+
+// getACL answers ?acl with the canned "private" ACL: the owner has
+// FULL_CONTROL, nobody else has anything.
+func (s *Server) getACL(req *request) {
+	o := s.owner()
+	s.writeXML(req, http.StatusOK, &accessControlPolicy{
+		Xmlns: xmlNS,
+		Owner: o,
+		Grants: []grant{{
+			Grantee: grantee{
+				XmlnsXSI:    "http://www.w3.org/2001/XMLSchema-instance",
+				Type:        "CanonicalUser",
+				ID:          o.ID,
+				DisplayName: o.DisplayName,
+			},
+			Permission: "FULL_CONTROL",
+		}},
+	})
+}
+
+type versioningConfiguration struct {
+	XMLName xml.Name `xml:"VersioningConfiguration"`
+	Xmlns   string   `xml:"xmlns,attr"`
+}
+
+// getBucketVersioning answers ?versioning: never enabled.
+func (s *Server) getBucketVersioning(req *request) {
+	s.writeXML(req, http.StatusOK, &versioningConfiguration{Xmlns: xmlNS})
+}
+
+type tagging struct {
+	XMLName xml.Name `xml:"Tagging"`
+	Xmlns   string   `xml:"xmlns,attr,omitempty"`
+	TagSet  struct{} `xml:"TagSet"`
+}

@@ -1,0 +1,107 @@
+package s3api
+
+import (
+	"net/http"
+	"strings"
+	"time"
+)
+
+// condResult is the outcome of evaluating conditional request headers.
+type condResult uint8
+
+const (
+	condProceed            condResult = iota // serve normally
+	condNotModified                          // 304, no body
+	condPreconditionFailed                   // 412 PreconditionFailed
+)
+
+// conditions are the four conditional headers of a GET or HEAD.
+type conditions struct {
+	ifMatch, ifNoneMatch               string // raw header values ("" = absent)
+	ifModifiedSince, ifUnmodifiedSince string
+}
+
+func conditionsFrom(h http.Header) conditions {
+	return conditions{
+		ifMatch:           h.Get("If-Match"),
+		ifNoneMatch:       h.Get("If-None-Match"),
+		ifModifiedSince:   h.Get("If-Modified-Since"),
+		ifUnmodifiedSince: h.Get("If-Unmodified-Since"),
+	}
+}
+
+// evaluate applies AWS S3's precedence (s3-compat-notes §2.5) for an object
+// whose unquoted ETag is etag and whose Last-Modified (whole seconds) is mod:
+//
+//  1. If-Match present: false → 412. If-Unmodified-Since is then ignored.
+//     Otherwise If-Unmodified-Since present and the object was modified
+//     after it → 412.
+//  2. If-None-Match present: matches → 304. If-Modified-Since is then
+//     ignored. Otherwise If-Modified-Since present and the object was not
+//     modified after it → 304.
+//
+// Unparseable dates are ignored, as HTTP requires. ETag lists and "*" are
+// supported; quotes and a W/ prefix are ignored when comparing.
+func (c conditions) evaluate(etag string, mod time.Time) condResult {
+	mod = mod.UTC().Truncate(time.Second)
+	if c.ifMatch != "" {
+		if !etagListMatches(c.ifMatch, etag) {
+			return condPreconditionFailed
+		}
+	} else if c.ifUnmodifiedSince != "" {
+		if t, ok := parseHTTPDate(c.ifUnmodifiedSince); ok && mod.After(t) {
+			return condPreconditionFailed
+		}
+	}
+	if c.ifNoneMatch != "" {
+		if etagListMatches(c.ifNoneMatch, etag) {
+			return condNotModified
+		}
+	} else if c.ifModifiedSince != "" {
+		if t, ok := parseHTTPDate(c.ifModifiedSince); ok && !mod.After(t) {
+			return condNotModified
+		}
+	}
+	return condProceed
+}
+
+// etagListMatches reports whether the comma-separated ETag list in header
+// contains etag (unquoted) or "*".
+func etagListMatches(header, etag string) bool {
+	for _, part := range strings.Split(header, ",") {
+		p := normalizeETag(part)
+		if p == "*" || (p != "" && p == etag) {
+			return true
+		}
+	}
+	return false
+}
+
+// normalizeETag trims spaces, a weak W/ prefix and surrounding quotes.
+// Clients send listing ETags with or without quotes (s3fs, DuckDB).
+func normalizeETag(s string) string {
+	s = strings.TrimSpace(s)
+	if len(s) >= 2 && (s[0] == 'W' || s[0] == 'w') && s[1] == '/' {
+		s = s[2:]
+	}
+	s = strings.TrimSpace(s)
+	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
+		s = s[1 : len(s)-1]
+	}
+	// DuckDB-style entity-encoded quotes from a listing.
+	s = strings.TrimPrefix(s, "&quot;")
+	s = strings.TrimSuffix(s, "&quot;")
+	s = strings.TrimPrefix(s, "&#34;")
+	s = strings.TrimSuffix(s, "&#34;")
+	return s
+}
+
+// parseHTTPDate parses the three date formats HTTP/1.1 allows (RFC 1123,
+// RFC 850, ANSI C asctime), returning UTC.
+func parseHTTPDate(s string) (time.Time, bool) {
+	t, err := http.ParseTime(strings.TrimSpace(s))
+	if err != nil {
+		return time.Time{}, false
+	}
+	return t.UTC(), true
+}

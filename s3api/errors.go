@@ -1,0 +1,105 @@
+package s3api
+
+import (
+	"encoding/xml"
+	"net/http"
+)
+
+// errorCode is an S3 error code. Every code wharf can answer is defined once
+// in errorTable with its HTTP status and default message.
+type errorCode string
+
+const (
+	errAccessDenied          errorCode = "AccessDenied"
+	errInternalError         errorCode = "InternalError"
+	errInvalidArgument       errorCode = "InvalidArgument"
+	errInvalidRange          errorCode = "InvalidRange"
+	errInvalidPartNumber     errorCode = "InvalidPartNumber"
+	errInvalidRequest        errorCode = "InvalidRequest"
+	errMethodNotAllowed      errorCode = "MethodNotAllowed"
+	errNoSuchBucket          errorCode = "NoSuchBucket"
+	errNoSuchKey             errorCode = "NoSuchKey"
+	errNoSuchBucketPolicy    errorCode = "NoSuchBucketPolicy"
+	errNoSuchCORS            errorCode = "NoSuchCORSConfiguration"
+	errNoSuchTagSet          errorCode = "NoSuchTagSet"
+	errNotImplemented        errorCode = "NotImplemented"
+	errPreconditionFailed    errorCode = "PreconditionFailed"
+	errSlowDown              errorCode = "SlowDown"
+	errServiceUnavailable    errorCode = "ServiceUnavailable"
+	errInvalidBucketName     errorCode = "InvalidBucketName"
+	errKeyTooLong            errorCode = "KeyTooLongError"
+	errMissingSecurityHeader errorCode = "MissingSecurityHeader"
+)
+
+type errorInfo struct {
+	status  int
+	message string
+}
+
+// errorTable is the single source of status codes and messages.
+var errorTable = map[errorCode]errorInfo{
+	errAccessDenied:          {http.StatusForbidden, "Access Denied"},
+	errInternalError:         {http.StatusInternalServerError, "We encountered an internal error. Please try again."},
+	errInvalidArgument:       {http.StatusBadRequest, "Invalid Argument"},
+	errInvalidRange:          {http.StatusRequestedRangeNotSatisfiable, "The requested range is not satisfiable"},
+	errInvalidPartNumber:     {http.StatusRequestedRangeNotSatisfiable, "The requested partnumber is not satisfiable"},
+	errInvalidRequest:        {http.StatusBadRequest, "Invalid Request"},
+	errMethodNotAllowed:      {http.StatusMethodNotAllowed, "The specified method is not allowed against this resource."},
+	errNoSuchBucket:          {http.StatusNotFound, "The specified bucket does not exist"},
+	errNoSuchKey:             {http.StatusNotFound, "The specified key does not exist."},
+	errNoSuchBucketPolicy:    {http.StatusNotFound, "The bucket policy does not exist"},
+	errNoSuchCORS:            {http.StatusNotFound, "The CORS configuration does not exist"},
+	errNoSuchTagSet:          {http.StatusNotFound, "The TagSet does not exist"},
+	errNotImplemented:        {http.StatusNotImplemented, "A header or query you provided implies functionality that is not implemented."},
+	errPreconditionFailed:    {http.StatusPreconditionFailed, "At least one of the pre-conditions you specified did not hold"},
+	errSlowDown:              {http.StatusServiceUnavailable, "Please reduce your request rate."},
+	errServiceUnavailable:    {http.StatusServiceUnavailable, "The service is unavailable. Please try again."},
+	errInvalidBucketName:     {http.StatusBadRequest, "The specified bucket is not valid."},
+	errKeyTooLong:            {http.StatusBadRequest, "Your key is too long"},
+	errMissingSecurityHeader: {http.StatusBadRequest, "Your request is missing a required header."},
+}
+
+// apiError is one error response to write.
+type apiError struct {
+	Code    errorCode
+	Message string // "" = the table's default
+	Status  int    // 0 = the table's status (set for auth errors)
+	Bucket  string
+	Key     string
+	// Header carries extra response headers (Content-Range for InvalidRange).
+	Header http.Header
+	// Cause is logged, never sent to the client.
+	Cause error
+}
+
+func (e *apiError) status() int {
+	if e.Status != 0 {
+		return e.Status
+	}
+	if info, ok := errorTable[e.Code]; ok {
+		return info.status
+	}
+	return http.StatusInternalServerError
+}
+
+func (e *apiError) message() string {
+	if e.Message != "" {
+		return e.Message
+	}
+	if info, ok := errorTable[e.Code]; ok {
+		return info.message
+	}
+	return string(e.Code)
+}
+
+// errorResponse is the XML body of every error.
+type errorResponse struct {
+	XMLName    xml.Name `xml:"Error"`
+	Code       string   `xml:"Code"`
+	Message    string   `xml:"Message"`
+	Key        string   `xml:"Key,omitempty"`
+	BucketName string   `xml:"BucketName,omitempty"`
+	Resource   string   `xml:"Resource,omitempty"`
+	RequestID  string   `xml:"RequestId"`
+	HostID     string   `xml:"HostId"`
+}

@@ -1,0 +1,59 @@
+package s3api
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the s3api series, registered on the injected Registerer.
+type metrics struct {
+	requests    *prometheus.CounterVec
+	duration    *prometheus.HistogramVec
+	servedBytes prometheus.Counter
+}
+
+// statusCodes pre-initialized per op so dashboards see zeros from the start.
+var statusCodes = []int{200, 206, 304, 400, 403, 404, 405, 412, 416, 500, 501, 503}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wharf_requests_total",
+			Help: "S3 requests served, by operation and HTTP status code.",
+		}, []string{"op", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "wharf_request_duration_seconds",
+			Help:    "Time to serve an S3 request, headers and body, by operation.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"op"}),
+		servedBytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "wharf_served_bytes_total",
+			Help: "Object body bytes sent to S3 clients.",
+		}),
+	}
+	for _, op := range allOps {
+		m.duration.WithLabelValues(op)
+		for _, c := range statusCodes {
+			m.requests.WithLabelValues(op, strconv.Itoa(c))
+		}
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{m.requests, m.duration, m.servedBytes} {
+			if err := reg.Register(c); err != nil {
+				return nil, fmt.Errorf("register metrics: %w", err)
+			}
+		}
+	}
+	return m, nil
+}
+
+func (m *metrics) observe(op string, status int, d time.Duration, bytes int64, get bool) {
+	m.requests.WithLabelValues(op, strconv.Itoa(status)).Inc()
+	m.duration.WithLabelValues(op).Observe(d.Seconds())
+	if get && op == opGetObject && bytes > 0 {
+		m.servedBytes.Add(float64(bytes))
+	}
+}

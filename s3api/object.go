@@ -1,0 +1,209 @@
+package s3api
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"path"
+	"strconv"
+	"time"
+
+	"github.com/wharf-s3/wharf/archiveview"
+	"github.com/wharf-s3/wharf/backend"
+)
+
+// responseOverrides maps response-* query parameters to the header each
+// overrides on GetObject/HeadObject.
+var responseOverrides = [...][2]string{
+	{"response-content-type", "Content-Type"},
+	{"response-content-language", "Content-Language"},
+	{"response-expires", "Expires"},
+	{"response-cache-control", "Cache-Control"},
+	{"response-content-disposition", "Content-Disposition"},
+	{"response-content-encoding", "Content-Encoding"},
+}
+
+// contentType is the archive's type for f, else one guessed from the key's
+// extension, else application/octet-stream. Listing, HEAD and GET agree.
+func contentType(f archiveview.File) string {
+	if f.ContentType != "" {
+		return f.ContentType
+	}
+	if ext := path.Ext(f.Key); ext != "" {
+		if t := mime.TypeByExtension(ext); t != "" {
+			return t
+		}
+	}
+	return "application/octet-stream"
+}
+
+// getObject answers GetObject and HeadObject.
+func (s *Server) getObject(req *request, a *archiveview.Archive) {
+	f, ok := a.Stat(req.key)
+	if !ok {
+		s.writeError(req, &apiError{Code: errNoSuchKey, Bucket: req.bucket, Key: req.key})
+		return
+	}
+	r := req.r
+	q := r.URL.Query()
+	mod := f.ModTime.UTC().Truncate(time.Second)
+	h := req.w.Header()
+	h.Set("ETag", quoteETag(f.ETag))
+	h.Set("Last-Modified", mod.Format(http.TimeFormat))
+	h.Set("Accept-Ranges", "bytes")
+	if !f.ModTime.IsZero() {
+		h.Set("x-amz-meta-mtime", fmt.Sprintf("%d.%09d", f.ModTime.Unix(), f.ModTime.Nanosecond()))
+	}
+	h.Set("x-amz-storage-class", "STANDARD")
+
+	// Conditionals come before Range (AWS precedence, §2.5).
+	switch conditionsFrom(r.Header).evaluate(f.ETag, mod) {
+	case condPreconditionFailed:
+		s.writeError(req, &apiError{Code: errPreconditionFailed, Bucket: req.bucket, Key: req.key})
+		return
+	case condNotModified:
+		h.Del("x-amz-meta-mtime")
+		h.Del("x-amz-storage-class")
+		h.Del("Accept-Ranges")
+		req.w.WriteHeader(http.StatusNotModified)
+		return
+	}
+
+	size := f.Size
+	status := http.StatusOK
+	off, n := int64(0), size
+	rangeHdr := r.Header.Get("Range")
+	if pn, ok := q["partNumber"]; ok {
+		if rangeHdr != "" {
+			s.writeError(req, &apiError{Code: errInvalidRequest, Bucket: req.bucket, Key: req.key,
+				Message: "Cannot specify both Range header and partNumber query parameter"})
+			return
+		}
+		num, err := strconv.Atoi(firstOf(pn))
+		if err != nil || num < 1 || num > 10000 {
+			s.writeError(req, &apiError{Code: errInvalidArgument, Bucket: req.bucket, Key: req.key,
+				Message: "Part number must be an integer between 1 and 10000, inclusive"})
+			return
+		}
+		if num != 1 {
+			s.writeError(req, &apiError{Code: errInvalidPartNumber, Bucket: req.bucket, Key: req.key})
+			return
+		}
+		h.Set("x-amz-mp-parts-count", "1")
+		if size > 0 {
+			status = http.StatusPartialContent
+			h.Set("Content-Range", fmt.Sprintf("bytes 0-%d/%d", size-1, size))
+		}
+	} else {
+		br := parseRange(rangeHdr, size)
+		switch br.kind {
+		case rangeUnsatisfiable:
+			s.writeError(req, &apiError{Code: errInvalidRange, Bucket: req.bucket, Key: req.key,
+				Header: http.Header{"Content-Range": {fmt.Sprintf("bytes */%d", size)}}})
+			return
+		case rangeSatisfiable:
+			status = http.StatusPartialContent
+			off, n = br.start, br.length
+			h.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", br.start, br.end(), size))
+		}
+	}
+
+	h.Set("Content-Type", contentType(f))
+	// A full-object checksum only on a full-object 200: botocore validates
+	// any x-amz-checksum-* header against the body it received.
+	if status == http.StatusOK && f.SHA256 != "" && r.Header.Get("x-amz-checksum-mode") == "ENABLED" {
+		if sum, err := hex.DecodeString(f.SHA256); err == nil && len(sum) == 32 {
+			h.Set("x-amz-checksum-sha256", base64.StdEncoding.EncodeToString(sum))
+			h.Set("x-amz-checksum-type", "FULL_OBJECT")
+		}
+	}
+	for _, ov := range responseOverrides {
+		if v := q.Get(ov[0]); v != "" {
+			h.Set(ov[1], v)
+		}
+	}
+	h.Set("Content-Length", strconv.FormatInt(n, 10))
+
+	if req.method == http.MethodHead || n == 0 {
+		req.w.WriteHeader(status)
+		return
+	}
+	s.streamBody(req, a, f, off, n, status)
+}
+
+// streamBody sends n bytes of f from off. The first buffer is read before
+// the headers go out, so a failure to open or to fetch the first frame is a
+// clean 500/503 XML error naming the key. A failure after that aborts the
+// connection (http.ErrAbortHandler): the client sees a broken body, never a
+// clean short or wrong one.
+func (s *Server) streamBody(req *request, a *archiveview.Archive, f archiveview.File, off, n int64, status int) {
+	ctx := req.r.Context()
+	rc, err := a.Open(ctx, f, off, n)
+	if err != nil {
+		s.readFailed(req, a, ctx, err)
+		return
+	}
+	defer rc.Close()
+
+	bp := s.bufs.Get().(*[]byte)
+	defer s.bufs.Put(bp)
+	buf := *bp
+
+	first := int64(len(buf))
+	if n < first {
+		first = n
+	}
+	got, err := io.ReadFull(rc, buf[:first])
+	if err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			err = fmt.Errorf("archive %s key %q: body ended after %d of %d bytes: %w", a.Name(), f.Key, got, n, io.ErrUnexpectedEOF)
+		}
+		s.readFailed(req, a, ctx, err)
+		return
+	}
+	req.w.WriteHeader(status)
+	if _, err := req.w.Write(buf[:got]); err != nil {
+		req.cause = fmt.Errorf("write to client: %w", err)
+		panic(http.ErrAbortHandler)
+	}
+	rest := n - int64(got)
+	if rest == 0 {
+		return
+	}
+	copied, err := io.CopyBuffer(req.w, io.LimitReader(rc, rest), buf)
+	if err == nil && copied != rest {
+		err = fmt.Errorf("archive %s key %q: body ended after %d of %d bytes: %w", a.Name(), f.Key, int64(got)+copied, n, io.ErrUnexpectedEOF)
+	}
+	if err != nil {
+		req.cause = err
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// readFailed answers a read error that happened before any header was sent.
+func (s *Server) readFailed(req *request, a *archiveview.Archive, ctx context.Context, err error) {
+	err = fmt.Errorf("archive %s key %q: %w", a.Name(), req.key, err)
+	if ctx.Err() != nil {
+		// The client went away; nobody reads the answer.
+		req.cause = err
+		panic(http.ErrAbortHandler)
+	}
+	code := errInternalError
+	if backend.IsRetryable(err) {
+		code = errSlowDown
+	}
+	s.cfg.Logger.Error().Str("request_id", req.id).Str("bucket", req.bucket).Str("key", req.key).Err(err).Msg("read failed")
+	s.writeError(req, &apiError{Code: code, Bucket: req.bucket, Key: req.key, Cause: err})
+}
+
+func firstOf(vs []string) string {
+	if len(vs) == 0 {
+		return ""
+	}
+	return vs[0]
+}

@@ -1,0 +1,271 @@
+package s3api
+
+import (
+	"bytes"
+	"encoding/xml"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// Operation names used as the op label of metrics and in access lines.
+const (
+	opListBuckets         = "ListBuckets"
+	opHeadBucket          = "HeadBucket"
+	opGetBucketLocation   = "GetBucketLocation"
+	opGetBucketACL        = "GetBucketAcl"
+	opGetBucketPolicy     = "GetBucketPolicy"
+	opGetBucketCORS       = "GetBucketCors"
+	opGetBucketVersioning = "GetBucketVersioning"
+	opGetBucketTagging    = "GetBucketTagging"
+	opListObjects         = "ListObjects"
+	opListObjectsV2       = "ListObjectsV2"
+	opHeadObject          = "HeadObject"
+	opGetObject           = "GetObject"
+	opGetObjectACL        = "GetObjectAcl"
+	opGetObjectTagging    = "GetObjectTagging"
+	opNotImplemented      = "NotImplemented"
+	opWrite               = "Write"
+	opMethodNotAllowed    = "MethodNotAllowed"
+)
+
+// allOps lists every op label, for pre-initialized metrics.
+var allOps = []string{
+	opListBuckets, opHeadBucket, opGetBucketLocation, opGetBucketACL,
+	opGetBucketPolicy, opGetBucketCORS, opGetBucketVersioning, opGetBucketTagging,
+	opListObjects, opListObjectsV2, opHeadObject, opGetObject, opGetObjectACL,
+	opGetObjectTagging, opNotImplemented, opWrite, opMethodNotAllowed,
+}
+
+// subResources are the S3 query sub-resources that select an operation other
+// than a listing or an object read. Only a few have canned answers; the rest
+// are 501 NotImplemented, never a listing.
+var subResources = map[string]bool{
+	"accelerate": true, "acl": true, "analytics": true, "attributes": true,
+	"cors": true, "delete": true, "encryption": true, "intelligent-tiering": true,
+	"inventory": true, "legal-hold": true, "lifecycle": true, "location": true,
+	"logging": true, "metadataConfiguration": true, "metadataTable": true,
+	"metrics": true, "notification": true, "object-lock": true,
+	"ownershipControls": true, "policy": true, "policyStatus": true,
+	"publicAccessBlock": true, "replication": true, "requestPayment": true,
+	"restore": true, "retention": true, "select": true, "session": true,
+	"tagging": true, "torrent": true, "uploadId": true, "uploads": true,
+	"versioning": true, "versions": true, "website": true, "renameObject": true,
+}
+
+// subResource returns the first sub-resource named in q ("" = none).
+// Sub-resources are checked in a fixed order so the answer is deterministic.
+func subResource(q url.Values) string {
+	if len(q) == 0 {
+		return ""
+	}
+	var found string
+	for k := range q {
+		if subResources[k] && (found == "" || k < found) {
+			found = k
+		}
+	}
+	return found
+}
+
+// address splits a request into bucket and key. Path-style always works;
+// virtual-hosted addressing applies only when the Host is
+// "<bucket>.<VirtualHostBase>" — never for an IP address or a host equal to
+// the base. The key is the decoded path after the bucket, byte for byte
+// ("//" kept, '+' literal).
+func (s *Server) address(r *http.Request) (bucket, key string) {
+	p := r.URL.Path
+	if b := s.hostBucket(r.Host); b != "" {
+		return b, strings.TrimPrefix(p, "/")
+	}
+	p = strings.TrimPrefix(p, "/")
+	if i := strings.IndexByte(p, '/'); i >= 0 {
+		return p[:i], p[i+1:]
+	}
+	return p, ""
+}
+
+func (s *Server) hostBucket(host string) string {
+	base := strings.ToLower(strings.TrimSuffix(s.cfg.VirtualHostBase, "."))
+	if base == "" || host == "" {
+		return ""
+	}
+	h := host
+	if hp, _, err := net.SplitHostPort(host); err == nil {
+		h = hp
+	}
+	h = strings.ToLower(strings.TrimSuffix(h, "."))
+	if net.ParseIP(strings.Trim(h, "[]")) != nil {
+		return ""
+	}
+	if !strings.HasSuffix(h, "."+base) {
+		return ""
+	}
+	return h[:len(h)-len(base)-1]
+}
+
+// operationName names the S3 operation a request asks for.
+func operationName(method, bucket string, hasKey bool, q url.Values) string {
+	switch method {
+	case http.MethodGet, http.MethodHead:
+	case http.MethodPut, http.MethodPost, http.MethodDelete:
+		return opWrite
+	default:
+		return opMethodNotAllowed
+	}
+	if bucket == "" {
+		return opListBuckets
+	}
+	sub := subResource(q)
+	if !hasKey {
+		if method == http.MethodHead && sub == "" {
+			return opHeadBucket
+		}
+		switch sub {
+		case "":
+			if q.Get("list-type") == "2" {
+				return opListObjectsV2
+			}
+			return opListObjects
+		case "location":
+			return opGetBucketLocation
+		case "acl":
+			return opGetBucketACL
+		case "policy":
+			return opGetBucketPolicy
+		case "cors":
+			return opGetBucketCORS
+		case "versioning":
+			return opGetBucketVersioning
+		case "tagging":
+			return opGetBucketTagging
+		}
+		return opNotImplemented
+	}
+	switch sub {
+	case "":
+		if method == http.MethodHead {
+			return opHeadObject
+		}
+		return opGetObject
+	case "acl":
+		return opGetObjectACL
+	case "tagging":
+		return opGetObjectTagging
+	}
+	return opNotImplemented
+}
+
+// route dispatches an authenticated, authorized GET or HEAD.
+func (s *Server) route(req *request) {
+	switch req.op {
+	case opListBuckets:
+		s.listBuckets(req)
+		return
+	case opNotImplemented:
+		s.writeError(req, &apiError{Code: errNotImplemented, Bucket: req.bucket, Key: req.key})
+		return
+	}
+	a, ok := s.cfg.Catalog.Bucket(req.bucket)
+	if !ok {
+		s.writeError(req, &apiError{Code: errNoSuchBucket, Bucket: req.bucket})
+		return
+	}
+	switch req.op {
+	case opHeadBucket:
+		s.headBucket(req)
+	case opGetBucketLocation:
+		s.getBucketLocation(req)
+	case opGetBucketACL:
+		s.getACL(req)
+	case opGetBucketPolicy:
+		s.writeError(req, &apiError{Code: errNoSuchBucketPolicy, Bucket: req.bucket})
+	case opGetBucketCORS:
+		s.writeError(req, &apiError{Code: errNoSuchCORS, Bucket: req.bucket})
+	case opGetBucketVersioning:
+		s.getBucketVersioning(req)
+	case opGetBucketTagging:
+		s.writeError(req, &apiError{Code: errNoSuchTagSet, Bucket: req.bucket})
+	case opListObjects:
+		s.listObjects(req, a, false)
+	case opListObjectsV2:
+		s.listObjects(req, a, true)
+	case opGetObjectACL, opGetObjectTagging:
+		if _, ok := a.Stat(req.key); !ok {
+			s.writeError(req, &apiError{Code: errNoSuchKey, Bucket: req.bucket, Key: req.key})
+			return
+		}
+		if req.op == opGetObjectACL {
+			s.getACL(req)
+		} else {
+			s.writeXML(req, http.StatusOK, &tagging{})
+		}
+	case opHeadObject, opGetObject:
+		s.getObject(req, a)
+	default:
+		s.writeError(req, &apiError{Code: errNotImplemented, Bucket: req.bucket, Key: req.key})
+	}
+}
+
+const xmlNS = "http://s3.amazonaws.com/doc/2006-03-01/"
+
+// writeXML writes a 200-class XML response (no body for HEAD).
+func (s *Server) writeXML(req *request, status int, v any) {
+	var buf bytes.Buffer
+	buf.WriteString(xml.Header)
+	if err := xml.NewEncoder(&buf).Encode(v); err != nil {
+		s.writeError(req, &apiError{Code: errInternalError, Bucket: req.bucket, Key: req.key, Cause: err})
+		return
+	}
+	h := req.w.Header()
+	h.Set("Content-Type", "application/xml")
+	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	req.w.WriteHeader(status)
+	if req.method != http.MethodHead {
+		_, _ = req.w.Write(buf.Bytes())
+	}
+}
+
+// writeError writes an S3 error response. HEAD responses carry no body.
+// RequestId in the body equals the x-amz-request-id header.
+func (s *Server) writeError(req *request, e *apiError) {
+	if e.Cause != nil && req.cause == nil {
+		req.cause = e.Cause
+	}
+	if req.w.wroteHeader {
+		return
+	}
+	h := req.w.Header()
+	for k, vs := range e.Header {
+		h[k] = vs
+	}
+	status := e.status()
+	body := errorResponse{
+		Code:       string(e.Code),
+		Message:    e.message(),
+		Key:        e.Key,
+		BucketName: e.Bucket,
+		Resource:   req.r.URL.Path,
+		RequestID:  req.id,
+		HostID:     req.hostID,
+	}
+	var buf bytes.Buffer
+	buf.WriteString(xml.Header)
+	if err := xml.NewEncoder(&buf).Encode(body); err != nil {
+		buf.Reset()
+	}
+	h.Del("ETag")
+	h.Del("Last-Modified")
+	h.Del("Accept-Ranges")
+	h.Set("Content-Type", "application/xml")
+	if req.method == http.MethodHead {
+		h.Del("Content-Length")
+		req.w.WriteHeader(status)
+		return
+	}
+	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	req.w.WriteHeader(status)
+	_, _ = req.w.Write(buf.Bytes())
+}

@@ -1,0 +1,291 @@
+// Package s3api is wharf's own read-only S3 HTTP layer on plain net/http.
+//
+// The shape follows versitygw: a router (router.go) that names the operation,
+// a fixed chain of middleware concerns applied in order in ServeHTTP —
+// request ids first (so every response, even a failure, carries
+// x-amz-request-id and x-amz-id-2), then access log + metrics, write
+// rejection, addressing (path-style, virtual-host only under a configured
+// base domain), authentication (auth.Verifier) and per-bucket authorization —
+// and one file per operation family: bucket.go (ListBuckets, HeadBucket,
+// bucket sub-resources), list.go (ListObjects v1/v2), object.go
+// (HeadObject/GetObject). Errors come from one table (errors.go). Header
+// parsers are small pure functions (range.go, conditional.go, token.go).
+//
+// Archives come from a Catalog, resolved on every request. Bodies stream from
+// archiveview with a pooled buffer; an error after the headers went out
+// aborts the connection so a client never sees a clean short or wrong body.
+package s3api
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/wharf-s3/wharf/auth"
+)
+
+// Authenticator authenticates a request. *auth.Verifier implements it.
+type Authenticator interface {
+	Authenticate(r *http.Request) (auth.Identity, error)
+}
+
+// Config configures the S3 handler.
+type Config struct {
+	// Catalog maps bucket names to archives. Required.
+	Catalog Catalog
+	// Verifier authenticates every request before any handler runs. A nil
+	// Verifier denies every request (403 AccessDenied): there is no implicit
+	// anonymous mode.
+	Verifier Authenticator
+	// Logger receives one access line per request (Info) and handler errors.
+	Logger zerolog.Logger
+	// Registerer receives wharf_requests_total, wharf_request_duration_seconds
+	// and wharf_served_bytes_total. nil = metrics are not registered anywhere.
+	Registerer prometheus.Registerer
+	// Region is reported by GetBucketLocation and HeadBucket. "" = us-east-1.
+	Region string
+	// VirtualHostBase enables virtual-hosted addressing for Host values
+	// "<bucket>.<VirtualHostBase>" (optionally with a port). "" = path-style only.
+	VirtualHostBase string
+	// OwnerID and OwnerName are shown as the Owner of buckets and objects.
+	// "" = "wharf".
+	OwnerID, OwnerName string
+	// BufferSize is the copy buffer size for object bodies. 0 = 64 KiB.
+	BufferSize int
+}
+
+// Server is the S3 handler. Create it with New.
+type Server struct {
+	cfg     Config
+	metrics *metrics
+	bufs    sync.Pool
+	now     func() time.Time
+}
+
+// New returns the S3 http.Handler for cfg. It panics if cfg.Catalog is nil or
+// the metrics cannot be registered (a programming error: a Registerer used
+// twice).
+func New(cfg Config) http.Handler {
+	return NewServer(cfg)
+}
+
+// NewServer is New returning the concrete type.
+func NewServer(cfg Config) *Server {
+	if cfg.Catalog == nil {
+		panic("s3api: Config.Catalog is nil")
+	}
+	if cfg.Region == "" {
+		cfg.Region = "us-east-1"
+	}
+	if cfg.OwnerID == "" {
+		cfg.OwnerID = "wharf"
+	}
+	if cfg.OwnerName == "" {
+		cfg.OwnerName = "wharf"
+	}
+	if cfg.BufferSize <= 0 {
+		cfg.BufferSize = 64 << 10
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		panic("s3api: " + err.Error())
+	}
+	s := &Server{cfg: cfg, metrics: m, now: time.Now}
+	size := cfg.BufferSize
+	s.bufs.New = func() any {
+		b := make([]byte, size)
+		return &b
+	}
+	return s
+}
+
+// request is the per-request state shared by middleware and handlers.
+type request struct {
+	id, hostID string
+	op         string
+	method     string
+	bucket     string
+	key        string
+	hasKey     bool // a non-empty key was addressed
+	identity   auth.Identity
+	start      time.Time
+	w          *responseWriter
+	r          *http.Request
+	cause      error // logged with the access line
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// 1. Request ids, before anything can fail.
+	req := &request{id: newRequestID(), start: s.now(), r: r, method: r.Method}
+	req.hostID = hostIDFor(req.id)
+	h := w.Header()
+	h.Set("x-amz-request-id", req.id)
+	h.Set("x-amz-id-2", req.hostID)
+	h.Set("Server", "wharf")
+	rw := &responseWriter{ResponseWriter: w}
+	req.w = rw
+
+	// 2. Access log and metrics, also on an aborted body.
+	defer func() {
+		rec := recover()
+		if rec != nil && rec != http.ErrAbortHandler {
+			s.cfg.Logger.Error().Str("request_id", req.id).Interface("panic", rec).Msg("handler panic")
+			if !rw.wroteHeader {
+				s.writeError(req, &apiError{Code: errInternalError, Bucket: req.bucket, Key: req.key})
+			}
+			rec = http.ErrAbortHandler
+		}
+		s.finish(req, rec != nil)
+		if rec != nil {
+			panic(rec)
+		}
+	}()
+
+	// 3. Addressing and operation name.
+	req.bucket, req.key = s.address(r)
+	req.hasKey = req.key != ""
+	req.op = operationName(r.Method, req.bucket, req.hasKey, r.URL.Query())
+
+	// 4. Writes are refused before the body is read (so Expect: 100-continue
+	// never makes the client send it); other methods are not allowed.
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+	case http.MethodPut, http.MethodPost, http.MethodDelete:
+		s.writeError(req, &apiError{Code: errAccessDenied, Bucket: req.bucket, Key: req.key})
+		return
+	default:
+		rw.Header().Set("Allow", "GET, HEAD")
+		s.writeError(req, &apiError{Code: errMethodNotAllowed, Bucket: req.bucket, Key: req.key})
+		return
+	}
+
+	// 5. Authentication, then authorization on every bucket call.
+	if s.cfg.Verifier == nil {
+		s.writeError(req, &apiError{Code: errAccessDenied, Bucket: req.bucket, Key: req.key})
+		return
+	}
+	id, err := s.cfg.Verifier.Authenticate(r)
+	if err != nil {
+		s.writeError(req, authError(err, req))
+		return
+	}
+	req.identity = id
+	if req.bucket != "" && !id.CanRead(req.bucket) {
+		s.writeError(req, &apiError{Code: errAccessDenied, Bucket: req.bucket, Key: req.key})
+		return
+	}
+
+	// 6. Dispatch.
+	s.route(req)
+}
+
+// authError maps an authentication failure to an S3 error.
+func authError(err error, req *request) *apiError {
+	var ae *auth.Error
+	if errors.As(err, &ae) {
+		status := ae.Status
+		if status == 0 {
+			status = http.StatusForbidden
+		}
+		return &apiError{Code: errorCode(ae.Code), Message: ae.Message, Status: status,
+			Bucket: req.bucket, Key: req.key, Cause: err}
+	}
+	return &apiError{Code: errAccessDenied, Bucket: req.bucket, Key: req.key, Cause: err}
+}
+
+// newRequestID returns 16 upper-case hex characters, like AWS's.
+func newRequestID() string {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		// crypto/rand does not fail on supported platforms; keep a usable id.
+		return "0000000000000000"
+	}
+	const hexUpper = "0123456789ABCDEF"
+	out := make([]byte, 16)
+	for i, c := range b {
+		out[2*i] = hexUpper[c>>4]
+		out[2*i+1] = hexUpper[c&15]
+	}
+	return string(out)
+}
+
+// hostIDFor derives an x-amz-id-2 value for a request id.
+func hostIDFor(id string) string {
+	var b [24]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return id
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// responseWriter records the status and body bytes for the access log.
+type responseWriter struct {
+	http.ResponseWriter
+	status      int
+	bytes       int64
+	wroteHeader bool
+}
+
+func (w *responseWriter) WriteHeader(code int) {
+	if w.wroteHeader {
+		return
+	}
+	w.wroteHeader = true
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *responseWriter) Write(p []byte) (int, error) {
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	n, err := w.ResponseWriter.Write(p)
+	w.bytes += int64(n)
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *responseWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// finish writes the access line and records metrics.
+func (s *Server) finish(req *request, aborted bool) {
+	d := s.now().Sub(req.start)
+	status := req.w.status
+	if !req.w.wroteHeader {
+		status = http.StatusOK
+	}
+	s.metrics.observe(req.op, status, d, req.w.bytes, req.method == http.MethodGet)
+	ev := s.cfg.Logger.Info()
+	if aborted || status >= 500 {
+		ev = s.cfg.Logger.Warn()
+	}
+	ev = ev.Str("request_id", req.id).
+		Str("op", req.op).
+		Str("method", req.method).
+		Str("bucket", req.bucket).
+		Str("key", req.key).
+		Int("status", status).
+		Int64("bytes", req.w.bytes).
+		Dur("duration", d).
+		Str("remote", req.r.RemoteAddr)
+	if rg := req.r.Header.Get("Range"); rg != "" {
+		ev = ev.Str("range", rg)
+	}
+	if req.identity.AccessKey != "" {
+		ev = ev.Str("access_key", req.identity.AccessKey)
+	}
+	if aborted {
+		ev = ev.Bool("aborted", true)
+	}
+	if req.cause != nil {
+		ev = ev.AnErr("error", req.cause)
+	}
+	ev.Msg("request")
+}
