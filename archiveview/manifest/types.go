@@ -45,6 +45,10 @@ type Manifest struct {
 	Files  []FileEntry  `json:"files"`
 	Chunks []ChunkEntry `json:"chunks"`
 	Shards []ShardEntry `json:"shards"`
+
+	// Warnings are Validate's non-fatal findings (set by Load and Validate);
+	// never serialized.
+	Warnings []string `json:"-"`
 }
 
 // FileEntry is one file, or one part of a split file.

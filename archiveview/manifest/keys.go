@@ -1,0 +1,213 @@
+package manifest
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+	"unicode/utf8"
+)
+
+// ResolveObjectKey turns a manifest s3_key (chunk or standalone object) into
+// the object key to read from bucket, following CargoShip's deep_verify
+// ResolveObjectKey rules, because writers over time recorded the same key
+// in several forms:
+//
+//   - leading "/" is trimmed ("/uploads/x/..." from an empty prefix);
+//   - a URL "scheme://host/key" loses "scheme://host/"; for "s3://b/key" the
+//     host is the bucket, so the key is what follows it;
+//   - "/" is trimmed around prefix;
+//   - a key equal to prefix or starting with prefix+"/" is kept
+//     (prefix-included form);
+//   - else a key starting with bucket+"/" loses that (bucket-qualified form);
+//   - else prefix+"/" is prepended when prefix is non-empty (the
+//     prefix-relative form the current writer records).
+//
+// bucket must be the bucket the manifest was read from, not manifest.bucket
+// (cargoship#335).
+func ResolveObjectKey(bucket, prefix, s3key string) string {
+	key := strings.TrimLeft(s3key, "/")
+	if rest, ok := stripURL(key); ok {
+		key = strings.TrimLeft(rest, "/")
+	}
+	prefix = strings.Trim(prefix, "/")
+	if prefix != "" && (key == prefix || strings.HasPrefix(key, prefix+"/")) {
+		return key
+	}
+	if bucket != "" && strings.HasPrefix(key, bucket+"/") {
+		return key[len(bucket)+1:]
+	}
+	if prefix != "" {
+		return prefix + "/" + key
+	}
+	return key
+}
+
+// stripURL removes "scheme://host/" from a URL-form key. The scheme must be
+// a real one (RFC 3986: a letter, then letters, digits, "+", "-", "."), so a
+// key that merely contains "://" later on is left alone.
+func stripURL(key string) (string, bool) {
+	i := strings.Index(key, "://")
+	if i <= 0 {
+		return key, false
+	}
+	for j := 0; j < i; j++ {
+		c := key[j]
+		isAlpha := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+		if !isAlpha && (j == 0 || !(c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.')) {
+			return key, false
+		}
+	}
+	rest := key[i+3:]
+	if j := strings.IndexByte(rest, '/'); j >= 0 {
+		return rest[j+1:], true
+	}
+	return "", true // "s3://bucket" alone: no key
+}
+
+// ErrUnsafePath is wrapped by RelativeKey errors: the path cannot become a
+// safe S3 key (parent segment, control character, invalid UTF-8, empty).
+var ErrUnsafePath = errors.New("unsafe path")
+
+// RelativeKey derives a file's virtual key from the manifest's source_path
+// and the file's path, as CargoShip's RelativeToSource does, then sanitizes.
+//
+// Backslashes become "/" (Windows uploads, cargoship#563). The source is
+// matched on a segment boundary with its trailing "/" ignored: p equal to
+// the source (a single-file upload) yields its base name; p under the
+// source yields the remainder; p not under the source is kept as is. The
+// result then loses a leading volume name ("C:"), leading "/", and "." and
+// empty segments.
+//
+// It is an error (wrapping ErrUnsafePath) when a ".." segment remains (a key
+// never escapes the bucket), when the path holds NUL or any other control
+// character (C0 or DEL), when it is not valid UTF-8 (it could not be served
+// reliably as an S3 key), or when nothing is left. The result never starts
+// with "/", never contains "//", "\\", or a "." or ".." segment.
+func RelativeKey(sourcePath, p string) (string, error) {
+	src := strings.TrimRight(strings.ReplaceAll(sourcePath, `\`, "/"), "/")
+	q := strings.ReplaceAll(p, `\`, "/")
+	switch {
+	case src != "" && q == src:
+		q = path.Base(q)
+	case src != "" && strings.HasPrefix(q, src+"/"):
+		q = q[len(src)+1:]
+	}
+	key, err := sanitizeKey(q)
+	if err != nil {
+		return "", fmt.Errorf("path %q: %w", clip(p), err)
+	}
+	return key, nil
+}
+
+// sanitizeKey applies RelativeKey's cleaning to a "/"-separated path.
+func sanitizeKey(q string) (string, error) {
+	if !utf8.ValidString(q) {
+		return "", fmt.Errorf("%w: invalid UTF-8", ErrUnsafePath)
+	}
+	for i := 0; i < len(q); i++ {
+		if c := q[i]; c < 0x20 || c == 0x7f {
+			return "", fmt.Errorf("%w: control character 0x%02x at byte %d", ErrUnsafePath, c, i)
+		}
+	}
+	var b strings.Builder
+	b.Grow(len(q))
+	first := true
+	for seg := range strings.SplitSeq(q, "/") {
+		switch {
+		case seg == "" || seg == ".":
+			continue
+		case seg == "..":
+			return "", fmt.Errorf("%w: \"..\" segment", ErrUnsafePath)
+		case first && isVolume(seg):
+			continue
+		}
+		if !first {
+			b.WriteByte('/')
+		}
+		b.WriteString(seg)
+		first = false
+	}
+	if b.Len() == 0 {
+		return "", fmt.Errorf("%w: empty key", ErrUnsafePath)
+	}
+	return b.String(), nil
+}
+
+// isVolume reports a Windows drive name such as "C:".
+func isVolume(seg string) bool {
+	return len(seg) == 2 && seg[1] == ':' && (seg[0] >= 'a' && seg[0] <= 'z' || seg[0] >= 'A' && seg[0] <= 'Z')
+}
+
+// Manifest object names inside an upload folder, in the order a reader
+// tries them.
+const (
+	ManifestNameGzip           = "manifest.json.gz"
+	ManifestNamePlain          = "manifest.json"
+	ManifestNameEncryptedGzip  = "manifest.encrypted.json.gz"
+	ManifestNameEncryptedPlain = "manifest.encrypted.json"
+)
+
+// ManifestKeyCandidates lists, in order, the keys where upload uploadID's
+// manifest may live under prefix (the same prefix as a descendant's, for
+// previous_manifest_id): "{prefix}/uploads/{id}/manifest.json.gz", then
+// "manifest.json", with "/" trimmed around prefix and no leading "/" for an
+// empty prefix. When CargoShip's own fmt.Sprintf("%s/uploads/%s/...") form
+// differs (empty prefix gives "/uploads/...", a trailing-slash prefix gives
+// "prefix//uploads/..."), those literal keys follow. Last come the
+// manifest.encrypted.json[.gz] names, so a reader finding only an encrypted
+// manifest reports ErrEncrypted (Load detects the name) instead of "missing".
+func ManifestKeyCandidates(prefix, uploadID string) []string {
+	names := []string{ManifestNameGzip, ManifestNamePlain}
+	p := strings.Trim(prefix, "/")
+	base := "uploads/" + uploadID + "/"
+	if p != "" {
+		base = p + "/" + base
+	}
+	literal := prefix + "/uploads/" + uploadID + "/"
+	var out []string
+	for _, n := range names {
+		out = append(out, base+n)
+	}
+	if literal != base {
+		for _, n := range names {
+			out = append(out, literal+n)
+		}
+	}
+	out = append(out, base+ManifestNameEncryptedGzip, base+ManifestNameEncryptedPlain)
+	return out
+}
+
+// UploadDir splits a manifest key "{dir}/uploads/{id}/manifest.json[.gz]"
+// into dir and the upload id, so that ManifestKeyCandidates(dir, id)
+// contains manifestKey itself and a sibling upload's keys are
+// ManifestKeyCandidates(dir, otherID). dir is the key's literal text before
+// "/uploads/" ("" when the key starts with "uploads/" or "/uploads/").
+// ok is false when the key does not have that shape (including
+// manifest.partial.json.gz and encrypted names).
+func UploadDir(manifestKey string) (dir, uploadID string, ok bool) {
+	var rest string
+	switch {
+	case strings.HasSuffix(manifestKey, "/"+ManifestNameGzip):
+		rest = strings.TrimSuffix(manifestKey, "/"+ManifestNameGzip)
+	case strings.HasSuffix(manifestKey, "/"+ManifestNamePlain):
+		rest = strings.TrimSuffix(manifestKey, "/"+ManifestNamePlain)
+	default:
+		return "", "", false
+	}
+	i := strings.LastIndexByte(rest, '/')
+	if i < 0 {
+		return "", "", false
+	}
+	uploadID, rest = rest[i+1:], rest[:i]
+	if uploadID == "" {
+		return "", "", false
+	}
+	switch {
+	case rest == "uploads":
+		return "", uploadID, true
+	case strings.HasSuffix(rest, "/uploads"):
+		return strings.TrimSuffix(rest, "/uploads"), uploadID, true
+	}
+	return "", "", false
+}
