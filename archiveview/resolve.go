@@ -1,0 +1,741 @@
+package archiveview
+
+// Resolution: from a chain of loaded manifests (newest first) to the
+// effective virtual tree, the chunks it needs and the compact index.
+//
+// Rules (CargoShip format notes §2–§11, "Edge cases a reader must get right"):
+//
+//   - virtual key = manifest.RelativeKey(source_path, path), per manifest;
+//     two different paths of one manifest that sanitize to the same key are
+//     an error naming both.
+//   - chain: newest first, the first mention of a virtual key decides it; a
+//     deleted_paths mention is a tombstone. Within one manifest a file entry
+//     beats a tombstone for the same key (the file exists in that upload).
+//     Matching is by virtual key rather than raw path so that a re-rooted
+//     source_path still shadows correctly; with one source_path the two agree.
+//   - chunks: union over the chain by resolved s3_key (never chunk_id),
+//     resolved against the bucket the manifest was read from and the prefix
+//     of the manifest that lists them; only chunks a surviving file uses are
+//     kept. Several entries for one key (staging snapshots) keep the largest
+//     compressed_size.
+//   - a file whose resolved s3_key is no chunk's key is a direct-upload
+//     object: the object is the file (or that split part).
+//   - split files: grouped by path, ordered by part_index, counted against
+//     total_parts, tiling [0,size) exactly.
+//   - duplicates: mapped to their original (same s3_key, not a duplicate,
+//     checksum == duplicate_of_hash), else any non-duplicate with that
+//     checksum anywhere in the chain; placeholders or no original: error.
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/wharf-s3/wharf/archiveview/manifest"
+)
+
+// ErrInvalidTree is wrapped by every error about a manifest (chain) whose
+// content cannot be served as a consistent tree: key collisions, broken
+// split files, unresolvable duplicates, inconsistent frames, a broken chain.
+var ErrInvalidTree = errors.New("invalid archive tree")
+
+// chainLink is one loaded manifest of an archive's chain.
+type chainLink struct {
+	key      string // manifest object key
+	uploadID string
+	m        *manifest.Manifest
+	verify   bool // checksum_algorithm is sha256 (or absent): checksums are usable
+}
+
+// fileRef points at one FileEntry of one chain link.
+type fileRef struct {
+	link  int32
+	entry int32
+}
+
+// survivor is one decided virtual key: the file entries (one, or the parts of
+// a split file) that make it up.
+type survivor struct {
+	key   string
+	first fileRef
+	parts []int32 // entry indices of a split file's parts (same link), unsorted
+	split bool
+}
+
+// chunkSpec is a chunk as resolved, before it becomes a chunk (which holds
+// a sync.Once and so is never copied).
+type chunkSpec struct {
+	key    string
+	kind   chunkKind
+	frames []frame
+	size   int64
+	sum    [32]byte
+	hasSum bool
+}
+
+// chunkCand is a chunks[] entry seen somewhere in the chain.
+type chunkCand struct {
+	link  int32
+	entry int32
+}
+
+type resolver struct {
+	bucket string
+	chain  []chainLink
+	opts   Options
+
+	cands    map[string]chunkCand // resolved chunk key -> chosen entry
+	chunkIdx map[string]int32     // resolved key -> index in chunks (materialized)
+	chunks   []chunkSpec
+	uncomp   []int64 // per chunk: uncompressed tar bytes (frames or manifest)
+
+	shapes   map[string]bool
+	warnings []string
+
+	legacyOffsets int
+	subFrames     int
+	tombstones    int
+	duplicates    int
+	splitFiles    int
+}
+
+func (r *resolver) warnf(format string, args ...any) {
+	if len(r.warnings) < 100 {
+		r.warnings = append(r.warnings, fmt.Sprintf(format, args...))
+	} else if len(r.warnings) == 100 {
+		r.warnings = append(r.warnings, "further warnings suppressed")
+	}
+}
+
+func treeErr(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalidTree, fmt.Sprintf(format, args...))
+}
+
+// where names a file entry for errors: "path (manifest KEY)".
+func (r *resolver) where(ref fileRef) string {
+	l := &r.chain[ref.link]
+	return fmt.Sprintf("%q (manifest %s)", l.m.Files[ref.entry].Path, l.key)
+}
+
+func (r *resolver) entry(ref fileRef) *manifest.FileEntry {
+	return &r.chain[ref.link].m.Files[ref.entry]
+}
+
+// resolveKey resolves an s3_key of link li against the serving bucket.
+func (r *resolver) resolveKey(li int32, s3key string) string {
+	return manifest.ResolveObjectKey(r.bucket, r.chain[li].m.Prefix, s3key)
+}
+
+// build resolves the chain into the index and the chunk table.
+func (r *resolver) build() (index, []chunk, error) {
+	r.shapes = map[string]bool{}
+	r.chunkIdx = map[string]int32{}
+	if len(r.chain) > 1 {
+		r.shapes["chain"] = true
+	}
+	if err := r.collectChunks(); err != nil {
+		return index{}, nil, err
+	}
+	survivors, err := r.decide()
+	if err != nil {
+		return index{}, nil, err
+	}
+	origins, err := r.findOriginals(survivors)
+	if err != nil {
+		return index{}, nil, err
+	}
+	slices.SortFunc(survivors, func(a, b survivor) int { return strings.Compare(a.key, b.key) })
+
+	nameBytes := 0
+	for i := range survivors {
+		nameBytes += len(survivors[i].key)
+	}
+	var b indexBuilder
+	b.init(len(survivors), nameBytes)
+	for i := range survivors {
+		if err := r.addFile(&b, &survivors[i], origins); err != nil {
+			return index{}, nil, err
+		}
+		survivors[i] = survivor{} // release the key's only other reference early
+	}
+	idx, err := b.finish()
+	if err != nil {
+		return index{}, nil, err
+	}
+	for i := range r.chunks {
+		c := &r.chunks[i]
+		idx.frames += len(c.frames)
+		idx.compressed += c.size
+		idx.uncompressed += r.uncomp[i]
+		r.shapes[c.kind.String()] = true
+	}
+	if r.legacyOffsets > 0 {
+		r.shapes["legacy-offsets"] = true
+		r.warnf("%d file(s) or parts have no archive_offset: reads walk the tar to find them", r.legacyOffsets)
+	}
+	if r.subFrames > 0 {
+		r.shapes["sub-frames"] = true
+	}
+	if r.duplicates > 0 {
+		r.shapes["dedup"] = true
+	}
+	if r.splitFiles > 0 {
+		r.shapes["split"] = true
+	}
+	if r.tombstones > 0 {
+		r.shapes["tombstones"] = true
+	}
+	chunks := make([]chunk, len(r.chunks))
+	for i, c := range r.chunks {
+		chunks[i].key, chunks[i].kind, chunks[i].frames = c.key, c.kind, c.frames
+		chunks[i].size, chunks[i].sum, chunks[i].hasSum = c.size, c.sum, c.hasSum
+	}
+	return idx, chunks, nil
+}
+
+// collectChunks records every chunks[] entry of the chain by resolved key.
+func (r *resolver) collectChunks() error {
+	r.cands = map[string]chunkCand{}
+	for li := range r.chain {
+		m := r.chain[li].m
+		for ci := range m.Chunks {
+			ce := &m.Chunks[ci]
+			if ce.S3Key == "" {
+				return treeErr("manifest %s: chunk %d (shard %d) has no s3_key", r.chain[li].key, ce.ID, ce.ShardID)
+			}
+			key := r.resolveKey(int32(li), ce.S3Key)
+			prev, ok := r.cands[key]
+			if !ok {
+				r.cands[key] = chunkCand{int32(li), int32(ci)}
+				continue
+			}
+			pe := &r.chain[prev.link].m.Chunks[prev.entry]
+			if pe.CompressedSize == ce.CompressedSize && len(pe.Frames) == len(ce.Frames) {
+				continue // the same chunk listed again (chain union)
+			}
+			r.shapes["staging-snapshots"] = true
+			r.warnf("chunk %s is listed more than once with different sizes (%d and %d bytes): keeping the largest (staging snapshot)",
+				key, pe.CompressedSize, ce.CompressedSize)
+			if ce.CompressedSize > pe.CompressedSize {
+				r.cands[key] = chunkCand{int32(li), int32(ci)}
+			}
+		}
+	}
+	return nil
+}
+
+// decide walks the chain newest first and returns the surviving files.
+func (r *resolver) decide() ([]survivor, error) {
+	// decided maps a virtual key to the survivor that owns it (>= 0) or to
+	// a tombstone (-1 - link index).
+	decided := make(map[string]int32, len(r.chain[0].m.Files))
+	var survivors []survivor
+	for li := range r.chain {
+		l := &r.chain[li]
+		for ei := range l.m.Files {
+			fe := &l.m.Files[ei]
+			key, err := manifest.RelativeKey(l.m.SourcePath, fe.Path)
+			if err != nil {
+				return nil, fmt.Errorf("%w: manifest %s: file %q: %w", ErrInvalidTree, l.key, fe.Path, err)
+			}
+			split := fe.TotalParts > 1
+			si, seen := decided[key]
+			if !seen {
+				s := survivor{key: key, first: fileRef{int32(li), int32(ei)}, split: split}
+				if split {
+					s.parts = []int32{int32(ei)}
+				}
+				decided[key] = int32(len(survivors))
+				survivors = append(survivors, s)
+				continue
+			}
+			if si < 0 || survivors[si].first.link != int32(li) {
+				continue // decided by a newer manifest: shadowed
+			}
+			s := &survivors[si]
+			other := l.m.Files[s.first.entry].Path
+			switch {
+			case other != fe.Path:
+				return nil, treeErr("manifest %s: files %q and %q both map to key %q", l.key, other, fe.Path, key)
+			case !split || !s.split:
+				return nil, treeErr("manifest %s: file %q is listed more than once (not as parts of a split file)", l.key, fe.Path)
+			}
+			s.parts = append(s.parts, int32(ei))
+		}
+		for _, p := range l.m.DeletedPaths {
+			key, err := manifest.RelativeKey(l.m.SourcePath, p)
+			if err != nil {
+				return nil, fmt.Errorf("%w: manifest %s: deleted path %q: %w", ErrInvalidTree, l.key, p, err)
+			}
+			if _, seen := decided[key]; !seen {
+				decided[key] = -1 - int32(li)
+				r.tombstones++
+			}
+		}
+	}
+	return survivors, nil
+}
+
+// findOriginals maps every surviving duplicate to its original entry.
+func (r *resolver) findOriginals(survivors []survivor) (map[fileRef]fileRef, error) {
+	wanted := map[[32]byte]bool{}
+	type dup struct {
+		ref  fileRef
+		hash [32]byte
+	}
+	var dups []dup
+	for i := range survivors {
+		s := &survivors[i]
+		fe := r.entry(s.first)
+		if !fe.IsDuplicate {
+			continue
+		}
+		if s.split {
+			return nil, treeErr("file %s is both a duplicate and a split file", r.where(s.first))
+		}
+		r.duplicates++
+		if fe.S3Key == "" || fe.ChunkID < 0 {
+			return nil, treeErr("duplicate file %s was never patched with its original's location (s3_key %q, chunk_id %d): unreadable",
+				r.where(s.first), fe.S3Key, fe.ChunkID)
+		}
+		h := fe.DuplicateOfHash
+		if h == "" {
+			h = fe.Checksum
+		}
+		sum, ok, err := manifest.ParseChecksum(h)
+		if err != nil || !ok {
+			return nil, treeErr("duplicate file %s has no usable duplicate_of_hash (%q)", r.where(s.first), h)
+		}
+		wanted[sum] = true
+		dups = append(dups, dup{s.first, sum})
+	}
+	if len(dups) == 0 {
+		return nil, nil
+	}
+	// Candidates: every non-duplicate, non-split entry of the chain whose
+	// checksum is wanted, newest first.
+	cands := map[[32]byte][]fileRef{}
+	for li := range r.chain {
+		for ei := range r.chain[li].m.Files {
+			fe := &r.chain[li].m.Files[ei]
+			if fe.IsDuplicate || fe.TotalParts > 1 || fe.S3Key == "" || fe.Checksum == "" {
+				continue
+			}
+			sum, ok, err := manifest.ParseChecksum(fe.Checksum)
+			if err != nil || !ok || !wanted[sum] {
+				continue
+			}
+			cands[sum] = append(cands[sum], fileRef{int32(li), int32(ei)})
+		}
+	}
+	out := make(map[fileRef]fileRef, len(dups))
+	for _, d := range dups {
+		fe := r.entry(d.ref)
+		want := r.resolveKey(d.ref.link, fe.S3Key)
+		var found, fallback fileRef
+		ok, okFallback := false, false
+		for _, c := range cands[d.hash] {
+			ce := r.entry(c)
+			if ce.Size != fe.Size {
+				continue
+			}
+			if r.resolveKey(c.link, ce.S3Key) == want {
+				found, ok = c, true
+				break
+			}
+			if !okFallback {
+				fallback, okFallback = c, true
+			}
+		}
+		if !ok && okFallback {
+			found, ok = fallback, true
+			r.warnf("duplicate %s: no original in %s, using %s with the same checksum", r.where(d.ref), want, r.where(found))
+		}
+		if !ok {
+			return nil, treeErr("duplicate file %s: original (checksum %x, %d bytes) not found in the manifest chain", r.where(d.ref), d.hash, fe.Size)
+		}
+		out[d.ref] = found
+	}
+	return out, nil
+}
+
+// addFile resolves one surviving key and appends it to the index builder.
+func (r *resolver) addFile(b *indexBuilder, s *survivor, origins map[fileRef]fileRef) error {
+	fe := r.entry(s.first)
+	l := &r.chain[s.first.link]
+	rec := fileRec{key: s.key, size: fe.Size, mtime: fe.ModTime}
+	if fe.Size < 0 {
+		return treeErr("file %s has negative size %d", r.where(s.first), fe.Size)
+	}
+	if mime := fe.Metadata["magika_mime"]; mime != "" {
+		rec.ctype = mime
+	}
+	if s.split {
+		return r.addSplit(b, s, rec)
+	}
+	if fe.Length != 0 && fe.Length != fe.Size {
+		return treeErr("file %s: length %d differs from size %d on a file that is not split", r.where(s.first), fe.Length, fe.Size)
+	}
+	if fe.Offset != 0 {
+		return treeErr("file %s: offset %d on a file that is not split", r.where(s.first), fe.Offset)
+	}
+	if l.verify {
+		rec.sum, rec.hasSum = r.sum(fe.Checksum, "file "+r.where(s.first))
+	}
+	ch := fe.ContentHash
+	if ch == "" {
+		ch = fe.Metadata["content_hash"]
+	}
+	if ch != "" {
+		md5, ok, err := manifest.ParseMD5(ch)
+		if err != nil {
+			r.warnf("file %s: ignoring malformed content_hash %q", r.where(s.first), ch)
+		} else {
+			rec.md5, rec.hasMD5 = md5, ok
+		}
+	}
+
+	src := s.first
+	if fe.IsDuplicate {
+		src = origins[s.first]
+	}
+	se := r.entry(src)
+	ext, err := r.place(src, se, se.Size, se.Path)
+	if err != nil {
+		return err
+	}
+	if src == s.first && strings.HasSuffix(se.Path, s.key) {
+		rec.root = se.Path[:len(se.Path)-len(s.key)]
+		rec.single = ext
+		rec.isSingle = true
+	} else {
+		rec.exts = []extent{ext}
+	}
+	if !rec.hasSum && !rec.hasMD5 {
+		rec.identity = r.identity(rec, []extent{ext})
+	}
+	return b.add(rec)
+}
+
+// addSplit validates and appends a split file.
+func (r *resolver) addSplit(b *indexBuilder, s *survivor, rec fileRec) error {
+	l := &r.chain[s.first.link]
+	parts := s.parts
+	files := l.m.Files
+	slices.SortFunc(parts, func(a, b int32) int { return files[a].PartIndex - files[b].PartIndex })
+	first := &files[parts[0]]
+	if len(parts) != first.TotalParts {
+		return treeErr("split file %s: %d part(s) listed, total_parts says %d", r.where(s.first), len(parts), first.TotalParts)
+	}
+	r.splitFiles++
+	var at int64
+	exts := make([]extent, 0, len(parts))
+	for i, pi := range parts {
+		ref := fileRef{s.first.link, pi}
+		p := &files[pi]
+		switch {
+		case p.PartIndex != i:
+			return treeErr("split file %s: part_index %d where %d was expected (missing or repeated part)", r.where(ref), p.PartIndex, i)
+		case p.TotalParts != first.TotalParts:
+			return treeErr("split file %s: part %d says total_parts %d, part 0 says %d", r.where(ref), i, p.TotalParts, first.TotalParts)
+		case p.Size != first.Size:
+			return treeErr("split file %s: part %d says size %d, part 0 says %d (size is the whole-file size on every part)", r.where(ref), i, p.Size, first.Size)
+		case p.IsDuplicate:
+			return treeErr("split file %s: part %d is marked as a duplicate", r.where(ref), i)
+		case p.Length <= 0:
+			return treeErr("split file %s: part %d has length %d", r.where(ref), i, p.Length)
+		case p.Offset != at:
+			return treeErr("split file %s: part %d starts at %d, expected %d (parts must tile the file)", r.where(ref), i, p.Offset, at)
+		}
+		at += p.Length
+		if at > first.Size || at < 0 {
+			return treeErr("split file %s: parts run past the file size %d", r.where(ref), first.Size)
+		}
+		ext, err := r.place(ref, p, p.Length, p.Path+".part"+strconv.Itoa(i))
+		if err != nil {
+			return err
+		}
+		ext.fileOff = p.Offset
+		if l.verify {
+			ext.sum, ext.hasSum = r.sum(p.Checksum, fmt.Sprintf("split file %s part %d", r.where(ref), i))
+		}
+		exts = append(exts, ext)
+		if p.ModTime.After(rec.mtime) {
+			rec.mtime = p.ModTime
+		}
+	}
+	if at != first.Size {
+		return treeErr("split file %s: parts cover %d of %d bytes", r.where(s.first), at, first.Size)
+	}
+	rec.exts = exts
+	rec.split = true
+	rec.identity = r.identity(rec, exts)
+	return b.add(rec)
+}
+
+// place locates one stored piece (a whole file or one split part) of
+// length bytes, whose tar entry is named tarName.
+func (r *resolver) place(ref fileRef, fe *manifest.FileEntry, length int64, tarName string) (extent, error) {
+	if fe.S3Key == "" {
+		return extent{}, treeErr("file %s has no s3_key", r.where(ref))
+	}
+	key := r.resolveKey(ref.link, fe.S3Key)
+	if _, ok := r.cands[key]; !ok {
+		ci, err := r.directChunk(ref, key, length, fe)
+		if err != nil {
+			return extent{}, err
+		}
+		return extent{chunk: ci, off: 0, length: length}, nil
+	}
+	ci, err := r.chunkFor(key)
+	if err != nil {
+		return extent{}, fmt.Errorf("file %s: %w", r.where(ref), err)
+	}
+	off := int64(-1)
+	if fe.ArchiveOffset != nil && *fe.ArchiveOffset != 0 {
+		off = *fe.ArchiveOffset
+		if off < 0 {
+			return extent{}, treeErr("file %s: negative archive_offset %d", r.where(ref), off)
+		}
+	}
+	if off < 0 {
+		r.legacyOffsets++
+	}
+	c := &r.chunks[ci]
+	if off >= 0 && c.kind == kindFramedZstd {
+		total := r.uncomp[ci]
+		if off > total || length > total-off {
+			return extent{}, treeErr("file %s: bytes [%d,%d) lie outside chunk %s, whose frames cover %d bytes",
+				r.where(ref), off, off+length, key, total)
+		}
+		fi, _ := slices.BinarySearchFunc(c.frames, off, func(f frame, o int64) int {
+			switch {
+			case f.uOff+f.uSize <= o:
+				return -1
+			case f.uOff > o:
+				return 1
+			}
+			return 0
+		})
+		if fi < len(c.frames) && off+length > c.frames[fi].uOff+c.frames[fi].uSize {
+			r.subFrames++
+		}
+	}
+	return extent{chunk: ci, off: off, length: length, tarName: tarName}, nil
+}
+
+// directChunk returns the chunk for a direct-upload object.
+func (r *resolver) directChunk(ref fileRef, key string, length int64, fe *manifest.FileEntry) (int32, error) {
+	var sum [32]byte
+	hasSum := false
+	if r.chain[ref.link].verify && fe.TotalParts <= 1 {
+		sum, hasSum = r.sum(fe.Checksum, "")
+	}
+	if ci, ok := r.chunkIdx[key]; ok {
+		c := &r.chunks[ci]
+		if c.kind != kindDirect {
+			return 0, treeErr("file %s: object %s is used both as a chunk and as a direct object", r.where(ref), key)
+		}
+		if c.size != length || (hasSum && c.hasSum && sum != c.sum) {
+			return 0, treeErr("file %s: direct object %s is claimed by files of different size or checksum", r.where(ref), key)
+		}
+		return ci, nil
+	}
+	ci := int32(len(r.chunks))
+	r.chunks = append(r.chunks, chunkSpec{key: key, kind: kindDirect, size: length, sum: sum, hasSum: hasSum})
+	r.uncomp = append(r.uncomp, length)
+	r.chunkIdx[key] = ci
+	return ci, nil
+}
+
+// chunkFor materializes the chunk with resolved key (which has a candidate).
+func (r *resolver) chunkFor(key string) (int32, error) {
+	if ci, ok := r.chunkIdx[key]; ok {
+		if r.chunks[ci].kind == kindDirect {
+			return 0, treeErr("object %s is used both as a chunk and as a direct object", key)
+		}
+		return ci, nil
+	}
+	cand := r.cands[key]
+	l := &r.chain[cand.link]
+	ce := &l.m.Chunks[cand.entry]
+	where := fmt.Sprintf("chunk %s (manifest %s)", key, l.key)
+
+	c := chunkSpec{key: key, size: ce.CompressedSize}
+	if c.size < 0 || ce.UncompressedSize < 0 {
+		return 0, treeErr("%s: negative size", where)
+	}
+	kind, err := chunkKindOf(key, l.m.CompressionType, len(ce.Frames) > 0)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %s: %w", ErrInvalidTree, where, err)
+	}
+	c.kind = kind
+	uncomp := ce.UncompressedSize
+	if kind == kindFramedZstd {
+		frames, total, end, err := r.frames(ce, l.verify, where)
+		if err != nil {
+			return 0, err
+		}
+		c.frames = frames
+		uncomp = total
+		if c.size == 0 {
+			c.size = end
+		} else if end > c.size {
+			return 0, treeErr("%s: frames end at byte %d, past compressed_size %d", where, end, c.size)
+		}
+	} else if l.verify {
+		c.sum, c.hasSum = r.sum(ce.Checksum, where)
+	}
+	ci := int32(len(r.chunks))
+	r.chunks = append(r.chunks, c)
+	r.uncomp = append(r.uncomp, uncomp)
+	r.chunkIdx[key] = ci
+	return ci, nil
+}
+
+// sum parses a sha256 checksum. A malformed value (fixtures and old tools
+// wrote placeholders) counts as absent, never as verified; what, when not
+// empty, names the owner in the warning.
+func (r *resolver) sum(s, what string) ([32]byte, bool) {
+	sum, ok, err := manifest.ParseChecksum(s)
+	if err != nil {
+		if what != "" {
+			r.warnf("%s: unusable checksum ignored: %v", what, err)
+		}
+		return [32]byte{}, false
+	}
+	return sum, ok
+}
+
+// chunkKindOf decides a chunk's decoding from its key, as CargoShip does:
+// the extension is the only per-chunk signal; any other ending falls back
+// to the manifest-wide compression_type ("" = zstd).
+func chunkKindOf(key, compressionType string, hasFrames bool) (chunkKind, error) {
+	k := strings.ToLower(key)
+	comp := ""
+	switch {
+	case strings.HasSuffix(k, ".tar.zst"), strings.HasSuffix(k, ".zst"):
+		comp = "zstd"
+	case strings.HasSuffix(k, ".tar.gz"), strings.HasSuffix(k, ".gz"):
+		comp = "gzip"
+	case strings.HasSuffix(k, ".tar"):
+		comp = "none"
+	default:
+		comp = strings.ToLower(compressionType)
+		if comp == "" {
+			comp = "zstd"
+		}
+	}
+	switch comp {
+	case "zstd":
+		if hasFrames {
+			return kindFramedZstd, nil
+		}
+		return kindStreamZstd, nil
+	case "none":
+		if hasFrames {
+			return 0, errors.New("a plain tar chunk cannot have zstd frames")
+		}
+		return kindPlainTar, nil
+	}
+	return 0, fmt.Errorf("unsupported chunk compression %q", comp)
+}
+
+// frames validates a framed chunk's frame table: uncompressed spans tile
+// [0,total) in order, compressed spans do not overlap (gaps are allowed).
+// It returns the frames sorted by uOff, the tar length and the compressed end.
+func (r *resolver) frames(ce *manifest.ChunkEntry, verify bool, where string) ([]frame, int64, int64, error) {
+	fs := make([]frame, len(ce.Frames))
+	for i, fe := range ce.Frames {
+		f := frame{cOff: fe.CompressedOffset, cSize: fe.CompressedSize, uOff: fe.UncompressedOffset, uSize: fe.UncompressedSize}
+		if f.cOff < 0 || f.cSize <= 0 || f.uOff < 0 || f.uSize <= 0 ||
+			f.cOff > math.MaxInt64-f.cSize || f.uOff > math.MaxInt64-f.uSize {
+			return nil, 0, 0, treeErr("%s: frame %d has impossible spans (compressed %d+%d, uncompressed %d+%d)",
+				where, i, f.cOff, f.cSize, f.uOff, f.uSize)
+		}
+		if verify {
+			sum, ok, err := manifest.ParseChecksum(fe.Checksum)
+			if err != nil {
+				return nil, 0, 0, fmt.Errorf("%w: %s: frame %d checksum: %w", ErrInvalidTree, where, i, err)
+			}
+			f.sum, f.hasSum = sum, ok
+		}
+		fs[i] = f
+	}
+	slices.SortStableFunc(fs, func(a, b frame) int { return cmpInt64(a.uOff, b.uOff) })
+	var at int64
+	for i, f := range fs {
+		if f.uOff != at {
+			return nil, 0, 0, treeErr("%s: frames do not tile the tar stream: a frame starts at %d where %d was expected (frame %d in order)",
+				where, f.uOff, at, i)
+		}
+		at += f.uSize
+	}
+	byC := slices.Clone(fs)
+	slices.SortFunc(byC, func(a, b frame) int { return cmpInt64(a.cOff, b.cOff) })
+	var end int64
+	for i, f := range byC {
+		if i > 0 && f.cOff < end {
+			return nil, 0, 0, treeErr("%s: compressed spans of two frames overlap at byte %d", where, f.cOff)
+		}
+		end = f.cOff + f.cSize
+	}
+	max := r.opts.MaxFrameBytes
+	if max <= 0 {
+		max = defaultMaxFrameBytes
+	}
+	giant := 0
+	for _, f := range fs {
+		if f.uSize > max {
+			giant++
+		}
+	}
+	if giant > 0 {
+		r.shapes["giant-frame"] = true
+		r.warnf("%s: %d frame(s) decode to more than %d bytes; reads stream them instead of caching", where, giant, max)
+	}
+	return fs, at, end, nil
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// identity is a stable digest of where a file's bytes are, for files that
+// have no whole-file checksum (split files, legacy manifests): the resolved
+// chunk keys, offsets, lengths and part checksums, plus size and mtime.
+func (r *resolver) identity(rec fileRec, exts []extent) [16]byte {
+	h := sha256.New()
+	var buf [8]byte
+	put := func(v int64) {
+		binary.BigEndian.PutUint64(buf[:], uint64(v))
+		h.Write(buf[:])
+	}
+	put(rec.size)
+	put(rec.mtime.Unix())
+	put(int64(rec.mtime.Nanosecond()))
+	for _, e := range exts {
+		h.Write([]byte(r.chunks[e.chunk].key))
+		h.Write([]byte{0})
+		put(e.fileOff)
+		put(e.off)
+		put(e.length)
+		if e.hasSum {
+			h.Write(e.sum[:])
+		}
+	}
+	var out [16]byte
+	copy(out[:], h.Sum(nil))
+	return out
+}
