@@ -12,10 +12,11 @@ import (
 	"github.com/wharf-s3/wharf/backend"
 )
 
+// Defaults applied by Open (the read path applies its own to the rest of
+// Options).
 const (
-	defaultMaxFrameBytes = 64 << 20
-	defaultReadahead     = 2
-	defaultCacheBytes    = 128 << 20
+	openDefaultCacheBytes    = 128 << 20 // private FrameCache when Options.Cache is nil
+	openDefaultMaxFrameBytes = 64 << 20  // giant-frame threshold when Options.MaxFrameBytes is 0
 )
 
 // ErrBrokenChain is wrapped by errors about the previous_manifest_id chain:
@@ -74,14 +75,8 @@ func Open(ctx context.Context, store backend.Store, bucket, manifestKey string, 
 	for i, l := range chain {
 		ids[i] = l.uploadID
 	}
-	if opts.MaxFrameBytes <= 0 {
-		opts.MaxFrameBytes = defaultMaxFrameBytes
-	}
-	if opts.Readahead == 0 {
-		opts.Readahead = defaultReadahead
-	}
 	if opts.Cache == nil {
-		opts.Cache = NewFrameCache(defaultCacheBytes)
+		opts.Cache = NewFrameCache(openDefaultCacheBytes)
 	}
 	opts.Name = name
 	a := &Archive{

@@ -687,7 +687,7 @@ func (r *resolver) frames(ce *manifest.ChunkEntry, verify bool, where string) ([
 	}
 	max := r.opts.MaxFrameBytes
 	if max <= 0 {
-		max = defaultMaxFrameBytes
+		max = openDefaultMaxFrameBytes
 	}
 	giant := 0
 	for _, f := range fs {
