@@ -1,0 +1,330 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Request is one store request as Faulty sees it and logs it.
+type Request struct {
+	Op     string // "range", "get", "stat" or "list"
+	Bucket string
+	Key    string // the key, or the prefix for "list"
+	Off    int64  // "range": first byte; otherwise 0
+	Len    int64  // "range": length; otherwise 0
+	N      int    // sequence number: 0 for the first request since NewFaulty or Reset
+}
+
+// FaultKind selects what a Fault does to one request.
+type FaultKind int
+
+const (
+	// NoFault passes the request through (Fault.Delay still applies).
+	NoFault FaultKind = iota
+	// FaultError fails the request before any body with Fault.Err
+	// (nil = ErrUnavailable, as for a 503 SlowDown).
+	FaultError
+	// FaultTruncate ends the body after Fault.After bytes: the reader then
+	// returns an error wrapping ErrBadResponse, as a store reader does for a
+	// short body.
+	FaultTruncate
+	// FaultReset fails the body after Fault.After bytes with an error
+	// wrapping ErrUnavailable, as for a connection reset mid-body.
+	FaultReset
+	// FaultFlip XORs 0xFF into the bytes at the object offsets in
+	// Fault.FlipAt that the body covers. Nothing reports it: this is the
+	// silent corruption that checksums above the store must catch.
+	FaultFlip
+	// FaultIgnoreRange acts as a store that answered a ranged read with the
+	// whole object from byte 0. A real Store must never pass that on, so
+	// ReadRange fails with ErrBadResponse exactly as S3Store does. Only
+	// "range" requests are affected.
+	FaultIgnoreRange
+)
+
+// Fault is what the hook decides for one request.
+type Fault struct {
+	Kind   FaultKind
+	Err    error   // FaultError: the error to wrap (nil = ErrUnavailable)
+	After  int64   // FaultTruncate, FaultReset: body bytes delivered first
+	FlipAt []int64 // FaultFlip: object offsets to corrupt
+	// Delay is added to FaultConfig.Latency before the response (a latency
+	// spike), for any Kind.
+	Delay time.Duration
+}
+
+// FaultConfig configures a Faulty wrapper.
+type FaultConfig struct {
+	// Latency is added to every request before its response (time to first
+	// byte).
+	Latency time.Duration
+	// Bandwidth caps each body stream at this many bytes per second,
+	// modelling S3's per-connection throughput. 0 = unlimited.
+	Bandwidth int64
+	// TotalBandwidth caps all body streams together (a NIC). 0 = unlimited.
+	TotalBandwidth int64
+	// Hook decides the fault for each request; nil = no faults.
+	Hook func(Request) Fault
+}
+
+// Faulty wraps a Store for tests and "wharf bench": it counts requests and
+// body bytes exactly, logs every request, adds latency and bandwidth limits,
+// and injects the faults a hook chooses. It is safe for concurrent use.
+//
+// Counters: every call is one request (also those failed by a fault), by
+// Op; BytesReturned counts body bytes actually handed to readers (after
+// truncation, so a truncated body counts what was delivered).
+type Faulty struct {
+	inner Store
+	cfg   FaultConfig
+	total *limiter
+
+	mu    sync.Mutex
+	hook  func(Request) Fault
+	n     int
+	byOp  map[string]int64
+	bytes int64
+	log   []Request
+}
+
+// NewFaulty wraps inner.
+func NewFaulty(inner Store, cfg FaultConfig) *Faulty {
+	f := &Faulty{inner: inner, cfg: cfg, hook: cfg.Hook, byOp: map[string]int64{}}
+	if cfg.TotalBandwidth > 0 {
+		f.total = &limiter{rate: cfg.TotalBandwidth}
+	}
+	return f
+}
+
+// SetHook replaces the fault hook (nil = no faults) for later requests.
+func (f *Faulty) SetHook(hook func(Request) Fault) {
+	f.mu.Lock()
+	f.hook = hook
+	f.mu.Unlock()
+}
+
+// Requests returns the number of requests with the given Op ("range",
+// "get", "stat", "list"), or of all requests when op is "".
+func (f *Faulty) Requests(op string) int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if op == "" {
+		return int64(f.n)
+	}
+	return f.byOp[op]
+}
+
+// BytesReturned is the number of body bytes handed to readers.
+func (f *Faulty) BytesReturned() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.bytes
+}
+
+// Log returns a copy of the requests so far, in the order they were made.
+func (f *Faulty) Log() []Request {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.log)
+}
+
+// Reset zeroes the counters, the log and the sequence number.
+func (f *Faulty) Reset() {
+	f.mu.Lock()
+	f.n = 0
+	f.byOp = map[string]int64{}
+	f.bytes = 0
+	f.log = nil
+	f.mu.Unlock()
+}
+
+// begin records a request, asks the hook and waits out the latency.
+func (f *Faulty) begin(ctx context.Context, req Request) (Fault, error) {
+	f.mu.Lock()
+	req.N = f.n
+	f.n++
+	f.byOp[req.Op]++
+	f.log = append(f.log, req)
+	hook := f.hook
+	f.mu.Unlock()
+	var fault Fault
+	if hook != nil {
+		fault = hook(req)
+	}
+	if err := sleepCtx(ctx, f.cfg.Latency+fault.Delay); err != nil {
+		return fault, &Error{Op: req.Op, Bucket: req.Bucket, Key: req.Key, Err: err}
+	}
+	if fault.Kind == FaultError {
+		err := fault.Err
+		if err == nil {
+			err = ErrUnavailable
+		}
+		var be *Error
+		if errors.As(err, &be) {
+			return fault, err
+		}
+		return fault, &Error{Op: req.Op, Bucket: req.Bucket, Key: req.Key, Err: fmt.Errorf("%w (injected)", err)}
+	}
+	return fault, nil
+}
+
+func (f *Faulty) addBytes(n int) {
+	f.mu.Lock()
+	f.bytes += int64(n)
+	f.mu.Unlock()
+}
+
+// ReadRange implements Store.
+func (f *Faulty) ReadRange(ctx context.Context, bucket, key string, off, length int64, ifMatch string) (io.ReadCloser, ObjectInfo, error) {
+	fault, err := f.begin(ctx, Request{Op: "range", Bucket: bucket, Key: key, Off: off, Len: length})
+	if err != nil {
+		return nil, ObjectInfo{}, err
+	}
+	if fault.Kind == FaultIgnoreRange {
+		return nil, ObjectInfo{}, &Error{Op: "range", Bucket: bucket, Key: key,
+			Err: fmt.Errorf("%w: status 200 for Range bytes=%d-%d: the store ignored the range (injected)",
+				ErrBadResponse, off, off+length-1)}
+	}
+	rc, info, err := f.inner.ReadRange(ctx, bucket, key, off, length, ifMatch)
+	if err != nil {
+		return nil, info, err
+	}
+	return f.wrap(ctx, rc, fault, "range", bucket, key, off, length), info, nil
+}
+
+// Get implements Store.
+func (f *Faulty) Get(ctx context.Context, bucket, key string) (io.ReadCloser, ObjectInfo, error) {
+	fault, err := f.begin(ctx, Request{Op: "get", Bucket: bucket, Key: key})
+	if err != nil {
+		return nil, ObjectInfo{}, err
+	}
+	rc, info, err := f.inner.Get(ctx, bucket, key)
+	if err != nil {
+		return nil, info, err
+	}
+	return f.wrap(ctx, rc, fault, "get", bucket, key, 0, info.Size), info, nil
+}
+
+// Stat implements Store.
+func (f *Faulty) Stat(ctx context.Context, bucket, key string) (ObjectInfo, error) {
+	if _, err := f.begin(ctx, Request{Op: "stat", Bucket: bucket, Key: key}); err != nil {
+		return ObjectInfo{}, err
+	}
+	return f.inner.Stat(ctx, bucket, key)
+}
+
+// List implements Store. One List call is one request, whatever the number
+// of pages the inner store fetches.
+func (f *Faulty) List(ctx context.Context, bucket, prefix string, fn func(ObjectInfo) error) error {
+	if _, err := f.begin(ctx, Request{Op: "list", Bucket: bucket, Key: prefix}); err != nil {
+		return err
+	}
+	return f.inner.List(ctx, bucket, prefix, fn)
+}
+
+func (f *Faulty) wrap(ctx context.Context, rc io.ReadCloser, fault Fault, op, bucket, key string, base, want int64) io.ReadCloser {
+	return &faultyReader{f: f, ctx: ctx, inner: rc, fault: fault, op: op, bucket: bucket, key: key,
+		base: base, want: want, start: time.Now()}
+}
+
+// faultyReader applies a body fault, counts bytes and limits bandwidth.
+type faultyReader struct {
+	f      *Faulty
+	ctx    context.Context
+	inner  io.ReadCloser
+	fault  Fault
+	op     string
+	bucket string
+	key    string
+	base   int64 // object offset of the first body byte
+	want   int64 // body length promised
+	pos    int64 // body bytes delivered
+	start  time.Time
+}
+
+func (r *faultyReader) Read(p []byte) (int, error) {
+	cut := r.fault.Kind == FaultTruncate || r.fault.Kind == FaultReset
+	if cut && r.pos >= r.fault.After && r.pos < r.want {
+		if r.fault.Kind == FaultTruncate {
+			return 0, &Error{Op: r.op, Bucket: r.bucket, Key: r.key,
+				Err: fmt.Errorf("%w: body ended after %d of %d bytes (injected truncation)", ErrBadResponse, r.pos, r.want)}
+		}
+		return 0, &Error{Op: r.op, Bucket: r.bucket, Key: r.key,
+			Err: fmt.Errorf("%w: connection reset after %d of %d bytes (injected)", ErrUnavailable, r.pos, r.want)}
+	}
+	if cut && int64(len(p)) > r.fault.After-r.pos {
+		p = p[:r.fault.After-r.pos]
+	}
+	n, err := r.inner.Read(p)
+	if n > 0 {
+		if r.fault.Kind == FaultFlip {
+			lo, hi := r.base+r.pos, r.base+r.pos+int64(n)
+			for _, at := range r.fault.FlipAt {
+				if at >= lo && at < hi {
+					p[at-lo] ^= 0xFF
+				}
+			}
+		}
+		r.pos += int64(n)
+		r.f.addBytes(n)
+		if werr := r.throttle(n); werr != nil && err == nil {
+			err = &Error{Op: r.op, Bucket: r.bucket, Key: r.key, Err: werr}
+		}
+	}
+	return n, err
+}
+
+// throttle sleeps so that the stream stays under Bandwidth and all streams
+// under TotalBandwidth.
+func (r *faultyReader) throttle(n int) error {
+	var wait time.Duration
+	if bw := r.f.cfg.Bandwidth; bw > 0 {
+		due := r.start.Add(time.Duration(float64(r.pos) / float64(bw) * float64(time.Second)))
+		wait = time.Until(due)
+	}
+	if r.f.total != nil {
+		wait = max(wait, r.f.total.reserve(int64(n)))
+	}
+	return sleepCtx(r.ctx, wait)
+}
+
+func (r *faultyReader) Close() error { return r.inner.Close() }
+
+// limiter is a shared bandwidth budget: each reservation is scheduled after
+// the previous ones at rate bytes per second.
+type limiter struct {
+	rate int64
+	mu   sync.Mutex
+	next time.Time
+}
+
+// reserve books n bytes and returns how long the caller must wait.
+func (l *limiter) reserve(n int64) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	if l.next.Before(now) {
+		l.next = now
+	}
+	l.next = l.next.Add(time.Duration(float64(n) / float64(l.rate) * float64(time.Second)))
+	return l.next.Sub(now)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,306 @@
+package backend
+
+import (
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// HTTPRequest is one request as FaultyHTTP sees it. Bucket and Key assume
+// path-style addressing (/BUCKET/KEY).
+type HTTPRequest struct {
+	Method string
+	Bucket string
+	Key    string
+	Range  string // the Range header as sent, "" when none
+	Query  string // the raw query
+	N      int    // sequence number: 0 for the first request since creation or Reset
+}
+
+// HTTPAction selects what FaultyHTTP does to one request.
+type HTTPAction int
+
+const (
+	// HTTPPass hands the request to the wrapped server (after Delay).
+	HTTPPass HTTPAction = iota
+	// HTTPError answers Status (default 503) with an S3 error document
+	// whose Code defaults from the status: 500 InternalError, 503 SlowDown,
+	// 403 AccessDenied, 404 NoSuchKey, 412 PreconditionFailed,
+	// 416 InvalidRange. HEAD answers carry no body, as in S3.
+	HTTPError
+	// HTTPReset sends the wrapped server's headers and the first After body
+	// bytes, then resets the TCP connection (RST). After < 0 resets before
+	// any response.
+	HTTPReset
+	// HTTPTruncate sends the headers (with the full Content-Length) and
+	// the first After body bytes, then closes the connection normally.
+	HTTPTruncate
+	// HTTPIgnoreRange removes the Range header before the wrapped server
+	// sees it, so a ranged GET is answered 200 with the whole object.
+	HTTPIgnoreRange
+	// HTTPShiftRange moves the requested range After bytes further into
+	// the object, so the answer is a 206 whose Content-Range (and bytes)
+	// are not the ones asked for.
+	HTTPShiftRange
+	// HTTPExtraBytes drops Content-Length (the response becomes chunked)
+	// and appends After extra bytes to the body.
+	HTTPExtraBytes
+)
+
+// HTTPFault is what the hook decides for one request.
+type HTTPFault struct {
+	Action HTTPAction
+	Status int    // HTTPError
+	Code   string // HTTPError
+	After  int64  // HTTPReset, HTTPTruncate, HTTPShiftRange, HTTPExtraBytes
+	// Delay holds the request this long before acting (a latency spike or,
+	// beyond the client's response-header timeout, a timeout).
+	Delay time.Duration
+}
+
+// FaultyHandler is the http.Handler FaultyHTTP returns. It also logs the
+// requests it saw. It is safe for concurrent use.
+type FaultyHandler struct {
+	next http.Handler
+
+	mu   sync.Mutex
+	hook func(HTTPRequest) HTTPFault
+	n    int
+	log  []HTTPRequest
+}
+
+// FaultyHTTP wraps an S3 server (gofakes3, or any other) so that tests can
+// put real protocol faults between it and an S3 client: error statuses with
+// S3 error XML, connection resets and truncation mid-body, responses that
+// ignore or move the Range, over-long bodies and delays. hook (nil = no
+// faults) decides per request.
+func FaultyHTTP(next http.Handler, hook func(HTTPRequest) HTTPFault) *FaultyHandler {
+	return &FaultyHandler{next: next, hook: hook}
+}
+
+// SetHook replaces the hook for later requests.
+func (h *FaultyHandler) SetHook(hook func(HTTPRequest) HTTPFault) {
+	h.mu.Lock()
+	h.hook = hook
+	h.mu.Unlock()
+}
+
+// Log returns a copy of the requests seen so far.
+func (h *FaultyHandler) Log() []HTTPRequest {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.log)
+}
+
+// Reset clears the log and the sequence number.
+func (h *FaultyHandler) Reset() {
+	h.mu.Lock()
+	h.n = 0
+	h.log = nil
+	h.mu.Unlock()
+}
+
+// ServeHTTP implements http.Handler.
+func (h *FaultyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	bucket, key, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+	req := HTTPRequest{Method: r.Method, Bucket: bucket, Key: key, Range: r.Header.Get("Range"), Query: r.URL.RawQuery}
+	h.mu.Lock()
+	req.N = h.n
+	h.n++
+	h.log = append(h.log, req)
+	hook := h.hook
+	h.mu.Unlock()
+	var f HTTPFault
+	if hook != nil {
+		f = hook(req)
+	}
+	if f.Delay > 0 {
+		t := time.NewTimer(f.Delay)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+			return
+		}
+	}
+	switch f.Action {
+	case HTTPError:
+		writeS3Error(w, r, f.Status, f.Code, req.N)
+	case HTTPReset, HTTPTruncate:
+		if f.After < 0 {
+			hijackClose(w, f.Action == HTTPReset)
+			return
+		}
+		cw := &cutWriter{ResponseWriter: w, limit: f.After, reset: f.Action == HTTPReset}
+		h.next.ServeHTTP(cw, r)
+		if !cw.cut {
+			// The body was shorter than After: cut at its end anyway, so
+			// the fault is never silently skipped.
+			cw.cutNow()
+		}
+	case HTTPIgnoreRange:
+		r.Header.Del("Range")
+		h.next.ServeHTTP(w, r)
+	case HTTPShiftRange:
+		if a, b, ok := parseSimpleRange(r.Header.Get("Range")); ok {
+			r.Header.Set("Range", fmt.Sprintf("bytes=%d-%d", a+f.After, b+f.After))
+		}
+		h.next.ServeHTTP(w, r)
+	case HTTPExtraBytes:
+		ew := &extraWriter{ResponseWriter: w}
+		h.next.ServeHTTP(ew, r)
+		if ew.status < 300 && r.Method != http.MethodHead {
+			ew.Write(make([]byte, f.After))
+		}
+	default:
+		h.next.ServeHTTP(w, r)
+	}
+}
+
+// parseSimpleRange parses "bytes=A-B".
+func parseSimpleRange(s string) (a, b int64, ok bool) {
+	rest, found := strings.CutPrefix(s, "bytes=")
+	if !found {
+		return 0, 0, false
+	}
+	x, y, found := strings.Cut(rest, "-")
+	if !found {
+		return 0, 0, false
+	}
+	a, err1 := strconv.ParseInt(x, 10, 64)
+	b, err2 := strconv.ParseInt(y, 10, 64)
+	return a, b, err1 == nil && err2 == nil
+}
+
+func writeS3Error(w http.ResponseWriter, r *http.Request, status int, code string, n int) {
+	if status == 0 {
+		status = http.StatusServiceUnavailable
+	}
+	if code == "" {
+		switch status {
+		case http.StatusServiceUnavailable:
+			code = "SlowDown"
+		case http.StatusForbidden:
+			code = "AccessDenied"
+		case http.StatusNotFound:
+			code = "NoSuchKey"
+		case http.StatusPreconditionFailed:
+			code = "PreconditionFailed"
+		case http.StatusRequestedRangeNotSatisfiable:
+			code = "InvalidRange"
+		default:
+			code = "InternalError"
+		}
+	}
+	reqID := "fault-" + strconv.Itoa(n)
+	w.Header().Set("x-amz-request-id", reqID)
+	if r.Method == http.MethodHead {
+		w.WriteHeader(status)
+		return
+	}
+	body, _ := xml.Marshal(struct {
+		XMLName   xml.Name `xml:"Error"`
+		Code      string
+		Message   string
+		Resource  string
+		RequestID string `xml:"RequestId"`
+	}{Code: code, Message: "injected fault", Resource: r.URL.Path, RequestID: reqID})
+	w.Header().Set("Content-Type", "application/xml")
+	w.Header().Set("Content-Length", strconv.Itoa(len(xml.Header)+len(body)))
+	w.WriteHeader(status)
+	w.Write([]byte(xml.Header))
+	w.Write(body)
+}
+
+// errCut is what the wrapped handler's writes get after a cut.
+var errCut = errors.New("faulty: connection cut (injected)")
+
+// cutWriter passes the first limit body bytes, then flushes them and
+// closes the connection under the handler.
+type cutWriter struct {
+	http.ResponseWriter
+	limit   int64
+	written int64
+	reset   bool
+	cut     bool
+}
+
+func (c *cutWriter) Write(p []byte) (int, error) {
+	if c.cut {
+		return 0, errCut
+	}
+	if room := c.limit - c.written; int64(len(p)) >= room {
+		n, _ := c.ResponseWriter.Write(p[:room])
+		c.written += int64(n)
+		if int64(len(p)) > room || c.limit == c.written {
+			c.cutNow()
+			return n, errCut
+		}
+		return n, nil
+	}
+	n, err := c.ResponseWriter.Write(p)
+	c.written += int64(n)
+	return n, err
+}
+
+func (c *cutWriter) cutNow() {
+	if c.cut {
+		return
+	}
+	c.cut = true
+	if fl, ok := c.ResponseWriter.(http.Flusher); ok {
+		fl.Flush()
+	}
+	hijackClose(c.ResponseWriter, c.reset)
+}
+
+// hijackClose takes the connection from net/http and closes it, with an RST
+// when reset is set (SO_LINGER 0), else with a normal FIN.
+func hijackClose(w http.ResponseWriter, reset bool) {
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		panic("backend.FaultyHTTP: the server's ResponseWriter cannot be hijacked")
+	}
+	conn, _, err := hj.Hijack()
+	if err != nil {
+		return
+	}
+	if tc, ok := conn.(*net.TCPConn); ok && reset {
+		tc.SetLinger(0)
+	}
+	conn.Close()
+}
+
+// extraWriter removes Content-Length and forces a chunked response.
+type extraWriter struct {
+	http.ResponseWriter
+	status      int
+	wroteHeader bool
+}
+
+func (e *extraWriter) WriteHeader(status int) {
+	if e.wroteHeader {
+		return
+	}
+	e.wroteHeader = true
+	e.status = status
+	e.Header().Del("Content-Length")
+	e.ResponseWriter.WriteHeader(status)
+	if fl, ok := e.ResponseWriter.(http.Flusher); ok {
+		fl.Flush()
+	}
+}
+
+func (e *extraWriter) Write(p []byte) (int, error) {
+	if !e.wroteHeader {
+		e.WriteHeader(http.StatusOK)
+	}
+	return e.ResponseWriter.Write(p)
+}
