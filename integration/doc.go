@@ -1,0 +1,12 @@
+// Package integration holds wharf's end-to-end tests. They build the wharf
+// binary, start an in-process gofakes3 S3 server, pack deterministic source
+// trees into it with archiveview/cargopack, run `wharf serve` against it as a
+// subprocess (once with SigV4 keys, once anonymous), and drive real S3
+// clients at it: aws-sdk-go-v2, minio-go, the aws CLI, boto3, rclone, s3cmd
+// and Zarr/xarray over fsspec. Every byte a client downloads is compared with
+// the source tree on disk.
+//
+// External clients are required: a missing binary or python module fails the
+// test with the Debian package to install (scripts/test.sh installs them).
+// Clients run with temporary HOME and configuration files, never the user's.
+package integration

@@ -1,0 +1,182 @@
+package integration
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// wharfServer is one `wharf serve` subprocess.
+type wharfServer struct {
+	name      string // "keyed" or "anonymous"
+	url       string // http://127.0.0.1:PORT
+	adminURL  string // http://127.0.0.1:PORT of --admin-listen, "" if none
+	accessKey string // "" for an anonymous server
+	secretKey string
+
+	cmd  *exec.Cmd
+	done chan struct{}
+	mu   sync.Mutex
+	logs bytes.Buffer // everything the process wrote
+	err  error        // Wait's result, valid after done
+}
+
+var listenRE = regexp.MustCompile(`listening on (?:http://)?(127\.0\.0\.1:[0-9]+)`)
+
+// startWharf runs `wharf serve` with args and waits until it logs the bound
+// address(es). env is the subprocess's complete environment.
+func startWharf(bin, name string, args, env []string) (*wharfServer, error) {
+	s := &wharfServer{name: name, done: make(chan struct{})}
+	cmd := exec.Command(bin, append([]string{"serve"}, args...)...)
+	cmd.Env = env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	pr, pw := io.Pipe()
+	cmd.Stdout = pw
+	cmd.Stderr = pw
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting wharf serve (%s): %w", name, err)
+	}
+	s.cmd = cmd
+	wantAdmin := false
+	for _, a := range args {
+		if a == "--admin-listen" {
+			wantAdmin = true
+		}
+	}
+	addrs := make(chan [2]string, 4)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			s.mu.Lock()
+			s.logs.WriteString(line)
+			s.logs.WriteByte('\n')
+			s.mu.Unlock()
+			if m := listenRE.FindStringSubmatch(line); m != nil {
+				kind := "s3"
+				if strings.Contains(strings.ToLower(line), "admin") {
+					kind = "admin"
+				}
+				select {
+				case addrs <- [2]string{kind, m[1]}:
+				default:
+				}
+			}
+		}
+		io.Copy(io.Discard, pr)
+	}()
+	go func() {
+		s.err = cmd.Wait()
+		pw.Close()
+		close(s.done)
+	}()
+	deadline := time.After(90 * time.Second)
+	for s.url == "" || (wantAdmin && s.adminURL == "") {
+		select {
+		case a := <-addrs:
+			if a[0] == "admin" {
+				s.adminURL = "http://" + a[1]
+			} else {
+				s.url = "http://" + a[1]
+			}
+		case <-s.done:
+			return nil, fmt.Errorf("wharf serve (%s) exited before listening: %v\n%s", name, s.err, s.Logs())
+		case <-deadline:
+			s.Stop()
+			return nil, fmt.Errorf("wharf serve (%s) did not log %q within 90s:\n%s", name, "listening on 127.0.0.1:PORT", s.Logs())
+		}
+	}
+	// The address is logged once the listener is bound; confirm it answers.
+	if err := waitHTTP(s.url); err != nil {
+		s.Stop()
+		return nil, fmt.Errorf("wharf serve (%s) at %s: %w\n%s", name, s.url, err, s.Logs())
+	}
+	return s, nil
+}
+
+func waitHTTP(url string) error {
+	var last error
+	for i := 0; i < 100; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/", nil)
+		resp, err := http.DefaultClient.Do(req)
+		cancel()
+		if err == nil {
+			resp.Body.Close()
+			return nil
+		}
+		last = err
+		time.Sleep(50 * time.Millisecond)
+	}
+	return last
+}
+
+// Logs returns what the process has written so far.
+func (s *wharfServer) Logs() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.logs.String()
+}
+
+// Stop sends SIGTERM (graceful shutdown), then SIGKILL to the process group
+// after 10 s. It returns an error if the process did not exit cleanly.
+func (s *wharfServer) Stop() error {
+	if s == nil || s.cmd == nil || s.cmd.Process == nil {
+		return nil
+	}
+	select {
+	case <-s.done:
+		return s.err
+	default:
+	}
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+		return s.err
+	case <-time.After(10 * time.Second):
+		syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		<-s.done
+		return fmt.Errorf("wharf serve (%s) ignored SIGTERM for 10s; killed", s.name)
+	}
+}
+
+// Exited reports whether the process has exited (it never should while tests run).
+func (s *wharfServer) Exited() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// baseEnv is the environment for every subprocess: PATH and locale from
+// ours, nothing else — no AWS_*, no HOME configuration of the user.
+func baseEnv(home string) []string {
+	env := []string{
+		"HOME=" + home,
+		"LANG=C.UTF-8",
+		"LC_ALL=C.UTF-8",
+		"PYTHONIOENCODING=utf-8",
+		"PYTHONDONTWRITEBYTECODE=1",
+		"XDG_CONFIG_HOME=" + home + "/.config",
+		"XDG_CACHE_HOME=" + home + "/.cache",
+	}
+	for _, k := range []string{"PATH", "TMPDIR", "PYENV_ROOT", "PYENV_VERSION"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
+}
