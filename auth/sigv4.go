@@ -186,15 +186,30 @@ func signV4(secret string, a v4Auth, t time.Time, creq string) []byte {
 	return hmacSHA256(k, sts)
 }
 
-// matchV4 recomputes the signature for each Host candidate and compares it
-// with the one sent, in constant time.
+// uriCandidates returns the canonical URIs to try: the path decoded and
+// re-encoded once the AWS way, and the path exactly as sent when that
+// differs (a client that escaped more, e.g. "%2F", or less, e.g. a raw "+",
+// and signed what it sent). Both decode to the same r.URL.Path, which is
+// what the request addresses, so accepting either does not widen what a
+// signature authorizes.
+func uriCandidates(r *http.Request) []string {
+	enc := canonicalURI(r.URL)
+	if raw := rawPath(r); raw != enc && raw != "" {
+		return []string{enc, raw}
+	}
+	return []string{enc}
+}
+
+// matchV4 recomputes the signature for each URI and Host candidate and
+// compares it with the one sent, in constant time.
 func matchV4(r *http.Request, secret string, a v4Auth, t time.Time, canonQuery, payloadHash string) bool {
-	uri := canonicalURI(r.URL)
 	ok := false
-	for _, host := range hostCandidates(r.Host) {
-		creq := canonicalRequest(r.Method, uri, canonQuery, canonicalHeaders(r, a.SignedHeaders, host), a.SignedHeaders, payloadHash)
-		if hmac.Equal(signV4(secret, a, t, creq), a.Signature) {
-			ok = true
+	for _, uri := range uriCandidates(r) {
+		for _, host := range hostCandidates(r.Host) {
+			creq := canonicalRequest(r.Method, uri, canonQuery, canonicalHeaders(r, a.SignedHeaders, host), a.SignedHeaders, payloadHash)
+			if hmac.Equal(signV4(secret, a, t, creq), a.Signature) {
+				ok = true
+			}
 		}
 	}
 	return ok
