@@ -415,7 +415,9 @@ func TestSigV4Presigned(t *testing.T) {
 		{"aws: tampered expires", func(t *testing.T) string {
 			return strings.Replace(aws(t, "/b/k", "", "3600", now), "X-Amz-Expires=3600", "X-Amz-Expires=3601", 1)
 		}, "SignatureDoesNotMatch", 403},
-		{"aws: added parameter", func(t *testing.T) string { return aws(t, "/b/k", "", "3600", now) + "&response-content-type=text%2Fhtml" }, "SignatureDoesNotMatch", 403},
+		{"aws: added parameter", func(t *testing.T) string {
+			return aws(t, "/b/k", "", "3600", now) + "&response-content-type=text%2Fhtml"
+		}, "SignatureDoesNotMatch", 403},
 		{"aws: unknown key", func(t *testing.T) string {
 			return awsPresign(t, newReq(t, srv, "GET", "/b/k", ""), "AKIANOPE", testSK, "us-east-1", "60", now)
 		}, "InvalidAccessKeyId", 403},
