@@ -298,9 +298,7 @@ func (f *fixture) packAll(ctx context.Context) error {
 	}
 	opt = common
 	opt.UploadID, opt.PreviousManifestID, opt.SyncType = "up-inc-2", "up-inc-1", "incremental"
-	for _, k := range incDeleted {
-		opt.DeletedPaths = append(opt.DeletedPaths, common.SourcePath+"/"+k)
-	}
+	opt.DeletedPaths = append(opt.DeletedPaths, incDeleted...) // Rel form; recorded as manifest paths
 	res, err := cargopack.Write(ctx, sink, df, opt)
 	if err != nil {
 		return fmt.Errorf("packing inc delta: %w", err)
