@@ -16,12 +16,13 @@ import (
 // HTTPRequest is one request as FaultyHTTP sees it. Bucket and Key assume
 // path-style addressing (/BUCKET/KEY).
 type HTTPRequest struct {
-	Method string
-	Bucket string
-	Key    string
-	Range  string // the Range header as sent, "" when none
-	Query  string // the raw query
-	N      int    // sequence number: 0 for the first request since creation or Reset
+	Method  string
+	Bucket  string
+	Key     string
+	Range   string // the Range header as sent, "" when none
+	IfMatch string // the If-Match header as sent, "" when none
+	Query   string // the raw query
+	N       int    // sequence number: 0 for the first request since creation or Reset
 }
 
 // HTTPAction selects what FaultyHTTP does to one request.
@@ -110,7 +111,7 @@ func (h *FaultyHandler) Reset() {
 // ServeHTTP implements http.Handler.
 func (h *FaultyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	bucket, key, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
-	req := HTTPRequest{Method: r.Method, Bucket: bucket, Key: key, Range: r.Header.Get("Range"), Query: r.URL.RawQuery}
+	req := HTTPRequest{Method: r.Method, Bucket: bucket, Key: key, Range: r.Header.Get("Range"), IfMatch: r.Header.Get("If-Match"), Query: r.URL.RawQuery}
 	h.mu.Lock()
 	req.N = h.n
 	h.n++

@@ -17,6 +17,7 @@ import (
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -72,6 +73,10 @@ type S3Config struct {
 	DialTimeout           time.Duration
 	TLSHandshakeTimeout   time.Duration
 	ResponseHeaderTimeout time.Duration
+	// ReadIdleTimeout fails a connection read that waits longer than this
+	// for data (a stalled body), 0 = 60s. The time a consumer spends between
+	// reads does not count.
+	ReadIdleTimeout time.Duration
 
 	// HTTPClient replaces the tuned client built from the fields above.
 	HTTPClient *http.Client
@@ -95,16 +100,17 @@ const (
 // checked against the response's ETag, so a server that ignores If-Match
 // still cannot hand back a different version.
 type S3Store struct {
-	client     *s3.Client
-	maxResumes int
+	client       *s3.Client
+	maxResumes   int
+	listPageSize int32 // 0 = the server's default (1000); tests use small pages
 }
 
 // NewS3Store builds an S3Store. It loads the AWS configuration (which may
 // read files and environment) but makes no request.
 func NewS3Store(ctx context.Context, cfg S3Config) (*S3Store, error) {
-	httpClient := cfg.HTTPClient
-	if httpClient == nil {
-		httpClient = &http.Client{Transport: newTransport(cfg)}
+	var httpClient config.HTTPClient = newHTTPClient(cfg)
+	if cfg.HTTPClient != nil {
+		httpClient = cfg.HTTPClient
 	}
 	maxAttempts := 1 + defaultMaxRetries
 	switch {
@@ -175,27 +181,33 @@ func NewS3Store(ctx context.Context, cfg S3Config) (*S3Store, error) {
 	return &S3Store{client: client, maxResumes: maxResumes}, nil
 }
 
-// newTransport is the HTTP transport wharf uses for S3: many parallel
+// newHTTPClient builds the HTTP client wharf uses for S3: many parallel
 // keep-alive HTTP/1.1 connections (S3 throughput scales with connections,
-// not with streams on one connection), bounded connection-setup phases, no
-// transparent gzip (a ranged body must be the stored bytes).
-func newTransport(cfg S3Config) *http.Transport {
-	dialTimeout := cmp(cfg.DialTimeout, 10*time.Second)
-	dialer := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
-	return &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           dialer.DialContext,
-		MaxIdleConns:          0, // no global cap; the per-host cap applies
-		MaxIdleConnsPerHost:   max(minIdleConnsPerHost, cfg.MaxConnsPerHost),
-		MaxConnsPerHost:       cfg.MaxConnsPerHost,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   cmp(cfg.TLSHandshakeTimeout, 10*time.Second),
-		ResponseHeaderTimeout: cmp(cfg.ResponseHeaderTimeout, 30*time.Second),
-		ExpectContinueTimeout: time.Second,
-		DisableCompression:    true,
-		ReadBufferSize:        64 << 10,
-		WriteBufferSize:       16 << 10,
-	}
+// not with streams on one connection), bounded connection-setup phases, a
+// per-read idle timeout so a stalled body fails (and is resumed) instead of
+// hanging, and no transparent gzip (a ranged body must be the stored
+// bytes). It is an SDK BuildableClient so that the SDK can still apply
+// AWS_CA_BUNDLE and similar settings to it.
+func newHTTPClient(cfg S3Config) *awshttp.BuildableClient {
+	return awshttp.NewBuildableClient().
+		WithDialerOptions(func(d *net.Dialer) {
+			d.Timeout = cmp(cfg.DialTimeout, 10*time.Second)
+			d.KeepAlive = 30 * time.Second
+		}).
+		WithTransportOptions(func(tr *http.Transport) {
+			tr.MaxIdleConns = 0 // no global cap; the per-host cap applies
+			tr.MaxIdleConnsPerHost = max(minIdleConnsPerHost, cfg.MaxConnsPerHost)
+			tr.MaxConnsPerHost = cfg.MaxConnsPerHost
+			tr.IdleConnTimeout = 90 * time.Second
+			tr.TLSHandshakeTimeout = cmp(cfg.TLSHandshakeTimeout, 10*time.Second)
+			tr.ResponseHeaderTimeout = cmp(cfg.ResponseHeaderTimeout, 30*time.Second)
+			tr.ExpectContinueTimeout = time.Second
+			tr.DisableCompression = true
+			tr.ForceAttemptHTTP2 = false
+			tr.ReadBufferSize = 64 << 10
+			tr.WriteBufferSize = 16 << 10
+		}).
+		WithReadTimeout(cmp(cfg.ReadIdleTimeout, 60*time.Second))
 }
 
 func cmp(d, def time.Duration) time.Duration {
@@ -329,6 +341,9 @@ func (s *S3Store) Stat(ctx context.Context, bucket, key string) (ObjectInfo, err
 // List implements Store with ListObjectsV2 pagination (1000 keys a page).
 func (s *S3Store) List(ctx context.Context, bucket, prefix string, fn func(ObjectInfo) error) error {
 	in := &s3.ListObjectsV2Input{Bucket: aws.String(bucket)}
+	if s.listPageSize > 0 {
+		in.MaxKeys = aws.Int32(s.listPageSize)
+	}
 	if prefix != "" {
 		in.Prefix = aws.String(prefix)
 	}
@@ -442,17 +457,29 @@ func parseContentRange(s string) (start, end, total int64, ok bool) {
 	if !found {
 		return 0, 0, 0, false
 	}
-	var err error
-	if start, err = strconv.ParseInt(a, 10, 64); err != nil || start < 0 {
-		return 0, 0, 0, false
-	}
-	if end, err = strconv.ParseInt(b, 10, 64); err != nil || end < start {
-		return 0, 0, 0, false
-	}
-	if total, err = strconv.ParseInt(tot, 10, 64); err != nil || total <= end {
+	var ok1, ok2, ok3 bool
+	start, ok1 = parseDigits(a)
+	end, ok2 = parseDigits(b)
+	total, ok3 = parseDigits(tot)
+	if !ok1 || !ok2 || !ok3 || end < start || total <= end {
 		return 0, 0, 0, false
 	}
 	return start, end, total, true
+}
+
+// parseDigits parses a non-empty decimal number of ASCII digits only (no
+// sign, no spaces) that fits in an int64.
+func parseDigits(s string) (int64, bool) {
+	if s == "" || len(s) > 19 {
+		return 0, false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	return v, err == nil
 }
 
 func quoteETag(etag string) string { return `"` + etag + `"` }
