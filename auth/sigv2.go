@@ -182,13 +182,10 @@ func (v *Verifier) verifyV2Header(r *http.Request, q query, authz string) (Ident
 	var t time.Time
 	dateLine := ""
 	if d := r.Header.Get("X-Amz-Date"); d != "" {
-		t, err = http.ParseTime(d)
-		if err != nil {
-			t, err = time.Parse(iso8601Basic, d)
-		}
+		t, err = parseHTTPDate(d)
 	} else if d := r.Header.Get("Date"); d != "" {
 		dateLine = d
-		t, err = http.ParseTime(d)
+		t, err = parseHTTPDate(d)
 	} else {
 		err = errNoDate
 	}
@@ -204,4 +201,17 @@ func (v *Verifier) verifyV2Header(r *http.Request, q query, authz string) (Ident
 		return Identity{}, errSignature()
 	}
 	return v.identity(ak), nil
+}
+
+// parseHTTPDate parses a Date or x-amz-date header: the HTTP formats
+// (RFC 1123 with GMT, RFC 850, asctime), RFC 1123 with a numeric zone (as in
+// AWS's SigV2 examples) and the SigV4 basic ISO 8601 form.
+func parseHTTPDate(s string) (time.Time, error) {
+	if t, err := http.ParseTime(s); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse(time.RFC1123Z, s); err == nil {
+		return t, nil
+	}
+	return time.Parse(iso8601Basic, s)
 }

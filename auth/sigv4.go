@@ -229,7 +229,7 @@ func (v *Verifier) verifyV4Header(r *http.Request, q query, authz string) (Ident
 	if d := r.Header.Get("X-Amz-Date"); d != "" {
 		t, err = time.Parse(iso8601Basic, d)
 	} else if d := r.Header.Get("Date"); d != "" {
-		t, err = http.ParseTime(d)
+		t, err = parseHTTPDate(d)
 	} else {
 		err = errNoDate
 	}
