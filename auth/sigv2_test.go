@@ -56,13 +56,21 @@ func TestSigV2Presigned(t *testing.T) {
 		code   string
 		status int
 	}{
-		{"boto: valid", func(t *testing.T) string { return botoPresignV2(srv.URL, "b", "dir/ü a+b.txt", "", testAK, testSK, in(time.Hour)) }, "", 0},
+		{"boto: valid", func(t *testing.T) string {
+			return botoPresignV2(srv.URL, "b", "dir/ü a+b.txt", "", testAK, testSK, in(time.Hour))
+		}, "", 0},
 		{"boto: valid with response override", func(t *testing.T) string {
 			return botoPresignV2(srv.URL, "b", "k", "response-content-type=text/plain", testAK, testSK, in(time.Hour))
 		}, "", 0},
-		{"boto: valid double slash key", func(t *testing.T) string { return botoPresignV2(srv.URL, "b", "a//b", "", testAK, testSK, in(time.Minute)) }, "", 0},
-		{"boto: expired", func(t *testing.T) string { return botoPresignV2(srv.URL, "b", "k", "", testAK, testSK, in(-time.Second)) }, "AccessDenied", 403},
-		{"boto: more than 7 days", func(t *testing.T) string { return botoPresignV2(srv.URL, "b", "k", "", testAK, testSK, in(8*24*time.Hour)) }, "AccessDenied", 403},
+		{"boto: valid double slash key", func(t *testing.T) string {
+			return botoPresignV2(srv.URL, "b", "a//b", "", testAK, testSK, in(time.Minute))
+		}, "", 0},
+		{"boto: expired", func(t *testing.T) string {
+			return botoPresignV2(srv.URL, "b", "k", "", testAK, testSK, in(-time.Second))
+		}, "AccessDenied", 403},
+		{"boto: more than 7 days", func(t *testing.T) string {
+			return botoPresignV2(srv.URL, "b", "k", "", testAK, testSK, in(8*24*time.Hour))
+		}, "AccessDenied", 403},
 		{"boto: tampered key", func(t *testing.T) string {
 			return strings.Replace(botoPresignV2(srv.URL, "b", "k1", "", testAK, testSK, in(time.Hour)), "/b/k1?", "/b/k2?", 1)
 		}, "SignatureDoesNotMatch", 403},
@@ -77,12 +85,16 @@ func TestSigV2Presigned(t *testing.T) {
 			return botoPresignV2(srv.URL, "b", "k", "", testAK, testSK, in(time.Hour)) + "&response-content-type=text%2Fhtml"
 		}, "SignatureDoesNotMatch", 403},
 		{"boto: wrong secret", func(t *testing.T) string { return botoPresignV2(srv.URL, "b", "k", "", testAK, "x", in(time.Hour)) }, "SignatureDoesNotMatch", 403},
-		{"boto: unknown key", func(t *testing.T) string { return botoPresignV2(srv.URL, "b", "k", "", "AKIANOPE", testSK, in(time.Hour)) }, "InvalidAccessKeyId", 403},
+		{"boto: unknown key", func(t *testing.T) string {
+			return botoPresignV2(srv.URL, "b", "k", "", "AKIANOPE", testSK, in(time.Hour))
+		}, "InvalidAccessKeyId", 403},
 		{"missing Expires", func(t *testing.T) string {
 			u := botoPresignV2(srv.URL, "b", "k", "", testAK, testSK, in(time.Hour))
 			return u[:strings.Index(u, "&Expires=")]
 		}, "AccessDenied", 403},
-		{"minio: valid", func(t *testing.T) string { return minio(t, "/b/a%2Bb/%C3%BC%20x", "versionId=v1&response-content-type=text%2Fplain", 600) }, "", 0},
+		{"minio: valid", func(t *testing.T) string {
+			return minio(t, "/b/a%2Bb/%C3%BC%20x", "versionId=v1&response-content-type=text%2Fplain", 600)
+		}, "", 0},
 		{"minio: location sub-resource", func(t *testing.T) string { return minio(t, "/b/", "location=", 600) }, "", 0},
 		{"minio: expired", func(t *testing.T) string { return minio(t, "/b/k", "", -5) }, "AccessDenied", 403},
 		{"minio: tampered query", func(t *testing.T) string {
