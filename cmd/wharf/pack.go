@@ -3,9 +3,185 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/wharf-s3/wharf/archiveview/cargopack"
 )
 
-// PLACEHOLDER: replaced by the owner of "wharf pack".
+// runPack packs a directory into a CargoShip-format archive (chunks plus
+// manifest) with package cargopack and prints the manifest's s3:// URL.
 func runPack(ctx context.Context, args []string) error {
-	return errors.New("pack: not implemented yet")
+	fs := flag.NewFlagSet("pack", flag.ContinueOnError)
+	storeURL := fs.String("store", "", "where to write: file://DIR or s3://")
+	bucket := fs.String("bucket", "", "bucket to write the archive to")
+	prefix := fs.String("prefix", "", "key prefix (the archive goes under PREFIX/uploads/ID/)")
+	uploadID := fs.String("upload-id", "", "upload id (default YYYYMMDD-<8 hex>)")
+	frameSize := fs.String("frame-size", "4MiB", "zstd frame size (0 = one zstd stream per chunk)")
+	chunkSize := fs.String("chunk-size", "64MiB", "target uncompressed bytes per chunk")
+	shards := fs.Int("shards", 4, "number of shards")
+	version := fs.String("version", "2.1", "manifest version: 2.1, 2.0 or 1.0")
+	direct := fs.Bool("direct", false, "direct-upload shape: one raw object per file, no chunks")
+	splitSize := fs.String("split-size", "0", "split files larger than this into parts (0 = never)")
+	dedup := fs.Bool("dedup", false, "store identical files once (later copies become duplicates)")
+	endpoint := fs.String("s3-endpoint", "", "S3 endpoint URL (non-AWS servers)")
+	region := fs.String("s3-region", "", "S3 region")
+	pathStyle := fs.Bool("s3-path-style", false, "path-style S3 addressing")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: wharf pack DIR --store URL --bucket B [--prefix P] [--upload-id ID] [--frame-size 4MiB] [--chunk-size 64MiB] [--shards N] [--version 2.1] [--direct] [--split-size N] [--dedup] [--s3-endpoint URL --s3-region R --s3-path-style]")
+		fmt.Fprintln(fs.Output(), "sizes take KiB, MiB, GiB or TiB suffixes")
+		fs.PrintDefaults()
+	}
+	dirs, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(dirs) != 1 {
+		fs.Usage()
+		return fmt.Errorf("want exactly one DIR, got %d", len(dirs))
+	}
+	if *storeURL == "" || *bucket == "" {
+		fs.Usage()
+		return errors.New("--store and --bucket are required")
+	}
+	opt := cargopack.Options{
+		Bucket: *bucket, Prefix: *prefix, UploadID: *uploadID,
+		Version: *version, Direct: *direct, Dedup: *dedup, ShardCount: *shards,
+	}
+	if *shards < 1 {
+		return fmt.Errorf("--shards %d: want >= 1", *shards)
+	}
+	for _, s := range []struct {
+		name, val string
+		dst       *int64
+	}{{"frame-size", *frameSize, &opt.FrameSize}, {"chunk-size", *chunkSize, &opt.ChunkSize}, {"split-size", *splitSize, &opt.SplitSize}} {
+		n, err := parseSize(s.val)
+		if err != nil {
+			return fmt.Errorf("--%s: %w", s.name, err)
+		}
+		*s.dst = n
+	}
+	if opt.ChunkSize == 0 {
+		return errors.New("--chunk-size must be > 0")
+	}
+	// CargoShip records the walked root as given; packing an absolute path
+	// gives the usual absolute file paths.
+	src, err := filepath.Abs(dirs[0])
+	if err != nil {
+		return fmt.Errorf("pack %s: %w", dirs[0], err)
+	}
+	if fi, err := os.Stat(src); err != nil {
+		return fmt.Errorf("pack: %w", err)
+	} else if !fi.IsDir() {
+		return fmt.Errorf("pack: %s is not a directory", src)
+	}
+	opt.SourcePath = filepath.ToSlash(src)
+	files, err := cargopack.FromDir(src)
+	if err != nil {
+		return err
+	}
+
+	var sink cargopack.Sink
+	switch {
+	case strings.HasPrefix(*storeURL, "file://"):
+		dir := strings.TrimPrefix(*storeURL, "file://")
+		if dir == "" {
+			return fmt.Errorf("store URL %q: no directory", *storeURL)
+		}
+		sink = cargopack.DirSink(dir)
+	case strings.HasPrefix(*storeURL, "s3://"):
+		var lo []func(*config.LoadOptions) error
+		if *region != "" {
+			lo = append(lo, config.WithRegion(*region))
+		}
+		cfg, err := config.LoadDefaultConfig(ctx, lo...)
+		if err != nil {
+			return fmt.Errorf("s3 config: %w", err)
+		}
+		if cfg.Region == "" {
+			cfg.Region = "us-east-1"
+		}
+		client := s3.NewFromConfig(cfg, func(o *s3.Options) {
+			if *endpoint != "" {
+				o.BaseEndpoint = aws.String(*endpoint)
+			}
+			o.UsePathStyle = *pathStyle
+		})
+		opt.Region = cfg.Region
+		sink = cargopack.S3Sink(client)
+	default:
+		return fmt.Errorf("store URL %q: want file://DIR or s3://", *storeURL)
+	}
+
+	res, err := cargopack.Write(ctx, sink, files, opt)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "packed %d files into %d objects (%d bytes, %d frames)\n",
+		len(files), len(res.ObjectKeys), res.CompressedBytes, res.Frames)
+	fmt.Printf("s3://%s/%s\n", *bucket, res.ManifestKey)
+	return nil
+}
+
+// parseInterspersed parses flags that may come before or after positional
+// arguments ("wharf pack DIR --store ..."), returning the positionals.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		if args[0] == "--" {
+			return append(pos, args[1:]...), nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+// parseSize parses a byte count with an optional binary suffix: K, Ki, KiB,
+// M, Mi, MiB, G, Gi, GiB, T, Ti, TiB (case-insensitive) or B.
+func parseSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	i := 0
+	for i < len(t) && t[i] >= '0' && t[i] <= '9' {
+		i++
+	}
+	if i == 0 {
+		return 0, fmt.Errorf("size %q: want a number with an optional KiB/MiB/GiB/TiB suffix", s)
+	}
+	n, err := strconv.ParseInt(t[:i], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("size %q: %w", s, err)
+	}
+	var shift uint
+	switch strings.ToLower(strings.TrimSpace(t[i:])) {
+	case "", "b":
+	case "k", "ki", "kib":
+		shift = 10
+	case "m", "mi", "mib":
+		shift = 20
+	case "g", "gi", "gib":
+		shift = 30
+	case "t", "ti", "tib":
+		shift = 40
+	default:
+		return 0, fmt.Errorf("size %q: unknown suffix %q (want KiB, MiB, GiB or TiB)", s, t[i:])
+	}
+	if n > math.MaxInt64>>shift {
+		return 0, fmt.Errorf("size %q: too large", s)
+	}
+	return n << shift, nil
 }
