@@ -98,6 +98,11 @@ type Archive struct {
 	metrics *Metrics
 	log     zerolog.Logger
 	opts    Options
+
+	// rd is the read path's lazily built archive-wide state (prefetch
+	// lifetime, parked decoders). Owned by the read path (readstate.go).
+	rdOnce sync.Once
+	rd     *archiveReadState
 }
 
 // Options configure Open.
@@ -119,6 +124,11 @@ type Options struct {
 	// Readahead is how many frames past a sequential read are prefetched.
 	// 0 = 2; negative disables.
 	Readahead int
+	// SmallVerifyBytes: a partial read of an extent that has a sha256 but no
+	// frame checksum (plain tar, direct, stream zstd, giant frame) and is at
+	// most this long fetches and verifies the whole extent first, so flipped
+	// bytes are never served. 0 = 8 MiB; negative disables.
+	SmallVerifyBytes int64
 }
 
 // Info summarizes an archive for inspect, logs and the admin page.

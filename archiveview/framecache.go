@@ -1,0 +1,381 @@
+package archiveview
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+	"github.com/klauspost/compress/zstd"
+)
+
+// FrameCache is the byte-bounded cache of decoded frames (and of small
+// verified extents of unframed objects) shared by every archive of a server.
+//
+// It is an LRU that evicts by bytes, not entries. Each key has at most one
+// fetch in flight (a per-key singleflight): a demand read that needs a frame
+// some other read or a prefetch is already fetching waits for that fetch
+// instead of issuing its own GET. A frame larger than the whole budget is
+// handed to the readers waiting for it but not kept.
+//
+// Buffers are reference counted and recycled through size-class pools: the
+// cache holds one reference, every reader holding a slice of the buffer holds
+// another, and the buffer returns to its pool only when the last is released.
+//
+// The cache also owns the pooled zstd decoders and the decode semaphore that
+// bounds parallel frame decoding to GOMAXPROCS across all archives.
+type FrameCache struct {
+	budget int64
+
+	mu      sync.Mutex
+	lru     *simplelru.LRU[cacheKey, *frameBuf]
+	bytes   int64
+	flights map[cacheKey]*flight
+
+	bufs      bufPool
+	decs      chan *zstd.Decoder
+	decodeSem chan struct{}
+}
+
+// NewFrameCache returns a cache holding at most budget bytes of decoded
+// frames. budget <= 0 keeps nothing (every frame is fetched, used and dropped).
+func NewFrameCache(budget int64) *FrameCache {
+	if budget < 0 {
+		budget = 0
+	}
+	c := &FrameCache{
+		budget:    budget,
+		flights:   make(map[cacheKey]*flight),
+		decs:      make(chan *zstd.Decoder, 2*runtime.GOMAXPROCS(0)+2),
+		decodeSem: make(chan struct{}, runtime.GOMAXPROCS(0)),
+	}
+	l, err := simplelru.NewLRU[cacheKey, *frameBuf](math.MaxInt32, c.onEvict)
+	if err != nil {
+		panic(err) // only for a non-positive size
+	}
+	c.lru = l
+	return c
+}
+
+// Budget is the cache's byte budget.
+func (c *FrameCache) Budget() int64 { return c.budget }
+
+// Bytes is the number of bytes currently held.
+func (c *FrameCache) Bytes() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.bytes
+}
+
+// Len is the number of cached entries.
+func (c *FrameCache) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lru.Len()
+}
+
+// cacheKey names one decoded frame (kind keyFrame, n = frame index) or one
+// verified extent of an unframed object (kind keyExtent, n = offset, m =
+// length) of one object of one store.
+type cacheKey struct {
+	store  string
+	bucket string
+	object string
+	kind   uint8
+	n, m   int64
+}
+
+const (
+	keyFrame uint8 = iota
+	keyExtent
+)
+
+// frameBuf is a reference-counted, pooled buffer of decoded bytes.
+type frameBuf struct {
+	b    []byte
+	refs atomic.Int32
+	pool *bufPool
+}
+
+func (fb *frameBuf) retain() { fb.refs.Add(1) }
+
+func (fb *frameBuf) release() {
+	switch n := fb.refs.Add(-1); {
+	case n == 0:
+		fb.pool.put(fb.b)
+		fb.b = nil
+	case n < 0:
+		panic("archiveview: frameBuf released too often")
+	}
+}
+
+// flight is one in-progress fill of a cache key.
+type flight struct {
+	done    chan struct{}
+	waiters int32 // readers that will take a reference when done (under FrameCache.mu)
+	buf     *frameBuf
+	err     error
+}
+
+// lookup returns a cached buffer with a reference held for the caller, or
+// the flight filling key. If the caller must fill the key itself, mine is
+// true and fl is a new flight the caller must complete. If wait is true the
+// caller is registered as a waiter on fl (mine or not) and must call
+// waitFlight or abandonFlight exactly once.
+func (c *FrameCache) lookup(k cacheKey, wait bool) (buf *frameBuf, fl *flight, mine bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if b, ok := c.lru.Get(k); ok {
+		b.retain()
+		return b, nil, false
+	}
+	if f, ok := c.flights[k]; ok {
+		if wait {
+			f.waiters++
+		}
+		return nil, f, false
+	}
+	f := &flight{done: make(chan struct{})}
+	if wait {
+		f.waiters = 1
+	}
+	c.flights[k] = f
+	return nil, f, true
+}
+
+// contains reports whether k is cached or being filled (a peek for prefetch).
+func (c *FrameCache) contains(k cacheKey) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.lru.Contains(k) {
+		return true
+	}
+	_, ok := c.flights[k]
+	return ok
+}
+
+// complete ends fl. On success buf (which carries one reference owned by the
+// filler, who must still release it) is given one reference per waiter and,
+// if it fits the budget, one for the cache.
+func (c *FrameCache) complete(k cacheKey, fl *flight, buf *frameBuf, err error) {
+	c.mu.Lock()
+	if c.flights[k] == fl {
+		delete(c.flights, k)
+	}
+	if err == nil {
+		buf.refs.Add(fl.waiters)
+		if size := int64(cap(buf.b)); size <= c.budget {
+			if c.lru.Contains(k) {
+				c.lru.Remove(k)
+			}
+			buf.retain()
+			c.lru.Add(k, buf)
+			c.bytes += size
+			for c.bytes > c.budget {
+				if _, _, ok := c.lru.RemoveOldest(); !ok {
+					break
+				}
+			}
+		}
+		fl.buf = buf
+	} else {
+		fl.err = err
+	}
+	c.mu.Unlock()
+	close(fl.done)
+}
+
+func (c *FrameCache) onEvict(_ cacheKey, b *frameBuf) {
+	c.bytes -= int64(cap(b.b))
+	b.release()
+}
+
+// waitFlight waits for fl. On success the returned buffer carries the
+// caller's reference. If ctx ends first, the reference is released when the
+// flight completes.
+func (c *FrameCache) waitFlight(ctx context.Context, fl *flight) (*frameBuf, error) {
+	select {
+	case <-fl.done:
+		return fl.buf, fl.err
+	case <-ctx.Done():
+		c.abandonFlight(fl)
+		return nil, ctx.Err()
+	}
+}
+
+// abandonFlight gives up a waiter's claim on fl without blocking.
+func (c *FrameCache) abandonFlight(fl *flight) {
+	select {
+	case <-fl.done:
+		if fl.buf != nil {
+			fl.buf.release()
+		}
+	default:
+		go func() {
+			<-fl.done
+			if fl.buf != nil {
+				fl.buf.release()
+			}
+		}()
+	}
+}
+
+// get returns k's buffer, filling it with fill if nobody else is. The
+// returned buffer carries the caller's reference. A fill that failed only
+// because its own context ended is retried by waiters whose context is alive.
+func (c *FrameCache) get(ctx context.Context, k cacheKey, m *Metrics, fill func(ctx context.Context) (*frameBuf, error)) (*frameBuf, error) {
+	for attempt := 0; ; attempt++ {
+		buf, fl, mine := c.lookup(k, true)
+		if buf != nil {
+			m.cacheHit()
+			return buf, nil
+		}
+		if mine {
+			b, err := fill(ctx)
+			c.complete(k, fl, b, err)
+			if b != nil {
+				b.release()
+			}
+		}
+		b, err := c.waitFlight(ctx, fl)
+		if err != nil && isContextErr(err) && ctx.Err() == nil && attempt < 3 {
+			continue // the filler's context ended, not ours: try again
+		}
+		return b, err
+	}
+}
+
+func isContextErr(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// bufPool recycles large buffers by size class (64 KiB steps).
+type bufPool struct {
+	mu    sync.Mutex
+	pools map[int]*sync.Pool
+}
+
+const poolStep = 64 << 10
+
+func (p *bufPool) class(n int) *sync.Pool {
+	cl := (n + poolStep - 1) / poolStep
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.pools == nil {
+		p.pools = make(map[int]*sync.Pool)
+	}
+	sp := p.pools[cl]
+	if sp == nil {
+		sp = &sync.Pool{}
+		p.pools[cl] = sp
+	}
+	return sp
+}
+
+// getBuf returns a buffer of length n with one reference.
+func (p *bufPool) getBuf(n int64) *frameBuf {
+	fb := &frameBuf{pool: p}
+	fb.refs.Store(1)
+	if n < poolStep {
+		fb.b = make([]byte, n)
+		return fb
+	}
+	if v := p.class(int(n)).Get(); v != nil {
+		b := *(v.(*[]byte))
+		fb.b = b[:n]
+		return fb
+	}
+	cl := (int(n) + poolStep - 1) / poolStep
+	fb.b = make([]byte, n, cl*poolStep)
+	return fb
+}
+
+func (p *bufPool) put(b []byte) {
+	if cap(b) < poolStep || cap(b)%poolStep != 0 {
+		return
+	}
+	b = b[:cap(b)]
+	p.class(cap(b)).Put(&b)
+}
+
+// maxDecoderWindow bounds the zstd window a stream decoder accepts.
+const maxDecoderWindow = 256 << 20
+
+// decoder returns a pooled single-threaded stream decoder reading r.
+// Single-threaded decoders read their input only inside Read calls, which is
+// what lets a parked decoder change contexts between requests.
+func (c *FrameCache) decoder(r io.Reader) (*zstd.Decoder, error) {
+	var d *zstd.Decoder
+	select {
+	case d = <-c.decs:
+	default:
+		var err error
+		d, err = zstd.NewReader(nil,
+			zstd.WithDecoderConcurrency(1),
+			zstd.WithDecoderMaxMemory(maxDecoderWindow),
+			zstd.WithDecoderMaxWindow(maxDecoderWindow))
+		if err != nil {
+			return nil, fmt.Errorf("zstd decoder: %w", err)
+		}
+	}
+	if err := d.Reset(r); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("zstd decoder reset: %w", err)
+	}
+	return d, nil
+}
+
+// putDecoder returns d to the pool (or closes it when the pool is full).
+func (c *FrameCache) putDecoder(d *zstd.Decoder) {
+	if d == nil {
+		return
+	}
+	_ = d.Reset(nil) // drop the reference to the input
+	select {
+	case c.decs <- d:
+	default:
+		d.Close()
+	}
+}
+
+// decodeFrame decodes one complete zstd frame held in comp into a pooled
+// buffer of exactly usize bytes; any other decoded length is an error.
+func (c *FrameCache) decodeFrame(comp []byte, usize int64) (*frameBuf, error) {
+	d, err := c.decoder(bytes.NewReader(comp))
+	if err != nil {
+		return nil, err
+	}
+	out := c.bufs.getBuf(usize)
+	n, err := io.ReadFull(d, out.b)
+	if err == nil {
+		var one [1]byte
+		var k int
+		for k == 0 && err == nil {
+			k, err = d.Read(one[:])
+		}
+		if k > 0 {
+			err = fmt.Errorf("frame decodes to more than %d bytes: %w", usize, ErrCorrupt)
+		} else if err == io.EOF {
+			err = nil
+		} else {
+			err = fmt.Errorf("zstd after %d bytes: %v: %w", usize, err, ErrCorrupt)
+		}
+	} else if err == io.ErrUnexpectedEOF || err == io.EOF {
+		err = fmt.Errorf("frame decodes to %d bytes, manifest says %d: %w", n, usize, ErrCorrupt)
+	} else {
+		err = fmt.Errorf("zstd: %v: %w", err, ErrCorrupt)
+	}
+	if err != nil {
+		d.Close() // a decoder that failed is not reused
+		out.release()
+		return nil, err
+	}
+	c.putDecoder(d)
+	return out, nil
+}

@@ -1,0 +1,413 @@
+package archiveview
+
+// tarwalk.go finds tar members whose data offset the manifest does not
+// record (1.0/2.0 manifests, older unframed chunks, duplicates) and checks
+// the ustar header in front of offsets it does record.
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/wharf-s3/wharf/backend"
+)
+
+// maxWalkEntries bounds the names one tar walk remembers.
+const maxWalkEntries = 50_000_000
+
+// tarWalk is one shared walk of a chunk's tar headers.
+type tarWalk struct {
+	done    chan struct{}
+	entries map[string]walkEntry
+	err     error
+}
+
+type walkEntry struct{ off, size int64 }
+
+// walkOffset returns the data offset and size of tar member name in chunk
+// ci, walking the chunk's headers once (concurrent first readers share the
+// walk; a failed walk is retried by the next reader).
+func (a *Archive) walkOffset(ctx context.Context, ci int32, name string) (int64, int64, error) {
+	rs := a.chunkState(ci)
+	for attempt := 0; ; attempt++ {
+		rs.walkMu.Lock()
+		w := rs.walk
+		if w == nil {
+			w = &tarWalk{done: make(chan struct{})}
+			rs.walk = w
+			rs.walkMu.Unlock()
+			w.entries, w.err = a.runTarWalk(ctx, ci)
+			if w.err != nil {
+				rs.walkMu.Lock()
+				rs.walk = nil
+				rs.walkMu.Unlock()
+			}
+			close(w.done)
+		} else {
+			rs.walkMu.Unlock()
+			select {
+			case <-w.done:
+			case <-ctx.Done():
+				return 0, 0, ctx.Err()
+			}
+		}
+		if w.err != nil {
+			if isContextErr(w.err) && ctx.Err() == nil && attempt < 3 {
+				continue
+			}
+			return 0, 0, fmt.Errorf("tar walk: %w", w.err)
+		}
+		e, ok := w.entries[name]
+		if !ok {
+			return 0, 0, fmt.Errorf("tar member %q: %w", name, ErrNotInChunk)
+		}
+		return e.off, e.size, nil
+	}
+}
+
+// countReader counts the bytes read (and seeked over) from r.
+type countReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// seekCountReader adds Seek for readers that can skip (plain objects), so
+// the walk does not download the members' data.
+type seekCountReader struct {
+	countReader
+	s io.Seeker
+}
+
+func (c *seekCountReader) Seek(off int64, whence int) (int64, error) {
+	n, err := c.s.Seek(off, whence)
+	if err == nil {
+		c.n = n
+	}
+	return n, err
+}
+
+// runTarWalk reads chunk ci's tar headers in order and records the data
+// offset of every regular member by name (PAX path records honoured by
+// archive/tar; unknown entries skipped).
+func (a *Archive) runTarWalk(ctx context.Context, ci int32) (map[string]walkEntry, error) {
+	c := &a.chunks[ci]
+	var r io.Reader
+	var drain func() error
+	switch {
+	case c.kind == kindDirect:
+		return nil, fmt.Errorf("a direct object has no tar members: %w", ErrCorrupt)
+	case c.kind == kindPlainTar:
+		size, err := a.objectSize(ctx, ci)
+		if err != nil {
+			return nil, err
+		}
+		or := &objReader{a: a, ctx: ctx, ci: ci, size: size}
+		defer or.Close()
+		r = &seekCountReader{countReader{r: or}, or}
+	case c.kind == kindFramedZstd && len(c.frames) > 0:
+		last := c.frames[len(c.frames)-1]
+		src, err := a.chunkRange(ctx, ci, 0, last.uOff+last.uSize)
+		if err != nil {
+			return nil, err
+		}
+		sr := &segReader{src: src}
+		defer sr.Close()
+		r = &countReader{r: sr}
+	default: // stream zstd: decode from byte 0; the whole-object sum is checked at the end
+		z, err := a.newZstream(ctx, ci, -1)
+		if err != nil {
+			return nil, err
+		}
+		healthy := false
+		defer func() { z.discard(a.rdState().cache, healthy) }()
+		zr := &zReader{z: z, rd: a.rdState()}
+		r = &countReader{r: zr}
+		drain = func() error {
+			if _, err := io.Copy(io.Discard, zr); err != nil {
+				return err
+			}
+			if !z.src.verified {
+				if err := z.atEnd(); err != nil {
+					return err
+				}
+			}
+			healthy = true
+			return nil
+		}
+	}
+	var cr interface{ count() int64 }
+	switch v := r.(type) {
+	case *countReader:
+		cr = v
+	case *seekCountReader:
+		cr = &v.countReader
+	}
+	tr := tar.NewReader(r)
+	entries := make(map[string]walkEntry)
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("after %d members: %w", len(entries), walkErr(err))
+		}
+		if hdr.Typeflag != tar.TypeReg && hdr.Typeflag != tar.TypeRegA {
+			continue
+		}
+		if len(entries) >= maxWalkEntries {
+			return nil, fmt.Errorf("more than %d tar members: %w", maxWalkEntries, ErrCorrupt)
+		}
+		entries[hdr.Name] = walkEntry{off: cr.count(), size: hdr.Size}
+	}
+	if drain != nil {
+		if err := drain(); err != nil {
+			return nil, err
+		}
+	}
+	return entries, nil
+}
+
+func (c *countReader) count() int64 { return c.n }
+
+// walkErr keeps backend and checksum causes, and marks tar format errors
+// as corruption.
+func walkErr(err error) error {
+	if errors.Is(err, tar.ErrHeader) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("%v: %w", err, ErrCorrupt)
+	}
+	return err
+}
+
+// zReader reads a zstream to its end.
+type zReader struct {
+	z  *zstream
+	rd *archiveReadState
+}
+
+func (r *zReader) Read(p []byte) (int, error) {
+	n, err := r.z.dec.Read(p)
+	r.z.pos += int64(n)
+	r.rd.decoded.Add(int64(n))
+	if err != nil && err != io.EOF {
+		if r.z.src.failed != nil {
+			err = r.z.src.failed
+		} else {
+			err = fmt.Errorf("zstd at uncompressed byte %d: %v: %w", r.z.pos, err, ErrCorrupt)
+		}
+	}
+	return n, err
+}
+
+// objReader reads object bytes [0,size) of chunk ci with range GETs and
+// skips forward cheaply: short skips read through, long ones reopen.
+type objReader struct {
+	a    *Archive
+	ctx  context.Context
+	ci   int32
+	pos  int64
+	size int64
+	body io.ReadCloser
+}
+
+func (r *objReader) Read(p []byte) (int, error) {
+	if r.pos >= r.size {
+		return 0, io.EOF
+	}
+	if r.body == nil {
+		b, err := r.a.rangeGet(r.ctx, r.ci, r.pos, r.size-r.pos)
+		if err != nil {
+			return 0, err
+		}
+		r.body = b
+	}
+	if int64(len(p)) > r.size-r.pos {
+		p = p[:r.size-r.pos]
+	}
+	n, err := r.body.Read(p)
+	r.pos += int64(n)
+	if err == io.EOF {
+		r.body.Close()
+		r.body = nil
+		err = nil
+		if r.pos < r.size {
+			err = fmt.Errorf("body ended at object byte %d of %d: %w", r.pos, r.size, backend.ErrBadResponse)
+		}
+	}
+	return n, err
+}
+
+func (r *objReader) Seek(off int64, whence int) (int64, error) {
+	np := off
+	switch whence {
+	case io.SeekCurrent:
+		np = r.pos + off
+	case io.SeekEnd:
+		np = r.size + off
+	}
+	if np < 0 {
+		return r.pos, errors.New("negative seek")
+	}
+	if np == r.pos {
+		return np, nil
+	}
+	if r.body != nil && np > r.pos && np-r.pos <= 1<<20 {
+		n, err := io.CopyN(io.Discard, r.body, np-r.pos)
+		r.pos += n
+		if err != nil {
+			r.body.Close()
+			r.body = nil
+			r.pos = np
+		}
+		return r.pos, nil
+	}
+	if r.body != nil {
+		r.body.Close()
+		r.body = nil
+	}
+	r.pos = np
+	return np, nil
+}
+
+func (r *objReader) Close() error {
+	if r.body != nil {
+		r.body.Close()
+		r.body = nil
+	}
+	return nil
+}
+
+// checkTarHeader checks that hdr (the 512 bytes ending at a manifest
+// archive_offset) is a valid ustar header of a regular member called
+// tarName (exactly, or as Go's PAX writer truncates/ASCII-folds it) whose
+// size is length (or whose ustar size field defers to a PAX size record).
+func checkTarHeader(hdr []byte, tarName string, length int64) error {
+	if len(hdr) != 512 {
+		return fmt.Errorf("header is %d bytes: %w", len(hdr), ErrWrongMember)
+	}
+	if bytes.Count(hdr, []byte{0}) == 512 {
+		return fmt.Errorf("zero block instead of a tar header: %w", ErrWrongMember)
+	}
+	want, err := parseOctal(hdr[148:156])
+	if err != nil {
+		return fmt.Errorf("header checksum field: %w", ErrWrongMember)
+	}
+	var unsigned, signed int64
+	for i, b := range hdr {
+		if i >= 148 && i < 156 {
+			b = ' '
+		}
+		unsigned += int64(b)
+		signed += int64(int8(b))
+	}
+	if want != unsigned && want != signed {
+		return fmt.Errorf("not a tar header (checksum %d, computed %d): %w", want, unsigned, ErrWrongMember)
+	}
+	switch hdr[156] {
+	case tar.TypeReg, tar.TypeRegA, tar.TypeCont:
+	default:
+		return fmt.Errorf("tar member of type %q, not a regular file: %w", hdr[156], ErrWrongMember)
+	}
+	size, err := parseNumeric(hdr[124:136])
+	if err != nil {
+		return fmt.Errorf("size field: %w", ErrWrongMember)
+	}
+	if size != length && !(size == 0 && length > 077777777777) {
+		return fmt.Errorf("tar member has %d bytes, manifest says %d: %w", size, length, ErrWrongMember)
+	}
+	if tarName == "" {
+		return nil
+	}
+	nameField := cstr(hdr[0:100])
+	name := nameField
+	if string(hdr[257:263]) == "ustar\x00" {
+		if prefix := cstr(hdr[345:500]); prefix != "" {
+			name = prefix + "/" + nameField
+		}
+	}
+	if !tarNameMatches(name, len(nameField), tarName) {
+		return fmt.Errorf("tar member is named %q, expected %q: %w", name, tarName, ErrWrongMember)
+	}
+	return nil
+}
+
+// tarNameMatches accepts the exact name, the name as Go's PAX writer puts
+// it into the ustar field (non-ASCII dropped, cut at 100 bytes), and for a
+// full name field a prefix or suffix of the expected name.
+func tarNameMatches(got string, fieldLen int, want string) bool {
+	if got == want {
+		return true
+	}
+	ascii := toASCII(want)
+	if got == ascii {
+		return true
+	}
+	if got == "" {
+		return false
+	}
+	if fieldLen >= 99 {
+		return strings.HasPrefix(ascii, got) || strings.HasPrefix(want, got) ||
+			strings.HasSuffix(want, got) || strings.HasSuffix(ascii, got)
+	}
+	return false
+}
+
+func toASCII(s string) string {
+	var b strings.Builder
+	for _, c := range s {
+		if c < 0x80 && c != 0 {
+			b.WriteByte(byte(c))
+		}
+	}
+	return b.String()
+}
+
+func cstr(b []byte) string {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	return string(b)
+}
+
+func parseOctal(b []byte) (int64, error) {
+	s := strings.Trim(string(b), " \x00")
+	if s == "" {
+		return 0, nil
+	}
+	return strconv.ParseInt(s, 8, 64)
+}
+
+// parseNumeric parses an octal or base-256 tar number field.
+func parseNumeric(b []byte) (int64, error) {
+	if len(b) > 0 && b[0]&0x80 != 0 {
+		if b[0]&0x40 != 0 {
+			return 0, errors.New("negative base-256 number")
+		}
+		var x int64
+		for i, c := range b {
+			if i == 0 {
+				c &= 0x7f
+			}
+			if x>>56 != 0 {
+				return 0, errors.New("base-256 number overflows")
+			}
+			x = x<<8 | int64(c)
+		}
+		return x, nil
+	}
+	return parseOctal(b)
+}
