@@ -198,6 +198,7 @@ func (f *fixture) serverEnv() []string {
 
 func (f *fixture) startServer(name string, archiveArgs []string, keyed bool) (*wharfServer, error) {
 	args := []string{
+		"serve",
 		"--listen", "127.0.0.1:0",
 		"--admin-listen", "127.0.0.1:0",
 		"--store", "s3://",

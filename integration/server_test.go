@@ -33,11 +33,12 @@ type wharfServer struct {
 
 var listenRE = regexp.MustCompile(`listening on (?:http://)?(127\.0\.0\.1:[0-9]+)`)
 
-// startWharf runs `wharf serve` with args and waits until it logs the bound
-// address(es). env is the subprocess's complete environment.
+// startWharf runs the wharf binary with args (the subcommand first, e.g.
+// "serve") and waits until it logs the bound address(es). env is the
+// subprocess's complete environment.
 func startWharf(bin, name string, args, env []string) (*wharfServer, error) {
 	s := &wharfServer{name: name, done: make(chan struct{})}
-	cmd := exec.Command(bin, append([]string{"serve"}, args...)...)
+	cmd := exec.Command(bin, args...)
 	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	pr, pw := io.Pipe()

@@ -51,6 +51,8 @@ func run(args []string) int {
 		err = runPack(ctx, args[1:])
 	case "bench":
 		err = runBench(ctx, args[1:])
+	case "demo":
+		err = runDemo(ctx, args[1:])
 	case "version", "--version", "-v":
 		fmt.Println("wharf", version)
 		return 0

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# wharf's test command (README: `bash scripts/test.sh`; CI: `bash .ci/run`).
+#
+#   1. installs the missing Debian packages the end-to-end tests drive
+#      (only as root with apt-get; otherwise it says what is missing),
+#   2. checks gofmt and go vet,
+#   3. runs every Go test, including integration/ with real S3 clients,
+#   4. runs each fuzz target briefly (WHARF_FUZZTIME, default 5s; 0 skips),
+#   5. validates docker-compose.yml with `docker-compose config -q`,
+#   6. prints one summary line and exits non-zero if any step failed.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+FUZZTIME=${WHARF_FUZZTIME:-5s}
+GO_TEST_TIMEOUT=${WHARF_GO_TEST_TIMEOUT:-40m}
+PACKAGES=(awscli python3-boto3 rclone s3cmd python3-zarr python3-xarray python3-fsspec python3-aiohttp zstd docker-compose)
+
+failed=()
+passed=0
+t_start=$SECONDS
+
+step() {
+	local name=$1
+	shift
+	echo "==> $name"
+	local t0=$SECONDS
+	if "$@"; then
+		echo "    ok: $name ($((SECONDS - t0))s)"
+		passed=$((passed + 1))
+	else
+		echo "    FAILED: $name ($((SECONDS - t0))s)"
+		failed+=("$name")
+	fi
+}
+
+install_packages() {
+	local missing=()
+	if ! command -v dpkg-query >/dev/null 2>&1; then
+		echo "    no dpkg: cannot check ${PACKAGES[*]}; tests needing them will fail"
+		return 0
+	fi
+	for p in "${PACKAGES[@]}"; do
+		if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+			missing+=("$p")
+		fi
+	done
+	if [ ${#missing[@]} -eq 0 ]; then
+		echo "    all present: ${PACKAGES[*]}"
+		return 0
+	fi
+	if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+		echo "    missing Debian packages: ${missing[*]}"
+		echo "    (not root or no apt-get: install them yourself; the tests that need them will fail)"
+		return 0
+	fi
+	echo "    installing: ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq </dev/null &&
+		apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null
+}
+
+check_gofmt() {
+	local out
+	out=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.git/*'))
+	if [ -n "$out" ]; then
+		echo "    not gofmt-clean:"
+		echo "$out" | sed 's/^/      /'
+		return 1
+	fi
+}
+
+run_fuzz() {
+	if [ "$FUZZTIME" = 0 ] || [ "$FUZZTIME" = 0s ]; then
+		echo "    skipped (WHARF_FUZZTIME=$FUZZTIME)"
+		return 0
+	fi
+	local rc=0 pkg f n=0 log
+	log=$(mktemp)
+	# integration/ has no fuzz targets, and listing it would run its TestMain.
+	for pkg in $(go list ./... | grep -v '/integration$'); do
+		for f in $(go test -list '^Fuzz' -run '^$' "$pkg" 2>/dev/null | grep '^Fuzz' || true); do
+			n=$((n + 1))
+			echo "    $pkg $f (-fuzztime=$FUZZTIME)"
+			if ! go test -run '^$' -fuzz "^${f}\$" -fuzztime "$FUZZTIME" "$pkg" >"$log" 2>&1; then
+				tail -40 "$log"
+				rc=1
+			fi
+		done
+	done
+	rm -f "$log"
+	echo "    $n fuzz targets"
+	return $rc
+}
+
+check_compose() {
+	if ! command -v docker-compose >/dev/null 2>&1; then
+		echo "    docker-compose not found: install Debian package docker-compose"
+		return 1
+	fi
+	docker-compose -f docker-compose.yml config -q
+}
+
+step "install test tools" install_packages
+step "go build" go build ./...
+step "gofmt" check_gofmt
+step "go vet" go vet ./...
+step "go test (units)" go test -count=1 -timeout "$GO_TEST_TIMEOUT" $(go list ./... | grep -v '/integration$')
+# -v: the subtest names and log lines say which client checked what.
+step "go test (integration, real clients)" go test -count=1 -v -timeout "$GO_TEST_TIMEOUT" ./integration/...
+step "fuzz" run_fuzz
+step "docker-compose config" check_compose
+
+total=$((SECONDS - t_start))
+if [ ${#failed[@]} -gt 0 ]; then
+	echo "wharf test: FAIL (${#failed[@]} of $((passed + ${#failed[@]})) steps failed: ${failed[*]}) in ${total}s"
+	exit 1
+fi
+echo "wharf test: PASS ($passed steps) in ${total}s"
