@@ -53,7 +53,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 func (m *metrics) observe(op string, status int, d time.Duration, bytes int64, get bool) {
 	m.requests.WithLabelValues(op, strconv.Itoa(status)).Inc()
 	m.duration.WithLabelValues(op).Observe(d.Seconds())
-	if get && op == opGetObject && bytes > 0 {
+	if get && op == opGetObject && (status == 200 || status == 206) && bytes > 0 {
 		m.servedBytes.Add(float64(bytes))
 	}
 }
