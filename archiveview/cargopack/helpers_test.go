@@ -6,7 +6,6 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -186,12 +185,4 @@ func tarHeaders(t *testing.T, stream []byte) (hdrs []*tar.Header, offs []int64) 
 	}
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	var ks []string
-	for k := range m {
-		ks = append(ks, k)
-	}
-	return ks
-}
 
-var _ = fmt.Sprintf
