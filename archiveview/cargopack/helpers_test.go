@@ -184,5 +184,3 @@ func tarHeaders(t *testing.T, stream []byte) (hdrs []*tar.Header, offs []int64) 
 		offs = append(offs, cr.n)
 	}
 }
-
-
