@@ -61,4 +61,3 @@ func FuzzSniff(f *testing.F) {
 		}
 	})
 }
-
