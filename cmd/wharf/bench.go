@@ -2,10 +2,84 @@ package main
 
 import (
 	"context"
-	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/wharf-s3/wharf/integration/bench"
 )
 
-// PLACEHOLDER: replaced by the owner of "wharf bench".
+// runBench is "wharf bench": flags and wiring for package integration/bench.
 func runBench(ctx context.Context, args []string) error {
-	return errors.New("bench: not implemented yet")
+	def := bench.DefaultConfig()
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	latency := fs.Duration("latency", def.Latency, "first-byte latency added to every backend request")
+	bandwidth := byteSize(0)
+	fs.Var(&bandwidth, "bandwidth", "per-stream backend bandwidth cap in bytes/s (e.g. 100MB); 0 = unlimited")
+	files := fs.Int("files", def.Files, "files in the tree-walk tree")
+	large := byteSize(def.LargeSize)
+	fs.Var(&large, "large-size", "size of the large-file workloads (0 skips them)")
+	listKeys := fs.Int("list-keys", def.ListKeys, "keys of the listing-at-scale workload (0 skips it)")
+	cache := byteSize(def.CacheBytes)
+	fs.Var(&cache, "cache-bytes", "decoded-frame cache budget")
+	conc := fs.String("concurrency", "1,8,32", "client concurrencies for the tree walk")
+	out := fs.String("out", "bench-results", "directory for report.md, report.csv and walk.svg")
+	quick := fs.Bool("quick", false, "small sizes for a smoke run (200 files, 32 MiB large file, 20,000 keys)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg := def
+	cfg.Latency = *latency
+	cfg.Bandwidth = int64(bandwidth)
+	cfg.Files = *files
+	cfg.LargeSize = int64(large)
+	cfg.ListKeys = *listKeys
+	cfg.CacheBytes = int64(cache)
+	cfg.Concurrency = nil
+	for _, c := range strings.Split(*conc, ",") {
+		var n int
+		if _, err := fmt.Sscanf(strings.TrimSpace(c), "%d", &n); err != nil || n < 1 {
+			return fmt.Errorf("--concurrency: bad value %q", c)
+		}
+		cfg.Concurrency = append(cfg.Concurrency, n)
+	}
+	if *quick {
+		cfg.Files, cfg.LargeSize, cfg.ListKeys, cfg.RandomReads, cfg.WarmFor = 200, 32<<20, 20_000, 50, 500*time.Millisecond
+	}
+	cfg.Command = "wharf bench " + strings.Join(args, " ")
+	cfg.Progress = os.Stderr
+
+	rep, err := bench.Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return err
+	}
+	write := func(name string, fn func(f *os.File) error) error {
+		f, err := os.Create(filepath.Join(*out, name))
+		if err != nil {
+			return err
+		}
+		if err := fn(f); err != nil {
+			f.Close()
+			return err
+		}
+		return f.Close()
+	}
+	if err := write("report.md", func(f *os.File) error { rep.WriteMarkdown(f); return nil }); err != nil {
+		return err
+	}
+	if err := write("report.csv", func(f *os.File) error { return rep.WriteCSV(f) }); err != nil {
+		return err
+	}
+	if err := write("walk.svg", func(f *os.File) error { rep.WriteSVG(f); return nil }); err != nil {
+		return err
+	}
+	rep.WriteMarkdown(os.Stdout)
+	fmt.Fprintf(os.Stderr, "bench: wrote %s/report.md, report.csv, walk.svg\n", *out)
+	return nil
 }

@@ -1,0 +1,610 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/s3/manager"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/wharf-s3/wharf/archiveview/cargopack"
+	"github.com/wharf-s3/wharf/archiveview/manifest"
+	"github.com/wharf-s3/wharf/backend"
+)
+
+// Config sets what Run measures. DefaultConfig gives the issue's settings.
+type Config struct {
+	Latency     time.Duration // per backend request, before the first byte
+	Bandwidth   int64         // per backend stream, bytes/s; 0 = unlimited
+	Concurrency []int         // client concurrencies for the walk
+	Files       int           // files in the walk tree
+	MaxFileSize int           // each walk file is 0..MaxFileSize bytes
+	FrameSizes  []int64       // frame sizes the walk archive is written with
+	LargeSize   int64         // bytes of the large-file workloads (0 skips them)
+	ListKeys    int           // keys of the listing-at-scale workload (0 skips it)
+	RandomReads int           // files of the cold random-read workload
+	WarmFor     time.Duration // duration of each warm-cache measurement
+	CacheBytes  int64         // decoded-frame cache budget
+	Seed        uint64
+	TempDir     string // "" = os.TempDir()
+	Command     string // the command line, for the header
+	// Progress, when set, receives one line per step.
+	Progress io.Writer
+}
+
+// DefaultConfig is the configuration "wharf bench" runs without flags.
+func DefaultConfig() Config {
+	return Config{
+		Latency:     20 * time.Millisecond,
+		Concurrency: []int{1, 8, 32},
+		Files:       2000,
+		MaxFileSize: 64 << 10,
+		FrameSizes:  []int64{4 << 20, 16 << 20},
+		LargeSize:   512 << 20,
+		ListKeys:    1_000_000,
+		RandomReads: 200,
+		WarmFor:     2 * time.Second,
+		CacheBytes:  512 << 20,
+		Seed:        1,
+	}
+}
+
+func (c Config) logf(format string, args ...any) {
+	if c.Progress != nil {
+		fmt.Fprintf(c.Progress, "bench: "+format+"\n", args...)
+	}
+}
+
+// Run measures every workload and returns the report.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	rep := &Report{}
+	rep.Header = header(cfg)
+	e, err := newEnv(cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer e.close()
+
+	start := time.Now()
+	if err := walkAndRandom(ctx, cfg, e, rep); err != nil {
+		return rep, err
+	}
+	if cfg.LargeSize > 0 {
+		if err := largeFile(ctx, cfg, e, rep); err != nil {
+			return rep, err
+		}
+	}
+	if cfg.ListKeys > 0 {
+		if err := listingAtScale(ctx, cfg, e, rep); err != nil {
+			return rep, err
+		}
+	}
+	rep.Header = append(rep.Header, fmt.Sprintf("total bench time: %.1f s", time.Since(start).Seconds()))
+	return rep, nil
+}
+
+func header(cfg Config) []string {
+	cpu := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "model name") {
+				if i := strings.IndexByte(l, ':'); i >= 0 {
+					cpu = strings.TrimSpace(l[i+1:])
+				}
+				break
+			}
+		}
+	}
+	bw := "unlimited"
+	if cfg.Bandwidth > 0 {
+		bw = fmt.Sprintf("%d MB/s per stream", cfg.Bandwidth/1e6)
+	}
+	return []string{
+		"command: `" + cfg.Command + "`",
+		fmt.Sprintf("date: %s", time.Now().UTC().Format(time.RFC3339)),
+		fmt.Sprintf("machine: %s/%s, %d CPUs (%s), %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpu, runtime.Version()),
+		fmt.Sprintf("backing store: local directory behind backend.Faulty, %v first-byte latency per request, bandwidth %s", cfg.Latency, bw),
+		"wharf: in-process s3api handler on a loopback listener, anonymous; clients: aws-sdk-go-v2",
+		fmt.Sprintf("frame cache budget: %d MiB", cfg.CacheBytes>>20),
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Workloads 1, 2 and 6: tree walk, cold random reads, warm cache.
+
+func walkAndRandom(ctx context.Context, cfg Config, e *env, rep *Report) error {
+	cfg.logf("generating %d-file tree", cfg.Files)
+	tr := makeTree(cfg.Files, cfg.MaxFileSize, cfg.Seed)
+	mtime := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	if err := tr.writePerObject(e.dir, benchBucket, "perobject"); err != nil {
+		return err
+	}
+	type packed struct {
+		frame int64
+		res   *cargopack.Result
+	}
+	var archives []packed
+	for i, fs := range cfg.FrameSizes {
+		res, err := cargopack.Write(ctx, cargopack.DirSink(e.dir), tr.files(mtime), cargopack.Options{
+			Bucket: benchBucket, Prefix: "walk", UploadID: fmt.Sprintf("walk-%d", i),
+			FrameSize: fs, ChunkSize: 64 << 20, ShardCount: 4, ContentHash: true, Created: mtime,
+		})
+		if err != nil {
+			return fmt.Errorf("pack walk tree: %w", err)
+		}
+		archives = append(archives, packed{fs, res})
+		cfg.logf("packed walk archive: frames %d MiB, %d chunks, %d frames, %.1f MB compressed",
+			fs>>20, len(res.Manifest.Chunks), res.Frames, float64(res.CompressedBytes)/1e6)
+	}
+	wl := "1. Tree walk (ListObjectsV2 + GET every object)"
+	rep.add(Row{Workload: wl, System: "source", Variant: fmt.Sprintf("%d files", cfg.Files), Metric: "raw bytes", Value: float64(tr.bytes) / 1e6, Unit: "MB"})
+	perObject := map[int]float64{}
+	for _, c := range cfg.Concurrency {
+		e.faulty.Reset()
+		secs, err := perObjectWalk(ctx, e, tr, c)
+		if err != nil {
+			return err
+		}
+		gets := e.faulty.Requests("get") + e.faulty.Requests("range")
+		perObject[c] = secs
+		rep.add(Row{Workload: wl, System: "per-object", Variant: "plain objects", Concurrency: c, Metric: "wall", Value: secs, Unit: "s"})
+		rep.add(Row{Workload: wl, System: "per-object", Variant: "plain objects", Concurrency: c, Metric: "backend GETs", Value: float64(gets)})
+		rep.add(Row{Workload: wl, System: "per-object", Variant: "plain objects", Concurrency: c, Metric: "backend MB", Value: float64(e.faulty.BytesReturned()) / 1e6})
+		rep.Walk = append(rep.Walk, WalkPoint{System: "per-object", Concurrency: c, Seconds: secs, GETs: gets})
+		cfg.logf("per-object walk, %d clients: %.2f s, %d GETs", c, secs, gets)
+	}
+	for ai, ar := range archives {
+		variant := fmt.Sprintf("frames %d MiB", ar.frame>>20)
+		plain := 0
+		for _, ch := range ar.res.Manifest.Chunks {
+			if len(ch.Frames) == 0 {
+				plain++
+			}
+		}
+		for _, c := range cfg.Concurrency {
+			e.faulty.Reset()
+			if _, err := e.serveArchive(ctx, ar.res.ManifestKey, cfg.CacheBytes, 0); err != nil {
+				return err
+			}
+			manifestGETs := e.faulty.Requests("get") + e.faulty.Requests("range")
+			t0 := time.Now()
+			if err := wharfWalk(ctx, e, tr, c); err != nil {
+				return fmt.Errorf("wharf walk (%s, %d clients): %w", variant, c, err)
+			}
+			secs := time.Since(t0).Seconds()
+			gets := e.faulty.Requests("get") + e.faulty.Requests("range")
+			bytesRatio := float64(e.faulty.BytesReturned()) / float64(ar.res.CompressedBytes)
+			speedup := perObject[c] / secs
+			rep.add(Row{Workload: wl, System: "wharf", Variant: variant, Concurrency: c, Metric: "wall", Value: secs, Unit: "s"})
+			rep.add(Row{Workload: wl, System: "wharf", Variant: variant, Concurrency: c, Metric: "backend GETs", Value: float64(gets)})
+			rep.add(Row{Workload: wl, System: "wharf", Variant: variant, Concurrency: c, Metric: "backend MB", Value: float64(e.faulty.BytesReturned()) / 1e6})
+			rep.add(Row{Workload: wl, System: "wharf", Variant: variant, Concurrency: c, Metric: "frames + plain objects + manifest", Value: float64(ar.res.Frames + plain + 1)})
+			rep.add(Row{Workload: wl, System: "wharf", Variant: variant, Concurrency: c, Metric: "backend bytes / compressed", Value: bytesRatio})
+			rep.add(Row{Workload: wl, System: "wharf", Variant: variant, Concurrency: c, Metric: "speedup vs per-object", Value: speedup, Unit: "x"})
+			if ai == 0 {
+				rep.Walk = append(rep.Walk, WalkPoint{System: "wharf", Concurrency: c, Seconds: secs, GETs: gets})
+			}
+			cfg.logf("wharf walk %s, %d clients: %.2f s, %d GETs (%d manifest), bytes ratio %.3f, %.1fx per-object",
+				variant, c, secs, gets, manifestGETs, bytesRatio, speedup)
+			if c == 8 && ai == 0 {
+				rep.target("tree walk speedup at 8 clients, 20 ms ("+variant+")", fmt.Sprintf("%.1fx", speedup), ">= 20x", speedup >= 20)
+			}
+			bound := int64(ar.res.Frames + plain + 1)
+			rep.target(fmt.Sprintf("walk GETs, %s, %d clients", variant, c), fmt.Sprintf("%d", gets), fmt.Sprintf("<= %d (frames + plain + manifest)", bound), gets <= bound)
+			rep.target(fmt.Sprintf("walk bytes / compressed, %s, %d clients", variant, c), fmt.Sprintf("%.3f", bytesRatio), "<= 1.05", bytesRatio <= 1.05)
+		}
+	}
+
+	// Workload 2: cold random single-file reads, one fresh cache per file.
+	ar := archives[0]
+	m := ar.res.Manifest
+	rng := rand.New(rand.NewPCG(cfg.Seed, 99))
+	wl2 := "2. Cold random single-file reads"
+	var totGets, totBytes, totCover int64
+	worstGets := int64(0)
+	over := 0
+	n := min(cfg.RandomReads, len(tr.rels))
+	for i := 0; i < n; i++ {
+		rel := tr.rels[rng.IntN(len(tr.rels))]
+		cover, err := coveringBytes(m, rel, int64(len(tr.data[rel])))
+		if err != nil {
+			return err
+		}
+		if _, err := e.serveArchive(ctx, ar.res.ManifestKey, cfg.CacheBytes, -1); err != nil {
+			return err
+		}
+		e.faulty.Reset()
+		if err := getAndCheck(ctx, e, rel, tr.data[rel]); err != nil {
+			return err
+		}
+		gets := e.faulty.Requests("get") + e.faulty.Requests("range")
+		b := e.faulty.BytesReturned()
+		totGets += gets
+		totBytes += b
+		totCover += cover
+		worstGets = max(worstGets, gets)
+		if b > cover || gets > 1 {
+			over++
+		}
+	}
+	rep.add(Row{Workload: wl2, System: "wharf", Variant: fmt.Sprintf("frames %d MiB", ar.frame>>20), Concurrency: 1, Metric: "files", Value: float64(n)})
+	rep.add(Row{Workload: wl2, System: "wharf", Variant: fmt.Sprintf("frames %d MiB", ar.frame>>20), Concurrency: 1, Metric: "GETs per file", Value: float64(totGets) / float64(n)})
+	rep.add(Row{Workload: wl2, System: "wharf", Variant: fmt.Sprintf("frames %d MiB", ar.frame>>20), Concurrency: 1, Metric: "worst GETs for one file", Value: float64(worstGets)})
+	rep.add(Row{Workload: wl2, System: "wharf", Variant: fmt.Sprintf("frames %d MiB", ar.frame>>20), Concurrency: 1, Metric: "backend KB per file", Value: float64(totBytes) / float64(n) / 1e3})
+	rep.add(Row{Workload: wl2, System: "wharf", Variant: fmt.Sprintf("frames %d MiB", ar.frame>>20), Concurrency: 1, Metric: "covering frames KB per file", Value: float64(totCover) / float64(n) / 1e3})
+	rep.target("cold random read: GETs per file", fmt.Sprintf("%.2f avg, %d worst", float64(totGets)/float64(n), worstGets), "1", worstGets <= 1)
+	rep.target("cold random read: bytes never above covering frames", fmt.Sprintf("%d of %d files above", over, n), "0", over == 0)
+	cfg.logf("cold random reads: %.2f GETs/file, %.0f KB/file vs %.0f KB covering", float64(totGets)/float64(n), float64(totBytes)/float64(n)/1e3, float64(totCover)/float64(n)/1e3)
+
+	// Workload 6: warm cache request rates (the whole archive cached by a walk).
+	if _, err := e.serveArchive(ctx, ar.res.ManifestKey, cfg.CacheBytes, 0); err != nil {
+		return err
+	}
+	if err := wharfWalk(ctx, e, tr, 8); err != nil {
+		return err
+	}
+	wl6 := "6. Warm cache request rate (32 clients, loopback)"
+	for _, op := range []string{"HeadObject", "GetObject 4 KiB"} {
+		rps, err := warmRate(ctx, e, tr, op, 32, cfg.WarmFor)
+		if err != nil {
+			return err
+		}
+		rep.add(Row{Workload: wl6, System: "wharf", Variant: op, Concurrency: 32, Metric: "requests/s", Value: rps})
+		cfg.logf("warm %s: %.0f req/s", op, rps)
+	}
+	return nil
+}
+
+// coveringBytes is the compressed size of the frames (or plain range) that
+// hold rel's bytes in manifest m.
+func coveringBytes(m *manifest.Manifest, rel string, size int64) (int64, error) {
+	for _, f := range m.Files {
+		if !strings.HasSuffix(f.Path, "/"+rel) {
+			continue
+		}
+		for _, c := range m.Chunks {
+			if c.S3Key != f.S3Key {
+				continue
+			}
+			if len(c.Frames) == 0 || f.ArchiveOffset == nil {
+				return size, nil
+			}
+			u0 := *f.ArchiveOffset
+			u1 := u0 + size
+			var n int64
+			for _, fr := range c.Frames {
+				if fr.UncompressedOffset < u1 && fr.UncompressedOffset+fr.UncompressedSize > u0 || (size == 0 && fr.UncompressedOffset <= u0 && u0 < fr.UncompressedOffset+fr.UncompressedSize) {
+					n += fr.CompressedSize
+				}
+			}
+			return n, nil
+		}
+	}
+	return 0, fmt.Errorf("bench: %s not in manifest", rel)
+}
+
+func perObjectWalk(ctx context.Context, e *env, tr *tree, conc int) (float64, error) {
+	t0 := time.Now()
+	var keys []string
+	err := e.faulty.List(ctx, benchBucket, "perobject/", func(oi backend.ObjectInfo) error {
+		keys = append(keys, oi.Key)
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	if len(keys) != len(tr.rels) {
+		return 0, fmt.Errorf("per-object listing: %d keys, want %d", len(keys), len(tr.rels))
+	}
+	err = parallel(ctx, len(keys), conc, func(i int) error {
+		rc, _, err := e.faulty.Get(ctx, benchBucket, keys[i])
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		b, err := io.ReadAll(rc)
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(b, tr.data[strings.TrimPrefix(keys[i], "perobject/")]) {
+			return fmt.Errorf("per-object %s: wrong bytes", keys[i])
+		}
+		return nil
+	})
+	return time.Since(t0).Seconds(), err
+}
+
+// wharfWalk lists the bucket through wharf with ListObjectsV2 pagination and
+// GETs every object with conc clients, comparing each body with the source.
+func wharfWalk(ctx context.Context, e *env, tr *tree, conc int) error {
+	var keys []string
+	p := s3.NewListObjectsV2Paginator(e.client, &s3.ListObjectsV2Input{Bucket: aws.String("wharf")})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return fmt.Errorf("list: %w", err)
+		}
+		for _, o := range page.Contents {
+			keys = append(keys, aws.ToString(o.Key))
+		}
+	}
+	if len(keys) != len(tr.rels) {
+		return fmt.Errorf("listing returned %d keys, want %d", len(keys), len(tr.rels))
+	}
+	return parallel(ctx, len(keys), conc, func(i int) error {
+		return getAndCheck(ctx, e, keys[i], tr.data[keys[i]])
+	})
+}
+
+func getAndCheck(ctx context.Context, e *env, key string, want []byte) error {
+	out, err := e.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("wharf"), Key: aws.String(key)})
+	if err != nil {
+		return fmt.Errorf("get %s: %w", key, err)
+	}
+	defer out.Body.Close()
+	b, err := io.ReadAll(out.Body)
+	if err != nil {
+		return fmt.Errorf("get %s: %w", key, err)
+	}
+	if !bytes.Equal(b, want) {
+		return fmt.Errorf("get %s: served bytes differ from the source (%d vs %d bytes)", key, len(b), len(want))
+	}
+	return nil
+}
+
+func warmRate(ctx context.Context, e *env, tr *tree, op string, conc int, d time.Duration) (float64, error) {
+	var nonEmpty []string
+	for _, r := range tr.rels {
+		if len(tr.data[r]) >= 4096 {
+			nonEmpty = append(nonEmpty, r)
+		}
+	}
+	if len(nonEmpty) == 0 {
+		return 0, errors.New("warm: no file of 4 KiB or more")
+	}
+	var count atomic.Int64
+	deadline := time.Now().Add(d)
+	var wg sync.WaitGroup
+	errc := make(chan error, conc)
+	for w := 0; w < conc; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 3))
+			for time.Now().Before(deadline) {
+				key := nonEmpty[rng.IntN(len(nonEmpty))]
+				if op == "HeadObject" {
+					if _, err := e.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String("wharf"), Key: aws.String(key)}); err != nil {
+						errc <- err
+						return
+					}
+				} else {
+					out, err := e.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("wharf"), Key: aws.String(key), Range: aws.String("bytes=0-4095")})
+					if err != nil {
+						errc <- err
+						return
+					}
+					b, err := io.ReadAll(out.Body)
+					out.Body.Close()
+					if err != nil || !bytes.Equal(b, tr.data[key][:4096]) {
+						errc <- fmt.Errorf("warm get %s: wrong bytes (%v)", key, err)
+						return
+					}
+				}
+				count.Add(1)
+			}
+		}(w)
+	}
+	wg.Wait()
+	close(errc)
+	if err := <-errc; err != nil {
+		return 0, err
+	}
+	return float64(count.Load()) / d.Seconds(), nil
+}
+
+// parallel runs fn(0..n-1) on conc workers and returns the first error.
+func parallel(ctx context.Context, n, conc int, fn func(i int) error) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	for w := 0; w < conc; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				if err := fn(i); err != nil {
+					once.Do(func() { first = err })
+					next.Store(int64(n))
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
+// ---------------------------------------------------------------------------
+// Workloads 3 and 4: a large compressible file, sub-framed and as one frame.
+
+func largeFile(ctx context.Context, cfg Config, e *env, rep *Report) error {
+	size := cfg.LargeSize
+	sum := crc32.New(castagnoli)
+	if _, err := io.Copy(sum, newGenReader(cfg.Seed+1000, size)); err != nil {
+		return err
+	}
+	want := sum.Sum32()
+	files := func() []cargopack.File {
+		return []cargopack.File{{
+			Rel: "large/service.log", Size: size, ModTime: time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC), Mode: 0o644,
+			Open: func() (io.ReadCloser, error) { return newGenReader(cfg.Seed+1000, size), nil },
+		}}
+	}
+	variants := []struct {
+		name  string
+		frame int64
+		giant bool
+	}{{"sub-frames 4 MiB", 4 << 20, false}, {"one giant frame", 4 << 20, true}}
+	for vi, v := range variants {
+		cfg.logf("packing %d MiB file (%s)", size>>20, v.name)
+		res, err := cargopack.Write(ctx, cargopack.DirSink(e.dir), files(), cargopack.Options{
+			Bucket: benchBucket, Prefix: "large", UploadID: fmt.Sprintf("large-%d", vi),
+			FrameSize: v.frame, NoSubFrames: v.giant, ChunkSize: size + (1 << 20), ShardCount: 1,
+		})
+		if err != nil {
+			return fmt.Errorf("pack large file: %w", err)
+		}
+		wl := "3. Large file (" + fmt.Sprintf("%d MiB", size>>20) + ", compressible)"
+		if v.giant {
+			wl = "4. Giant frame (same file as one zstd frame)"
+		}
+		// The physical limit: decode the same frames in-process, one core.
+		limit, err := decodeLimit(e, res)
+		if err != nil {
+			return err
+		}
+		rep.add(Row{Workload: wl, System: "zstd decode", Variant: "in-process, 1 goroutine", Concurrency: 1, Metric: "throughput", Value: limit, Unit: "MB/s"})
+		// One GET of the whole file.
+		if _, err := e.serveArchive(ctx, res.ManifestKey, cfg.CacheBytes, 0); err != nil {
+			return err
+		}
+		e.faulty.Reset()
+		t0 := time.Now()
+		got, err := getCRC(ctx, e, "large/service.log", "")
+		if err != nil {
+			return err
+		}
+		secs := time.Since(t0).Seconds()
+		if got != want {
+			return fmt.Errorf("large file: served bytes differ from the source (crc32c %08x vs %08x)", got, want)
+		}
+		mbps := float64(size) / 1e6 / secs
+		rep.add(Row{Workload: wl, System: "wharf", Variant: "one GET", Concurrency: 1, Metric: "throughput", Value: mbps, Unit: "MB/s"})
+		rep.add(Row{Workload: wl, System: "wharf", Variant: "one GET", Concurrency: 1, Metric: "of decode limit", Value: 100 * mbps / limit, Unit: "%"})
+		rep.add(Row{Workload: wl, System: "wharf", Variant: "one GET", Concurrency: 1, Metric: "backend GETs", Value: float64(e.faulty.Requests("range") + e.faulty.Requests("get"))})
+		rep.add(Row{Workload: wl, System: "wharf", Variant: "one GET", Concurrency: 1, Metric: "backend bytes / compressed", Value: float64(e.faulty.BytesReturned()) / float64(res.CompressedBytes)})
+		cfg.logf("%s one GET: %.0f MB/s (decode limit %.0f MB/s)", v.name, mbps, limit)
+		if !v.giant {
+			rep.target("large file, one stream, share of the zstd decode limit", fmt.Sprintf("%.0f%%", 100*mbps/limit), ">= 80%", mbps >= 0.8*limit)
+		}
+		// The SDK's parallel ranged download (fresh cache), and for the giant
+		// frame a sequential ranged download (concurrency 1).
+		conc := 8
+		if v.giant {
+			conc = 1
+		}
+		if _, err := e.serveArchive(ctx, res.ManifestKey, cfg.CacheBytes, 0); err != nil {
+			return err
+		}
+		e.faulty.Reset()
+		t0 = time.Now()
+		got, err = downloadCRC(ctx, e, "large/service.log", size, conc)
+		if err != nil {
+			return err
+		}
+		secs = time.Since(t0).Seconds()
+		if got != want {
+			return fmt.Errorf("large file ranged download: served bytes differ from the source")
+		}
+		mbps = float64(size) / 1e6 / secs
+		variant := fmt.Sprintf("SDK downloader, 8 MiB parts, %d parallel", conc)
+		ratio := float64(e.faulty.BytesReturned()) / float64(res.CompressedBytes)
+		rep.add(Row{Workload: wl, System: "wharf", Variant: variant, Concurrency: conc, Metric: "throughput", Value: mbps, Unit: "MB/s"})
+		rep.add(Row{Workload: wl, System: "wharf", Variant: variant, Concurrency: conc, Metric: "of decode limit", Value: 100 * mbps / limit, Unit: "%"})
+		rep.add(Row{Workload: wl, System: "wharf", Variant: variant, Concurrency: conc, Metric: "backend GETs", Value: float64(e.faulty.Requests("range") + e.faulty.Requests("get"))})
+		rep.add(Row{Workload: wl, System: "wharf", Variant: variant, Concurrency: conc, Metric: "backend bytes / compressed", Value: ratio})
+		cfg.logf("%s ranged download (%d parallel): %.0f MB/s, backend bytes %.2fx compressed", v.name, conc, mbps, ratio)
+		if v.giant {
+			// Each backend byte of the giant frame is decoded once; a reader
+			// that restarted the frame per range would fetch (and decode)
+			// about size/part/2 times the frame.
+			rep.target("giant frame, sequential ranged download: decode work (backend bytes / compressed)", fmt.Sprintf("%.2f", ratio), "O(size): <= 1.5", ratio <= 1.5)
+		}
+		os.RemoveAll(e.dir + "/" + benchBucket + "/large")
+	}
+	return nil
+}
+
+// decodeLimit decodes every frame of res's chunks in-process on one
+// goroutine and returns MB/s of decoded output.
+func decodeLimit(e *env, res *cargopack.Result) (float64, error) {
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(1<<40))
+	if err != nil {
+		return 0, err
+	}
+	defer dec.Close()
+	var out []byte
+	var total int64
+	var elapsed time.Duration
+	for _, c := range res.Manifest.Chunks {
+		obj, err := os.ReadFile(e.dir + "/" + benchBucket + "/" + manifest.ResolveObjectKey(benchBucket, res.Manifest.Prefix, c.S3Key))
+		if err != nil {
+			return 0, err
+		}
+		for _, f := range c.Frames {
+			comp := obj[f.CompressedOffset : f.CompressedOffset+f.CompressedSize]
+			if int64(cap(out)) < f.UncompressedSize {
+				out = make([]byte, 0, f.UncompressedSize)
+			}
+			t0 := time.Now()
+			o, err := dec.DecodeAll(comp, out[:0])
+			elapsed += time.Since(t0)
+			if err != nil {
+				return 0, err
+			}
+			total += int64(len(o))
+		}
+	}
+	return float64(total) / 1e6 / elapsed.Seconds(), nil
+}
+
+func getCRC(ctx context.Context, e *env, key, rng string) (uint32, error) {
+	in := &s3.GetObjectInput{Bucket: aws.String("wharf"), Key: aws.String(key)}
+	if rng != "" {
+		in.Range = aws.String(rng)
+	}
+	out, err := e.client.GetObject(ctx, in)
+	if err != nil {
+		return 0, fmt.Errorf("get %s: %w", key, err)
+	}
+	defer out.Body.Close()
+	h := crc32.New(castagnoli)
+	if _, err := io.CopyBuffer(h, out.Body, make([]byte, 1<<20)); err != nil {
+		return 0, fmt.Errorf("get %s: %w", key, err)
+	}
+	return h.Sum32(), nil
+}
+
+// downloadCRC uses the SDK's downloader (parallel ranged GETs) into memory
+// and returns the crc32c of the result.
+func downloadCRC(ctx context.Context, e *env, key string, size int64, conc int) (uint32, error) {
+	d := manager.NewDownloader(e.client, func(d *manager.Downloader) {
+		d.PartSize = 8 << 20
+		d.Concurrency = conc
+	})
+	buf := manager.NewWriteAtBuffer(make([]byte, 0, size))
+	if _, err := d.Download(ctx, buf, &s3.GetObjectInput{Bucket: aws.String("wharf"), Key: aws.String(key)}); err != nil {
+		return 0, fmt.Errorf("download %s: %w", key, err)
+	}
+	return crc32.Checksum(buf.Bytes(), castagnoli), nil
+}
+

@@ -1,0 +1,235 @@
+package bench
+
+import (
+	"bufio"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/metrics"
+	"sort"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/wharf-s3/wharf/archiveview"
+)
+
+// writeScaleManifest writes a direct-upload manifest of n files (no data
+// objects: listing never touches them) and returns its key and one key per
+// n/10 files for deep-page probes.
+func writeScaleManifest(root string, n int) (key string, keys []string, err error) {
+	key = "scale/uploads/scale-1m/manifest.json.gz"
+	p := filepath.Join(root, benchBucket, filepath.FromSlash(key))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return "", nil, err
+	}
+	f, err := os.Create(p)
+	if err != nil {
+		return "", nil, err
+	}
+	defer f.Close()
+	zw, _ := gzip.NewWriterLevel(f, gzip.BestSpeed)
+	w := bufio.NewWriterSize(zw, 1<<20)
+	mt := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC).Format(time.RFC3339Nano)
+	fmt.Fprintf(w, `{"version":"2.1","upload_id":"scale-1m","created_at":%q,"completed_at":%q,"source_path":"/data","hostname":"bench","bucket":%q,"prefix":"scale","region":"us-east-1","total_files":%d,"total_bytes":%d,"total_chunks":0,"shard_count":0,"compression_type":"none","compression_level":0,"compression_ratio":1,"files":[`,
+		mt, mt, benchBucket, n, int64(n)*1000)
+	for i := 0; i < n; i++ {
+		rel := scaleKey(i)
+		if i%(n/10) == 0 {
+			keys = append(keys, rel)
+		}
+		if i > 0 {
+			w.WriteByte(',')
+		}
+		path, _ := json.Marshal("/data/" + rel)
+		fmt.Fprintf(w, `{"path":%s,"size":1000,"mod_time":%q,"chunk_id":0,"shard_id":0,"s3_key":"uploads/scale-1m/files/%s","checksum":"%064x"}`,
+			path, mt, rel, i)
+	}
+	w.WriteString(`],"chunks":[],"shards":[]}`)
+	if err := w.Flush(); err != nil {
+		return "", nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return "", nil, err
+	}
+	return key, keys, f.Close()
+}
+
+// scaleKey spreads n keys over days and hosts like a large log archive.
+func scaleKey(i int) string {
+	return fmt.Sprintf("logs/2026-06-%02d/host-%03d/events-%07d.json", 1+i%28, (i/28)%100, i)
+}
+
+// heapObjects is the bytes of heap objects (live, plus dead ones not yet
+// swept: callers run runtime.GC first when they want live bytes only).
+func heapObjects() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+func liveHeap() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+func listingAtScale(ctx context.Context, cfg Config, e *env, rep *Report) error {
+	n := cfg.ListKeys
+	cfg.logf("writing a %d-file manifest", n)
+	key, probes, err := writeScaleManifest(e.dir, n)
+	if err != nil {
+		return err
+	}
+	wl := fmt.Sprintf("5. Listing at scale (%d keys)", n)
+	base := liveHeap()
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				if h := heapObjects(); h > peak.Load() {
+					peak.Store(h)
+				}
+			}
+		}
+	}()
+	t0 := time.Now()
+	a, err := archiveview.Open(ctx, e.store, benchBucket, key, archiveview.Options{Name: "wharf", Cache: archiveview.NewFrameCache(64 << 20)})
+	build := time.Since(t0)
+	close(stop)
+	<-done
+	if err != nil {
+		return fmt.Errorf("open 1M manifest: %w", err)
+	}
+	retained := int64(liveHeap()) - int64(base)
+	runtime.KeepAlive(a)
+	peakMB := float64(int64(peak.Load())-int64(base)) / 1e6
+	rep.add(Row{Workload: wl, System: "index", Variant: "build (manifest parse + resolve + sort)", Metric: "time", Value: build.Seconds(), Unit: "s"})
+	rep.add(Row{Workload: wl, System: "index", Variant: "build (manifest parse + resolve + sort)", Metric: "retained heap", Value: float64(retained) / 1e6, Unit: "MB"})
+	rep.add(Row{Workload: wl, System: "index", Variant: "build (manifest parse + resolve + sort)", Metric: "peak heap during build (5 ms samples)", Value: peakMB, Unit: "MB"})
+	rep.add(Row{Workload: wl, System: "index", Variant: "build (manifest parse + resolve + sort)", Metric: "retained bytes per file", Value: float64(retained) / float64(n)})
+	rep.target("1M-key index build time", fmt.Sprintf("%.2f s", build.Seconds()), "< 5 s", build < 5*time.Second)
+	rep.target("1M-key index retained heap", fmt.Sprintf("%.0f MB", float64(retained)/1e6), "< 300 MB", retained < 300e6)
+	cfg.logf("1M index: build %.2f s, retained %.0f MB, peak %.0f MB", build.Seconds(), float64(retained)/1e6, peakMB)
+
+	old := e.cur
+	e.cur = a
+	e.catalog.cur.Store(a)
+	if old != nil {
+		old.Close()
+	}
+
+	mid := probes[len(probes)/2]
+	prefix := "logs/2026-06-15/host-037/"
+	// In-process index cost.
+	idx := []struct {
+		name string
+		p    archiveview.ListParams
+	}{
+		{"first page (1000)", archiveview.ListParams{MaxKeys: 1000}},
+		{"deep page (1000, after a key at 50%)", archiveview.ListParams{MaxKeys: 1000, After: mid}},
+		{"prefix probe (max-keys=1)", archiveview.ListParams{Prefix: prefix, MaxKeys: 1}},
+		{"delimiter page (1000, '/')", archiveview.ListParams{Prefix: "logs/", Delimiter: "/", MaxKeys: 1000}},
+	}
+	for _, q := range idx {
+		d := median(51, func() { a.List(q.p) })
+		rep.add(Row{Workload: wl, System: "index", Variant: q.name, Metric: "median latency", Value: float64(d.Microseconds()) / 1000, Unit: "ms"})
+	}
+	// Over HTTP (raw client: the server's work plus loopback, no XML parsing).
+	token, err := continuationToken(ctx, e, mid)
+	if err != nil {
+		return err
+	}
+	hq := []struct{ name, query string }{
+		{"first page (1000)", "list-type=2&max-keys=1000"},
+		{"middle page by continuation-token (1000)", "list-type=2&max-keys=1000&continuation-token=" + url.QueryEscape(token)},
+		{"prefix probe (max-keys=1)", "list-type=2&max-keys=1&prefix=" + url.QueryEscape(prefix)},
+	}
+	for _, q := range hq {
+		var herr error
+		d := median(21, func() {
+			if err := rawGet(ctx, e, "/wharf?"+q.query); err != nil {
+				herr = err
+			}
+		})
+		if herr != nil {
+			return herr
+		}
+		ms := float64(d.Microseconds()) / 1000
+		rep.add(Row{Workload: wl, System: "wharf", Variant: "ListObjectsV2 over HTTP: " + q.name, Metric: "median latency", Value: ms, Unit: "ms"})
+		rep.target("1M keys: ListObjectsV2 "+q.name, fmt.Sprintf("%.2f ms", ms), "< 5 ms", ms < 5)
+		cfg.logf("1M listing over HTTP, %s: %.2f ms", q.name, ms)
+	}
+	return nil
+}
+
+func median(n int, fn func()) time.Duration {
+	ds := make([]time.Duration, n)
+	for i := range ds {
+		t0 := time.Now()
+		fn()
+		ds[i] = time.Since(t0)
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	return ds[n/2]
+}
+
+func rawGet(ctx context.Context, e *env, pathQuery string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.url+pathQuery, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := e.httpc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: status %d", pathQuery, resp.StatusCode)
+	}
+	return nil
+}
+
+// continuationToken returns the NextContinuationToken of the page that
+// starts after key.
+func continuationToken(ctx context.Context, e *env, after string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.url+"/wharf?list-type=2&max-keys=1&start-after="+url.QueryEscape(after), nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := e.httpc.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Next string `xml:"NextContinuationToken"`
+	}
+	if err := xml.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return "", err
+	}
+	if out.Next == "" {
+		return "", fmt.Errorf("no continuation token after %s (status %s)", after, strconv.Itoa(resp.StatusCode))
+	}
+	return out.Next, nil
+}
