@@ -607,4 +607,3 @@ func downloadCRC(ctx context.Context, e *env, key string, size int64, conc int) 
 	}
 	return crc32.Checksum(buf.Bytes(), castagnoli), nil
 }
-

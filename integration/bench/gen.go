@@ -116,7 +116,7 @@ func makeTree(n int, maxSize int, seed uint64) *tree {
 	for i := 0; i < n; i++ {
 		rel := fmt.Sprintf("logs/2026-06-%02d/%s/part-%05d.log", 1+i%28, services[i%len(services)], i)
 		size := rng.IntN(maxSize + 1)
-		b := newLogGen(seed + uint64(i)).fill(make([]byte, 0, size), size)
+		b := newLogGen(seed+uint64(i)).fill(make([]byte, 0, size), size)
 		t.rels = append(t.rels, rel)
 		t.data[rel] = b
 		t.bytes += int64(size)
