@@ -29,4 +29,3 @@ func BenchmarkLoad1M(b *testing.B) {
 		b.ReportMetric(d.Seconds()/float64(n), "cpu-s/op")
 	}
 }
-

@@ -22,7 +22,11 @@ type decoder struct {
 	// lastKey interns consecutive identical file s3_keys (files are grouped
 	// by chunk), saving one string per file.
 	lastKey string
-	frames  int
+	// fileList and pathAt let chunks[].file_paths reuse the files' path
+	// strings: the writer lists them in the same order.
+	fileList []FileEntry
+	pathAt   int
+	frames   int
 
 	encMarker bool
 	wrapper   encryptedWrapper
@@ -243,18 +247,47 @@ func (d *decoder) files(m *Manifest) error {
 				return elemErr("files", i, err)
 			}
 		}
-		if f.S3Key == d.lastKey {
-			f.S3Key = d.lastKey
-		} else {
-			d.lastKey = f.S3Key
-		}
+		d.lastKey = f.S3Key
 		return checkFile(f, i, d.key, d.lim)
 	})
 	if err != nil {
 		return err
 	}
 	m.Files = bl.slice()
+	d.fileList, d.pathAt = m.Files, 0
 	return nil
+}
+
+// filePaths decodes chunks[].file_paths, sharing each path's memory with
+// the file entry that (in writer order) carries the same path.
+func (d *decoder) filePaths(c *ChunkEntry) error {
+	if isNull, err := d.l.null(); isNull || err != nil {
+		if isNull {
+			c.FilePaths = nil
+		}
+		return err
+	}
+	out := []string{}
+	err := d.l.array(func() error {
+		if len(out) >= d.lim.MaxFiles {
+			return capErr("file_paths", d.lim.MaxFiles)
+		}
+		like := ""
+		if d.pathAt < len(d.fileList) {
+			like = d.fileList[d.pathAt].Path
+		}
+		var s string
+		if err := d.l.strLike(&s, like); err != nil {
+			return err
+		}
+		if s == like && like != "" {
+			d.pathAt++
+		}
+		out = append(out, s)
+		return nil
+	})
+	c.FilePaths = out
+	return err
 }
 
 var fileFields = []string{"path", "size", "mod_time", "chunk_id", "shard_id", "s3_key", "offset", "length",
@@ -275,7 +308,7 @@ func (d *decoder) fileField(f *FileEntry, name []byte) (int, error) {
 	case "shard_id":
 		return 4, l.int(&f.ShardID)
 	case "s3_key":
-		return 5, l.str(&f.S3Key)
+		return 5, l.strLike(&f.S3Key, d.lastKey)
 	case "offset":
 		return 6, l.i64(&f.Offset)
 	case "length":
@@ -384,7 +417,7 @@ func (d *decoder) chunkField(c *ChunkEntry, name []byte) (int, error) {
 	case "file_count":
 		return 3, l.int(&c.FileCount)
 	case "file_paths":
-		return 4, d.strings(&c.FilePaths, d.lim.MaxFiles, "file_paths")
+		return 4, d.filePaths(c)
 	case "uncompressed_size":
 		return 5, l.i64(&c.UncompressedSize)
 	case "compressed_size":

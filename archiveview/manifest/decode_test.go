@@ -257,3 +257,35 @@ func (o oneByteReader) Read(p []byte) (int, error) {
 	}
 	return o.r.Read(p)
 }
+
+// TestParseTimeFast checks the allocation-free time parser against
+// time.Time.UnmarshalJSON on every shape it accepts and on near misses.
+func TestParseTimeFast(t *testing.T) {
+	for _, s := range []string{
+		"2026-07-21T12:34:56Z", "2026-07-21T12:34:56.1Z", "2026-07-21T12:34:56.123456789-07:00",
+		"2024-02-29T00:00:00+00:00", "2023-02-29T00:00:00Z", "0001-01-01T00:00:00Z", "9999-12-31T23:59:59.999999999+23:59",
+		"2026-13-01T00:00:00Z", "2026-00-01T00:00:00Z", "2026-04-31T00:00:00Z", "2026-07-21T24:00:00Z",
+		"2026-07-21T12:60:00Z", "2026-07-21T12:00:60Z", "2026-07-21T12:34:56.Z", "2026-07-21T12:34:56.1234567891Z",
+		"2026-07-21T12:34:56+24:00", "2026-07-21T12:34:56+05:60", "2026-07-21t12:34:56Z", "2026-07-21T12:34:56z",
+		"2026-07-21T12:34:56", "2026-07-21T12:34:56+0530", "2026-07-21T12:34:56,5Z", "+2026-07-21T12:34:56Z",
+		"2026-07-21T12:34:56-00:00", "2026-7-21T12:34:56Z",
+	} {
+		zones := map[int]*time.Location{}
+		got, ok := parseTimeFast([]byte(s), zones)
+		var want time.Time
+		werr := want.UnmarshalJSON([]byte(`"` + s + `"`))
+		if !ok {
+			continue // the caller falls back to UnmarshalJSON
+		}
+		if werr != nil {
+			t.Errorf("%s: fast path accepted what UnmarshalJSON rejects (%v)", s, werr)
+			continue
+		}
+		_, go1 := got.Zone()
+		_, wo := want.Zone()
+		if !got.Equal(want) || go1 != wo || (got.Location() == time.Local) != (want.Location() == time.Local) ||
+			(got.Location() == time.UTC) != (want.Location() == time.UTC) || got.Format(time.RFC3339Nano) != want.Format(time.RFC3339Nano) {
+			t.Errorf("%s: fast %v (%v), UnmarshalJSON %v (%v)", s, got, got.Location(), want, want.Location())
+		}
+	}
+}

@@ -565,6 +565,24 @@ func (l *lexer) str(dst *string) error {
 	return nil
 }
 
+// strLike reads a string like str, but reuses like's memory when the
+// value equals like (manifests repeat s3_keys and paths many times).
+func (l *lexer) strLike(dst *string, like string) error {
+	if isNull, err := l.null(); isNull || err != nil {
+		return err
+	}
+	b, err := l.readString()
+	if err != nil {
+		return err
+	}
+	if string(b) == like {
+		*dst = like
+	} else {
+		*dst = string(b)
+	}
+	return nil
+}
+
 func (l *lexer) boolean(dst *bool) error {
 	switch l.ws() {
 	case 'n':
@@ -703,9 +721,15 @@ func (l *lexer) tm(dst *time.Time, zones map[int]*time.Location) error {
 	if l.ws() != '"' {
 		return l.typeErr("time string")
 	}
-	s, e, _, _, err := l.scanString()
+	s, e, esc, _, err := l.scanString()
 	if err != nil {
 		return err
+	}
+	if !esc {
+		if t, ok := parseTimeFast(l.buf[s:e], zones); ok {
+			*dst = t
+			return nil
+		}
 	}
 	var t time.Time
 	if err := t.UnmarshalJSON(l.buf[s-1 : e+1]); err != nil {
