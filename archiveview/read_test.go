@@ -373,9 +373,9 @@ func TestFlippedBytePlainTar(t *testing.T) {
 		off, n  int64
 		maxSent int64 // bytes that may be delivered before the error
 	}{
-		{"a/small.bin", 20_000, 0, 40_000, 0},       // whole small file: nothing sent
-		{"a/small.bin", 20_000, 100, 50, 0},         // partial small read verifies the whole extent first
-		{"a/small.bin", 39_999, 39_990, 10, 0},      // last byte
+		{"a/small.bin", 20_000, 0, 40_000, 0},         // whole small file: nothing sent
+		{"a/small.bin", 20_000, 100, 50, 0},           // partial small read verifies the whole extent first
+		{"a/small.bin", 39_999, 39_990, 10, 0},        // last byte
 		{"a/large.bin", 899_999, 0, 900_000, 899_999}, // whole large file: final byte withheld
 	} {
 		t.Run(fmt.Sprintf("%s@%d[%d+%d]", tc.key, tc.at, tc.off, tc.n), func(t *testing.T) {
