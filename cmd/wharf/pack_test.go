@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"flag"
 	"io"
 	"io/fs"
 	"net/http/httptest"
@@ -216,6 +217,27 @@ func TestPackCommandS3(t *testing.T) {
 		return
 	}
 	t.Fatal("ports.csv not in the manifest")
+}
+
+func TestParseInterspersed(t *testing.T) {
+	cases := []struct {
+		args []string
+		pos  string
+		b    string
+	}{
+		{[]string{"DIR", "--bucket", "x"}, "DIR", "x"},
+		{[]string{"--bucket", "x", "DIR"}, "DIR", "x"},
+		{[]string{"A", "--bucket", "x", "B"}, "A,B", "x"},
+		{[]string{"--bucket", "x", "--", "--odd-dir"}, "--odd-dir", "x"},
+	}
+	for _, tc := range cases {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		b := fs.String("bucket", "", "")
+		pos, err := parseInterspersed(fs, tc.args)
+		if err != nil || strings.Join(pos, ",") != tc.pos || *b != tc.b {
+			t.Errorf("%q: pos %q bucket %q err %v", tc.args, pos, *b, err)
+		}
+	}
 }
 
 func TestPackCommandErrors(t *testing.T) {
