@@ -28,8 +28,26 @@ func runBench(ctx context.Context, args []string) error {
 	conc := fs.String("concurrency", "1,8,32", "client concurrencies for the tree walk")
 	out := fs.String("out", "bench-results", "directory for report.md, report.csv and walk.svg")
 	quick := fs.Bool("quick", false, "small sizes for a smoke run (200 files, 32 MiB large file, 20,000 keys)")
+	soak := fs.Bool("soak", false, "run the load test instead: random reads and listings across several archives with faults injected")
+	soakFor := fs.Duration("soak-duration", bench.DefaultSoakConfig().Duration, "with --soak: how long the load runs")
+	soakClients := fs.Int("soak-clients", bench.DefaultSoakConfig().Clients, "with --soak: concurrent clients")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *soak {
+		sc := bench.DefaultSoakConfig()
+		sc.Duration, sc.Clients = *soakFor, *soakClients
+		sc.Command = "wharf bench " + strings.Join(args, " ")
+		sc.Progress = os.Stderr
+		rep, err := bench.Soak(ctx, sc)
+		if err != nil {
+			return err
+		}
+		rep.WriteMarkdown(os.Stdout)
+		if rep.WrongBytes != 0 {
+			return fmt.Errorf("soak: %d responses carried wrong bytes", rep.WrongBytes)
+		}
+		return nil
 	}
 	cfg := def
 	cfg.Latency = *latency

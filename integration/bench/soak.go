@@ -1,0 +1,513 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/wharf-s3/wharf/archiveview"
+	"github.com/wharf-s3/wharf/archiveview/cargopack"
+	"github.com/wharf-s3/wharf/auth"
+	"github.com/wharf-s3/wharf/backend"
+	"github.com/wharf-s3/wharf/s3api"
+)
+
+// SoakConfig sets the load test. DefaultSoakConfig gives the issue's run:
+// 64 clients for 10 minutes with faults injected.
+type SoakConfig struct {
+	Clients     int
+	Duration    time.Duration
+	MaxRequests int64   // stop after this many requests (0 = no cap)
+	FaultRate   float64 // probability that a backend request is faulted
+	CacheBytes  int64
+	Seed        uint64
+	Command     string
+	Progress    io.Writer
+}
+
+// DefaultSoakConfig is what "wharf bench --soak" runs.
+func DefaultSoakConfig() SoakConfig {
+	return SoakConfig{Clients: 64, Duration: 10 * time.Minute, MaxRequests: 5_000_000, FaultRate: 0.05, CacheBytes: 64 << 20, Seed: 1}
+}
+
+// SoakReport is what Soak measured.
+type SoakReport struct {
+	Header            []string
+	Requests          int64
+	Bytes             int64
+	Errors            map[string]int64 // by kind
+	WrongBytes        int64            // responses that completed cleanly with bytes differing from the source: must be 0
+	P50, P99          time.Duration
+	PeakRSS, BaseRSS  int64 // bytes (VmHWM at the end, VmRSS before load)
+	GoroutinesBefore  int
+	GoroutinesAfter   int
+	FDsBefore         int
+	FDsAfter          int
+	BackendRequests   int64
+	BackendFaults     int64
+	ChecksumFailures  int64 // frames or files whose checksum caught injected corruption
+	CacheBudget       int64
+	Archives, Objects int
+}
+
+// soakArchive is one packed archive with its source files.
+type soakArchive struct {
+	bucket string
+	src    map[string][]byte
+	keys   []string
+}
+
+// Soak runs the load test: a backing S3 (gofakes3) behind HTTP-level faults
+// (503/SlowDown, resets mid-body, truncation, ignored and shifted ranges,
+// latency spikes) read through backend.S3Store (retries, resumes), plus
+// silent bit flips injected below wharf's checksums; wharf's real s3api
+// handler on loopback; and Clients aws-sdk-go-v2 clients making random
+// ranged and full reads and listings across several archives. Every byte is
+// compared with the source.
+func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
+	logf := func(format string, args ...any) {
+		if cfg.Progress != nil {
+			fmt.Fprintf(cfg.Progress, "soak: "+format+"\n", args...)
+		}
+	}
+	rep := &SoakReport{Errors: map[string]int64{}, CacheBudget: cfg.CacheBytes}
+	runtime.GC()
+	rep.GoroutinesBefore = runtime.NumGoroutine()
+	rep.FDsBefore = countFDs()
+
+	// Backing S3: gofakes3 in memory, behind HTTP faults.
+	var faulting atomic.Bool
+	var backendFaults atomic.Int64
+	hookRNG := rand.New(rand.NewPCG(cfg.Seed, 11))
+	var hookMu sync.Mutex
+	faker := gofakes3.New(s3mem.New())
+	fh := backend.FaultyHTTP(faker.Server(), func(r backend.HTTPRequest) backend.HTTPFault {
+		if !faulting.Load() || r.Method != http.MethodGet {
+			return backend.HTTPFault{}
+		}
+		hookMu.Lock()
+		p := hookRNG.Float64()
+		k := hookRNG.IntN(7)
+		after := int64(hookRNG.IntN(64 << 10))
+		hookMu.Unlock()
+		if p >= cfg.FaultRate {
+			return backend.HTTPFault{}
+		}
+		backendFaults.Add(1)
+		switch k {
+		case 0:
+			return backend.HTTPFault{Action: backend.HTTPError, Status: 503, Code: "SlowDown"}
+		case 1:
+			return backend.HTTPFault{Action: backend.HTTPError, Status: 500}
+		case 2:
+			return backend.HTTPFault{Action: backend.HTTPReset, After: after}
+		case 3:
+			return backend.HTTPFault{Action: backend.HTTPTruncate, After: after}
+		case 4:
+			if r.Range == "" {
+				return backend.HTTPFault{Action: backend.HTTPPass, Delay: 50 * time.Millisecond}
+			}
+			return backend.HTTPFault{Action: backend.HTTPIgnoreRange}
+		case 5:
+			if r.Range == "" {
+				return backend.HTTPFault{Action: backend.HTTPPass, Delay: 50 * time.Millisecond}
+			}
+			return backend.HTTPFault{Action: backend.HTTPShiftRange, After: 1 + after}
+		default:
+			return backend.HTTPFault{Action: backend.HTTPPass, Delay: 50 * time.Millisecond}
+		}
+	})
+	s3ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	// The fault middleware hijacks and resets connections; the server's
+	// complaints about writes on them are expected noise.
+	s3srv := &http.Server{Handler: fh, ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
+	go s3srv.Serve(s3ln)
+	defer s3srv.Close()
+	endpoint := "http://" + s3ln.Addr().String()
+	tr := &http.Transport{MaxIdleConnsPerHost: 256, DisableCompression: true}
+	defer tr.CloseIdleConnections()
+	setup := s3.New(s3.Options{
+		BaseEndpoint: aws.String(endpoint), Region: "us-east-1", UsePathStyle: true,
+		Credentials:                aws.AnonymousCredentials{},
+		HTTPClient:                 &http.Client{Transport: tr},
+		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
+		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
+	})
+	if _, err := setup.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("backing")}); err != nil {
+		return nil, fmt.Errorf("soak: create backing bucket: %w", err)
+	}
+
+	// Archives of several shapes.
+	mtime := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	shapes := []struct {
+		name string
+		opt  cargopack.Options
+		src  func() map[string][]byte
+	}{
+		{"framed", cargopack.Options{FrameSize: 256 << 10, ChunkSize: 4 << 20, ContentHash: true}, func() map[string][]byte { return makeTree(600, 32<<10, cfg.Seed+1).data }},
+		{"plain", cargopack.Options{ChunkSize: 4 << 20}, func() map[string][]byte { return randomFiles(200, 48<<10, ".png", cfg.Seed+2) }},
+		{"large", cargopack.Options{FrameSize: 1 << 20, SplitSize: 6 << 20, ChunkSize: 8 << 20}, func() map[string][]byte {
+			m := makeTree(50, 16<<10, cfg.Seed+3).data
+			m["big/service.log"] = newLogGen(cfg.Seed+4).fill(nil, 20<<20)
+			return m
+		}},
+		{"stream", cargopack.Options{FrameSize: 0, ChunkSize: 2 << 20}, func() map[string][]byte { return makeTree(150, 24<<10, cfg.Seed+5).data }},
+		{"direct", cargopack.Options{Direct: true}, func() map[string][]byte { return makeTree(100, 16<<10, cfg.Seed+6).data }},
+	}
+	var archives []*soakArchive
+	manifests := map[string]string{}
+	for _, sh := range shapes {
+		src := sh.src()
+		opt := sh.opt
+		opt.Bucket, opt.Prefix, opt.UploadID, opt.Created = "backing", "soak", "soak-"+sh.name, mtime
+		res, err := cargopack.Write(ctx, cargopack.S3Sink(setup), cargopack.FromMap(src, mtime), opt)
+		if err != nil {
+			return nil, fmt.Errorf("soak: pack %s: %w", sh.name, err)
+		}
+		a := &soakArchive{bucket: sh.name, src: src}
+		for k := range src {
+			a.keys = append(a.keys, k)
+		}
+		sort.Strings(a.keys)
+		archives = append(archives, a)
+		manifests[sh.name] = res.ManifestKey
+		rep.Objects += len(src)
+	}
+	rep.Archives = len(archives)
+
+	// wharf: S3Store → silent flips → instrumented → archiveview → s3api.
+	store, err := backend.NewS3Store(ctx, backend.S3Config{
+		Endpoint: endpoint, Region: "us-east-1", PathStyle: true, Anonymous: true,
+		MaxBackoff: 200 * time.Millisecond,
+	})
+	if err != nil {
+		return nil, err
+	}
+	flipRNG := rand.New(rand.NewPCG(cfg.Seed, 13))
+	var flipMu sync.Mutex
+	flips := backend.NewFaulty(store, backend.FaultConfig{Hook: func(r backend.Request) backend.Fault {
+		if !faulting.Load() || r.Op != "range" || r.Len <= 0 {
+			return backend.Fault{}
+		}
+		flipMu.Lock()
+		defer flipMu.Unlock()
+		if flipRNG.Float64() >= cfg.FaultRate/4 {
+			return backend.Fault{}
+		}
+		backendFaults.Add(1)
+		return backend.Fault{Kind: backend.FaultFlip, FlipAt: []int64{r.Off + flipRNG.Int64N(r.Len)}}
+	}})
+	reg := prometheus.NewRegistry()
+	avm := archiveview.NewMetrics(reg)
+	cache := archiveview.NewFrameCache(cfg.CacheBytes)
+	served := map[string]*archiveview.Archive{}
+	for name, key := range manifests {
+		a, err := archiveview.Open(ctx, flips, "backing", key, archiveview.Options{Name: name, Cache: cache, Metrics: avm})
+		if err != nil {
+			return nil, fmt.Errorf("soak: open %s: %w", name, err)
+		}
+		served[name] = a
+	}
+	verifier, err := auth.New(auth.Config{Anonymous: true})
+	if err != nil {
+		return nil, err
+	}
+	h := s3api.New(s3api.Config{Catalog: s3api.NewStaticCatalog(served), Verifier: verifier, Logger: zerolog.Nop()})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	wsrv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 30 * time.Second}
+	go wsrv.Serve(ln)
+	ctr := &http.Transport{MaxIdleConnsPerHost: 256, DisableCompression: true}
+	client := s3.New(s3.Options{
+		BaseEndpoint: aws.String("http://" + ln.Addr().String()), Region: "us-east-1", UsePathStyle: true,
+		Credentials:                aws.AnonymousCredentials{},
+		HTTPClient:                 &http.Client{Transport: ctr},
+		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
+		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
+		RetryMaxAttempts:           1, // every failure is seen and classified
+	})
+
+	rep.BaseRSS = procStatus("VmRSS")
+	logf("%d archives, %d objects; %d clients for %v (cap %d requests), fault rate %.3f, cache %d MiB",
+		len(archives), rep.Objects, cfg.Clients, cfg.Duration, cfg.MaxRequests, cfg.FaultRate, cfg.CacheBytes>>20)
+	faulting.Store(true)
+	flips.Reset()
+	runCtx, cancel := context.WithTimeout(ctx, cfg.Duration)
+	var reqs, served64, wrong atomic.Int64
+	var errMu sync.Mutex
+	lat := make([][]time.Duration, cfg.Clients)
+	var wg sync.WaitGroup
+	for c := 0; c < cfg.Clients; c++ {
+		wg.Add(1)
+		go func(c int) {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(cfg.Seed+uint64(c), 17))
+			for runCtx.Err() == nil {
+				if cfg.MaxRequests > 0 && reqs.Add(1) > cfg.MaxRequests {
+					return
+				} else if cfg.MaxRequests == 0 {
+					reqs.Add(1)
+				}
+				a := archives[rng.IntN(len(archives))]
+				t0 := time.Now()
+				n, kind, bad := soakOne(runCtx, client, a, rng)
+				lat[c] = append(lat[c], time.Since(t0))
+				served64.Add(n)
+				if bad {
+					wrong.Add(1)
+				}
+				if kind != "" && runCtx.Err() == nil {
+					errMu.Lock()
+					rep.Errors[kind]++
+					errMu.Unlock()
+				}
+			}
+		}(c)
+	}
+	tick := time.NewTicker(30 * time.Second)
+	go func() {
+		for {
+			select {
+			case <-runCtx.Done():
+				return
+			case <-tick.C:
+				logf("%d requests, %.0f MB served, %d wrong, RSS %d MB", reqs.Load(), float64(served64.Load())/1e6, wrong.Load(), procStatus("VmRSS")>>20)
+			}
+		}
+	}()
+	wg.Wait()
+	cancel()
+	tick.Stop()
+	faulting.Store(false)
+
+	var all []time.Duration
+	for _, l := range lat {
+		all = append(all, l...)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
+	if len(all) > 0 {
+		rep.P50 = all[len(all)/2]
+		rep.P99 = all[len(all)*99/100]
+	}
+	rep.Requests = int64(len(all))
+	rep.Bytes = served64.Load()
+	rep.WrongBytes = wrong.Load()
+	rep.PeakRSS = procStatus("VmHWM")
+	rep.BackendRequests = flips.Requests("")
+	rep.BackendFaults = backendFaults.Load()
+	rep.ChecksumFailures = int64(counterValue(reg, "wharf_checksum_failures_total"))
+
+	// Tear down and check that goroutines and descriptors return to baseline.
+	wsrv.Close()
+	ctr.CloseIdleConnections()
+	for _, a := range served {
+		a.Close()
+	}
+	s3srv.Close()
+	tr.CloseIdleConnections()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		runtime.GC()
+		rep.GoroutinesAfter = runtime.NumGoroutine()
+		rep.FDsAfter = countFDs()
+		if (rep.GoroutinesAfter <= rep.GoroutinesBefore+2 && rep.FDsAfter <= rep.FDsBefore+2) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	rep.Header = []string{
+		"command: `" + cfg.Command + "`",
+		fmt.Sprintf("date: %s", time.Now().UTC().Format(time.RFC3339)),
+		fmt.Sprintf("machine: %s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version()),
+		fmt.Sprintf("%d archives (framed, plain tar, split + sub-frames, unframed stream, direct), %d objects", rep.Archives, rep.Objects),
+		fmt.Sprintf("%d clients, %v, fault rate %.3f per backend GET (HTTP 503/500, reset, truncation, ignored and shifted ranges, 50 ms spikes) plus silent bit flips at %.4f per range read", cfg.Clients, cfg.Duration, cfg.FaultRate, cfg.FaultRate/4),
+	}
+	return rep, nil
+}
+
+// soakOne makes one random request against archive a and checks it. It
+// returns the body bytes received, an error kind ("" = success) and whether a
+// response completed cleanly with wrong bytes.
+func soakOne(ctx context.Context, c *s3.Client, a *soakArchive, rng *rand.Rand) (int64, string, bool) {
+	switch p := rng.IntN(10); {
+	case p < 2: // listing
+		prefix := ""
+		if rng.IntN(2) == 0 {
+			k := a.keys[rng.IntN(len(a.keys))]
+			if i := strings.IndexByte(k, '/'); i > 0 {
+				prefix = k[:i+1]
+			}
+		}
+		in := &s3.ListObjectsV2Input{Bucket: aws.String(a.bucket), Prefix: aws.String(prefix), MaxKeys: aws.Int32(int32(1 + rng.IntN(300)))}
+		if rng.IntN(2) == 0 {
+			in.Delimiter = aws.String("/")
+		}
+		out, err := c.ListObjectsV2(ctx, in)
+		if err != nil {
+			return 0, errKind(err), false
+		}
+		for _, o := range out.Contents {
+			src, ok := a.src[aws.ToString(o.Key)]
+			if !ok || int64(len(src)) != aws.ToInt64(o.Size) || !strings.HasPrefix(aws.ToString(o.Key), prefix) {
+				return 0, "", true
+			}
+		}
+		return 0, "", false
+	default: // ranged or full read
+		key := a.keys[rng.IntN(len(a.keys))]
+		src := a.src[key]
+		in := &s3.GetObjectInput{Bucket: aws.String(a.bucket), Key: aws.String(key)}
+		lo, hi := 0, len(src)
+		if p < 7 && len(src) > 1 {
+			lo = rng.IntN(len(src))
+			hi = lo + 1 + rng.IntN(min(len(src)-lo, 4<<20))
+			in.Range = aws.String("bytes=" + strconv.Itoa(lo) + "-" + strconv.Itoa(hi-1))
+		}
+		out, err := c.GetObject(ctx, in)
+		if err != nil {
+			return 0, errKind(err), false
+		}
+		b, err := io.ReadAll(out.Body)
+		out.Body.Close()
+		if err != nil {
+			return int64(len(b)), "aborted body", !bytes.Equal(b, src[lo:lo+min(len(b), hi-lo)])
+		}
+		return int64(len(b)), "", !bytes.Equal(b, src[lo:hi])
+	}
+}
+
+func errKind(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return "S3 " + ae.ErrorCode()
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return "cancelled"
+	}
+	return "transport: " + firstWords(err.Error(), 6)
+}
+
+func firstWords(s string, n int) string {
+	f := strings.Fields(s)
+	if len(f) > n {
+		f = f[len(f)-n:]
+	}
+	return strings.Join(f, " ")
+}
+
+// randomFiles returns n incompressible files (already-compressed content).
+func randomFiles(n, maxSize int, ext string, seed uint64) map[string][]byte {
+	rng := rand.New(rand.NewPCG(seed, 5))
+	m := make(map[string][]byte, n)
+	for i := 0; i < n; i++ {
+		b := make([]byte, rng.IntN(maxSize+1))
+		for j := range b {
+			b[j] = byte(rng.Uint32())
+		}
+		m[fmt.Sprintf("img/%03d/photo-%05d%s", i%17, i, ext)] = b
+	}
+	return m
+}
+
+func countFDs() int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return -1
+	}
+	return len(ents)
+}
+
+// procStatus reads a "kB" field of /proc/self/status, in bytes.
+func procStatus(field string) int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return -1
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, field+":") {
+			f := strings.Fields(l[len(field)+1:])
+			if len(f) > 0 {
+				n, _ := strconv.ParseInt(f[0], 10, 64)
+				return n << 10
+			}
+		}
+	}
+	return -1
+}
+
+// WriteMarkdown prints the soak report.
+func (r *SoakReport) WriteMarkdown(w io.Writer) {
+	fmt.Fprintln(w, "# wharf bench --soak")
+	fmt.Fprintln(w)
+	for _, h := range r.Header {
+		fmt.Fprintf(w, "- %s\n", h)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| figure | value |")
+	fmt.Fprintln(w, "|---|---|")
+	fmt.Fprintf(w, "| requests | %d |\n", r.Requests)
+	fmt.Fprintf(w, "| body bytes received and checked | %.1f MB |\n", float64(r.Bytes)/1e6)
+	fmt.Fprintf(w, "| **wrong bytes (responses that ended cleanly with bytes differing from the source)** | **%d** |\n", r.WrongBytes)
+	fmt.Fprintf(w, "| backend requests / faults injected | %d / %d |\n", r.BackendRequests, r.BackendFaults)
+	fmt.Fprintf(w, "| checksum failures caught (wharf_checksum_failures_total) | %d |\n", r.ChecksumFailures)
+	fmt.Fprintf(w, "| latency p50 / p99 | %v / %v |\n", r.P50.Round(time.Microsecond), r.P99.Round(time.Microsecond))
+	fmt.Fprintf(w, "| RSS before load / peak (VmHWM, whole process incl. in-memory backing S3 and sources) | %d MB / %d MB |\n", r.BaseRSS>>20, r.PeakRSS>>20)
+	fmt.Fprintf(w, "| frame cache budget | %d MB |\n", r.CacheBudget>>20)
+	fmt.Fprintf(w, "| goroutines before / after | %d / %d |\n", r.GoroutinesBefore, r.GoroutinesAfter)
+	fmt.Fprintf(w, "| file descriptors before / after | %d / %d |\n", r.FDsBefore, r.FDsAfter)
+	var kinds []string
+	for k := range r.Errors {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| error kind seen by clients | count |")
+	fmt.Fprintln(w, "|---|---|")
+	for _, k := range kinds {
+		fmt.Fprintf(w, "| %s | %d |\n", k, r.Errors[k])
+	}
+}
+
+// counterValue sums the counter series name in g (0 when absent).
+func counterValue(g prometheus.Gatherer, name string) float64 {
+	mfs, err := g.Gather()
+	if err != nil {
+		return 0
+	}
+	var v float64
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			for _, m := range mf.GetMetric() {
+				v += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return v
+}

@@ -1,0 +1,49 @@
+package bench
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+)
+
+// TestSoakShort is the CI-sized soak: concurrent random reads and listings
+// across five archive shapes with backend faults and silent bit flips. It
+// asserts zero wrong bytes, that injected corruption was caught, that the
+// faults actually happened, and that goroutines and descriptors return to
+// their baseline.
+func TestSoakShort(t *testing.T) {
+	if testing.Short() {
+		t.Skip("soak: skipped with -short (runs in the full suite)")
+	}
+	cfg := DefaultSoakConfig()
+	cfg.Clients = 32
+	cfg.Duration = 15 * time.Second
+	cfg.MaxRequests = 200_000
+	cfg.FaultRate = 0.2
+	cfg.CacheBytes = 16 << 20 // smaller than the data: eviction and refetch under load
+	cfg.Command = "go test ./integration/bench -run TestSoakShort"
+	rep, err := Soak(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep.WriteMarkdown(os.Stdout)
+	if rep.WrongBytes != 0 {
+		t.Errorf("%d responses ended cleanly with wrong bytes", rep.WrongBytes)
+	}
+	if rep.Requests < 500 {
+		t.Errorf("only %d requests in %v", rep.Requests, cfg.Duration)
+	}
+	if rep.BackendFaults == 0 {
+		t.Error("no backend fault was injected: the soak tested nothing")
+	}
+	if rep.ChecksumFailures == 0 {
+		t.Error("no injected bit flip was caught by a checksum")
+	}
+	if rep.GoroutinesAfter > rep.GoroutinesBefore+2 {
+		t.Errorf("goroutines: %d before, %d after teardown", rep.GoroutinesBefore, rep.GoroutinesAfter)
+	}
+	if rep.FDsAfter > rep.FDsBefore+2 {
+		t.Errorf("file descriptors: %d before, %d after teardown", rep.FDsBefore, rep.FDsAfter)
+	}
+}
