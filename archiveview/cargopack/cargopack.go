@@ -7,8 +7,10 @@
 // (2.1), sub-frames inside large files (#502) or one giant frame per large
 // file, unframed single-stream chunks, plain .tar chunks for
 // already-compressed content, split files with CARGOSHIP.* PAX records,
-// deduplicated entries, direct uploads, incremental chain fields, manifest
-// versions 1.0/2.0/2.1, and the four s3_key spellings seen in the wild.
+// deduplicated entries (patched or not), direct uploads and mixed
+// direct/chunked manifests, pre-#492 missing offsets, KMS-encrypted
+// manifest wrappers, incremental chain fields, manifest versions
+// 1.0/2.0/2.1, and the four s3_key spellings seen in the wild.
 //
 // Fidelity notes (see /work/shared/docs/cargoship-format-notes.md):
 //
@@ -37,6 +39,7 @@ import (
 	"crypto/md5"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -116,6 +119,22 @@ type Options struct {
 	// its own object of raw bytes at {prefix}/uploads/{id}/files/{Rel}, no
 	// archive_offset. Exclusive with SplitSize.
 	Direct bool
+	// DirectFor (ignored when Direct) stores the files it returns true for
+	// as direct objects and chunks the rest: the mixed manifest a chain
+	// merge or compaction leaves behind. Those files are never split.
+	DirectFor func(rel string) bool
+	// DedupUnpatched leaves duplicates with CargoShip's placeholders
+	// (chunk_id/shard_id -1, s3_key ""), as when PatchDuplicateLocations
+	// could not find the original: a reader must report them unreadable.
+	DedupUnpatched bool
+	// Pre492 omits archive_offset for files in unframed and plain .tar
+	// chunks, as uploads before #492 did (framed chunks keep theirs).
+	Pre492 bool
+	// EncryptedManifest stores a KMS-envelope wrapper
+	// (manifest.encrypted.json.gz, or .json with PlainManifest) holding
+	// random bytes instead of the manifest, for reject tests. The data
+	// objects are written as usual; Result.Manifest is the plaintext.
+	EncryptedManifest bool
 	// PlainTar classifies one file: true means "already compressed". A
 	// chunk is zstd only if its compressible files strictly outnumber the
 	// already-compressed ones (a tie gives a plain .tar). nil = CargoShip's
@@ -306,14 +325,13 @@ func (w *writer) run() (*Result, error) {
 	if err := w.plan(); err != nil {
 		return nil, err
 	}
-	var err error
-	if opt.Direct {
-		err = w.writeDirect()
-	} else {
-		err = w.writeChunks()
-	}
-	if err != nil {
+	if err := w.writeDirect(); err != nil {
 		return nil, err
+	}
+	if !opt.Direct {
+		if err := w.writeChunks(); err != nil {
+			return nil, err
+		}
 	}
 	w.patchDuplicates()
 	if err := w.writeManifest(); err != nil {
@@ -353,7 +371,8 @@ func (w *writer) plan() error {
 		if opt.Metadata != nil {
 			meta = opt.Metadata(f.Rel)
 		}
-		if opt.SplitSize > 0 && f.Size > opt.SplitSize {
+		direct := opt.Direct || (opt.DirectFor != nil && opt.DirectFor(f.Rel))
+		if !direct && opt.SplitSize > 0 && f.Size > opt.SplitSize {
 			total := int((f.Size + opt.SplitSize - 1) / opt.SplitSize)
 			for k := 0; k < total; k++ {
 				off := int64(k) * opt.SplitSize
@@ -387,7 +406,7 @@ func (w *writer) plan() error {
 			}
 			firstByHash[sum] = len(w.entries)
 		}
-		w.items = append(w.items, item{f: f, entry: len(w.entries), name: p, n: f.Size})
+		w.items = append(w.items, item{f: f, entry: len(w.entries), name: p, n: f.Size, direct: direct})
 		w.entries = append(w.entries, e)
 	}
 	return nil
@@ -396,6 +415,9 @@ func (w *writer) plan() error {
 // patchDuplicates copies each original's location into its duplicates
 // (CargoShip's PatchDuplicateLocations, #481).
 func (w *writer) patchDuplicates() {
+	if w.opt.DedupUnpatched {
+		return
+	}
 	for d, o := range w.dupOf {
 		e, orig := &w.entries[d], &w.entries[o]
 		e.S3Key, e.ChunkID, e.ShardID = orig.S3Key, orig.ChunkID, orig.ShardID
@@ -403,10 +425,13 @@ func (w *writer) patchDuplicates() {
 	}
 }
 
-// writeDirect stores every non-duplicate file as its own raw object.
+// writeDirect stores every direct item as its own raw object.
 func (w *writer) writeDirect() error {
 	for i := range w.items {
 		it := &w.items[i]
+		if !it.direct {
+			continue
+		}
 		f := it.f
 		stored, recorded := w.objectKey("files/" + f.Rel)
 		rc, err := f.Open()
@@ -464,6 +489,9 @@ func (w *writer) groupChunks() [][]int {
 	var curBytes int64
 	for i := range w.items {
 		it := &w.items[i]
+		if it.direct {
+			continue
+		}
 		if len(cur) > 0 && (curBytes+it.n > w.opt.ChunkSize || (it.totalParts > 1 && it.part > 0)) {
 			groups = append(groups, cur)
 			cur, curBytes = nil, 0
@@ -559,7 +587,7 @@ func (w *writer) writeChunks() error {
 			r := out.items[k]
 			e := &w.entries[it.entry]
 			e.ChunkID, e.ShardID, e.S3Key = id, shard, recorded
-			if opt.v21() {
+			if opt.v21() && !(opt.Pre492 && len(out.frames) == 0) {
 				off := r.archiveOffset
 				e.ArchiveOffset = &off
 			}
@@ -690,8 +718,14 @@ func (w *writer) writeManifest() error {
 		return fmt.Errorf("cargopack: encode manifest: %w", err)
 	}
 	name := "manifest.json.gz"
+	if opt.EncryptedManifest {
+		name = "manifest.encrypted.json.gz"
+		if body, err = encryptedWrapper(); err != nil {
+			return err
+		}
+	}
 	if opt.PlainManifest {
-		name = "manifest.json"
+		name = strings.TrimSuffix(name, ".gz")
 	} else {
 		var buf bytes.Buffer
 		zw := gzip.NewWriter(&buf)
@@ -710,4 +744,37 @@ func (w *writer) writeManifest() error {
 	w.res.ManifestKey = key
 	w.res.Manifest = m
 	return nil
+}
+
+// encryptedWrapper returns a CargoShip KMS-envelope wrapper around random
+// bytes: the shape of manifest.encrypted.json[.gz], which no reader without
+// the KMS key can open.
+func encryptedWrapper() ([]byte, error) {
+	b64 := func(n int) (string, error) {
+		b := make([]byte, n)
+		if _, err := rand.Read(b); err != nil {
+			return "", fmt.Errorf("cargopack: encrypted manifest: %w", err)
+		}
+		return base64.StdEncoding.EncodeToString(b), nil
+	}
+	dek, err := b64(184)
+	if err != nil {
+		return nil, err
+	}
+	iv, err := b64(12)
+	if err != nil {
+		return nil, err
+	}
+	data, err := b64(1024)
+	if err != nil {
+		return nil, err
+	}
+	return json.MarshalIndent(map[string]any{
+		"algorithm":       "AES-256-GCM",
+		"kms_key_id":      "arn:aws:kms:us-east-1:111122223333:key/00000000-0000-0000-0000-000000000000",
+		"encrypted_dek":   dek,
+		"iv":              iv,
+		"encrypted_data":  data,
+		"binding_version": 1,
+	}, "", "  ")
 }

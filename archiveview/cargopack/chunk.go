@@ -42,6 +42,7 @@ type item struct {
 	part       int
 	totalParts int
 	off, n     int64 // byte range of the file this entry holds
+	direct     bool  // stored as its own object, not in a chunk
 }
 
 // itemResult is what writing an item records.
