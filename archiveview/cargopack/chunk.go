@@ -117,8 +117,9 @@ func (cw *chunkWriter) discard() {
 	_ = os.Remove(cw.tmp.Name())
 }
 
-// cut ends the current zstd frame and records it.
-func (cw *chunkWriter) cut() error {
+// cut ends the current zstd frame and records it; with next, the encoder
+// is reset to start the following frame.
+func (cw *chunkWriter) cut(next bool) error {
 	if err := cw.enc.Close(); err != nil {
 		return fmt.Errorf("close zstd frame: %w", err)
 	}
@@ -133,7 +134,9 @@ func (cw *chunkWriter) cut() error {
 	}
 	cw.frames = append(cw.frames, fe)
 	cw.frameH.Reset()
-	cw.enc.Reset(cw.cwC)
+	if next {
+		cw.enc.Reset(cw.cwC)
+	}
 	cw.frameStartU, cw.frameStartC = cw.cwU.n, cw.cwC.n
 	return nil
 }
@@ -189,7 +192,7 @@ func (cw *chunkWriter) add(it *item) (itemResult, error) {
 		if sub {
 			room := cw.opt.FrameSize - (cw.cwU.n - cw.frameStartU)
 			if room <= 0 {
-				if err := cw.cut(); err != nil {
+				if err := cw.cut(true); err != nil {
 					return res, fmt.Errorf("cargopack: %s: %w", f.Rel, err)
 				}
 				room = cw.opt.FrameSize
@@ -225,7 +228,7 @@ func (cw *chunkWriter) add(it *item) (itemResult, error) {
 		if err := cw.tw.Flush(); err != nil {
 			return res, fmt.Errorf("cargopack: flush %s: %w", hdr.Name, err)
 		}
-		if err := cw.cut(); err != nil {
+		if err := cw.cut(true); err != nil {
 			return res, fmt.Errorf("cargopack: %s: %w", f.Rel, err)
 		}
 	}
@@ -238,7 +241,7 @@ func (cw *chunkWriter) finish() (*chunkOut, error) {
 		return nil, fmt.Errorf("cargopack: tar trailer: %w", err)
 	}
 	if cw.framed {
-		if err := cw.cut(); err != nil {
+		if err := cw.cut(false); err != nil {
 			return nil, fmt.Errorf("cargopack: %w", err)
 		}
 	} else if cw.compress {
