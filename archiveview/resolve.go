@@ -385,7 +385,7 @@ func (r *resolver) addFile(b *indexBuilder, s *survivor, origins map[fileRef]fil
 		return treeErr("file %s: offset %d on a file that is not split", r.where(s.first), fe.Offset)
 	}
 	if l.verify {
-		rec.sum, rec.hasSum = r.sum(fe.Checksum, "file "+r.where(s.first))
+		rec.sum, rec.hasSum = r.sum(fe.Checksum, func() string { return "file " + r.where(s.first) })
 	}
 	ch := fe.ContentHash
 	if ch == "" {
@@ -462,7 +462,7 @@ func (r *resolver) addSplit(b *indexBuilder, s *survivor, rec fileRec) error {
 		}
 		ext.fileOff = p.Offset
 		if l.verify {
-			ext.sum, ext.hasSum = r.sum(p.Checksum, fmt.Sprintf("split file %s part %d", r.where(ref), i))
+			ext.sum, ext.hasSum = r.sum(p.Checksum, func() string { return fmt.Sprintf("split file %s part %d", r.where(ref), i) })
 		}
 		exts = append(exts, ext)
 		if p.ModTime.After(rec.mtime) {
@@ -534,7 +534,7 @@ func (r *resolver) directChunk(ref fileRef, key string, length int64, fe *manife
 	var sum [32]byte
 	hasSum := false
 	if r.chain[ref.link].verify && fe.TotalParts <= 1 {
-		sum, hasSum = r.sum(fe.Checksum, "")
+		sum, hasSum = r.sum(fe.Checksum, nil)
 	}
 	if ci, ok := r.chunkIdx[key]; ok {
 		c := &r.chunks[ci]
@@ -589,7 +589,7 @@ func (r *resolver) chunkFor(key string) (int32, error) {
 			return 0, treeErr("%s: frames end at byte %d, past compressed_size %d", where, end, c.size)
 		}
 	} else if l.verify {
-		c.sum, c.hasSum = r.sum(ce.Checksum, where)
+		c.sum, c.hasSum = r.sum(ce.Checksum, func() string { return where })
 	}
 	ci := int32(len(r.chunks))
 	r.chunks = append(r.chunks, c)
@@ -600,12 +600,12 @@ func (r *resolver) chunkFor(key string) (int32, error) {
 
 // sum parses a sha256 checksum. A malformed value (fixtures and old tools
 // wrote placeholders) counts as absent, never as verified; what, when not
-// empty, names the owner in the warning.
-func (r *resolver) sum(s, what string) ([32]byte, bool) {
+// nil, names the owner in the warning (called only then).
+func (r *resolver) sum(s string, what func() string) ([32]byte, bool) {
 	sum, ok, err := manifest.ParseChecksum(s)
 	if err != nil {
-		if what != "" {
-			r.warnf("%s: unusable checksum ignored: %v", what, err)
+		if what != nil {
+			r.warnf("%s: unusable checksum ignored: %v", what(), err)
 		}
 		return [32]byte{}, false
 	}
