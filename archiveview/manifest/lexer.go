@@ -35,7 +35,7 @@ type lexer struct {
 }
 
 const (
-	lexBufSize    = 256 << 10
+	lexBufSize    = 64 << 10
 	maxTokenBytes = 64 << 20 // one kept string or number; longer is ErrTooLarge
 	maxDepth      = 10000    // encoding/json's nesting limit
 )
