@@ -10,8 +10,10 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -359,6 +361,7 @@ func TestCorruptChunkNeverServed(t *testing.T) {
 	}
 	body, rerr := io.ReadAll(resp.Body)
 	resp.Body.Close()
+	t.Logf("whole GET of the damaged object: status %d, %d bytes, read error %v", resp.StatusCode, len(body), rerr)
 	switch {
 	case resp.StatusCode == 200 && rerr == nil:
 		t.Fatalf("corrupt object served cleanly (%d bytes, equal=%v)", len(body), bytes.Equal(body, src))
@@ -416,5 +419,70 @@ func Test36ClientDisconnect(t *testing.T) {
 			t.Fatalf("handler did not end after the client left; logs:\n%s", f.logs.String())
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Checklist 36 (second half): 100 parallel ranged GETs stream; memory stays
+// far below what buffering the responses would take.
+func Test36ParallelRangedGetsBoundedMemory(t *testing.T) {
+	f := newFixture(t, standardFiles(), fixtureOpts{anonymous: true})
+	src := f.files["big.bin"]
+	const clients = 100
+	const span = 1 << 20
+	var stop = make(chan struct{})
+	peak := make(chan uint64, 1)
+	go func() {
+		var max uint64
+		var ms runtime.MemStats
+		for {
+			select {
+			case <-stop:
+				peak <- max
+				return
+			case <-time.After(5 * time.Millisecond):
+				runtime.ReadMemStats(&ms)
+				if ms.HeapInuse > max {
+					max = ms.HeapInuse
+				}
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	errs := make(chan error, clients)
+	for i := 0; i < clients; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			off := int64(i) * 61331 % int64(len(src)-span)
+			req, _ := http.NewRequest("GET", f.srv.URL+"/bkt/big.bin", nil)
+			req.Header.Set("Range", fmtRange(off, off+span-1))
+			resp, err := f.srv.Client().Do(req)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer resp.Body.Close()
+			h := sha256.New()
+			if _, err := io.Copy(h, resp.Body); err != nil {
+				errs <- err
+				return
+			}
+			want := sha256.Sum256(src[off : off+span])
+			if resp.StatusCode != 206 || !bytes.Equal(h.Sum(nil), want[:]) {
+				errs <- fmt.Errorf("range at %d: status %d, bytes differ", off, resp.StatusCode)
+			}
+		}(i)
+	}
+	wg.Wait()
+	close(stop)
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	p := <-peak
+	t.Logf("peak heap in use during %d parallel 1 MiB ranged GETs: %d MiB", clients, p>>20)
+	// Buffering would need >= 100 MiB for the bodies alone.
+	if p > 96<<20 {
+		t.Errorf("peak heap %d MiB: responses are being buffered", p>>20)
 	}
 }
