@@ -35,7 +35,7 @@ func ResolveObjectKey(bucket, prefix, s3key string) string {
 		return key
 	}
 	if bucket != "" && strings.HasPrefix(key, bucket+"/") {
-		return key[len(bucket)+1:]
+		return strings.TrimLeft(key[len(bucket)+1:], "/")
 	}
 	if prefix != "" {
 		return prefix + "/" + key
