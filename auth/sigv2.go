@@ -205,12 +205,16 @@ func (v *Verifier) verifyV2Header(r *http.Request, q query, authz string) (Ident
 
 // parseHTTPDate parses a Date or x-amz-date header: the HTTP formats
 // (RFC 1123 with GMT, RFC 850, asctime), RFC 1123 with a numeric zone (as in
-// AWS's SigV2 examples) and the SigV4 basic ISO 8601 form.
+// AWS's SigV2 examples) or the zone name "UTC" (rclone's SigV2 signer), and
+// the SigV4 basic ISO 8601 form.
 func parseHTTPDate(s string) (time.Time, error) {
 	if t, err := http.ParseTime(s); err == nil {
 		return t, nil
 	}
 	if t, err := time.Parse(time.RFC1123Z, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse(time.RFC1123, s); err == nil && t.Location() == time.UTC {
 		return t, nil
 	}
 	return time.Parse(iso8601Basic, s)
