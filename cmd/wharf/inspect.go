@@ -15,6 +15,10 @@ import (
 // runInspect opens one archive (manifest chain, resolution, index; no chunk
 // bytes are read) and prints its summary.
 func runInspect(ctx context.Context, args []string) error {
+	return inspect(ctx, args, os.Stdout)
+}
+
+func inspect(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
 	storeURL := fs.String("store", "s3://", "backing store: file://DIR or s3://")
 	endpoint := fs.String("s3-endpoint", "", "S3 endpoint URL (non-AWS servers)")
@@ -43,7 +47,7 @@ func runInspect(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	printInfo(os.Stdout, a.Info())
+	printInfo(out, a.Info())
 	return nil
 }
 
