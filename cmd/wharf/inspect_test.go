@@ -47,4 +47,3 @@ func TestInspect(t *testing.T) {
 		t.Error("no MANIFEST_URL accepted")
 	}
 }
-
