@@ -37,6 +37,13 @@ type Config struct {
 	Keys      []Key
 	Anonymous bool             // allow unsigned requests (read-only, every bucket)
 	Now       func() time.Time // nil = time.Now
+
+	// VirtualHostBase is the domain under which a Host "<bucket>.<base>"
+	// names a bucket, as in s3api.Config.VirtualHostBase. SigV2 signs the
+	// bucket as part of the resource ("/<bucket>/<key>"), so the verifier
+	// must know it; SigV4 does not need it. "" = path-style only: the bucket
+	// is never guessed from the Host header.
+	VirtualHostBase string
 }
 
 // Identity is who made a request. AccessKey is "" for an anonymous request.

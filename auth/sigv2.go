@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha1"
 	"encoding/base64"
+	"net"
 	"net/http"
 	"sort"
 	"strconv"
@@ -45,9 +46,10 @@ func rawPath(r *http.Request) string {
 // canonicalResourcesV2 returns the SigV2 canonicalized resources to try: the
 // raw path as sent and the path re-encoded the AWS way (both denote the same
 // decoded path), each followed by the signed sub-resources, sorted, with
-// "=value" only for non-empty values. Path-style only: wharf does not guess a
-// bucket from the Host header.
-func canonicalResourcesV2(r *http.Request, q query) []string {
+// "=value" only for non-empty values. For a virtual-hosted request (Host
+// "<bucket>.<base>" with a configured base) the paths are prefixed with
+// "/<bucket>"; otherwise no bucket is guessed from the Host header.
+func canonicalResourcesV2(r *http.Request, q query, base string) []string {
 	var keys []string
 	vals := map[string]string{}
 	for _, p := range q {
@@ -74,6 +76,9 @@ func canonicalResourcesV2(r *http.Request, q query) []string {
 	}
 	raw := rawPath(r)
 	enc := canonicalURI(r.URL)
+	if b := hostBucket(r.Host, base); b != "" {
+		raw, enc = "/"+b+raw, "/"+b+enc
+	}
 	if raw == enc {
 		return []string{raw + sub.String()}
 	}
@@ -107,11 +112,11 @@ func amzHeadersV2(r *http.Request) string {
 // matchV2 recomputes the SigV2 signature over each canonical resource and
 // compares it with sig in constant time. dateLine is the Date (header auth)
 // or Expires (query auth) line of the string to sign.
-func matchV2(r *http.Request, q query, secret, dateLine string, sig []byte) bool {
+func matchV2(r *http.Request, q query, base, secret, dateLine string, sig []byte) bool {
 	prefix := r.Method + "\n" + r.Header.Get("Content-Md5") + "\n" + r.Header.Get("Content-Type") + "\n" +
 		dateLine + "\n" + amzHeadersV2(r)
 	ok := false
-	for _, res := range canonicalResourcesV2(r, q) {
+	for _, res := range canonicalResourcesV2(r, q, base) {
 		m := hmac.New(sha1.New, []byte(secret))
 		m.Write([]byte(prefix + res))
 		if hmac.Equal(m.Sum(nil), sig) {
@@ -150,7 +155,7 @@ func (v *Verifier) verifyV2Query(r *http.Request, q query) (Identity, error) {
 		return Identity{}, err
 	}
 	sig, ok := decodeSigV2(vals["Signature"])
-	if !ok || !matchV2(r, q, key.secret, vals["Expires"], sig) {
+	if !ok || !matchV2(r, q, v.cfg.VirtualHostBase, key.secret, vals["Expires"], sig) {
 		return Identity{}, errSignature()
 	}
 	now := v.cfg.Now()
@@ -197,7 +202,7 @@ func (v *Verifier) verifyV2Header(r *http.Request, q query, authz string) (Ident
 		return Identity{}, errSkewed()
 	}
 	sig, ok := decodeSigV2(cred[i+1:])
-	if !ok || !matchV2(r, q, key.secret, dateLine, sig) {
+	if !ok || !matchV2(r, q, v.cfg.VirtualHostBase, key.secret, dateLine, sig) {
 		return Identity{}, errSignature()
 	}
 	return v.identity(ak), nil
@@ -218,4 +223,27 @@ func parseHTTPDate(s string) (time.Time, error) {
 		return t, nil
 	}
 	return time.Parse(iso8601Basic, s)
+}
+
+// hostBucket returns the bucket named by a virtual-hosted Host
+// ("<bucket>.<base>", optional port, case-insensitive base), or "" when base
+// is empty, host is an IP address, or host is not under base. The bucket
+// label keeps the case it was sent with, since that is what was signed.
+func hostBucket(host, base string) string {
+	base = strings.ToLower(strings.TrimSuffix(base, "."))
+	if base == "" || host == "" {
+		return ""
+	}
+	h := host
+	if hp, _, err := net.SplitHostPort(host); err == nil {
+		h = hp
+	}
+	h = strings.TrimSuffix(h, ".")
+	if net.ParseIP(strings.Trim(h, "[]")) != nil {
+		return ""
+	}
+	if len(h) <= len(base)+1 || !strings.HasSuffix(strings.ToLower(h), "."+base) {
+		return ""
+	}
+	return h[:len(h)-len(base)-1]
 }

@@ -197,3 +197,74 @@ func TestSigV2Header(t *testing.T) {
 		})
 	}
 }
+
+// TestSigV2VirtualHost: SigV2 signs "/<bucket>/<key>" even when the bucket is
+// in the Host header. With VirtualHostBase configured the verifier
+// reconstructs it; without, it never guesses a bucket from Host.
+func TestSigV2VirtualHost(t *testing.T) {
+	now := time.Now()
+	vhost := "photos.s3.wharf.test:9000"
+	cases := []struct {
+		name   string
+		base   string
+		host   string
+		sign   func(req *http.Request) *http.Request
+		code   string
+		status int
+	}{
+		{"presigned, base configured", "s3.wharf.test", vhost, func(r *http.Request) *http.Request {
+			return signer.PreSignV2(*r, testAK, testSK, 600, true)
+		}, "", 0},
+		{"header, base configured (case-insensitive)", "S3.Wharf.Test.", vhost, func(r *http.Request) *http.Request {
+			return signer.SignV2(*r, testAK, testSK, true)
+		}, "", 0},
+		{"presigned, no base: no guessing", "", vhost, func(r *http.Request) *http.Request {
+			return signer.PreSignV2(*r, testAK, testSK, 600, true)
+		}, "SignatureDoesNotMatch", 403},
+		{"presigned for another bucket's host", "s3.wharf.test", vhost, func(r *http.Request) *http.Request {
+			r.Host = "logs.s3.wharf.test:9000"
+			s := signer.PreSignV2(*r, testAK, testSK, 600, true)
+			s.Host = vhost
+			return s
+		}, "SignatureDoesNotMatch", 403},
+		{"path-style still works with base configured", "s3.wharf.test", "", func(r *http.Request) *http.Request {
+			r.URL.Path = "/photos" + r.URL.Path
+			return signer.PreSignV2(*r, testAK, testSK, 600, false)
+		}, "", 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := testConfig(false, func() time.Time { return now })
+			cfg.VirtualHostBase = c.base
+			v, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := authServer(t, v)
+			req := newReq(t, srv, "GET", "/dir/%C3%BC%20a%2Bb.txt", "versionId=1")
+			if c.host != "" {
+				req.Host = c.host
+			}
+			o := send(t, c.sign(req))
+			if c.code == "" {
+				wantOK(t, o, testAK)
+				return
+			}
+			wantErr(t, o, c.code, c.status)
+		})
+	}
+	for _, h := range []struct{ host, base, want string }{
+		{"b.s3.example:80", "s3.example", "b"},
+		{"My.Bucket.S3.example", "s3.example", "My.Bucket"},
+		{"s3.example", "s3.example", ""},
+		{".s3.example", "s3.example", ""},
+		{"b.s3.example", "", ""},
+		{"127.0.0.1:9000", "0.0.1", ""},
+		{"[::1]:9000", "1]", ""},
+		{"b.other", "s3.example", ""},
+	} {
+		if got := hostBucket(h.host, h.base); got != h.want {
+			t.Errorf("hostBucket(%q, %q) = %q, want %q", h.host, h.base, got, h.want)
+		}
+	}
+}
