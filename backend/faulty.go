@@ -248,8 +248,9 @@ type faultyReader struct {
 }
 
 func (r *faultyReader) Read(p []byte) (int, error) {
-	cut := r.fault.Kind == FaultTruncate || r.fault.Kind == FaultReset
-	if cut && r.pos >= r.fault.After && r.pos < r.want {
+	// A cut at or beyond the body's end changes nothing.
+	cut := (r.fault.Kind == FaultTruncate || r.fault.Kind == FaultReset) && r.fault.After < r.want
+	if cut && r.pos >= r.fault.After {
 		if r.fault.Kind == FaultTruncate {
 			return 0, &Error{Op: r.op, Bucket: r.bucket, Key: r.key,
 				Err: fmt.Errorf("%w: body ended after %d of %d bytes (injected truncation)", ErrBadResponse, r.pos, r.want)}
