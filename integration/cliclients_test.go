@@ -301,6 +301,8 @@ progress_meter = False
 		t.Logf("s3cmd (%s): ls and ls --recursive of every bucket match the source", srv.name)
 
 		dir := t.TempDir()
+		os.MkdirAll(filepath.Join(dir, "names"), 0o755)
+		os.MkdirAll(filepath.Join(dir, "media"), 0o755)
 		s3cmd("get", "--recursive", "s3://main/names/", filepath.Join(dir, "names")+"/")
 		assertSameTree(t, "s3cmd get --recursive s3://main/names/", filepath.Join(dir, "names"), filepath.Join(main.dir, "names"))
 		s3cmd("get", "--recursive", "s3://media/", filepath.Join(dir, "media")+"/")
