@@ -9,11 +9,11 @@ package archiveview
 // shared string. Optional columns cost 16 bytes (md5) and 4 bytes (content
 // type) per file only when some file of the archive has them. Files with a
 // single extent whose tar name is root+key (the common case) store the
-// extent inline; split files, duplicates and files whose tar name is not a
-// suffix form keep their extents in one shared slice (~80 bytes each plus
-// the tar name). Measured by BenchmarkOpen1M (index_bench_test.go): see the
-// retained-heap figure it reports, about 150 bytes per file including chunk
-// and frame tables for keys of ~40 bytes.
+// extent inline; split files, duplicates and files whose tar name is not
+// root+key keep their extents in one shared slice (~80 bytes each plus the
+// tar name). Measured by BenchmarkOpen1M (index_bench_test.go, keys of
+// ~36 bytes, 1000 chunks, 16000 frames): 109 bytes per file retained,
+// 104 MB for 1,000,000 files, everything of the Archive included.
 
 import (
 	"encoding/hex"

@@ -131,8 +131,9 @@ func fetchManifest(ctx context.Context, store backend.Store, bucket, key string,
 
 // loadChain follows previous_manifest_id from top, newest first. Ancestors
 // are looked up in the same bucket under the same prefix as the manifest
-// that names them. A cycle, a missing ancestor or a chain longer than the
-// limit is an error naming both manifests.
+// that names them (ManifestKeyCandidates of UploadDir of its key, else of
+// its prefix field). A cycle, a missing ancestor or more ancestors than
+// lim.MaxChainDepth is an error naming both manifests.
 func loadChain(ctx context.Context, store backend.Store, bucket string, top chainLink, lim manifest.Limits) ([]chainLink, error) {
 	maxDepth := lim.WithDefaults().MaxChainDepth
 	chain := []chainLink{top}

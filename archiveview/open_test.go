@@ -510,3 +510,30 @@ func TestOpenMissingManifest(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenGiantFrameAndTombstoneOrder: frames over Options.MaxFrameBytes are
+// reported; within one manifest a file entry beats a tombstone for its key.
+func TestOpenGiantFrameAndTombstoneOrder(t *testing.T) {
+	dir := t.TempDir()
+	src := rvSources()
+	res := rvPack(t, dir, src, cargopack.Options{FrameSize: 16 << 10, NoSubFrames: true,
+		DeletedPaths: []string{"a.txt", "not-there"}})
+	a, err := rvOpen(t, dir, res.ManifestKey, Options{MaxFrameBytes: 100_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rvCheckArchive(t, dir, a, src) // a.txt is listed and deleted in the same upload: it exists
+	in := a.Info()
+	if !slices.Contains(in.Shapes, "giant-frame") || !slices.ContainsFunc(in.Warnings, func(w string) bool {
+		return strings.Contains(w, "more than 100000 bytes")
+	}) {
+		t.Errorf("no giant-frame report: shapes %v warnings %q", in.Shapes, in.Warnings)
+	}
+	b, err := rvOpen(t, dir, res.ManifestKey, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(b.Info().Shapes, "giant-frame") {
+		t.Errorf("giant-frame reported under the default 64 MiB threshold")
+	}
+}
