@@ -1,0 +1,189 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/wharf-s3/wharf/archiveview/cargopack"
+)
+
+// fragile is one archive packed for a fault test.
+type fragile struct {
+	bucket string
+	files  []srcFile
+	res    *cargopack.Result
+}
+
+func packFragile(t *testing.T, bucket string, files []srcFile, opt cargopack.Options) *fragile {
+	t.Helper()
+	m := map[string][]byte{}
+	for _, f := range files {
+		m[f.key] = f.data
+	}
+	opt.Bucket, opt.Prefix, opt.UploadID, opt.SourcePath = srcBucket, "fragile/"+bucket, "up-"+bucket, "/srv/fragile/"+bucket
+	res, err := cargopack.Write(context.Background(), cargopack.S3Sink(suite.s3client), cargopack.FromMap(m, treeMTime), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fragile{bucket, files, res}
+}
+
+func (f *fragile) archiveArg() []string {
+	return []string{"--archive", f.bucket + "=s3://" + srcBucket + "/" + f.res.ManifestKey}
+}
+
+// corrupt flips one byte in the middle of every data object of f (each
+// fault archive holds one file, so the flipped byte always lands in it).
+func (f *fragile) corrupt(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	for _, k := range f.res.ObjectKeys {
+		out, err := suite.s3client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(srcBucket), Key: aws.String(k)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(out.Body)
+		out.Body.Close()
+		b[len(b)/2] ^= 0x20
+		if _, err := suite.s3client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(srcBucket), Key: aws.String(k), Body: bytes.NewReader(b)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// remove deletes every data object of f from the backend.
+func (f *fragile) remove(t *testing.T) {
+	t.Helper()
+	for _, k := range f.res.ObjectKeys {
+		if _, err := suite.s3client.DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: aws.String(srcBucket), Key: aws.String(k)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// getOutcome GETs bucket/key and classifies what the client saw.
+// It fails the test if wrong or short bytes arrive as a clean 200.
+func getOutcome(t *testing.T, srv *wharfServer, bucket, key string, want []byte) string {
+	t.Helper()
+	c := &http.Client{Timeout: 60 * time.Second}
+	resp, err := c.Get(srv.url + "/" + bucket + "/" + escapePath(key))
+	if err != nil {
+		return "transport error: " + err.Error()
+	}
+	defer resp.Body.Close()
+	body, rerr := io.ReadAll(resp.Body)
+	switch {
+	case resp.StatusCode == http.StatusOK && rerr == nil:
+		if bytes.Equal(body, want) {
+			t.Fatalf("%s/%s: 200 with the original bytes although the backend copy is damaged (served from elsewhere?)", bucket, key)
+		}
+		t.Fatalf("%s/%s: WRONG BYTES SERVED: clean 200 with %d bytes (want %d, damaged in the backend)", bucket, key, len(body), len(want))
+	case resp.StatusCode == http.StatusOK:
+		return fmt.Sprintf("200 then aborted body after %d bytes (%v)", len(body), rerr)
+	}
+	if !bytes.Contains(body, []byte("<Code>")) {
+		t.Fatalf("%s/%s: status %s without an S3 error body: %q", bucket, key, resp.Status, body)
+	}
+	if !bytes.Contains(body, []byte(key)) {
+		t.Fatalf("%s/%s: error does not name the key: %s", bucket, key, body)
+	}
+	return fmt.Sprintf("%s %s", resp.Status, strings.TrimSpace(string(body[:min(len(body), 200)])))
+}
+
+func TestReliability(t *testing.T) {
+	t.Run("corrupt-chunks", func(t *testing.T) {
+		cases := []*fragile{
+			packFragile(t, "fragile-framed", []srcFile{{"a.txt", textBytes(90, 300_000)}}, cargopack.Options{FrameSize: 32 << 10}),
+			packFragile(t, "fragile-stream", []srcFile{{"a.txt", textBytes(92, 300_000)}}, cargopack.Options{}),
+			packFragile(t, "fragile-plain", []srcFile{{"a.png", pngBytes(93, 300_000)}}, cargopack.Options{FrameSize: 32 << 10}),
+			packFragile(t, "fragile-direct", []srcFile{{"a.bin", randomBytes(94, 300_000)}}, cargopack.Options{Direct: true}),
+		}
+		var args []string
+		for _, f := range cases {
+			f.corrupt(t)
+			args = append(args, f.archiveArg()...)
+		}
+		srv, err := suite.startServer("fragile", args, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer stopOrFail(t, srv)
+		for _, f := range cases {
+			for _, sf := range f.files {
+				out := getOutcome(t, srv, f.bucket, sf.key, sf.data)
+				t.Logf("reliability: one flipped byte in %s's backend object → GET %s: %s", f.bucket, sf.key, out)
+			}
+		}
+	})
+	t.Run("missing-chunks", func(t *testing.T) {
+		f := packFragile(t, "fragile-missing", []srcFile{{"a.txt", textBytes(95, 100_000)}, {"b.txt", textBytes(96, 1000)}}, cargopack.Options{FrameSize: 32 << 10})
+		f.remove(t)
+		srv, err := suite.startServer("fragile-missing", f.archiveArg(), false)
+		if err != nil {
+			// Refusing to start is acceptable if it names the missing object.
+			if !strings.Contains(err.Error(), f.res.ObjectKeys[0]) {
+				t.Fatalf("wharf serve over an archive with missing chunks failed without naming the chunk %s: %v", f.res.ObjectKeys[0], err)
+			}
+			t.Logf("reliability: missing chunk → wharf serve refuses to start, naming it")
+			return
+		}
+		defer stopOrFail(t, srv)
+		for _, sf := range f.files {
+			t.Logf("reliability: chunk deleted from the backend → GET %s: %s", sf.key, getOutcome(t, srv, f.bucket, sf.key, sf.data))
+		}
+	})
+	t.Run("missing-manifest", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		bad := "s3://" + srcBucket + "/no/such/uploads/x/manifest.json.gz"
+		cmd := exec.CommandContext(ctx, suite.bin, "serve", "--listen", "127.0.0.1:0", "--store", "s3://",
+			"--s3-endpoint", suite.s3url, "--s3-path-style", "--s3-region", "us-east-1", "--anonymous",
+			"--archive", "main="+suite.archives["main"].manifestURL, "--archive", "broken="+bad)
+		cmd.Env = suite.serverEnv()
+		out, err := cmd.CombinedOutput()
+		if err == nil || ctx.Err() != nil {
+			t.Fatalf("wharf serve with a missing manifest: err %v (ctx %v), want a non-zero exit before listening\n%s", err, ctx.Err(), out)
+		}
+		if !strings.Contains(string(out), "no/such/uploads/x/manifest.json.gz") {
+			t.Fatalf("wharf serve with a missing manifest: the message does not name it:\n%s", out)
+		}
+		t.Logf("reliability: missing manifest → wharf serve exits %v naming it", err)
+	})
+	t.Run("lying-manifest", func(t *testing.T) {
+		// A manifest whose file sizes and checksums do not match the chunk:
+		// write an archive, then overwrite its chunks with another archive's.
+		a := packFragile(t, "fragile-liar", []srcFile{{"a.txt", textBytes(97, 100_000)}}, cargopack.Options{FrameSize: 16 << 10})
+		b := packFragile(t, "fragile-other", []srcFile{{"a.txt", textBytes(98, 100_000)}}, cargopack.Options{FrameSize: 16 << 10})
+		ctx := context.Background()
+		if len(a.res.ObjectKeys) != len(b.res.ObjectKeys) {
+			t.Fatalf("test setup: %d vs %d objects", len(a.res.ObjectKeys), len(b.res.ObjectKeys))
+		}
+		for i, k := range a.res.ObjectKeys {
+			out, err := suite.s3client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(srcBucket), Key: aws.String(b.res.ObjectKeys[i])})
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(out.Body)
+			out.Body.Close()
+			if _, err := suite.s3client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(srcBucket), Key: aws.String(k), Body: bytes.NewReader(body)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		srv, err := suite.startServer("fragile-liar", a.archiveArg(), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer stopOrFail(t, srv)
+		t.Logf("reliability: chunk swapped for another archive's → GET a.txt: %s", getOutcome(t, srv, a.bucket, "a.txt", a.files[0].data))
+	})
+}
