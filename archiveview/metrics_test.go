@@ -1,0 +1,103 @@
+package archiveview
+
+import (
+	"sort"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/wharf-s3/wharf/archiveview/cargopack"
+	"github.com/wharf-s3/wharf/backend"
+)
+
+func TestMetricsRegisteredAtZero(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	NewMetrics(reg)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, mf := range mfs {
+		names = append(names, mf.GetName())
+		if v := mf.GetMetric()[0].GetCounter().GetValue(); v != 0 {
+			t.Errorf("%s starts at %v", mf.GetName(), v)
+		}
+	}
+	sort.Strings(names)
+	want := []string{"wharf_checksum_failures_total", "wharf_frame_cache_hits_total", "wharf_frames_decoded_total", "wharf_frames_fetched_total"}
+	if len(names) != len(want) {
+		t.Fatalf("series %v, want %v", names, want)
+	}
+	for i := range want {
+		if names[i] != want[i] {
+			t.Fatalf("series %v, want %v", names, want)
+		}
+	}
+	var m *Metrics // nil is safe
+	m.frameFetched()
+	m.frameDecoded()
+	m.cacheHit()
+	m.checksumFailure()
+}
+
+func TestMetricsCountReads(t *testing.T) {
+	m := NewMetrics(prometheus.NewRegistry())
+	files := rpTree(31)
+	ra := rpNew(t, files, cargopack.Options{FrameSize: 64 << 10}, Options{Metrics: m, Readahead: -1})
+	ra.walk(t)
+	// Frames holding some file's header or data (a trailer-only frame is never read).
+	touched := map[[2]int]bool{}
+	for key := range files {
+		f, _ := ra.a.Stat(key)
+		for _, e := range ra.a.fileExtents(f.idx) {
+			c := &ra.a.chunks[e.chunk]
+			lo, hi, err := coverFrames(c.frames, e.off-512, e.off+max(e.length, 1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := lo; i <= hi; i++ {
+				touched[[2]int{int(e.chunk), i}] = true
+			}
+		}
+	}
+	frames := float64(len(touched))
+	if frames < float64(ra.res.Frames)-float64(len(ra.a.chunks)) {
+		t.Fatalf("only %v of %d frames hold file bytes", frames, ra.res.Frames)
+	}
+	if v := counterValue(t, m.framesFetched); v != frames {
+		t.Errorf("frames fetched %v, want %v", v, frames)
+	}
+	if v := counterValue(t, m.framesDecoded); v != frames {
+		t.Errorf("frames decoded %v, want %v", v, frames)
+	}
+	if v := counterValue(t, m.cacheHits); v == 0 {
+		t.Error("no cache hits on a walk")
+	}
+	if v := counterValue(t, m.checksumFailures); v != 0 {
+		t.Errorf("checksum failures %v on a clean archive", v)
+	}
+	// Flip a byte of every frame GET: the next uncached read counts a failure.
+	ra2 := rpNew(t, files, cargopack.Options{FrameSize: 64 << 10}, Options{Metrics: m, Readahead: -1})
+	c, _ := rpChunkOf(t, ra2, "big/large.txt")
+	ra2.faulty.SetHook(func(r backend.Request) backend.Fault {
+		return backend.Fault{Kind: backend.FaultFlip, FlipAt: []int64{r.Off + r.Len/2}}
+	})
+	_ = c
+	if _, err := ra2.read(t, "big/large.txt", 0, 10, true); err == nil {
+		t.Fatal("flipped frame read without error")
+	}
+	if v := counterValue(t, m.checksumFailures); v < 1 {
+		t.Errorf("checksum failures %v after a flipped frame", v)
+	}
+}
+
+func counterValue(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	var d dto.Metric
+	if err := c.Write(&d); err != nil {
+		t.Fatal(err)
+	}
+	return d.GetCounter().GetValue()
+}
