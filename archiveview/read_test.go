@@ -168,29 +168,93 @@ type rpShape struct {
 	opt   cargopack.Options
 	opts  Options
 	files func() map[string][]byte
+	want  []string // features the archive must have (rpFeatures)
+}
+
+// rpFeatures describes what an opened archive contains, so each shape test
+// proves it exercises the structure it is named for.
+func rpFeatures(a *Archive) map[string]bool {
+	feat := map[string]bool{}
+	maxFrame := a.rdState().maxFrame
+	for i := range a.chunks {
+		c := &a.chunks[i]
+		feat[c.kind.String()] = true
+		for _, f := range c.frames {
+			if f.uSize > maxFrame {
+				feat["giant-frame"] = true
+			}
+		}
+		if n := len(c.frames); n > 1 && c.frames[n-1].uSize == 1024 {
+			feat["trailer-only-frame"] = true
+		}
+	}
+	loc := map[[3]int64]bool{}
+	for i := 0; i < a.idx.n(); i++ {
+		exts := a.fileExtents(int32(i))
+		chunks := map[int32]bool{}
+		for _, e := range exts {
+			chunks[e.chunk] = true
+			if e.off < 0 && a.chunks[e.chunk].kind != kindDirect {
+				feat["tar-walk"] = true
+			}
+			k := [3]int64{int64(e.chunk), e.off, e.length}
+			if e.length > 0 && loc[k] {
+				feat["shared-extent"] = true
+			}
+			loc[k] = true
+			c := &a.chunks[e.chunk]
+			if e.off >= 0 && len(c.frames) > 0 && e.length > 0 {
+				if lo, hi, err := coverFrames(c.frames, e.off, e.off+e.length); err == nil && hi > lo {
+					feat["file-spans-frames"] = true
+				}
+			}
+		}
+		if len(exts) > 1 {
+			feat["split"] = true
+		}
+		if len(chunks) > 1 {
+			feat["split-across-chunks"] = true
+		}
+	}
+	return feat
 }
 
 func rpShapes() []rpShape {
 	tree := func() map[string][]byte { return rpTree(1) }
+	plain := func(string) bool { return true }
 	return []rpShape{
-		{name: "framed", opt: cargopack.Options{FrameSize: 64 << 10, ChunkSize: 1 << 20}, files: tree},
-		{name: "framed-multichunk", opt: cargopack.Options{FrameSize: 32 << 10, ChunkSize: 150_000}, files: tree},
+		{name: "framed", opt: cargopack.Options{FrameSize: 64 << 10, ChunkSize: 1 << 20}, files: tree,
+			want: []string{"framed-zstd", "file-spans-frames"}},
+		{name: "framed-multichunk", opt: cargopack.Options{FrameSize: 32 << 10, ChunkSize: 150_000}, files: tree,
+			want: []string{"framed-zstd", "file-spans-frames"}},
 		{name: "giant-frame", opt: cargopack.Options{FrameSize: 64 << 10, NoSubFrames: true},
-			opts: Options{MaxFrameBytes: 100 << 10}, files: tree},
-		{name: "stream-zstd", opt: cargopack.Options{FrameSize: 0, ChunkSize: 300_000}, files: tree},
-		{name: "plain-tar", opt: cargopack.Options{PlainTar: func(string) bool { return true }, ChunkSize: 300_000}, files: tree},
-		{name: "direct", opt: cargopack.Options{Direct: true}, files: tree},
-		{name: "split", opt: cargopack.Options{FrameSize: 32 << 10, SplitSize: 90_000, ChunkSize: 200_000}, files: tree},
-		{name: "split-plain", opt: cargopack.Options{PlainTar: func(string) bool { return true }, SplitSize: 90_000, ChunkSize: 200_000}, files: tree},
+			opts: Options{MaxFrameBytes: 100 << 10}, files: tree, want: []string{"framed-zstd", "giant-frame"}},
+		{name: "stream-zstd", opt: cargopack.Options{FrameSize: 0, ChunkSize: 300_000}, files: tree,
+			want: []string{"stream-zstd"}},
+		{name: "plain-tar", opt: cargopack.Options{PlainTar: plain, ChunkSize: 300_000}, files: tree,
+			want: []string{"plain-tar"}},
+		{name: "direct", opt: cargopack.Options{Direct: true}, files: tree, want: []string{"direct"}},
+		{name: "split", opt: cargopack.Options{FrameSize: 32 << 10, SplitSize: 90_000, ChunkSize: 200_000}, files: tree,
+			want: []string{"framed-zstd", "split", "split-across-chunks"}},
+		{name: "split-plain", opt: cargopack.Options{PlainTar: plain, SplitSize: 90_000, ChunkSize: 200_000}, files: tree,
+			want: []string{"plain-tar", "split", "split-across-chunks"}},
 		{name: "dedup", opt: cargopack.Options{FrameSize: 32 << 10, Dedup: true}, files: func() map[string][]byte {
 			m := rpTree(2)
 			m["dup/copy-of-large.txt"] = m["big/large.txt"]
 			m["dup/copy-of-small.txt"] = m["small/f003.txt"]
 			return m
-		}},
-		{name: "v2.0-tarwalk", opt: cargopack.Options{Version: "2.0", ChunkSize: 300_000}, files: tree},
-		{name: "v1.0-tarwalk", opt: cargopack.Options{Version: "1.0", ChunkSize: 300_000}, files: tree},
-		{name: "v2.0-split-tarwalk", opt: cargopack.Options{Version: "2.0", SplitSize: 90_000, ChunkSize: 200_000}, files: tree},
+		}, want: []string{"framed-zstd", "shared-extent"}},
+		{name: "trailer-only", opt: cargopack.Options{FrameSize: 4096}, files: func() map[string][]byte {
+			return map[string][]byte{"a.txt": rpText(1, 3584), "b.txt": rpText(2, 3584)} // 512+3584 = 4096: cut after each
+		}, want: []string{"framed-zstd", "trailer-only-frame"}},
+		{name: "v2.0-tarwalk", opt: cargopack.Options{Version: "2.0", ChunkSize: 300_000}, files: tree,
+			want: []string{"stream-zstd", "tar-walk"}},
+		{name: "v1.0-tarwalk", opt: cargopack.Options{Version: "1.0", ChunkSize: 300_000}, files: tree,
+			want: []string{"stream-zstd", "tar-walk"}},
+		{name: "v2.0-split-tarwalk", opt: cargopack.Options{Version: "2.0", SplitSize: 90_000, ChunkSize: 200_000}, files: tree,
+			want: []string{"tar-walk", "split-across-chunks"}},
+		{name: "v2.0-plain-tarwalk", opt: cargopack.Options{Version: "2.0", PlainTar: plain, ChunkSize: 300_000}, files: tree,
+			want: []string{"plain-tar", "tar-walk"}},
 	}
 }
 
@@ -211,6 +275,12 @@ func TestReadShapes(t *testing.T) {
 		t.Run(sh.name, func(t *testing.T) {
 			files := sh.files()
 			ra := rpNew(t, files, sh.opt, sh.opts)
+			feat := rpFeatures(ra.a)
+			for _, w := range sh.want {
+				if !feat[w] {
+					t.Fatalf("archive lacks %q (has %v)", w, feat)
+				}
+			}
 			r := rand.New(rand.NewPCG(7, uint64(len(sh.name))))
 			for _, key := range rpKeys(files) {
 				size := int64(len(files[key]))
