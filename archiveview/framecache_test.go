@@ -12,7 +12,9 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
-func fcKey(n int64) cacheKey { return cacheKey{store: "s", bucket: "b", object: "o", kind: keyFrame, n: n} }
+func fcKey(n int64) cacheKey {
+	return cacheKey{store: "s", bucket: "b", object: "o", kind: keyFrame, n: n}
+}
 
 // fcFill returns a fill function producing a buffer of size n filled with b.
 func fcFill(c *FrameCache, n int, b byte, calls *atomic.Int32) func(context.Context) (*frameBuf, error) {
