@@ -53,14 +53,18 @@ const (
 	// HTTPExtraBytes drops Content-Length (the response becomes chunked)
 	// and appends After extra bytes to the body.
 	HTTPExtraBytes
+	// HTTPStall sends the headers and the first After body bytes, then
+	// stops sending for Stall (a stalled connection) before going on.
+	HTTPStall
 )
 
 // HTTPFault is what the hook decides for one request.
 type HTTPFault struct {
 	Action HTTPAction
-	Status int    // HTTPError
-	Code   string // HTTPError
-	After  int64  // HTTPReset, HTTPTruncate, HTTPShiftRange, HTTPExtraBytes
+	Status int           // HTTPError
+	Code   string        // HTTPError
+	After  int64         // HTTPReset, HTTPTruncate, HTTPShiftRange, HTTPExtraBytes, HTTPStall
+	Stall  time.Duration // HTTPStall
 	// Delay holds the request this long before acting (a latency spike or,
 	// beyond the client's response-header timeout, a timeout).
 	Delay time.Duration
@@ -146,6 +150,8 @@ func (h *FaultyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			// the fault is never silently skipped.
 			cw.cutNow()
 		}
+	case HTTPStall:
+		h.next.ServeHTTP(&stallWriter{ResponseWriter: w, limit: f.After, stall: f.Stall, done: r.Context().Done()}, r)
 	case HTTPIgnoreRange:
 		r.Header.Del("Range")
 		h.next.ServeHTTP(w, r)
@@ -304,4 +310,44 @@ func (e *extraWriter) Write(p []byte) (int, error) {
 		e.WriteHeader(http.StatusOK)
 	}
 	return e.ResponseWriter.Write(p)
+}
+
+// stallWriter passes the first limit body bytes, flushes them, and then
+// holds the rest back for stall (or until the client goes away).
+type stallWriter struct {
+	http.ResponseWriter
+	limit, written int64
+	stall          time.Duration
+	stalled        bool
+	done           <-chan struct{}
+}
+
+func (s *stallWriter) Write(p []byte) (int, error) {
+	if s.stalled {
+		return s.ResponseWriter.Write(p)
+	}
+	room := s.limit - s.written
+	if int64(len(p)) < room {
+		n, err := s.ResponseWriter.Write(p)
+		s.written += int64(n)
+		return n, err
+	}
+	n, err := s.ResponseWriter.Write(p[:room])
+	s.written += int64(n)
+	if err != nil {
+		return n, err
+	}
+	if fl, ok := s.ResponseWriter.(http.Flusher); ok {
+		fl.Flush()
+	}
+	s.stalled = true
+	t := time.NewTimer(s.stall)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-s.done:
+		return n, errCut
+	}
+	m, err := s.ResponseWriter.Write(p[room:])
+	return n + m, err
 }

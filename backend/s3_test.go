@@ -237,6 +237,7 @@ func TestS3HTTPFaults(t *testing.T) {
 		{"reset at first body byte once", first(1, HTTPFault{Action: HTTPReset, After: 0}), nil, 2, false},
 		{"truncated once", first(1, HTTPFault{Action: HTTPTruncate, After: 100000}), nil, 2, false},
 		{"slow headers once", first(1, HTTPFault{Delay: 700 * time.Millisecond}), nil, 2, false},
+		{"stalled body once", first(1, HTTPFault{Action: HTTPStall, After: 50000, Stall: 3 * time.Second}), nil, 2, false},
 		{"503 always", always(HTTPFault{Action: HTTPError, Status: 503}), ErrUnavailable, 3, true},
 		{"reset always", always(HTTPFault{Action: HTTPReset, After: 1000}), ErrUnavailable, 3, false},
 		{"truncated always", always(HTTPFault{Action: HTTPTruncate, After: 1000}), ErrBadResponse, 3, false},
@@ -252,6 +253,7 @@ func TestS3HTTPFaults(t *testing.T) {
 		c.MaxRetries = 2
 		c.MaxResumes = 2
 		c.ResponseHeaderTimeout = 300 * time.Millisecond
+		c.ReadIdleTimeout = 300 * time.Millisecond
 	})
 	f.put(t, "bkt", "chunk", data)
 	for _, tc := range tests {
@@ -420,4 +422,71 @@ func FuzzParseContentRange(f *testing.F) {
 			t.Fatalf("%q accepted but is not bytes DIGITS-DIGITS/DIGITS", in)
 		}
 	})
+}
+
+// TestS3OtherOpsUnderFaults: Stat, Get and List go through the same retry
+// policy and error mapping as ranged reads.
+func TestS3OtherOpsUnderFaults(t *testing.T) {
+	f := newFakeS3(t, func(c *S3Config) { c.MaxRetries = 2 })
+	data := randBytes(9, 3000)
+	f.put(t, "bkt", "k", data)
+	ctx := context.Background()
+	ops := map[string]func() error{
+		"stat": func() error { _, err := f.store.Stat(ctx, "bkt", "k"); return err },
+		"get": func() error {
+			rc, _, err := f.store.Get(ctx, "bkt", "k")
+			if err != nil {
+				return err
+			}
+			defer rc.Close()
+			got, err := io.ReadAll(rc)
+			if err == nil && !bytes.Equal(got, data) {
+				return errors.New("bytes differ from source")
+			}
+			return err
+		},
+		"list": func() error {
+			n := 0
+			err := f.store.List(ctx, "bkt", "", func(ObjectInfo) error { n++; return nil })
+			if err == nil && n != 1 {
+				return fmt.Errorf("listed %d objects", n)
+			}
+			return err
+		},
+	}
+	tests := []struct {
+		name     string
+		fault    HTTPFault
+		times    int // first requests faulted
+		want     error
+		requests int
+	}{
+		{"503 once", HTTPFault{Action: HTTPError, Status: 503}, 1, nil, 2},
+		{"500 always", HTTPFault{Action: HTTPError, Status: 500}, 99, ErrUnavailable, 3},
+		{"403", HTTPFault{Action: HTTPError, Status: 403}, 99, ErrAccessDenied, 1},
+		{"404", HTTPFault{Action: HTTPError, Status: 404}, 99, ErrNotFound, 1},
+		{"reset before response once", HTTPFault{Action: HTTPReset, After: -1}, 1, nil, 2},
+	}
+	for op, call := range ops {
+		for _, tc := range tests {
+			t.Run(op+"/"+tc.name, func(t *testing.T) {
+				f.fh.Reset()
+				f.fh.SetHook(func(r HTTPRequest) HTTPFault {
+					if r.N < tc.times {
+						return tc.fault
+					}
+					return HTTPFault{}
+				})
+				defer f.fh.SetHook(nil)
+				key := "k"
+				if op == "list" {
+					key = ""
+				}
+				wantErr(t, call(), tc.want, "bkt", key)
+				if n := len(f.fh.Log()); n != tc.requests {
+					t.Fatalf("%d requests, want %d", n, tc.requests)
+				}
+			})
+		}
+	}
 }
