@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"runtime"
 	"testing"
 )
 
@@ -15,8 +16,11 @@ func BenchmarkLoad1M(b *testing.B) {
 	b.ReportAllocs()
 	cpu0 := cpuTime()
 	n := 0
+	var m *Manifest
 	for b.Loop() {
-		m, err := Parse(data, "bench/manifest.json", Limits{})
+		m = nil
+		var err error
+		m, err = Parse(data, "bench/manifest.json", Limits{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -28,4 +32,14 @@ func BenchmarkLoad1M(b *testing.B) {
 	if d := cpuTime() - cpu0; d > 0 {
 		b.ReportMetric(d.Seconds()/float64(n), "cpu-s/op")
 	}
+	// Heap the loaded Manifest retains (the in-memory index's raw material).
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	with := int64(ms.HeapAlloc)
+	runtime.KeepAlive(m)
+	m = nil
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	b.ReportMetric(float64(with-int64(ms.HeapAlloc))/(1<<20), "retained-MiB")
 }

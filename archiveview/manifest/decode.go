@@ -35,8 +35,8 @@ type decoder struct {
 // decode reads the manifest JSON from r. Counts are capped as entries
 // arrive and each file entry is checked (checkFile) as soon as it is
 // decoded, so hostile input fails at its first bad entry or at the cap.
-func decode(r io.Reader, key string, lim Limits) (*Manifest, error) {
-	d := &decoder{l: newLexer(r), key: key, lim: lim, zones: map[int]*time.Location{}}
+func decode(r io.Reader, key string, lim Limits, bufSize int) (*Manifest, error) {
+	d := &decoder{l: newLexer(r, bufSize), key: key, lim: lim, zones: map[int]*time.Location{}}
 	m := &Manifest{}
 	sawFiles := false
 	var seen uint64

@@ -15,7 +15,7 @@ import (
 // encoding/json (the reference semantics).
 func decodeBoth(t testing.TB, data []byte) (ours, ref *Manifest, oursErr, refErr error) {
 	t.Helper()
-	ours, oursErr = decode(bytes.NewReader(data), "k", DefaultLimits())
+	ours, oursErr = decode(bytes.NewReader(data), "k", DefaultLimits(), 64)
 	ref = &Manifest{}
 	refErr = json.Unmarshal(data, ref)
 	return
@@ -129,7 +129,7 @@ func TestDecodeEveryField(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := decode(bytes.NewReader(data), "k", DefaultLimits())
+		got, err := decode(bytes.NewReader(data), "k", DefaultLimits(), 64)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -218,7 +218,7 @@ func TestDecodeRejectsRepeatedMember(t *testing.T) {
 		`{"files":[{"path":"a","path":"b"}]}`,
 		`{"chunks":[{"s3_key":"a","frames":[],"frames":[]}]}`,
 	} {
-		_, err := decode(strings.NewReader(doc), "k", DefaultLimits())
+		_, err := decode(strings.NewReader(doc), "k", DefaultLimits(), 64)
 		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "repeated") {
 			t.Errorf("%s: got %v, want a repeated-member ErrInvalid", doc, err)
 		}
@@ -229,11 +229,11 @@ func TestDecodeRejectsRepeatedMember(t *testing.T) {
 // a time, so every token crosses a buffer refill.
 func TestDecodeSmallBuffers(t *testing.T) {
 	data := encode(t, synth(3, 4), false)
-	want, err := decode(bytes.NewReader(data), "k", DefaultLimits())
+	want, err := decode(bytes.NewReader(data), "k", DefaultLimits(), 64)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := decode(oneByteReader{bytes.NewReader(data)}, "k", DefaultLimits())
+	got, err := decode(oneByteReader{bytes.NewReader(data)}, "k", DefaultLimits(), 64)
 	if err != nil {
 		t.Fatal(err)
 	}

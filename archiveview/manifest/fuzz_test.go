@@ -85,7 +85,7 @@ func FuzzLoad(f *testing.F) {
 				return
 			}
 		}
-		ours, oursErr := decode(bytes.NewReader(js), key, lim)
+		ours, oursErr := decode(bytes.NewReader(js), key, lim, 64)
 		if oursErr != nil {
 			return
 		}

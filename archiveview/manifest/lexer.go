@@ -42,8 +42,10 @@ const (
 
 var errTokenTooLong = &capError{what: "one JSON string or number", limit: maxTokenBytes}
 
-func newLexer(r io.Reader) *lexer {
-	return &lexer{r: r, buf: make([]byte, lexBufSize)}
+// newLexer reads r with an initial buffer of size bytes (grown on demand
+// for long tokens, up to maxTokenBytes).
+func newLexer(r io.Reader, size int) *lexer {
+	return &lexer{r: r, buf: make([]byte, max(size, 64))}
 }
 
 // syntaxError is malformed JSON or a value of the wrong type.

@@ -31,9 +31,14 @@ import (
 //
 // lim's zero fields take the defaults. Every error is an *Error naming key.
 func Load(r io.Reader, key string, lim Limits) (*Manifest, error) {
+	return load(r, key, lim, lexBufSize)
+}
+
+// load is Load with the decoder's initial buffer size (it grows on demand).
+func load(r io.Reader, key string, lim Limits, bufSize int) (*Manifest, error) {
 	lim = lim.WithDefaults()
 	stored := &capReader{r: ioReader{r}, left: lim.MaxStoredBytes, limit: lim.MaxStoredBytes, what: "stored manifest object"}
-	br := bufio.NewReaderSize(stored, 256<<10)
+	br := bufio.NewReaderSize(stored, min(bufSize, 32<<10))
 	var src io.Reader = br
 	if head, _ := br.Peek(2); len(head) == 2 && head[0] == 0x1f && head[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
@@ -47,7 +52,7 @@ func Load(r io.Reader, key string, lim Limits) (*Manifest, error) {
 	if isEncryptedName(key) {
 		return nil, encryptedErr(key, sniffBinding(js))
 	}
-	m, err := decode(js, key, lim)
+	m, err := decode(js, key, lim, bufSize)
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +64,9 @@ func Load(r io.Reader, key string, lim Limits) (*Manifest, error) {
 
 // Parse is Load over a byte slice.
 func Parse(data []byte, key string, lim Limits) (*Manifest, error) {
-	return Load(bytes.NewReader(data), key, lim)
+	// Small documents get small buffers: validating many small manifests
+	// (chains, fuzzing) should not allocate 64 KiB each.
+	return load(bytes.NewReader(data), key, lim, min(max(4*len(data), 4<<10), lexBufSize))
 }
 
 func isEncryptedName(key string) bool {
