@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -191,7 +192,7 @@ func NewS3Store(ctx context.Context, cfg S3Config) (*S3Store, error) {
 func newHTTPClient(cfg S3Config) *awshttp.BuildableClient {
 	return awshttp.NewBuildableClient().
 		WithDialerOptions(func(d *net.Dialer) {
-			d.Timeout = cmp(cfg.DialTimeout, 10*time.Second)
+			d.Timeout = orDefault(cfg.DialTimeout, 10*time.Second)
 			d.KeepAlive = 30 * time.Second
 		}).
 		WithTransportOptions(func(tr *http.Transport) {
@@ -199,18 +200,18 @@ func newHTTPClient(cfg S3Config) *awshttp.BuildableClient {
 			tr.MaxIdleConnsPerHost = max(minIdleConnsPerHost, cfg.MaxConnsPerHost)
 			tr.MaxConnsPerHost = cfg.MaxConnsPerHost
 			tr.IdleConnTimeout = 90 * time.Second
-			tr.TLSHandshakeTimeout = cmp(cfg.TLSHandshakeTimeout, 10*time.Second)
-			tr.ResponseHeaderTimeout = cmp(cfg.ResponseHeaderTimeout, 30*time.Second)
+			tr.TLSHandshakeTimeout = orDefault(cfg.TLSHandshakeTimeout, 10*time.Second)
+			tr.ResponseHeaderTimeout = orDefault(cfg.ResponseHeaderTimeout, 30*time.Second)
 			tr.ExpectContinueTimeout = time.Second
 			tr.DisableCompression = true
 			tr.ForceAttemptHTTP2 = false
 			tr.ReadBufferSize = 64 << 10
 			tr.WriteBufferSize = 16 << 10
 		}).
-		WithReadTimeout(cmp(cfg.ReadIdleTimeout, 60*time.Second))
+		WithReadTimeout(orDefault(cfg.ReadIdleTimeout, 60*time.Second))
 }
 
-func cmp(d, def time.Duration) time.Duration {
+func orDefault(d, def time.Duration) time.Duration {
 	if d > 0 {
 		return d
 	}
@@ -238,7 +239,7 @@ func (s *S3Store) Client() *s3.Client { return s.client }
 
 // ReadRange implements Store.
 func (s *S3Store) ReadRange(ctx context.Context, bucket, key string, off, length int64, ifMatch string) (io.ReadCloser, ObjectInfo, error) {
-	if off < 0 || length <= 0 {
+	if off < 0 || length <= 0 || length > math.MaxInt64-off {
 		return nil, ObjectInfo{}, &Error{Op: "range", Bucket: bucket, Key: key,
 			Err: fmt.Errorf("%w: offset %d length %d", ErrInvalidRange, off, length)}
 	}

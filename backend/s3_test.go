@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"regexp"
 	"strings"
@@ -185,6 +186,7 @@ func TestS3Errors(t *testing.T) {
 		{"end past end", "bkt", "k", 4990, 11, "", ErrInvalidRange},
 		{"zero length", "bkt", "k", 0, 0, "", ErrInvalidRange},
 		{"negative offset", "bkt", "k", -1, 5, "", ErrInvalidRange},
+		{"overflowing length", "bkt", "k", 10, math.MaxInt64, "", ErrInvalidRange},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
