@@ -11,6 +11,12 @@
 //     latency, errors, truncated bodies and flipped bytes.
 //   - Instrumented: a wrapper that feeds the wharf_backend_* Prometheus series.
 //
+// OpenStore picks FileStore or S3Store from a --store URL, and
+// ParseObjectURL splits a manifest URL into bucket and key. FaultyHTTP is
+// an http.Handler middleware that puts real protocol faults (error
+// statuses, resets, truncation, ignored ranges, stalls) in front of an S3
+// server such as gofakes3, for testing S3Store end to end.
+//
 // Every method takes a context.Context; cancelling it aborts the backend
 // request. Errors are *Error values that name the bucket and key and wrap
 // one of the sentinel errors below, so callers branch with errors.Is and
