@@ -65,7 +65,8 @@ func (r *exactReader) Read(p []byte) (int, error) {
 // for a surplus byte.
 func (r *exactReader) checkEnd() error {
 	var one [1]byte
-	for {
+	// A few tries: a reader may return (0, nil) now and then.
+	for range 64 {
 		n, err := r.body.Read(one[:])
 		if n > 0 {
 			return &Error{Op: r.op, Bucket: r.bucket, Key: r.key,
@@ -77,6 +78,7 @@ func (r *exactReader) checkEnd() error {
 			return io.EOF
 		}
 	}
+	return io.EOF
 }
 
 func (r *exactReader) short(cause error) error {

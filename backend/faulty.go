@@ -68,7 +68,8 @@ type FaultConfig struct {
 	Bandwidth int64
 	// TotalBandwidth caps all body streams together (a NIC). 0 = unlimited.
 	TotalBandwidth int64
-	// Hook decides the fault for each request; nil = no faults.
+	// Hook decides the fault for each request; nil = no faults. It may be
+	// called from several goroutines at once.
 	Hook func(Request) Fault
 }
 

@@ -85,7 +85,8 @@ type FaultyHandler struct {
 // put real protocol faults between it and an S3 client: error statuses with
 // S3 error XML, connection resets and truncation mid-body, responses that
 // ignore or move the Range, over-long bodies and delays. hook (nil = no
-// faults) decides per request.
+// faults) decides per request; it may be called from several goroutines at
+// once.
 func FaultyHTTP(next http.Handler, hook func(HTTPRequest) HTTPFault) *FaultyHandler {
 	return &FaultyHandler{next: next, hook: hook}
 }

@@ -233,7 +233,6 @@ func (s *FileStore) List(ctx context.Context, bucket, prefix string, fn func(Obj
 				if err != nil || !fi.Mode().IsRegular() {
 					continue // dangling, escaping or a directory link
 				}
-				mode = 0
 			} else if !isDir && !mode.IsRegular() {
 				continue
 			}
