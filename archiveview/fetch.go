@@ -89,6 +89,9 @@ func (a *Archive) checkFrame(ci int32, i int, comp []byte) (*frameBuf, error) {
 			a.metrics.checksumFailure()
 			return nil, fmt.Errorf("frame %d (object bytes %d-%d): sha256 mismatch: %w", i, fr.cOff, fr.cOff+fr.cSize, ErrChecksum)
 		}
+	} else if rs := a.chunkState(ci); !rs.noSumNoted.Swap(true) {
+		a.log.Debug().Str("archive", a.name).Str("chunk", a.chunks[ci].key).Int("frame", i).
+			Msg("frame has no checksum: decoded and length-checked only")
 	}
 	buf, err := a.rdState().cache.decodeFrame(comp, fr.uSize)
 	if err != nil {

@@ -906,3 +906,74 @@ func BenchmarkWalk2000(b *testing.B) {
 	b.ReportMetric(float64(bytesFetched)/float64(b.N)/float64(res.CompressedBytes), "bytes/compressed")
 	b.ReportMetric(float64(res.Frames), "frames")
 }
+
+// TestTarWalkWithoutOffsets drops archive_offset from a 2.1 manifest, so
+// framed and plain chunks are read through a tar walk (frames in order, or
+// the plain object with seeks over member data).
+func TestTarWalkWithoutOffsets(t *testing.T) {
+	files := rpTree(41)
+	for _, sh := range []rpShape{
+		{name: "framed", opt: cargopack.Options{FrameSize: 32 << 10, ChunkSize: 300_000}},
+		{name: "plain", opt: cargopack.Options{PlainTar: func(string) bool { return true }, ChunkSize: 300_000}},
+		{name: "split-framed", opt: cargopack.Options{FrameSize: 32 << 10, SplitSize: 90_000, ChunkSize: 200_000}},
+	} {
+		t.Run(sh.name, func(t *testing.T) {
+			dir, res := rpPack(t, files, sh.opt)
+			ra := rpRewrite(t, dir, res, files, Options{}, func(m *manifest.Manifest) {
+				for i := range m.Files {
+					m.Files[i].ArchiveOffset = nil
+				}
+			})
+			if !rpFeatures(ra.a)["tar-walk"] {
+				t.Fatal("offsets still known")
+			}
+			// 8 concurrent first readers share one walk per chunk.
+			keys := rpKeys(files)
+			var wg sync.WaitGroup
+			for g := 0; g < 8; g++ {
+				wg.Add(1)
+				go func(g int) {
+					defer wg.Done()
+					for i := g; i < len(keys); i += 8 {
+						got, err := ra.read(t, keys[i], 0, int64(len(files[keys[i]])), true)
+						if err != nil || !bytes.Equal(got, files[keys[i]]) {
+							t.Errorf("%s: %v", keys[i], err)
+						}
+					}
+				}(g)
+			}
+			wg.Wait()
+			for _, key := range keys {
+				size := int64(len(files[key]))
+				if size > 10 {
+					ra.mustRead(t, key, size/3, size/3, false)
+				}
+			}
+			if st := ra.faulty.Requests("stat"); st > int64(len(ra.a.chunks)) {
+				t.Errorf("%d stats for %d chunks: walks were not shared", st, len(ra.a.chunks))
+			}
+		})
+	}
+}
+
+func TestTarWalkNameNotFound(t *testing.T) {
+	files := map[string][]byte{"a.txt": rpText(1, 100), "b.txt": rpText(2, 200)}
+	for _, sh := range []rpShape{
+		{name: "v2.0-stream", opt: cargopack.Options{Version: "2.0"}},
+		{name: "plain", opt: cargopack.Options{PlainTar: func(string) bool { return true }}},
+		{name: "framed", opt: cargopack.Options{FrameSize: 1 << 10}},
+	} {
+		t.Run(sh.name, func(t *testing.T) {
+			dir, res := rpPack(t, files, sh.opt)
+			renamed := map[string][]byte{"a.txt": files["a.txt"], "ghost.txt": files["b.txt"]}
+			ra := rpRewrite(t, dir, res, renamed, Options{}, func(m *manifest.Manifest) {
+				e := rpFileEntry(t, m, "b.txt")
+				e.Path = strings.TrimSuffix(e.Path, "b.txt") + "ghost.txt"
+				e.ArchiveOffset = nil
+				rpFileEntry(t, m, "a.txt").ArchiveOffset = nil
+			})
+			ra.expectFailure(t, "ghost.txt", 0, 200, ErrNotInChunk)
+			ra.mustRead(t, "a.txt", 0, 100, true)
+		})
+	}
+}

@@ -122,6 +122,7 @@ type chunkReadState struct {
 	walkMu sync.Mutex
 	walk   *tarWalk // shared tar walk (nil until someone starts one)
 
+	noSumNoted    atomic.Bool  // a frame without checksum was logged
 	lastFrame     atomic.Int64 // last frame index served (sequential detection)
 	prefetchedTo  atomic.Int64 // highest frame index handed to prefetch
 	seqReadsSince atomic.Int32
