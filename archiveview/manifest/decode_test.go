@@ -181,6 +181,8 @@ func TestDecodeMatchesEncodingJSON(t *testing.T) {
 		{"control char", "{\"version\":\"a\x01\"}", true},
 		{"trailing comma", `{"version":"2.1",}`, true},
 		{"trailing data", `{} {}`, true},
+		{"trailing NUL", "{}\x00", true},
+		{"NUL in place of a value", "{\"version\":\x00}", true},
 		{"leading zero", `{"total_files":01}`, true},
 		{"truncated", `{"files":[{"path":"a"`, true},
 		{"not an object", `[]`, true},

@@ -107,6 +107,15 @@ func (l *lexer) endErr() error {
 	return io.ErrUnexpectedEOF
 }
 
+// wsErr is the error when ws returned 0 where a token was due: the end of
+// input, or a real NUL byte in it (a syntax error, not the end).
+func (l *lexer) wsErr() error {
+	if l.pos < l.end {
+		return l.errf("invalid character %q", l.buf[l.pos])
+	}
+	return l.endErr()
+}
+
 // ws skips whitespace and returns the next byte without consuming it; 0 at
 // the end of input (check l.rerr).
 func (l *lexer) ws() byte {
@@ -410,7 +419,7 @@ func (l *lexer) typeErr(want string) error {
 	var have string
 	switch {
 	case c == 0:
-		return l.endErr()
+		return l.wsErr()
 	case c == '"':
 		have = "string"
 	case c == '{':
@@ -448,7 +457,7 @@ func (l *lexer) skipValue() error {
 		_, err := l.readNumber()
 		return err
 	case c == 0:
-		return l.endErr()
+		return l.wsErr()
 	default:
 		return l.errf("invalid character %q looking for a value", c)
 	}
@@ -473,7 +482,7 @@ func (l *lexer) object(member func(name []byte) error) error {
 	for {
 		if c != '"' {
 			if c == 0 {
-				return l.endErr()
+				return l.wsErr()
 			}
 			return l.errf("invalid character %q looking for a member name", c)
 		}
@@ -484,7 +493,7 @@ func (l *lexer) object(member func(name []byte) error) error {
 		l.name = append(l.name[:0], name...)
 		if c = l.ws(); c != ':' {
 			if c == 0 {
-				return l.endErr()
+				return l.wsErr()
 			}
 			return l.errf("invalid character %q after member name", c)
 		}
@@ -501,7 +510,7 @@ func (l *lexer) object(member func(name []byte) error) error {
 			l.depth--
 			return nil
 		case 0:
-			return l.endErr()
+			return l.wsErr()
 		default:
 			return l.errf("invalid character %q after object member", c)
 		}
@@ -534,7 +543,7 @@ func (l *lexer) array(elem func() error) error {
 			l.depth--
 			return nil
 		case 0:
-			return l.endErr()
+			return l.wsErr()
 		default:
 			return l.errf("invalid character %q after array element", c)
 		}
@@ -543,7 +552,7 @@ func (l *lexer) array(elem func() error) error {
 
 // finish checks that only whitespace remains.
 func (l *lexer) finish() error {
-	if c := l.ws(); c != 0 {
+	if c := l.ws(); c != 0 || l.pos < l.end {
 		return l.errf("invalid character %q after top-level value", c)
 	}
 	if l.rerr != nil {

@@ -43,6 +43,9 @@ func load(r io.Reader, key string, lim Limits, bufSize int) (*Manifest, error) {
 	if head, _ := br.Peek(2); len(head) == 2 && head[0] == 0x1f && head[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
 		if err != nil {
+			if isEncryptedName(key) {
+				return nil, encryptedErr(key, encryptedWrapper{})
+			}
 			return nil, readErr(key, err, "gzip header")
 		}
 		defer zr.Close()
@@ -50,6 +53,8 @@ func load(r io.Reader, key string, lim Limits, bufSize int) (*Manifest, error) {
 	}
 	js := &capReader{r: src, left: lim.MaxJSONBytes, limit: lim.MaxJSONBytes, what: "manifest JSON"}
 	if isEncryptedName(key) {
+		// The name decides; the wrapper is read (bounded) only for the
+		// message's algorithm and binding_version.
 		return nil, encryptedErr(key, sniffBinding(js))
 	}
 	m, err := decode(js, key, lim, bufSize)

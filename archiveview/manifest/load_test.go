@@ -72,6 +72,7 @@ func TestLoadErrors(t *testing.T) {
 		{"encrypted by name", "p/uploads/u/manifest.encrypted.json.gz", gzipBytes(t, wrapper), Limits{}, ErrEncrypted, "KMS-encrypted manifest (AES-256-GCM envelope, binding_version 1) not supported"},
 		{"encrypted by name, plain", "p/uploads/u/manifest.encrypted.json", wrapper, Limits{}, ErrEncrypted, "binding_version 1"},
 		{"encrypted by name, unreadable wrapper", "p/uploads/u/manifest.encrypted.json", []byte("\x00\x01"), Limits{}, ErrEncrypted, "binding_version unknown"},
+		{"encrypted by name, broken gzip", "p/uploads/u/manifest.encrypted.json.gz", []byte("\x1f\x8b\x00"), Limits{}, ErrEncrypted, "binding_version unknown"},
 		{"encrypted by content", "p/uploads/u/manifest.json.gz", gzipBytes(t, wrapper), Limits{}, ErrEncrypted, "KMS-encrypted manifest (AES-256-GCM envelope, binding_version 1) not supported"},
 		{"encrypted by content, dek only", "p/uploads/u/manifest.json", []byte(`{"encrypted_dek":"x","binding_version":2}`), Limits{}, ErrEncrypted, "binding_version 2"},
 		{"gzip CRC mismatch", "p/uploads/u/manifest.json.gz", corrupt, Limits{}, ErrInvalid, "corrupt"},
