@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -299,4 +300,24 @@ func TestOpenStore(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzValidFileKey: every key the FileStore accepts is already clean and
+// relative, so joining it under the bucket directory can never leave it.
+func FuzzValidFileKey(f *testing.F) {
+	for _, s := range []string{"a/b", "../x", "a/../../x", "/abs", "a//b", "./a", "a/.", "a\x00b", "..", "...", "a/..b", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, key string) {
+		if validFileKey(key) != nil {
+			return
+		}
+		if path.Clean(key) != key || path.IsAbs(key) || key == ".." || strings.HasPrefix(key, "../") {
+			t.Fatalf("accepted unclean key %q", key)
+		}
+		base := "/store/bkt"
+		if p := path.Join(base, key); !strings.HasPrefix(p, base+"/") {
+			t.Fatalf("key %q escapes to %q", key, p)
+		}
+	})
 }
