@@ -292,5 +292,9 @@ func (a *Archive) Files() int { return a.idx.n() }
 // fileExtents returns the pieces of file idx in file order. The slice must
 // not be modified.
 func (a *Archive) fileExtents(idx int32) []extent {
-	return a.idx.extents(int(idx))
+	exts := a.idx.extents(int(idx))
+	if a.idx.flags[idx]&flagMulti == 0 && a.chunks[exts[0].chunk].kind == kindDirect {
+		exts[0].tarName = "" // a direct object has no tar entry
+	}
+	return exts
 }

@@ -206,6 +206,9 @@ func rvCheckArchive(t *testing.T, dir string, a *Archive, src map[string][]byte)
 			s := stream(e.chunk)
 			switch {
 			case c.kind == kindDirect:
+				if e.tarName != "" {
+					t.Errorf("%s: direct extent has tar name %q", key, e.tarName)
+				}
 				if e.off != 0 || !bytes.Equal(s[e.off:e.off+e.length], piece) || int64(len(s)) != e.length {
 					t.Errorf("%s: direct object %s does not hold the file", key, c.key)
 				}
