@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -490,5 +491,97 @@ func TestS3OtherOpsUnderFaults(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestS3ConcurrentFlaky: many parallel ranged reads while the server resets,
+// truncates or throttles the first request of each read. Every read must
+// still return exactly the source bytes.
+func TestS3ConcurrentFlaky(t *testing.T) {
+	f := newFakeS3(t, func(c *S3Config) { c.MaxRetries = 3; c.MaxResumes = 2 })
+	data := randBytes(30, 1<<20)
+	f.put(t, "bkt", "chunk", data)
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	f.fh.SetHook(func(r HTTPRequest) HTTPFault {
+		// Resumes and retries keep the range's end: fault only the first
+		// request that asks for a given end.
+		_, end, _ := strings.Cut(r.Range, "-")
+		mu.Lock()
+		first := !seen[end]
+		seen[end] = true
+		mu.Unlock()
+		if !first {
+			return HTTPFault{}
+		}
+		var a int64
+		fmt.Sscanf(end, "%d", &a)
+		switch a % 4 {
+		case 0:
+			return HTTPFault{Action: HTTPReset, After: 10000}
+		case 1:
+			return HTTPFault{Action: HTTPTruncate, After: 20000}
+		case 2:
+			return HTTPFault{Action: HTTPError, Status: 503}
+		default:
+			return HTTPFault{}
+		}
+	})
+	const workers, each = 8, 12
+	var wg sync.WaitGroup
+	errs := make(chan error, workers*each)
+	for w := range workers {
+		wg.Go(func() {
+			for i := range each {
+				off := int64(w*each+i) * 7919
+				n := int64(30000 + (w*each+i)*1001)
+				got, _, err := readAllRange(f.store, "bkt", "chunk", off, n, "")
+				if err == nil && !bytes.Equal(got, data[off:off+n]) {
+					err = fmt.Errorf("read %d+%d: bytes differ from source", off, n)
+				}
+				if err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	// Each faulted read costs exactly one extra request.
+	faulted := 0
+	for k := range workers * each {
+		end := int64(k)*7919 + int64(30000+k*1001) - 1
+		if end%4 != 3 {
+			faulted++
+		}
+	}
+	if got, want := len(f.fh.Log()), workers*each+faulted; got != want {
+		t.Fatalf("%d requests, want %d", got, want)
+	}
+}
+
+// TestOpenStoreS3: an s3:// store URL opens an S3Store that reads from the
+// configured endpoint (here anonymously, as against a public bucket).
+func TestOpenStoreS3(t *testing.T) {
+	f := newFakeS3(t, nil)
+	data := randBytes(31, 5000)
+	f.put(t, "bkt", "m/manifest.json", data)
+	st, err := OpenStore(context.Background(), "s3://", S3Config{Endpoint: f.srv.URL, Region: "us-east-1", PathStyle: true, Anonymous: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bucket, key, err := ParseObjectURL("s3://bkt/m/manifest.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := readAllRange(st, bucket, key, 100, 4900, "")
+	if err != nil || !bytes.Equal(got, data[100:]) {
+		t.Fatalf("read: %v", err)
+	}
+	if h := f.fh.Log()[0]; h.Bucket != "bkt" || h.Key != "m/manifest.json" {
+		t.Fatalf("request went to %s/%s", h.Bucket, h.Key)
 	}
 }
