@@ -20,7 +20,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/http"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -136,11 +138,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		rec := recover()
 		if rec != nil && rec != http.ErrAbortHandler {
-			s.cfg.Logger.Error().Str("request_id", req.id).Interface("panic", rec).Msg("handler panic")
+			// A bug, not a client problem: log it with the stack, answer 500
+			// if nothing was sent yet, else break the connection.
+			s.cfg.Logger.Error().Str("request_id", req.id).Interface("panic", rec).
+				Bytes("stack", debug.Stack()).Msg("handler panic")
+			req.cause = fmt.Errorf("panic: %v", rec)
 			if !rw.wroteHeader {
 				s.writeError(req, &apiError{Code: errInternalError, Bucket: req.bucket, Key: req.key})
+				rec = nil
+			} else {
+				rec = http.ErrAbortHandler
 			}
-			rec = http.ErrAbortHandler
 		}
 		s.finish(req, rec != nil)
 		if rec != nil {

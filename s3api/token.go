@@ -33,7 +33,7 @@ func decodeToken(tok string) (string, error) {
 	if tok == "" || len(tok) > 4096 {
 		return "", errBadToken
 	}
-	raw, err := base64.RawURLEncoding.DecodeString(tok)
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(tok)
 	if err != nil {
 		return "", errBadToken
 	}
