@@ -152,6 +152,23 @@ func TestClientAWSSDK(t *testing.T) {
 		t.Fatalf("manager.Downloader: n=%d err=%v", n, err)
 	}
 
+	// Checklist 23: response-* overrides on a presigned GET.
+	ps := s3.NewPresignClient(c)
+	pr, err := ps.PresignGetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(testBucket), Key: aws.String("a b"),
+		ResponseContentType: aws.String("text/csv"), ResponseContentDisposition: aws.String("attachment")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	presp, err := http.Get(pr.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pbody, _ := io.ReadAll(presp.Body)
+	presp.Body.Close()
+	if presp.StatusCode != 200 || string(pbody) != "space" || presp.Header.Get("Content-Type") != "text/csv" || presp.Header.Get("Content-Disposition") != "attachment" {
+		t.Errorf("presigned GET: %d %q %v", presp.StatusCode, pbody, presp.Header)
+	}
+
 	// Wrong secret and unknown key come back as the auth error codes.
 	bad := newSDKClient(t, f.srv.URL, testAK, "wrong")
 	if code := sdkListErr(bad, testBucket); code != "SignatureDoesNotMatch" {

@@ -117,8 +117,8 @@ func runServe(ctx context.Context, args []string) error {
 	var archives archiveFlags
 	fs.Var(&archives, "archive", "NAME=MANIFEST_URL: serve the archive whose manifest is MANIFEST_URL (s3://BUCKET/KEY) as bucket NAME; repeatable")
 	fs.BoolVar(&cfg.Anonymous, "anonymous", false, "allow unsigned requests (read-only, every bucket)")
-	fs.StringVar(&cfg.AccessKey, "access-key", os.Getenv("WHARF_ACCESS_KEY"), "access key clients sign with (env WHARF_ACCESS_KEY)")
-	fs.StringVar(&cfg.SecretKey, "secret-key", os.Getenv("WHARF_SECRET_KEY"), "secret key clients sign with (env WHARF_SECRET_KEY)")
+	fs.StringVar(&cfg.AccessKey, "access-key", "", "access key clients sign with (default: env WHARF_ACCESS_KEY)")
+	fs.StringVar(&cfg.SecretKey, "secret-key", "", "secret key clients sign with (default: env WHARF_SECRET_KEY)")
 	fs.StringVar(&cfg.S3.Endpoint, "s3-endpoint", "", "backend S3 endpoint URL (empty = AWS)")
 	fs.StringVar(&cfg.S3.Region, "s3-region", "", "backend S3 region (empty = from environment, else us-east-1)")
 	fs.BoolVar(&cfg.S3.PathStyle, "s3-path-style", false, "use path-style addressing for the backend S3")
@@ -135,6 +135,14 @@ func runServe(ctx context.Context, args []string) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	// Keys from the environment are read after parsing so that -h never
+	// prints a secret as a flag default.
+	if cfg.AccessKey == "" {
+		cfg.AccessKey = os.Getenv("WHARF_ACCESS_KEY")
+	}
+	if cfg.SecretKey == "" {
+		cfg.SecretKey = os.Getenv("WHARF_SECRET_KEY")
 	}
 	cfg.Archives = archives
 	cfg.CacheBytes = int64(cache)
