@@ -270,3 +270,36 @@ func TestFaultyContextCancel(t *testing.T) {
 		t.Fatalf("err %v after %v", err, time.Since(start))
 	}
 }
+
+func TestFaultyStatListGetFaults(t *testing.T) {
+	f, data := faultyFixture(t, FaultConfig{})
+	ctx := context.Background()
+	f.SetHook(func(r Request) Fault {
+		if r.Op == "stat" || r.Op == "list" {
+			return Fault{Kind: FaultError, Err: ErrAccessDenied}
+		}
+		return Fault{Kind: FaultFlip, FlipAt: []int64{5}}
+	})
+	_, err := f.Stat(ctx, "bkt", "obj")
+	wantErr(t, err, ErrAccessDenied, "bkt", "obj")
+	err = f.List(ctx, "bkt", "l", func(ObjectInfo) error { return nil })
+	wantErr(t, err, ErrAccessDenied, "bkt", "l")
+	rc, _, err := f.Get(ctx, "bkt", "obj")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(rc)
+	rc.Close()
+	want := slices.Clone(data)
+	want[5] ^= 0xFF
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("Get with a flip: %v", err)
+	}
+	f.SetHook(nil)
+	if _, err := f.Stat(ctx, "bkt", "obj"); err != nil {
+		t.Fatal(err)
+	}
+	if f.Requests("stat") != 2 || f.Requests("list") != 1 || f.Requests("get") != 1 {
+		t.Fatalf("counts %d %d %d", f.Requests("stat"), f.Requests("list"), f.Requests("get"))
+	}
+}

@@ -585,3 +585,25 @@ func TestOpenStoreS3(t *testing.T) {
 		t.Fatalf("request went to %s/%s", h.Bucket, h.Key)
 	}
 }
+
+func TestFullJitterBounds(t *testing.T) {
+	j := fullJitter{base: 100 * time.Millisecond, max: 5 * time.Second}
+	tests := []struct {
+		attempt int
+		ceil    time.Duration
+	}{{0, 100 * time.Millisecond}, {1, 100 * time.Millisecond}, {2, 200 * time.Millisecond}, {4, 800 * time.Millisecond},
+		{6, 3200 * time.Millisecond}, {7, 5 * time.Second}, {40, 5 * time.Second}, {1000, 5 * time.Second}}
+	for _, tc := range tests {
+		var top time.Duration
+		for range 200 {
+			d, err := j.BackoffDelay(tc.attempt, nil)
+			if err != nil || d < 0 || d > tc.ceil {
+				t.Fatalf("attempt %d: delay %v (err %v), want within [0, %v]", tc.attempt, d, err, tc.ceil)
+			}
+			top = max(top, d)
+		}
+		if top < tc.ceil/4 {
+			t.Fatalf("attempt %d: 200 delays all below %v: no spread", tc.attempt, top)
+		}
+	}
+}
