@@ -116,23 +116,22 @@ func runFits(fr []frame, j int, runBytes int64) bool {
 // all archives of the cache) and its flight completed; emit is called for
 // each frame after its decode was started, in order, and may block (back
 // pressure). Every flight is completed exactly once, with an error if the
-// GET or the context fails. emit returning false stops emitting (the
-// remaining flights are still completed). fetchRun returns when every decode
-// it started has finished.
-func (a *Archive) fetchRun(ctx context.Context, ci int32, i, j int, fls []*flight, emit func(k int, fl *flight) bool) {
+// GET or the context fails, and emit is called exactly once per frame (so
+// the caller can hand over or abandon its claim). fetchRun returns when
+// every decode it started has finished.
+func (a *Archive) fetchRun(ctx context.Context, ci int32, i, j int, fls []*flight, emit func(k int, fl *flight)) {
 	rd := a.rdState()
 	c := &a.chunks[ci]
 	fr := c.frames
 	start, end := fr[i].cOff, fr[j].cOff+fr[j].cSize
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	emitting := true
 	fail := func(from int, err error) {
 		for k := from; k <= j; k++ {
 			rd.cache.complete(a.frameKey(ci, k), fls[k-i], nil, err)
 		}
-		for k := from; k <= j && emitting; k++ {
-			emitting = emit(k, fls[k-i])
+		for k := from; k <= j; k++ {
+			emit(k, fls[k-i])
 		}
 	}
 	body, err := a.rangeGet(ctx, ci, start, end-start)
@@ -176,9 +175,7 @@ func (a *Archive) fetchRun(ctx context.Context, ci int32, i, j int, fls []*fligh
 				buf.release()
 			}
 		}(k, fls[k-i], comp)
-		if emitting {
-			emitting = emit(k, fls[k-i])
-		}
+		emit(k, fls[k-i])
 	}
 }
 
@@ -301,13 +298,12 @@ func (s *framedSource) produce() {
 			fls = append(fls, fl)
 		}
 		ok := true
-		a.fetchRun(s.ctx, s.ci, i, j, fls, func(k int, fl *flight) bool {
+		a.fetchRun(s.ctx, s.ci, i, j, fls, func(k int, fl *flight) {
 			if !ok {
-				s.a.rdState().cache.abandonFlight(fl)
-				return false
+				rd.cache.abandonFlight(fl)
+				return
 			}
-			ok = s.send(frameFuture{i: k, fl: fl})
-			return ok
+			ok = s.send(frameFuture{i: k, fl: fl}) // abandons fl itself on failure
 		})
 		if !ok {
 			if pending != nil {
@@ -459,7 +455,7 @@ func (a *Archive) prefetch(ctx context.Context, ci int32, lo, hi int, budget *in
 			*budget -= fr[j].uSize
 			fls = append(fls, fl2)
 		}
-		a.fetchRun(ctx, ci, i, j, fls, func(int, *flight) bool { return true })
+		a.fetchRun(ctx, ci, i, j, fls, func(int, *flight) {})
 		i = j
 	}
 }

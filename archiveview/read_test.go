@@ -244,6 +244,8 @@ func rpShapes() []rpShape {
 			m["dup/copy-of-small.txt"] = m["small/f003.txt"]
 			return m
 		}, want: []string{"framed-zstd", "shared-extent"}},
+		{name: "no-checksums", opt: cargopack.Options{FrameSize: 32 << 10, NoChecksums: true}, files: tree,
+			want: []string{"framed-zstd", "file-spans-frames"}},
 		{name: "trailer-only", opt: cargopack.Options{FrameSize: 4096}, files: func() map[string][]byte {
 			return map[string][]byte{"a.txt": rpText(1, 3584), "b.txt": rpText(2, 3584)} // 512+3584 = 4096: cut after each
 		}, want: []string{"framed-zstd", "trailer-only-frame"}},
