@@ -239,8 +239,8 @@ func TestS3HTTPFaults(t *testing.T) {
 		{"reset mid-body twice", first(2, HTTPFault{Action: HTTPReset, After: 30000}), nil, 3, false},
 		{"reset at first body byte once", first(1, HTTPFault{Action: HTTPReset, After: 0}), nil, 2, false},
 		{"truncated once", first(1, HTTPFault{Action: HTTPTruncate, After: 100000}), nil, 2, false},
-		{"slow headers once", first(1, HTTPFault{Delay: 700 * time.Millisecond}), nil, 2, false},
-		{"stalled body once", first(1, HTTPFault{Action: HTTPStall, After: 50000, Stall: 3 * time.Second}), nil, 2, false},
+		{"slow headers once", first(1, HTTPFault{Delay: 2500 * time.Millisecond}), nil, 2, false},
+		{"stalled body once", first(1, HTTPFault{Action: HTTPStall, After: 50000, Stall: 5 * time.Second}), nil, 2, false},
 		{"503 always", always(HTTPFault{Action: HTTPError, Status: 503}), ErrUnavailable, 3, true},
 		{"reset always", always(HTTPFault{Action: HTTPReset, After: 1000}), ErrUnavailable, 3, false},
 		{"truncated always", always(HTTPFault{Action: HTTPTruncate, After: 1000}), ErrBadResponse, 3, false},
@@ -255,8 +255,8 @@ func TestS3HTTPFaults(t *testing.T) {
 	f := newFakeS3(t, func(c *S3Config) {
 		c.MaxRetries = 2
 		c.MaxResumes = 2
-		c.ResponseHeaderTimeout = 300 * time.Millisecond
-		c.ReadIdleTimeout = 300 * time.Millisecond
+		c.ResponseHeaderTimeout = time.Second
+		c.ReadIdleTimeout = time.Second
 	})
 	f.put(t, "bkt", "chunk", data)
 	for _, tc := range tests {
