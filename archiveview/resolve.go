@@ -149,8 +149,6 @@ func (r *resolver) build() (index, []chunk, error) {
 	if err != nil {
 		return index{}, nil, err
 	}
-	slices.SortFunc(survivors, func(a, b survivor) int { return strings.Compare(a.key, b.key) })
-
 	nameBytes := 0
 	for i := range survivors {
 		nameBytes += len(survivors[i].key)
@@ -229,12 +227,24 @@ func (r *resolver) collectChunks() error {
 	return nil
 }
 
-// decide walks the chain newest first and returns the surviving files.
+// mention is one file entry or tombstone of the chain, under its virtual key.
+type mention struct {
+	key   string
+	link  int32
+	entry int32 // index into Files; tombstones: -1
+}
+
+// decide resolves the chain newest first and returns the surviving files in
+// key order. Instead of a map it sorts every mention by (key, link, file
+// before tombstone, entry): the first mention of each key then decides it.
+// Sorting is cheap for the (usually already sorted) manifest order and
+// keeps the peak small: 24 bytes per mention plus the key.
 func (r *resolver) decide() ([]survivor, error) {
-	// decided maps a virtual key to the survivor that owns it (>= 0) or to
-	// a tombstone (-1 - link index).
-	decided := make(map[string]int32, len(r.chain[0].m.Files))
-	var survivors []survivor
+	n := 0
+	for li := range r.chain {
+		n += len(r.chain[li].m.Files) + len(r.chain[li].m.DeletedPaths)
+	}
+	ms := make([]mention, 0, n)
 	for li := range r.chain {
 		l := &r.chain[li]
 		for ei := range l.m.Files {
@@ -243,40 +253,63 @@ func (r *resolver) decide() ([]survivor, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%w: manifest %s: file %q: %w", ErrInvalidTree, l.key, fe.Path, err)
 			}
-			split := fe.TotalParts > 1
-			si, seen := decided[key]
-			if !seen {
-				s := survivor{key: key, first: fileRef{int32(li), int32(ei)}, split: split}
-				if split {
-					s.parts = []int32{int32(ei)}
-				}
-				decided[key] = int32(len(survivors))
-				survivors = append(survivors, s)
-				continue
-			}
-			if si < 0 || survivors[si].first.link != int32(li) {
-				continue // decided by a newer manifest: shadowed
-			}
-			s := &survivors[si]
-			other := l.m.Files[s.first.entry].Path
-			switch {
-			case other != fe.Path:
-				return nil, treeErr("manifest %s: files %q and %q both map to key %q", l.key, other, fe.Path, key)
-			case !split || !s.split:
-				return nil, treeErr("manifest %s: file %q is listed more than once (not as parts of a split file)", l.key, fe.Path)
-			}
-			s.parts = append(s.parts, int32(ei))
+			ms = append(ms, mention{key, int32(li), int32(ei)})
 		}
 		for _, p := range l.m.DeletedPaths {
 			key, err := manifest.RelativeKey(l.m.SourcePath, p)
 			if err != nil {
 				return nil, fmt.Errorf("%w: manifest %s: deleted path %q: %w", ErrInvalidTree, l.key, p, err)
 			}
-			if _, seen := decided[key]; !seen {
-				decided[key] = -1 - int32(li)
-				r.tombstones++
-			}
+			ms = append(ms, mention{key, int32(li), -1})
 		}
+	}
+	slices.SortFunc(ms, func(a, b mention) int {
+		if c := strings.Compare(a.key, b.key); c != 0 {
+			return c
+		}
+		if a.link != b.link {
+			return int(a.link - b.link)
+		}
+		// files (entry >= 0) before tombstones, then manifest order
+		ae, be := a.entry, b.entry
+		if (ae < 0) != (be < 0) {
+			return int(be>>31) - int(ae>>31)
+		}
+		return int(ae - be)
+	})
+	var survivors []survivor
+	for i := 0; i < len(ms); {
+		j := i + 1
+		for j < len(ms) && ms[j].key == ms[i].key {
+			j++
+		}
+		first := ms[i]
+		if first.entry < 0 {
+			r.tombstones++ // decided by a tombstone
+			i = j
+			continue
+		}
+		l := &r.chain[first.link]
+		fe := &l.m.Files[first.entry]
+		s := survivor{key: first.key, first: fileRef{first.link, first.entry}, split: fe.TotalParts > 1}
+		if s.split {
+			s.parts = []int32{first.entry}
+		}
+		for _, o := range ms[i+1 : j] {
+			if o.link != first.link || o.entry < 0 {
+				break // older manifests, or this manifest's tombstone: shadowed
+			}
+			other := &l.m.Files[o.entry]
+			switch {
+			case other.Path != fe.Path:
+				return nil, treeErr("manifest %s: files %q and %q both map to key %q", l.key, fe.Path, other.Path, first.key)
+			case !s.split || other.TotalParts <= 1:
+				return nil, treeErr("manifest %s: file %q is listed more than once (not as parts of a split file)", l.key, fe.Path)
+			}
+			s.parts = append(s.parts, o.entry)
+		}
+		survivors = append(survivors, s)
+		i = j
 	}
 	return survivors, nil
 }
