@@ -373,25 +373,31 @@ func TestOpenRejectsBadRange(t *testing.T) {
 // a strict prefix of the source: nothing wrong, never the final byte.
 func (ra *rpArchive) expectFailure(t *testing.T, key string, off, n int64, target error) []byte {
 	t.Helper()
-	got, err := ra.read(t, key, off, n, true)
-	if err == nil {
-		t.Fatalf("read %s: no error", key)
+	var first []byte
+	for _, wt := range []bool{true, false} { // WriteTo, then small Reads
+		got, err := ra.read(t, key, off, n, wt)
+		if err == nil {
+			t.Fatalf("read %s (writerTo=%v): no error", key, wt)
+		}
+		if !errors.Is(err, target) {
+			t.Fatalf("read %s: error %v, want %v", key, err, target)
+		}
+		msg := err.Error()
+		if !strings.Contains(msg, "archive "+ra.a.name) || !strings.Contains(msg, key) || !strings.Contains(msg, "chunk ") {
+			t.Fatalf("error does not name archive, key and chunk: %v", err)
+		}
+		if int64(len(got)) >= n && n > 0 {
+			t.Fatalf("read %s: all %d bytes delivered despite the error", key, len(got))
+		}
+		want := ra.files[key][off : off+n]
+		if !bytes.Equal(got, want[:len(got)]) {
+			t.Fatalf("read %s: delivered bytes differ from the source", key)
+		}
+		if wt {
+			first = got
+		}
 	}
-	if !errors.Is(err, target) {
-		t.Fatalf("read %s: error %v, want %v", key, err, target)
-	}
-	msg := err.Error()
-	if !strings.Contains(msg, "archive "+ra.a.name) || !strings.Contains(msg, key) || !strings.Contains(msg, "chunk ") {
-		t.Fatalf("error does not name archive, key and chunk: %v", err)
-	}
-	if int64(len(got)) >= n && n > 0 {
-		t.Fatalf("read %s: all %d bytes delivered despite the error", key, len(got))
-	}
-	want := ra.files[key][off : off+n]
-	if !bytes.Equal(got, want[:len(got)]) {
-		t.Fatalf("read %s: delivered bytes differ from the source", key)
-	}
-	return got
+	return first
 }
 
 func rpChunkOf(t testing.TB, ra *rpArchive, key string) (*chunk, extent) {
@@ -977,5 +983,43 @@ func TestTarWalkNameNotFound(t *testing.T) {
 			ra.expectFailure(t, "ghost.txt", 0, 200, ErrNotInChunk)
 			ra.mustRead(t, "a.txt", 0, 100, true)
 		})
+	}
+}
+
+// A reader that gives up (context cancelled) while it owns the fetch of
+// frames another reader waits for must not fail that other reader.
+func TestCancelledFetcherDoesNotFailWaiters(t *testing.T) {
+	files := map[string][]byte{"big.txt": rpText(5, 3<<20)}
+	dir, res := rpPack(t, files, cargopack.Options{FrameSize: 64 << 10})
+	f := backend.NewFaulty(backend.NewFileStore(dir), backend.FaultConfig{Latency: 20 * time.Millisecond, Bandwidth: 8 << 20})
+	for round := 0; round < 3; round++ {
+		a, err := Open(context.Background(), f, rpBucket, res.ManifestKey, Options{Name: "arch", Readahead: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, _ := a.Stat("big.txt")
+		ctx, cancel := context.WithCancel(context.Background())
+		ra, _ := a.Open(ctx, st, 0, st.Size) // claims every frame in one run
+		buf := make([]byte, 10)
+		if _, err := io.ReadFull(ra, buf); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			rb, _ := a.Open(context.Background(), st, 0, st.Size)
+			defer rb.Close()
+			b, err := io.ReadAll(rb)
+			if err == nil && !bytes.Equal(b, files["big.txt"]) {
+				err = errors.New("wrong bytes")
+			}
+			done <- err
+		}()
+		time.Sleep(30 * time.Millisecond)
+		cancel()
+		ra.Close()
+		if err := <-done; err != nil {
+			t.Fatalf("round %d: waiter failed after the fetcher was cancelled: %v", round, err)
+		}
+		a.Close()
 	}
 }
