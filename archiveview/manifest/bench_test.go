@@ -43,3 +43,26 @@ func BenchmarkLoad1M(b *testing.B) {
 	runtime.ReadMemStats(&ms)
 	b.ReportMetric(float64(with-int64(ms.HeapAlloc))/(1<<20), "retained-MiB")
 }
+
+// BenchmarkLoad1MGzip is BenchmarkLoad1M through gzip, as manifests are
+// stored (manifest.json.gz).
+func BenchmarkLoad1MGzip(b *testing.B) {
+	data := encode(b, synth(1000, 1000), true)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	cpu0 := cpuTime()
+	n := 0
+	for b.Loop() {
+		m, err := Parse(data, "bench/manifest.json.gz", Limits{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(m.Files) != 1_000_000 {
+			b.Fatalf("%d files", len(m.Files))
+		}
+		n++
+	}
+	if d := cpuTime() - cpu0; d > 0 {
+		b.ReportMetric(d.Seconds()/float64(n), "cpu-s/op")
+	}
+}
