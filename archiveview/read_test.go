@@ -998,6 +998,7 @@ func TestCancelledFetcherDoesNotFailWaiters(t *testing.T) {
 			t.Fatal(err)
 		}
 		st, _ := a.Stat("big.txt")
+		f.Reset()
 		ctx, cancel := context.WithCancel(context.Background())
 		ra, _ := a.Open(ctx, st, 0, st.Size) // claims every frame in one run
 		buf := make([]byte, 10)
@@ -1019,6 +1020,9 @@ func TestCancelledFetcherDoesNotFailWaiters(t *testing.T) {
 		ra.Close()
 		if err := <-done; err != nil {
 			t.Fatalf("round %d: waiter failed after the fetcher was cancelled: %v", round, err)
+		}
+		if n := f.Requests("range"); n < 2 {
+			t.Fatalf("round %d: %d range GETs: the fetcher was not interrupted, the test proves nothing", round, n)
 		}
 		a.Close()
 	}
