@@ -6,9 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/klauspost/compress/gzip"
 	"io"
 	"strings"
+
+	"github.com/klauspost/compress/gzip"
 )
 
 // Load reads, decodes and validates one manifest object read from r, whose

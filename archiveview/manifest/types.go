@@ -4,6 +4,16 @@
 // the JSON tags the writer uses, so both our reader and our test writer
 // (package cargopack) speak exactly the on-storage format. Unknown fields are
 // ignored on decode; null arrays decode as nil slices.
+//
+// Load (and Parse) read one manifest object: gzip sniffed by magic bytes,
+// size and count caps (Limits) enforced while streaming, encrypted
+// manifests rejected, then Validate checks the structure a reader relies on
+// (frame tiling, split-part ranges, archive offsets, safe paths). Errors
+// name the manifest key and wrap ErrTooLarge, ErrEncrypted, ErrVersion or
+// ErrInvalid. The key helpers turn manifest strings into keys:
+// ResolveObjectKey (s3_key to object key), RelativeKey (path to virtual
+// key), ManifestKeyCandidates and UploadDir (where an upload's manifest
+// lives); ParseChecksum and ParseMD5 decode the hex digests.
 package manifest
 
 import "time"
