@@ -435,8 +435,11 @@ func (a *Archive) prefetch(ctx context.Context, ci int32, lo, hi int, budget *in
 		if rd.cache.contains(a.frameKey(ci, i)) {
 			continue
 		}
-		_, fl, mine := rd.cache.lookup(a.frameKey(ci, i), false)
+		buf, fl, mine := rd.cache.lookup(a.frameKey(ci, i), false)
 		if !mine {
+			if buf != nil {
+				buf.release()
+			}
 			continue
 		}
 		*budget -= fr[i].uSize
