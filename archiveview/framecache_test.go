@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/wharf-s3/wharf/archiveview/cargopack"
 )
 
 func fcKey(n int64) cacheKey {
@@ -180,5 +183,55 @@ func TestDecodeFrameChecksLength(t *testing.T) {
 	}
 	if _, err := c.decodeFrame(comp[:len(comp)/2], int64(len(src))); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("truncated frame: err %v", err)
+	}
+}
+
+// TestNoReferenceLeaks: after walks, concurrent ranged reads, cancelled
+// reads and prefetch, every cached buffer is held by the cache alone.
+func TestNoReferenceLeaks(t *testing.T) {
+	files := rpSmallFiles(300)
+	files["big.txt"] = rpText(3, 2<<20)
+	cache := NewFrameCache(32 << 20)
+	ra := rpNew(t, files, cargopack.Options{FrameSize: 64 << 10, ChunkSize: 1 << 20}, Options{Cache: cache, Readahead: 4})
+	ra.walk(t)
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			st, _ := ra.a.Stat("big.txt")
+			for i := 0; i < 10; i++ {
+				off := int64((g*10 + i) * 40_000)
+				r, _ := ra.a.Open(context.Background(), st, off, 100_000)
+				if i%3 == 0 { // abandon midway
+					io.ReadFull(r, make([]byte, 10))
+				} else {
+					io.Copy(io.Discard, r)
+				}
+				r.Close()
+			}
+		}(g)
+	}
+	wg.Wait()
+	ra.a.Close()
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		cache.mu.Lock()
+		bad := 0
+		for _, b := range cache.lru.Values() {
+			if b.refs.Load() != 1 {
+				bad++
+			}
+		}
+		n := cache.lru.Len()
+		cache.mu.Unlock()
+		if bad == 0 {
+			t.Logf("%d cached buffers, all held once", n)
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d cached buffers have leaked references", bad, n)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
