@@ -100,10 +100,11 @@ func (d *decoder) dup(seen *uint64, bit int, name []byte, err error) error {
 	return nil
 }
 
-// fold finds the field name that name matches case-insensitively.
-func fold(name []byte, fields []string) ([]byte, bool) {
+// fold finds the field name (in the space-separated fields) that name
+// matches case-insensitively, as encoding/json does after an exact miss.
+func fold(name []byte, fields string) ([]byte, bool) {
 	s := string(name)
-	for _, f := range fields {
+	for f := range strings.FieldsSeq(fields) {
 		if strings.EqualFold(s, f) {
 			return []byte(f), true
 		}
@@ -111,10 +112,7 @@ func fold(name []byte, fields []string) ([]byte, bool) {
 	return nil, false
 }
 
-var manifestFields = []string{"version", "upload_id", "created_at", "completed_at", "source_path", "hostname",
-	"previous_manifest_id", "sync_type", "deleted_paths", "bucket", "prefix", "region", "total_files",
-	"total_bytes", "total_chunks", "shard_count", "compression_type", "compression_level", "compression_ratio",
-	"checksum_algorithm", "format_features", "writer_id", "encryption", "deduplication", "files", "chunks", "shards"}
+const manifestFields = "version upload_id created_at completed_at source_path hostname previous_manifest_id sync_type deleted_paths bucket prefix region total_files total_bytes total_chunks shard_count compression_type compression_level compression_ratio checksum_algorithm format_features writer_id encryption deduplication files chunks shards"
 
 // manifestField decodes one top-level member; it returns the member's bit
 // (its index in manifestFields) or bitNone for an unknown member.
@@ -290,9 +288,7 @@ func (d *decoder) filePaths(c *ChunkEntry) error {
 	return err
 }
 
-var fileFields = []string{"path", "size", "mod_time", "chunk_id", "shard_id", "s3_key", "offset", "length",
-	"part_index", "total_parts", "archive_offset", "checksum", "content_hash", "metadata", "is_duplicate",
-	"duplicate_of_hash", "original_chunk_id", "original_shard_id", "original_s3_key", "deduplication_refs"}
+const fileFields = "path size mod_time chunk_id shard_id s3_key offset length part_index total_parts archive_offset checksum content_hash metadata is_duplicate duplicate_of_hash original_chunk_id original_shard_id original_s3_key deduplication_refs"
 
 func (d *decoder) fileField(f *FileEntry, name []byte) (int, error) {
 	l := d.l
@@ -402,8 +398,7 @@ func (d *decoder) chunks(m *Manifest) error {
 	return nil
 }
 
-var chunkFields = []string{"id", "shard_id", "s3_key", "file_count", "file_paths", "uncompressed_size",
-	"compressed_size", "created_at", "uploaded_at", "checksum", "frames"}
+const chunkFields = "id shard_id s3_key file_count file_paths uncompressed_size compressed_size created_at uploaded_at checksum frames"
 
 func (d *decoder) chunkField(c *ChunkEntry, name []byte) (int, error) {
 	l := d.l
@@ -463,7 +458,7 @@ func (d *decoder) frameList(c *ChunkEntry) error {
 	})
 }
 
-var frameFields = []string{"compressed_offset", "compressed_size", "uncompressed_offset", "uncompressed_size", "checksum"}
+const frameFields = "compressed_offset compressed_size uncompressed_offset uncompressed_size checksum"
 
 func (d *decoder) frameField(f *FrameEntry, name []byte) (int, error) {
 	l := d.l
@@ -512,7 +507,7 @@ func (d *decoder) shards(m *Manifest) error {
 	})
 }
 
-var shardFields = []string{"id", "prefix", "chunk_count", "file_count", "uncompressed_size", "compressed_size", "chunk_keys"}
+const shardFields = "id prefix chunk_count file_count uncompressed_size compressed_size chunk_keys"
 
 func (d *decoder) shardField(s *ShardEntry, name []byte) (int, error) {
 	l := d.l
@@ -538,7 +533,7 @@ func (d *decoder) shardField(s *ShardEntry, name []byte) (int, error) {
 	return bitNone, l.skipValue()
 }
 
-var encryptionFields = []string{"enabled", "algorithm", "data_kms_key_id", "manifest_encrypted"}
+const encryptionFields = "enabled algorithm data_kms_key_id manifest_encrypted"
 
 func (d *decoder) encryption(dst **EncryptionMetadata) error {
 	if isNull, err := d.l.null(); isNull || err != nil {
@@ -573,8 +568,7 @@ func (d *decoder) encryption(dst **EncryptionMetadata) error {
 	})
 }
 
-var dedupFields = []string{"enabled", "unique_files", "duplicate_files", "bytes_saved", "bytes_processed",
-	"deduplication_pct", "file_references"}
+const dedupFields = "enabled unique_files duplicate_files bytes_saved bytes_processed deduplication_pct file_references"
 
 func (d *decoder) deduplication(dst **ManifestDeduplication) error {
 	if isNull, err := d.l.null(); isNull || err != nil {
@@ -615,7 +609,7 @@ func (d *decoder) deduplication(dst **ManifestDeduplication) error {
 	})
 }
 
-var fileRefFields = []string{"hash", "shard_id", "chunk_id", "s3_key", "size", "ref_count"}
+const fileRefFields = "hash shard_id chunk_id s3_key size ref_count"
 
 // fileRefs decodes deduplication.file_references (one entry per unique
 // file, so capped like files).

@@ -40,8 +40,6 @@ const (
 	maxDepth      = 10000    // encoding/json's nesting limit
 )
 
-var errTokenTooLong = &capError{what: "one JSON string or number", limit: maxTokenBytes}
-
 // newLexer reads r with an initial buffer of size bytes (grown on demand
 // for long tokens, up to maxTokenBytes).
 func newLexer(r io.Reader, size int) *lexer {
@@ -75,7 +73,7 @@ func (l *lexer) fill() bool {
 	}
 	if l.end == len(l.buf) {
 		if len(l.buf) >= maxTokenBytes {
-			l.rerr = errTokenTooLong
+			l.rerr = &capError{what: "one JSON string or number", limit: maxTokenBytes}
 			return false
 		}
 		nb := make([]byte, 2*len(l.buf))
@@ -143,6 +141,10 @@ func (l *lexer) scanString() (start, end int, esc, hi bool, err error) {
 		i := l.pos + rel
 		for i < l.end {
 			c := l.buf[i]
+			if c >= 0x20 && c < 0x80 && c != '"' && c != '\\' {
+				i++ // the common case first: printable ASCII
+				continue
+			}
 			switch {
 			case c == '"':
 				start, end = l.pos+1, i

@@ -8,8 +8,15 @@ import (
 	"strings"
 )
 
-// Known format_features values (advisory; unknown ones only warn).
-var knownFeatures = [...]string{"frames", "writers", "versioning"}
+// knownFeature reports the format_features values CargoShip writes
+// (advisory; unknown ones only warn).
+func knownFeature(f string) bool {
+	switch f {
+	case "frames", "writers", "versioning":
+		return true
+	}
+	return false
+}
 
 // Validate checks m against the structural rules a reader relies on, and
 // caps its counts. It is called by Load; call it yourself on a Manifest
@@ -124,7 +131,7 @@ func Validate(m *Manifest, key string, lim Limits) (warnings []string, err error
 		w.add("total-chunks", fmt.Sprintf("total_chunks %d disagrees with %d chunk entries", m.TotalChunks, len(m.Chunks)))
 	}
 	for _, f := range m.FormatFeatures {
-		if !slices.Contains(knownFeatures[:], f) {
+		if !knownFeature(f) {
 			w.add("feature", fmt.Sprintf("unknown format_feature %q ignored", clip(f)))
 		}
 	}
