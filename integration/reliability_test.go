@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -89,7 +90,10 @@ func getOutcome(t *testing.T, srv *wharfServer, bucket, key string, want []byte)
 		}
 		t.Fatalf("%s/%s: WRONG BYTES SERVED: clean 200 with %d bytes (want %d, damaged in the backend)", bucket, key, len(body), len(want))
 	case resp.StatusCode == http.StatusOK:
-		return fmt.Sprintf("200 then aborted body after %d bytes (%v)", len(body), rerr)
+		if !bytes.HasPrefix(want, body) {
+			t.Fatalf("%s/%s: WRONG BYTES SERVED before the body was aborted (%d bytes received, %v)", bucket, key, len(body), rerr)
+		}
+		return fmt.Sprintf("200 then aborted body after %d correct bytes (%v)", len(body), rerr)
 	}
 	if !bytes.Contains(body, []byte("<Code>")) {
 		t.Fatalf("%s/%s: status %s without an S3 error body: %q", bucket, key, resp.Status, body)
@@ -97,7 +101,12 @@ func getOutcome(t *testing.T, srv *wharfServer, bucket, key string, want []byte)
 	if !bytes.Contains(body, []byte(key)) {
 		t.Fatalf("%s/%s: error does not name the key: %s", bucket, key, body)
 	}
-	return fmt.Sprintf("%s %s", resp.Status, strings.TrimSpace(string(body[:min(len(body), 200)])))
+	code := regexp.MustCompile(`<Code>([^<]*)</Code>`).FindSubmatch(body)
+	msg := regexp.MustCompile(`<Message>([^<]*)</Message>`).FindSubmatch(body)
+	if code == nil || msg == nil {
+		t.Fatalf("%s/%s: status %s with a malformed S3 error body: %q", bucket, key, resp.Status, body)
+	}
+	return fmt.Sprintf("%s %s: %s", resp.Status, code[1], msg[1])
 }
 
 func TestReliability(t *testing.T) {

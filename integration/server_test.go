@@ -31,7 +31,12 @@ type wharfServer struct {
 	err  error        // Wait's result, valid after done
 }
 
-var listenRE = regexp.MustCompile(`listening on (?:http://)?(127\.0\.0\.1:[0-9]+)`)
+// listenRE finds the S3 address in the log line `listening on HOST:PORT`;
+// addrRE the admin address in a line that mentions "admin".
+var (
+	listenRE = regexp.MustCompile(`listening on (?:http://)?(127\.0\.0\.1:[0-9]+)`)
+	addrRE   = regexp.MustCompile(`(127\.0\.0\.1:[0-9]+)`)
+)
 
 // startWharf runs the wharf binary with args (the subcommand first, e.g.
 // "serve") and waits until it logs the bound address(es). env is the
@@ -64,13 +69,15 @@ func startWharf(bin, name string, args, env []string) (*wharfServer, error) {
 			s.logs.WriteString(line)
 			s.logs.WriteByte('\n')
 			s.mu.Unlock()
-			if m := listenRE.FindStringSubmatch(line); m != nil {
-				kind := "s3"
-				if strings.Contains(strings.ToLower(line), "admin") {
-					kind = "admin"
-				}
+			var found [2]string
+			if m := addrRE.FindStringSubmatch(line); m != nil && strings.Contains(strings.ToLower(line), "admin") {
+				found = [2]string{"admin", m[1]}
+			} else if m := listenRE.FindStringSubmatch(line); m != nil {
+				found = [2]string{"s3", m[1]}
+			}
+			if found[0] != "" {
 				select {
-				case addrs <- [2]string{kind, m[1]}:
+				case addrs <- found:
 				default:
 				}
 			}
@@ -94,8 +101,15 @@ func startWharf(bin, name string, args, env []string) (*wharfServer, error) {
 		case <-s.done:
 			return nil, fmt.Errorf("wharf serve (%s) exited before listening: %v\n%s", name, s.err, s.Logs())
 		case <-deadline:
+			// SIGQUIT makes the Go runtime print every goroutine's stack,
+			// which shows where startup is stuck.
+			s.cmd.Process.Signal(syscall.SIGQUIT)
+			select {
+			case <-s.done:
+			case <-time.After(5 * time.Second):
+			}
 			s.Stop()
-			return nil, fmt.Errorf("wharf serve (%s) did not log %q within 90s:\n%s", name, "listening on 127.0.0.1:PORT", s.Logs())
+			return nil, fmt.Errorf("wharf serve (%s) did not log %q within 90s:\n%s", name, "listening on 127.0.0.1:PORT", tail(s.Logs(), 150))
 		}
 	}
 	// The address is logged once the listener is bound; confirm it answers.
