@@ -416,3 +416,76 @@ func TestResolveMissingS3Key(t *testing.T) {
 	})
 	rvWantErr(t, err, res.ManifestKey, "a.txt", "no s3_key")
 }
+
+// FuzzResolve feeds arbitrary manifest JSON (seeded with real cargopack
+// manifests of every shape) through Open. Open must either fail or give a
+// tree whose invariants hold: keys strictly sorted and found by Stat,
+// extents tiling each file and pointing at valid chunks, offsets inside
+// framed chunks' tar streams, and a full listing equal to the keys.
+func FuzzResolve(f *testing.F) {
+	dir := f.TempDir()
+	small := map[string][]byte{"a": rvText(1, 3000), "d/b": rvText(2, 9000), "d/c": rvText(2, 9000), "e": {}}
+	for i, opt := range []cargopack.Options{
+		{FrameSize: 2048},
+		{SplitSize: 4000, FrameSize: 2048},
+		{Dedup: true},
+		{Direct: true},
+		{Version: "2.0", PlainTar: func(string) bool { return true }},
+		{PreviousManifestID: "gone", DeletedPaths: []string{"x"}},
+	} {
+		opt.Prefix = "p"
+		opt.UploadID = "u" + string(rune('0'+i))
+		res := rvPack(f, dir, small, opt)
+		js, err := json.Marshal(res.Manifest)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(js)
+	}
+	f.Fuzz(func(t *testing.T, js []byte) {
+		d := t.TempDir()
+		rvPut(t, d, "p/uploads/u9/manifest.json", js)
+		a, err := rvOpen(t, d, "p/uploads/u9/manifest.json", Options{Limits: manifest.Limits{MaxFiles: 1000, MaxChunks: 100, MaxFrames: 1000}})
+		if err != nil {
+			if !strings.Contains(err.Error(), "p/uploads/u9/manifest.json") {
+				t.Fatalf("error does not name the manifest: %v", err)
+			}
+			return
+		}
+		var keys []string
+		for i := 0; i < a.Files(); i++ {
+			f := a.idx.file(i)
+			if i > 0 && f.Key <= keys[i-1] {
+				t.Fatalf("keys out of order: %q after %q", f.Key, keys[i-1])
+			}
+			keys = append(keys, f.Key)
+			if g, ok := a.Stat(f.Key); !ok || g != f {
+				t.Fatalf("Stat(%q) = %+v, %v", f.Key, g, ok)
+			}
+			var at int64
+			for _, e := range a.fileExtents(f.idx) {
+				if e.chunk < 0 || int(e.chunk) >= len(a.chunks) || e.fileOff != at || e.length < 0 {
+					t.Fatalf("%s: bad extent %+v at %d", f.Key, e, at)
+				}
+				at += e.length
+				c := &a.chunks[e.chunk]
+				if c.kind == kindFramedZstd && e.off >= 0 {
+					last := c.frames[len(c.frames)-1]
+					if e.off+e.length > last.uOff+last.uSize {
+						t.Fatalf("%s: extent past the frames of %s", f.Key, c.key)
+					}
+				}
+			}
+			if at != f.Size {
+				t.Fatalf("%s: extents cover %d of %d", f.Key, at, f.Size)
+			}
+		}
+		var listed []string
+		for _, e := range a.List(ListParams{MaxKeys: len(keys) + 1}).Entries {
+			listed = append(listed, e.Name())
+		}
+		if !slices.Equal(listed, keys) {
+			t.Fatalf("listing %q != keys %q", listed, keys)
+		}
+	})
+}
