@@ -26,6 +26,14 @@ package archiveview
 //   - Tar-backed extents whose offset comes from the manifest have the ustar
 //     header in front of the data checked once (name and size), which
 //     catches an archive_offset pointing at another member.
+//
+// Memory: a reader holds at most GOMAXPROCS+2 decoded frames ahead of the
+// consumer plus one compressed frame being read (frames above MaxFrameBytes
+// are streamed through a 256 KiB buffer instead); verified small extents
+// are at most SmallVerifyBytes; parked decoders are at most 8 per archive;
+// a background prefetch run stays under a quarter of the cache budget. The
+// cache budget should hold several frames, or neighbouring small files in
+// one frame each fetch it again.
 
 import (
 	"context"
