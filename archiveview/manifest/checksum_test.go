@@ -66,3 +66,30 @@ func TestParseMD5(t *testing.T) {
 		}
 	}
 }
+
+func FuzzParseChecksum(f *testing.F) {
+	for _, s := range []string{"", "sha256:", "abc", "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+		"9F86D081884C7D659A2FEAA0C55AD015A3BF4F1B2B0B822CD15D6C15B0F00A08", "md5:0cc175b9c0f1b6a831c399e269772661"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		sum, ok, err := ParseChecksum(s)
+		if ok && err != nil || !ok && err == nil && s != "" && !strings.EqualFold(s, "sha256:") {
+			t.Fatalf("ParseChecksum(%q) = ok %v, err %v", s, ok, err)
+		}
+		if ok {
+			body := strings.ToLower(s)
+			body = strings.TrimPrefix(body, "sha256:")
+			if hex.EncodeToString(sum[:]) != body {
+				t.Fatalf("ParseChecksum(%q) = %x", s, sum)
+			}
+		}
+		md, ok, err := ParseMD5(s)
+		if ok && err != nil {
+			t.Fatalf("ParseMD5(%q) = ok and %v", s, err)
+		}
+		if ok && hex.EncodeToString(md[:]) != strings.TrimPrefix(strings.ToLower(s), "md5:") {
+			t.Fatalf("ParseMD5(%q) = %x", s, md)
+		}
+	})
+}

@@ -206,3 +206,22 @@ func FuzzResolveObjectKey(f *testing.F) {
 		}
 	})
 }
+
+func FuzzUploadDir(f *testing.F) {
+	for _, s := range []string{"backups/uploads/u1/manifest.json.gz", "/uploads/u/manifest.json", "a//uploads/x/manifest.json",
+		"uploads/manifest.json", "x/uploads//manifest.json.gz", "manifest.json"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, key string) {
+		dir, id, ok := UploadDir(key)
+		if !ok {
+			return
+		}
+		if id == "" || strings.Contains(id, "/") {
+			t.Fatalf("UploadDir(%q) = id %q", key, id)
+		}
+		if !slices.Contains(ManifestKeyCandidates(dir, id), key) {
+			t.Fatalf("UploadDir(%q) = %q, %q, but ManifestKeyCandidates gives %q", key, dir, id, ManifestKeyCandidates(dir, id))
+		}
+	})
+}
