@@ -96,11 +96,13 @@ def main():
                 report.setdefault("presigned", []).append({"style": style, "sig": sig, "bucket": bucket, "key": key})
                 with urllib.request.urlopen(url, timeout=60) as resp:
                     save("presigned-" + style + "-" + sig, bucket, key, 0, -1, resp.read())
-        # A tampered presigned URL must be refused.
+        # A presigned URL with one signature digit changed must be refused.
         url = client(job, signature_version="s3v4").generate_presigned_url(
             "get_object", Params={"Bucket": job["presign"][0][0], "Key": job["presign"][0][1]}, ExpiresIn=600)
+        i = url.index("X-Amz-Signature=") + len("X-Amz-Signature=")
+        flipped = "1" if url[i] == "0" else "0"
         try:
-            urllib.request.urlopen(url.replace("X-Amz-Signature=", "X-Amz-Signature=0"), timeout=60)
+            urllib.request.urlopen(url[:i] + flipped + url[i + 1:], timeout=60)
             report["errors"]["tampered_presign"] = "200"
         except urllib.error.HTTPError as e:
             report["errors"]["tampered_presign"] = str(e.code)
