@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // knownFeature reports the format_features values CargoShip writes
@@ -50,8 +51,10 @@ func knownFeature(f string) bool {
 // checks the true object size); a chunk or file checksum or content_hash
 // that does not parse (fixtures and old tools wrote placeholders; the read
 // path must treat it as absent-and-unverifiable, never as verified);
-// duplicate chunk keys. Absent frames and frames of length 1, an empty chunk
-// checksum on framed chunks, and an absent checksum_algorithm are all fine.
+// duplicate chunk keys; paths holding U+FFFD (invalid UTF-8 the writer's
+// JSON encoder replaced, so the tar name differs). Absent frames and frames
+// of length 1, an empty chunk checksum on framed chunks, and an absent
+// checksum_algorithm are all fine.
 func Validate(m *Manifest, key string, lim Limits) (warnings []string, err error) {
 	if m == nil {
 		return nil, newErr(key, ErrInvalid, nil, "nil manifest")
@@ -285,8 +288,12 @@ func checkFile(f *FileEntry, i int, key string, lim Limits) error {
 	return nil
 }
 
-// fileWarnings notes unusable checksums on one file entry.
+// fileWarnings notes unusable checksums on one file entry, and paths that
+// encoding/json mangled on the writer's side.
 func fileWarnings(f *FileEntry, w *warner) {
+	if strings.ContainsRune(f.Path, utf8.RuneError) {
+		w.add("fffd", fmt.Sprintf("file %q: path holds U+FFFD, likely invalid UTF-8 replaced by the writer's JSON encoder; its tar name differs (match it by archive_offset)", clip(f.Path)))
+	}
 	if _, _, err := ParseChecksum(f.Checksum); err != nil {
 		w.add("file-sum", fmt.Sprintf("file %q: checksum not usable, it cannot be verified: %v", clip(f.Path), err))
 	}

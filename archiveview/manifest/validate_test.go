@@ -204,6 +204,7 @@ func TestValidateAccepts(t *testing.T) {
 		{"placeholder chunk checksum on a framed chunk", func(m *Manifest) { m.Chunks[0].Checksum = "abc" }, "ignored"},
 		{"placeholder file checksum", func(m *Manifest) { m.Files[0].Checksum = "sha256:..." }, "cannot be verified"},
 		{"unknown checksum algorithm", func(m *Manifest) { m.ChecksumAlgorithm = "blake3" }, "blake3"},
+		{"path mangled by the writer's JSON encoder", func(m *Manifest) { m.Files[0].Path = "/data/src/caf\ufffd.txt" }, "U+FFFD"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
