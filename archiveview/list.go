@@ -63,9 +63,21 @@ func (x *index) list(p ListParams) ListResult {
 
 // skipPrefix returns the first index after i whose key does not start with
 // cp. Keys starting with cp are contiguous and key i is one of them, so the
-// predicate is monotone on [i, n).
+// predicate is monotone on [i, n). It gallops (1, 2, 4, ... past i) before
+// the binary search, so a small directory costs O(log its size), not
+// O(log n).
 func (x *index) skipPrefix(i int, cp string) int {
-	lo, hi := i+1, x.n()
+	n := x.n()
+	lo, step := i+1, 1
+	hi := lo
+	for hi < n && strings.HasPrefix(x.keyAt(hi), cp) {
+		lo = hi + 1
+		hi += step
+		step *= 2
+	}
+	if hi > n {
+		hi = n
+	}
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
 		if strings.HasPrefix(x.keyAt(m), cp) {

@@ -97,6 +97,12 @@ type resolver struct {
 	shapes   map[string]bool
 	warnings []string
 
+	memo struct { // resolveKey's last answer
+		link     int32
+		raw, key string
+		ok       bool
+	}
+
 	legacyOffsets int
 	subFrames     int
 	tombstones    int
@@ -127,8 +133,14 @@ func (r *resolver) entry(ref fileRef) *manifest.FileEntry {
 }
 
 // resolveKey resolves an s3_key of link li against the serving bucket.
+// Consecutive files usually share a chunk key, so the last answer is kept.
 func (r *resolver) resolveKey(li int32, s3key string) string {
-	return manifest.ResolveObjectKey(r.bucket, r.chain[li].m.Prefix, s3key)
+	if r.memo.ok && r.memo.link == li && r.memo.raw == s3key {
+		return r.memo.key
+	}
+	key := manifest.ResolveObjectKey(r.bucket, r.chain[li].m.Prefix, s3key)
+	r.memo.link, r.memo.raw, r.memo.key, r.memo.ok = li, s3key, key, true
+	return key
 }
 
 // build resolves the chain into the index and the chunk table.
