@@ -51,6 +51,8 @@ type fixtureOpts struct {
 	metadata  func(rel string) map[string]string
 	frameSize int64
 	verifier  s3api.Authenticator
+	// wrap, if set, wraps the file store the archive reads (backend.NewFaulty).
+	wrap func(backend.Store) backend.Store
 }
 
 // randBytes returns n deterministic pseudo-random bytes.
@@ -84,6 +86,9 @@ func openArchiveDir(t testing.TB, files map[string][]byte, o fixtureOpts) (*arch
 		t.Fatalf("cargopack.Write: %v", err)
 	}
 	store := backend.Store(backend.NewFileStore(dir))
+	if o.wrap != nil {
+		store = o.wrap(store)
+	}
 	a, err := archiveview.Open(ctx, store, "src", res.ManifestKey, archiveview.Options{Name: testBucket})
 	if err != nil {
 		t.Fatalf("archiveview.Open: %v", err)
