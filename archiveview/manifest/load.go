@@ -3,7 +3,6 @@ package manifest
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -82,15 +81,42 @@ func isEncryptedName(key string) bool {
 // encryptedWrapper is the KMS envelope CargoShip writes instead of the
 // manifest (encryption.md).
 type encryptedWrapper struct {
-	Algorithm      string `json:"algorithm"`
-	BindingVersion *int   `json:"binding_version"`
+	Algorithm      string // "algorithm"
+	BindingVersion *int   // "binding_version"; nil when absent or unreadable
 }
 
-// sniffBinding reads a bounded prefix of an encrypted wrapper for its
-// algorithm and binding_version; the message is still given when it fails.
+// sniffBinding reads an encrypted wrapper for its algorithm and
+// binding_version, streaming past the (possibly large) base64 members and
+// stopping once both are known; the error message is given either way.
 func sniffBinding(r io.Reader) encryptedWrapper {
 	var w encryptedWrapper
-	_ = json.NewDecoder(io.LimitReader(r, 64<<20)).Decode(&w)
+	l := newLexer(r, 4<<10)
+	errDone := errors.New("done")
+	_ = l.object(func(name []byte) error {
+		switch string(name) {
+		case "algorithm":
+			if l.ws() == '"' {
+				if err := l.str(&w.Algorithm); err != nil {
+					return err
+				}
+				break
+			}
+			return l.skipValue()
+		case "binding_version":
+			var v int64
+			if err := l.i64(&v); err != nil {
+				return err
+			}
+			bv := int(v)
+			w.BindingVersion = &bv
+		default:
+			return l.skipValue()
+		}
+		if w.Algorithm != "" && w.BindingVersion != nil {
+			return errDone
+		}
+		return nil
+	})
 	return w
 }
 

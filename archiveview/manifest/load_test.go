@@ -182,3 +182,18 @@ func TestLoadFailsFast(t *testing.T) {
 		})
 	}
 }
+
+// TestEncryptedLargeWrapper: the wrapper's base64 payload is streamed past,
+// not buffered, on the way to binding_version.
+func TestEncryptedLargeWrapper(t *testing.T) {
+	var b bytes.Buffer
+	b.WriteString(`{"encrypted_data":"`)
+	b.Write(bytes.Repeat([]byte("QUJD"), 4<<20)) // 16 MiB of base64
+	b.WriteString(`","algorithm":"AES-256-GCM","binding_version":3,"encrypted_dek":"x"}`)
+	for _, key := range []string{"p/uploads/u/manifest.encrypted.json", "p/uploads/u/manifest.json"} {
+		_, err := Parse(b.Bytes(), key, Limits{})
+		if !errors.Is(err, ErrEncrypted) || !strings.Contains(err.Error(), "(AES-256-GCM envelope, binding_version 3) not supported") {
+			t.Errorf("%s: got %v", key, err)
+		}
+	}
+}
