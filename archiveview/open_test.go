@@ -540,3 +540,46 @@ func TestOpenGiantFrameAndTombstoneOrder(t *testing.T) {
 		t.Errorf("giant-frame reported under the default 64 MiB threshold")
 	}
 }
+
+// TestOpenRequests: Open reads exactly the manifests (one GET each, plus one
+// not-found GET per missing candidate name), never lists, stats or reads
+// chunk ranges; a transient error on an ancestor fails the whole Open and
+// names both manifests.
+func TestOpenRequests(t *testing.T) {
+	dir := t.TempDir()
+	rvPack(t, dir, map[string][]byte{"a": rvText(1, 100)}, cargopack.Options{Prefix: "pre", UploadID: "u1", FrameSize: 1 << 20})
+	r2 := rvPack(t, dir, map[string][]byte{"b": rvText(2, 100)}, cargopack.Options{Prefix: "pre", UploadID: "u2", FrameSize: 1 << 20,
+		PreviousManifestID: "u1", SyncType: "incremental"})
+	fs := backend.NewFaulty(backend.NewFileStore(dir), backend.FaultConfig{})
+	a, err := Open(context.Background(), fs, rvBucket, r2.ManifestKey, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Files() != 2 {
+		t.Errorf("files %d", a.Files())
+	}
+	var got []string
+	for _, r := range fs.Log() {
+		got = append(got, r.Op+" "+r.Key)
+	}
+	want := []string{"get " + r2.ManifestKey, "get pre/uploads/u1/manifest.json.gz"}
+	if !slices.Equal(got, want) {
+		t.Errorf("requests %q, want %q", got, want)
+	}
+
+	fs = backend.NewFaulty(backend.NewFileStore(dir), backend.FaultConfig{Hook: func(r backend.Request) backend.Fault {
+		if strings.Contains(r.Key, "u1/") {
+			return backend.Fault{Kind: backend.FaultError}
+		}
+		return backend.Fault{}
+	}})
+	_, err = Open(context.Background(), fs, rvBucket, r2.ManifestKey, Options{Name: "arch"})
+	if !errors.Is(err, ErrBrokenChain) || !errors.Is(err, backend.ErrUnavailable) {
+		t.Fatalf("err = %v, want ErrBrokenChain wrapping ErrUnavailable", err)
+	}
+	for _, n := range []string{`archive "arch"`, r2.ManifestKey, `"u1"`} {
+		if !strings.Contains(err.Error(), n) {
+			t.Errorf("error %q does not name %q", err, n)
+		}
+	}
+}
