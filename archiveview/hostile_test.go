@@ -1789,6 +1789,21 @@ func hoKnownBugRows() []hoRow {
 			},
 			serveKeys: []string{"a.txt"},
 		},
+		{
+			// BUG 1b: the verified-extent cache (keyExtent) is keyed by
+			// chunk offset and length only. b.txt points at a.txt's
+			// data (same size); a.txt was read (and its extent verified
+			// against a.txt's sha256) first, so b.txt's partial read is
+			// served from that cache entry without checking b.txt's
+			// own sha256 or its header (hdrOK, BUG 1).
+			name: "plain tar: archive_offset of a same-size member already read (extent cache keyed by offset)", pack: hoPlain,
+			files: map[string][]byte{"a.txt": hoText(1, 3000), "b.txt": hoText(2, 3000), "c.txt": hoText(3, 3000)},
+			edit: func(h *hoEnv, m *manifest.Manifest) {
+				hoOffset(h.t, m, "b.txt", *hoEntry(h.t, m, "a.txt").ArchiveOffset)
+			},
+			failKeys: map[string][]error{"b.txt": {ErrWrongMember}}, partialFail: true,
+			serveKeys: []string{"a.txt", "c.txt"},
+		},
 		dotdot("chunk s3_key with .. segments reaches the store", hoFramed, func(h *hoEnv, m *manifest.Manifest) {
 			old := m.Chunks[0].S3Key
 			m.Chunks[0].S3Key = "../../../../../../../../etc/passwd.tar.zst"
@@ -1826,7 +1841,13 @@ func TestHostileKnownBugs(t *testing.T) {
 		}
 		hoCheckRequests(t, fs, "")
 	})
-	t.Run("mutation loop with cross-member offsets and duplicate hashes", func(t *testing.T) {
+	t.Run("hostile manifest poisons an honest archive's frames through the shared cache", func(t *testing.T) {
+		hoPoison(t, false)
+	})
+	t.Run("hostile manifest with other frame sizes panics an honest archive's read", func(t *testing.T) {
+		hoPoison(t, true)
+	})
+	t.Run("mutation loop with cross-member offsets, duplicate hashes, shared cache", func(t *testing.T) {
 		hoMutationLoop(t, true)
 	})
 }
@@ -2014,34 +2035,117 @@ func hoMutate(r *rand.Rand, m *manifest.Manifest, withBugs bool) string {
 	return "compression_type"
 }
 
-// hoMutationLoop: for several shapes, mutate the written manifest at
-// random (deterministic seed, 1-3 mutations per round), open, and read every
-// key whole and by a random range. Open may fail; a read may fail; bytes
-// served must be exactly those of a source file whose manifest entry maps
-// to that key. Errors name the manifest key (Open) or the archive and file
-// key (reads).
-func hoMutationLoop(t *testing.T, withBugs bool) {
-	shapes := []struct {
-		name  string
-		files map[string][]byte
-		opt   cargopack.Options
-	}{
+// hoShape is one archive shape for the mutation loop and the fuzz target.
+type hoShape struct {
+	name  string
+	files map[string][]byte
+	opt   cargopack.Options
+}
+
+func hoShapes() []hoShape {
+	return []hoShape{
 		{"framed", hoBaseFiles(), hoFramed},
 		{"plain", hoBaseFiles(), hoPlain},
 		{"stream", hoBaseFiles(), cargopack.Options{}},
 		{"split+dedup", hoDupFiles(), cargopack.Options{FrameSize: 16 << 10, SplitSize: 15000, Dedup: true}},
 		{"direct", hoBaseFiles(), cargopack.Options{Direct: true}},
 	}
+}
+
+// hoRoundStats counts the outcomes of mutation rounds.
+type hoRoundStats struct {
+	opened, refused, served, failed int
+}
+
+// hoRound applies 1-3 random mutations to base (the manifest as written,
+// JSON), stores the result, opens it and reads every key whole and by one
+// random range. Open may fail; a read may fail; bytes served must be
+// exactly those of a source file whose manifest entry maps to that key.
+// Errors must name the manifest key (Open) or the archive and file key
+// (reads). fs and cache may be shared between rounds (withBugs).
+func hoRound(t testing.TB, h *hoEnv, base []byte, r *rand.Rand, withBugs bool, fs *backend.Faulty, cache *FrameCache, label string, st *hoRoundStats) {
+	var m manifest.Manifest
+	if err := json.Unmarshal(base, &m); err != nil {
+		t.Fatal(err)
+	}
+	orig := make([]string, len(m.Files))
+	for i := range m.Files {
+		orig[i], _ = manifest.RelativeKey(m.SourcePath, m.Files[i].Path)
+	}
+	var what []string
+	for n := 1 + r.IntN(3); n > 0; n-- {
+		what = append(what, hoMutate(r, &m, withBugs))
+	}
+	desc := fmt.Sprintf("%s (%s)", label, strings.Join(what, ", "))
+	h.putManifest(&m)
+	allowed := map[string][][]byte{}
+	for i := range m.Files {
+		if k, err := manifest.RelativeKey(m.SourcePath, m.Files[i].Path); err == nil {
+			allowed[k] = append(allowed[k], h.files[orig[i]])
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), hoDeadline)
+	defer cancel()
+	defer hoCheckRequests(t, fs, h.dir)
+	a, err := Open(ctx, fs, h.bucket, h.mkey, Options{Name: hoName, Cache: cache})
+	if err != nil {
+		st.refused++
+		if !strings.Contains(err.Error(), h.mkey) {
+			t.Errorf("%s: Open error does not name the manifest: %v", desc, err)
+		}
+		return
+	}
+	defer a.Close()
+	st.opened++
+	for _, f := range hoAllKeys(a) {
+		if why := hoSafeKey(f.Key); why != "" {
+			t.Errorf("%s: listed key %q: %s", desc, f.Key, why)
+		}
+		rgs := [][2]int64{{0, f.Size}}
+		if f.Size > 0 {
+			off := r.Int64N(f.Size)
+			rgs = append(rgs, [2]int64{off, 1 + r.Int64N(f.Size-off)})
+		}
+		for _, rg := range rgs {
+			res := hoRead(ctx, a, f, rg[0], rg[1], r.IntN(2) == 0)
+			if errors.Is(res.err, errHoPanic) {
+				t.Errorf("%s: read %s [%d,+%d): %v", desc, f.Key, rg[0], rg[1], res.err)
+				continue
+			}
+			if res.err != nil {
+				st.failed++
+				if msg := res.err.Error(); !strings.Contains(msg, hoName) || !strings.Contains(msg, f.Key) {
+					t.Errorf("%s: read %s: error does not name archive and key: %v", desc, f.Key, res.err)
+				}
+				continue
+			}
+			ok := false
+			for _, src := range allowed[f.Key] {
+				if int64(len(src)) >= rg[0]+rg[1] && int64(len(res.got)) == rg[1] && bytes.Equal(res.got, src[rg[0]:rg[0]+rg[1]]) {
+					ok = true
+				}
+			}
+			if !ok {
+				t.Errorf("%s: read %s [%d,+%d): WRONG BYTES served (%d bytes)", desc, f.Key, rg[0], rg[1], len(res.got))
+			}
+			st.served++
+		}
+	}
+}
+
+// hoMutationLoop runs deterministic mutation rounds over every shape
+// (seeded, at most 300 rounds per shape and about 9 s in all).
+func hoMutationLoop(t *testing.T, withBugs bool) {
 	const rounds = 300
 	budget := 9 * time.Second
 	start := time.Now()
-	var opened, failedOpen, served, failedRead int
+	var st hoRoundStats
 	// Normally every round gets its own FrameCache and store. withBugs
 	// shares one cache and one store across the rounds of a shape, as a
 	// server does when a manifest is replaced and the archive reopened:
 	// cached frames are keyed by frame index only (known bug).
 	shared := NewFrameCache(16 << 20)
-	for si, sh := range shapes {
+	for si, sh := range hoShapes() {
 		h := hoPack(t, t.TempDir(), sh.files, sh.opt)
 		base, err := json.Marshal(h.manifest())
 		if err != nil {
@@ -2050,84 +2154,119 @@ func hoMutationLoop(t *testing.T, withBugs bool) {
 		r := rand.New(rand.NewPCG(uint64(si)+1, 0x5eed))
 		sharedStore := backend.NewFaulty(backend.NewFileStore(h.dir), backend.FaultConfig{})
 		for round := 0; round < rounds && time.Since(start) < budget; round++ {
-			var m manifest.Manifest
-			if err := json.Unmarshal(base, &m); err != nil {
-				t.Fatal(err)
-			}
-			orig := make([]string, len(m.Files))
-			for i := range m.Files {
-				orig[i], _ = manifest.RelativeKey(m.SourcePath, m.Files[i].Path)
-			}
-			var what []string
-			for n := 1 + r.IntN(3); n > 0; n-- {
-				what = append(what, hoMutate(r, &m, withBugs))
-			}
-			desc := fmt.Sprintf("%s round %d (%s)", sh.name, round, strings.Join(what, ", "))
-			h.putManifest(&m)
-			allowed := map[string][][]byte{}
-			for i := range m.Files {
-				if k, err := manifest.RelativeKey(m.SourcePath, m.Files[i].Path); err == nil {
-					allowed[k] = append(allowed[k], sh.files[orig[i]])
-				}
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), hoDeadline)
 			fs, cache := backend.NewFaulty(backend.NewFileStore(h.dir), backend.FaultConfig{}), NewFrameCache(16<<20)
 			if withBugs {
 				fs, cache = sharedStore, shared
 			}
-			a, err := Open(ctx, fs, h.bucket, h.mkey, Options{Name: hoName, Cache: cache})
-			if err != nil {
-				failedOpen++
-				if !strings.Contains(err.Error(), h.mkey) {
-					t.Errorf("%s: Open error does not name the manifest: %v", desc, err)
-				}
-				cancel()
-				continue
-			}
-			opened++
-			for _, f := range hoAllKeys(a) {
-				if why := hoSafeKey(f.Key); why != "" {
-					t.Errorf("%s: listed key %q: %s", desc, f.Key, why)
-				}
-				rgs := [][2]int64{{0, f.Size}}
-				if f.Size > 0 {
-					off := r.Int64N(f.Size)
-					rgs = append(rgs, [2]int64{off, 1 + r.Int64N(f.Size-off)})
-				}
-				for _, rg := range rgs {
-					res := hoRead(ctx, a, f, rg[0], rg[1], r.IntN(2) == 0)
-					if errors.Is(res.err, errHoPanic) {
-						t.Errorf("%s: read %s [%d,+%d): %v", desc, f.Key, rg[0], rg[1], res.err)
-						continue
-					}
-					if res.err != nil {
-						failedRead++
-						if msg := res.err.Error(); !strings.Contains(msg, hoName) || !strings.Contains(msg, f.Key) {
-							t.Errorf("%s: read %s: error does not name archive and key: %v", desc, f.Key, res.err)
-						}
-						continue
-					}
-					ok := false
-					for _, src := range allowed[f.Key] {
-						if int64(len(src)) >= rg[0]+rg[1] && int64(len(res.got)) == rg[1] && bytes.Equal(res.got, src[rg[0]:rg[0]+rg[1]]) {
-							ok = true
-						}
-					}
-					if !ok {
-						t.Errorf("%s: read %s [%d,+%d): WRONG BYTES served (%d bytes)", desc, f.Key, rg[0], rg[1], len(res.got))
-					}
-					served++
-				}
-			}
-			a.Close()
-			cancel()
-			hoCheckRequests(t, fs, h.dir)
+			hoRound(t, h, base, r, withBugs, fs, cache, fmt.Sprintf("%s round %d", sh.name, round), &st)
 		}
 	}
 	t.Logf("mutation loop: %v; %d opened, %d refused at Open; %d reads served exact, %d refused",
-		time.Since(start).Round(time.Millisecond), opened, failedOpen, served, failedRead)
+		time.Since(start).Round(time.Millisecond), st.opened, st.refused, st.served, st.failed)
+}
+
+// FuzzHostileManifest drives the same mutations from fuzzer input: seed
+// selects the random mutations, shape the archive shape.
+//
+//	go test ./archiveview -run '^$' -fuzz FuzzHostileManifest -fuzztime=10s
+func FuzzHostileManifest(f *testing.F) {
+	for seed := uint64(0); seed < 8; seed++ {
+		f.Add(seed, uint8(seed))
+	}
+	shapes := hoShapes()
+	envs := make([]*hoEnv, len(shapes))
+	bases := make([][]byte, len(shapes))
+	for i, sh := range shapes {
+		envs[i] = hoPack(f, f.TempDir(), sh.files, sh.opt)
+		m := envs[i].manifest()
+		var err error
+		if bases[i], err = json.Marshal(m); err != nil {
+			f.Fatal(err)
+		}
+	}
+	f.Fuzz(func(t *testing.T, seed uint64, shape uint8) {
+		i := int(shape) % len(shapes)
+		h := *envs[i]
+		h.t = t
+		r := rand.New(rand.NewPCG(seed, uint64(shape)))
+		var st hoRoundStats
+		hoRound(t, &h, bases[i], r, false, backend.NewFaulty(backend.NewFileStore(h.dir), backend.FaultConfig{}),
+			NewFrameCache(16<<20), fmt.Sprintf("%s seed %d", shapes[i].name, seed), &st)
+	})
 }
 
 func TestHostileManifestMutations(t *testing.T) {
 	hoMutationLoop(t, false)
+}
+
+// hoPoison: an honest archive A and a hostile manifest B (another upload in
+// the same bucket and prefix) that lists A's chunk with two frames swapped:
+// each frame's span and checksum are real, only their order in the tar
+// stream is a lie. Both are opened on one store with one FrameCache, as a
+// server does. B is read first; then every read of A must still be exact.
+// BUG 4: frames are cached by (store, bucket, object, frame index), so B's
+// frame k (A's frame k+1, verified against its own checksum) is served to A
+// as A's frame k: wrong bytes for partial reads inside b.bin, or (when the
+// two frames decode to different lengths, sizes=true) a slice-bounds panic
+// in framedSource.next.
+func hoPoison(t *testing.T, sizes bool) {
+	files := hoBaseFiles()
+	if sizes {
+		files["b.bin"] = hoRandom(2, 16384*2+5000) // last sub-frame shorter
+	}
+	dir := t.TempDir()
+	h := hoPack(t, dir, files, hoFramed)
+	mb := h.manifest()
+	c := &mb.Chunks[0]
+	ob := *hoEntry(t, mb, "b.bin").ArchiveOffset
+	k := hoFrameAt(c, ob+16384+100) // a frame inside b.bin, after its header's frame
+	if sizes {
+		k = hoFrameAt(c, ob+int64(len(files["b.bin"]))-1) - 1
+	}
+	if k < 1 || k+1 >= len(c.Frames) {
+		t.Fatalf("frame layout: k=%d of %d", k, len(c.Frames))
+	}
+	fa, fb := c.Frames[k], c.Frames[k+1]
+	c.Frames[k] = manifest.FrameEntry{CompressedOffset: fb.CompressedOffset, CompressedSize: fb.CompressedSize,
+		UncompressedOffset: fa.UncompressedOffset, UncompressedSize: fb.UncompressedSize, Checksum: fb.Checksum}
+	c.Frames[k+1] = manifest.FrameEntry{CompressedOffset: fa.CompressedOffset, CompressedSize: fa.CompressedSize,
+		UncompressedOffset: fa.UncompressedOffset + fb.UncompressedSize, UncompressedSize: fa.UncompressedSize, Checksum: fa.Checksum}
+	idA := mb.UploadID
+	mb.UploadID = "20250304-b0b0b0b0"
+	js, err := json.Marshal(mb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyB := strings.Replace(h.mkey, idA, mb.UploadID, 1)
+	h.putJSON(keyB, js)
+
+	ctx, cancel := context.WithTimeout(context.Background(), hoDeadline)
+	defer cancel()
+	fs := backend.NewFaulty(backend.NewFileStore(dir), backend.FaultConfig{})
+	cache := NewFrameCache(16 << 20)
+	b, err := Open(ctx, fs, h.bucket, keyB, Options{Name: "hostile-b", Cache: cache, Readahead: -1})
+	if err != nil {
+		t.Fatalf("Open B: %v", err)
+	}
+	defer b.Close()
+	a, err := Open(ctx, fs, h.bucket, h.mkey, Options{Name: hoName, Cache: cache, Readahead: -1})
+	if err != nil {
+		t.Fatalf("Open A: %v", err)
+	}
+	defer a.Close()
+	for _, f := range hoAllKeys(b) {
+		hoRead(ctx, b, f, 0, f.Size, true) // outcome irrelevant: B is hostile
+	}
+	for _, f := range hoAllKeys(a) {
+		src := files[f.Key]
+		for _, rg := range [][2]int64{{f.Size / 2, min(64, f.Size/2)}, {0, f.Size}, {f.Size - 10, 10}} {
+			res := hoRead(ctx, a, f, rg[0], rg[1], true)
+			switch {
+			case res.err != nil:
+				t.Errorf("honest archive A: read %s [%d,+%d): %v", f.Key, rg[0], rg[1], res.err)
+			case !bytes.Equal(res.got, src[rg[0]:rg[0]+rg[1]]):
+				t.Errorf("honest archive A: read %s [%d,+%d): WRONG BYTES served", f.Key, rg[0], rg[1])
+			}
+		}
+	}
 }
