@@ -41,7 +41,8 @@ import (
 
 // ErrInvalidTree is wrapped by every error about a manifest (chain) whose
 // content cannot be served as a consistent tree: key collisions, broken
-// split files, unresolvable duplicates, inconsistent frames, a broken chain.
+// split files, unresolvable duplicates, inconsistent frames or offsets.
+// (Chain problems wrap ErrBrokenChain.)
 var ErrInvalidTree = errors.New("invalid archive tree")
 
 // chainLink is one loaded manifest of an archive's chain.
