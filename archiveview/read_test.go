@@ -1073,8 +1073,23 @@ func TestRandomFaultsNeverServeWrongBytes(t *testing.T) {
 		{name: "direct", opt: cargopack.Options{Direct: true}},
 		{name: "split", opt: cargopack.Options{FrameSize: 32 << 10, SplitSize: 70_000, ChunkSize: 300_000}},
 		{name: "v2.0", opt: cargopack.Options{Version: "2.0", ChunkSize: 600_000}},
+		// Framed chunks verify every frame before use, so large files too.
+		{name: "framed-large", opt: cargopack.Options{FrameSize: 64 << 10, ChunkSize: 2 << 20}, files: func() map[string][]byte {
+			m := map[string][]byte{}
+			for k, v := range files {
+				m[k] = v
+			}
+			for i := 0; i < 4; i++ {
+				m[fmt.Sprintf("large/%d.txt", i)] = rpText(uint64(100+i), 700_000+i*300_000)
+			}
+			return m
+		}},
 	} {
 		t.Run(sh.name, func(t *testing.T) {
+			files := files
+			if sh.files != nil {
+				files = sh.files()
+			}
 			ra := rpNew(t, files, sh.opt, sh.opts)
 			var mu sync.Mutex
 			fr := rand.New(rand.NewPCG(42, uint64(len(sh.name))))
