@@ -159,6 +159,7 @@ func standardFiles() map[string][]byte {
 		"a b":               []byte("space"),
 		"a%41":              []byte("percent"),
 		"ü":                 []byte("umlaut"),
+		"q&<>\"'.txt":       []byte("xml specials"),
 		"dbl/slash":         []byte("slash"),
 		"big.bin":           randBytes(2, 6<<20+12345),
 	}

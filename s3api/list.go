@@ -1,62 +1,17 @@
 package s3api
 
 import (
+	"bytes"
 	"encoding/xml"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/wharf-s3/wharf/archiveview"
 )
 
 // maxKeysCap is both the default and the cap of max-keys, as on AWS.
 const maxKeysCap = 1000
-
-type listObject struct {
-	Key          string `xml:"Key"`
-	LastModified string `xml:"LastModified"`
-	ETag         string `xml:"ETag"`
-	Size         int64  `xml:"Size"`
-	Owner        *owner `xml:"Owner,omitempty"`
-	StorageClass string `xml:"StorageClass"`
-}
-
-type commonPrefix struct {
-	Prefix string `xml:"Prefix"`
-}
-
-// listBucketResultV1 is the ListObjects (v1) response.
-type listBucketResultV1 struct {
-	XMLName        xml.Name       `xml:"ListBucketResult"`
-	Xmlns          string         `xml:"xmlns,attr"`
-	Name           string         `xml:"Name"`
-	Prefix         string         `xml:"Prefix"`
-	Marker         string         `xml:"Marker"`
-	NextMarker     string         `xml:"NextMarker,omitempty"`
-	MaxKeys        int            `xml:"MaxKeys"`
-	Delimiter      string         `xml:"Delimiter,omitempty"`
-	IsTruncated    bool           `xml:"IsTruncated"`
-	EncodingType   string         `xml:"EncodingType,omitempty"`
-	Contents       []listObject   `xml:"Contents"`
-	CommonPrefixes []commonPrefix `xml:"CommonPrefixes"`
-}
-
-// listBucketResultV2 is the ListObjectsV2 response.
-type listBucketResultV2 struct {
-	XMLName               xml.Name       `xml:"ListBucketResult"`
-	Xmlns                 string         `xml:"xmlns,attr"`
-	Name                  string         `xml:"Name"`
-	Prefix                string         `xml:"Prefix"`
-	StartAfter            string         `xml:"StartAfter,omitempty"`
-	ContinuationToken     string         `xml:"ContinuationToken,omitempty"`
-	NextContinuationToken string         `xml:"NextContinuationToken,omitempty"`
-	KeyCount              int            `xml:"KeyCount"`
-	MaxKeys               int            `xml:"MaxKeys"`
-	Delimiter             string         `xml:"Delimiter,omitempty"`
-	IsTruncated           bool           `xml:"IsTruncated"`
-	EncodingType          string         `xml:"EncodingType,omitempty"`
-	Contents              []listObject   `xml:"Contents"`
-	CommonPrefixes        []commonPrefix `xml:"CommonPrefixes"`
-}
 
 // listQuery is the parsed, validated query of a listing.
 type listQuery struct {
@@ -147,73 +102,128 @@ func (s *Server) listObjects(req *request, a *archiveview.Archive, v2 bool) {
 		})
 	}
 	enc := func(v string) string { return v }
-	encType := ""
 	if lq.encodeURL {
 		enc = urlEncode
-		encType = "url"
 	}
-	var o *owner
-	if !v2 || lq.fetchOwner {
-		o = s.owner()
-	}
-	contents := make([]listObject, 0, len(res.Entries))
-	var prefixes []commonPrefix
+	withOwner := !v2 || lq.fetchOwner
+	nPrefixes := 0
 	for _, e := range res.Entries {
 		if e.Prefix != "" {
-			prefixes = append(prefixes, commonPrefix{Prefix: enc(e.Prefix)})
-			continue
+			nPrefixes++
 		}
-		f := e.File
-		contents = append(contents, listObject{
-			Key:          enc(f.Key),
-			LastModified: xmlTime(f.ModTime),
-			ETag:         quoteETag(f.ETag),
-			Size:         f.Size,
-			Owner:        o,
-			StorageClass: "STANDARD",
-		})
 	}
-	if !v2 {
-		out := listBucketResultV1{
-			Xmlns:          xmlNS,
-			Name:           req.bucket,
-			Prefix:         enc(lq.prefix),
-			Marker:         enc(lq.marker),
-			MaxKeys:        lq.maxKeys,
-			Delimiter:      enc(lq.delimiter),
-			IsTruncated:    res.Truncated,
-			EncodingType:   encType,
-			Contents:       contents,
-			CommonPrefixes: prefixes,
+
+	// The page is written by hand: encoding/xml's reflection was two thirds
+	// of a 1000-key page's cost. Text goes through xml.EscapeText, the
+	// escaping encoding/xml itself uses.
+	var b xmlWriter
+	b.Grow(256 + 320*len(res.Entries))
+	b.WriteString(xml.Header)
+	b.WriteString(`<ListBucketResult xmlns="` + xmlNS + `">`)
+	b.elem("Name", req.bucket)
+	b.elem("Prefix", enc(lq.prefix))
+	if v2 {
+		if lq.startAfter != "" {
+			b.elem("StartAfter", enc(lq.startAfter))
 		}
+		if lq.hasToken {
+			b.elem("ContinuationToken", lq.token)
+		}
+		if res.Truncated {
+			b.elem("NextContinuationToken", encodeToken(res.NextAfter))
+		}
+		b.elem("KeyCount", strconv.Itoa(len(res.Entries)))
+	} else {
+		b.elem("Marker", enc(lq.marker))
 		if res.Truncated {
 			// Always, even without a delimiter: rclone treats a truncated
 			// page without NextMarker (and without Contents) as an error.
-			out.NextMarker = enc(res.NextAfter)
+			b.elem("NextMarker", enc(res.NextAfter))
 		}
-		s.writeXML(req, http.StatusOK, &out)
+	}
+	b.elem("MaxKeys", strconv.Itoa(lq.maxKeys))
+	if lq.delimiter != "" {
+		b.elem("Delimiter", enc(lq.delimiter))
+	}
+	b.elem("IsTruncated", strconv.FormatBool(res.Truncated))
+	if lq.encodeURL {
+		b.elem("EncodingType", "url")
+	}
+	var ownerXML string
+	if withOwner {
+		var ob xmlWriter
+		ob.WriteString("<Owner>")
+		ob.elem("ID", s.cfg.OwnerID)
+		ob.elem("DisplayName", s.cfg.OwnerName)
+		ob.WriteString("</Owner>")
+		ownerXML = ob.String()
+	}
+	var lastMod time.Time
+	var lastModStr string
+	for _, e := range res.Entries {
+		if e.Prefix != "" {
+			continue
+		}
+		f := e.File
+		if !f.ModTime.Equal(lastMod) || lastModStr == "" {
+			lastMod, lastModStr = f.ModTime, xmlTime(f.ModTime)
+		}
+		b.WriteString("<Contents>")
+		b.elem("Key", enc(f.Key))
+		b.elem("LastModified", lastModStr)
+		b.WriteString("<ETag>&#34;")
+		b.text(f.ETag)
+		b.WriteString("&#34;</ETag>")
+		b.elem("Size", strconv.FormatInt(f.Size, 10))
+		b.WriteString(ownerXML)
+		b.WriteString("<StorageClass>STANDARD</StorageClass></Contents>")
+	}
+	if nPrefixes > 0 {
+		for _, e := range res.Entries {
+			if e.Prefix == "" {
+				continue
+			}
+			b.WriteString("<CommonPrefixes>")
+			b.elem("Prefix", enc(e.Prefix))
+			b.WriteString("</CommonPrefixes>")
+		}
+	}
+	b.WriteString("</ListBucketResult>")
+	s.writeBody(req, http.StatusOK, "application/xml", b.Bytes())
+}
+
+// xmlWriter builds XML text by hand for the hot listing path.
+type xmlWriter struct{ bytes.Buffer }
+
+// elem writes <name>text</name> with text escaped as encoding/xml does.
+func (w *xmlWriter) elem(name, text string) {
+	w.WriteByte('<')
+	w.WriteString(name)
+	w.WriteByte('>')
+	w.text(text)
+	w.WriteString("</")
+	w.WriteString(name)
+	w.WriteByte('>')
+}
+
+// text writes character data escaped as encoding/xml does.
+func (w *xmlWriter) text(s string) {
+	if plainXMLText(s) {
+		w.WriteString(s)
 		return
 	}
-	out := listBucketResultV2{
-		Xmlns:          xmlNS,
-		Name:           req.bucket,
-		Prefix:         enc(lq.prefix),
-		StartAfter:     enc(lq.startAfter),
-		KeyCount:       len(contents) + len(prefixes),
-		MaxKeys:        lq.maxKeys,
-		Delimiter:      enc(lq.delimiter),
-		IsTruncated:    res.Truncated,
-		EncodingType:   encType,
-		Contents:       contents,
-		CommonPrefixes: prefixes,
+	_ = xml.EscapeText(&w.Buffer, []byte(s))
+}
+
+// plainXMLText reports whether s is printable ASCII needing no escaping.
+func plainXMLText(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c >= 0x7f || c == '&' || c == '<' || c == '>' || c == '"' || c == '\'' {
+			return false
+		}
 	}
-	if lq.hasToken {
-		out.ContinuationToken = lq.token
-	}
-	if res.Truncated {
-		out.NextContinuationToken = encodeToken(res.NextAfter)
-	}
-	s.writeXML(req, http.StatusOK, &out)
+	return true
 }
 
 // quoteETag returns the ETag in the quoted form S3 uses everywhere.

@@ -219,12 +219,17 @@ func (s *Server) writeXML(req *request, status int, v any) {
 		s.writeError(req, &apiError{Code: errInternalError, Bucket: req.bucket, Key: req.key, Cause: err})
 		return
 	}
+	s.writeBody(req, status, "application/xml", buf.Bytes())
+}
+
+// writeBody writes a complete small response (no body for HEAD).
+func (s *Server) writeBody(req *request, status int, contentType string, body []byte) {
 	h := req.w.Header()
-	h.Set("Content-Type", "application/xml")
-	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	h.Set("Content-Type", contentType)
+	h.Set("Content-Length", strconv.Itoa(len(body)))
 	req.w.WriteHeader(status)
 	if req.method != http.MethodHead {
-		_, _ = req.w.Write(buf.Bytes())
+		_, _ = req.w.Write(body)
 	}
 }
 
