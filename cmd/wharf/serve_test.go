@@ -97,7 +97,8 @@ func get(t *testing.T, url string) (int, []byte) {
 
 func TestServeAnonymousWithAdmin(t *testing.T) {
 	big := bytes.Repeat([]byte("0123456789abcdef"), 40000)
-	store, man := packServeTree(t, map[string][]byte{"a.txt": []byte("hello\n"), "d/big.bin": big})
+	huge := bytes.Repeat([]byte("wharf shutdown test "), 2<<20) // 40 MiB, compresses well
+	store, man := packServeTree(t, map[string][]byte{"a.txt": []byte("hello\n"), "d/big.bin": big, "d/huge.bin": huge})
 	addr, admin, logs, stop := startServe(t, serveConfig{
 		Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0", StoreURL: store,
 		Archives: []serveArchive{{Name: "data", ManifestURL: man}}, Anonymous: true,
@@ -106,7 +107,7 @@ func TestServeAnonymousWithAdmin(t *testing.T) {
 	if !strings.Contains(logs.String(), "listening on "+addr) {
 		t.Errorf("log lacks the bound address %s:\n%s", addr, logs.String())
 	}
-	if !strings.Contains(logs.String(), `"message":"serving archive"`) || !strings.Contains(logs.String(), `"files":2`) {
+	if !strings.Contains(logs.String(), `"message":"serving archive"`) || !strings.Contains(logs.String(), `"files":3`) {
 		t.Errorf("no per-archive start line:\n%s", logs.String())
 	}
 	code, body := get(t, "http://"+addr+"/data/d/big.bin")
@@ -138,7 +139,30 @@ func TestServeAnonymousWithAdmin(t *testing.T) {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}
-	if err := stop(); err != nil {
+	// Graceful shutdown: a response in flight when the signal comes is
+	// finished before serve returns.
+	resp, err := http.Get("http://" + addr + "/data/d/huge.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := make([]byte, 1024)
+	if _, err := io.ReadFull(resp.Body, head); err != nil {
+		t.Fatal(err)
+	}
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
+	time.Sleep(200 * time.Millisecond)
+	select {
+	case err := <-stopped:
+		t.Fatalf("serve returned (%v) while a response was in flight", err)
+	default:
+	}
+	rest, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || !bytes.Equal(append(head, rest...), huge) {
+		t.Fatalf("in-flight response cut by shutdown: %v, %d bytes", err, len(head)+len(rest))
+	}
+	if err := <-stopped; err != nil {
 		t.Fatalf("serve returned %v", err)
 	}
 	if !strings.Contains(logs.String(), "stopped") {
