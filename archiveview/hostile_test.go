@@ -1002,6 +1002,8 @@ func hoCountRows() []hoRow {
 			openErr: []error{manifest.ErrTooLarge}},
 		{name: "exactly MaxFiles", opts: Options{Limits: manifest.Limits{MaxFiles: 5}},
 			serveKeys: []string{"a.txt"}},
+		{name: "more chunks than MaxChunks", pack: cargopack.Options{ChunkSize: 4000},
+			opts: Options{Limits: manifest.Limits{MaxChunks: 2}}, openErr: []error{manifest.ErrTooLarge}},
 		{name: "more frames than MaxFrames", pack: hoFramed, opts: Options{Limits: manifest.Limits{MaxFrames: 2}},
 			openErr: []error{manifest.ErrTooLarge}},
 		{name: "deep path (100 segments) is served", files: map[string][]byte{long: hoText(9, 1000), "x": hoText(8, 10)},
@@ -1444,6 +1446,84 @@ func hoObjectRows() []hoRow {
 			failKeys: map[string][]error{"z.txt": nil},
 		},
 		{
+			name: "plain tar member retyped to a symlink (header checksum fixed)", pack: hoPlain,
+			disk: func(h *hoEnv, m *manifest.Manifest) {
+				off := *hoEntry(h.t, m, "z.txt").ArchiveOffset - 512
+				hoEditHeader(h.t, h.objPath(h.chunkKey(m, 0)), off, func(hdr []byte) { hdr[156] = '2' })
+			},
+			failKeys: map[string][]error{"z.txt": {ErrWrongMember}}, partialFail: true,
+			serveKeys: []string{"a.txt"},
+		},
+		{
+			name: "plain tar member retyped to a symlink, no archive_offset (tar walk)", pack: cargopack.Options{PlainTar: hoPlain.PlainTar, Pre492: true},
+			disk: func(h *hoEnv, m *manifest.Manifest) {
+				// Pre492 manifests carry no offsets: find z.txt's header
+				// in the object by its name field.
+				p := h.objPath(h.chunkKey(m, 0))
+				data, err := os.ReadFile(p)
+				if err != nil {
+					h.t.Fatal(err)
+				}
+				name := hoEntry(h.t, m, "z.txt").Path
+				off := int64(-1)
+				for o := 0; o+512 <= len(data); o += 512 {
+					if string(bytes.TrimRight(data[o:o+100], "\x00")) == name {
+						off = int64(o)
+					}
+				}
+				if off < 0 {
+					h.t.Fatalf("no header named %s", name)
+				}
+				hoEditHeader(h.t, p, off, func(hdr []byte) { hdr[156] = '2' })
+			},
+			// archive/tar treats a symlink as header-only, so the walk
+			// then hits z.txt's data as a header: the whole chunk is
+			// refused (a.txt may be too, before or after the walk).
+			failKeys: map[string][]error{"z.txt": {ErrCorrupt}}, partialFail: true,
+		},
+		{
+			name: "plain tar member size field changed (header checksum fixed)", pack: hoPlain,
+			disk: func(h *hoEnv, m *manifest.Manifest) {
+				off := *hoEntry(h.t, m, "a.txt").ArchiveOffset - 512
+				hoEditHeader(h.t, h.objPath(h.chunkKey(m, 0)), off, func(hdr []byte) {
+					copy(hdr[124:136], fmt.Sprintf("%011o\x00", 2999))
+				})
+			},
+			failKeys: map[string][]error{"a.txt": {ErrWrongMember}}, partialFail: true,
+			serveKeys: []string{"z.txt"},
+		},
+		{
+			name: "stream zstd chunk replaced by a 1 GiB zero bomb",
+			disk: func(h *hoEnv, m *manifest.Manifest) {
+				if err := os.WriteFile(h.objPath(h.chunkKey(m, 0)), hoZeroBomb(1<<30), 0o644); err != nil {
+					h.t.Fatal(err)
+				}
+			},
+			failKeys: map[string][]error{"a.txt": nil, "z.txt": nil}, partialFail: true,
+		},
+		{
+			name: "stream zstd chunk, no offsets, replaced by a 1 GiB zero bomb (tar walk)", pack: cargopack.Options{Pre492: true},
+			disk: func(h *hoEnv, m *manifest.Manifest) {
+				if err := os.WriteFile(h.objPath(h.chunkKey(m, 0)), hoZeroBomb(1<<30), 0o644); err != nil {
+					h.t.Fatal(err)
+				}
+			},
+			failKeys: map[string][]error{"a.txt": nil, "z.txt": nil}, partialFail: true,
+		},
+		{
+			name: "framed chunk: frame header declares a 1 TiB content size (window > decoder limit)", pack: hoFramed,
+			edit: func(h *hoEnv, m *manifest.Manifest) {
+				// FHD 0xE0: single segment, 8-byte content size, so
+				// the window is the content size: 1 TiB.
+				b := []byte{0x28, 0xb5, 0x2f, 0xfd, 0xe0, 0, 0, 0, 0, 0, 1, 0, 0}
+				hdr := uint32(1) | uint32(1<<1) | uint32(128<<10)<<3
+				b = append(b, byte(hdr), byte(hdr>>8), byte(hdr>>16), 0)
+				claim := m.Chunks[0].Frames[len(m.Chunks[0].Frames)-1].UncompressedOffset + m.Chunks[0].Frames[len(m.Chunks[0].Frames)-1].UncompressedSize
+				h.hoBombChunk(m, 0, b, claim)
+			},
+			failKeys: map[string][]error{"a.txt": {ErrCorrupt}, "z.txt": {ErrCorrupt}}, partialFail: true,
+		},
+		{
 			name: "framed .tar.zst named .tar", pack: hoFramed,
 			edit: func(h *hoEnv, m *manifest.Manifest) {
 				h.hoRenameChunk(m, 0, ".tar.zst", ".tar")
@@ -1513,6 +1593,32 @@ func hoObjectRows() []hoRow {
 			},
 			failKeys: map[string][]error{"a.txt": nil, "z.txt": nil}, partialFail: true,
 		},
+	}
+}
+
+// hoEditHeader rewrites the 512-byte ustar header at off of the plain tar
+// object at p with edit, then recomputes its checksum field, so that only
+// the semantic change remains (as a hostile writer would produce).
+func hoEditHeader(t testing.TB, p string, off int64, edit func(hdr []byte)) {
+	t.Helper()
+	f, err := os.OpenFile(p, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	hdr := make([]byte, 512)
+	if _, err := f.ReadAt(hdr, off); err != nil {
+		t.Fatal(err)
+	}
+	edit(hdr)
+	copy(hdr[148:156], "        ")
+	var sum int64
+	for _, b := range hdr {
+		sum += int64(b)
+	}
+	copy(hdr[148:156], fmt.Sprintf("%06o\x00 ", sum))
+	if _, err := f.WriteAt(hdr, off); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -1857,6 +1963,32 @@ func hoKnownBugRows() []hoRow {
 			},
 			failKeys: map[string][]error{"b.txt": {ErrWrongMember}}, partialFail: true,
 			serveKeys: []string{"a.txt", "c.txt"},
+		},
+		{
+			// BUG 6: two members named a.txt (b.txt's header renamed),
+			// no offsets, no checksums: the tar walk keeps the last
+			// one and serves b.txt's bytes as a.txt. An ambiguous name
+			// in a walked chunk should be refused.
+			name:  "duplicate member names in a chunk, no offsets or checksums (tar walk)",
+			files: map[string][]byte{"a.txt": hoText(1, 3000), "b.txt": hoText(2, 3000)},
+			pack:  cargopack.Options{PlainTar: hoPlain.PlainTar, Pre492: true, NoChecksums: true},
+			disk: func(h *hoEnv, m *manifest.Manifest) {
+				p := h.objPath(h.chunkKey(m, 0))
+				data, err := os.ReadFile(p)
+				if err != nil {
+					h.t.Fatal(err)
+				}
+				nameA, nameB := hoEntry(h.t, m, "a.txt").Path, hoEntry(h.t, m, "b.txt").Path
+				for o := 0; o+512 <= len(data); o += 512 {
+					if string(bytes.TrimRight(data[o:o+100], "\x00")) == nameB {
+						hoEditHeader(h.t, p, int64(o), func(hdr []byte) {
+							clear(hdr[0:100])
+							copy(hdr[0:100], nameA)
+						})
+					}
+				}
+			},
+			failKeys: map[string][]error{"a.txt": nil, "b.txt": {ErrNotInChunk}},
 		},
 		dotdot("chunk s3_key with .. segments reaches the store", hoFramed, func(h *hoEnv, m *manifest.Manifest) {
 			old := m.Chunks[0].S3Key
