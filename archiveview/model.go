@@ -103,6 +103,10 @@ type Archive struct {
 	// lifetime, parked decoders). Owned by the read path (readstate.go).
 	rdOnce sync.Once
 	rd     *archiveReadState
+
+	// prov records the manifests the tree was built from (BuildIndex, or
+	// Open with IndexCacheDir; persist.go); nil otherwise.
+	prov *indexProvenance
 }
 
 // Options configure Open.
@@ -129,6 +133,13 @@ type Options struct {
 	// most this long fetches and verifies the whole extent first, so flipped
 	// bytes are never served. 0 = 8 MiB; negative disables.
 	SmallVerifyBytes int64
+	// IndexCacheDir, when set, makes Open keep a persistent index of the
+	// archive in this directory (persist.go): if the file recorded for
+	// (bucket, manifest key) is intact and every manifest it was built from
+	// still has the same ETag and size (HEAD requests only), the tree is
+	// loaded from it with no manifest GET; otherwise Open reads the
+	// manifests and writes a fresh file (temp file + rename).
+	IndexCacheDir string
 }
 
 // Info summarizes an archive for inspect, logs and the admin page.

@@ -30,6 +30,9 @@ var ErrBrokenChain = errors.New("broken manifest chain")
 // and never lists the bucket. Every error names the archive (opts.Name, else
 // the upload id) and the manifest key.
 func Open(ctx context.Context, store backend.Store, bucket, manifestKey string, opts Options) (*Archive, error) {
+	if opts.IndexCacheDir != "" {
+		return openIndexCached(ctx, store, bucket, manifestKey, opts) // persist.go
+	}
 	name := opts.Name
 	fail := func(err error) error {
 		n := name
