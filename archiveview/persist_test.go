@@ -31,7 +31,7 @@ type piShape struct {
 	files map[string][]byte
 	opt   cargopack.Options
 	chain func(t *testing.T, dir string) (key string, want map[string][]byte) // builds a chain instead
-	legac bool                                                              // has legacy (walked) offsets
+	legac bool                                                                // has legacy (walked) offsets
 }
 
 func piShapes() []piShape {
