@@ -74,7 +74,7 @@ run_fuzz() {
 		echo "    skipped (WHARF_FUZZTIME=$FUZZTIME)"
 		return 0
 	fi
-	local rc=0 pkg f n=0 log
+	local rc=0 pkg f n=0 log flakes=0
 	log=$(mktemp)
 	# integration/ has no fuzz targets, and listing it would run its TestMain.
 	for pkg in $(go list ./... | grep -v '/integration$'); do
@@ -82,13 +82,21 @@ run_fuzz() {
 			n=$((n + 1))
 			echo "    $pkg $f (-fuzztime=$FUZZTIME)"
 			if ! go test -run '^$' -fuzz "^${f}\$" -fuzztime "$FUZZTIME" "$pkg" >"$log" 2>&1; then
-				tail -40 "$log"
-				rc=1
+				# Go 1.26's fuzz coordinator can report a bare "context
+				# deadline exceeded" when -fuzztime ends under CPU load
+				# (golang/go#75804): no failing input, not a finding.
+				if grep -q 'context deadline exceeded' "$log" && ! grep -q 'Failing input written' "$log"; then
+					echo "      (ignored: fuzztime deadline race of the Go toolchain, golang/go#75804; no failing input)"
+					flakes=$((flakes + 1))
+				else
+					tail -40 "$log"
+					rc=1
+				fi
 			fi
 		done
 	done
 	rm -f "$log"
-	echo "    $n fuzz targets"
+	echo "    $n fuzz targets ($flakes deadline races ignored)"
 	return $rc
 }
 
@@ -106,7 +114,7 @@ step "gofmt" check_gofmt
 step "go vet" go vet ./...
 step "go test (units)" go test -count=1 -timeout "$GO_TEST_TIMEOUT" $(go list ./... | grep -v '/integration$')
 # -v: the subtest names and log lines say which client checked what.
-step "go test (integration, real clients)" go test -count=1 -v -timeout "$GO_TEST_TIMEOUT" ./integration/...
+step "go test (integration, real clients)" go test -count=1 -v -timeout "$GO_TEST_TIMEOUT" ./integration
 step "fuzz" run_fuzz
 step "docker-compose config" check_compose
 
