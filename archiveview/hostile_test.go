@@ -1030,10 +1030,51 @@ func hoCountRows() []hoRow {
 			openErr: []error{manifest.ErrVersion}},
 		{name: "version 0.9", edit: func(h *hoEnv, m *manifest.Manifest) { m.Version = "0.9" },
 			openErr: []error{manifest.ErrVersion}},
+		{name: "encrypted wrapper stored under manifest.json.gz", pack: cargopack.Options{EncryptedManifest: true},
+			disk: func(h *hoEnv, m *manifest.Manifest) {
+				data, err := os.ReadFile(h.objPath(h.mkey))
+				if err != nil {
+					h.t.Fatal(err)
+				}
+				h.mkey = strings.Replace(h.mkey, "manifest.encrypted.json.gz", "manifest.json.gz", 1)
+				if err := os.WriteFile(h.objPath(h.mkey), data, 0o644); err != nil {
+					h.t.Fatal(err)
+				}
+			},
+			openErr: []error{manifest.ErrEncrypted}},
+		{name: "manifest is an empty object", disk: hoRawManifest(nil), openErr: []error{manifest.ErrInvalid}},
+		{name: "manifest is JSON null", disk: hoRawManifest([]byte("null")), openErr: []error{}},
+		{name: "manifest is a JSON array", disk: hoRawManifest([]byte("[1,2,3]")), openErr: []error{manifest.ErrInvalid}},
+		{name: "manifest JSON truncated", disk: hoRawManifest([]byte(`{"version":"2.1","files":[{"path":"a`)), openErr: []error{manifest.ErrInvalid}},
+		{name: "manifest gzip truncated",
+			disk: func(h *hoEnv, m *manifest.Manifest) {
+				p := h.objPath(h.mkey)
+				st, _ := os.Stat(p)
+				if err := os.Truncate(p, st.Size()/2); err != nil {
+					h.t.Fatal(err)
+				}
+			},
+			openErr: []error{manifest.ErrInvalid}},
+		{name: "manifest with deeply nested JSON", disk: hoRawManifest([]byte(`{"version":"2.1","x":` + strings.Repeat("[", 100000) + strings.Repeat("]", 100000) + `}`)),
+			openErr: []error{}},
 		{name: "encrypted manifest wrapper", pack: cargopack.Options{EncryptedManifest: true},
 			openErr: []error{manifest.ErrEncrypted}},
 		{name: "encrypted manifest wrapper (plain json)", pack: cargopack.Options{EncryptedManifest: true, PlainManifest: true},
 			openErr: []error{manifest.ErrEncrypted}},
+	}
+}
+
+// hoRawManifest stores data (gzipped) as the manifest object; nil stores
+// an empty object.
+func hoRawManifest(data []byte) func(h *hoEnv, m *manifest.Manifest) {
+	return func(h *hoEnv, m *manifest.Manifest) {
+		if data == nil {
+			if err := os.WriteFile(h.objPath(h.mkey), nil, 0o644); err != nil {
+				h.t.Fatal(err)
+			}
+			return
+		}
+		h.putJSON(h.mkey, data)
 	}
 }
 
@@ -1168,6 +1209,14 @@ func hoPathRows() []hoRow {
 			mayRefuse: true,
 			failKeys:  map[string][]error{"a.txt": nil},
 			serveKeys: []string{"b.bin"},
+		},
+		{
+			name: "prefix with traversal", pack: hoFramed, lenientKeys: true,
+			edit: func(h *hoEnv, m *manifest.Manifest) {
+				m.Prefix = "../../../../../../.."
+			},
+			mayRefuse: true,
+			failKeys:  map[string][]error{"a.txt": nil, "z.txt": nil},
 		},
 		{
 			name: "s3_key as URL of another bucket", lenientKeys: true, pack: hoFramed,
@@ -1530,6 +1579,45 @@ func hoObjectRows() []hoRow {
 				h.hoBombChunk(m, 0, b, claim)
 			},
 			failKeys: map[string][]error{"a.txt": {ErrCorrupt}, "z.txt": {ErrCorrupt}}, partialFail: true,
+		},
+		{
+			name: "direct object shorter than its manifest size", pack: cargopack.Options{Direct: true},
+			disk: func(h *hoEnv, m *manifest.Manifest) {
+				p := h.objPath(manifest.ResolveObjectKey(h.bucket, m.Prefix, hoEntry(h.t, m, "b.bin").S3Key))
+				if err := os.Truncate(p, 39000); err != nil {
+					h.t.Fatal(err)
+				}
+			},
+			failKeys: map[string][]error{"b.bin": nil}, serveKeys: []string{"a.txt"},
+		},
+		{
+			name: "direct object longer than its manifest size", pack: cargopack.Options{Direct: true},
+			disk: func(h *hoEnv, m *manifest.Manifest) {
+				p := h.objPath(manifest.ResolveObjectKey(h.bucket, m.Prefix, hoEntry(h.t, m, "b.bin").S3Key))
+				f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+				if err != nil {
+					h.t.Fatal(err)
+				}
+				f.Write([]byte("trailing garbage"))
+				f.Close()
+			},
+			serveKeys: []string{"a.txt"},
+		},
+		{
+			name: "direct object with a flipped byte", pack: cargopack.Options{Direct: true},
+			disk: func(h *hoEnv, m *manifest.Manifest) {
+				hoFlip(h.t, h.objPath(manifest.ResolveObjectKey(h.bucket, m.Prefix, hoEntry(h.t, m, "b.bin").S3Key)), 20000)
+			},
+			failKeys: map[string][]error{"b.bin": {ErrChecksum}}, partialFail: true, serveKeys: []string{"a.txt"},
+		},
+		{
+			name: "direct object missing", pack: cargopack.Options{Direct: true},
+			disk: func(h *hoEnv, m *manifest.Manifest) {
+				if err := os.Remove(h.objPath(manifest.ResolveObjectKey(h.bucket, m.Prefix, hoEntry(h.t, m, "b.bin").S3Key))); err != nil {
+					h.t.Fatal(err)
+				}
+			},
+			failKeys: map[string][]error{"b.bin": {backend.ErrNotFound}}, partialFail: true, serveKeys: []string{"a.txt"},
 		},
 		{
 			name: "framed .tar.zst named .tar", pack: hoFramed,
@@ -2479,6 +2567,48 @@ func hoPoison(t *testing.T, sizes bool) {
 			case !bytes.Equal(res.got, src[rg[0]:rg[0]+rg[1]]):
 				t.Errorf("honest archive A: read %s [%d,+%d): WRONG BYTES served", f.Key, rg[0], rg[1])
 			}
+		}
+	}
+}
+
+// TestHostileRanges: ranges outside a file are refused before any backend
+// request, naming the key, whatever the overflow.
+func TestHostileRanges(t *testing.T) {
+	h := hoPack(t, t.TempDir(), hoBaseFiles(), hoFramed)
+	fs := backend.NewFaulty(backend.NewFileStore(h.dir), backend.FaultConfig{})
+	a, err := Open(context.Background(), fs, h.bucket, h.mkey, Options{Name: hoName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	f, ok := a.Stat("b.bin")
+	if !ok {
+		t.Fatal("b.bin not found")
+	}
+	const maxI = 1<<63 - 1
+	before := fs.Requests("")
+	for _, rg := range [][2]int64{{-1, 1}, {0, -1}, {0, f.Size + 1}, {f.Size, 1}, {f.Size + 1, 0}, {maxI, 1}, {1, maxI}, {maxI, maxI}, {-maxI, maxI}, {f.Size - 1, 2}} {
+		r, err := a.Open(context.Background(), f, rg[0], rg[1])
+		if err == nil {
+			r.Close()
+			t.Errorf("Open(%d, %d) accepted", rg[0], rg[1])
+			continue
+		}
+		if !errors.Is(err, ErrBadRange) || !strings.Contains(err.Error(), "b.bin") {
+			t.Errorf("Open(%d, %d): %v", rg[0], rg[1], err)
+		}
+	}
+	if n := fs.Requests("") - before; n != 0 {
+		t.Errorf("refused ranges made %d store requests", n)
+	}
+	// A forged File (not from Stat/List) cannot read past its extents.
+	forged := f
+	forged.Size = f.Size * 4
+	if r, err := a.Open(context.Background(), forged, 0, forged.Size); err == nil {
+		got, rerr := io.ReadAll(r)
+		r.Close()
+		if rerr == nil {
+			t.Errorf("forged File with Size %d served %d bytes", forged.Size, len(got))
 		}
 	}
 }
