@@ -146,11 +146,7 @@ func (r *resolver) resolveKey(li int32, s3key string) string {
 
 // build resolves the chain into the index and the chunk table.
 func (r *resolver) build() (index, []chunk, error) {
-	r.shapes = map[string]bool{}
-	r.chunkIdx = map[string]int32{}
-	if len(r.chain) > 1 {
-		r.shapes["chain"] = true
-	}
+	r.init()
 	if err := r.collectChunks(); err != nil {
 		return index{}, nil, err
 	}
@@ -162,19 +158,7 @@ func (r *resolver) build() (index, []chunk, error) {
 	if err != nil {
 		return index{}, nil, err
 	}
-	nameBytes := 0
-	for i := range survivors {
-		nameBytes += len(survivors[i].key)
-	}
-	var b indexBuilder
-	b.init(len(survivors), nameBytes)
-	for i := range survivors {
-		if err := r.addFile(&b, &survivors[i], origins); err != nil {
-			return index{}, nil, err
-		}
-		survivors[i] = survivor{} // release the key's only other reference early
-	}
-	idx, err := b.finish()
+	idx, err := r.buildIndex(survivors, origins)
 	if err != nil {
 		return index{}, nil, err
 	}
@@ -201,12 +185,44 @@ func (r *resolver) build() (index, []chunk, error) {
 	if r.tombstones > 0 {
 		r.shapes["tombstones"] = true
 	}
+	return idx, r.chunkTable(), nil
+}
+
+// init prepares the resolver's maps (before collectChunks).
+func (r *resolver) init() {
+	r.shapes = map[string]bool{}
+	r.chunkIdx = map[string]int32{}
+	if len(r.chain) > 1 {
+		r.shapes["chain"] = true
+	}
+}
+
+// buildIndex resolves survivors (in key order) into an index. Each
+// survivor is cleared once added.
+func (r *resolver) buildIndex(survivors []survivor, origins map[fileRef]fileRef) (index, error) {
+	nameBytes := 0
+	for i := range survivors {
+		nameBytes += len(survivors[i].key)
+	}
+	var b indexBuilder
+	b.init(len(survivors), nameBytes)
+	for i := range survivors {
+		if err := r.addFile(&b, &survivors[i], origins); err != nil {
+			return index{}, err
+		}
+		survivors[i] = survivor{} // release the key's only other reference early
+	}
+	return b.finish()
+}
+
+// chunkTable materializes the chunks resolved so far.
+func (r *resolver) chunkTable() []chunk {
 	chunks := make([]chunk, len(r.chunks))
 	for i, c := range r.chunks {
 		chunks[i].key, chunks[i].kind, chunks[i].frames = c.key, c.kind, c.frames
 		chunks[i].size, chunks[i].sum, chunks[i].hasSum = c.size, c.sum, c.hasSum
 	}
-	return idx, chunks, nil
+	return chunks
 }
 
 // collectChunks records every chunks[] entry of the chain by resolved key.
@@ -253,6 +269,30 @@ type mention struct {
 // Sorting is cheap for the (usually already sorted) manifest order and
 // keeps the peak small: 24 bytes per mention plus the key.
 func (r *resolver) decide() ([]survivor, error) {
+	ms, err := r.mentions()
+	if err != nil {
+		return nil, err
+	}
+	var survivors []survivor
+	for i := 0; i < len(ms); {
+		j := mentionGroupEnd(ms, i)
+		s, ok, err := r.decideMention(ms[i:j])
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			r.tombstones++ // decided by a tombstone
+		} else {
+			survivors = append(survivors, s)
+		}
+		i = j
+	}
+	return survivors, nil
+}
+
+// mentions returns every file entry and tombstone of the chain under its
+// virtual key, sorted by (key, link, file before tombstone, entry).
+func (r *resolver) mentions() ([]mention, error) {
 	n := 0
 	for li := range r.chain {
 		n += len(r.chain[li].m.Files) + len(r.chain[li].m.DeletedPaths)
@@ -290,41 +330,48 @@ func (r *resolver) decide() ([]survivor, error) {
 		}
 		return int(ae - be)
 	})
-	var survivors []survivor
-	for i := 0; i < len(ms); {
-		j := i + 1
-		for j < len(ms) && ms[j].key == ms[i].key {
-			j++
-		}
-		first := ms[i]
-		if first.entry < 0 {
-			r.tombstones++ // decided by a tombstone
-			i = j
-			continue
-		}
-		l := &r.chain[first.link]
-		fe := &l.m.Files[first.entry]
-		s := survivor{key: first.key, first: fileRef{first.link, first.entry}, split: fe.TotalParts > 1}
-		if s.split {
-			s.parts = []int32{first.entry}
-		}
-		for _, o := range ms[i+1 : j] {
-			if o.link != first.link || o.entry < 0 {
-				break // older manifests, or this manifest's tombstone: shadowed
-			}
-			other := &l.m.Files[o.entry]
-			switch {
-			case other.Path != fe.Path:
-				return nil, treeErr("manifest %s: files %q and %q both map to key %q", l.key, fe.Path, other.Path, first.key)
-			case !s.split || other.TotalParts <= 1:
-				return nil, treeErr("manifest %s: file %q is listed more than once (not as parts of a split file)", l.key, fe.Path)
-			}
-			s.parts = append(s.parts, o.entry)
-		}
-		survivors = append(survivors, s)
-		i = j
+	return ms, nil
+}
+
+// mentionGroupEnd returns the end of the run of mentions of ms[i].key.
+func mentionGroupEnd(ms []mention, i int) int {
+	j := i + 1
+	for j < len(ms) && ms[j].key == ms[i].key {
+		j++
 	}
-	return survivors, nil
+	return j
+}
+
+// decideMention decides one key from its sorted mentions, of which the
+// first (ms[0]) is the deciding one: a tombstone gives ok == false; a file
+// gives its survivor (with the parts of a split file from the same
+// manifest). Mentions from other manifests, or this manifest's tombstone,
+// are shadowed.
+func (r *resolver) decideMention(ms []mention) (survivor, bool, error) {
+	first := ms[0]
+	if first.entry < 0 {
+		return survivor{}, false, nil
+	}
+	l := &r.chain[first.link]
+	fe := &l.m.Files[first.entry]
+	s := survivor{key: first.key, first: fileRef{first.link, first.entry}, split: fe.TotalParts > 1}
+	if s.split {
+		s.parts = []int32{first.entry}
+	}
+	for _, o := range ms[1:] {
+		if o.link != first.link || o.entry < 0 {
+			break // older manifests, or this manifest's tombstone: shadowed
+		}
+		other := &l.m.Files[o.entry]
+		switch {
+		case other.Path != fe.Path:
+			return survivor{}, false, treeErr("manifest %s: files %q and %q both map to key %q", l.key, fe.Path, other.Path, first.key)
+		case !s.split || other.TotalParts <= 1:
+			return survivor{}, false, treeErr("manifest %s: file %q is listed more than once (not as parts of a split file)", l.key, fe.Path)
+		}
+		s.parts = append(s.parts, o.entry)
+	}
+	return s, true, nil
 }
 
 // findOriginals maps every surviving duplicate to its original entry.
