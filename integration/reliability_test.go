@@ -120,8 +120,8 @@ func getOutcome(t *testing.T, srv *wharfServer, bucket, key, rng string, want []
 	if !bytes.Contains(body, []byte("<Code>")) {
 		t.Fatalf("%s: status %s without an S3 error body: %q", what, resp.Status, body)
 	}
-	if !bytes.Contains(body, []byte(key)) {
-		t.Fatalf("%s: error does not name the key: %s", what, body)
+	if !bytes.Contains(body, []byte(key)) || !bytes.Contains(body, []byte(bucket)) {
+		t.Fatalf("%s: error does not name the bucket (archive) and key: %s", what, body)
 	}
 	code := regexp.MustCompile(`<Code>([^<]*)</Code>`).FindSubmatch(body)
 	msg := regexp.MustCompile(`<Message>([^<]*)</Message>`).FindSubmatch(body)
@@ -161,6 +161,18 @@ func TestReliability(t *testing.T) {
 				t.Logf("reliability: one flipped byte in %s's backend object → GET %s Range bytes=100000-199999: %s", f.bucket, sf.key, out)
 			}
 		}
+		// The failures are visible to operators.
+		resp, err := http.Get(srv.adminURL + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		metrics, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		m := regexp.MustCompile(`(?m)^wharf_checksum_failures_total ([0-9.e+]+)$`).FindSubmatch(metrics)
+		if m == nil || string(m[1]) == "0" {
+			t.Fatalf("wharf_checksum_failures_total after %d damaged reads: %q, want > 0", 2*len(cases), m)
+		}
+		t.Logf("reliability: wharf_checksum_failures_total = %s after the damaged reads", m[1])
 	})
 	t.Run("missing-chunks", func(t *testing.T) {
 		f := packFragile(t, "fragile-missing", []srcFile{{"a.txt", textBytes(95, 100_000)}, {"b.txt", textBytes(96, 1000)}}, cargopack.Options{FrameSize: 32 << 10})
