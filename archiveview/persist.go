@@ -272,7 +272,7 @@ func openIndexCached(ctx context.Context, store backend.Store, bucket, manifestK
 	if len(a.prov.sources) == 0 {
 		return a, nil
 	}
-	if err := writeIndexFile(path, a); err != nil {
+	if err := a.WriteIndexFile(path); err != nil {
 		a.log.Warn().Err(err).Str("archive", a.name).Str("index", path).Msg("index cache not written")
 	}
 	return a, nil
@@ -334,8 +334,10 @@ func (p *indexProvenance) matches(ctx context.Context, store backend.Store, pBuc
 	return nil
 }
 
-// writeIndexFile writes a's index to path atomically (temp file + rename).
-func writeIndexFile(path string, a *Archive) error {
+// WriteIndexFile writes the archive's index (WriteIndex) to path
+// atomically: a temporary file in the same directory, synced, then renamed
+// over path. The directory is created if needed.
+func (a *Archive) WriteIndexFile(path string) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -827,6 +829,12 @@ func (d *indexDecoder) provenance() (*indexProvenance, error) {
 	var lim [7]int64
 	for i := range lim {
 		lim[i] = c.i64()
+		if c.err == nil && lim[i] <= 0 {
+			return nil, d.errf("limit %d is %d", i, lim[i])
+		}
+	}
+	if c.err == nil && p.maxFrame <= 0 {
+		return nil, d.errf("max frame bytes %d", p.maxFrame)
 	}
 	p.limits = manifest.Limits{MaxStoredBytes: lim[0], MaxJSONBytes: lim[1], MaxFiles: int(lim[2]), MaxChunks: int(lim[3]),
 		MaxFrames: int(lim[4]), MaxPathBytes: int(lim[5]), MaxChainDepth: int(lim[6])}

@@ -21,6 +21,7 @@ usage:
   wharf serve   --listen HOST:PORT --store URL --archive NAME=MANIFEST_URL [--archive ...] [--anonymous | --access-key AK --secret-key SK]
   wharf inspect [--store URL] MANIFEST_URL
   wharf verify  [--store URL] MANIFEST_URL
+  wharf index   build [--store URL] MANIFEST_URL -o FILE | show FILE
   wharf pack    DIR --store URL --bucket B --prefix P [--frame-size N]
   wharf bench   [flags]
   wharf version
@@ -45,6 +46,8 @@ func run(args []string) int {
 		err = runServe(ctx, args[1:])
 	case "inspect":
 		err = runInspect(ctx, args[1:])
+	case "index":
+		err = runIndex(ctx, args[1:])
 	case "verify":
 		err = runVerify(ctx, args[1:])
 	case "pack":

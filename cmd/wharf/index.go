@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/wharf-s3/wharf/archiveview"
+	"github.com/wharf-s3/wharf/backend"
+)
+
+const indexUsage = `usage:
+  wharf index build [--store URL] [--s3-endpoint URL --s3-region R --s3-path-style] MANIFEST_URL -o FILE
+  wharf index show FILE
+
+build reads the manifest chain once and writes the archive's resolved
+index (persistent index format, see archiveview/persist.go) to FILE,
+atomically. show loads and validates FILE and prints its summary.`
+
+// runIndex builds or shows a persistent index file.
+func runIndex(ctx context.Context, args []string) error {
+	return indexCmd(ctx, args, os.Stdout)
+}
+
+func indexCmd(ctx context.Context, args []string, out io.Writer) error {
+	if len(args) == 0 {
+		return errors.New(indexUsage)
+	}
+	switch args[0] {
+	case "build":
+		return indexBuild(ctx, args[1:], out)
+	case "show":
+		return indexShow(ctx, args[1:], out)
+	case "-h", "--help", "help":
+		fmt.Fprintln(out, indexUsage)
+		return nil
+	}
+	return fmt.Errorf("unknown index command %q\n%s", args[0], indexUsage)
+}
+
+func indexBuild(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("index build", flag.ContinueOnError)
+	storeURL := fs.String("store", "s3://", "backing store: file://DIR or s3://")
+	endpoint := fs.String("s3-endpoint", "", "S3 endpoint URL (non-AWS servers)")
+	region := fs.String("s3-region", "", "S3 region")
+	pathStyle := fs.Bool("s3-path-style", false, "path-style S3 addressing")
+	output := fs.String("o", "", "index file to write (required)")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: wharf index build [--store URL] [--s3-endpoint URL --s3-region R --s3-path-style] MANIFEST_URL -o FILE")
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return fmt.Errorf("want exactly one MANIFEST_URL, got %d arguments", len(pos))
+	}
+	if *output == "" {
+		fs.Usage()
+		return errors.New("-o FILE is required")
+	}
+	bucket, key, err := backend.ParseObjectURL(pos[0])
+	if err != nil {
+		return err
+	}
+	store, err := backend.OpenStore(ctx, *storeURL, backend.S3Config{Endpoint: *endpoint, Region: *region, PathStyle: *pathStyle})
+	if err != nil {
+		return err
+	}
+	a, err := archiveview.BuildIndex(ctx, store, bucket, key, archiveview.Options{})
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	if err := a.WriteIndexFile(*output); err != nil {
+		return fmt.Errorf("write index %s: %w", *output, err)
+	}
+	printInfo(out, a.Info())
+	if fi, err := os.Stat(*output); err == nil {
+		fmt.Fprintf(out, "index:              %s (%d bytes)\n", *output, fi.Size())
+	}
+	return nil
+}
+
+func indexShow(ctx context.Context, args []string, out io.Writer) error {
+	if len(args) != 1 {
+		return fmt.Errorf("want exactly one FILE\n%s", indexUsage)
+	}
+	f, err := os.Open(args[0])
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	// No store: show reads nothing but the file.
+	a, err := archiveview.OpenIndex(ctx, nil, f, archiveview.Options{})
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	printInfo(out, a.Info())
+	return nil
+}
