@@ -26,6 +26,7 @@ type File struct {
 	ContentType string    // manifest magika_mime when present, else ""
 
 	idx int32
+	ver int32 // 0: idx is in the archive's tree; L > 0: an older version, in chain link L's history index (versions.go)
 }
 
 // ListParams selects one page of a listing.

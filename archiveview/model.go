@@ -104,6 +104,9 @@ type Archive struct {
 	rdOnce sync.Once
 	rd     *archiveReadState
 
+	// vers is the lazily built version history of a chain (versions.go).
+	vers versionsState
+
 	// prov records the manifests the tree was built from (BuildIndex, or
 	// Open with IndexCacheDir; persist.go); nil otherwise.
 	prov *indexProvenance

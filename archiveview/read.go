@@ -89,6 +89,13 @@ type check struct {
 // io.WriterTo, writing cached frame slices directly. Errors name the
 // archive, the key and the chunk. Close the reader when done.
 func (a *Archive) Open(ctx context.Context, f File, off, n int64) (io.ReadCloser, error) {
+	if f.ver != 0 { // an older version (versions.go): its upload's history index
+		sh, vf, err := a.openVersion(f)
+		if err != nil {
+			return nil, err
+		}
+		return sh.Open(ctx, vf, off, n)
+	}
 	if off < 0 || n < 0 || off > f.Size-n {
 		return nil, fmt.Errorf("archive %s: key %s: bytes %d+%d of %d: %w", a.name, f.Key, off, n, f.Size, ErrBadRange)
 	}

@@ -86,6 +86,7 @@ func (a *Archive) rdState() *archiveReadState {
 // are already open keep working; later reads work without prefetch. Close
 // is idempotent and safe for concurrent use.
 func (a *Archive) Close() error {
+	a.closeVersions()
 	rd := a.rdState()
 	rd.cancel()
 	rd.mu.Lock()

@@ -1,0 +1,486 @@
+package archiveview
+
+// Versions: an incremental chain's uploads as S3 object versions.
+//
+// A key's versions are the chain's mentions of it, newest first, one per
+// upload that mentions it: a file entry in upload U is version U (its own
+// size, mtime, ETag and bytes), a deleted_paths tombstone in upload U is a
+// delete marker with version id U. The first (newest) mention is the latest
+// version; it is exactly what the archive's tree shows (or hides, for a
+// delete marker).
+//
+// An archive of one upload has no version data at all: every key has one
+// version, the upload id, served from the tree. For a chain the history is
+// built on first use by reading the chain's manifests again (one GET each,
+// as Open does) and resolving them with the resolver's own code (same
+// chunk keys, split parts, duplicates): a table of every (key, upload)
+// mention (8 bytes plus the key's bytes and 8 bytes of offsets per key), and
+// per older upload an index (index.go) of only the file versions that are
+// not the latest — the history proper. Latest versions point into the
+// archive's tree. Older versions are read through per-upload shadow
+// archives that share one chunk table and one read state, so
+// (*Archive).Open serves them through the same read path.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ErrUnknownVersion is returned by ListVersions for a version-id marker
+// that is not a version of the key marker.
+var ErrUnknownVersion = errors.New("unknown version id")
+
+// Version is one version of a key: a file or a delete marker. A delete
+// marker has only Key and ModTime (its upload's created_at) set in File.
+type Version struct {
+	File
+	VersionID    string // the upload id that wrote this version
+	IsLatest     bool
+	DeleteMarker bool
+}
+
+// VersionListParams selects one page of ListVersions.
+type VersionListParams struct {
+	Prefix    string
+	Delimiter string
+	// KeyMarker alone: start after every version of KeyMarker (a common
+	// prefix <= KeyMarker is skipped). With VersionIDMarker: start with the
+	// version of KeyMarker after (older than) VersionIDMarker.
+	KeyMarker       string
+	VersionIDMarker string
+	MaxKeys         int // versions + delete markers + common prefixes; <= 0: empty page
+}
+
+// VersionEntry is a version or (Prefix != "") a common prefix.
+type VersionEntry struct {
+	Prefix  string
+	Version Version
+}
+
+// VersionListResult is one page. When Truncated, NextKeyMarker and
+// NextVersionIDMarker ("" after a common prefix) continue the listing.
+type VersionListResult struct {
+	Entries             []VersionEntry
+	Truncated           bool
+	NextKeyMarker       string
+	NextVersionIDMarker string
+}
+
+// versionsState is the Archive's lazily built history.
+type versionsState struct {
+	mu      sync.Mutex
+	v       *Versions
+	wait    chan struct{} // closed when the running build ends
+	lastErr error         // the last build's error, for its waiters
+	closed  bool
+}
+
+// verEnt is one version of a key: the upload (chain link) and the file, an
+// index into the archive's tree (latest version) or into the link's
+// history index (older versions); -1 for a delete marker.
+type verEnt struct {
+	link int32
+	file int32
+}
+
+// Versions is an archive's version history. It is immutable and safe for
+// concurrent use.
+type Versions struct {
+	a *Archive
+
+	// Chains only (nil for one upload):
+	keys    *index      // every key any upload mentions (names and ends only)
+	vstart  []uint32    // versions of key k: vers[vstart[k]:vstart[k+1]]
+	vers    []verEnt    // newest first per key
+	ids     []string    // upload id per link
+	times   []time.Time // created_at per link (delete markers' LastModified)
+	shadows []*Archive  // per link: older versions' index (nil when none)
+	linkOf  map[string]int32
+}
+
+// Versions returns the archive's version history. For a single upload it
+// costs nothing; for a chain it is built on first use (reading the chain's
+// manifests again) and kept. Concurrent callers share one build; a caller
+// whose ctx ends while waiting returns ctx's error.
+func (a *Archive) Versions(ctx context.Context) (*Versions, error) {
+	if len(a.chain) <= 1 {
+		return &Versions{a: a}, nil
+	}
+	s := &a.vers
+	for {
+		s.mu.Lock()
+		if s.v != nil {
+			v := s.v
+			s.mu.Unlock()
+			return v, nil
+		}
+		if ch := s.wait; ch != nil {
+			s.mu.Unlock()
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			s.mu.Lock()
+			v, err := s.v, s.lastErr
+			s.mu.Unlock()
+			if v != nil {
+				return v, nil
+			}
+			if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+				return nil, err
+			}
+			continue // the builder gave up with its context: build again
+		}
+		ch := make(chan struct{})
+		s.wait = ch
+		s.mu.Unlock()
+
+		v, err := a.buildVersions(ctx)
+		s.mu.Lock()
+		s.wait, s.lastErr = nil, err
+		closed := s.closed
+		if err == nil {
+			s.v = v
+		}
+		s.mu.Unlock()
+		close(ch)
+		if err != nil {
+			return nil, fmt.Errorf("archive %q: version history: %w", a.name, err)
+		}
+		if closed {
+			v.close()
+		}
+		return v, nil
+	}
+}
+
+// closeVersions stops the history's shadow archives' background work (Close).
+func (a *Archive) closeVersions() {
+	s := &a.vers
+	s.mu.Lock()
+	s.closed = true
+	v := s.v
+	s.mu.Unlock()
+	if v != nil {
+		v.close()
+	}
+}
+
+func (v *Versions) close() {
+	for _, sh := range v.shadows {
+		if sh != nil {
+			_ = sh.Close() // they share one read state: the first closes it
+			return
+		}
+	}
+}
+
+// openVersion returns the shadow archive holding an older version's File
+// and the File as that archive knows it.
+func (a *Archive) openVersion(f File) (*Archive, File, error) {
+	a.vers.mu.Lock()
+	v := a.vers.v
+	a.vers.mu.Unlock()
+	if v == nil || f.ver < 0 || int(f.ver) >= len(v.shadows) || v.shadows[f.ver] == nil ||
+		f.idx < 0 || int(f.idx) >= v.shadows[f.ver].idx.n() {
+		return nil, File{}, fmt.Errorf("archive %s: key %s: version reference %d/%d is not of this archive: %w", a.name, f.Key, f.ver, f.idx, ErrBadRange)
+	}
+	sh := v.shadows[f.ver]
+	f.ver = 0
+	return sh, f, nil
+}
+
+// buildVersions reads the chain's manifests again and resolves every
+// (key, upload) mention.
+func (a *Archive) buildVersions(ctx context.Context) (*Versions, error) {
+	top, err := fetchManifest(ctx, a.store, a.bucket, a.manifestKey, a.opts.Limits)
+	if err != nil {
+		return nil, err
+	}
+	chain, err := loadChain(ctx, a.store, a.bucket, top, a.opts.Limits)
+	if err != nil {
+		return nil, err
+	}
+	if len(chain) != len(a.chain) {
+		return nil, fmt.Errorf("%w: manifest %s: the chain has %d upload(s) now, %d when opened", ErrBrokenChain, a.manifestKey, len(chain), len(a.chain))
+	}
+	v := &Versions{a: a, ids: slices.Clone(a.chain), times: make([]time.Time, len(chain)), linkOf: map[string]int32{}}
+	for i, l := range chain {
+		if l.uploadID != a.chain[i] {
+			return nil, fmt.Errorf("%w: manifest %s: upload %d of the chain is %q now, %q when opened", ErrBrokenChain, l.key, i, l.uploadID, a.chain[i])
+		}
+		v.times[i] = l.m.CreatedAt
+		v.linkOf[l.uploadID] = int32(i)
+	}
+
+	r := &resolver{bucket: a.bucket, chain: chain, opts: a.opts}
+	r.init()
+	if err := r.collectChunks(); err != nil {
+		return nil, err
+	}
+	ms, err := r.mentions()
+	if err != nil {
+		return nil, err
+	}
+	var (
+		names   strings.Builder
+		ends    []uint32
+		olds    = make([][]survivor, len(chain))
+		mi      int // position in the archive's tree
+		matched int
+	)
+	tree := &a.idx
+	for i := 0; i < len(ms); {
+		j := mentionGroupEnd(ms, i)
+		key := ms[i].key
+		names.WriteString(key)
+		ends = append(ends, uint32(names.Len()))
+		v.vstart = append(v.vstart, uint32(len(v.vers)))
+		for mi < tree.n() && tree.keyAt(mi) < key {
+			mi++
+		}
+		inTree := mi < tree.n() && tree.keyAt(mi) == key
+		for k := i; k < j; {
+			l := k + 1
+			for l < j && ms[l].link == ms[k].link {
+				l++
+			}
+			s, isFile, err := r.decideMention(ms[k:l])
+			if err != nil {
+				return nil, err
+			}
+			e := verEnt{link: ms[k].link, file: -1}
+			latest := k == i
+			switch {
+			case latest && isFile != inTree:
+				return nil, fmt.Errorf("%w: key %q: the manifests read again disagree with the opened tree (changed since open?)", ErrInvalidTree, key)
+			case latest && isFile:
+				e.file = int32(mi)
+				matched++
+			case isFile:
+				e.file = int32(len(olds[e.link]))
+				olds[e.link] = append(olds[e.link], s)
+			}
+			v.vers = append(v.vers, e)
+			k = l
+		}
+		i = j
+	}
+	v.vstart = append(v.vstart, uint32(len(v.vers)))
+	if matched != tree.n() {
+		return nil, fmt.Errorf("%w: %d key(s) of the opened tree are not in the manifests read again (changed since open?)", ErrInvalidTree, tree.n()-matched)
+	}
+	v.keys = &index{names: names.String(), ends: ends}
+	ms = nil
+
+	var all []survivor
+	for _, o := range olds {
+		all = append(all, o...)
+	}
+	origins, err := r.findOriginals(all)
+	if err != nil {
+		return nil, err
+	}
+	all = nil
+	idxs := make([]index, len(chain))
+	for li, o := range olds {
+		if len(o) == 0 {
+			continue
+		}
+		if idxs[li], err = r.buildIndex(o, origins); err != nil {
+			return nil, err
+		}
+		olds[li] = nil
+	}
+	chunks := r.chunkTable()
+	v.shadows = make([]*Archive, len(chain))
+	var first *Archive
+	for li := range chain {
+		if idxs[li].n() == 0 {
+			continue
+		}
+		l := &chain[li]
+		sh := &Archive{
+			name:        a.name,
+			store:       a.store,
+			bucket:      a.bucket,
+			manifestKey: l.key,
+			uploadID:    l.uploadID,
+			version:     l.m.Version,
+			created:     l.m.CreatedAt,
+			region:      l.m.Region,
+			chain:       a.chain[li:],
+			chunks:      chunks,
+			idx:         idxs[li],
+			cache:       a.cache,
+			metrics:     a.metrics,
+			log:         a.log,
+			opts:        a.opts,
+		}
+		if first == nil {
+			first = sh
+			first.rdState()
+		} else {
+			sh.rdOnce.Do(func() { sh.rd = first.rd }) // one chunk table, one read state
+		}
+		v.shadows[li] = sh
+	}
+	for _, w := range r.warnings {
+		a.log.Warn().Str("archive", a.name).Msg("version history: " + w)
+	}
+	a.log.Info().Str("archive", a.name).Int("keys", len(ends)).Int("versions", len(v.vers)).
+		Int("chunks", len(chunks)).Msg("version history built")
+	return v, nil
+}
+
+// count is the number of versions of key k.
+func (v *Versions) count(k int) int {
+	if v.keys == nil {
+		return 1
+	}
+	return int(v.vstart[k+1] - v.vstart[k])
+}
+
+// keyIndex is the sorted key table versions are listed from.
+func (v *Versions) keyIndex() *index {
+	if v.keys == nil {
+		return &v.a.idx
+	}
+	return v.keys
+}
+
+// version builds version j (0 = newest) of key k.
+func (v *Versions) version(k, j int) Version {
+	if v.keys == nil {
+		return Version{File: v.a.idx.file(k), VersionID: v.a.uploadID, IsLatest: true}
+	}
+	e := v.vers[int(v.vstart[k])+j]
+	out := Version{VersionID: v.ids[e.link], IsLatest: j == 0}
+	switch {
+	case e.file < 0:
+		out.DeleteMarker = true
+		out.Key = v.keys.keyAt(k)
+		out.ModTime = v.times[e.link].UTC()
+	case j == 0:
+		out.File = v.a.idx.file(int(e.file))
+	default:
+		out.File = v.shadows[e.link].idx.file(int(e.file))
+		out.File.ver = e.link
+	}
+	return out
+}
+
+// StatVersion looks up version versionID of key ("" = the latest version,
+// which may be a delete marker) in O(log n + versions of the key).
+func (v *Versions) StatVersion(key, versionID string) (Version, bool) {
+	x := v.keyIndex()
+	k := x.search(key)
+	if k >= x.n() || x.keyAt(k) != key {
+		return Version{}, false
+	}
+	if versionID == "" {
+		return v.version(k, 0), true
+	}
+	j := v.find(k, versionID)
+	if j < 0 {
+		return Version{}, false
+	}
+	return v.version(k, j), true
+}
+
+// find returns the position of versionID among key k's versions, or -1.
+func (v *Versions) find(k int, versionID string) int {
+	if v.keys == nil {
+		if versionID == v.a.uploadID {
+			return 0
+		}
+		return -1
+	}
+	li, ok := v.linkOf[versionID]
+	if !ok {
+		return -1
+	}
+	for j, e := range v.vers[v.vstart[k]:v.vstart[k+1]] {
+		if e.link == li {
+			return j
+		}
+	}
+	return -1
+}
+
+// ListVersions returns one page of versions, delete markers and (with a
+// Delimiter) common prefixes, keys in byte order and each key's versions
+// newest first, in O(log n + page) (common prefixes skip their keys with
+// a galloping search, as List does). A VersionIDMarker that is not a
+// version of KeyMarker is ErrUnknownVersion.
+func (v *Versions) ListVersions(p VersionListParams) (VersionListResult, error) {
+	var res VersionListResult
+	if p.MaxKeys <= 0 {
+		return res, nil
+	}
+	x := v.keyIndex()
+	n := x.n()
+	i := x.search(p.Prefix)
+	startVer := 0
+	if p.KeyMarker != "" && p.KeyMarker >= p.Prefix {
+		if p.VersionIDMarker != "" {
+			k := x.search(p.KeyMarker)
+			j := -1
+			if k < n && x.keyAt(k) == p.KeyMarker {
+				j = v.find(k, p.VersionIDMarker)
+			}
+			if j < 0 {
+				return res, fmt.Errorf("archive %s: version %q of key %q: %w", v.a.name, p.VersionIDMarker, p.KeyMarker, ErrUnknownVersion)
+			}
+			i, startVer = k, j+1
+		} else {
+			i = x.searchAfter(p.KeyMarker)
+		}
+	}
+	full := func() bool {
+		if len(res.Entries) < p.MaxKeys {
+			return false
+		}
+		res.Truncated = true
+		last := res.Entries[len(res.Entries)-1]
+		if last.Prefix != "" {
+			res.NextKeyMarker = last.Prefix
+		} else {
+			res.NextKeyMarker, res.NextVersionIDMarker = last.Version.Key, last.Version.VersionID
+		}
+		return true
+	}
+	for ; i < n; i, startVer = i+1, 0 {
+		k := x.keyAt(i)
+		if !strings.HasPrefix(k, p.Prefix) {
+			break
+		}
+		if p.Delimiter != "" {
+			if d := strings.Index(k[len(p.Prefix):], p.Delimiter); d >= 0 {
+				cp := k[:len(p.Prefix)+d+len(p.Delimiter)]
+				next := x.skipPrefix(i, cp)
+				if cp > p.KeyMarker {
+					if full() {
+						return res, nil
+					}
+					res.Entries = append(res.Entries, VersionEntry{Prefix: cp})
+				}
+				i = next - 1
+				continue
+			}
+		}
+		for j, c := startVer, v.count(i); j < c; j++ {
+			if full() {
+				return res, nil
+			}
+			res.Entries = append(res.Entries, VersionEntry{Version: v.version(i, j)})
+		}
+	}
+	return res, nil
+}

@@ -1,0 +1,504 @@
+package archiveview
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/wharf-s3/wharf/archiveview/cargopack"
+	"github.com/wharf-s3/wharf/backend"
+)
+
+// vUpload is one upload of a test chain, as the reference model sees it.
+type vUpload struct {
+	id      string
+	files   map[string][]byte
+	deleted []string
+	created time.Time
+	opt     cargopack.Options
+}
+
+// vWant is one expected version.
+type vWant struct {
+	key, id string
+	dm      bool
+	data    []byte
+	created time.Time
+}
+
+// vPackChain writes uploads (oldest first) as a chain and returns the
+// newest manifest key.
+func vPackChain(t testing.TB, dir string, ups []vUpload) string {
+	t.Helper()
+	var key, prev string
+	for _, u := range ups {
+		opt := u.opt
+		opt.Bucket, opt.Prefix, opt.UploadID, opt.Created = rvBucket, "pre", u.id, u.created
+		if prev != "" {
+			opt.PreviousManifestID, opt.SyncType, opt.DeletedPaths = prev, "incremental", u.deleted
+		}
+		res, err := cargopack.Write(context.Background(), cargopack.DirSink(dir), cargopack.FromMap(u.files, u.created), opt)
+		if err != nil {
+			t.Fatalf("cargopack.Write %s: %v", u.id, err)
+		}
+		key, prev = res.ManifestKey, u.id
+	}
+	return key
+}
+
+// vReference computes every key's versions, newest first, from the
+// uploads (oldest first) alone: a file in upload U is version U, else a
+// deleted path in U is a delete marker U.
+func vReference(ups []vUpload) []vWant {
+	keys := map[string]bool{}
+	for _, u := range ups {
+		for k := range u.files {
+			keys[k] = true
+		}
+		for _, k := range u.deleted {
+			keys[k] = true
+		}
+	}
+	sorted := make([]string, 0, len(keys))
+	for k := range keys {
+		sorted = append(sorted, k)
+	}
+	sort.Strings(sorted)
+	var out []vWant
+	for _, k := range sorted {
+		for i := len(ups) - 1; i >= 0; i-- {
+			u := ups[i]
+			if d, ok := u.files[k]; ok {
+				out = append(out, vWant{key: k, id: u.id, data: d, created: u.created})
+			} else if slices.Contains(u.deleted, k) {
+				out = append(out, vWant{key: k, id: u.id, dm: true, created: u.created})
+			}
+		}
+	}
+	return out
+}
+
+func vReadAll(t testing.TB, a *Archive, f File, off, n int64) []byte {
+	t.Helper()
+	rc, err := a.Open(context.Background(), f, off, n)
+	if err != nil {
+		t.Fatalf("Open %s [%d,+%d): %v", f.Key, off, n, err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatalf("read %s [%d,+%d): %v", f.Key, off, n, err)
+	}
+	return b
+}
+
+// vShapesChain is four uploads of different shapes: framed with split
+// files and dedup, an unframed 2.0 delta, a direct-upload delta and a
+// plain-tar delta, with deletes and re-adds.
+func vShapesChain() []vUpload {
+	day := func(d int) time.Time { return time.Date(2025, 6, d, 12, 0, 0, 0, time.UTC) }
+	same := rvText(9, 3000)
+	return []vUpload{
+		{id: "u1", created: day(1), opt: cargopack.Options{FrameSize: 16 << 10, SplitSize: 40 << 10, Dedup: true},
+			files: map[string][]byte{"a/x": rvRandom(1, 100<<10), "a/y": rvText(2, 5000), "b": rvText(3, 700),
+				"c/d/e": rvText(4, 90), "dup1": same, "dup2": same, "z": rvText(5, 1)}},
+		{id: "u2", created: day(2), opt: cargopack.Options{Version: "2.0"},
+			files: map[string][]byte{"a/y": rvText(12, 6000), "new": rvText(13, 400), "z": {}}, deleted: []string{"b", "c/d/e"}},
+		{id: "u3", created: day(3), opt: cargopack.Options{Direct: true},
+			files: map[string][]byte{"b": rvText(23, 800), "a/x": rvRandom(21, 20<<10)}},
+		{id: "u4", created: day(4), opt: cargopack.Options{PlainTar: func(string) bool { return true }},
+			files: map[string][]byte{"a/y": rvText(32, 100)}, deleted: []string{"new", "dup2"}},
+	}
+}
+
+// TestVersionsChain serves every version of a four-upload chain of mixed
+// shapes and compares each with the reference model and the source bytes.
+func TestVersionsChain(t *testing.T) {
+	dir := t.TempDir()
+	ups := vShapesChain()
+	top := vPackChain(t, dir, ups)
+	a, err := rvOpen(t, dir, top, Options{Name: "vb"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	v, err := a.Versions(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := vReference(ups)
+	got, err := v.ListVersions(VersionListParams{MaxKeys: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Truncated || len(got.Entries) != len(want) {
+		t.Fatalf("ListVersions: %d entries (truncated %v), want %d", len(got.Entries), got.Truncated, len(want))
+	}
+	for i, w := range want {
+		e := got.Entries[i].Version
+		latest := i == 0 || want[i-1].key != w.key
+		if e.Key != w.key || e.VersionID != w.id || e.DeleteMarker != w.dm || e.IsLatest != latest {
+			t.Fatalf("entry %d = %s@%s dm=%v latest=%v, want %s@%s dm=%v latest=%v",
+				i, e.Key, e.VersionID, e.DeleteMarker, e.IsLatest, w.key, w.id, w.dm, latest)
+		}
+		s, ok := v.StatVersion(w.key, w.id)
+		if !ok || s.VersionID != w.id || s.DeleteMarker != w.dm || s.IsLatest != latest {
+			t.Fatalf("StatVersion(%s, %s) = %+v, %v", w.key, w.id, s, ok)
+		}
+		if latest {
+			l, ok := v.StatVersion(w.key, "")
+			if !ok || l.VersionID != w.id || l.DeleteMarker != w.dm {
+				t.Fatalf("latest of %s = %+v, want %s", w.key, l, w.id)
+			}
+			cur, inTree := a.Stat(w.key)
+			if inTree == w.dm {
+				t.Fatalf("key %s: in the tree %v, latest is a delete marker %v", w.key, inTree, w.dm)
+			}
+			if inTree && (cur.ETag != l.ETag || cur.Size != l.Size) {
+				t.Fatalf("key %s: tree %+v, latest version %+v", w.key, cur, l.File)
+			}
+		}
+		if w.dm {
+			if !s.ModTime.Equal(w.created) || s.Size != 0 {
+				t.Fatalf("delete marker %s@%s: %+v", w.key, w.id, s)
+			}
+			continue
+		}
+		if s.Size != int64(len(w.data)) || !s.ModTime.Equal(w.created) || s.ETag == "" {
+			t.Fatalf("%s@%s: size %d mtime %v etag %q, want %d %v", w.key, w.id, s.Size, s.ModTime, s.ETag, len(w.data), w.created)
+		}
+		if b := vReadAll(t, a, s.File, 0, s.Size); !bytes.Equal(b, w.data) {
+			t.Fatalf("%s@%s: whole read differs from the source (%d bytes, want %d)", w.key, w.id, len(b), len(w.data))
+		}
+		if s.Size > 10 {
+			off, n := s.Size/3, s.Size/2
+			if b := vReadAll(t, a, s.File, off, n); !bytes.Equal(b, w.data[off:off+n]) {
+				t.Fatalf("%s@%s: range read differs from the source", w.key, w.id)
+			}
+		}
+	}
+	// Versions of one key with different contents have different ETags.
+	if x1, _ := v.StatVersion("a/x", "u1"); x1.ETag == "" || x1.ETag == a.mustStat(t, "a/x").ETag {
+		t.Errorf("split old version a/x@u1 has ETag %q", x1.ETag)
+	}
+	for _, c := range []struct{ key, id string }{{"a/y", "u3"}, {"a/y", "nope"}, {"nope", "u1"}, {"nope", ""}, {"b", "u4"}} {
+		if s, ok := v.StatVersion(c.key, c.id); ok {
+			t.Errorf("StatVersion(%q, %q) = %+v, want not found", c.key, c.id, s)
+		}
+	}
+	if _, err := v.ListVersions(VersionListParams{KeyMarker: "a/y", VersionIDMarker: "u3", MaxKeys: 5}); !errors.Is(err, ErrUnknownVersion) {
+		t.Errorf("unknown version-id marker: %v", err)
+	}
+	// The same Versions is returned again without another build.
+	v2, err := a.Versions(context.Background())
+	if err != nil || v2 != v {
+		t.Errorf("second Versions: %p %v, first %p", v2, err, v)
+	}
+	// A File of another archive's history is refused, never misread.
+	b, err := rvOpen(t, dir, top, Options{Name: "other"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, _ := v.StatVersion("a/y", "u2")
+	if _, err := b.Open(context.Background(), old.File, 0, old.Size); !errors.Is(err, ErrBadRange) {
+		t.Errorf("foreign version File: %v", err)
+	}
+}
+
+// TestVersionsSingleUpload: one upload has one version per key (the upload
+// id) and building the history costs no request.
+func TestVersionsSingleUpload(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string][]byte{"a": rvText(1, 10), "d/b": rvText(2, 20), "d/c": rvText(3, 30)}
+	res := rvPack(t, dir, files, cargopack.Options{Prefix: "pre", UploadID: "only", FrameSize: 1 << 10})
+	st := backend.NewFaulty(backend.NewFileStore(dir), backend.FaultConfig{})
+	a, err := Open(context.Background(), st, rvBucket, res.ManifestKey, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Reset()
+	v, err := a.Versions(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := v.ListVersions(VersionListParams{MaxKeys: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Entries) != 3 {
+		t.Fatalf("%d entries", len(page.Entries))
+	}
+	for _, e := range page.Entries {
+		s, ok := v.StatVersion(e.Version.Key, "only")
+		if !ok || !s.IsLatest || s.DeleteMarker || e.Version.VersionID != "only" || !e.Version.IsLatest {
+			t.Fatalf("%+v / %+v %v", e.Version, s, ok)
+		}
+		if b := vReadAll(t, a, s.File, 0, s.Size); !bytes.Equal(b, files[s.Key]) {
+			t.Fatalf("%s differs", s.Key)
+		}
+	}
+	if _, ok := v.StatVersion("a", "other"); ok {
+		t.Error("unknown version id found")
+	}
+	if n := st.Requests("get") + st.Requests("stat") + st.Requests("list"); n != 0 {
+		t.Errorf("Versions and StatVersion of one upload made %d get/stat/list requests", n)
+	}
+}
+
+// vRefPage is the brute-force reference of one ListVersions page: every
+// entry in order (common prefixes rolled up at their first key), markers
+// applied by position.
+func vRefPage(all []vWant, p VersionListParams) (VersionListResult, error) {
+	type ent struct {
+		prefix string
+		w      vWant
+	}
+	var seq []ent
+	seen := map[string]bool{}
+	for _, w := range all {
+		if !strings.HasPrefix(w.key, p.Prefix) {
+			continue
+		}
+		if p.Delimiter != "" {
+			if d := strings.Index(w.key[len(p.Prefix):], p.Delimiter); d >= 0 {
+				cp := w.key[:len(p.Prefix)+d+len(p.Delimiter)]
+				if !seen[cp] {
+					seen[cp] = true
+					seq = append(seq, ent{prefix: cp})
+				}
+				continue
+			}
+		}
+		seq = append(seq, ent{w: w})
+	}
+	var res VersionListResult
+	useMarker := p.KeyMarker != "" && p.KeyMarker >= p.Prefix
+	if useMarker && p.VersionIDMarker != "" && !slices.ContainsFunc(all, func(w vWant) bool {
+		return w.key == p.KeyMarker && w.id == p.VersionIDMarker
+	}) {
+		return VersionListResult{}, ErrUnknownVersion
+	}
+	passed := false // the version-id marker was passed
+	skip := func(e ent) bool {
+		if !useMarker {
+			return false
+		}
+		if e.prefix != "" {
+			return e.prefix <= p.KeyMarker
+		}
+		if e.w.key != p.KeyMarker {
+			return e.w.key < p.KeyMarker
+		}
+		if p.VersionIDMarker == "" {
+			return true
+		}
+		if e.w.id == p.VersionIDMarker {
+			passed = true
+			return true
+		}
+		return !passed
+	}
+	for _, e := range seq {
+		if skip(e) {
+			continue
+		}
+		if len(res.Entries) == p.MaxKeys {
+			res.Truncated = true
+			break
+		}
+		if e.prefix != "" {
+			res.Entries = append(res.Entries, VersionEntry{Prefix: e.prefix})
+		} else {
+			res.Entries = append(res.Entries, VersionEntry{Version: Version{File: File{Key: e.w.key}, VersionID: e.w.id, DeleteMarker: e.w.dm}})
+		}
+	}
+	if res.Truncated {
+		last := res.Entries[len(res.Entries)-1]
+		if last.Prefix != "" {
+			res.NextKeyMarker = last.Prefix
+		} else {
+			res.NextKeyMarker, res.NextVersionIDMarker = last.Version.Key, last.Version.VersionID
+		}
+	}
+	return res, nil
+}
+
+func vSamePage(got, want VersionListResult) error {
+	if got.Truncated != want.Truncated || got.NextKeyMarker != want.NextKeyMarker || got.NextVersionIDMarker != want.NextVersionIDMarker {
+		return fmt.Errorf("truncated %v next %q/%q, want %v %q/%q", got.Truncated, got.NextKeyMarker, got.NextVersionIDMarker,
+			want.Truncated, want.NextKeyMarker, want.NextVersionIDMarker)
+	}
+	if len(got.Entries) != len(want.Entries) {
+		return fmt.Errorf("%d entries, want %d", len(got.Entries), len(want.Entries))
+	}
+	for i := range got.Entries {
+		g, w := got.Entries[i], want.Entries[i]
+		if g.Prefix != w.Prefix || g.Version.Key != w.Version.Key || g.Version.VersionID != w.Version.VersionID || g.Version.DeleteMarker != w.Version.DeleteMarker {
+			return fmt.Errorf("entry %d = %q %s@%s dm=%v, want %q %s@%s dm=%v", i, g.Prefix, g.Version.Key, g.Version.VersionID,
+				g.Version.DeleteMarker, w.Prefix, w.Version.Key, w.Version.VersionID, w.Version.DeleteMarker)
+		}
+	}
+	return nil
+}
+
+// TestVersionsPaging pages many keys × versions with max-keys 1, 3 and
+// 1000, with and without prefix and delimiter, following the next markers,
+// and compares every page with the brute-force reference; then random
+// marker pairs.
+func TestVersionsPaging(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	var keys []string
+	for i := 0; i < 150; i++ {
+		keys = append(keys, fmt.Sprintf("%s/%s%02d", []string{"a", "b", "b/c", "d"}[r.IntN(4)], []string{"x", "y", "y/z", ""}[r.IntN(4)], i))
+	}
+	keys = append(keys, "top", "b.x", "b0")
+	var ups []vUpload
+	present := map[string]bool{}
+	for u := 0; u < 5; u++ {
+		up := vUpload{id: fmt.Sprintf("up%d", u), files: map[string][]byte{}, created: time.Date(2025, 1, 1+u, 0, 0, 0, 0, time.UTC),
+			opt: cargopack.Options{FrameSize: 4 << 10}}
+		for _, k := range keys {
+			switch x := r.IntN(10); {
+			case u == 0 && x < 7, u > 0 && x < 3:
+				up.files[k] = []byte(fmt.Sprintf("%s@%d", k, u))
+				present[k] = true
+			case u > 0 && x < 5 && present[k]:
+				up.deleted = append(up.deleted, k)
+				present[k] = false
+			}
+		}
+		ups = append(ups, up)
+	}
+	dir := t.TempDir()
+	a, err := rvOpen(t, dir, vPackChain(t, dir, ups), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	v, err := a.Versions(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := vReference(ups)
+	for _, max := range []int{1, 3, 1000} {
+		for _, pd := range [][2]string{{"", ""}, {"", "/"}, {"b/", "/"}, {"b", "/"}, {"b/c/", ""}, {"a/", "y"}, {"", "//"}, {"zz", ""}} {
+			p := VersionListParams{Prefix: pd[0], Delimiter: pd[1], MaxKeys: max}
+			var concat []VersionEntry
+			for pages := 0; ; pages++ {
+				got, err := v.ListVersions(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, _ := vRefPage(all, p)
+				if err := vSamePage(got, want); err != nil {
+					t.Fatalf("max %d prefix %q delim %q page %d (markers %q/%q): %v", max, p.Prefix, p.Delimiter, pages, p.KeyMarker, p.VersionIDMarker, err)
+				}
+				concat = append(concat, got.Entries...)
+				if !got.Truncated {
+					break
+				}
+				p.KeyMarker, p.VersionIDMarker = got.NextKeyMarker, got.NextVersionIDMarker
+			}
+			whole, _ := vRefPage(all, VersionListParams{Prefix: pd[0], Delimiter: pd[1], MaxKeys: 1 << 20})
+			if err := vSamePage(VersionListResult{Entries: concat}, whole); err != nil {
+				t.Fatalf("max %d prefix %q delim %q: pages joined: %v", max, pd[0], pd[1], err)
+			}
+		}
+	}
+	for i := 0; i < 400; i++ {
+		w := all[r.IntN(len(all))]
+		p := VersionListParams{KeyMarker: w.key, MaxKeys: 1 + r.IntN(7)}
+		if r.IntN(2) == 0 {
+			p.VersionIDMarker = w.id
+		}
+		if r.IntN(3) == 0 {
+			p.Delimiter = "/"
+		}
+		if r.IntN(3) == 0 {
+			p.Prefix = w.key[:r.IntN(len(w.key)+1)]
+		}
+		got, err := v.ListVersions(p)
+		want, werr := vRefPage(all, p)
+		if (err != nil) != (werr != nil) {
+			t.Fatalf("%+v: error %v, reference %v", p, err, werr)
+		}
+		if err := vSamePage(got, want); err != nil {
+			t.Fatalf("%+v: %v", p, err)
+		}
+	}
+}
+
+// TestVersionsConcurrentAndChanged: concurrent first uses share one build;
+// a chain whose manifests changed since Open is an error naming the
+// archive, never a wrong history.
+func TestVersionsConcurrentAndChanged(t *testing.T) {
+	dir := t.TempDir()
+	ups := vShapesChain()
+	top := vPackChain(t, dir, ups)
+	a, err := rvOpen(t, dir, top, Options{Name: "vb"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	got := make([]*Versions, 8)
+	for i := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v, err := a.Versions(context.Background())
+			if err != nil {
+				t.Error(err)
+			}
+			got[i] = v
+		}()
+	}
+	wg.Wait()
+	for _, v := range got[1:] {
+		if v != got[0] {
+			t.Fatal("concurrent Versions built twice")
+		}
+	}
+	a.Close()
+
+	// Rewrite the middle upload with other content: the tree opened before
+	// no longer matches.
+	b, err := rvOpen(t, dir, top, Options{Name: "vb2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u3 := ups[2]
+	u3.files = map[string][]byte{"other": rvText(99, 10)}
+	if err := os.RemoveAll(filepath.Join(dir, rvBucket, "pre", "uploads", "u3")); err != nil {
+		t.Fatal(err)
+	}
+	vPackChain(t, dir, []vUpload{ups[1], u3})
+	_, err = b.Versions(context.Background())
+	if err == nil || !strings.Contains(err.Error(), `"vb2"`) {
+		t.Fatalf("changed chain: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := b.Versions(ctx); err == nil {
+		t.Fatal("cancelled build succeeded")
+	}
+}
+
+func (a *Archive) mustStat(t testing.TB, key string) File {
+	t.Helper()
+	f, ok := a.Stat(key)
+	if !ok {
+		t.Fatalf("Stat(%q): not found", key)
+	}
+	return f
+}
