@@ -19,6 +19,7 @@ const usage = `wharf: serve CargoShip archives as S3 buckets of their original f
 
 usage:
   wharf serve   --listen HOST:PORT --store URL --archive NAME=MANIFEST_URL [--archive ...] [--anonymous | --access-key AK --secret-key SK]
+  wharf serve   --config FILE | --discover s3://BUCKET/PREFIX [--alias NAME=s3://BUCKET/PREFIX@latest] [--rescan 10m] [--check-config]
   wharf inspect [--store URL] MANIFEST_URL
   wharf verify  [--store URL] MANIFEST_URL
   wharf index   build [--store URL] MANIFEST_URL -o FILE | show FILE

@@ -1,0 +1,338 @@
+package main
+
+// The "wharf serve" configuration: one flag set, and a YAML file (--config)
+// that can hold every option the flags hold. The file is read first; flags
+// given on the command line then override it (a repeatable flag such as
+// --archive replaces the file's list instead of adding to it). The option
+// reference is docs/operations.md.
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/wharf-s3/wharf/archiveview"
+	"github.com/wharf-s3/wharf/auth"
+	"github.com/wharf-s3/wharf/backend"
+)
+
+// maxConfigFile bounds how much of a config file is read.
+const maxConfigFile = 1 << 20
+
+// serveAlias is one --alias NAME=s3://BUCKET/PREFIX@latest: bucket NAME
+// serves the newest finished upload under PREFIX.
+type serveAlias struct {
+	Name   string `yaml:"name"`
+	Target string `yaml:"target"`
+}
+
+// aliasRoot splits the alias target into bucket and prefix.
+func (a serveAlias) root() (bucket, prefix string, err error) {
+	u, ok := strings.CutSuffix(a.Target, "@latest")
+	if !ok {
+		return "", "", fmt.Errorf("--alias %s=%s: the target must end in @latest (s3://BUCKET/PREFIX@latest)", a.Name, a.Target)
+	}
+	b, p, err := archiveview.ParseDiscoverURL(u)
+	if err != nil {
+		return "", "", fmt.Errorf("--alias %s=%s: %w", a.Name, a.Target, err)
+	}
+	return b, p, nil
+}
+
+// fileConfig is the YAML layout of --config. Field names are the flag
+// names with "_" for "-".
+type fileConfig struct {
+	Listen      string `yaml:"listen"`
+	AdminListen string `yaml:"admin_listen"`
+	Store       string `yaml:"store"`
+	S3          struct {
+		Endpoint  string `yaml:"endpoint"`
+		Region    string `yaml:"region"`
+		PathStyle bool   `yaml:"path_style"`
+	} `yaml:"s3"`
+	Archives []struct {
+		Name     string `yaml:"name"`
+		Manifest string `yaml:"manifest"`
+	} `yaml:"archives"`
+	Discover        []string      `yaml:"discover"`
+	Aliases         []serveAlias  `yaml:"aliases"`
+	Rescan          time.Duration `yaml:"rescan"`
+	RetireGrace     time.Duration `yaml:"retire_grace"`
+	Anonymous       bool          `yaml:"anonymous"`
+	Keys            []auth.Key    `yaml:"keys"`
+	KeysFile        string        `yaml:"keys_file"`
+	CacheBytes      yamlBytes     `yaml:"cache_bytes"`
+	IndexCacheDir   string        `yaml:"index_cache_dir"`
+	VirtualHostBase string        `yaml:"virtual_host_base"`
+	Region          string        `yaml:"region"`
+	LogFormat       string        `yaml:"log_format"`
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+}
+
+// yamlBytes is a size in YAML: an integer or a string such as "512MiB".
+type yamlBytes int64
+
+func (b *yamlBytes) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("line %d: want a size such as 536870912 or 512MiB", n.Line)
+	}
+	v, err := parseServeBytes(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	*b = yamlBytes(v)
+	return nil
+}
+
+// defaultServeConfig is serveConfig with every default applied.
+func defaultServeConfig() serveConfig {
+	return serveConfig{
+		Listen:          "127.0.0.1:9000",
+		CacheBytes:      512 << 20,
+		Region:          "us-east-1",
+		LogFormat:       "json",
+		RetireGrace:     time.Minute,
+		ShutdownTimeout: 30 * time.Second,
+		LogOut:          os.Stderr,
+	}
+}
+
+// loadConfigFile reads path into cfg: options present in the file replace
+// cfg's values, absent ones keep them. Unknown options are errors (a
+// misspelt option must not silently keep a default).
+func loadConfigFile(path string, cfg *serveConfig) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("config %s: %w", path, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxConfigFile+1))
+	if err != nil {
+		return fmt.Errorf("config %s: %w", path, err)
+	}
+	if len(data) > maxConfigFile {
+		return fmt.Errorf("config %s: larger than %d bytes", path, maxConfigFile)
+	}
+	if err := applyConfigYAML(data, cfg); err != nil {
+		return fmt.Errorf("config %s: %w", path, err)
+	}
+	return nil
+}
+
+// applyConfigYAML decodes a config document onto cfg.
+func applyConfigYAML(data []byte, cfg *serveConfig) error {
+	fc := fileConfig{
+		Listen: cfg.Listen, AdminListen: cfg.AdminListen, Store: cfg.StoreURL,
+		Discover: cfg.Discover, Aliases: cfg.Aliases, Rescan: cfg.Rescan, RetireGrace: cfg.RetireGrace,
+		Anonymous: cfg.Anonymous, Keys: cfg.Keys, KeysFile: cfg.KeysFile, CacheBytes: yamlBytes(cfg.CacheBytes),
+		IndexCacheDir: cfg.IndexCacheDir, VirtualHostBase: cfg.VirtualHostBase, Region: cfg.Region,
+		LogFormat: cfg.LogFormat, ShutdownTimeout: cfg.ShutdownTimeout,
+	}
+	fc.S3.Endpoint, fc.S3.Region, fc.S3.PathStyle = cfg.S3.Endpoint, cfg.S3.Region, cfg.S3.PathStyle
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&fc); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	cfg.Listen, cfg.AdminListen, cfg.StoreURL = fc.Listen, fc.AdminListen, fc.Store
+	cfg.S3.Endpoint, cfg.S3.Region, cfg.S3.PathStyle = fc.S3.Endpoint, fc.S3.Region, fc.S3.PathStyle
+	if fc.Archives != nil {
+		cfg.Archives = nil
+		for i, a := range fc.Archives {
+			if a.Name == "" || a.Manifest == "" {
+				return fmt.Errorf("archives[%d]: want both name and manifest", i)
+			}
+			cfg.Archives = append(cfg.Archives, serveArchive{Name: a.Name, ManifestURL: a.Manifest})
+		}
+	}
+	cfg.Discover, cfg.Aliases, cfg.Rescan, cfg.RetireGrace = fc.Discover, fc.Aliases, fc.Rescan, fc.RetireGrace
+	cfg.Anonymous, cfg.Keys, cfg.KeysFile = fc.Anonymous, fc.Keys, fc.KeysFile
+	cfg.CacheBytes, cfg.IndexCacheDir, cfg.VirtualHostBase = int64(fc.CacheBytes), fc.IndexCacheDir, fc.VirtualHostBase
+	cfg.Region, cfg.LogFormat, cfg.ShutdownTimeout = fc.Region, fc.LogFormat, fc.ShutdownTimeout
+	return nil
+}
+
+// listFlag is a repeatable flag whose first use on the command line
+// replaces the list the config file gave; later uses append.
+type listFlag[T any] struct {
+	list  *[]T
+	parse func(string) (T, error)
+	show  func(T) string
+	set   bool
+}
+
+func (l *listFlag[T]) String() string {
+	if l == nil || l.list == nil {
+		return ""
+	}
+	parts := make([]string, len(*l.list))
+	for i, x := range *l.list {
+		parts[i] = l.show(x)
+	}
+	return strings.Join(parts, ",")
+}
+
+func (l *listFlag[T]) Set(v string) error {
+	x, err := l.parse(v)
+	if err != nil {
+		return err
+	}
+	if !l.set {
+		*l.list, l.set = nil, true
+	}
+	*l.list = append(*l.list, x)
+	return nil
+}
+
+// serveFlags defines every "wharf serve" flag on cfg, with cfg's current
+// values as defaults (so a config file loaded into cfg first is what the
+// flags override). configPath and check receive --config and
+// --check-config.
+func serveFlags(cfg *serveConfig, configPath *string, check *bool) *flag.FlagSet {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.StringVar(configPath, "config", *configPath, "YAML config `FILE` holding any of these options (flags given override it)")
+	fs.BoolVar(check, "check-config", false, "validate the configuration (flags and --config), print a summary and exit")
+	fs.StringVar(&cfg.Listen, "listen", cfg.Listen, "S3 listen address HOST:PORT (port 0 picks a free one)")
+	fs.StringVar(&cfg.AdminListen, "admin-listen", cfg.AdminListen, "admin listen address for /healthz, /readyz, /metrics, /-/archives, /debug/pprof/ (empty = off)")
+	fs.StringVar(&cfg.StoreURL, "store", cfg.StoreURL, "where the archives live: file:///DIR or s3://")
+	fs.Var(&listFlag[serveArchive]{list: &cfg.Archives, parse: func(v string) (serveArchive, error) {
+		var a archiveFlags
+		err := a.Set(v)
+		if err != nil {
+			return serveArchive{}, err
+		}
+		return a[0], nil
+	}, show: func(a serveArchive) string { return a.Name + "=" + a.ManifestURL }},
+		"archive", "NAME=MANIFEST_URL: serve the archive whose manifest is MANIFEST_URL (s3://BUCKET/KEY) as bucket NAME; repeatable")
+	fs.Var(&listFlag[string]{list: &cfg.Discover, parse: func(v string) (string, error) {
+		_, _, err := archiveview.ParseDiscoverURL(v)
+		return v, err
+	}, show: func(s string) string { return s }},
+		"discover", "s3://BUCKET/PREFIX: serve every finished upload under PREFIX/uploads/ (and PREFIX/writers/*/uploads/) as a bucket named after its upload id; repeatable")
+	fs.Var(&listFlag[serveAlias]{list: &cfg.Aliases, parse: func(v string) (serveAlias, error) {
+		name, target, ok := strings.Cut(v, "=")
+		if !ok || name == "" {
+			return serveAlias{}, fmt.Errorf("want NAME=s3://BUCKET/PREFIX@latest, got %q", v)
+		}
+		a := serveAlias{Name: name, Target: target}
+		_, _, err := a.root()
+		return a, err
+	}, show: func(a serveAlias) string { return a.Name + "=" + a.Target }},
+		"alias", "NAME=s3://BUCKET/PREFIX@latest: bucket NAME serves the newest finished upload under PREFIX, re-resolved at every rescan; repeatable")
+	fs.DurationVar(&cfg.Rescan, "rescan", cfg.Rescan, "re-list discovery roots and re-resolve aliases this often (0 = only at start and on SIGHUP)")
+	fs.DurationVar(&cfg.RetireGrace, "retire-grace", cfg.RetireGrace, "after a rescan replaces an archive, wait this long before closing the old one")
+	fs.BoolVar(&cfg.Anonymous, "anonymous", cfg.Anonymous, "allow unsigned requests (read-only, every bucket)")
+	fs.StringVar(&cfg.AccessKey, "access-key", "", "access key clients sign with (also env WHARF_ACCESS_KEY)")
+	fs.StringVar(&cfg.SecretKey, "secret-key", "", "secret key clients sign with (also env WHARF_SECRET_KEY)")
+	fs.StringVar(&cfg.KeysFile, "keys-file", cfg.KeysFile, "YAML `FILE` of access keys with optional per-bucket grants (keys: [{access_key, secret_key, buckets}])")
+	fs.StringVar(&cfg.S3.Endpoint, "s3-endpoint", cfg.S3.Endpoint, "backend S3 endpoint URL (empty = AWS)")
+	fs.StringVar(&cfg.S3.Region, "s3-region", cfg.S3.Region, "backend S3 region (empty = from environment, else us-east-1)")
+	fs.BoolVar(&cfg.S3.PathStyle, "s3-path-style", cfg.S3.PathStyle, "use path-style addressing for the backend S3")
+	fs.Var((*byteSize)(&cfg.CacheBytes), "cache-bytes", "decoded frame cache budget (e.g. 512MiB)")
+	fs.StringVar(&cfg.IndexCacheDir, "index-cache", cfg.IndexCacheDir, "`DIR` for persistent archive indexes (empty = off); restarts then load indexes with HEADs only")
+	fs.StringVar(&cfg.VirtualHostBase, "virtual-host-base", cfg.VirtualHostBase, "serve virtual-hosted requests for Host BUCKET.DOMAIN (empty = path-style only)")
+	fs.StringVar(&cfg.Region, "region", cfg.Region, "region reported to clients (GetBucketLocation, HeadBucket)")
+	fs.StringVar(&cfg.LogFormat, "log-format", cfg.LogFormat, "log format: json or console")
+	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "on SIGTERM/SIGINT, wait this long for in-flight responses")
+	return fs
+}
+
+// parseServeArgs builds the configuration from the config file (if
+// --config is given) and then the flags. check reports --check-config.
+func parseServeArgs(args []string) (cfg serveConfig, check bool, err error) {
+	// Pass 1 only finds --config; errors are reported by pass 2.
+	var path string
+	scratch := defaultServeConfig()
+	pre := serveFlags(&scratch, &path, &check)
+	pre.SetOutput(io.Discard)
+	_ = pre.Parse(args)
+
+	cfg = defaultServeConfig()
+	if path != "" {
+		if err := loadConfigFile(path, &cfg); err != nil {
+			return cfg, false, err
+		}
+	}
+	fs := serveFlags(&cfg, &path, &check)
+	if err := fs.Parse(args); err != nil {
+		return cfg, false, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, false, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	return cfg, check, nil
+}
+
+// resolveKeys gathers every access key: the config file's keys, --keys-file,
+// --access-key/--secret-key, and WHARF_ACCESS_KEY/WHARF_SECRET_KEY when no
+// key pair was given as flags. The environment is read here, after flag
+// parsing, so -h never prints a secret as a default.
+func (cfg *serveConfig) resolveKeys() ([]auth.Key, error) {
+	keys := append([]auth.Key(nil), cfg.Keys...)
+	if cfg.KeysFile != "" {
+		k, err := auth.LoadKeysFile(cfg.KeysFile)
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, k...)
+	}
+	switch {
+	case cfg.AccessKey != "" || cfg.SecretKey != "":
+		if cfg.AccessKey == "" || cfg.SecretKey == "" {
+			return nil, errors.New("--access-key and --secret-key (or WHARF_ACCESS_KEY/WHARF_SECRET_KEY) must be given together")
+		}
+		keys = append(keys, auth.Key{AccessKey: cfg.AccessKey, SecretKey: cfg.SecretKey})
+	default:
+		k, err := auth.KeysFromEnv()
+		if err != nil {
+			return nil, fmt.Errorf("%w (or --access-key and --secret-key must be given together)", err)
+		}
+		keys = append(keys, k...)
+	}
+	if _, err := auth.New(auth.Config{Keys: keys}); err != nil {
+		return nil, err
+	}
+	return keys, nil
+}
+
+// checkSummary is what --check-config prints for a valid configuration.
+func (cfg *serveConfig) checkSummary(keys []auth.Key) string {
+	return fmt.Sprintf("config ok: store %s, %d archives, %d discovery roots, %d aliases, %d keys, anonymous %v, cache %d bytes, listen %s, admin %q\n",
+		cfg.StoreURL, len(cfg.Archives), len(cfg.Discover), len(cfg.Aliases), len(keys), cfg.Anonymous, cfg.CacheBytes, cfg.Listen, cfg.AdminListen)
+}
+
+// checkConfig validates cfg without opening the store or listening:
+// addresses, URLs, names, keys (including --keys-file) and formats.
+func (cfg *serveConfig) checkConfig() ([]auth.Key, error) {
+	if _, err := newServeLogger(cfg.LogFormat, io.Discard); err != nil {
+		return nil, err
+	}
+	keys, err := cfg.resolveKeys()
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.validate(keys); err != nil {
+		return nil, err
+	}
+	for _, a := range cfg.Archives {
+		if _, _, err := backend.ParseObjectURL(a.ManifestURL); err != nil {
+			return nil, fmt.Errorf("archive %s: %w", a.Name, err)
+		}
+	}
+	for _, addr := range []string{cfg.Listen, cfg.AdminListen} {
+		if addr == "" {
+			continue
+		}
+		if _, _, err := splitHostPort(addr); err != nil {
+			return nil, err
+		}
+	}
+	return keys, nil
+}
