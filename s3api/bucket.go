@@ -136,11 +136,14 @@ func (s *Server) getACL(req *request) {
 type versioningConfiguration struct {
 	XMLName xml.Name `xml:"VersioningConfiguration"`
 	Xmlns   string   `xml:"xmlns,attr"`
+	Status  string   `xml:"Status"`
 }
 
-// getBucketVersioning answers ?versioning: never enabled.
+// getBucketVersioning answers ?versioning: Enabled for every archive. Each
+// upload of a chain is a version (VersionId = upload id); a single upload
+// is a chain of one, so every key has exactly one version.
 func (s *Server) getBucketVersioning(req *request) {
-	s.writeXML(req, http.StatusOK, &versioningConfiguration{Xmlns: xmlNS})
+	s.writeXML(req, http.StatusOK, &versioningConfiguration{Xmlns: xmlNS, Status: "Enabled"})
 }
 
 type tagging struct {

@@ -19,6 +19,7 @@ const (
 	errMethodNotAllowed      errorCode = "MethodNotAllowed"
 	errNoSuchBucket          errorCode = "NoSuchBucket"
 	errNoSuchKey             errorCode = "NoSuchKey"
+	errNoSuchVersion         errorCode = "NoSuchVersion"
 	errNoSuchBucketPolicy    errorCode = "NoSuchBucketPolicy"
 	errNoSuchCORS            errorCode = "NoSuchCORSConfiguration"
 	errNoSuchTagSet          errorCode = "NoSuchTagSet"
@@ -47,6 +48,7 @@ var errorTable = map[errorCode]errorInfo{
 	errMethodNotAllowed:      {http.StatusMethodNotAllowed, "The specified method is not allowed against this resource."},
 	errNoSuchBucket:          {http.StatusNotFound, "The specified bucket does not exist"},
 	errNoSuchKey:             {http.StatusNotFound, "The specified key does not exist."},
+	errNoSuchVersion:         {http.StatusNotFound, "The specified version does not exist."},
 	errNoSuchBucketPolicy:    {http.StatusNotFound, "The bucket policy does not exist"},
 	errNoSuchCORS:            {http.StatusNotFound, "The CORS configuration does not exist"},
 	errNoSuchTagSet:          {http.StatusNotFound, "The TagSet does not exist"},

@@ -9,6 +9,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"path"
 	"strconv"
 	"time"
@@ -44,15 +45,17 @@ func contentType(f archiveview.File) string {
 
 // getObject answers GetObject and HeadObject.
 func (s *Server) getObject(req *request, a *archiveview.Archive) {
-	f, ok := a.Stat(req.key)
-	if !ok {
-		s.writeError(req, &apiError{Code: errNoSuchKey, Bucket: req.bucket, Key: req.key})
-		return
-	}
 	r := req.r
 	q := r.URL.Query()
+	f, versionID, ok := s.objectVersion(req, a, q)
+	if !ok {
+		return
+	}
 	mod := f.ModTime.UTC().Truncate(time.Second)
 	h := req.w.Header()
+	if versionID != "" {
+		h.Set("x-amz-version-id", versionID)
+	}
 	h.Set("ETag", quoteETag(f.ETag))
 	h.Set("Last-Modified", mod.Format(http.TimeFormat))
 	h.Set("Accept-Ranges", "bytes")
@@ -136,6 +139,65 @@ func (s *Server) getObject(req *request, a *archiveview.Archive) {
 	s.streamBody(req, a, f, off, n, status)
 }
 
+// objectVersion finds the object a GET or HEAD asks for: with ?versionId
+// that version of the key (404 NoSuchVersion if unknown; a delete marker is
+// 405 MethodNotAllowed with x-amz-delete-marker, as on AWS), else the
+// latest. It returns the version id to send in x-amz-version-id; it has
+// written the error response when ok is false. Without ?versionId a failure
+// to build a chain's history only drops the header (the bytes come from the
+// tree); the key not being found while its latest version is a delete
+// marker adds the marker's headers to the 404, as AWS does.
+func (s *Server) objectVersion(req *request, a *archiveview.Archive, q url.Values) (f archiveview.File, versionID string, ok bool) {
+	ctx := req.r.Context()
+	if vids, has := q["versionId"]; has {
+		vid := firstOf(vids)
+		if vid == "" {
+			s.writeError(req, &apiError{Code: errInvalidArgument, Bucket: req.bucket, Key: req.key,
+				Message: "Version id cannot be the empty string"})
+			return f, "", false
+		}
+		vs, err := a.Versions(ctx)
+		if err != nil {
+			s.readFailed(req, a, ctx, err)
+			return f, "", false
+		}
+		v, found := vs.StatVersion(req.key, vid)
+		switch {
+		case !found:
+			s.writeError(req, &apiError{Code: errNoSuchVersion, Bucket: req.bucket, Key: req.key})
+			return f, "", false
+		case v.DeleteMarker:
+			s.writeError(req, &apiError{Code: errMethodNotAllowed, Bucket: req.bucket, Key: req.key,
+				Header: http.Header{"X-Amz-Delete-Marker": {"true"}, "X-Amz-Version-Id": {vid}, "Allow": {"DELETE"}}})
+			return f, "", false
+		}
+		return v.File, vid, true
+	}
+	f, found := a.Stat(req.key)
+	vs, err := a.Versions(ctx)
+	if err != nil {
+		s.cfg.Logger.Warn().Str("request_id", req.id).Str("bucket", req.bucket).Str("key", req.key).Err(err).
+			Msg("version history unavailable: x-amz-version-id not sent")
+	}
+	var latest archiveview.Version
+	hasLatest := false
+	if err == nil {
+		latest, hasLatest = vs.StatVersion(req.key, "")
+	}
+	if !found {
+		e := &apiError{Code: errNoSuchKey, Bucket: req.bucket, Key: req.key}
+		if hasLatest && latest.DeleteMarker {
+			e.Header = http.Header{"X-Amz-Delete-Marker": {"true"}, "X-Amz-Version-Id": {latest.VersionID}}
+		}
+		s.writeError(req, e)
+		return f, "", false
+	}
+	if hasLatest && !latest.DeleteMarker {
+		versionID = latest.VersionID
+	}
+	return f, versionID, true
+}
+
 // streamBody sends n bytes of f from off. The first buffer is read before
 // the headers go out, so a failure to open or to fetch the first frame is a
 // clean 500/503 XML error naming the key. A failure after that aborts the
@@ -175,9 +237,13 @@ func (s *Server) streamBody(req *request, a *archiveview.Archive, f archiveview.
 	if rest == 0 {
 		return
 	}
-	copied, err := io.CopyBuffer(req.w, io.LimitReader(rc, rest), buf)
+	// No io.LimitReader: the archive reader returns exactly n bytes and its
+	// io.WriterTo writes cached frame slices without a copy. The count is
+	// still enforced: short is an error here, and a byte past the declared
+	// Content-Length fails the write in net/http.
+	copied, err := io.CopyBuffer(req.w, rc, buf)
 	if err == nil && copied != rest {
-		err = fmt.Errorf("archive %s key %q: body ended after %d of %d bytes: %w", a.Name(), f.Key, int64(got)+copied, n, io.ErrUnexpectedEOF)
+		err = fmt.Errorf("archive %s key %q: body gave %d bytes where %d were declared: %w", a.Name(), f.Key, int64(got)+copied, n, io.ErrUnexpectedEOF)
 	}
 	if err != nil {
 		req.cause = err
@@ -193,12 +259,21 @@ func (s *Server) readFailed(req *request, a *archiveview.Archive, ctx context.Co
 		req.cause = err
 		panic(http.ErrAbortHandler)
 	}
-	code := errInternalError
-	if backend.IsRetryable(err) {
-		code = errSlowDown
-	}
+	code := readErrorCode(err)
 	s.cfg.Logger.Error().Str("request_id", req.id).Str("bucket", req.bucket).Str("key", req.key).Err(err).Msg("read failed")
 	s.writeError(req, &apiError{Code: code, Bucket: req.bucket, Key: req.key, Cause: err})
+}
+
+// readErrorCode maps a read error to its S3 code: a retryable backend
+// failure is 503 SlowDown; everything else (the read path's ErrChecksum,
+// ErrCorrupt, ErrWrongMember, ErrNotInChunk, ErrBadRange, a missing chunk,
+// a broken chain) is 500 InternalError: the server's fault, never the
+// client's.
+func readErrorCode(err error) errorCode {
+	if backend.IsRetryable(err) {
+		return errSlowDown
+	}
+	return errInternalError
 }
 
 func firstOf(vs []string) string {

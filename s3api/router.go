@@ -22,6 +22,7 @@ const (
 	opGetBucketTagging    = "GetBucketTagging"
 	opListObjects         = "ListObjects"
 	opListObjectsV2       = "ListObjectsV2"
+	opListObjectVersions  = "ListObjectVersions"
 	opHeadObject          = "HeadObject"
 	opGetObject           = "GetObject"
 	opGetObjectACL        = "GetObjectAcl"
@@ -35,7 +36,7 @@ const (
 var allOps = []string{
 	opListBuckets, opHeadBucket, opGetBucketLocation, opGetBucketACL,
 	opGetBucketPolicy, opGetBucketCORS, opGetBucketVersioning, opGetBucketTagging,
-	opListObjects, opListObjectsV2, opHeadObject, opGetObject, opGetObjectACL,
+	opListObjects, opListObjectsV2, opListObjectVersions, opHeadObject, opGetObject, opGetObjectACL,
 	opGetObjectTagging, opNotImplemented, opWrite, opMethodNotAllowed,
 }
 
@@ -139,6 +140,8 @@ func operationName(method, bucket string, hasKey bool, q url.Values) string {
 			return opGetBucketCORS
 		case "versioning":
 			return opGetBucketVersioning
+		case "versions":
+			return opListObjectVersions
 		case "tagging":
 			return opGetBucketTagging
 		}
@@ -192,6 +195,8 @@ func (s *Server) route(req *request) {
 		s.listObjects(req, a, false)
 	case opListObjectsV2:
 		s.listObjects(req, a, true)
+	case opListObjectVersions:
+		s.listObjectVersions(req, a)
 	case opGetObjectACL, opGetObjectTagging:
 		if _, ok := a.Stat(req.key); !ok {
 			s.writeError(req, &apiError{Code: errNoSuchKey, Bucket: req.bucket, Key: req.key})
