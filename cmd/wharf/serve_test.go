@@ -3,14 +3,27 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
+
 	"github.com/wharf-s3/wharf/archiveview/cargopack"
+	"github.com/wharf-s3/wharf/backend"
 )
 
 // packServeTree writes a small archive with our own writer into a temp
@@ -241,5 +254,291 @@ func TestServeFlags(t *testing.T) {
 	}
 	if err := runServe(context.Background(), []string{"-h"}); err != nil {
 		t.Errorf("-h: %v", err)
+	}
+}
+
+// lakeFake is gofakes3 in-process holding bucket "lake", written through
+// the real aws-sdk-go-v2 client by our own writer (cargopack.S3Sink).
+type lakeFake struct {
+	url    string
+	client *s3.Client
+}
+
+func newLakeFake(t *testing.T) *lakeFake {
+	t.Helper()
+	mem := s3mem.New()
+	if err := mem.CreateBucket("lake"); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(gofakes3.New(mem, gofakes3.WithLogger(gofakes3.DiscardLog())).Server())
+	t.Cleanup(srv.Close)
+	t.Setenv("AWS_CONFIG_FILE", "/nonexistent")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+	return &lakeFake{url: srv.URL, client: s3.New(s3.Options{
+		Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider("AK", "SK", ""),
+	})}
+}
+
+func (l *lakeFake) pack(t *testing.T, sink cargopack.Sink, files map[string][]byte, o cargopack.Options) *cargopack.Result {
+	t.Helper()
+	if sink == nil {
+		sink = cargopack.S3Sink(l.client)
+	}
+	o.Bucket = "lake"
+	if o.Created.IsZero() {
+		o.Created = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	}
+	o.FrameSize = 8 << 10
+	res, err := cargopack.Write(context.Background(), sink, cargopack.FromMap(files, o.Created), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func (l *lakeFake) s3Config() backend.S3Config {
+	return backend.S3Config{Endpoint: l.url, Region: "us-east-1", PathStyle: true, AccessKeyID: "AK", SecretAccessKey: "SK", MaxBackoff: time.Millisecond}
+}
+
+// partialSink stores the manifest as manifest.partial.json.gz, the resume
+// checkpoint an unfinished upload leaves.
+type partialSink struct{ cargopack.Sink }
+
+func (p partialSink) Put(ctx context.Context, bucket, key string, r io.Reader, size int64) error {
+	if k, ok := strings.CutSuffix(key, "/manifest.json.gz"); ok {
+		key = k + "/manifest.partial.json.gz"
+	}
+	return p.Sink.Put(ctx, bucket, key, r, size)
+}
+
+func getETag(t *testing.T, url string) (int, string, []byte) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s: body: %v", url, err)
+	}
+	return resp.StatusCode, strings.Trim(resp.Header.Get("ETag"), `"`), b
+}
+
+// TestServeDiscoverAndAlias runs wharf serve over a gofakes3 bucket of
+// uploads in every state discovery must tell apart, checks which buckets
+// appear and which objects are skipped with what reason, that the read path
+// never lists the store, and that an @latest alias switches to a newer
+// upload on rescan (and on SIGHUP) while a client keeps reading, with the
+// new ETag and never a wrong byte.
+func TestServeDiscoverAndAlias(t *testing.T) {
+	lake := newLakeFake(t)
+	files := map[string][]byte{"a.txt": []byte("alpha\n"), "d/big.bin": bytes.Repeat([]byte("wharf"), 20000)}
+	lake.pack(t, nil, files, cargopack.Options{Prefix: "base", UploadID: "20260101-aaaa"})
+	lake.pack(t, nil, files, cargopack.Options{Prefix: "base", UploadID: "Plain_Upload", PlainManifest: true})
+	lake.pack(t, partialSink{cargopack.S3Sink(lake.client)}, files, cargopack.Options{Prefix: "base", UploadID: "half"})
+	lake.pack(t, nil, files, cargopack.Options{Prefix: "base", UploadID: "secret", EncryptedManifest: true})
+	lake.pack(t, nil, files, cargopack.Options{Prefix: "base", UploadID: "chain1"})
+	lake.pack(t, nil, map[string][]byte{"new.txt": []byte("added\n")}, cargopack.Options{Prefix: "base", UploadID: "chain2",
+		PreviousManifestID: "chain1", SyncType: "incremental", DeletedPaths: []string{"a.txt"}})
+	lake.pack(t, nil, files, cargopack.Options{Prefix: "base/writers/w1", UploadID: "fleet1"})
+	if err := cargopack.S3Sink(lake.client).Put(context.Background(), "lake", "base/writers/w1/status.json",
+		strings.NewReader(`{"state":"idle"}`), 16); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC().Truncate(time.Second)
+	v1 := bytes.Repeat([]byte("version one\n"), 5000)
+	v2 := bytes.Repeat([]byte("version two!\n"), 6000)
+	lake.pack(t, nil, map[string][]byte{"v.txt": v1}, cargopack.Options{Prefix: "rel", UploadID: "v1", Created: now.Add(-time.Hour)})
+
+	var faulty *backend.Faulty
+	rescan := make(chan struct{})
+	scanned := make(chan error, 4)
+	addr, admin, logs, stop := startServe(t, serveConfig{
+		Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0", StoreURL: "s3://", S3: lake.s3Config(),
+		Discover: []string{"s3://lake/base"}, Aliases: []serveAlias{{Name: "current", Target: "s3://lake/rel@latest"}},
+		Anonymous: true, CacheBytes: 16 << 20, RetireGrace: 10 * time.Millisecond,
+		wrapStore: func(s backend.Store) backend.Store {
+			faulty = backend.NewFaulty(s, backend.FaultConfig{})
+			return faulty
+		},
+		rescanNow: rescan, scanned: func(err error) { scanned <- err },
+	})
+
+	// Which buckets, which skips.
+	var page archivesPage
+	_, body := get(t, "http://"+admin+"/-/archives")
+	if err := json.Unmarshal(body, &page); err != nil {
+		t.Fatalf("/-/archives: %v\n%s", err, body)
+	}
+	var names []string
+	for _, b := range page.Buckets {
+		names = append(names, b.Bucket)
+	}
+	if want := "[20260101-aaaa chain1 chain2 current fleet1 plain-upload]"; fmt.Sprint(names) != want {
+		t.Errorf("buckets %v, want %s", names, want)
+	}
+	reasons := map[string]string{}
+	for _, s := range page.Skipped {
+		reasons[s.Key] = s.Reason
+	}
+	for key, want := range map[string]string{
+		"base/uploads/half/manifest.partial.json.gz":     "not finished",
+		"base/uploads/secret/manifest.encrypted.json.gz": "encrypted",
+		"base/writers/w1/status.json":                    "heartbeat",
+	} {
+		if !strings.Contains(reasons[key], want) {
+			t.Errorf("skip reason for %s = %q, want %q", key, reasons[key], want)
+		}
+		if !strings.Contains(logs.String(), key) {
+			t.Errorf("skip of %s not logged", key)
+		}
+	}
+	for _, b := range page.Buckets {
+		if b.Files == 0 || b.Source == "" || len(b.Shapes) == 0 {
+			t.Errorf("/-/archives entry %+v lacks its shape", b)
+		}
+		if b.Bucket == "chain2" && (fmt.Sprint(b.Chain) != "[chain2 chain1]" || b.Files != 2) {
+			t.Errorf("chain2 entry %+v", b)
+		}
+	}
+	if !strings.Contains(logs.String(), `"message":"discovery scan"`) || !strings.Contains(logs.String(), `"source":"alias s3://lake/rel@latest -> s3://lake/rel/uploads/v1/manifest.json.gz"`) {
+		t.Errorf("no discovery log lines:\n%s", logs.String())
+	}
+
+	// The read path never lists: a burst of every kind of request.
+	lists := faulty.Requests("list")
+	for _, path := range []string{"/", "/plain-upload/a.txt", "/chain2/new.txt", "/chain2/a.txt", "/fleet1/d/big.bin",
+		"/20260101-aaaa?list-type=2", "/current/v.txt", "/nope/x", "/current?delimiter=/", "/chain1/d/big.bin"} {
+		for i := 0; i < 3; i++ {
+			get(t, "http://"+addr+path)
+		}
+	}
+	if code, b := get(t, "http://"+addr+"/fleet1/d/big.bin"); code != 200 || !bytes.Equal(b, files["d/big.bin"]) {
+		t.Errorf("fleet1 big.bin: %d, %d bytes", code, len(b))
+	}
+	if code, _ := get(t, "http://"+addr+"/chain2/a.txt"); code != 404 {
+		t.Errorf("tombstoned a.txt in chain2: %d", code)
+	}
+	if n := faulty.Requests("list"); n != lists {
+		t.Fatalf("the read path listed the store %d times", n-lists)
+	}
+	if lists != 2 {
+		t.Errorf("start-up listed %d times, want 2 (one discovery root, one alias root)", lists)
+	}
+
+	// Alias switch under load.
+	code, etag1, b := getETag(t, "http://"+addr+"/current/v.txt")
+	if code != 200 || !bytes.Equal(b, v1) {
+		t.Fatalf("current/v.txt before: %d", code)
+	}
+	var (
+		stopReaders  atomic.Bool
+		seen1, seen2 atomic.Int64
+		bad          atomic.Value
+		wg           sync.WaitGroup
+	)
+	etag2 := make(chan string, 1)
+	var e2 atomic.Value
+	for w := 0; w < 3; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stopReaders.Load() {
+				resp, err := http.Get("http://" + addr + "/current/v.txt")
+				if err != nil {
+					bad.Store(err.Error())
+					return
+				}
+				b, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				et := strings.Trim(resp.Header.Get("ETag"), `"`)
+				switch {
+				case err == nil && resp.StatusCode == 200 && et == etag1 && bytes.Equal(b, v1):
+					seen1.Add(1)
+				case err == nil && resp.StatusCode == 200 && et != etag1 && bytes.Equal(b, v2):
+					if prev, ok := e2.Load().(string); ok && prev != et {
+						bad.Store("two ETags for v2: " + prev + " " + et)
+					}
+					e2.Store(et)
+					seen2.Add(1)
+				default:
+					bad.Store(fmt.Sprintf("status %d etag %s err %v, %d bytes", resp.StatusCode, et, err, len(b)))
+				}
+			}
+		}()
+	}
+	time.Sleep(50 * time.Millisecond)
+	lake.pack(t, nil, map[string][]byte{"v.txt": v2}, cargopack.Options{Prefix: "rel", UploadID: "v2", Created: now})
+	rescan <- struct{}{}
+	if err := <-scanned; err != nil {
+		t.Fatalf("rescan: %v", err)
+	}
+	code, et, b := getETag(t, "http://"+addr+"/current/v.txt")
+	if code != 200 || et == etag1 || !bytes.Equal(b, v2) {
+		t.Errorf("after rescan: %d etag %s (old %s), v2 %v", code, et, etag1, bytes.Equal(b, v2))
+	}
+	etag2 <- et
+	time.Sleep(50 * time.Millisecond)
+	stopReaders.Store(true)
+	wg.Wait()
+	if v := bad.Load(); v != nil {
+		t.Fatalf("a reader saw a wrong response: %v", v)
+	}
+	if seen1.Load() == 0 || seen2.Load() == 0 {
+		t.Errorf("readers saw %d v1 and %d v2 responses; want both", seen1.Load(), seen2.Load())
+	}
+	if e, _ := e2.Load().(string); e != <-etag2 {
+		t.Errorf("readers' v2 ETag %s", e)
+	}
+	_, metrics := get(t, "http://"+admin+"/metrics")
+	for _, want := range []string{`wharf_archive_files{bucket="current",upload_id="v2"} 1`,
+		`wharf_archive_files{bucket="chain2",upload_id="chain2"} 2`, `wharf_archive_frames{bucket="fleet1",upload_id="fleet1"}`,
+		`wharf_archive_index_bytes{bucket="current",upload_id="v2"}`} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if strings.Contains(string(metrics), `upload_id="v1"`) {
+		t.Error("gauges still export the replaced v1")
+	}
+	// Unchanged uploads are reused, not reopened: the rescan read only v2's
+	// manifest (the alias opens the newest candidates; v1 is still open).
+	if !strings.Contains(logs.String(), `"reused":`) {
+		t.Error("no reuse count in the scan log")
+	}
+
+	// SIGHUP rescans too (the handler is installed while serve runs).
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-scanned:
+		if err != nil {
+			t.Fatalf("SIGHUP rescan: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("SIGHUP did not rescan")
+	}
+	if !strings.Contains(logs.String(), `"why":"SIGHUP"`) {
+		t.Error("SIGHUP rescan not logged")
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+}
+
+// TestServeAliasUnresolvable: an alias with nothing behind it is an error at
+// start naming the alias.
+func TestServeAliasUnresolvable(t *testing.T) {
+	lake := newLakeFake(t)
+	err := serve(context.Background(), serveConfig{
+		Listen: "127.0.0.1:0", StoreURL: "s3://", S3: lake.s3Config(), Anonymous: true, CacheBytes: 1 << 20, LogOut: io.Discard,
+		Aliases: []serveAlias{{Name: "latest", Target: "s3://lake/empty@latest"}},
+		Ready:   func(string, string) { t.Error("serve started") },
+	})
+	if err == nil || !strings.Contains(err.Error(), "alias latest=s3://lake/empty@latest") {
+		t.Fatalf("serve: %v", err)
 	}
 }
