@@ -733,9 +733,9 @@ func hoFramesRows() []hoRow {
 			serveKeys: []string{"a.txt"},
 		},
 		{
-			name: "zero bomb, frame honestly claims 2 GiB: read fails, bounded", pack: hoFramed,
+			name: "zero bomb, frame honestly claims 1 GiB: read fails, bounded", pack: hoFramed,
 			edit: func(h *hoEnv, m *manifest.Manifest) {
-				h.hoBombChunk(m, 0, hoZeroBomb(2<<30), 2<<30)
+				h.hoBombChunk(m, 0, hoZeroBomb(1<<30), 1<<30)
 			},
 			failKeys: map[string][]error{"a.txt": {ErrWrongMember}, "b.bin": {ErrWrongMember}, "z.txt": {ErrWrongMember}},
 		},
@@ -748,11 +748,11 @@ func hoFramesRows() []hoRow {
 			failKeys: map[string][]error{"a.txt": {ErrCorrupt}, "b.bin": {ErrCorrupt}, "z.txt": {ErrCorrupt}},
 		},
 		{
-			name: "zero bomb as a giant frame whose claim is short of its 1 GiB", pack: hoFramed,
+			name: "zero bomb as a giant frame whose claim is short of its 256 MiB", pack: hoFramed,
 			opts: Options{MaxFrameBytes: 1 << 10},
 			edit: func(h *hoEnv, m *manifest.Manifest) {
 				claim := m.Chunks[0].Frames[len(m.Chunks[0].Frames)-1].UncompressedOffset + m.Chunks[0].Frames[len(m.Chunks[0].Frames)-1].UncompressedSize
-				h.hoBombChunk(m, 0, hoZeroBomb(1<<30), claim)
+				h.hoBombChunk(m, 0, hoZeroBomb(256<<20), claim)
 			},
 			failKeys: map[string][]error{"a.txt": nil, "b.bin": nil, "z.txt": nil},
 		},
@@ -1548,9 +1548,9 @@ func hoObjectRows() []hoRow {
 			serveKeys: []string{"z.txt"},
 		},
 		{
-			name: "stream zstd chunk replaced by a 1 GiB zero bomb",
+			name: "stream zstd chunk replaced by a 256 MiB zero bomb",
 			disk: func(h *hoEnv, m *manifest.Manifest) {
-				if err := os.WriteFile(h.objPath(h.chunkKey(m, 0)), hoZeroBomb(1<<30), 0o644); err != nil {
+				if err := os.WriteFile(h.objPath(h.chunkKey(m, 0)), hoZeroBomb(256<<20), 0o644); err != nil {
 					h.t.Fatal(err)
 				}
 			},
@@ -2104,6 +2104,35 @@ func hoKnownBugRows() []hoRow {
 			failKeys: map[string][]error{"a.txt": nil, "z.txt": nil}, partialFail: true,
 			maxTime: 3 * time.Second,
 		},
+		{
+			// BUG 1d: BUG 1 reached through s3_key. Split parts start
+			// at the same offset (1536, after PAX and ustar headers) in
+			// their own chunks; b.bin's part 1 is pointed at a.bin's
+			// part-1 chunk. a.bin is read first, so the header at 1536
+			// of that chunk is "known good" and a partial read of
+			// b.bin's part 1 serves a.bin's bytes.
+			name:  "split part s3_key pointing at another file's part chunk (same offset)",
+			files: map[string][]byte{"a.bin": hoRandom(11, 30000), "b.bin": hoRandom(12, 30000)},
+			pack:  cargopack.Options{FrameSize: 16 << 10, SplitSize: 15000},
+			edit: func(h *hoEnv, m *manifest.Manifest) {
+				var pa, pb *manifest.FileEntry
+				for i := range m.Files {
+					fe := &m.Files[i]
+					if fe.PartIndex == 1 && strings.HasSuffix(fe.Path, "/a.bin") {
+						pa = fe
+					}
+					if fe.PartIndex == 1 && strings.HasSuffix(fe.Path, "/b.bin") {
+						pb = fe
+					}
+				}
+				if pa == nil || pb == nil || *pa.ArchiveOffset != *pb.ArchiveOffset {
+					h.t.Fatalf("split layout changed")
+				}
+				pb.S3Key, pb.ChunkID, pb.ShardID = pa.S3Key, pa.ChunkID, pa.ShardID
+			},
+			failKeys: map[string][]error{"b.bin": {ErrWrongMember}}, partialFail: true,
+			serveKeys: []string{"a.bin"},
+		},
 		dotdot("chunk s3_key with .. segments reaches the store", hoFramed, func(h *hoEnv, m *manifest.Manifest) {
 			old := m.Chunks[0].S3Key
 			m.Chunks[0].S3Key = "../../../../../../../../etc/passwd.tar.zst"
@@ -2152,10 +2181,12 @@ func TestHostileKnownBugs(t *testing.T) {
 	})
 }
 
-// hoMutate applies one random mutation to m. base is the manifest as
-// written (read only). withBugs enables the mutations that hit known bugs
-// (an archive_offset copied from another member; duplicate_of_hash naming
-// another file's checksum).
+// hoMutate applies one random mutation to m. withBugs enables the
+// mutations that hit known bugs: an archive_offset copied from another
+// member, an s3_key copied from another chunk (split parts all start at
+// offset 1536 of their chunks, so this lands on another member at an
+// offset whose header was already accepted: bug 1), and duplicate_of_hash
+// naming another file's checksum (bug 2).
 func hoMutate(r *rand.Rand, m *manifest.Manifest, withBugs bool) string {
 	num := func(v int64) int64 {
 		switch r.IntN(11) {
@@ -2231,11 +2262,11 @@ func hoMutate(r *rand.Rand, m *manifest.Manifest, withBugs bool) string {
 			fe.Checksum = str(fe.Checksum)
 			return "file checksum"
 		case 4:
-			if nc > 0 && r.IntN(2) == 0 {
+			if withBugs && nc > 0 && r.IntN(2) == 0 {
 				fe.S3Key = m.Chunks[r.IntN(nc)].S3Key
-			} else {
-				fe.S3Key = str(fe.S3Key)
+				return "file s3_key of another chunk"
 			}
+			fe.S3Key = str(fe.S3Key)
 			return "file s3_key"
 		case 5:
 			fe.Offset, fe.Length = num(fe.Offset), num(fe.Length)
@@ -2274,8 +2305,12 @@ func hoMutate(r *rand.Rand, m *manifest.Manifest, withBugs bool) string {
 			c.UncompressedSize = num(c.UncompressedSize)
 			return "chunk uncompressed_size"
 		case 2:
-			c.S3Key = m.Chunks[r.IntN(nc)].S3Key
-			return "chunk s3_key swapped"
+			if withBugs {
+				c.S3Key = m.Chunks[r.IntN(nc)].S3Key
+				return "chunk s3_key of another chunk"
+			}
+			c.S3Key = str(c.S3Key)
+			return "chunk s3_key"
 		case 3:
 			c.Checksum = str(c.Checksum)
 			return "chunk checksum"
@@ -2377,6 +2412,9 @@ func hoRound(t testing.TB, h *hoEnv, base []byte, r *rand.Rand, withBugs bool, f
 		what = append(what, hoMutate(r, &m, withBugs))
 	}
 	desc := fmt.Sprintf("%s (%s)", label, strings.Join(what, ", "))
+	if testing.Verbose() {
+		t.Logf("%s: %s", desc, hoDiff(base, &m))
+	}
 	h.putManifest(&m)
 	allowed := map[string][][]byte{}
 	for i := range m.Files {
@@ -2433,11 +2471,53 @@ func hoRound(t testing.TB, h *hoEnv, base []byte, r *rand.Rand, withBugs bool, f
 	}
 }
 
+// hoDiff describes how m differs from the manifest JSON base, entry by
+// entry, for reproducing a failing round.
+func hoDiff(base []byte, m *manifest.Manifest) string {
+	var b manifest.Manifest
+	if err := json.Unmarshal(base, &b); err != nil {
+		return err.Error()
+	}
+	var out []string
+	cmp := func(what string, x, y any) {
+		jx, _ := json.Marshal(x)
+		jy, _ := json.Marshal(y)
+		if !bytes.Equal(jx, jy) {
+			out = append(out, fmt.Sprintf("%s: %s -> %s", what, jx, jy))
+		}
+	}
+	for i := range max(len(b.Files), len(m.Files)) {
+		var x, y any
+		if i < len(b.Files) {
+			x = b.Files[i]
+		}
+		if i < len(m.Files) {
+			y = m.Files[i]
+		}
+		cmp(fmt.Sprintf("files[%d]", i), x, y)
+	}
+	for i := range max(len(b.Chunks), len(m.Chunks)) {
+		var x, y any
+		if i < len(b.Chunks) {
+			x = b.Chunks[i]
+		}
+		if i < len(m.Chunks) {
+			y = m.Chunks[i]
+		}
+		cmp(fmt.Sprintf("chunks[%d]", i), x, y)
+	}
+	cmp("source_path", b.SourcePath, m.SourcePath)
+	cmp("prefix", b.Prefix, m.Prefix)
+	cmp("deleted_paths", b.DeletedPaths, m.DeletedPaths)
+	cmp("compression_type", b.CompressionType, m.CompressionType)
+	return strings.Join(out, "; ")
+}
+
 // hoMutationLoop runs deterministic mutation rounds over every shape
-// (seeded, at most 300 rounds per shape and about 9 s in all).
+// (seeded, at most 300 rounds per shape and about 7 s in all).
 func hoMutationLoop(t *testing.T, withBugs bool) {
 	const rounds = 300
-	budget := 9 * time.Second
+	budget := 7 * time.Second
 	start := time.Now()
 	var st hoRoundStats
 	// Normally every round gets its own FrameCache and store. withBugs
