@@ -1,12 +1,19 @@
 package main
 
 import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"gopkg.in/yaml.v3"
 
 	"github.com/wharf-s3/wharf/auth"
 	"github.com/wharf-s3/wharf/backend"
@@ -172,4 +179,253 @@ func TestCheckConfig(t *testing.T) {
 			}
 		})
 	}
+}
+
+// k8sDoc is the part of a Kubernetes object the deploy test reads.
+type k8sDoc struct {
+	Kind     string `yaml:"kind"`
+	Metadata struct {
+		Name string `yaml:"name"`
+	} `yaml:"metadata"`
+	Data map[string]string `yaml:"data"`
+	Spec struct {
+		Selector struct {
+			MatchLabels map[string]string `yaml:"matchLabels"`
+		} `yaml:"selector"`
+		Ports []struct {
+			Name       string `yaml:"name"`
+			TargetPort string `yaml:"targetPort"`
+		} `yaml:"ports"`
+		Template struct {
+			Spec struct {
+				SecurityContext struct {
+					RunAsNonRoot *bool `yaml:"runAsNonRoot"`
+					RunAsUser    *int  `yaml:"runAsUser"`
+				} `yaml:"securityContext"`
+				Containers []k8sContainer `yaml:"containers"`
+				Volumes    []struct {
+					Name      string                 `yaml:"name"`
+					ConfigMap *struct{ Name string } `yaml:"configMap"`
+					Secret    *struct {
+						SecretName string `yaml:"secretName"`
+					} `yaml:"secret"`
+					EmptyDir *struct{} `yaml:"emptyDir"`
+				} `yaml:"volumes"`
+			} `yaml:"spec"`
+		} `yaml:"template"`
+	} `yaml:"spec"`
+}
+
+type k8sProbe struct {
+	HTTPGet *struct {
+		Path string `yaml:"path"`
+		Port string `yaml:"port"`
+	} `yaml:"httpGet"`
+}
+
+type k8sContainer struct {
+	Args  []string `yaml:"args"`
+	Ports []struct {
+		Name          string `yaml:"name"`
+		ContainerPort int    `yaml:"containerPort"`
+	} `yaml:"ports"`
+	ReadinessProbe k8sProbe `yaml:"readinessProbe"`
+	LivenessProbe  k8sProbe `yaml:"livenessProbe"`
+	Resources      struct {
+		Requests map[string]string `yaml:"requests"`
+		Limits   map[string]string `yaml:"limits"`
+	} `yaml:"resources"`
+	SecurityContext struct {
+		RunAsNonRoot           *bool `yaml:"runAsNonRoot"`
+		ReadOnlyRootFilesystem bool  `yaml:"readOnlyRootFilesystem"`
+	} `yaml:"securityContext"`
+	VolumeMounts []struct {
+		Name      string `yaml:"name"`
+		MountPath string `yaml:"mountPath"`
+		SubPath   string `yaml:"subPath"`
+	} `yaml:"volumeMounts"`
+}
+
+// TestDeployManifests parses deploy/*.yaml and checks that the example
+// really runs: the container args and the mounted config are accepted by
+// wharf serve's own flag and config code (and pass --check-config), the
+// ports match the listen addresses, the probes hit /healthz and /readyz on
+// the admin port, resources follow the memory sizing rule, and the pod runs
+// as non-root with every path wharf writes mounted.
+func TestDeployManifests(t *testing.T) {
+	t.Setenv("WHARF_ACCESS_KEY", "")
+	t.Setenv("WHARF_SECRET_KEY", "")
+	paths, err := filepath.Glob("../../deploy/*.yaml")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no deploy/*.yaml: %v", err)
+	}
+	var docs []k8sDoc
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec := yaml.NewDecoder(bytes.NewReader(data))
+		for {
+			var d k8sDoc
+			err := dec.Decode(&d)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", p, err)
+			}
+			docs = append(docs, d)
+		}
+	}
+	byKind := map[string][]k8sDoc{}
+	for _, d := range docs {
+		byKind[d.Kind] = append(byKind[d.Kind], d)
+	}
+	if len(byKind["Deployment"]) != 1 || len(byKind["ConfigMap"]) != 1 || len(byKind["Service"]) == 0 {
+		t.Fatalf("want one Deployment, one ConfigMap and Services; got %v", func() []string {
+			var k []string
+			for _, d := range docs {
+				k = append(k, d.Kind+"/"+d.Metadata.Name)
+			}
+			return k
+		}())
+	}
+	dep := byKind["Deployment"][0]
+	pod := dep.Spec.Template.Spec
+	if len(pod.Containers) != 1 {
+		t.Fatalf("want one container, got %d", len(pod.Containers))
+	}
+	c := pod.Containers[0]
+	if len(c.Args) < 1 || c.Args[0] != "serve" {
+		t.Fatalf("container args %q do not run wharf serve", c.Args)
+	}
+
+	// The config file the args name is the ConfigMap's, mounted there.
+	volumes := map[string]int{}
+	for i, v := range pod.Volumes {
+		volumes[v.Name] = i
+	}
+	mountOf := func(path string) (name, sub string, ok bool) {
+		for _, m := range c.VolumeMounts {
+			if path == m.MountPath || strings.HasPrefix(path, strings.TrimSuffix(m.MountPath, "/")+"/") {
+				return m.Name, m.SubPath, true
+			}
+		}
+		return "", "", false
+	}
+	var cfgPath string
+	scratch := defaultServeConfig()
+	check := false
+	fs := serveFlags(&scratch, &cfgPath, &check)
+	if err := fs.Parse(c.Args[1:]); err != nil {
+		t.Fatalf("wharf serve rejects the container args %q: %v", c.Args[1:], err)
+	}
+	vol, sub, ok := mountOf(cfgPath)
+	if cfgPath == "" || !ok || pod.Volumes[volumes[vol]].ConfigMap == nil {
+		t.Fatalf("--config %q is not mounted from a ConfigMap", cfgPath)
+	}
+	cm := byKind["ConfigMap"][0]
+	if pod.Volumes[volumes[vol]].ConfigMap.Name != cm.Metadata.Name || cm.Data[sub] == "" {
+		t.Fatalf("config %s: ConfigMap %s has no key %q", cfgPath, cm.Metadata.Name, sub)
+	}
+	local := writeFile(t, "wharf.yaml", cm.Data[sub])
+	args := append([]string(nil), c.Args[1:]...)
+	for i := range args {
+		if args[i] == cfgPath {
+			args[i] = local
+		}
+	}
+	cfg, _, err := parseServeArgs(args)
+	if err != nil {
+		t.Fatalf("wharf serve rejects the deploy config: %v", err)
+	}
+	// Paths wharf reads or writes are mounted: keys from a Secret, the
+	// index cache on a writable volume (the root filesystem is read-only).
+	if cfg.KeysFile != "" {
+		vol, _, ok := mountOf(cfg.KeysFile)
+		if !ok || pod.Volumes[volumes[vol]].Secret == nil {
+			t.Errorf("keys_file %s is not mounted from a Secret", cfg.KeysFile)
+		}
+		cfg.KeysFile = writeFile(t, "keys.yaml", "keys:\n  - {access_key: AK, secret_key: SK}\n")
+	}
+	if cfg.IndexCacheDir != "" {
+		if vol, _, ok := mountOf(cfg.IndexCacheDir); !ok || pod.Volumes[volumes[vol]].EmptyDir == nil {
+			t.Errorf("index_cache_dir %s is not on a writable volume", cfg.IndexCacheDir)
+		}
+	}
+	if !c.SecurityContext.ReadOnlyRootFilesystem {
+		t.Error("the root filesystem is writable")
+	}
+	if _, err := cfg.checkConfig(); err != nil {
+		t.Fatalf("--check-config on the deploy config: %v", err)
+	}
+
+	// Ports.
+	ports := map[string]int{}
+	for _, p := range c.Ports {
+		ports[p.Name] = p.ContainerPort
+	}
+	for name, addr := range map[string]string{"s3": cfg.Listen, "admin": cfg.AdminListen} {
+		host, port, err := splitHostPort(addr)
+		if err != nil {
+			t.Fatalf("%s listen: %v", name, err)
+		}
+		if host != "0.0.0.0" && host != "" {
+			t.Errorf("%s listens on %s, unreachable from outside the pod", name, addr)
+		}
+		if fmt.Sprint(ports[name]) != port {
+			t.Errorf("container port %s = %d, but wharf listens on %s", name, ports[name], addr)
+		}
+	}
+	for _, svc := range byKind["Service"] {
+		for _, p := range svc.Spec.Ports {
+			if _, ok := ports[p.TargetPort]; !ok {
+				t.Errorf("Service %s targets port %q, which the container does not name", svc.Metadata.Name, p.TargetPort)
+			}
+		}
+	}
+
+	// Probes.
+	for name, tc := range map[string]struct {
+		p    k8sProbe
+		path string
+	}{"readiness": {c.ReadinessProbe, "/readyz"}, "liveness": {c.LivenessProbe, "/healthz"}} {
+		if tc.p.HTTPGet == nil || tc.p.HTTPGet.Path != tc.path || tc.p.HTTPGet.Port != "admin" {
+			t.Errorf("%s probe %+v, want GET %s on the admin port", name, tc.p.HTTPGet, tc.path)
+		}
+	}
+
+	// Resources: the memory limit holds the frame cache plus headroom for
+	// indexes, buffers and the runtime (docs/operations.md sizing rule).
+	limit, err := parseK8sQuantity(c.Resources.Limits["memory"])
+	if err != nil {
+		t.Fatalf("memory limit: %v", err)
+	}
+	if c.Resources.Requests["cpu"] == "" || c.Resources.Requests["memory"] == "" {
+		t.Error("requests not set")
+	}
+	if limit < cfg.CacheBytes+512<<20 {
+		t.Errorf("memory limit %d is below cache_bytes %d + 512 MiB", limit, cfg.CacheBytes)
+	}
+
+	// Non-root.
+	sc := pod.SecurityContext
+	if sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.RunAsUser == nil || *sc.RunAsUser == 0 {
+		t.Errorf("pod security context %+v does not force non-root", sc)
+	}
+}
+
+// parseK8sQuantity reads the binary and decimal memory suffixes used above.
+func parseK8sQuantity(q string) (int64, error) {
+	for _, u := range []struct {
+		s string
+		m int64
+	}{{"Ki", 1 << 10}, {"Mi", 1 << 20}, {"Gi", 1 << 30}, {"Ti", 1 << 40}, {"k", 1e3}, {"M", 1e6}, {"G", 1e9}} {
+		if n, ok := strings.CutSuffix(q, u.s); ok {
+			v, err := strconv.ParseInt(n, 10, 64)
+			return v * u.m, err
+		}
+	}
+	return strconv.ParseInt(q, 10, 64)
 }
