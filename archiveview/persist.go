@@ -230,8 +230,11 @@ func BuildIndex(ctx context.Context, store backend.Store, bucket, manifestKey st
 		if srcs[i].key == "" {
 			return nil, fmt.Errorf("archive %q (manifest %s/%s): the store returned no key for a manifest", a.name, bucket, manifestKey)
 		}
-		if srcs[i].nothash {
-			srcs = nil // incomplete provenance: the index can be written but never validated
+		if srcs[i].nothash || !srcs[i].absent && srcs[i].etag == "" {
+			// Incomplete provenance (body not hashed to its end, or no
+			// ETag to compare): the index can be written but is never
+			// used as Open's cache.
+			srcs = nil
 			break
 		}
 	}
@@ -643,10 +646,13 @@ func OpenIndex(ctx context.Context, store backend.Store, r io.Reader, opts Optio
 		name = f.Name()
 	}
 	var buf bytes.Buffer
-	if f, ok := r.(*os.File); ok {
-		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > 0 {
-			buf.Grow(int(min(fi.Size(), 1<<34)) + 1)
+	switch v := r.(type) {
+	case *os.File:
+		if fi, err := v.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > 0 {
+			buf.Grow(int(min(fi.Size(), 1<<34)) + bytes.MinRead)
 		}
+	case interface{ Len() int }:
+		buf.Grow(v.Len() + bytes.MinRead)
 	}
 	if _, err := buf.ReadFrom(r); err != nil {
 		return nil, fmt.Errorf("index %s: %w", name, err)

@@ -652,3 +652,33 @@ func BenchmarkLoadIndex1M(b *testing.B) {
 	b.ReportMetric(float64(len(data))/1e6, "MB")
 	b.ReportMetric(float64(len(data))/benchFiles, "bytes/file")
 }
+
+// TestIndexWriteDuringReads: WriteIndex runs while reads walk legacy
+// chunks (run with -race); every index written loads and reads byte-exact.
+func TestIndexWriteDuringReads(t *testing.T) {
+	dir, key, want := piSetup(t, piShape{opt: cargopack.Options{Version: "2.0", ChunkSize: 40 << 10}})
+	a, err := Open(context.Background(), backend.NewFileStore(dir), rvBucket, key, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		piReadAll(t, a, want, rand.New(rand.NewPCG(8, 8)))
+	}()
+	var outs [][]byte
+	for running := true; running; {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		outs = append(outs, piIndexBytes(t, a))
+	}
+	for _, data := range []([]byte){outs[0], outs[len(outs)/2], outs[len(outs)-1]} {
+		b := piOpenIndex(t, backend.NewFileStore(dir), data)
+		piReadAll(t, b, want, rand.New(rand.NewPCG(9, 9)))
+	}
+	t.Logf("%d indexes written during the reads", len(outs))
+}
