@@ -254,6 +254,12 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 	if cfg.Region == "" {
 		cfg.Region = "us-east-1"
 	}
+	// SIGHUP is caught from here on, before the (possibly long) first scan,
+	// so that it never kills the server; one arriving during start-up
+	// triggers a rescan once serving.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -332,9 +338,6 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 	// the server.
 	loopCtx, stopLoop := context.WithCancel(ctx)
 	loopDone := make(chan struct{})
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
 	go func() {
 		defer close(loopDone)
 		cm.rescanLoop(loopCtx, hup, cfg.Rescan, cfg.rescanNow)
