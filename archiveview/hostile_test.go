@@ -23,6 +23,23 @@ package archiveview
 //	WHARF_HOSTILE_BUGS=1 go test ./archiveview -run TestHostileKnownBugs -v
 //
 // The rest runs in the normal `go test ./archiveview` and must pass.
+//
+// Known bugs pinned there (numbers as in the BUG comments):
+//
+//  1. the header-checked cache (chunkReadState.hdrOK) and the verified
+//     extent cache (keyExtent) are keyed by chunk offset only, so a lying
+//     archive_offset or s3_key that lands on a member read before serves
+//     that member's bytes (partial reads; whole reads without a sha256);
+//  2. a duplicate whose duplicate_of_hash names another file's content is
+//     served from that file although its own sha256 disagrees;
+//  3. a frame's compressed bytes are buffered whole, whatever their size;
+//  4. decoded frames are cached by frame index, so a hostile manifest over
+//     the same chunk object poisons an honest archive (wrong bytes, or a
+//     slice-bounds panic in framedSource.next);
+//  5. s3_key, prefix and previous_manifest_id with ".." segments reach the
+//     store (the FileStore refuses them; an S3 store would be asked);
+//  6. duplicate member names in a walked chunk: the last one wins;
+//  7. a failed tar walk over an unframed zstd bomb is redone by every read.
 
 import (
 	"bytes"
