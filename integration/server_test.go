@@ -45,7 +45,9 @@ func startWharf(bin, name string, args, env []string) (*wharfServer, error) {
 	s := &wharfServer{name: name, done: make(chan struct{})}
 	cmd := exec.Command(bin, args...)
 	cmd.Env = env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Own process group (so Stop can kill it whole); killed if the test
+	// binary dies (e.g. on a -timeout panic), so nothing is left behind.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	pr, pw := io.Pipe()
 	cmd.Stdout = pw
 	cmd.Stderr = pw
