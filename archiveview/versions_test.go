@@ -2,13 +2,16 @@ package archiveview
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -17,6 +20,7 @@ import (
 	"time"
 
 	"github.com/wharf-s3/wharf/archiveview/cargopack"
+	"github.com/wharf-s3/wharf/archiveview/manifest"
 	"github.com/wharf-s3/wharf/backend"
 )
 
@@ -501,4 +505,134 @@ func (a *Archive) mustStat(t testing.TB, key string) File {
 		t.Fatalf("Stat(%q): not found", key)
 	}
 	return f
+}
+
+// BenchmarkVersions1M builds the history of a two-upload chain: the
+// 1,000,000-file base of BenchmarkOpen1M and a delta that modifies 1000
+// files and deletes 1000. Reported: history-MB and history-B/key (HeapAlloc
+// retained by the history, after GC, beyond the opened archive), cpu-s/op
+// (Versions' first call: the manifests read again and resolved) and the
+// cost of one ListVersions page of 1000 deep in the key space.
+func BenchmarkVersions1M(b *testing.B) {
+	dir := benchManifest(b)
+	t0 := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
+	// The delta reuses the base's chunks (a chain resolves chunk keys
+	// across manifests); its entries only need to resolve, not be read.
+	rc, _, err := backend.NewFileStore(dir).Get(context.Background(), "bkt", benchManifestKey)
+	if err != nil {
+		b.Fatal(err)
+	}
+	base, err := manifest.Load(rc, benchManifestKey, manifest.Limits{})
+	rc.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+	delta := *base
+	delta.UploadID, delta.PreviousManifestID, delta.SyncType = "20260102-delta", base.UploadID, "incremental"
+	delta.CreatedAt, delta.CompletedAt = t0, t0
+	delta.Files, delta.DeletedPaths = nil, nil
+	for i := 0; i < 2000; i += 2 {
+		fe := base.Files[i*499]
+		fe.ModTime = t0
+		delta.Files = append(delta.Files, fe)
+		delta.DeletedPaths = append(delta.DeletedPaths, base.Files[i*499+1].Path)
+	}
+	delta.TotalFiles = int64(len(delta.Files))
+	deltaKey := "bench/uploads/20260102-delta/manifest.json.gz"
+	rvPutManifestDir(b, dir, deltaKey, &delta)
+	base = nil
+
+	store := backend.NewFileStore(dir)
+	ctx := context.Background()
+	for b.Loop() {
+		a, err := Open(ctx, store, "bkt", deltaKey, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		before := heapAfterGC()
+		cpu0 := cpuTime()
+		v, err := a.Versions(ctx)
+		cpu := cpuTime() - cpu0
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		retained := heapAfterGC() - before
+		b.ReportMetric(float64(retained)/(1<<20), "history-MB")
+		b.ReportMetric(float64(retained)/float64(v.keys.n()), "history-B/key")
+		b.ReportMetric(cpu.Seconds(), "cpu-s/op")
+		if v.keys.n() != benchFiles || len(v.vers) != benchFiles+2000 {
+			b.Fatalf("keys %d versions %d", v.keys.n(), len(v.vers))
+		}
+		t1 := time.Now()
+		page, err := v.ListVersions(VersionListParams{KeyMarker: benchKey(600_000), MaxKeys: 1000})
+		if err != nil || len(page.Entries) != 1000 {
+			b.Fatalf("page: %d %v", len(page.Entries), err)
+		}
+		b.ReportMetric(float64(time.Since(t1).Microseconds()), "page-µs")
+		runtime.KeepAlive(a)
+		b.StartTimer()
+	}
+}
+
+// rvPutManifestDir writes m as gzip JSON at key in FileStore dir.
+func rvPutManifestDir(b testing.TB, dir, key string, m *manifest.Manifest) {
+	b.Helper()
+	p := filepath.Join(dir, "bkt", filepath.FromSlash(key))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	f, err := os.Create(p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	zw, _ := gzip.NewWriterLevel(f, gzip.BestSpeed)
+	if err := json.NewEncoder(zw).Encode(m); err != nil {
+		b.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// FuzzListVersions compares ListVersions with the brute-force reference
+// for arbitrary prefixes, delimiters, markers and page sizes over a chain
+// with versions, delete markers and nested keys.
+func FuzzListVersions(f *testing.F) {
+	ups := vShapesChain()
+	dir := f.TempDir()
+	a, err := rvOpen(f, dir, vPackChain(f, dir, ups), Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	v, err := a.Versions(context.Background())
+	if err != nil {
+		f.Fatal(err)
+	}
+	all := vReference(ups)
+	f.Add("", "", "", "", uint8(3))
+	f.Add("a", "/", "a/x", "u1", uint8(1))
+	f.Add("", "/", "c/", "", uint8(2))
+	f.Add("", "d", "dup2", "u4", uint8(9))
+	f.Add("a/", "", "a/y", "nope", uint8(4))
+	f.Fuzz(func(t *testing.T, prefix, delim, km, vm string, max uint8) {
+		p := VersionListParams{Prefix: prefix, Delimiter: delim, KeyMarker: km, VersionIDMarker: vm, MaxKeys: int(max % 12)}
+		got, err := v.ListVersions(p)
+		if p.MaxKeys == 0 {
+			if err != nil || len(got.Entries) != 0 || got.Truncated {
+				t.Fatalf("max 0: %+v %v", got, err)
+			}
+			return
+		}
+		want, werr := vRefPage(all, p)
+		if (err != nil) != (werr != nil) {
+			t.Fatalf("%+v: error %v, reference %v", p, err, werr)
+		}
+		if err := vSamePage(got, want); err != nil {
+			t.Fatalf("%+v: %v", p, err)
+		}
+	})
 }
