@@ -1,0 +1,113 @@
+package integration
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"gopkg.in/yaml.v3"
+)
+
+// TestComposeCommands runs the `seed` (wharf pack) and `wharf` (wharf serve)
+// commands of docker-compose.yml as written, with the MinIO endpoint
+// replaced by gofakes3 and the listeners moved to loopback, so the compose
+// file's wiring is checked even though CI does not run containers.
+func TestComposeCommands(t *testing.T) {
+	raw, err := os.ReadFile("../docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Services map[string]struct {
+			Command []string `yaml:"command"`
+		} `yaml:"services"`
+	}
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		t.Fatalf("docker-compose.yml: %v", err)
+	}
+	seed, serve := doc.Services["seed"].Command, doc.Services["wharf"].Command
+	if len(seed) == 0 || seed[0] != "pack" || len(serve) == 0 || serve[0] != "serve" {
+		t.Fatalf("docker-compose.yml: want services seed (pack ...) and wharf (serve ...), got %q and %q", seed, serve)
+	}
+	sample, _ := filepath.Abs("../cmd/wharf/sample")
+	rewrite := func(args []string) []string {
+		out := make([]string, len(args))
+		for i, a := range args {
+			switch {
+			case a == "/sample":
+				a = sample
+			case strings.HasPrefix(a, "--listen="), strings.HasPrefix(a, "--admin-listen="):
+				a = a[:strings.Index(a, "=")+1] + "127.0.0.1:0"
+			}
+			out[i] = strings.ReplaceAll(a, "http://minio:9000", suite.s3url)
+		}
+		return out
+	}
+	flag := func(args []string, name string) string {
+		for _, a := range args {
+			if v, ok := strings.CutPrefix(a, "--"+name+"="); ok {
+				return v
+			}
+		}
+		t.Fatalf("docker-compose.yml: %q lacks --%s=", args, name)
+		return ""
+	}
+	bucket := flag(seed, "bucket")
+	if _, err := suite.s3client.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	env := suite.serverEnv()
+	out := run(t, env, "", suite.bin, rewrite(seed)...)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	printed := lines[len(lines)-1]
+	archive := flag(serve, "archive")
+	if _, url, _ := strings.Cut(archive, "="); url != printed {
+		t.Fatalf("docker-compose.yml: wharf serves %s but the seed step's wharf pack printed %s", url, printed)
+	}
+	name, _, _ := strings.Cut(archive, "=")
+
+	srv, err := startWharf(suite.bin, "compose", rewrite(serve), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopOrFail(t, srv)
+	want, err := treeKeys(sample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := sdkClient(srv, "")
+	got := map[string]int64{}
+	var order []string
+	p := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: aws.String(name)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range page.Contents {
+			got[aws.ToString(o.Key)] = aws.ToInt64(o.Size)
+			order = append(order, aws.ToString(o.Key))
+		}
+	}
+	checkListing(t, "compose: ListObjectsV2 "+name, want, got, order)
+	for _, k := range order {
+		resp, err := http.Get(srv.url + "/" + name + "/" + escapePath(k))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("compose: GET %s/%s: %s %v", name, k, resp.Status, err)
+		}
+		w, _ := os.ReadFile(filepath.Join(sample, filepath.FromSlash(k)))
+		assertSameBytes(t, "compose", k, b, w)
+	}
+	t.Logf("docker-compose.yml: seed's `wharf pack` printed %s, wharf's `wharf serve` serves it as bucket %q: %d sample files byte-identical", printed, name, len(order))
+}
