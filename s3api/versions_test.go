@@ -503,6 +503,21 @@ for k, vid, *_ in out["markers"]:
     except s3.exceptions.ClientError as e:
         assert e.response["ResponseMetadata"]["HTTPStatusCode"] == 405, e.response
         assert e.response["ResponseMetadata"]["HTTPHeaders"].get("x-amz-delete-marker") == "true", e.response
+# Presigned GETs of an old version, SigV2 (versionId is a signed
+# sub-resource) and SigV4; changing the versionId breaks the signature.
+import urllib.request, urllib.error
+out["presigned"] = {}
+for sv in ("s3", "s3v4"):
+    c = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=ak, aws_secret_access_key=sk,
+                     region_name="us-east-1", config=Config(signature_version=sv, s3={"addressing_style": "path"}))
+    url = c.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": "doc.txt", "VersionId": "up-1"}, ExpiresIn=600)
+    assert "versionId=up-1" in url, url
+    out["presigned"][sv] = base64.b64encode(urllib.request.urlopen(url).read()).decode()
+    try:
+        urllib.request.urlopen(url.replace("versionId=up-1", "versionId=up-2"))
+        raise SystemExit("tampered versionId served (%s)" % sv)
+    except urllib.error.HTTPError as e:
+        assert e.code == 403, (sv, e.code)
 json.dump(out, sys.stdout)
 `
 
@@ -522,10 +537,11 @@ func TestVersionsBoto3(t *testing.T) {
 			t.Fatalf("python3 boto3 script (page %s): %v\n%s", page, err, stderr.String())
 		}
 		var res struct {
-			Status   string
-			Versions [][]any
-			Markers  [][]any
-			Bodies   map[string]string
+			Status    string
+			Versions  [][]any
+			Markers   [][]any
+			Bodies    map[string]string
+			Presigned map[string]string
 		}
 		if err := json.Unmarshal(out, &res); err != nil {
 			t.Fatalf("script output: %v: %s", err, out)
@@ -558,6 +574,12 @@ func TestVersionsBoto3(t *testing.T) {
 		}
 		if strings.Join(gm, "\n") != strings.Join(wm, "\n") {
 			t.Fatalf("boto3 delete markers:\n%s\nwant:\n%s", strings.Join(gm, "\n"), strings.Join(wm, "\n"))
+		}
+		for _, sv := range []string{"s3", "s3v4"} {
+			b, err := base64.StdEncoding.DecodeString(res.Presigned[sv])
+			if err != nil || string(b) != "version one\n" {
+				t.Fatalf("presigned (%s) doc.txt@up-1 = %q %v", sv, b, err)
+			}
 		}
 		if len(res.Bodies) != len(wv) {
 			t.Fatalf("%d bodies, want %d", len(res.Bodies), len(wv))
