@@ -378,3 +378,37 @@ func TestLatest(t *testing.T) {
 		t.Errorf("Latest with nothing openable: %v", err)
 	}
 }
+
+func FuzzParseDiscoverURL(f *testing.F) {
+	for _, s := range []string{"s3://b/p", "s3://b", "s3:///", "s3://b//uploads/", "http://x/y", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, u string) {
+		b, p, err := ParseDiscoverURL(u)
+		if err != nil {
+			return
+		}
+		if b == "" || strings.ContainsRune(b, '/') || strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") {
+			t.Fatalf("ParseDiscoverURL(%q) = %q, %q", u, b, p)
+		}
+	})
+}
+
+func FuzzSplitUploadPath(f *testing.F) {
+	for _, s := range []string{"uploads/a/manifest.json", "writers/w/uploads/a/manifest.json.gz", "uploads//x", "writers//uploads/a/m"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, rel string) {
+		w, id, ok := splitUploadPath(rel)
+		if !ok {
+			return
+		}
+		want := "uploads/" + id + "/"
+		if w != "" {
+			want = "writers/" + w + "/" + want
+		}
+		if id == "" || strings.Contains(id, "/") || strings.Contains(w, "/") || !strings.HasPrefix(rel, want) {
+			t.Fatalf("splitUploadPath(%q) = %q, %q", rel, w, id)
+		}
+	})
+}

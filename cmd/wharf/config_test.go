@@ -429,3 +429,21 @@ func parseK8sQuantity(q string) (int64, error) {
 	}
 	return strconv.ParseInt(q, 10, 64)
 }
+
+// FuzzConfigYAML: any config document either fails to decode with an error
+// or yields a configuration that checkConfig judges without panicking.
+func FuzzConfigYAML(f *testing.F) {
+	f.Add([]byte(fullConfigYAML))
+	f.Add([]byte("store: s3://\ndiscover: [s3://a/b]\n"))
+	f.Add([]byte("aliases: [{name: x, target: s3://a/b@latest}]\ncache_bytes: 1KiB\n"))
+	f.Add([]byte("cache_bytes: [1]\n"))
+	f.Add([]byte("archives: [{name: '', manifest: x}]\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg := defaultServeConfig()
+		if err := applyConfigYAML(data, &cfg); err != nil {
+			return
+		}
+		cfg.KeysFile = "" // never read arbitrary paths
+		_, _ = cfg.checkConfig()
+	})
+}

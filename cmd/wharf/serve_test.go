@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -503,6 +504,22 @@ func TestServeDiscoverAndAlias(t *testing.T) {
 	if strings.Contains(string(metrics), `upload_id="v1"`) {
 		t.Error("gauges still export the replaced v1")
 	}
+	// The replaced v1 archive is closed after the retire grace.
+	deadline := time.Now().Add(10 * time.Second)
+	closedLine := func() bool {
+		for _, l := range strings.Split(logs.String(), "\n") {
+			if strings.Contains(l, `"archive":"current"`) && strings.Contains(l, `"message":"retired archive closed"`) {
+				return true
+			}
+		}
+		return false
+	}
+	for !closedLine() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the replaced archive was never closed:\n%s", logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	// Unchanged uploads are reused, not reopened: the rescan read only v2's
 	// manifest (the alias opens the newest candidates; v1 is still open).
 	if !strings.Contains(logs.String(), `"reused":`) {
@@ -540,5 +557,32 @@ func TestServeAliasUnresolvable(t *testing.T) {
 	})
 	if err == nil || !strings.Contains(err.Error(), "alias latest=s3://lake/empty@latest") {
 		t.Fatalf("serve: %v", err)
+	}
+}
+
+// TestServeIndexCache: with --index-cache, the second start loads the
+// archive's index from the cache directory instead of its manifest.
+func TestServeIndexCache(t *testing.T) {
+	data := bytes.Repeat([]byte("cached index "), 3000)
+	store, man := packServeTree(t, map[string][]byte{"a.txt": []byte("hello\n"), "b.bin": data})
+	dir := filepath.Join(t.TempDir(), "idx")
+	cfg := serveConfig{Listen: "127.0.0.1:0", StoreURL: store, Anonymous: true, CacheBytes: 1 << 20, IndexCacheDir: dir,
+		Archives: []serveArchive{{Name: "data", ManifestURL: man}}}
+	_, _, logs, stop := startServe(t, cfg)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(logs.String(), "opened from index cache") {
+		t.Fatal("first start claims a cached index")
+	}
+	if ents, err := os.ReadDir(dir); err != nil || len(ents) != 1 {
+		t.Fatalf("index cache dir after first start: %v %v", ents, err)
+	}
+	addr, _, logs, _ := startServe(t, cfg)
+	if !strings.Contains(logs.String(), "archive opened from index cache") {
+		t.Errorf("second start did not use the index cache:\n%s", logs.String())
+	}
+	if code, b := get(t, "http://"+addr+"/data/b.bin"); code != 200 || !bytes.Equal(b, data) {
+		t.Errorf("GET b.bin from a cached index: %d, equal %v", code, bytes.Equal(b, data))
 	}
 }
