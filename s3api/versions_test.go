@@ -123,6 +123,13 @@ func testChain() []chainUpload {
 // and serves the newest manifest as bucket "bkt".
 func newChainFixture(t testing.TB, ups []chainUpload) *fixture {
 	t.Helper()
+	return newChainFixtureWrap(t, ups, nil, fixtureOpts{})
+}
+
+// newChainFixtureWrap is newChainFixture with the store wrapped (wrap may
+// be nil) and fixture options.
+func newChainFixtureWrap(t testing.TB, ups []chainUpload, wrap func(backend.Store) backend.Store, o fixtureOpts) *fixture {
+	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
 	var top, prev string
@@ -138,13 +145,16 @@ func newChainFixture(t testing.TB, ups []chainUpload) *fixture {
 		}
 		top, prev = res.ManifestKey, u.id
 	}
-	store := backend.NewFileStore(dir)
+	store := backend.Store(backend.NewFileStore(dir))
+	if wrap != nil {
+		store = wrap(store)
+	}
 	a, err := archiveview.Open(ctx, store, "src", top, archiveview.Options{Name: testBucket})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { a.Close() })
-	f := newFixtureFromArchive(t, a, fixtureOpts{})
+	f := newFixtureFromArchive(t, a, o)
 	f.store = store
 	return f
 }
@@ -590,3 +600,65 @@ func TestVersionsBoto3(t *testing.T) {
 // testMTimeFor is a file version's LastModified as boto3 prints it: the
 // upload's file mtime (cargopack.FromMap gets the upload's time).
 func testMTimeFor(w wantVersion) string { return w.created.Format("2006-01-02T15:04:05+00:00") }
+
+// TestVersionsFaults: a store failure while the history is built is a 503
+// naming the key for versioned requests (retried on the next request, not
+// remembered), while a plain GET still serves the latest bytes, only
+// without x-amz-version-id; an old version whose chunk is corrupt is a 500,
+// never wrong bytes.
+func TestVersionsFaults(t *testing.T) {
+	day := func(d int) time.Time { return time.Date(2025, 8, d, 0, 0, 0, 0, time.UTC) }
+	ups := []chainUpload{
+		{id: "v1", created: day(1), files: map[string][]byte{"f": randBytes(11, 150<<10)}, opt: cargopack.Options{FrameSize: 16 << 10}},
+		{id: "v2", created: day(2), files: map[string][]byte{"f": randBytes(12, 50<<10)}, opt: cargopack.Options{FrameSize: 16 << 10}},
+	}
+	var faulty *backend.Faulty
+	f := newChainFixtureWrap(t, ups, func(s backend.Store) backend.Store {
+		faulty = backend.NewFaulty(s, backend.FaultConfig{})
+		return faulty
+	}, fixtureOpts{anonymous: true})
+
+	faulty.SetHook(func(r backend.Request) backend.Fault {
+		if strings.Contains(r.Key, "manifest") {
+			return backend.Fault{Kind: backend.FaultError}
+		}
+		return backend.Fault{}
+	})
+	resp, body := f.do(t, "GET", "/bkt/f?versionId=v1", nil)
+	wantError(t, resp, body, 503, "SlowDown")
+	resp, body = f.do(t, "GET", "/bkt?versions", nil)
+	wantError(t, resp, body, 503, "SlowDown")
+	resp, body = f.do(t, "GET", "/bkt/f", nil)
+	mustStatus(t, resp, body, 200)
+	if !bytes.Equal(body, ups[1].files["f"]) || resp.Header.Get("x-amz-version-id") != "" {
+		t.Fatalf("plain GET during a history failure: %d bytes, version %q", len(body), resp.Header.Get("x-amz-version-id"))
+	}
+	if !strings.Contains(f.logs.String(), "version history unavailable") {
+		t.Error("the missing history is not logged")
+	}
+
+	// Silent corruption in the old upload's chunk: frames are verified.
+	faulty.SetHook(func(r backend.Request) backend.Fault {
+		if r.Op == "range" && strings.Contains(r.Key, "/v1/") {
+			return backend.Fault{Kind: backend.FaultFlip, FlipAt: []int64{r.Off + r.Len/2}}
+		}
+		return backend.Fault{}
+	})
+	resp, body = f.do(t, "GET", "/bkt/f?versionId=v1", nil)
+	wantError(t, resp, body, 500, "InternalError")
+	if !strings.Contains(f.logs.String(), `key \"f\"`) && !strings.Contains(f.logs.String(), "key f") {
+		t.Errorf("the read failure does not name the key: %s", f.logs.String())
+	}
+	resp, body = f.do(t, "GET", "/bkt/f?versionId=v2", nil)
+	mustStatus(t, resp, body, 200)
+	if !bytes.Equal(body, ups[1].files["f"]) || resp.Header.Get("x-amz-version-id") != "v2" {
+		t.Fatal("latest version through the history")
+	}
+
+	faulty.SetHook(nil)
+	resp, body = f.do(t, "GET", "/bkt/f?versionId=v1", nil)
+	mustStatus(t, resp, body, 200)
+	if !bytes.Equal(body, ups[0].files["f"]) || resp.Header.Get("x-amz-version-id") != "v1" {
+		t.Fatal("old version after the faults")
+	}
+}
