@@ -183,5 +183,3 @@ func TestCatalogCollector(t *testing.T) {
 		t.Errorf("after swap %d series, want 4", got)
 	}
 }
-
-
