@@ -636,3 +636,42 @@ func FuzzListVersions(f *testing.F) {
 		}
 	})
 }
+
+// TestVersionsFromIndexCache: an archive loaded from a persistent index
+// (no manifest read at Open) builds the same history on first use.
+func TestVersionsFromIndexCache(t *testing.T) {
+	dir, cache := t.TempDir(), t.TempDir()
+	ups := vShapesChain()
+	top := vPackChain(t, dir, ups)
+	for round := 0; round < 2; round++ {
+		st := backend.NewFaulty(backend.NewFileStore(dir), backend.FaultConfig{})
+		a, err := Open(context.Background(), st, rvBucket, top, Options{IndexCacheDir: cache})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if round == 1 && st.Requests("get") != 0 {
+			t.Fatalf("second Open read %d objects: the index cache was not used", st.Requests("get"))
+		}
+		v, err := a.Versions(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := vReference(ups)
+		got, err := v.ListVersions(VersionListParams{MaxKeys: 1000})
+		if err != nil || len(got.Entries) != len(want) {
+			t.Fatalf("round %d: %d entries %v, want %d", round, len(got.Entries), err, len(want))
+		}
+		for i, w := range want {
+			e := got.Entries[i].Version
+			if e.Key != w.key || e.VersionID != w.id || e.DeleteMarker != w.dm {
+				t.Fatalf("round %d entry %d: %s@%s, want %s@%s", round, i, e.Key, e.VersionID, w.key, w.id)
+			}
+			if !w.dm {
+				if b := vReadAll(t, a, e.File, 0, e.Size); !bytes.Equal(b, w.data) {
+					t.Fatalf("round %d: %s@%s differs from the source", round, w.key, w.id)
+				}
+			}
+		}
+		a.Close()
+	}
+}
