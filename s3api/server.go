@@ -7,8 +7,10 @@
 // rejection, addressing (path-style, virtual-host only under a configured
 // base domain), authentication (auth.Verifier) and per-bucket authorization —
 // and one file per operation family: bucket.go (ListBuckets, HeadBucket,
-// bucket sub-resources), list.go (ListObjects v1/v2), object.go
-// (HeadObject/GetObject). Errors come from one table (errors.go). Header
+// bucket sub-resources), list.go (ListObjects v1/v2), versions.go
+// (ListObjectVersions: each upload of a chain is an object version,
+// VersionId = upload id), object.go (HeadObject/GetObject, with
+// ?versionId). Errors come from one table (errors.go). Header
 // parsers are small pure functions (range.go, conditional.go, token.go).
 //
 // Archives come from a Catalog, resolved on every request. Bodies stream from
