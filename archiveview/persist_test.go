@@ -682,3 +682,56 @@ func TestIndexWriteDuringReads(t *testing.T) {
 	}
 	t.Logf("%d indexes written during the reads", len(outs))
 }
+
+// TestIndexCacheChainCandidates: the ancestor is stored as manifest.json,
+// so the build tried manifest.json.gz first and found nothing; the cache
+// records that absence. A manifest.json.gz appearing there (which Open
+// would now prefer) invalidates the cache, and a deleted ancestor makes
+// the cached Open fail as the uncached one does, never serve the old tree.
+func TestIndexCacheChainCandidates(t *testing.T) {
+	dir := t.TempDir()
+	base := map[string][]byte{"a.txt": rvText(1, 3000), "b.txt": rvText(2, 500)}
+	rvPack(t, dir, base, cargopack.Options{Prefix: "c", UploadID: "20250304-00000001", PlainManifest: true, FrameSize: 16 << 10})
+	res := rvPack(t, dir, map[string][]byte{"n.txt": rvText(3, 100)}, cargopack.Options{Prefix: "c", UploadID: "20250305-00000002",
+		FrameSize: 16 << 10, PreviousManifestID: "20250304-00000001", SyncType: "incremental"})
+	cache := t.TempDir()
+	a1, _ := piCachedOpen(t, dir, cache, res.ManifestKey)
+	absent := 0
+	for _, s := range a1.prov.sources {
+		if s.absent {
+			absent++
+		}
+	}
+	if absent == 0 || a1.Files() != 3 {
+		t.Fatalf("sources %+v, %d files: want an absent candidate recorded and 3 files", a1.prov.sources, a1.Files())
+	}
+	if _, f2 := piCachedOpen(t, dir, cache, res.ManifestKey); f2.Requests("get") != 0 {
+		t.Fatalf("second Open: %d GETs", f2.Requests("get"))
+	}
+
+	// A gzip manifest appears for the ancestor (a different tree).
+	replacement := rvPack(t, t.TempDir(), map[string][]byte{"only.txt": rvText(4, 10)},
+		cargopack.Options{Prefix: "c", UploadID: "20250304-00000001", FrameSize: 16 << 10})
+	gz := filepath.Join(dir, rvBucket, "c", "uploads", "20250304-00000001", "manifest.json.gz")
+	m := replacement.Manifest
+	rvPutManifest(t, dir, "c/uploads/20250304-00000001/manifest.json.gz", m)
+	a3, f3 := piCachedOpen(t, dir, cache, res.ManifestKey)
+	if f3.Requests("get") == 0 {
+		t.Errorf("a new ancestor manifest did not invalidate the cache")
+	}
+	if _, ok := a3.Stat("only.txt"); !ok {
+		t.Errorf("the rebuilt tree does not come from the new ancestor manifest")
+	}
+
+	// Both ancestor manifests deleted: the cached Open fails like Open.
+	if err := os.Remove(gz); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, rvBucket, "c", "uploads", "20250304-00000001", "manifest.json")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(context.Background(), piCountingStore(dir), rvBucket, res.ManifestKey, Options{IndexCacheDir: cache})
+	if !errors.Is(err, ErrBrokenChain) {
+		t.Errorf("deleted ancestor: err %v, want ErrBrokenChain", err)
+	}
+}
