@@ -198,8 +198,8 @@ func (s *Server) route(req *request) {
 	case opListObjectVersions:
 		s.listObjectVersions(req, a)
 	case opGetObjectACL, opGetObjectTagging:
-		if _, ok := a.Stat(req.key); !ok {
-			s.writeError(req, &apiError{Code: errNoSuchKey, Bucket: req.bucket, Key: req.key})
+		// The key (or the version ?versionId names) must exist.
+		if _, _, ok := s.objectVersion(req, a, req.r.URL.Query()); !ok {
 			return
 		}
 		if req.op == opGetObjectACL {

@@ -397,6 +397,14 @@ func TestVersionsRawXML(t *testing.T) {
 			t.Fatalf("%s k/20: x-amz-version-id %q", m, resp.Header.Get("x-amz-version-id"))
 		}
 	}
+	// ?acl and ?tagging of a version.
+	resp, body = anon.do(t, "GET", "/bkt/doc.txt?acl&versionId=up-1", nil)
+	mustStatus(t, resp, body, 200)
+	resp, body = anon.do(t, "GET", "/bkt/doc.txt?tagging&versionId=up-9", nil)
+	wantError(t, resp, body, 404, "NoSuchVersion")
+	resp, body = anon.do(t, "GET", "/bkt/k/12?tagging", nil)
+	wantError(t, resp, body, 404, "NoSuchKey")
+
 	resp, body = anon.do(t, "GET", "/bkt/nope", nil)
 	wantError(t, resp, body, 404, "NoSuchKey")
 	if resp.Header.Get("x-amz-delete-marker") != "" {
