@@ -265,7 +265,11 @@ func openIndexCached(ctx context.Context, store backend.Store, bucket, manifestK
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	if !errors.Is(err, fs.ErrNotExist) {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, errStaleIndex):
+		opts.Logger.Info().Err(err).Str("manifest", manifestKey).Str("index", path).Msg("index cache stale; reading the manifest")
+	default:
 		opts.Logger.Warn().Err(err).Str("manifest", manifestKey).Str("index", path).Msg("index cache not used; reading the manifest")
 	}
 	a, err = BuildIndex(ctx, store, bucket, manifestKey, opts)

@@ -46,7 +46,9 @@ func piFuzzSeeds(f testing.TB) [][]byte {
 // Loading never panics; a refusal wraps ErrBadIndex; an accepted file keeps
 // the tree's invariants and writes back to the same bytes. Huge counts are
 // refused before allocation (newIndexDecoder's up-front check), so the
-// fuzzer's memory stays bounded by the input size.
+// fuzzer's memory stays bounded by the input size. Run it with a short
+// -fuzzminimizetime (e.g. 1s): with the default 60s the worker spends the
+// whole of a brief -fuzztime minimizing its first new inputs.
 func FuzzReadIndex(f *testing.F) {
 	for _, s := range piFuzzSeeds(f) {
 		f.Add(s)
