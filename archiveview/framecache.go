@@ -83,12 +83,21 @@ func (c *FrameCache) Len() int {
 // cacheKey names one decoded frame (kind keyFrame, n = frame index) or one
 // verified extent of an unframed object (kind keyExtent, n = offset, m =
 // length) of one object of one store.
+//
+// A key says what the entry's bytes were checked against, not only where
+// they came from: an extent is keyed by its tar member name and expected
+// sha256 too, so a manifest that points another member (or another
+// archive's member) at the same bytes never gets an entry that was
+// verified for someone else's expectations.
 type cacheKey struct {
 	store  string
 	bucket string
 	object string
 	kind   uint8
 	n, m   int64
+	name   string   // keyExtent: the tar member name the header was checked for
+	sum    [32]byte // the sha256 the bytes were verified against
+	hasSum bool
 }
 
 const (

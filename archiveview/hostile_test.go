@@ -1765,6 +1765,7 @@ func TestHostileArchives(t *testing.T) {
 		{"rawpaths", hoRawPathRows()},
 		{"dupsplit", hoDupSplitRows()},
 		{"objects", hoObjectRows()},
+		{"issue7", hoIssue7Rows()},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
@@ -1988,6 +1989,84 @@ func TestHostileChains(t *testing.T) {
 	}
 }
 
+// hoIssue7Rows are the hostile cases that revealed read-core bugs (issue 7),
+// now fixed: they run with the rest of TestHostileArchives.
+func hoIssue7Rows() []hoRow {
+	return []hoRow{
+		{
+			// BUG 1: chunkReadState.hdrOK remembers a checked header by
+			// offset only. Once a.txt's header was accepted, any other
+			// file whose archive_offset equals a.txt's skips the check,
+			// and a partial read of it (framed: frame-verified, so no
+			// extent verification) serves a.txt's bytes.
+			name: "archive_offset of another member already read (hdrOK keyed by offset only)", pack: hoFramed,
+			edit: func(h *hoEnv, m *manifest.Manifest) {
+				hoOffset(h.t, m, "dir/e.txt", *hoEntry(h.t, m, "a.txt").ArchiveOffset)
+			},
+			failKeys: map[string][]error{"dir/e.txt": {ErrWrongMember}}, partialFail: true,
+			serveKeys: []string{"a.txt"},
+		},
+		{
+			// BUG 1b: the verified-extent cache (keyExtent) is keyed by
+			// chunk offset and length only. b.txt points at a.txt's
+			// data (same size); a.txt was read (and its extent verified
+			// against a.txt's sha256) first, so b.txt's partial read is
+			// served from that cache entry without checking b.txt's
+			// own sha256 or its header (hdrOK, BUG 1).
+			name: "plain tar: archive_offset of a same-size member already read (extent cache keyed by offset)", pack: hoPlain,
+			files: map[string][]byte{"a.txt": hoText(1, 3000), "b.txt": hoText(2, 3000), "c.txt": hoText(3, 3000)},
+			edit: func(h *hoEnv, m *manifest.Manifest) {
+				hoOffset(h.t, m, "b.txt", *hoEntry(h.t, m, "a.txt").ArchiveOffset)
+			},
+			failKeys: map[string][]error{"b.txt": {ErrWrongMember}}, partialFail: true,
+			serveKeys: []string{"a.txt", "c.txt"},
+		},
+		{
+			// BUG 1c: the worst form of BUG 1. b.txt has no sha256 and
+			// points at a.txt's data (same size); a.txt was read first,
+			// so b.txt's header check is skipped and a WHOLE read of
+			// b.txt serves a.txt's bytes with no error.
+			name: "plain tar, no checksum: whole read of a member pointing at one already read", pack: hoPlain,
+			files: map[string][]byte{"a.txt": hoText(1, 3000), "b.txt": hoText(2, 3000), "c.txt": hoText(3, 3000)},
+			edit: func(h *hoEnv, m *manifest.Manifest) {
+				hoOffset(h.t, m, "b.txt", *hoEntry(h.t, m, "a.txt").ArchiveOffset)
+				hoEntry(h.t, m, "b.txt").Checksum = ""
+			},
+			failKeys: map[string][]error{"b.txt": {ErrWrongMember}}, partialFail: true,
+			serveKeys: []string{"a.txt", "c.txt"},
+		},
+		{
+			// BUG 1d: BUG 1 reached through s3_key. Split parts start
+			// at the same offset (1536, after PAX and ustar headers) in
+			// their own chunks; b.bin's part 1 is pointed at a.bin's
+			// part-1 chunk. a.bin is read first, so the header at 1536
+			// of that chunk is "known good" and a partial read of
+			// b.bin's part 1 serves a.bin's bytes.
+			name:  "split part s3_key pointing at another file's part chunk (same offset)",
+			files: map[string][]byte{"a.bin": hoRandom(11, 30000), "b.bin": hoRandom(12, 30000)},
+			pack:  cargopack.Options{FrameSize: 16 << 10, SplitSize: 15000},
+			edit: func(h *hoEnv, m *manifest.Manifest) {
+				var pa, pb *manifest.FileEntry
+				for i := range m.Files {
+					fe := &m.Files[i]
+					if fe.PartIndex == 1 && strings.HasSuffix(fe.Path, "/a.bin") {
+						pa = fe
+					}
+					if fe.PartIndex == 1 && strings.HasSuffix(fe.Path, "/b.bin") {
+						pb = fe
+					}
+				}
+				if pa == nil || pb == nil || *pa.ArchiveOffset != *pb.ArchiveOffset {
+					h.t.Fatalf("split layout changed")
+				}
+				pb.S3Key, pb.ChunkID, pb.ShardID = pa.S3Key, pa.ChunkID, pa.ShardID
+			},
+			failKeys: map[string][]error{"b.bin": {ErrWrongMember}}, partialFail: true,
+			serveKeys: []string{"a.bin"},
+		},
+	}
+}
+
 // hoKnownBugRows are hostile cases the read core currently gets wrong. Each
 // asserts the correct behaviour; see the report of issue 7 for details.
 func hoKnownBugRows() []hoRow {
@@ -2003,19 +2082,6 @@ func hoKnownBugRows() []hoRow {
 		return hoRow{name: name, pack: pack, edit: edit, mayRefuse: true, failKeys: fk}
 	}
 	return []hoRow{
-		{
-			// BUG 1: chunkReadState.hdrOK remembers a checked header by
-			// offset only. Once a.txt's header was accepted, any other
-			// file whose archive_offset equals a.txt's skips the check,
-			// and a partial read of it (framed: frame-verified, so no
-			// extent verification) serves a.txt's bytes.
-			name: "archive_offset of another member already read (hdrOK keyed by offset only)", pack: hoFramed,
-			edit: func(h *hoEnv, m *manifest.Manifest) {
-				hoOffset(h.t, m, "dir/e.txt", *hoEntry(h.t, m, "a.txt").ArchiveOffset)
-			},
-			failKeys: map[string][]error{"dir/e.txt": {ErrWrongMember}}, partialFail: true,
-			serveKeys: []string{"a.txt"},
-		},
 		{
 			name: "duplicate_of_hash names another file's content", files: hoDupFiles(), pack: cargopack.Options{FrameSize: 16 << 10, Dedup: true},
 			edit: func(h *hoEnv, m *manifest.Manifest) {
@@ -2047,35 +2113,6 @@ func hoKnownBugRows() []hoRow {
 				return out
 			},
 			serveKeys: []string{"a.txt"},
-		},
-		{
-			// BUG 1b: the verified-extent cache (keyExtent) is keyed by
-			// chunk offset and length only. b.txt points at a.txt's
-			// data (same size); a.txt was read (and its extent verified
-			// against a.txt's sha256) first, so b.txt's partial read is
-			// served from that cache entry without checking b.txt's
-			// own sha256 or its header (hdrOK, BUG 1).
-			name: "plain tar: archive_offset of a same-size member already read (extent cache keyed by offset)", pack: hoPlain,
-			files: map[string][]byte{"a.txt": hoText(1, 3000), "b.txt": hoText(2, 3000), "c.txt": hoText(3, 3000)},
-			edit: func(h *hoEnv, m *manifest.Manifest) {
-				hoOffset(h.t, m, "b.txt", *hoEntry(h.t, m, "a.txt").ArchiveOffset)
-			},
-			failKeys: map[string][]error{"b.txt": {ErrWrongMember}}, partialFail: true,
-			serveKeys: []string{"a.txt", "c.txt"},
-		},
-		{
-			// BUG 1c: the worst form of BUG 1. b.txt has no sha256 and
-			// points at a.txt's data (same size); a.txt was read first,
-			// so b.txt's header check is skipped and a WHOLE read of
-			// b.txt serves a.txt's bytes with no error.
-			name: "plain tar, no checksum: whole read of a member pointing at one already read", pack: hoPlain,
-			files: map[string][]byte{"a.txt": hoText(1, 3000), "b.txt": hoText(2, 3000), "c.txt": hoText(3, 3000)},
-			edit: func(h *hoEnv, m *manifest.Manifest) {
-				hoOffset(h.t, m, "b.txt", *hoEntry(h.t, m, "a.txt").ArchiveOffset)
-				hoEntry(h.t, m, "b.txt").Checksum = ""
-			},
-			failKeys: map[string][]error{"b.txt": {ErrWrongMember}}, partialFail: true,
-			serveKeys: []string{"a.txt", "c.txt"},
 		},
 		{
 			// BUG 6: two members named a.txt (b.txt's header renamed),
@@ -2120,35 +2157,6 @@ func hoKnownBugRows() []hoRow {
 			},
 			failKeys: map[string][]error{"a.txt": nil, "z.txt": nil}, partialFail: true,
 			maxTime: 3 * time.Second,
-		},
-		{
-			// BUG 1d: BUG 1 reached through s3_key. Split parts start
-			// at the same offset (1536, after PAX and ustar headers) in
-			// their own chunks; b.bin's part 1 is pointed at a.bin's
-			// part-1 chunk. a.bin is read first, so the header at 1536
-			// of that chunk is "known good" and a partial read of
-			// b.bin's part 1 serves a.bin's bytes.
-			name:  "split part s3_key pointing at another file's part chunk (same offset)",
-			files: map[string][]byte{"a.bin": hoRandom(11, 30000), "b.bin": hoRandom(12, 30000)},
-			pack:  cargopack.Options{FrameSize: 16 << 10, SplitSize: 15000},
-			edit: func(h *hoEnv, m *manifest.Manifest) {
-				var pa, pb *manifest.FileEntry
-				for i := range m.Files {
-					fe := &m.Files[i]
-					if fe.PartIndex == 1 && strings.HasSuffix(fe.Path, "/a.bin") {
-						pa = fe
-					}
-					if fe.PartIndex == 1 && strings.HasSuffix(fe.Path, "/b.bin") {
-						pb = fe
-					}
-				}
-				if pa == nil || pb == nil || *pa.ArchiveOffset != *pb.ArchiveOffset {
-					h.t.Fatalf("split layout changed")
-				}
-				pb.S3Key, pb.ChunkID, pb.ShardID = pa.S3Key, pa.ChunkID, pa.ShardID
-			},
-			failKeys: map[string][]error{"b.bin": {ErrWrongMember}}, partialFail: true,
-			serveKeys: []string{"a.bin"},
 		},
 		dotdot("chunk s3_key with .. segments reaches the store", hoFramed, func(h *hoEnv, m *manifest.Manifest) {
 			old := m.Chunks[0].S3Key

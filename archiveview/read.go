@@ -354,7 +354,7 @@ func (r *fileReader) openPiece(p *piece) (segSource, error) {
 		if base < 512 {
 			return nil, fmt.Errorf("archive_offset %d leaves no room for a tar header: %w", base, ErrWrongMember)
 		}
-		_, ok := a.chunkState(ci).hdrOK.Load(base)
+		_, ok := a.chunkState(ci).hdrOK.Load(hdrKey{off: base, name: e.tarName, length: e.length})
 		needHdr = !ok
 	}
 	u0, u1 := base+p.s, base+p.s+p.l
@@ -401,7 +401,7 @@ func (a *Archive) acceptHeader(ci int32, base int64, e extent, hdr []byte) error
 	if err := checkTarHeader(hdr, e.tarName, e.length); err != nil {
 		return fmt.Errorf("archive_offset %d: %w", base, err)
 	}
-	a.chunkState(ci).hdrOK.Store(base, struct{}{})
+	a.chunkState(ci).hdrOK.Store(hdrKey{off: base, name: e.tarName, length: e.length}, struct{}{})
 	return nil
 }
 
@@ -472,7 +472,8 @@ func (s *hdrSource) close() {
 // checked against sum and kept in the FrameCache under the extent's key.
 func (a *Archive) verifiedExtent(ctx context.Context, ci int32, base int64, e extent, sum [32]byte, needHdr bool) (*frameBuf, error) {
 	rd := a.rdState()
-	k := cacheKey{store: rd.storeID, bucket: a.bucket, object: a.chunks[ci].key, kind: keyExtent, n: base, m: e.length}
+	k := cacheKey{store: rd.storeID, bucket: a.bucket, object: a.chunks[ci].key, kind: keyExtent, n: base, m: e.length,
+		name: e.tarName, sum: sum, hasSum: true}
 	return rd.cache.get(ctx, k, a.metrics, func(ctx context.Context) (*frameBuf, error) {
 		var src segSource
 		var err error

@@ -118,7 +118,7 @@ type chunkReadState struct {
 	etag string // first ETag seen; later responses must match
 	size int64  // object size as the store reported it (0 = not seen yet)
 
-	hdrOK sync.Map // int64 data offset -> struct{}: ustar header checked
+	hdrOK sync.Map // hdrKey -> struct{}: ustar header checked for that member
 
 	walkMu sync.Mutex
 	walk   *tarWalk // shared tar walk (nil until someone starts one)
@@ -127,6 +127,16 @@ type chunkReadState struct {
 	lastFrame     atomic.Int64 // last frame index served (sequential detection)
 	prefetchedTo  atomic.Int64 // highest frame index handed to prefetch
 	seqReadsSince atomic.Int32
+}
+
+// hdrKey is one accepted header check: the header in front of data offset
+// off names member name of length bytes. A check is reused only for the
+// same expectation; another member claiming the same offset is checked
+// (and refused) on its own.
+type hdrKey struct {
+	off    int64
+	name   string
+	length int64
 }
 
 func (a *Archive) chunkState(ci int32) *chunkReadState {
