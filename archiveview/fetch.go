@@ -62,8 +62,12 @@ func (a *Archive) objectSize(ctx context.Context, ci int32) (int64, error) {
 	return info.Size, nil
 }
 
+// frameKey names frame i of chunk ci by what it is (compressed span,
+// decoded size, sha256), not by its index in this manifest's table.
 func (a *Archive) frameKey(ci int32, i int) cacheKey {
-	return cacheKey{store: a.rdState().storeID, bucket: a.bucket, object: a.chunks[ci].key, kind: keyFrame, n: int64(i)}
+	f := &a.chunks[ci].frames[i]
+	return cacheKey{store: a.rdState().storeID, bucket: a.bucket, object: a.chunks[ci].key, kind: keyFrame,
+		n: f.cOff, m: f.cSize, u: f.uSize, sum: f.sum, hasSum: f.hasSum}
 }
 
 // coverFrames returns the frames overlapping [u0,u1) (u1 > u0).
@@ -347,6 +351,10 @@ func (s *framedSource) next() ([]byte, *frameBuf, error) {
 		}
 	}
 	f := s.a.chunks[s.ci].frames[fu.i]
+	if int64(len(buf.b)) != f.uSize {
+		buf.release()
+		return nil, nil, fmt.Errorf("frame %d: decoded buffer holds %d bytes, manifest says %d: %w", fu.i, len(buf.b), f.uSize, ErrCorrupt)
+	}
 	lo := max(s.u0, f.uOff) - f.uOff
 	hi := min(s.u1, f.uOff+f.uSize) - f.uOff
 	return buf.b[lo:hi], buf, nil

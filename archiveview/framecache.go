@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"reflect"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -41,6 +42,10 @@ type FrameCache struct {
 	bufs      bufPool
 	decs      chan *zstd.Decoder
 	decodeSem chan struct{}
+
+	idMu   sync.Mutex
+	stores map[any]string // store instance -> its id in cache keys
+	nextID uint64
 }
 
 // NewFrameCache returns a cache holding at most budget bytes of decoded
@@ -63,6 +68,32 @@ func NewFrameCache(budget int64) *FrameCache {
 	return c
 }
 
+// storeID returns the id that names store s in this cache's keys: the same
+// id for every archive on the same Store instance (so they share frames),
+// another for every other instance. The cache keeps a reference to each
+// store it has named, so an id is never reused for a new store that happens
+// to get the address of a collected one. A store value that cannot be a map
+// key (not comparable) gets a fresh id each time: it shares nothing.
+func (c *FrameCache) storeID(s any) string {
+	c.idMu.Lock()
+	defer c.idMu.Unlock()
+	comparable := s != nil && reflect.ValueOf(s).Comparable()
+	if comparable {
+		if id, ok := c.stores[s]; ok {
+			return id
+		}
+	}
+	c.nextID++
+	id := fmt.Sprintf("%T#%d", s, c.nextID)
+	if comparable {
+		if c.stores == nil {
+			c.stores = make(map[any]string)
+		}
+		c.stores[s] = id
+	}
+	return id
+}
+
 // Budget is the cache's byte budget.
 func (c *FrameCache) Budget() int64 { return c.budget }
 
@@ -80,12 +111,16 @@ func (c *FrameCache) Len() int {
 	return c.lru.Len()
 }
 
-// cacheKey names one decoded frame (kind keyFrame, n = frame index) or one
-// verified extent of an unframed object (kind keyExtent, n = offset, m =
-// length) of one object of one store.
+// cacheKey names one decoded frame (kind keyFrame, n = compressed offset,
+// m = compressed size, u = uncompressed size) or one verified extent of an
+// unframed object (kind keyExtent, n = offset, m = length) of one object of
+// one store (store: FrameCache.storeID).
 //
 // A key says what the entry's bytes were checked against, not only where
-// they came from: an extent is keyed by its tar member name and expected
+// they came from: a frame is keyed by its compressed span, decoded size and
+// sha256 (never by its index, which a hostile manifest over the same object
+// can reorder), so two archives share an entry only when they describe the
+// same bytes identically; an extent is keyed by its tar member name and expected
 // sha256 too, so a manifest that points another member (or another
 // archive's member) at the same bytes never gets an entry that was
 // verified for someone else's expectations.
@@ -95,6 +130,7 @@ type cacheKey struct {
 	object string
 	kind   uint8
 	n, m   int64
+	u      int64
 	name   string   // keyExtent: the tar member name the header was checked for
 	sum    [32]byte // the sha256 the bytes were verified against
 	hasSum bool

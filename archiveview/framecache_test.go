@@ -12,6 +12,8 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/wharf-s3/wharf/backend"
+
 	"github.com/wharf-s3/wharf/archiveview/cargopack"
 )
 
@@ -233,5 +235,37 @@ func TestNoReferenceLeaks(t *testing.T) {
 			t.Fatalf("%d of %d cached buffers have leaked references", bad, n)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestFrameCacheStoreID: archives on one Store instance share an id; any
+// other instance (even of the same type, even after the first became
+// garbage) gets another; a non-comparable store value shares nothing.
+func TestFrameCacheStoreID(t *testing.T) {
+	c := NewFrameCache(1 << 20)
+	s1, s2 := backend.NewFileStore(t.TempDir()), backend.NewFileStore(t.TempDir())
+	type uncomparable struct{ f []int }
+	seen := map[string]bool{}
+	for _, tc := range []struct {
+		name  string
+		a, b  any
+		equal bool
+	}{
+		{"same store", s1, s1, true},
+		{"two stores", s1, s2, false},
+		{"non-comparable value", uncomparable{}, uncomparable{}, false},
+	} {
+		ia, ib := c.storeID(tc.a), c.storeID(tc.b)
+		if (ia == ib) != tc.equal {
+			t.Errorf("%s: ids %q and %q (want equal: %v)", tc.name, ia, ib, tc.equal)
+		}
+		seen[ia], seen[ib] = true, true
+	}
+	for i := 0; i < 100; i++ { // fresh stores never reuse an id
+		id := c.storeID(backend.NewFileStore(t.TempDir()))
+		if seen[id] {
+			t.Fatalf("id %q reused", id)
+		}
+		seen[id] = true
 	}
 }

@@ -364,6 +364,10 @@ func (r *fileReader) openPiece(p *piece) (segSource, error) {
 		if err != nil {
 			return nil, err
 		}
+		if int64(len(buf.b)) != e.length {
+			buf.release()
+			return nil, fmt.Errorf("verified extent at %d holds %d bytes, manifest says %d: %w", base, len(buf.b), e.length, ErrCorrupt)
+		}
 		return &bytesSource{buf: buf, b: buf.b[p.s : p.s+p.l]}, nil
 	}
 	if needHdr && p.s > 0 {

@@ -3,7 +3,6 @@ package archiveview
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"sync"
 	"sync/atomic"
 
@@ -52,7 +51,6 @@ func (a *Archive) rdState() *archiveReadState {
 			ctx:         ctx,
 			cancel:      cancel,
 			cache:       a.cache,
-			storeID:     storeIdentity(a.store),
 			maxFrame:    a.opts.MaxFrameBytes,
 			readahead:   a.opts.Readahead,
 			smallVer:    a.opts.SmallVerifyBytes,
@@ -61,6 +59,7 @@ func (a *Archive) rdState() *archiveReadState {
 		if rd.cache == nil {
 			rd.cache = NewFrameCache(defaultCacheBudget)
 		}
+		rd.storeID = rd.cache.storeID(a.store)
 		if rd.maxFrame <= 0 {
 			rd.maxFrame = defaultMaxFrameBytes
 		}
@@ -99,17 +98,6 @@ func (a *Archive) Close() error {
 	}
 	rd.prefetchWG.Wait()
 	return nil
-}
-
-// storeIdentity names a store instance for cache keys: two archives on the
-// same store share cached frames, two stores never do.
-func storeIdentity(s backend.Store) string {
-	v := reflect.ValueOf(s)
-	switch v.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Chan, reflect.Func, reflect.UnsafePointer:
-		return fmt.Sprintf("%T@%x", s, v.Pointer())
-	}
-	return fmt.Sprintf("%T:%v", s, s)
 }
 
 // chunkReadState is the read path's per-chunk state.
