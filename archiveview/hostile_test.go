@@ -2064,6 +2064,18 @@ func hoIssue7Rows() []hoRow {
 			failKeys: map[string][]error{"b.bin": {ErrWrongMember}}, partialFail: true,
 			serveKeys: []string{"a.bin"},
 		},
+		{
+			name: "duplicate_of_hash names another file's content", files: hoDupFiles(), pack: cargopack.Options{FrameSize: 16 << 10, Dedup: true},
+			edit: func(h *hoEnv, m *manifest.Manifest) {
+				fe := hoEntry(h.t, m, "z.txt")
+				fe.IsDuplicate = true
+				fe.DuplicateOfHash = hoEntry(h.t, m, "dir/e.txt").Checksum
+				fe.Size = hoEntry(h.t, m, "dir/e.txt").Size
+			},
+			// Bug 2 (fixed): the original's bytes were served although
+			// they contradict the duplicate's own checksum.
+			openErr: []error{ErrInvalidTree}, openHas: []string{"z.txt", "duplicate_of_hash"},
+		},
 	}
 }
 
@@ -2082,17 +2094,6 @@ func hoKnownBugRows() []hoRow {
 		return hoRow{name: name, pack: pack, edit: edit, mayRefuse: true, failKeys: fk}
 	}
 	return []hoRow{
-		{
-			name: "duplicate_of_hash names another file's content", files: hoDupFiles(), pack: cargopack.Options{FrameSize: 16 << 10, Dedup: true},
-			edit: func(h *hoEnv, m *manifest.Manifest) {
-				fe := hoEntry(h.t, m, "z.txt")
-				fe.IsDuplicate = true
-				fe.DuplicateOfHash = hoEntry(h.t, m, "dir/e.txt").Checksum
-				fe.Size = hoEntry(h.t, m, "dir/e.txt").Size
-			},
-			mayRefuse: true, // BUG 2: served bytes contradict the file's own checksum
-			failKeys:  map[string][]error{"z.txt": nil}, partialFail: true,
-		},
 		{
 			name: "frame claims a huge compressed span inside a huge (sparse) object", pack: hoFramed, // BUG 3: the compressed frame is buffered whole
 			edit: func(h *hoEnv, m *manifest.Manifest) {

@@ -23,8 +23,10 @@ package archiveview
 //   - split files: grouped by path, ordered by part_index, counted against
 //     total_parts, tiling [0,size) exactly.
 //   - duplicates: mapped to their original (same s3_key, not a duplicate,
-//     checksum == duplicate_of_hash), else any non-duplicate with that
-//     checksum anywhere in the chain; placeholders or no original: error.
+//     checksum == duplicate_of_hash, same size), else any non-duplicate with
+//     that checksum and size anywhere in the chain; placeholders, no
+//     original, or a duplicate whose own checksum differs from its
+//     duplicate_of_hash: error.
 
 import (
 	"crypto/sha256"
@@ -403,6 +405,12 @@ func (r *resolver) findOriginals(survivors []survivor) (map[fileRef]fileRef, err
 		sum, ok, err := manifest.ParseChecksum(h)
 		if err != nil || !ok {
 			return nil, treeErr("duplicate file %s has no usable duplicate_of_hash (%q)", r.where(s.first), h)
+		}
+		// The duplicate's own checksum, when it has one, is a claim about
+		// its bytes: it must name the same content as duplicate_of_hash,
+		// or the original's bytes would be served under another checksum.
+		if own, ok, err := manifest.ParseChecksum(fe.Checksum); err == nil && ok && own != sum {
+			return nil, treeErr("duplicate file %s: its checksum %x differs from its duplicate_of_hash %x", r.where(s.first), own, sum)
 		}
 		wanted[sum] = true
 		dups = append(dups, dup{s.first, sum})
