@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"math"
 	"runtime"
 	"sort"
 	"sync"
@@ -211,6 +212,29 @@ func (a *Archive) fillFrame(ctx context.Context, ci int32, i int) (*frameBuf, er
 		a.metrics.frameFetched()
 		return a.checkFrame(ci, i, comp.b)
 	})
+}
+
+// giant reports whether frame f is streamed rather than fetched whole and
+// cached: its decoded or its compressed size exceeds MaxFrameBytes. Both
+// count, so a manifest claiming a huge compressed span for a small frame
+// never makes the reader allocate that span (a cached frame's compressed
+// bytes are read into one buffer before they are verified).
+func (rd *archiveReadState) giant(f frame) bool {
+	return f.uSize > rd.maxFrame || f.cSize > rd.maxFrame
+}
+
+// framePlausible refuses a frame whose compressed span is larger than any
+// zstd frame of its decoded size can be (a frame span holds exactly one
+// zstd frame): such a manifest entry is a lie, and reading (or hashing) the
+// span would only cost time. The bound is far above zstd's own compress
+// bound (size + size/256 + 64 KiB): twice the decoded size plus 64 KiB.
+func framePlausible(i int, f frame) error {
+	const slack = 64 << 10
+	if f.uSize <= (math.MaxInt64-slack)/2 && f.cSize > 2*f.uSize+slack {
+		return fmt.Errorf("frame %d (object bytes %d-%d): %d compressed bytes cannot hold one zstd frame of %d bytes: %w",
+			i, f.cOff, f.cOff+f.cSize, f.cSize, f.uSize, ErrCorrupt)
+	}
+	return nil
 }
 
 // frameFuture is one frame of a framedSource, in order.
@@ -437,7 +461,7 @@ func (a *Archive) prefetch(ctx context.Context, ci int32, lo, hi int, budget *in
 	rd := a.rdState()
 	fr := a.chunks[ci].frames
 	for i := lo; i <= hi && ctx.Err() == nil; i++ {
-		if fr[i].uSize > rd.maxFrame || fr[i].uSize > *budget {
+		if rd.giant(fr[i]) || fr[i].uSize > *budget {
 			return
 		}
 		if rd.cache.contains(a.frameKey(ci, i)) {
@@ -453,7 +477,7 @@ func (a *Archive) prefetch(ctx context.Context, ci int32, lo, hi int, budget *in
 		*budget -= fr[i].uSize
 		fls := []*flight{fl}
 		j, runBytes := i, fr[i].cSize
-		for j < hi && runFits(fr, j+1, runBytes) && fr[j+1].uSize <= rd.maxFrame && fr[j+1].uSize <= *budget {
+		for j < hi && runFits(fr, j+1, runBytes) && !rd.giant(fr[j+1]) && fr[j+1].uSize <= *budget {
 			buf, fl2, m := rd.cache.lookup(a.frameKey(ci, j+1), false)
 			if !m {
 				if buf != nil {
@@ -857,11 +881,16 @@ func (a *Archive) chunkRange(ctx context.Context, ci int32, u0, u1 int64) (segSo
 	if err != nil {
 		return nil, err
 	}
-	maxFrame := a.rdState().maxFrame
+	for i := lo; i <= hi; i++ {
+		if err := framePlausible(i, fr[i]); err != nil {
+			return nil, err
+		}
+	}
+	rd := a.rdState()
 	var mk []func() segSource
 	for i := lo; i <= hi; {
 		f := fr[i]
-		if f.uSize > maxFrame {
+		if rd.giant(f) {
 			s0, s1 := max(u0, f.uOff)-f.uOff, min(u1, f.uOff+f.uSize)-f.uOff
 			fi := i
 			mk = append(mk, func() segSource {
@@ -871,7 +900,7 @@ func (a *Archive) chunkRange(ctx context.Context, ci int32, u0, u1 int64) (segSo
 			continue
 		}
 		j := i
-		for j < hi && fr[j+1].uSize <= maxFrame {
+		for j < hi && !rd.giant(fr[j+1]) {
 			j++
 		}
 		s0, s1, fi, fj := max(u0, f.uOff), min(u1, fr[j].uOff+fr[j].uSize), i, j
@@ -895,9 +924,9 @@ func (a *Archive) rangeVerified(ci int32, u0, u1 int64) bool {
 	if err != nil {
 		return false
 	}
-	maxFrame := a.rdState().maxFrame
+	rd := a.rdState()
 	for _, f := range c.frames[lo : hi+1] {
-		if !f.hasSum || f.uSize > maxFrame {
+		if !f.hasSum || rd.giant(f) {
 			return false
 		}
 	}

@@ -124,8 +124,9 @@ type Options struct {
 	Logger  zerolog.Logger
 	// Limits caps manifest size and counts; zero fields take the defaults.
 	Limits manifest.Limits
-	// MaxFrameBytes: frames whose uncompressed size exceeds this are streamed
-	// (decoded on the fly, verified at the frame's end) instead of cached.
+	// MaxFrameBytes: frames whose uncompressed or compressed size exceeds
+	// this are streamed (decoded on the fly, verified at the frame's end)
+	// instead of cached.
 	// 0 = 64 MiB.
 	MaxFrameBytes int64
 	// Readahead is how many frames past a sequential read are prefetched.

@@ -18,7 +18,8 @@ package archiveview
 //     have a sha256 are fetched and verified whole before a partial read is
 //     served (and cached). Larger ones read by sub-range are verified only by
 //     full reads.
-//   - Giant frames (> MaxFrameBytes) are stream-decoded; their sha256 is
+//   - Giant frames (decoded or compressed size > MaxFrameBytes) are
+//     stream-decoded; their sha256 is
 //     known only at the frame's end. Bytes before the end cannot be recalled:
 //     the reader fails at the end (holding back the last segment) so the
 //     HTTP layer aborts the connection. Unframed zstd chunks are checked
@@ -28,8 +29,10 @@ package archiveview
 //     catches an archive_offset pointing at another member.
 //
 // Memory: a reader holds at most GOMAXPROCS+2 decoded frames ahead of the
-// consumer plus one compressed frame being read (frames above MaxFrameBytes
-// are streamed through a 256 KiB buffer instead); verified small extents
+// consumer plus one compressed frame being read (frames whose decoded or
+// compressed size is above MaxFrameBytes are streamed through a 256 KiB
+// buffer instead; a compressed span too large for one zstd frame of its
+// decoded size is refused unread); verified small extents
 // are at most SmallVerifyBytes; parked decoders are at most 8 per archive;
 // a background prefetch run stays under a quarter of the cache budget. The
 // cache budget should hold several frames, or neighbouring small files in

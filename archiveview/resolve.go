@@ -792,13 +792,13 @@ func (r *resolver) frames(ce *manifest.ChunkEntry, verify bool, where string) ([
 	}
 	giant := 0
 	for _, f := range fs {
-		if f.uSize > max {
+		if f.uSize > max || f.cSize > max {
 			giant++
 		}
 	}
 	if giant > 0 {
 		r.shapes["giant-frame"] = true
-		r.warnf("%s: %d frame(s) decode to more than %d bytes; reads stream them instead of caching", where, giant, max)
+		r.warnf("%s: %d frame(s) decode to, or are stored in, more than %d bytes; reads stream them instead of caching", where, giant, max)
 	}
 	return fs, at, end, nil
 }

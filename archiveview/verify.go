@@ -110,9 +110,14 @@ func (a *Archive) readWhole(ctx context.Context, f File) (int64, error) {
 // keeping its bytes.
 func (a *Archive) verifyFrames(ctx context.Context, ci int32, st *VerifyStats, problem func(string)) {
 	c := &a.chunks[ci]
-	order := make([]int, len(c.frames))
-	for i := range order {
-		order[i] = i
+	order := make([]int, 0, len(c.frames))
+	for i, f := range c.frames {
+		if err := framePlausible(i, f); err != nil {
+			st.Frames++
+			problem(err.Error())
+			continue
+		}
+		order = append(order, i)
 	}
 	sort.Slice(order, func(x, y int) bool { return c.frames[order[x]].cOff < c.frames[order[y]].cOff })
 	for at := 0; at < len(order); {

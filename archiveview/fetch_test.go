@@ -1,0 +1,93 @@
+package archiveview
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/wharf-s3/wharf/backend"
+)
+
+// TestGiantFrameClassification: a frame is streamed (never buffered whole)
+// when its decoded or its compressed size exceeds MaxFrameBytes, and a
+// compressed span no zstd frame of its decoded size could need is refused.
+func TestGiantFrameClassification(t *testing.T) {
+	rd := &archiveReadState{maxFrame: 1000}
+	for _, tc := range []struct {
+		name      string
+		f         frame
+		giant     bool
+		plausible bool
+	}{
+		{"small", frame{cSize: 500, uSize: 900}, false, true},
+		{"decoded over the limit", frame{cSize: 500, uSize: 1001}, true, true},
+		{"compressed over the limit", frame{cSize: 1001, uSize: 1000}, true, true},
+		{"incompressible, both at the limit", frame{cSize: 1000, uSize: 1000}, false, true},
+		{"huge span for a small frame", frame{cSize: 600 << 20, uSize: 1000}, true, false},
+		{"span at the bound", frame{cSize: 2*1000 + 64<<10, uSize: 1000}, true, true},
+		{"span one past the bound", frame{cSize: 2*1000 + 64<<10 + 1, uSize: 1000}, true, false},
+		{"huge decoded size (no overflow)", frame{cSize: 1 << 62, uSize: 1<<63 - 1}, true, true},
+	} {
+		if got := rd.giant(tc.f); got != tc.giant {
+			t.Errorf("%s: giant = %v, want %v", tc.name, got, tc.giant)
+		}
+		if err := framePlausible(0, tc.f); (err == nil) != tc.plausible {
+			t.Errorf("%s: framePlausible = %v, want plausible %v", tc.name, err, tc.plausible)
+		}
+	}
+}
+
+// TestCompressedGiantFrameStreamed: with MaxFrameBytes between a frame's
+// decoded and compressed size (incompressible data), the frame is streamed:
+// every file reads back byte-exact and the frame never enters the cache.
+func TestCompressedGiantFrameStreamed(t *testing.T) {
+	files := map[string][]byte{"r1.bin": hoRandom(21, 40000), "r2.bin": hoRandom(22, 9000), "t.txt": hoText(23, 5000)}
+	h := hoPack(t, t.TempDir(), files, hoFramed)
+	m := h.manifest()
+	var maxFrame int64 // an incompressible frame's decoded size
+	for _, f := range m.Chunks[0].Frames {
+		if f.CompressedSize > f.UncompressedSize {
+			maxFrame = f.UncompressedSize
+			break
+		}
+	}
+	if maxFrame == 0 {
+		t.Fatalf("no incompressible frame: %+v", m.Chunks[0].Frames)
+	}
+	cache := NewFrameCache(16 << 20)
+	a, err := Open(context.Background(), backend.NewFileStore(h.dir), h.bucket, h.mkey,
+		Options{Name: hoName, Cache: cache, MaxFrameBytes: maxFrame, Readahead: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	ci := int32(-1)
+	for i := range a.chunks {
+		if a.chunks[i].kind == kindFramedZstd {
+			ci = int32(i)
+		}
+	}
+	var streamed []int
+	for i, f := range a.chunks[ci].frames {
+		if f.cSize > maxFrame && f.uSize <= maxFrame {
+			streamed = append(streamed, i)
+		}
+	}
+	if len(streamed) == 0 {
+		t.Fatalf("no frame is larger compressed than %d", maxFrame)
+	}
+	for _, f := range hoAllKeys(a) {
+		src := files[f.Key]
+		for _, rg := range [][2]int64{{0, f.Size}, {f.Size / 2, min(100, f.Size-f.Size/2)}} {
+			res := hoRead(context.Background(), a, f, rg[0], rg[1], rg[0] == 0)
+			if res.err != nil || !bytes.Equal(res.got, src[rg[0]:rg[0]+rg[1]]) {
+				t.Errorf("%s [%d,+%d): %v (bytes equal: %v)", f.Key, rg[0], rg[1], res.err, bytes.Equal(res.got, src[rg[0]:rg[0]+rg[1]]))
+			}
+		}
+	}
+	for _, i := range streamed {
+		if cache.contains(a.frameKey(ci, i)) {
+			t.Errorf("frame %d (compressed %d > MaxFrameBytes %d) was cached, not streamed", i, a.chunks[ci].frames[i].cSize, maxFrame)
+		}
+	}
+}
