@@ -121,10 +121,21 @@ func TestMetricsMatchCountingBackend(t *testing.T) {
 		{"wharf_requests_total", map[string]string{"op": "GetObject", "code": "200"}, float64(len(tr.rels))},
 		{"wharf_request_duration_seconds", map[string]string{"op": "GetObject"}, float64(len(tr.rels))},
 	}
+	// The handler records a request's metrics after its body is written, so
+	// the client can finish before the last series are updated: wait (briefly)
+	// for them to settle, then compare exactly.
+	deadline := time.Now().Add(5 * time.Second)
 	for _, w := range want {
-		got, ok := metricValue(t, e.reg, w.name, w.labels)
-		if !ok || got != w.value {
-			t.Errorf("%s%v = %v (present=%v), want %v", w.name, w.labels, got, ok, w.value)
+		for {
+			got, ok := metricValue(t, e.reg, w.name, w.labels)
+			if ok && got == w.value {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("%s%v = %v (present=%v), want %v", w.name, w.labels, got, ok, w.value)
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
 	}
 	if n := e.faulty.Requests("get") + e.faulty.Requests("range"); n > int64(res.Frames)+1 {
