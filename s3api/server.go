@@ -5,7 +5,8 @@
 // request ids first (so every response, even a failure, carries
 // x-amz-request-id and x-amz-id-2), then access log + metrics, write
 // rejection, addressing (path-style, virtual-host only under a configured
-// base domain), authentication (auth.Verifier) and per-bucket authorization —
+// base domain), authentication (auth.Verifier), per-bucket authorization and
+// the per-key concurrency limit (limits.go) —
 // and one file per operation family: bucket.go (ListBuckets, HeadBucket,
 // bucket sub-resources), list.go (ListObjects v1/v2), versions.go
 // (ListObjectVersions: each upload of a chain is an object version,
@@ -62,12 +63,17 @@ type Config struct {
 	OwnerID, OwnerName string
 	// BufferSize is the copy buffer size for object bodies. 0 = 64 KiB.
 	BufferSize int
+	// MaxInflightPerKey admits at most this many concurrent requests per
+	// access key (anonymous callers: per client IP); more get 503 SlowDown
+	// at once. 0 = unlimited. See limits.go.
+	MaxInflightPerKey int
 }
 
 // Server is the S3 handler. Create it with New.
 type Server struct {
 	cfg     Config
 	metrics *metrics
+	limit   *keyLimiter
 	bufs    sync.Pool
 	now     func() time.Time
 }
@@ -100,7 +106,11 @@ func NewServer(cfg Config) *Server {
 	if err != nil {
 		panic("s3api: " + err.Error())
 	}
-	s := &Server{cfg: cfg, metrics: m, now: time.Now}
+	lim, err := newKeyLimiter(cfg.MaxInflightPerKey, cfg.Registerer)
+	if err != nil {
+		panic("s3api: register metrics: " + err.Error())
+	}
+	s := &Server{cfg: cfg, metrics: m, limit: lim, now: time.Now}
 	size := cfg.BufferSize
 	s.bufs.New = func() any {
 		b := make([]byte, size)
@@ -163,6 +173,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	req.hasKey = req.key != ""
 	req.op = operationName(r.Method, req.bucket, req.hasKey, r.URL.Query())
 
+	// A body is never read; its connection is not reused (limits.go).
+	if carriesBody(r) {
+		h.Set("Connection", "close")
+	}
+
 	// 4. Writes are refused before the body is read (so Expect: 100-continue
 	// never makes the client send it); other methods are not allowed.
 	switch r.Method {
@@ -192,7 +207,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	// 6. Dispatch.
+	// 6. Per-key concurrency limit (limits.go): over it, 503 SlowDown at
+	// once; the slot is held until the body has been streamed.
+	release, ok := s.limit.acquire(limitKey(id, r))
+	if !ok {
+		s.writeError(req, &apiError{Code: errSlowDown, Bucket: req.bucket, Key: req.key})
+		return
+	}
+	defer release()
+
+	// 7. Dispatch.
 	s.route(req)
 }
 

@@ -1,0 +1,119 @@
+package s3api
+
+// Request limits applied by ServeHTTP around the handlers:
+//
+//   - a per-key concurrency limit: at most Config.MaxInflightPerKey requests
+//     of one caller are served at a time; the next one is answered
+//     503 SlowDown at once (never queued), which every S3 SDK retries with
+//     backoff. The slot is taken after authentication and authorization and
+//     held until the handler returns, that is until the response body has
+//     been streamed (or the stream aborted).
+//   - connection hygiene: a request with a body (which wharf never reads,
+//     and whose framing a proxy in front of wharf might read differently)
+//     is answered with "Connection: close", so bytes after the refused
+//     request are never parsed as another request.
+
+import (
+	"net"
+	"net/http"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/wharf-s3/wharf/auth"
+)
+
+// keyLimiter admits at most max concurrent requests per limit key. Its map
+// holds only keys with requests in flight, so it is bounded by the number of
+// concurrent requests, not by the number of callers ever seen.
+type keyLimiter struct {
+	max       int // 0 = unlimited
+	throttled prometheus.Counter
+
+	mu       sync.Mutex
+	inflight map[string]int
+}
+
+// newKeyLimiter returns a limiter of max requests per key (0 = unlimited)
+// whose rejections are counted by wharf_throttled_requests_total on reg
+// (nil = not registered). The counter exists, at zero, also when unlimited.
+func newKeyLimiter(max int, reg prometheus.Registerer) (*keyLimiter, error) {
+	l := &keyLimiter{
+		max:      max,
+		inflight: map[string]int{},
+		throttled: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "wharf_throttled_requests_total",
+			Help: "Requests answered 503 SlowDown because their access key (or anonymous client address) had --max-inflight-per-key requests in flight.",
+		}),
+	}
+	if reg != nil {
+		if err := reg.Register(l.throttled); err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+// acquire takes a slot for key. It never blocks: ok is false when key has
+// max requests in flight. release must be called exactly once when ok.
+func (l *keyLimiter) acquire(key string) (release func(), ok bool) {
+	if l.max <= 0 {
+		return func() {}, true
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.inflight[key] >= l.max {
+		l.throttled.Inc()
+		return nil, false
+	}
+	l.inflight[key]++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			if n := l.inflight[key] - 1; n > 0 {
+				l.inflight[key] = n
+			} else {
+				delete(l.inflight, key)
+			}
+		})
+	}, true
+}
+
+// inflightFor reports the requests in flight for key (tests, debugging).
+func (l *keyLimiter) inflightFor(key string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.inflight[key]
+}
+
+// limitKey is the key a request's concurrency is counted under: the access
+// key for a signed request; for an anonymous one the client's IP address
+// (RemoteAddr as the listener saw it; X-Forwarded-For is not trusted), so
+// that one anonymous client cannot take every other anonymous client's
+// slots. Behind a reverse proxy all anonymous clients share the proxy's
+// address, and therefore one budget. The prefixes keep the two spaces apart
+// (an access key cannot contain ':' or '/').
+func limitKey(id auth.Identity, r *http.Request) string {
+	if !id.Anonymous() {
+		return "key:" + id.AccessKey
+	}
+	host := r.RemoteAddr
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	return "anon/" + host
+}
+
+// carriesBody reports whether r has a request body (a non-zero
+// Content-Length or any Transfer-Encoding). wharf never reads one: GET and
+// HEAD with a body are refused by authentication (400 InvalidRequest), writes
+// with AccessDenied. Such a connection is closed after the response, because
+// a proxy in front of wharf may frame the body differently from net/http
+// (which, given both Transfer-Encoding and Content-Length, drops the latter
+// and reads chunked): whatever follows the refused request on that
+// connection is never parsed as another request.
+func carriesBody(r *http.Request) bool {
+	return r.ContentLength != 0 || len(r.TransferEncoding) > 0
+}
