@@ -1205,7 +1205,7 @@ func hoPathRows() []hoRow {
 			openErr: []error{ErrInvalidTree},
 		},
 		{
-			name: "chunk s3_key escapes the bucket directory", lenientKeys: true, pack: hoFramed,
+			name: "chunk s3_key escapes the bucket directory", pack: hoFramed,
 			edit: func(h *hoEnv, m *manifest.Manifest) {
 				old := m.Chunks[0].S3Key
 				m.Chunks[0].S3Key = "../../../../../../../../etc/passwd.tar.zst"
@@ -1215,28 +1215,24 @@ func hoPathRows() []hoRow {
 					}
 				}
 			},
-			mayRefuse: true,
-			failKeys:  map[string][]error{"a.txt": nil, "z.txt": nil},
+			openErr: []error{ErrInvalidTree, manifest.ErrUnsafePath},
 		},
 		{
-			name: "direct object s3_key escapes the bucket directory", lenientKeys: true, pack: cargopack.Options{Direct: true},
+			name: "direct object s3_key escapes the bucket directory", pack: cargopack.Options{Direct: true},
 			edit: func(h *hoEnv, m *manifest.Manifest) {
 				hoEntry(h.t, m, "a.txt").S3Key = "../../../../../../../../etc/hostname"
 			},
-			mayRefuse: true,
-			failKeys:  map[string][]error{"a.txt": nil},
-			serveKeys: []string{"b.bin"},
+			openErr: []error{ErrInvalidTree, manifest.ErrUnsafePath}, openHas: []string{"a.txt"},
 		},
 		{
-			name: "prefix with traversal", pack: hoFramed, lenientKeys: true,
+			name: "prefix with traversal", pack: hoFramed,
 			edit: func(h *hoEnv, m *manifest.Manifest) {
 				m.Prefix = "../../../../../../.."
 			},
-			mayRefuse: true,
-			failKeys:  map[string][]error{"a.txt": nil, "z.txt": nil},
+			openErr: []error{ErrInvalidTree, manifest.ErrUnsafePath},
 		},
 		{
-			name: "s3_key as URL of another bucket", lenientKeys: true, pack: hoFramed,
+			name: "s3_key as URL of another bucket", pack: hoFramed,
 			edit: func(h *hoEnv, m *manifest.Manifest) {
 				old := m.Chunks[0].S3Key
 				m.Chunks[0].S3Key = "s3://other-bucket/../../x/chunk.tar.zst"
@@ -1246,8 +1242,7 @@ func hoPathRows() []hoRow {
 					}
 				}
 			},
-			mayRefuse: true,
-			failKeys:  map[string][]error{"a.txt": nil, "z.txt": nil},
+			openErr: []error{ErrInvalidTree, manifest.ErrUnsafePath},
 		},
 	}
 	return rows
@@ -1902,7 +1897,7 @@ func TestHostileChains(t *testing.T) {
 		}, has: []string{"20250304-deadbeef"}},
 		{name: "ancestor with traversal id", build: func(t *testing.T, dir string) *hoEnv {
 			return hoChainPack(t, dir, "20250304-aaaaaaaa", "../../../../etc", f1)
-		}, lenient: true},
+		}, has: []string{"../../../../etc"}},
 		{name: "ancestor is another upload's manifest", build: func(t *testing.T, dir string) *hoEnv {
 			// B's manifest is stored where C would be: upload_id disagrees.
 			b := hoChainPack(t, dir, "20250304-bbbbbbbb", "", f2)
@@ -1987,6 +1982,13 @@ func TestHostileChains(t *testing.T) {
 			}
 		})
 	}
+}
+
+// hoDotdot is a row whose manifest edit puts a ".." segment into an object
+// key: it must be refused at Open, naming the manifest, and the key never
+// reaches the store (issue 7 bug 5, fixed).
+func hoDotdot(name string, pack cargopack.Options, edit func(h *hoEnv, m *manifest.Manifest)) hoRow {
+	return hoRow{name: name, pack: pack, edit: edit, openErr: []error{ErrInvalidTree, manifest.ErrUnsafePath}}
 }
 
 // hoIssue7Rows are the hostile cases that revealed read-core bugs (issue 7),
@@ -2100,23 +2102,24 @@ func hoIssue7Rows() []hoRow {
 			},
 			serveKeys: []string{"a.txt"},
 		},
+		hoDotdot("chunk s3_key with .. segments reaches the store", hoFramed, func(h *hoEnv, m *manifest.Manifest) {
+			old := m.Chunks[0].S3Key
+			m.Chunks[0].S3Key = "../../../../../../../../etc/passwd.tar.zst"
+			for i := range m.Files {
+				if m.Files[i].S3Key == old {
+					m.Files[i].S3Key = m.Chunks[0].S3Key
+				}
+			}
+		}),
+		hoDotdot("direct s3_key with .. segments reaches the store", cargopack.Options{Direct: true}, func(h *hoEnv, m *manifest.Manifest) {
+			hoEntry(h.t, m, "a.txt").S3Key = "../../../../../../../../etc/hostname"
+		}),
 	}
 }
 
 // hoKnownBugRows are hostile cases the read core currently gets wrong. Each
 // asserts the correct behaviour; see the report of issue 7 for details.
 func hoKnownBugRows() []hoRow {
-	dotdot := func(name string, pack cargopack.Options, edit func(h *hoEnv, m *manifest.Manifest), fail []string) hoRow {
-		fk := map[string][]error{}
-		for _, k := range fail {
-			fk[k] = nil
-		}
-		// Correct: refused at Open (the key cannot be a CargoShip
-		// object key), or at least never sent to the store. The
-		// FileStore refuses it itself (no byte escapes), but an S3
-		// store would be asked for it.
-		return hoRow{name: name, pack: pack, edit: edit, mayRefuse: true, failKeys: fk}
-	}
 	return []hoRow{
 		{
 			// BUG 6: two members named a.txt (b.txt's header renamed),
@@ -2162,18 +2165,6 @@ func hoKnownBugRows() []hoRow {
 			failKeys: map[string][]error{"a.txt": nil, "z.txt": nil}, partialFail: true,
 			maxTime: 3 * time.Second,
 		},
-		dotdot("chunk s3_key with .. segments reaches the store", hoFramed, func(h *hoEnv, m *manifest.Manifest) {
-			old := m.Chunks[0].S3Key
-			m.Chunks[0].S3Key = "../../../../../../../../etc/passwd.tar.zst"
-			for i := range m.Files {
-				if m.Files[i].S3Key == old {
-					m.Files[i].S3Key = m.Chunks[0].S3Key
-				}
-			}
-		}, []string{"a.txt"}),
-		dotdot("direct s3_key with .. segments reaches the store", cargopack.Options{Direct: true}, func(h *hoEnv, m *manifest.Manifest) {
-			hoEntry(h.t, m, "a.txt").S3Key = "../../../../../../../../etc/hostname"
-		}, []string{"a.txt"}),
 	}
 }
 
@@ -2188,17 +2179,6 @@ func TestHostileKnownBugs(t *testing.T) {
 	for _, row := range hoKnownBugRows() {
 		t.Run(row.name, row.run)
 	}
-	t.Run("previous_manifest_id with .. segments reaches the store", func(t *testing.T) {
-		dir := t.TempDir()
-		h := hoChainPack(t, dir, "20250304-aaaaaaaa", "../../../../etc", map[string][]byte{"a.txt": hoText(1, 500)})
-		fs := backend.NewFaulty(backend.NewFileStore(dir), backend.FaultConfig{})
-		a, err := Open(context.Background(), fs, h.bucket, h.mkey, Options{Name: hoName})
-		if err == nil {
-			a.Close()
-			t.Error("Open succeeded")
-		}
-		hoCheckRequests(t, fs, "")
-	})
 	t.Run("mutation loop with cross-member offsets, duplicate hashes, shared cache", func(t *testing.T) {
 		hoMutationLoop(t, true)
 	})
@@ -2447,7 +2427,7 @@ func hoRound(t testing.TB, h *hoEnv, base []byte, r *rand.Rand, withBugs bool, f
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), hoDeadline)
 	defer cancel()
-	defer hoCheckRequests(t, fs, h.dir)
+	defer hoCheckRequests(t, fs, "")
 	a, err := Open(ctx, fs, h.bucket, h.mkey, Options{Name: hoName, Cache: cache})
 	if err != nil {
 		st.refused++
@@ -2674,6 +2654,24 @@ func hoPoison(t *testing.T, sizes bool) {
 			}
 		}
 	}
+}
+
+// TestHostileTraversalChain: a previous_manifest_id that is not one key
+// segment ("../../../../etc") is refused at Open, and the store is never
+// asked for a key with a ".." segment (issue 7 bug 5).
+func TestHostileTraversalChain(t *testing.T) {
+	dir := t.TempDir()
+	h := hoChainPack(t, dir, "20250304-aaaaaaaa", "../../../../etc", map[string][]byte{"a.txt": hoText(1, 500)})
+	fs := backend.NewFaulty(backend.NewFileStore(dir), backend.FaultConfig{})
+	a, err := Open(context.Background(), fs, h.bucket, h.mkey, Options{Name: hoName})
+	if err == nil {
+		a.Close()
+		t.Fatal("Open succeeded")
+	}
+	if !errors.Is(err, ErrBrokenChain) || !errors.Is(err, manifest.ErrUnsafePath) || !strings.Contains(err.Error(), h.mkey) {
+		t.Errorf("Open error: %v", err)
+	}
+	hoCheckRequests(t, fs, "")
 }
 
 // TestHostileCachePoisoning: a hostile manifest over an honest archive's

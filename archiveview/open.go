@@ -153,6 +153,9 @@ func loadChain(ctx context.Context, store backend.Store, bucket string, top chai
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		if err := manifest.CheckUploadID(prev); err != nil {
+			return nil, fmt.Errorf("%w: manifest %s names previous_manifest_id %q: %w", ErrBrokenChain, cur.key, prev, err)
+		}
 		if k, ok := seen[prev]; ok {
 			return nil, fmt.Errorf("%w: manifest %s names previous_manifest_id %q, which is manifest %s again (cycle)",
 				ErrBrokenChain, cur.key, prev, k)

@@ -13,6 +13,8 @@ package archiveview
 //     beats a tombstone for the same key (the file exists in that upload).
 //     Matching is by virtual key rather than raw path so that a re-rooted
 //     source_path still shadows correctly; with one source_path the two agree.
+//   - a resolved object key with a ".." segment (or an empty one) is an
+//     error: such a key is never sent to the store.
 //   - chunks: union over the chain by resolved s3_key (never chunk_id),
 //     resolved against the bucket the manifest was read from and the prefix
 //     of the manifest that lists them; only chunks a surviving file uses are
@@ -238,6 +240,9 @@ func (r *resolver) collectChunks() error {
 				return treeErr("manifest %s: chunk %d (shard %d) has no s3_key", r.chain[li].key, ce.ID, ce.ShardID)
 			}
 			key := r.resolveKey(int32(li), ce.S3Key)
+			if err := manifest.CheckObjectKey(key); err != nil {
+				return fmt.Errorf("%w: manifest %s: chunk %d (s3_key %q): %w", ErrInvalidTree, r.chain[li].key, ce.ID, ce.S3Key, err)
+			}
 			prev, ok := r.cands[key]
 			if !ok {
 				r.cands[key] = chunkCand{int32(li), int32(ci)}
@@ -586,6 +591,9 @@ func (r *resolver) place(ref fileRef, fe *manifest.FileEntry, length int64, tarN
 		return extent{}, treeErr("file %s has no s3_key", r.where(ref))
 	}
 	key := r.resolveKey(ref.link, fe.S3Key)
+	if err := manifest.CheckObjectKey(key); err != nil {
+		return extent{}, fmt.Errorf("%w: file %s (s3_key %q): %w", ErrInvalidTree, r.where(ref), fe.S3Key, err)
+	}
 	if _, ok := r.cands[key]; !ok {
 		ci, err := r.directChunk(ref, key, length, fe)
 		if err != nil {

@@ -43,6 +43,32 @@ func ResolveObjectKey(bucket, prefix, s3key string) string {
 	return key
 }
 
+// CheckObjectKey refuses a resolved object key that must never be sent to
+// a store: empty, or with a ".." segment (a file store would leave its
+// root; an S3 store would be asked for a key no CargoShip writer makes).
+// Errors wrap ErrUnsafePath.
+func CheckObjectKey(key string) error {
+	if key == "" {
+		return fmt.Errorf("%w: empty object key", ErrUnsafePath)
+	}
+	for seg := range strings.SplitSeq(key, "/") {
+		if seg == ".." {
+			return fmt.Errorf("%w: object key %q has a \"..\" segment", ErrUnsafePath, clip(key))
+		}
+	}
+	return nil
+}
+
+// CheckUploadID refuses an upload id (previous_manifest_id) that is not
+// one safe key segment: empty, ".", "..", or containing a slash or backslash.
+// Errors wrap ErrUnsafePath.
+func CheckUploadID(id string) error {
+	if id == "" || id == "." || id == ".." || strings.ContainsAny(id, "/\\") {
+		return fmt.Errorf("%w: upload id %q is not one key segment", ErrUnsafePath, clip(id))
+	}
+	return nil
+}
+
 // stripURL removes "scheme://host/" from a URL-form key. The scheme must be
 // a real one (RFC 3986: a letter, then letters, digits, "+", "-", "."), so a
 // key that merely contains "://" later on is left alone.

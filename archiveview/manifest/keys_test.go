@@ -225,3 +225,44 @@ func FuzzUploadDir(f *testing.F) {
 		}
 	})
 }
+
+func TestCheckObjectKeyAndUploadID(t *testing.T) {
+	for _, tt := range []struct {
+		key string
+		ok  bool
+	}{
+		{"hp/uploads/x/shard-0/chunk-0.tar.zst", true},
+		{"a..b/c", true},
+		{"..a/b", true},
+		{"", false},
+		{"..", false},
+		{"hp/../x", false},
+		{"hp/../../../etc/passwd.tar.zst", false},
+		{"x/..", false},
+		{ResolveObjectKey("b", "hp", "../../etc/passwd"), false},
+		{ResolveObjectKey("b", "hp/../..", "uploads/x/chunk.tar"), false},
+	} {
+		err := CheckObjectKey(tt.key)
+		if (err == nil) != tt.ok || (err != nil && !errors.Is(err, ErrUnsafePath)) {
+			t.Errorf("CheckObjectKey(%q) = %v, want ok %v", tt.key, err, tt.ok)
+		}
+	}
+	for _, tt := range []struct {
+		id string
+		ok bool
+	}{
+		{"20250304-a0a0a0a0", true},
+		{"a..b", true},
+		{"", false},
+		{".", false},
+		{"..", false},
+		{"../../../../etc", false},
+		{"a/b", false},
+		{`a\b`, false},
+	} {
+		err := CheckUploadID(tt.id)
+		if (err == nil) != tt.ok || (err != nil && !errors.Is(err, ErrUnsafePath)) {
+			t.Errorf("CheckUploadID(%q) = %v, want ok %v", tt.id, err, tt.ok)
+		}
+	}
+}
