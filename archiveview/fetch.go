@@ -509,6 +509,7 @@ type lazyRange struct {
 	h          hash.Hash
 	want       [32]byte
 	what       string
+	whole      bool // the whole unframed object (its failure is remembered)
 	verified   bool
 	failed     error
 }
@@ -566,7 +567,11 @@ func (r *lazyRange) finish() error {
 		r.h.Sum(got[:0])
 		if got != r.want {
 			r.a.metrics.checksumFailure()
-			return fmt.Errorf("%s: sha256 mismatch: %w", r.what, ErrChecksum)
+			err := fmt.Errorf("%s: sha256 mismatch: %w", r.what, ErrChecksum)
+			if r.whole {
+				r.a.chunkState(r.ci).failStream(err)
+			}
+			return err
 		}
 	}
 	r.verified = true
@@ -590,6 +595,15 @@ type zstream struct {
 	src   *lazyRange
 	pos   int64 // uncompressed bytes produced
 	ulen  int64 // expected uncompressed length; -1 = unknown
+	limit int64 // whole object: decoding past this many bytes fails; 0 = none
+}
+
+// overLimit fails a whole-object decode that ran past the chunk's bound.
+func (z *zstream) overLimit() error {
+	if z.limit > 0 && z.pos > z.limit {
+		return fmt.Errorf("zstd stream decodes past %d bytes, more than its manifest entries can need: %w", z.limit, ErrCorrupt)
+	}
+	return nil
 }
 
 func (a *Archive) newZstream(ctx context.Context, ci int32, frame int) (*zstream, error) {
@@ -605,12 +619,17 @@ func (a *Archive) newZstream(ctx context.Context, ci int32, frame int) (*zstream
 			src.h, src.want = sha256.New(), f.sum
 		}
 	} else {
+		if err := a.chunkState(ci).streamFailure(); err != nil {
+			return nil, err // this object failed its check before: not decoded again
+		}
 		size, err := a.objectSize(ctx, ci)
 		if err != nil {
 			return nil, err
 		}
 		src.end = size
 		src.what = "whole object"
+		src.whole = true
+		z.limit = c.maxTar
 		if c.hasSum {
 			src.h, src.want = sha256.New(), c.sum
 		}
@@ -627,6 +646,9 @@ func (a *Archive) newZstream(ctx context.Context, ci int32, frame int) (*zstream
 func (z *zstream) read(p []byte) (int, error) {
 	n, err := io.ReadFull(z.dec, p)
 	z.pos += int64(n)
+	if lerr := z.overLimit(); lerr != nil {
+		return n, lerr
+	}
 	if err == nil {
 		return n, nil
 	}

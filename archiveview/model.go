@@ -57,6 +57,9 @@ type chunk struct {
 	size   int64     // object size per manifest (compressed_size); 0 = unknown
 	sum    [32]byte  // whole-object sha256 (unframed chunks), if hasSum
 	hasSum bool
+	// maxTar bounds the tar stream an unframed zstd chunk may decode to
+	// (resolve.go streamBounds); 0 = no bound known.
+	maxTar int64
 
 	// rs is the read path's lazily built per-chunk state (tar-walk offsets,
 	// parked decoders, observed ETag). Owned by the read path.

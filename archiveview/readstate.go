@@ -111,6 +111,11 @@ type chunkReadState struct {
 	walkMu sync.Mutex
 	walk   *tarWalk // shared tar walk (nil until someone starts one)
 
+	// streamErr is the data failure (checksum mismatch) found by a decode
+	// of the whole unframed object; later whole-object decodes return it
+	// at once instead of decoding again (guarded by mu).
+	streamErr error
+
 	noSumNoted    atomic.Bool  // a frame without checksum was logged
 	lastFrame     atomic.Int64 // last frame index served (sequential detection)
 	prefetchedTo  atomic.Int64 // highest frame index handed to prefetch
@@ -162,6 +167,22 @@ func (rs *chunkReadState) observe(info backend.ObjectInfo) error {
 		rs.size = info.Size
 	}
 	return nil
+}
+
+// streamFailure returns the remembered whole-object data failure, if any.
+func (rs *chunkReadState) streamFailure() error {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.streamErr
+}
+
+// failStream remembers a whole-object data failure (the first one wins).
+func (rs *chunkReadState) failStream(err error) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.streamErr == nil {
+		rs.streamErr = err
+	}
 }
 
 func (rs *chunkReadState) objectSize() int64 {

@@ -222,11 +222,77 @@ func (r *resolver) buildIndex(survivors []survivor, origins map[fileRef]fileRef)
 // chunkTable materializes the chunks resolved so far.
 func (r *resolver) chunkTable() []chunk {
 	chunks := make([]chunk, len(r.chunks))
+	bounds := r.streamBounds()
 	for i, c := range r.chunks {
 		chunks[i].key, chunks[i].kind, chunks[i].frames = c.key, c.kind, c.frames
 		chunks[i].size, chunks[i].sum, chunks[i].hasSum = c.size, c.sum, c.hasSum
+		if bounds != nil {
+			chunks[i].maxTar = bounds[i]
+		}
 	}
 	return chunks
+}
+
+// Slack of the decode bound of an unframed zstd chunk (streamBounds).
+const (
+	tarMemberOverhead = 4 << 10  // ustar + PAX headers and records per member, beyond the name
+	tarBoundSlack     = 64 << 20 // added to twice the computed tar length
+)
+
+// streamBounds returns, per chunk, a bound on the tar stream an unframed
+// zstd chunk can decode to (0 for other chunks), or nil when there are no
+// such chunks. A chunk's members are the file entries of the chain that
+// name it (a chunk is written by one upload, which lists every member);
+// each needs at most its data rounded up to 512 bytes plus its headers. The
+// bound is twice that sum plus 64 MiB, so that a manifest that leaves out
+// a few members is still read, while a zstd bomb stops after a bounded
+// decode instead of expanding to whatever it claims.
+func (r *resolver) streamBounds() []int64 {
+	any := false
+	for _, c := range r.chunks {
+		any = any || c.kind == kindStreamZstd
+	}
+	if !any {
+		return nil
+	}
+	sums := make([]int64, len(r.chunks))
+	add := func(ci int32, v int64) {
+		if v < 0 || sums[ci] < 0 || sums[ci] > math.MaxInt64/4-v {
+			sums[ci] = -1 // overflow: unbounded
+			return
+		}
+		sums[ci] += v
+	}
+	for li := range r.chain {
+		for ei := range r.chain[li].m.Files {
+			fe := &r.chain[li].m.Files[ei]
+			if fe.S3Key == "" || fe.IsDuplicate {
+				continue
+			}
+			ci, ok := r.chunkIdx[r.resolveKey(int32(li), fe.S3Key)]
+			if !ok || r.chunks[ci].kind != kindStreamZstd {
+				continue
+			}
+			n := fe.Size
+			if fe.TotalParts > 1 {
+				n = fe.Length
+			}
+			if n < 0 || n > math.MaxInt64/4 {
+				add(ci, -1)
+				continue
+			}
+			add(ci, (n+511)/512*512+tarMemberOverhead+2*int64(len(fe.Path)))
+		}
+	}
+	for i := range sums {
+		switch {
+		case r.chunks[i].kind != kindStreamZstd || sums[i] < 0:
+			sums[i] = 0
+		default:
+			sums[i] = 2*(sums[i]+1024) + tarBoundSlack
+		}
+	}
+	return sums
 }
 
 // collectChunks records every chunks[] entry of the chain by resolved key.

@@ -27,11 +27,21 @@ type tarWalk struct {
 	err     error
 }
 
+// walkEntry is a member's data offset and size; off < 0 marks a name that
+// appears more than once.
 type walkEntry struct{ off, size int64 }
+
+// dataFailure reports whether err condemns the chunk's bytes themselves
+// (as opposed to a backend or context failure that may pass).
+func dataFailure(err error) bool {
+	return errors.Is(err, ErrCorrupt) || errors.Is(err, ErrChecksum)
+}
 
 // walkOffset returns the data offset and size of tar member name in chunk
 // ci, walking the chunk's headers once (concurrent first readers share the
-// walk; a failed walk is retried by the next reader).
+// walk; a walk that failed for a backend or context reason is retried by
+// the next reader, one that failed on the data is remembered). A name that
+// appears more than once in the chunk is refused (ErrCorrupt).
 func (a *Archive) walkOffset(ctx context.Context, ci int32, name string) (int64, int64, error) {
 	rs := a.chunkState(ci)
 	for attempt := 0; ; attempt++ {
@@ -42,7 +52,13 @@ func (a *Archive) walkOffset(ctx context.Context, ci int32, name string) (int64,
 			rs.walk = w
 			rs.walkMu.Unlock()
 			w.entries, w.err = a.runTarWalk(ctx, ci)
-			if w.err != nil {
+			if w.err != nil && !dataFailure(w.err) {
+				// A backend or context failure may pass: the next
+				// reader walks again. A failure of the data itself
+				// (corrupt tar or zstd, checksum mismatch) stays: the
+				// object cannot change under this chunk state (its
+				// first ETag is pinned), so walking it again would
+				// only redo the work (a zstd bomb: every read).
 				rs.walkMu.Lock()
 				rs.walk = nil
 				rs.walkMu.Unlock()
@@ -65,6 +81,9 @@ func (a *Archive) walkOffset(ctx context.Context, ci int32, name string) (int64,
 		e, ok := w.entries[name]
 		if !ok {
 			return 0, 0, fmt.Errorf("tar member %q: %w", name, ErrNotInChunk)
+		}
+		if e.off < 0 {
+			return 0, 0, fmt.Errorf("tar member %q appears more than once in the chunk (ambiguous): %w", name, ErrCorrupt)
 		}
 		return e.off, e.size, nil
 	}
@@ -172,6 +191,13 @@ func (a *Archive) runTarWalk(ctx context.Context, ci int32) (map[string]walkEntr
 		if len(entries) >= maxWalkEntries {
 			return nil, fmt.Errorf("more than %d tar members: %w", maxWalkEntries, ErrCorrupt)
 		}
+		if _, dup := entries[hdr.Name]; dup {
+			// Readers disagree on which of two same-named members is
+			// "the" member (archive/tar consumers keep the last,
+			// others the first): the name is ambiguous, never served.
+			entries[hdr.Name] = walkEntry{off: -1, size: -1}
+			continue
+		}
 		entries[hdr.Name] = walkEntry{off: cr.count(), size: hdr.Size}
 	}
 	if drain != nil {
@@ -203,6 +229,9 @@ func (r *zReader) Read(p []byte) (int, error) {
 	n, err := r.z.dec.Read(p)
 	r.z.pos += int64(n)
 	r.rd.decoded.Add(int64(n))
+	if lerr := r.z.overLimit(); lerr != nil {
+		return n, lerr
+	}
 	if err != nil && err != io.EOF {
 		if r.z.src.failed != nil {
 			err = r.z.src.failed
