@@ -74,6 +74,12 @@ type fileConfig struct {
 	Region          string        `yaml:"region"`
 	LogFormat       string        `yaml:"log_format"`
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	// Request limits.
+	MaxInflightPerKey int           `yaml:"max_inflight_per_key"`
+	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"`
+	ReadTimeout       time.Duration `yaml:"read_timeout"`
+	IdleTimeout       time.Duration `yaml:"idle_timeout"`
+	MaxHeaderBytes    yamlBytes     `yaml:"max_header_bytes"`
 }
 
 // yamlBytes is a size in YAML: an integer or a string such as "512MiB".
@@ -101,6 +107,12 @@ func defaultServeConfig() serveConfig {
 		RetireGrace:     time.Minute,
 		ShutdownTimeout: 30 * time.Second,
 		LogOut:          os.Stderr,
+
+		MaxInflightPerKey: 64,
+		ReadHeaderTimeout: defaultReadHeaderTimeout,
+		ReadTimeout:       defaultReadTimeout,
+		IdleTimeout:       defaultIdleTimeout,
+		MaxHeaderBytes:    defaultMaxHeaderBytes,
 	}
 }
 
@@ -134,6 +146,8 @@ func applyConfigYAML(data []byte, cfg *serveConfig) error {
 		Anonymous: cfg.Anonymous, Keys: cfg.Keys, KeysFile: cfg.KeysFile, CacheBytes: yamlBytes(cfg.CacheBytes),
 		IndexCacheDir: cfg.IndexCacheDir, VirtualHostBase: cfg.VirtualHostBase, Region: cfg.Region,
 		LogFormat: cfg.LogFormat, ShutdownTimeout: cfg.ShutdownTimeout,
+		MaxInflightPerKey: cfg.MaxInflightPerKey, ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+		ReadTimeout: cfg.ReadTimeout, IdleTimeout: cfg.IdleTimeout, MaxHeaderBytes: yamlBytes(cfg.MaxHeaderBytes),
 	}
 	fc.S3.Endpoint, fc.S3.Region, fc.S3.PathStyle = cfg.S3.Endpoint, cfg.S3.Region, cfg.S3.PathStyle
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -156,6 +170,12 @@ func applyConfigYAML(data []byte, cfg *serveConfig) error {
 	cfg.Anonymous, cfg.Keys, cfg.KeysFile = fc.Anonymous, fc.Keys, fc.KeysFile
 	cfg.CacheBytes, cfg.IndexCacheDir, cfg.VirtualHostBase = int64(fc.CacheBytes), fc.IndexCacheDir, fc.VirtualHostBase
 	cfg.Region, cfg.LogFormat, cfg.ShutdownTimeout = fc.Region, fc.LogFormat, fc.ShutdownTimeout
+	cfg.MaxInflightPerKey = fc.MaxInflightPerKey
+	cfg.ReadHeaderTimeout, cfg.ReadTimeout, cfg.IdleTimeout = fc.ReadHeaderTimeout, fc.ReadTimeout, fc.IdleTimeout
+	if fc.MaxHeaderBytes > 1<<30 {
+		return fmt.Errorf("max_header_bytes %d: larger than 1GiB", fc.MaxHeaderBytes)
+	}
+	cfg.MaxHeaderBytes = int(fc.MaxHeaderBytes)
 	return nil
 }
 
@@ -241,7 +261,34 @@ func serveFlags(cfg *serveConfig, configPath *string, check *bool) *flag.FlagSet
 	fs.StringVar(&cfg.Region, "region", cfg.Region, "region reported to clients (GetBucketLocation, HeadBucket)")
 	fs.StringVar(&cfg.LogFormat, "log-format", cfg.LogFormat, "log format: json or console")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "on SIGTERM/SIGINT, wait this long for in-flight responses")
+	fs.IntVar(&cfg.MaxInflightPerKey, "max-inflight-per-key", cfg.MaxInflightPerKey, "at most this many concurrent S3 requests per access key (anonymous clients: per IP address); more get 503 SlowDown (0 = unlimited)")
+	fs.DurationVar(&cfg.ReadHeaderTimeout, "read-header-timeout", cfg.ReadHeaderTimeout, "cut off a client that has not sent its request headers within this time (slow-loris)")
+	fs.DurationVar(&cfg.ReadTimeout, "read-timeout", cfg.ReadTimeout, "cut off a client that has not sent its whole request within this time (never limits a response)")
+	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", cfg.IdleTimeout, "close a keep-alive connection idle this long")
+	fs.Var(maxHeaderFlag{&cfg.MaxHeaderBytes}, "max-header-bytes", "largest request line plus headers (e.g. 64KiB); larger is answered 431")
 	return fs
+}
+
+// maxHeaderFlag is --max-header-bytes: a size such as 65536 or 64KiB.
+type maxHeaderFlag struct{ n *int }
+
+func (f maxHeaderFlag) String() string {
+	if f.n == nil {
+		return ""
+	}
+	return fmt.Sprint(*f.n)
+}
+
+func (f maxHeaderFlag) Set(v string) error {
+	n, err := parseServeBytes(v)
+	if err != nil {
+		return err
+	}
+	if n > 1<<30 {
+		return fmt.Errorf("%s: larger than 1GiB", v)
+	}
+	*f.n = int(n)
+	return nil
 }
 
 // parseServeArgs builds the configuration from the config file (if

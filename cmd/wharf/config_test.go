@@ -51,6 +51,11 @@ virtual_host_base: s3.example.org
 region: eu-central-1
 log_format: console
 shutdown_timeout: 45s
+max_inflight_per_key: 8
+read_header_timeout: 5s
+read_timeout: 30s
+idle_timeout: 90s
+max_header_bytes: 32KiB
 `
 
 // fullConfigFlags says the same as fullConfigYAML, except keys (a flag
@@ -64,6 +69,8 @@ var fullConfigFlags = []string{
 	"--rescan", "10m", "--retire-grace", "30s", "--anonymous", "--keys-file", "KEYS_FILE",
 	"--cache-bytes", "2GiB", "--index-cache", "/var/cache/wharf", "--virtual-host-base", "s3.example.org",
 	"--region", "eu-central-1", "--log-format", "console", "--shutdown-timeout", "45s",
+	"--max-inflight-per-key", "8", "--read-header-timeout", "5s", "--read-timeout", "30s", "--idle-timeout", "90s",
+	"--max-header-bytes", "32KiB",
 }
 
 func writeFile(t *testing.T, name, content string) string {
@@ -104,6 +111,8 @@ func TestConfigRoundTrip(t *testing.T) {
 		Keys:     []auth.Key{{AccessKey: "AK1", SecretKey: "SK1", Buckets: []string{"photos"}}},
 		KeysFile: keysFile, CacheBytes: 2 << 30, IndexCacheDir: "/var/cache/wharf", VirtualHostBase: "s3.example.org",
 		Region: "eu-central-1", LogFormat: "console", ShutdownTimeout: 45 * time.Second, LogOut: os.Stderr,
+		MaxInflightPerKey: 8, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
+		IdleTimeout: 90 * time.Second, MaxHeaderBytes: 32 << 10,
 	}
 	if !reflect.DeepEqual(fromFile, want) {
 		t.Errorf("config file:\n got %+v\nwant %+v", fromFile, want)

@@ -63,6 +63,15 @@ type serveConfig struct {
 	Ready func(addr, adminAddr string)
 	// ShutdownTimeout bounds the wait for in-flight responses. 0 = 30s.
 	ShutdownTimeout time.Duration
+	// MaxInflightPerKey admits at most this many concurrent S3 requests per
+	// access key (anonymous clients: per IP address); more are answered
+	// 503 SlowDown. 0 = unlimited.
+	MaxInflightPerKey int
+	// Listener limits (newHTTPServer); 0 = the default.
+	ReadHeaderTimeout time.Duration // request line and headers; default 10s
+	ReadTimeout       time.Duration // the whole request, headers and any body; default 1m
+	IdleTimeout       time.Duration // an idle keep-alive connection; default 2m
+	MaxHeaderBytes    int           // request line plus headers; default 64 KiB
 
 	// Test hooks: wrapStore wraps the opened store (backend.NewFaulty);
 	// rescanNow triggers a rescan like SIGHUP; scanned is called after
@@ -233,6 +242,15 @@ func (cfg *serveConfig) validate(keys []auth.Key) error {
 	if cfg.Rescan < 0 || cfg.RetireGrace < 0 || cfg.ShutdownTimeout < 0 {
 		return errors.New("--rescan, --retire-grace and --shutdown-timeout must not be negative")
 	}
+	if cfg.ReadHeaderTimeout < 0 || cfg.ReadTimeout < 0 || cfg.IdleTimeout < 0 {
+		return errors.New("--read-header-timeout, --read-timeout and --idle-timeout must not be negative")
+	}
+	if cfg.MaxInflightPerKey < 0 {
+		return errors.New("--max-inflight-per-key must not be negative (0 = unlimited)")
+	}
+	if cfg.MaxHeaderBytes < 0 {
+		return errors.New("--max-header-bytes must not be negative")
+	}
 	return nil
 }
 
@@ -302,19 +320,20 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 	}
 
 	handler := s3api.New(s3api.Config{
-		Catalog:         cm.catalog,
-		Verifier:        verifier,
-		Logger:          log,
-		Registerer:      reg,
-		Region:          cfg.Region,
-		VirtualHostBase: cfg.VirtualHostBase,
+		Catalog:           cm.catalog,
+		Verifier:          verifier,
+		Logger:            log,
+		Registerer:        reg,
+		Region:            cfg.Region,
+		VirtualHostBase:   cfg.VirtualHostBase,
+		MaxInflightPerKey: cfg.MaxInflightPerKey,
 	})
 
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
 	}
-	srv := newHTTPServer(handler)
+	srv := newHTTPServer(handler, &cfg)
 	servers := []*http.Server{srv}
 	errc := make(chan error, 2)
 	var ready atomic.Bool
@@ -327,7 +346,7 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 			return fmt.Errorf("admin listen %s: %w", cfg.AdminListen, err)
 		}
 		adminAddr = aln.Addr().String()
-		asrv := newHTTPServer(adminMux(reg, &ready, cm))
+		asrv := newHTTPServer(adminMux(reg, &ready, cm), &cfg)
 		servers = append(servers, asrv)
 		go func() { errc <- serveOn(asrv, aln) }()
 		log.Info().Str("addr", adminAddr).Msg("admin endpoints (/healthz /readyz /metrics /-/archives /debug/pprof/) on " + adminAddr)
@@ -386,14 +405,40 @@ func serveOn(srv *http.Server, ln net.Listener) error {
 	return nil
 }
 
-// newHTTPServer sets the timeouts every listener needs. There is no write
-// timeout: object bodies stream for as long as the client reads them.
-func newHTTPServer(h http.Handler) *http.Server {
+// Listener defaults (serveConfig's zero values).
+const (
+	defaultReadHeaderTimeout = 10 * time.Second
+	defaultReadTimeout       = time.Minute
+	defaultIdleTimeout       = 2 * time.Minute
+	defaultMaxHeaderBytes    = 64 << 10
+)
+
+// newHTTPServer sets the limits every listener needs against slow or
+// oversized requests: ReadHeaderTimeout cuts off a client dribbling its
+// headers (slow-loris), ReadTimeout bounds the whole request including a body
+// wharf refuses but net/http drains for keep-alive, IdleTimeout closes idle
+// keep-alive connections, and MaxHeaderBytes answers a larger request line
+// plus headers with 431. ReadTimeout does not limit a response: the request
+// context is not cancelled by it. There is no write timeout: object bodies
+// stream for as long as the client reads them (the per-key concurrency limit
+// bounds how many a client can hold open).
+func newHTTPServer(h http.Handler, cfg *serveConfig) *http.Server {
+	or := func(d, def time.Duration) time.Duration {
+		if d > 0 {
+			return d
+		}
+		return def
+	}
+	maxHdr := cfg.MaxHeaderBytes
+	if maxHdr <= 0 {
+		maxHdr = defaultMaxHeaderBytes
+	}
 	return &http.Server{
 		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
+		ReadHeaderTimeout: or(cfg.ReadHeaderTimeout, defaultReadHeaderTimeout),
+		ReadTimeout:       or(cfg.ReadTimeout, defaultReadTimeout),
+		IdleTimeout:       or(cfg.IdleTimeout, defaultIdleTimeout),
+		MaxHeaderBytes:    maxHdr,
 	}
 }
 
