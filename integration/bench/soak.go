@@ -394,12 +394,37 @@ func soakOne(ctx context.Context, c *s3.Client, a *soakArchive, rng *rand.Rand) 
 		if err != nil {
 			return 0, errKind(err), false
 		}
-		b, err := io.ReadAll(out.Body)
+		n, same, err := compareStream(out.Body, src[lo:hi])
 		out.Body.Close()
 		if err != nil {
-			return int64(len(b)), "aborted body", !bytes.Equal(b, src[lo:lo+min(len(b), hi-lo)])
+			return n, "aborted body", !same
 		}
-		return int64(len(b)), "", !bytes.Equal(b, src[lo:hi])
+		return n, "", !same || n != int64(hi-lo)
+	}
+}
+
+// compareStream reads r to its end in small pieces (so 64 clients do not
+// hold whole bodies and the process RSS reflects wharf, not the clients) and
+// reports how many bytes came, whether every one of them matched want, and
+// the read error. Bytes past len(want) count as a mismatch.
+func compareStream(r io.Reader, want []byte) (int64, bool, error) {
+	var buf [64 << 10]byte
+	var n int64
+	same := true
+	for {
+		k, err := r.Read(buf[:])
+		if k > 0 {
+			if n+int64(k) > int64(len(want)) || !bytes.Equal(buf[:k], want[n:n+int64(k)]) {
+				same = false
+			}
+			n += int64(k)
+		}
+		if err == io.EOF {
+			return n, same, nil
+		}
+		if err != nil {
+			return n, same, err
+		}
 	}
 }
 

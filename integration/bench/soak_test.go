@@ -11,7 +11,8 @@ import (
 // across five archive shapes with backend faults and silent bit flips. It
 // asserts zero wrong bytes, that injected corruption was caught, that the
 // faults actually happened, and that goroutines and descriptors return to
-// their baseline.
+// their baseline, and that RSS stays within the cache budget plus the stated
+// overhead.
 func TestSoakShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("soak: skipped with -short (runs in the full suite)")
@@ -39,6 +40,13 @@ func TestSoakShort(t *testing.T) {
 	}
 	if rep.ChecksumFailures == 0 {
 		t.Error("no injected bit flip was caught by a checksum")
+	}
+	// Memory: the process may grow by the cache budget plus a stated
+	// overhead: 64 MiB fixed plus 8 MiB per client (a reader holds up to
+	// GOMAXPROCS+2 decoded frames and its compressed run; bodies stream).
+	if bound := rep.BaseRSS + cfg.CacheBytes + 64<<20 + int64(cfg.Clients)*(8<<20); rep.PeakRSS > bound {
+		t.Errorf("peak RSS %d MiB above the bound %d MiB (base %d MiB + cache %d MiB + 64 MiB + %d clients x 8 MiB)",
+			rep.PeakRSS>>20, bound>>20, rep.BaseRSS>>20, cfg.CacheBytes>>20, cfg.Clients)
 	}
 	if rep.GoroutinesAfter > rep.GoroutinesBefore+2 {
 		t.Errorf("goroutines: %d before, %d after teardown", rep.GoroutinesBefore, rep.GoroutinesAfter)
