@@ -44,6 +44,13 @@ func (a *Archive) rangeGet(ctx context.Context, ci int32, off, length int64) (io
 		body.Close()
 		return nil, err
 	}
+	if c.kind == kindDirect && info.Size > 0 && info.Size != c.size {
+		// A direct object is the file (or split part) itself: one of
+		// another size is something else (e.g. a chunk object whose
+		// chunks[] entry was renamed away), never a prefix to serve.
+		body.Close()
+		return nil, fmt.Errorf("direct object is %d bytes, manifest says %d: %w", info.Size, c.size, ErrCorrupt)
+	}
 	return body, nil
 }
 
