@@ -1617,7 +1617,7 @@ func hoObjectRows() []hoRow {
 			// bytes read would match (see also the FuzzHostileManifest
 			// seed 88bb7a1d02157628: a chunk renamed away turned its
 			// object into a "direct" split part with no checksum).
-			failKeys:  map[string][]error{"b.bin": {ErrCorrupt}}, partialFail: true,
+			failKeys: map[string][]error{"b.bin": {ErrCorrupt}}, partialFail: true,
 			serveKeys: []string{"a.txt"},
 		},
 		{
