@@ -16,30 +16,30 @@ package archiveview
 // segment or starts with "/", or make the store read a key with a ".."
 // segment (the request log of a backend.Faulty wrapper is inspected).
 //
-// Cases that reveal a bug in the read core are not skipped: they live in
-// TestHostileKnownBugs, which asserts the correct behaviour and runs only
-// with WHARF_HOSTILE_BUGS=1:
-//
-//	WHARF_HOSTILE_BUGS=1 go test ./archiveview -run TestHostileKnownBugs -v
-//
-// The rest runs in the normal `go test ./archiveview` and must pass.
-//
-// Known bugs pinned there (numbers as in the BUG comments):
+// Every case runs in the normal `go test ./archiveview` and must pass.
+// The cases that revealed read-core bugs (issue 7) are in hoIssue7Rows,
+// TestHostileCachePoisoning, TestHostileTraversalChain and
+// TestHostileManifestMutationsShared; the bugs, all fixed, were:
 //
 //  1. the header-checked cache (chunkReadState.hdrOK) and the verified
-//     extent cache (keyExtent) are keyed by chunk offset only, so a lying
-//     archive_offset or s3_key that lands on a member read before serves
-//     that member's bytes (partial reads; whole reads without a sha256);
-//  2. a duplicate whose duplicate_of_hash names another file's content is
-//     served from that file although its own sha256 disagrees;
-//  3. a frame's compressed bytes are buffered whole, whatever their size;
-//  4. decoded frames are cached by frame index, so a hostile manifest over
-//     the same chunk object poisons an honest archive (wrong bytes, or a
-//     slice-bounds panic in framedSource.next);
-//  5. s3_key, prefix and previous_manifest_id with ".." segments reach the
-//     store (the FileStore refuses them; an S3 store would be asked);
-//  6. duplicate member names in a walked chunk: the last one wins;
-//  7. a failed tar walk over an unframed zstd bomb is redone by every read.
+//     extent cache (keyExtent) were keyed by chunk offset only, so a lying
+//     archive_offset or s3_key that landed on a member read before served
+//     that member's bytes (now keyed by offset, tar name, length, sha256);
+//  2. a duplicate whose duplicate_of_hash names another file's content was
+//     served from that file although its own sha256 disagreed (refused at
+//     Open);
+//  3. a frame's compressed bytes were buffered whole, whatever their size
+//     (frames over MaxFrameBytes compressed are streamed; impossible spans
+//     refused unread);
+//  4. decoded frames were cached by frame index, so a hostile manifest over
+//     the same chunk object poisoned an honest archive (wrong bytes, or a
+//     slice-bounds panic in framedSource.next) (keyed by span, size, sha256;
+//     buffers length-checked);
+//  5. s3_key, prefix and previous_manifest_id with ".." segments reached
+//     the store (refused at Open);
+//  6. duplicate member names in a walked chunk: the last one won (refused);
+//  7. a failed tar walk over an unframed zstd bomb was redone by every read
+//     (decode bounded, data failures remembered per chunk).
 
 import (
 	"bytes"
@@ -435,8 +435,7 @@ func hoSafeKey(k string) string {
 // hoCheckRequests asserts that the store was never asked for a key that
 // could leave the bucket's directory. With lenientDir (the FileStore root)
 // such a request is tolerated when the FileStore itself refuses the key
-// (known bug: the read core should refuse it first, see
-// TestHostileKnownBugs).
+// (no case needs this since issue 7 bug 5 was fixed; every call is strict).
 func hoCheckRequests(t testing.TB, f *backend.Faulty, lenientDir string) {
 	t.Helper()
 	for _, r := range f.Log() {
@@ -503,7 +502,7 @@ type hoRow struct {
 	// maxTime bounds the whole case (Open, reads, Verify); 0 = hoDeadline.
 	maxTime time.Duration
 	// lenientKeys tolerates store requests for keys with ".." segments
-	// as long as the FileStore refuses them (known bug rows run strict).
+	// as long as the FileStore refuses them (unused since issue 7 bug 5).
 	lenientKeys bool
 }
 
@@ -926,7 +925,7 @@ func hoOffsetRows() []hoRow {
 		{
 			// z.txt is read after dir/e.txt (listing order), so the
 			// header at z.txt's offset is checked against dir/e.txt
-			// first; the other order is a known bug (hdrOK cache).
+			// first; the other order is in hoIssue7Rows (bug 1).
 			name: "archive_offset points at another member (framed)", pack: hoFramed,
 			edit: func(h *hoEnv, m *manifest.Manifest) {
 				hoOffset(h.t, m, "dir/e.txt", *hoEntry(h.t, m, "z.txt").ArchiveOffset)
@@ -938,9 +937,8 @@ func hoOffsetRows() []hoRow {
 			name: "archive_offset points at another member of the same size (plain tar)", pack: hoPlain,
 			files: map[string][]byte{"a.txt": hoText(1, 3000), "b.txt": hoText(2, 3000), "c.txt": hoText(3, 3000)},
 			edit: func(h *hoEnv, m *manifest.Manifest) {
-				// b.txt keeps its sha256: without it, Verify (which
-				// reads b.txt after c.txt's header was accepted) hits
-				// known bug 1 and serves c.txt's bytes.
+				// b.txt keeps its sha256 (without it: hoIssue7Rows,
+				// bug 1).
 				hoOffset(h.t, m, "b.txt", *hoEntry(h.t, m, "c.txt").ArchiveOffset)
 			},
 			failKeys: map[string][]error{"b.txt": {ErrWrongMember}}, partialFail: true,
@@ -1569,8 +1567,8 @@ func hoObjectRows() []hoRow {
 			failKeys: map[string][]error{"a.txt": nil, "z.txt": nil}, partialFail: true,
 		},
 		{
-			// 64 MiB here: every read redoes the failed walk, see
-			// known bug 7 for the 1 GiB version.
+			// 64 MiB here; the 1 GiB version is in hoIssue7Rows
+			// (bug 7).
 			name: "stream zstd chunk, no offsets, replaced by a 64 MiB zero bomb (tar walk)", pack: cargopack.Options{Pre492: true},
 			disk: func(h *hoEnv, m *manifest.Manifest) {
 				if err := os.WriteFile(h.objPath(h.chunkKey(m, 0)), hoZeroBomb(64<<20), 0o644); err != nil {
@@ -1887,7 +1885,7 @@ func TestHostileChains(t *testing.T) {
 		ok    []string // keys served (nil: Open must fail with ErrBrokenChain)
 		has   []string
 		// lenient: a ".." manifest key may reach the store if the
-		// FileStore refuses it (known bug, strict in TestHostileKnownBugs).
+		// FileStore refuses it (unused since issue 7 bug 5).
 		lenient bool
 	}{
 		{name: "cycle A->B->A", build: func(t *testing.T, dir string) *hoEnv {
@@ -2166,30 +2164,8 @@ func hoIssue7Rows() []hoRow {
 	}
 }
 
-// hoKnownBugRows are hostile cases the read core currently gets wrong. Each
-// asserts the correct behaviour; see the report of issue 7 for details.
-func hoKnownBugRows() []hoRow {
-	return []hoRow{}
-}
-
-// TestHostileKnownBugs holds the cases that reveal bugs in the read core.
-// It asserts the correct behaviour and so fails until they are fixed; it
-// runs only with WHARF_HOSTILE_BUGS=1.
-func TestHostileKnownBugs(t *testing.T) {
-	if os.Getenv("WHARF_HOSTILE_BUGS") != "1" {
-		t.Log("known-bug cases run only with WHARF_HOSTILE_BUGS=1")
-		return
-	}
-	for _, row := range hoKnownBugRows() {
-		t.Run(row.name, row.run)
-	}
-	t.Run("mutation loop with cross-member offsets, duplicate hashes, shared cache", func(t *testing.T) {
-		hoMutationLoop(t, true)
-	})
-}
-
 // hoMutate applies one random mutation to m. withBugs enables the
-// mutations that hit known bugs: an archive_offset copied from another
+// mutations that hit issue 7's (fixed) bugs: an archive_offset copied from another
 // member, an s3_key copied from another chunk (split parts all start at
 // offset 1536 of their chunks, so this lands on another member at an
 // offset whose header was already accepted: bug 1), and duplicate_of_hash
@@ -2414,6 +2390,7 @@ func hoRound(t testing.TB, h *hoEnv, base []byte, r *rand.Rand, withBugs bool, f
 	for i := range m.Files {
 		orig[i], _ = manifest.RelativeKey(m.SourcePath, m.Files[i].Path)
 	}
+	baseFiles := slices.Clone(m.Files) // as written: checksums of the sources
 	var what []string
 	for n := 1 + r.IntN(3); n > 0; n-- {
 		what = append(what, hoMutate(r, &m, withBugs))
@@ -2427,6 +2404,17 @@ func hoRound(t testing.TB, h *hoEnv, base []byte, r *rand.Rand, withBugs bool, f
 	for i := range m.Files {
 		if k, err := manifest.RelativeKey(m.SourcePath, m.Files[i].Path); err == nil {
 			allowed[k] = append(allowed[k], h.files[orig[i]])
+			// A duplicate says "my bytes are those of the content with
+			// hash duplicate_of_hash": serving that content is what the
+			// manifest describes (a duplicate whose own checksum names
+			// other content is refused at Open).
+			if fe := &m.Files[i]; fe.IsDuplicate && fe.DuplicateOfHash != "" {
+				for j := range baseFiles {
+					if strings.EqualFold(baseFiles[j].Checksum, fe.DuplicateOfHash) {
+						allowed[k] = append(allowed[k], h.files[orig[j]])
+					}
+				}
+			}
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), hoDeadline)
@@ -2529,8 +2517,8 @@ func hoMutationLoop(t *testing.T, withBugs bool) {
 	var st hoRoundStats
 	// Normally every round gets its own FrameCache and store. withBugs
 	// shares one cache and one store across the rounds of a shape, as a
-	// server does when a manifest is replaced and the archive reopened:
-	// cached frames are keyed by frame index only (known bug).
+	// server does when a manifest is replaced and the archive reopened
+	// (cached frames were keyed by frame index: issue 7 bug 4).
 	shared := NewFrameCache(16 << 20)
 	for si, sh := range hoShapes() {
 		h := hoPack(t, t.TempDir(), sh.files, sh.opt)
@@ -2584,6 +2572,15 @@ func FuzzHostileManifest(f *testing.F) {
 
 func TestHostileManifestMutations(t *testing.T) {
 	hoMutationLoop(t, false)
+}
+
+// TestHostileManifestMutationsShared runs the mutation loop with the
+// mutations that hit issue 7's bugs (archive_offset and s3_key of another
+// member, duplicate_of_hash naming another file's content) and one store
+// and one FrameCache shared by every round of a shape, as a server does
+// when a manifest is replaced and the archive reopened.
+func TestHostileManifestMutationsShared(t *testing.T) {
+	hoMutationLoop(t, true)
 }
 
 // hoPoison: an honest archive A and a hostile manifest B (another upload in

@@ -577,6 +577,11 @@ func (r *resolver) addFile(b *indexBuilder, s *survivor, origins map[fileRef]fil
 		src = origins[s.first]
 	}
 	se := r.entry(src)
+	if fe.IsDuplicate && !rec.hasSum && r.chain[src.link].verify {
+		// The original was chosen for its checksum (== duplicate_of_hash):
+		// whole reads of the duplicate are checked against it.
+		rec.sum, rec.hasSum = r.sum(se.Checksum, nil)
+	}
 	ext, err := r.place(src, se, se.Size, se.Path)
 	if err != nil {
 		return err
