@@ -608,7 +608,9 @@ type zstream struct {
 // overLimit fails a whole-object decode that ran past the chunk's bound.
 func (z *zstream) overLimit() error {
 	if z.limit > 0 && z.pos > z.limit {
-		return fmt.Errorf("zstd stream decodes past %d bytes, more than its manifest entries can need: %w", z.limit, ErrCorrupt)
+		err := fmt.Errorf("zstd stream decodes past %d bytes, more than its manifest entries can need: %w", z.limit, ErrCorrupt)
+		z.src.a.chunkState(z.ci).failStream(err) // the object itself is at fault: remembered
+		return err
 	}
 	return nil
 }

@@ -111,9 +111,11 @@ type chunkReadState struct {
 	walkMu sync.Mutex
 	walk   *tarWalk // shared tar walk (nil until someone starts one)
 
-	// streamErr is the data failure (checksum mismatch) found by a decode
-	// of the whole unframed object; later whole-object decodes return it
-	// at once instead of decoding again (guarded by mu).
+	// streamErr is the data failure (checksum mismatch, decode past the
+	// chunk's bound) found by a decode of the whole unframed object; later
+	// whole-object decodes return it at once instead of decoding again
+	// (guarded by mu). The object cannot change under it: its first ETag
+	// is pinned.
 	streamErr error
 
 	noSumNoted    atomic.Bool  // a frame without checksum was logged

@@ -236,7 +236,7 @@ func (r *resolver) chunkTable() []chunk {
 // Slack of the decode bound of an unframed zstd chunk (streamBounds).
 const (
 	tarMemberOverhead = 4 << 10  // ustar + PAX headers and records per member, beyond the name
-	tarBoundSlack     = 64 << 20 // added to twice the computed tar length
+	tarBoundSlack     = 16 << 20 // added to twice the computed tar length
 )
 
 // streamBounds returns, per chunk, a bound on the tar stream an unframed
@@ -244,7 +244,7 @@ const (
 // such chunks. A chunk's members are the file entries of the chain that
 // name it (a chunk is written by one upload, which lists every member);
 // each needs at most its data rounded up to 512 bytes plus its headers. The
-// bound is twice that sum plus 64 MiB, so that a manifest that leaves out
+// bound is twice that sum plus 16 MiB, so that a manifest that leaves out
 // a few members is still read, while a zstd bomb stops after a bounded
 // decode instead of expanding to whatever it claims.
 func (r *resolver) streamBounds() []int64 {
