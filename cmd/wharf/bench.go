@@ -20,7 +20,7 @@ func runBench(ctx context.Context, args []string) error {
 	latency := fs.Duration("latency", def.Latency, "first-byte latency added to every backend request")
 	bandwidth := byteSize(0)
 	fs.Var(&bandwidth, "bandwidth", "per-stream backend bandwidth cap in bytes/s (e.g. 100MB); 0 = unlimited")
-	files := fs.Int("files", def.Files, "files in the tree-walk tree")
+	files := fs.Int("files", def.Files, "files in the tree-walk tree (0 skips the walk, random-read and warm workloads)")
 	large := byteSize(def.LargeSize)
 	fs.Var(&large, "large-size", "size of the large-file workloads (0 skips them)")
 	listKeys := fs.Int("list-keys", def.ListKeys, "keys of the listing-at-scale workload (0 skips it)")
