@@ -182,6 +182,9 @@ func (a *Archive) fetchRun(ctx context.Context, ci int32, i, j int, fls []*fligh
 			buf, err := a.checkFrame(ci, k, comp.b)
 			comp.release()
 			<-rd.cache.decodeSem
+			if errors.Is(err, ErrChecksum) {
+				buf, err = a.refetchFrame(ctx, ci, k, err)
+			}
 			rd.cache.complete(a.frameKey(ci, k), fl, buf, err)
 			if buf != nil {
 				buf.release()
@@ -205,20 +208,43 @@ func (a *Archive) fillFrame(ctx context.Context, ci int32, i int) (*frameBuf, er
 	rd := a.rdState()
 	k := a.frameKey(ci, i)
 	return rd.cache.get(ctx, k, a.metrics, func(ctx context.Context) (*frameBuf, error) {
-		f := a.chunks[ci].frames[i]
-		body, err := a.rangeGet(ctx, ci, f.cOff, f.cSize)
-		if err != nil {
-			return nil, fmt.Errorf("frame %d (object bytes %d-%d): %w", i, f.cOff, f.cOff+f.cSize, err)
+		buf, err := a.fetchFrame(ctx, ci, i)
+		if errors.Is(err, ErrChecksum) {
+			buf, err = a.refetchFrame(ctx, ci, i, err)
 		}
-		defer body.Close()
-		comp := rd.cache.bufs.getBuf(f.cSize)
-		defer comp.release()
-		if n, err := io.ReadFull(body, comp.b); err != nil {
-			return nil, fmt.Errorf("frame %d: body ended at object byte %d of %d: %w", i, f.cOff+int64(n), f.cOff+f.cSize, shortBody(err))
-		}
-		a.metrics.frameFetched()
-		return a.checkFrame(ci, i, comp.b)
+		return buf, err
 	})
+}
+
+// fetchFrame fetches frame i of chunk ci alone, verifies and decodes it.
+func (a *Archive) fetchFrame(ctx context.Context, ci int32, i int) (*frameBuf, error) {
+	f := a.chunks[ci].frames[i]
+	body, err := a.rangeGet(ctx, ci, f.cOff, f.cSize)
+	if err != nil {
+		return nil, fmt.Errorf("frame %d (object bytes %d-%d): %w", i, f.cOff, f.cOff+f.cSize, err)
+	}
+	defer body.Close()
+	comp := a.rdState().cache.bufs.getBuf(f.cSize)
+	defer comp.release()
+	if n, err := io.ReadFull(body, comp.b); err != nil {
+		return nil, fmt.Errorf("frame %d: body ended at object byte %d of %d: %w", i, f.cOff+int64(n), f.cOff+f.cSize, shortBody(err))
+	}
+	a.metrics.frameFetched()
+	return a.checkFrame(ci, i, comp.b)
+}
+
+// refetchFrame fetches frame i once more after its bytes failed their
+// sha256 (first): corruption in transit passes, corruption at rest fails
+// twice. Both failures count in wharf_checksum_failures_total. The error
+// of a second failure says that the frame was fetched twice.
+func (a *Archive) refetchFrame(ctx context.Context, ci int32, i int, first error) (*frameBuf, error) {
+	a.log.Warn().Str("archive", a.name).Str("chunk", a.chunks[ci].key).Int("frame", i).Err(first).
+		Msg("frame checksum mismatch: fetching the frame again")
+	buf, err := a.fetchFrame(ctx, ci, i)
+	if errors.Is(err, ErrChecksum) {
+		return nil, fmt.Errorf("fetched twice: %w", err)
+	}
+	return buf, err
 }
 
 // giant reports whether frame f is streamed rather than fetched whole and

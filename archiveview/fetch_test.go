@@ -3,8 +3,13 @@ package archiveview
 import (
 	"bytes"
 	"context"
+	"errors"
+	"sync"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/wharf-s3/wharf/archiveview/cargopack"
 	"github.com/wharf-s3/wharf/backend"
 )
 
@@ -90,4 +95,73 @@ func TestCompressedGiantFrameStreamed(t *testing.T) {
 			t.Errorf("frame %d (compressed %d > MaxFrameBytes %d) was cached, not streamed", i, a.chunks[ci].frames[i].cSize, maxFrame)
 		}
 	}
+}
+
+// TestFrameRefetchedOnceAfterChecksumMismatch: a frame whose bytes are
+// corrupted in transit once is fetched again and served; corrupted at
+// every fetch, it fails after two tries. Every mismatch counts in
+// wharf_checksum_failures_total.
+func TestFrameRefetchedOnceAfterChecksumMismatch(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		flips     int // fetches of the frame that are corrupted
+		wantErr   bool
+		wantFails float64
+	}{
+		{"transient corruption", 1, false, 1},
+		{"persistent corruption", 1 << 30, true, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			files := rpTree(3)
+			reg := prometheus.NewRegistry()
+			m := NewMetrics(reg)
+			ra := rpNew(t, files, cargopack.Options{FrameSize: 64 << 10}, Options{Readahead: -1, Metrics: m})
+			c, e := rpChunkOf(t, ra, "mid/two.txt")
+			lo, _, err := coverFrames(c.frames, e.off, e.off+1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			flip := c.frames[lo].cOff + c.frames[lo].cSize/2
+			var mu sync.Mutex
+			left := tc.flips
+			ra.faulty.SetHook(func(r backend.Request) backend.Fault {
+				mu.Lock()
+				defer mu.Unlock()
+				if r.Key == c.key && r.Off <= flip && flip < r.Off+r.Len && left > 0 {
+					left--
+					return backend.Fault{Kind: backend.FaultFlip, FlipAt: []int64{flip}}
+				}
+				return backend.Fault{}
+			})
+			size := int64(len(files["mid/two.txt"]))
+			got, err := ra.read(t, "mid/two.txt", 0, size, true)
+			switch {
+			case tc.wantErr && !errors.Is(err, ErrChecksum):
+				t.Errorf("err = %v, want ErrChecksum", err)
+			case tc.wantErr && len(got) != 0:
+				t.Errorf("%d bytes delivered before the frame check", len(got))
+			case !tc.wantErr && (err != nil || !bytes.Equal(got, files["mid/two.txt"])):
+				t.Errorf("err = %v (bytes equal: %v)", err, bytes.Equal(got, files["mid/two.txt"]))
+			}
+			if n := hoCounter(t, reg, "wharf_checksum_failures_total"); n != tc.wantFails {
+				t.Errorf("wharf_checksum_failures_total = %v, want %v", n, tc.wantFails)
+			}
+		})
+	}
+}
+
+// hoCounter returns the value of counter name in reg.
+func hoCounter(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("counter %s not found", name)
+	return 0
 }
