@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
+	"strings"
 )
 
 // Continuation tokens are opaque to clients: base64 RawURL (URL- and
@@ -30,7 +31,9 @@ func encodeToken(after string) string {
 
 // decodeToken returns the After value of a token made by encodeToken.
 func decodeToken(tok string) (string, error) {
-	if tok == "" || len(tok) > 4096 {
+	// The base64 decoder skips '\r' and '\n' even in strict mode: refuse
+	// them, so that exactly one spelling of each token is accepted.
+	if tok == "" || len(tok) > 4096 || strings.ContainsAny(tok, "\r\n") {
 		return "", errBadToken
 	}
 	raw, err := base64.RawURLEncoding.Strict().DecodeString(tok)
