@@ -432,6 +432,12 @@ func (s *framedSource) close() {
 // noteFrames records that frames lo..hi of chunk ci are being read and, if
 // the chunk is read sequentially, prefetches the next frames in chunk order
 // (crossing into the following framed chunks).
+//
+// The window is rd.readahead frames past hi, refilled with hysteresis: a
+// prefetch starts only when less than half a window is still ahead, and then
+// fetches the rest of the window, so a sequential walk costs one coalesced
+// GET per half window rather than one GET per frame, and the next frames'
+// first-byte latency overlaps the serving of the current ones.
 func (a *Archive) noteFrames(ci int32, lo, hi int) {
 	rd := a.rdState()
 	rs := a.chunkState(ci)
@@ -440,8 +446,13 @@ func (a *Archive) noteFrames(ci int32, lo, hi int) {
 	if !seq || rd.readahead <= 0 || rd.ctx.Err() != nil {
 		return
 	}
-	if rs.prefetchedTo.Load() >= int64(hi+rd.readahead) {
+	if rs.prefetchedTo.Load() >= int64(hi+(rd.readahead+1)/2) {
 		return
+	}
+	select {
+	case rd.prefetchSem <- struct{}{}:
+	default:
+		return // enough prefetch in flight; the window is refilled next time
 	}
 	type span struct {
 		ci     int32
@@ -455,19 +466,16 @@ func (a *Archive) noteFrames(ci int32, lo, hi int) {
 			break
 		}
 		to := min(from+want-1, len(ch.frames)-1)
-		if from <= to {
-			spans = append(spans, span{c, from, to})
-			want -= to - from + 1
-			a.chunkState(c).prefetchedTo.Store(int64(to))
+		cs := a.chunkState(c)
+		if start := max(from, int(cs.prefetchedTo.Load())+1); start <= to {
+			spans = append(spans, span{c, start, to})
+			cs.prefetchedTo.Store(int64(to))
 		}
+		want -= max(0, to-from+1)
 	}
 	if len(spans) == 0 {
+		<-rd.prefetchSem
 		return
-	}
-	select {
-	case rd.prefetchSem <- struct{}{}:
-	default:
-		return // enough prefetch in flight
 	}
 	rd.mu.Lock()
 	if rd.closed {

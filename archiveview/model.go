@@ -132,8 +132,9 @@ type Options struct {
 	// instead of cached.
 	// 0 = 64 MiB.
 	MaxFrameBytes int64
-	// Readahead is how many frames past a sequential read are prefetched.
-	// 0 = 2; negative disables.
+	// Readahead is how many frames past a sequential read are kept
+	// prefetched (refilled in one coalesced GET when half of it is used).
+	// 0 = 8; negative disables.
 	Readahead int
 	// SmallVerifyBytes: a partial read of an extent that has a sha256 but no
 	// frame checksum (plain tar, direct, stream zstd, giant frame) and is at

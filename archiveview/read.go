@@ -15,9 +15,9 @@ package archiveview
 //     check passed, so a client never receives a complete-looking wrong body.
 //   - Extents without frame checksums (plain tar, direct objects, unframed
 //     zstd, giant frames) that are at most Options.SmallVerifyBytes long and
-//     have a sha256 are fetched and verified whole before a partial read is
-//     served (and cached). Larger ones read by sub-range are verified only by
-//     full reads.
+//     have a sha256 are fetched and verified whole before any of their bytes
+//     is served, for partial and whole reads alike (and cached). Larger ones
+//     read by sub-range are verified only by full reads.
 //   - Giant frames (decoded or compressed size > MaxFrameBytes) are
 //     stream-decoded; their sha256 is
 //     known only at the frame's end. Bytes before the end cannot be recalled:
@@ -361,8 +361,14 @@ func (r *fileReader) openPiece(p *piece) (segSource, error) {
 		needHdr = !ok
 	}
 	u0, u1 := base+p.s, base+p.s+p.l
+	// An extent with a sha256 but no frame checksum covering it, and small
+	// enough, is fetched and verified whole before any of its bytes is
+	// delivered: for partial reads (the bytes outside the range are needed
+	// for the check) and for whole reads too, so a damaged small file is a
+	// clean error before the response headers rather than an aborted body
+	// that began with unverified bytes.
 	if sum, ok := extentSum(e, r.f); ok && rd.smallVer > 0 && e.length <= rd.smallVer &&
-		!(p.s == 0 && p.l == e.length) && !a.rangeVerified(ci, base, base+e.length) {
+		!a.rangeVerified(ci, base, base+e.length) {
 		buf, err := a.verifiedExtent(ctx, ci, base, e, sum, needHdr)
 		if err != nil {
 			return nil, err

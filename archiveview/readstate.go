@@ -12,7 +12,7 @@ import (
 // Read-path defaults.
 const (
 	defaultMaxFrameBytes    = 64 << 20
-	defaultReadahead        = 2
+	defaultReadahead        = 8
 	defaultSmallVerifyBytes = 8 << 20
 	defaultCacheBudget      = 128 << 20
 	maxRunBytes             = 64 << 20 // compressed bytes per coalesced GET

@@ -139,8 +139,10 @@ func TestReliability(t *testing.T) {
 			packFragile(t, "fragile-plain", []srcFile{{"a.png", pngBytes(93, 300_000)}}, cargopack.Options{FrameSize: 32 << 10}),
 			packFragile(t, "fragile-direct", []srcFile{{"a.bin", randomBytes(94, 300_000)}}, cargopack.Options{Direct: true}),
 		}
-		// Whole-file reads: strict only where frames are verified before use.
-		strictWhole := map[string]bool{"fragile-framed": true}
+		// Whole-file reads: strict for every shape: frames are verified before
+		// use, and extents without frame checksums of at most 8 MiB (these
+		// files) are verified whole before their first byte is sent.
+		strictWhole := map[string]bool{"fragile-framed": true, "fragile-stream": true, "fragile-plain": true, "fragile-direct": true}
 		var args []string
 		for _, f := range cases {
 			f.corrupt(t)
