@@ -322,7 +322,6 @@ func (s *framedSource) produce() {
 	defer close(s.ch)
 	a, rd := s.a, s.a.rdState()
 	fr := a.chunks[s.ci].frames
-	a.noteFrames(s.ci, s.lo, s.hi)
 	var pending *frameFuture
 	for i := s.lo; i <= s.hi; {
 		var fu frameFuture
@@ -411,6 +410,13 @@ func (s *framedSource) next() ([]byte, *frameBuf, error) {
 	if int64(len(buf.b)) != f.uSize {
 		buf.release()
 		return nil, nil, fmt.Errorf("frame %d: decoded buffer holds %d bytes, manifest says %d: %w", fu.i, len(buf.b), f.uSize, ErrCorrupt)
+	}
+	if fu.i == s.hi {
+		// The read reached its last frame: note it for sequential
+		// detection and readahead now, not when the read began, so the
+		// window past it is fetched for the requests that follow, and a
+		// read abandoned half-way (a client that left) starts none.
+		s.a.noteFrames(s.ci, s.lo, s.hi)
 	}
 	lo := max(s.u0, f.uOff) - f.uOff
 	hi := min(s.u1, f.uOff+f.uSize) - f.uOff
