@@ -112,7 +112,9 @@ step "install test tools" install_packages
 step "go build" go build ./...
 step "gofmt" check_gofmt
 step "go vet" go vet ./...
-step "go test (units)" go test -count=1 -timeout "$GO_TEST_TIMEOUT" $(go list ./... | grep -v '/integration$')
+# integration/... (the end-to-end suite and integration/bench: the metrics
+# check and the short soak) runs in the next step, once.
+step "go test (units)" go test -count=1 -timeout "$GO_TEST_TIMEOUT" $(go list ./... | grep -v '/integration$' | grep -v '/integration/')
 # -v: the subtest names and log lines say which client checked what.
 step "go test (integration, real clients)" go test -count=1 -v -timeout "$GO_TEST_TIMEOUT" ./integration
 step "fuzz" run_fuzz
