@@ -23,10 +23,13 @@ import (
 	"github.com/wharf-s3/wharf/archiveview"
 )
 
-// writeScaleManifest writes a direct-upload manifest of n files (no data
-// objects: listing never touches them) and returns its key and one key per
-// n/10 files for deep-page probes.
+// writeScaleManifest writes a manifest of n files packed 1,000 per plain
+// .tar chunk (the chunk objects are not written: listing and the index never
+// touch them) and returns its key and one key per n/10 files for deep-page
+// probes.
 func writeScaleManifest(root string, n int) (key string, keys []string, err error) {
+	const perChunk = 1000
+	const slot = 1536 // 512-byte header + 1,000 bytes of data + padding
 	key = "scale/uploads/scale-1m/manifest.json.gz"
 	p := filepath.Join(root, benchBucket, filepath.FromSlash(key))
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -40,8 +43,9 @@ func writeScaleManifest(root string, n int) (key string, keys []string, err erro
 	zw, _ := gzip.NewWriterLevel(f, gzip.BestSpeed)
 	w := bufio.NewWriterSize(zw, 1<<20)
 	mt := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC).Format(time.RFC3339Nano)
-	fmt.Fprintf(w, `{"version":"2.1","upload_id":"scale-1m","created_at":%q,"completed_at":%q,"source_path":"/data","hostname":"bench","bucket":%q,"prefix":"scale","region":"us-east-1","total_files":%d,"total_bytes":%d,"total_chunks":0,"shard_count":0,"compression_type":"none","compression_level":0,"compression_ratio":1,"files":[`,
-		mt, mt, benchBucket, n, int64(n)*1000)
+	chunks := (n + perChunk - 1) / perChunk
+	fmt.Fprintf(w, `{"version":"2.1","upload_id":"scale-1m","created_at":%q,"completed_at":%q,"source_path":"/data","hostname":"bench","bucket":%q,"prefix":"scale","region":"us-east-1","total_files":%d,"total_bytes":%d,"total_chunks":%d,"shard_count":1,"compression_type":"zstd","compression_level":3,"compression_ratio":1,"files":[`,
+		mt, mt, benchBucket, n, int64(n)*1000, chunks)
 	for i := 0; i < n; i++ {
 		rel := scaleKey(i)
 		if i%(n/10) == 0 {
@@ -51,10 +55,19 @@ func writeScaleManifest(root string, n int) (key string, keys []string, err erro
 			w.WriteByte(',')
 		}
 		path, _ := json.Marshal("/data/" + rel)
-		fmt.Fprintf(w, `{"path":%s,"size":1000,"mod_time":%q,"chunk_id":0,"shard_id":0,"s3_key":"uploads/scale-1m/files/%s","checksum":"%064x"}`,
-			path, mt, rel, i)
+		fmt.Fprintf(w, `{"path":%s,"size":1000,"mod_time":%q,"chunk_id":%d,"shard_id":0,"s3_key":"uploads/scale-1m/shard-0/chunk-%d.tar","archive_offset":%d,"checksum":"%064x"}`,
+			path, mt, i/perChunk, i/perChunk, 512+(i%perChunk)*slot, i)
 	}
-	w.WriteString(`],"chunks":[],"shards":[]}`)
+	w.WriteString(`],"chunks":[`)
+	for c := 0; c < chunks; c++ {
+		if c > 0 {
+			w.WriteByte(',')
+		}
+		files := min(perChunk, n-c*perChunk)
+		fmt.Fprintf(w, `{"id":%d,"shard_id":0,"s3_key":"uploads/scale-1m/shard-0/chunk-%d.tar","file_count":%d,"file_paths":[],"uncompressed_size":%d,"compressed_size":%d,"created_at":%q,"uploaded_at":%q,"checksum":"%064x"}`,
+			c, c, files, files*1000, files*slot+1024, mt, mt, c)
+	}
+	w.WriteString(`],"shards":[]}`)
 	if err := w.Flush(); err != nil {
 		return "", nil, err
 	}
