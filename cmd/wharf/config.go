@@ -89,7 +89,7 @@ func (b *yamlBytes) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode {
 		return fmt.Errorf("line %d: want a size such as 536870912 or 512MiB", n.Line)
 	}
-	v, err := parseServeBytes(n.Value)
+	v, err := parseSize(n.Value)
 	if err != nil {
 		return fmt.Errorf("line %d: %w", n.Line, err)
 	}
@@ -280,7 +280,7 @@ func (f maxHeaderFlag) String() string {
 }
 
 func (f maxHeaderFlag) Set(v string) error {
-	n, err := parseServeBytes(v)
+	n, err := parseSize(v)
 	if err != nil {
 		return err
 	}

@@ -5,10 +5,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -149,39 +147,4 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
-}
-
-// parseSize parses a byte count with an optional binary suffix: K, Ki, KiB,
-// M, Mi, MiB, G, Gi, GiB, T, Ti, TiB (case-insensitive) or B.
-func parseSize(s string) (int64, error) {
-	t := strings.TrimSpace(s)
-	i := 0
-	for i < len(t) && t[i] >= '0' && t[i] <= '9' {
-		i++
-	}
-	if i == 0 {
-		return 0, fmt.Errorf("size %q: want a number with an optional KiB/MiB/GiB/TiB suffix", s)
-	}
-	n, err := strconv.ParseInt(t[:i], 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("size %q: %w", s, err)
-	}
-	var shift uint
-	switch strings.ToLower(strings.TrimSpace(t[i:])) {
-	case "", "b":
-	case "k", "ki", "kib":
-		shift = 10
-	case "m", "mi", "mib":
-		shift = 20
-	case "g", "gi", "gib":
-		shift = 30
-	case "t", "ti", "tib":
-		shift = 40
-	default:
-		return 0, fmt.Errorf("size %q: unknown suffix %q (want KiB, MiB, GiB or TiB)", s, t[i:])
-	}
-	if n > math.MaxInt64>>shift {
-		return 0, fmt.Errorf("size %q: too large", s)
-	}
-	return n << shift, nil
 }

@@ -107,33 +107,12 @@ type byteSize int64
 func (b *byteSize) String() string { return strconv.FormatInt(int64(*b), 10) }
 
 func (b *byteSize) Set(v string) error {
-	n, err := parseServeBytes(v)
+	n, err := parseSize(v)
 	if err != nil {
 		return err
 	}
 	*b = byteSize(n)
 	return nil
-}
-
-func parseServeBytes(v string) (int64, error) {
-	s := strings.TrimSpace(v)
-	mult := int64(1)
-	for _, u := range []struct {
-		suffix string
-		m      int64
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
-		{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
-		{"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1}} {
-		if strings.HasSuffix(s, u.suffix) {
-			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.m
-			break
-		}
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 || (mult > 1 && n > (1<<62)/mult) {
-		return 0, fmt.Errorf("invalid size %q (want e.g. 536870912, 512MiB, 2GiB)", v)
-	}
-	return n * mult, nil
 }
 
 func runServe(ctx context.Context, args []string) error {

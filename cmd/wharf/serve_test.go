@@ -234,14 +234,14 @@ func TestServeRefusals(t *testing.T) {
 
 func TestServeFlags(t *testing.T) {
 	for in, want := range map[string]int64{"1024": 1024, "512MiB": 512 << 20, "2GiB": 2 << 30, "64KB": 64000, "3M": 3 << 20} {
-		got, err := parseServeBytes(in)
+		got, err := parseSize(in)
 		if err != nil || got != want {
-			t.Errorf("parseServeBytes(%q) = %d, %v; want %d", in, got, err, want)
+			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
 	for _, bad := range []string{"", "-1", "MiB", "1.5GiB", "12XB"} {
-		if _, err := parseServeBytes(bad); err == nil {
-			t.Errorf("parseServeBytes(%q) accepted", bad)
+		if _, err := parseSize(bad); err == nil {
+			t.Errorf("parseSize(%q) accepted", bad)
 		}
 	}
 	for addr, want := range map[string]bool{"127.0.0.1:9000": true, "localhost:1": true, "[::1]:9": true, "0.0.0.0:9": false, ":9000": false, "10.0.0.1:9": false} {
