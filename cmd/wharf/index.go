@@ -9,7 +9,6 @@ import (
 	"os"
 
 	"github.com/wharf-s3/wharf/archiveview"
-	"github.com/wharf-s3/wharf/backend"
 )
 
 const indexUsage = `usage:
@@ -43,13 +42,10 @@ func indexCmd(ctx context.Context, args []string, out io.Writer) error {
 
 func indexBuild(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("index build", flag.ContinueOnError)
-	storeURL := fs.String("store", "s3://", "backing store: file://DIR or s3://")
-	endpoint := fs.String("s3-endpoint", "", "S3 endpoint URL (non-AWS servers)")
-	region := fs.String("s3-region", "", "S3 region")
-	pathStyle := fs.Bool("s3-path-style", false, "path-style S3 addressing")
+	sf := addStoreFlags(fs)
 	output := fs.String("o", "", "index file to write (required)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: wharf index build [--store URL] [--s3-endpoint URL --s3-region R --s3-path-style] MANIFEST_URL -o FILE")
+		fmt.Fprintln(fs.Output(), "usage: wharf index build [--store URL] [--s3-endpoint URL --s3-region R --s3-path-style --s3-access-key AK --s3-secret-key SK] MANIFEST_URL -o FILE")
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterspersed(fs, args)
@@ -64,11 +60,7 @@ func indexBuild(ctx context.Context, args []string, out io.Writer) error {
 		fs.Usage()
 		return errors.New("-o FILE is required")
 	}
-	bucket, key, err := backend.ParseObjectURL(pos[0])
-	if err != nil {
-		return err
-	}
-	store, err := backend.OpenStore(ctx, *storeURL, backend.S3Config{Endpoint: *endpoint, Region: *region, PathStyle: *pathStyle})
+	store, bucket, key, err := sf.openManifest(ctx, pos[0])
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/wharf-s3/wharf/archiveview"
-	"github.com/wharf-s3/wharf/backend"
 )
 
 // runInspect opens one archive (manifest chain, resolution, index; no chunk
@@ -20,12 +19,9 @@ func runInspect(ctx context.Context, args []string) error {
 
 func inspect(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
-	storeURL := fs.String("store", "s3://", "backing store: file://DIR or s3://")
-	endpoint := fs.String("s3-endpoint", "", "S3 endpoint URL (non-AWS servers)")
-	region := fs.String("s3-region", "", "S3 region")
-	pathStyle := fs.Bool("s3-path-style", false, "path-style S3 addressing")
+	sf := addStoreFlags(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: wharf inspect [--store URL] [--s3-endpoint URL --s3-region R --s3-path-style] MANIFEST_URL")
+		fmt.Fprintln(fs.Output(), "usage: wharf inspect [--store URL] [--s3-endpoint URL --s3-region R --s3-path-style --s3-access-key AK --s3-secret-key SK] MANIFEST_URL")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -35,11 +31,7 @@ func inspect(ctx context.Context, args []string, out io.Writer) error {
 		fs.Usage()
 		return fmt.Errorf("want exactly one MANIFEST_URL, got %d arguments", fs.NArg())
 	}
-	bucket, key, err := backend.ParseObjectURL(fs.Arg(0))
-	if err != nil {
-		return err
-	}
-	store, err := backend.OpenStore(ctx, *storeURL, backend.S3Config{Endpoint: *endpoint, Region: *region, PathStyle: *pathStyle})
+	store, bucket, key, err := sf.openManifest(ctx, fs.Arg(0))
 	if err != nil {
 		return err
 	}

@@ -19,12 +19,7 @@ import (
 // key and chunk; any problem makes the command fail (exit status 1).
 func runVerify(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
-	storeURL := fs.String("store", "s3://", "backing store: file://DIR or s3://")
-	endpoint := fs.String("s3-endpoint", "", "S3 endpoint URL (non-AWS servers)")
-	region := fs.String("s3-region", "", "S3 region")
-	pathStyle := fs.Bool("s3-path-style", false, "path-style S3 addressing")
-	accessKey := fs.String("s3-access-key", "", "S3 access key id (default: the AWS credential chain)")
-	secretKey := fs.String("s3-secret-key", "", "S3 secret access key")
+	sf := addStoreFlags(fs)
 	quiet := fs.Bool("q", false, "print only problems and the summary line")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: wharf verify [--store URL] [--s3-endpoint URL --s3-region R --s3-path-style --s3-access-key AK --s3-secret-key SK] MANIFEST_URL")
@@ -37,15 +32,7 @@ func runVerify(ctx context.Context, args []string) error {
 		fs.Usage()
 		return fmt.Errorf("want exactly one MANIFEST_URL, got %d arguments", fs.NArg())
 	}
-	bucket, key, err := backend.ParseObjectURL(fs.Arg(0))
-	if err != nil {
-		return err
-	}
-	cfg := backend.S3Config{Endpoint: *endpoint, Region: *region, PathStyle: *pathStyle}
-	if *accessKey != "" {
-		cfg.AccessKeyID, cfg.SecretAccessKey = *accessKey, *secretKey
-	}
-	store, err := backend.OpenStore(ctx, *storeURL, cfg)
+	store, bucket, key, err := sf.openManifest(ctx, fs.Arg(0))
 	if err != nil {
 		return err
 	}
