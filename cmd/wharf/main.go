@@ -1,5 +1,6 @@
 // Command wharf serves CargoShip archives as read-only S3 buckets of their
-// original files. Subcommands: serve, inspect, verify, pack, bench, version.
+// original files. Subcommands: serve, inspect, verify, index, pack, bench,
+// demo, version.
 // This package is flags and wiring only; the work lives in archiveview,
 // backend, s3api and auth.
 package main
@@ -24,7 +25,8 @@ usage:
   wharf verify  [--store URL] MANIFEST_URL
   wharf index   build [--store URL] MANIFEST_URL -o FILE | show FILE
   wharf pack    DIR --store URL --bucket B --prefix P [--frame-size N]
-  wharf bench   [flags]
+  wharf bench   [--soak] [flags]
+  wharf demo    [--listen HOST:PORT]
   wharf version
 
 Run "wharf COMMAND -h" for a command's flags.
