@@ -14,9 +14,6 @@ import (
 // their baseline, and that RSS stays within the cache budget plus the stated
 // overhead.
 func TestSoakShort(t *testing.T) {
-	if testing.Short() {
-		t.Skip("soak: skipped with -short (runs in the full suite)")
-	}
 	cfg := DefaultSoakConfig()
 	cfg.Clients = 32
 	cfg.Duration = 15 * time.Second
