@@ -133,13 +133,18 @@ func (e *env) serveArchive(ctx context.Context, manifestKey string, cacheBytes i
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", manifestKey, err)
 	}
+	e.swap(a)
+	return a, nil
+}
+
+// swap makes a the served bucket "wharf" and closes the archive it replaces.
+func (e *env) swap(a *archiveview.Archive) {
 	old := e.cur
 	e.cur = a
 	e.catalog.cur.Store(a)
 	if old != nil {
 		old.Close()
 	}
-	return a, nil
 }
 
 func (e *env) close() {

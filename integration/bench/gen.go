@@ -73,9 +73,10 @@ func (g *logGen) fill(dst []byte, n int) []byte {
 
 // genReader is an io.Reader of size bytes of log text for seed.
 type genReader struct {
-	g    *logGen
-	left int64
-	buf  []byte
+	g     *logGen
+	left  int64
+	buf   []byte // unread part of store
+	store []byte
 }
 
 func newGenReader(seed uint64, size int64) *genReader {
@@ -91,7 +92,8 @@ func (r *genReader) Read(p []byte) (int, error) {
 		if int64(want) > r.left {
 			want = int(r.left)
 		}
-		r.buf = r.g.fill(r.buf[:0], want)
+		r.store = r.g.fill(r.store[:0], want)
+		r.buf = r.store
 	}
 	n := copy(p, r.buf)
 	r.buf = r.buf[n:]

@@ -46,9 +46,10 @@ func writeScaleManifest(root string, n int) (key string, keys []string, err erro
 	chunks := (n + perChunk - 1) / perChunk
 	fmt.Fprintf(w, `{"version":"2.1","upload_id":"scale-1m","created_at":%q,"completed_at":%q,"source_path":"/data","hostname":"bench","bucket":%q,"prefix":"scale","region":"us-east-1","total_files":%d,"total_bytes":%d,"total_chunks":%d,"shard_count":1,"compression_type":"zstd","compression_level":3,"compression_ratio":1,"files":[`,
 		mt, mt, benchBucket, n, int64(n)*1000, chunks)
+	probeStep := max(1, n/10)
 	for i := 0; i < n; i++ {
 		rel := scaleKey(i)
-		if i%(n/10) == 0 {
+		if i%probeStep == 0 {
 			keys = append(keys, rel)
 		}
 		if i > 0 {
@@ -167,12 +168,7 @@ func listingAtScale(ctx context.Context, cfg Config, e *env, rep *Report) error 
 	cfg.logf("persistent index: %.1f MB, loads in %.2f s", float64(ibuf.Len())/1e6, load.Seconds())
 	ibuf = bytes.Buffer{}
 
-	old := e.cur
-	e.cur = a
-	e.catalog.cur.Store(a)
-	if old != nil {
-		old.Close()
-	}
+	e.swap(a)
 
 	mid := probes[len(probes)/2]
 	prefix := "logs/2026-06-15/host-037/"

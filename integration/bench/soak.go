@@ -229,6 +229,9 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 	for name, key := range manifests {
 		a, err := archiveview.Open(ctx, flips, "backing", key, archiveview.Options{Name: name, Cache: cache, Metrics: avm})
 		if err != nil {
+			for _, o := range served {
+				o.Close()
+			}
 			return nil, fmt.Errorf("soak: open %s: %w", name, err)
 		}
 		served[name] = a
@@ -436,10 +439,11 @@ func errKind(err error) string {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return "cancelled"
 	}
-	return "transport: " + firstWords(err.Error(), 6)
+	return "transport: " + lastWords(err.Error(), 6)
 }
 
-func firstWords(s string, n int) string {
+// lastWords keeps the last n words of s (an error's most specific part).
+func lastWords(s string, n int) string {
 	f := strings.Fields(s)
 	if len(f) > n {
 		f = f[len(f)-n:]
