@@ -452,6 +452,12 @@ func (a *Archive) noteFrames(ci int32, lo, hi int) {
 	if !seq || rd.readahead <= 0 || rd.ctx.Err() != nil {
 		return
 	}
+	// A window left behind or far ahead of this read (an earlier pass over
+	// the chunk) says nothing about this pass: restart it here, so a second
+	// sequential read of the chunk gets readahead again.
+	if pt := rs.prefetchedTo.Load(); pt < int64(lo)-1 || pt > int64(hi+rd.readahead) {
+		rs.prefetchedTo.Store(int64(hi))
+	}
 	if rs.prefetchedTo.Load() >= int64(hi+(rd.readahead+1)/2) {
 		return
 	}

@@ -29,6 +29,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/wharf-s3/wharf/backend"
 )
 
 // ErrUnknownVersion is returned by ListVersions for a version-id marker
@@ -76,7 +78,8 @@ type versionsState struct {
 	mu      sync.Mutex
 	v       *Versions
 	wait    chan struct{} // closed when the running build ends
-	lastErr error         // the last build's error, for its waiters
+	lastErr error         // the last build's error (wrapped), for its waiters
+	failed  error         // a lasting build error: returned without rebuilding
 	closed  bool
 }
 
@@ -119,6 +122,10 @@ func (a *Archive) Versions(ctx context.Context) (*Versions, error) {
 			s.mu.Unlock()
 			return v, nil
 		}
+		if err := s.failed; err != nil {
+			s.mu.Unlock()
+			return nil, err
+		}
 		if ch := s.wait; ch != nil {
 			s.mu.Unlock()
 			select {
@@ -142,16 +149,25 @@ func (a *Archive) Versions(ctx context.Context) (*Versions, error) {
 		s.mu.Unlock()
 
 		v, err := a.buildVersions(ctx)
+		if err != nil {
+			err = fmt.Errorf("archive %q: version history: %w", a.name, err)
+		}
 		s.mu.Lock()
 		s.wait, s.lastErr = nil, err
 		closed := s.closed
-		if err == nil {
+		switch {
+		case err == nil:
 			s.v = v
+		case !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && !backend.IsRetryable(err):
+			// A lasting failure (a rewritten or missing manifest, a broken
+			// chain) is remembered: every versioned request would otherwise
+			// re-read the whole chain to fail the same way.
+			s.failed = err
 		}
 		s.mu.Unlock()
 		close(ch)
 		if err != nil {
-			return nil, fmt.Errorf("archive %q: version history: %w", a.name, err)
+			return nil, err
 		}
 		if closed {
 			v.close()
