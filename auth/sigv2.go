@@ -76,7 +76,7 @@ func canonicalResourcesV2(r *http.Request, q query, base string) []string {
 	}
 	raw := rawPath(r)
 	enc := canonicalURI(r.URL)
-	if b := hostBucket(r.Host, base); b != "" {
+	if b := HostBucket(r.Host, base); b != "" {
 		raw, enc = "/"+b+raw, "/"+b+enc
 	}
 	if raw == enc {
@@ -225,11 +225,11 @@ func parseHTTPDate(s string) (time.Time, error) {
 	return time.Parse(iso8601Basic, s)
 }
 
-// hostBucket returns the bucket named by a virtual-hosted Host
+// HostBucket returns the bucket named by a virtual-hosted Host
 // ("<bucket>.<base>", optional port, case-insensitive base), or "" when base
 // is empty, host is an IP address, or host is not under base. The bucket
 // label keeps the case it was sent with, since that is what was signed.
-func hostBucket(host, base string) string {
+func HostBucket(host, base string) string {
 	base = strings.ToLower(strings.TrimSuffix(base, "."))
 	if base == "" || host == "" {
 		return ""

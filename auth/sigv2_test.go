@@ -263,8 +263,8 @@ func TestSigV2VirtualHost(t *testing.T) {
 		{"[::1]:9000", "1]", ""},
 		{"b.other", "s3.example", ""},
 	} {
-		if got := hostBucket(h.host, h.base); got != h.want {
-			t.Errorf("hostBucket(%q, %q) = %q, want %q", h.host, h.base, got, h.want)
+		if got := HostBucket(h.host, h.base); got != h.want {
+			t.Errorf("HostBucket(%q, %q) = %q, want %q", h.host, h.base, got, h.want)
 		}
 	}
 }

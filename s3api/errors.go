@@ -10,26 +10,22 @@ import (
 type errorCode string
 
 const (
-	errAccessDenied          errorCode = "AccessDenied"
-	errInternalError         errorCode = "InternalError"
-	errInvalidArgument       errorCode = "InvalidArgument"
-	errInvalidRange          errorCode = "InvalidRange"
-	errInvalidPartNumber     errorCode = "InvalidPartNumber"
-	errInvalidRequest        errorCode = "InvalidRequest"
-	errMethodNotAllowed      errorCode = "MethodNotAllowed"
-	errNoSuchBucket          errorCode = "NoSuchBucket"
-	errNoSuchKey             errorCode = "NoSuchKey"
-	errNoSuchVersion         errorCode = "NoSuchVersion"
-	errNoSuchBucketPolicy    errorCode = "NoSuchBucketPolicy"
-	errNoSuchCORS            errorCode = "NoSuchCORSConfiguration"
-	errNoSuchTagSet          errorCode = "NoSuchTagSet"
-	errNotImplemented        errorCode = "NotImplemented"
-	errPreconditionFailed    errorCode = "PreconditionFailed"
-	errSlowDown              errorCode = "SlowDown"
-	errServiceUnavailable    errorCode = "ServiceUnavailable"
-	errInvalidBucketName     errorCode = "InvalidBucketName"
-	errKeyTooLong            errorCode = "KeyTooLongError"
-	errMissingSecurityHeader errorCode = "MissingSecurityHeader"
+	errAccessDenied       errorCode = "AccessDenied"
+	errInternalError      errorCode = "InternalError"
+	errInvalidArgument    errorCode = "InvalidArgument"
+	errInvalidRange       errorCode = "InvalidRange"
+	errInvalidPartNumber  errorCode = "InvalidPartNumber"
+	errInvalidRequest     errorCode = "InvalidRequest"
+	errMethodNotAllowed   errorCode = "MethodNotAllowed"
+	errNoSuchBucket       errorCode = "NoSuchBucket"
+	errNoSuchKey          errorCode = "NoSuchKey"
+	errNoSuchVersion      errorCode = "NoSuchVersion"
+	errNoSuchBucketPolicy errorCode = "NoSuchBucketPolicy"
+	errNoSuchCORS         errorCode = "NoSuchCORSConfiguration"
+	errNoSuchTagSet       errorCode = "NoSuchTagSet"
+	errNotImplemented     errorCode = "NotImplemented"
+	errPreconditionFailed errorCode = "PreconditionFailed"
+	errSlowDown           errorCode = "SlowDown"
 )
 
 type errorInfo struct {
@@ -39,26 +35,22 @@ type errorInfo struct {
 
 // errorTable is the single source of status codes and messages.
 var errorTable = map[errorCode]errorInfo{
-	errAccessDenied:          {http.StatusForbidden, "Access Denied"},
-	errInternalError:         {http.StatusInternalServerError, "We encountered an internal error. Please try again."},
-	errInvalidArgument:       {http.StatusBadRequest, "Invalid Argument"},
-	errInvalidRange:          {http.StatusRequestedRangeNotSatisfiable, "The requested range is not satisfiable"},
-	errInvalidPartNumber:     {http.StatusRequestedRangeNotSatisfiable, "The requested partnumber is not satisfiable"},
-	errInvalidRequest:        {http.StatusBadRequest, "Invalid Request"},
-	errMethodNotAllowed:      {http.StatusMethodNotAllowed, "The specified method is not allowed against this resource."},
-	errNoSuchBucket:          {http.StatusNotFound, "The specified bucket does not exist"},
-	errNoSuchKey:             {http.StatusNotFound, "The specified key does not exist."},
-	errNoSuchVersion:         {http.StatusNotFound, "The specified version does not exist."},
-	errNoSuchBucketPolicy:    {http.StatusNotFound, "The bucket policy does not exist"},
-	errNoSuchCORS:            {http.StatusNotFound, "The CORS configuration does not exist"},
-	errNoSuchTagSet:          {http.StatusNotFound, "The TagSet does not exist"},
-	errNotImplemented:        {http.StatusNotImplemented, "A header or query you provided implies functionality that is not implemented."},
-	errPreconditionFailed:    {http.StatusPreconditionFailed, "At least one of the pre-conditions you specified did not hold"},
-	errSlowDown:              {http.StatusServiceUnavailable, "Please reduce your request rate."},
-	errServiceUnavailable:    {http.StatusServiceUnavailable, "The service is unavailable. Please try again."},
-	errInvalidBucketName:     {http.StatusBadRequest, "The specified bucket is not valid."},
-	errKeyTooLong:            {http.StatusBadRequest, "Your key is too long"},
-	errMissingSecurityHeader: {http.StatusBadRequest, "Your request is missing a required header."},
+	errAccessDenied:       {http.StatusForbidden, "Access Denied"},
+	errInternalError:      {http.StatusInternalServerError, "We encountered an internal error. Please try again."},
+	errInvalidArgument:    {http.StatusBadRequest, "Invalid Argument"},
+	errInvalidRange:       {http.StatusRequestedRangeNotSatisfiable, "The requested range is not satisfiable"},
+	errInvalidPartNumber:  {http.StatusRequestedRangeNotSatisfiable, "The requested partnumber is not satisfiable"},
+	errInvalidRequest:     {http.StatusBadRequest, "Invalid Request"},
+	errMethodNotAllowed:   {http.StatusMethodNotAllowed, "The specified method is not allowed against this resource."},
+	errNoSuchBucket:       {http.StatusNotFound, "The specified bucket does not exist"},
+	errNoSuchKey:          {http.StatusNotFound, "The specified key does not exist."},
+	errNoSuchVersion:      {http.StatusNotFound, "The specified version does not exist."},
+	errNoSuchBucketPolicy: {http.StatusNotFound, "The bucket policy does not exist"},
+	errNoSuchCORS:         {http.StatusNotFound, "The CORS configuration does not exist"},
+	errNoSuchTagSet:       {http.StatusNotFound, "The TagSet does not exist"},
+	errNotImplemented:     {http.StatusNotImplemented, "A header or query you provided implies functionality that is not implemented."},
+	errPreconditionFailed: {http.StatusPreconditionFailed, "At least one of the pre-conditions you specified did not hold"},
+	errSlowDown:           {http.StatusServiceUnavailable, "Please reduce your request rate."},
 }
 
 // apiError is one error response to write.

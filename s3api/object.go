@@ -223,7 +223,7 @@ func (s *Server) streamBody(req *request, a *archiveview.Archive, f archiveview.
 	got, err := io.ReadFull(rc, buf[:first])
 	if err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			err = fmt.Errorf("archive %s key %q: body ended after %d of %d bytes: %w", a.Name(), f.Key, got, n, io.ErrUnexpectedEOF)
+			err = fmt.Errorf("body ended after %d of %d bytes: %w", got, n, io.ErrUnexpectedEOF) // readFailed names archive and key
 		}
 		s.readFailed(req, a, ctx, err)
 		return

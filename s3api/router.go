@@ -3,11 +3,12 @@ package s3api
 import (
 	"bytes"
 	"encoding/xml"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/wharf-s3/wharf/auth"
 )
 
 // Operation names used as the op label of metrics and in access lines.
@@ -78,7 +79,9 @@ func subResource(q url.Values) string {
 // ("//" kept, '+' literal).
 func (s *Server) address(r *http.Request) (bucket, key string) {
 	p := r.URL.Path
-	if b := s.hostBucket(r.Host); b != "" {
+	// The bucket label is served lower-cased (S3 bucket names are); auth
+	// verifies SigV2 over the label as sent, which is what the client signed.
+	if b := strings.ToLower(auth.HostBucket(r.Host, s.cfg.VirtualHostBase)); b != "" {
 		return b, strings.TrimPrefix(p, "/")
 	}
 	p = strings.TrimPrefix(p, "/")
@@ -86,25 +89,6 @@ func (s *Server) address(r *http.Request) (bucket, key string) {
 		return p[:i], p[i+1:]
 	}
 	return p, ""
-}
-
-func (s *Server) hostBucket(host string) string {
-	base := strings.ToLower(strings.TrimSuffix(s.cfg.VirtualHostBase, "."))
-	if base == "" || host == "" {
-		return ""
-	}
-	h := host
-	if hp, _, err := net.SplitHostPort(host); err == nil {
-		h = hp
-	}
-	h = strings.ToLower(strings.TrimSuffix(h, "."))
-	if net.ParseIP(strings.Trim(h, "[]")) != nil {
-		return ""
-	}
-	if !strings.HasSuffix(h, "."+base) {
-		return ""
-	}
-	return h[:len(h)-len(base)-1]
 }
 
 // operationName names the S3 operation a request asks for.
