@@ -118,10 +118,9 @@ type chunkReadState struct {
 	// is pinned.
 	streamErr error
 
-	noSumNoted    atomic.Bool  // a frame without checksum was logged
-	lastFrame     atomic.Int64 // last frame index served (sequential detection)
-	prefetchedTo  atomic.Int64 // highest frame index handed to prefetch
-	seqReadsSince atomic.Int32
+	noSumNoted   atomic.Bool  // a frame without checksum was logged
+	lastFrame    atomic.Int64 // last frame index served (sequential detection)
+	prefetchedTo atomic.Int64 // highest frame index handed to prefetch
 }
 
 // hdrKey is one accepted header check: the header in front of data offset

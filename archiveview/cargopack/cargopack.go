@@ -680,7 +680,7 @@ func (w *writer) writeManifest() error {
 	if uncompressed > 0 {
 		m.CompressionRatio = min(1, float64(w.res.CompressedBytes)/float64(uncompressed))
 	}
-	if opt.checksums() && opt.Version != "1.0" {
+	if opt.checksums() {
 		m.ChecksumAlgorithm = "sha256"
 	}
 	if opt.v21() && w.res.Frames > 0 {
@@ -701,7 +701,7 @@ func (w *writer) writeManifest() error {
 		}
 		for o, n := range refs {
 			e := w.entries[o]
-			h := w.entries[o].Checksum
+			h := e.Checksum
 			if h == "" {
 				continue
 			}

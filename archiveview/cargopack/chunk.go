@@ -54,12 +54,11 @@ type itemResult struct {
 
 // chunkOut is one finished chunk spooled to a temporary file.
 type chunkOut struct {
-	tmp      *os.File
-	size     int64 // object size
-	sha256   string
-	frames   []manifest.FrameEntry
-	items    []itemResult
-	compress bool
+	tmp    *os.File
+	size   int64 // object size
+	sha256 string
+	frames []manifest.FrameEntry
+	items  []itemResult
 }
 
 // chunkWriter writes one chunk: tar → count(U) → [zstd encoder → ] count(C,
@@ -265,10 +264,9 @@ func (cw *chunkWriter) finish() (*chunkOut, error) {
 		}
 	}
 	return &chunkOut{
-		tmp:      cw.tmp,
-		size:     cw.cwC.n,
-		sha256:   hex.EncodeToString(cw.whole.Sum(nil)),
-		frames:   cw.frames,
-		compress: cw.compress,
+		tmp:    cw.tmp,
+		size:   cw.cwC.n,
+		sha256: hex.EncodeToString(cw.whole.Sum(nil)),
+		frames: cw.frames,
 	}, nil
 }

@@ -39,6 +39,7 @@ func inspect(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	defer a.Close()
 	printInfo(out, a.Info())
 	return nil
 }
