@@ -588,6 +588,16 @@ func (cm *catalogManager) scan(ctx context.Context, initial bool) error {
 
 	fresh := map[string]*archiveview.Archive{}
 	reused := 0
+	// A scan that fails from here on keeps the previous catalog, so the
+	// archives it opened itself (not reused from cm.open) are closed.
+	abandon := func(err error) error {
+		for k, a := range fresh {
+			if cm.open[k] != a {
+				a.Close()
+			}
+		}
+		return fail(err)
+	}
 	get := func(ctx context.Context, u archiveview.Upload, name string) (*archiveview.Archive, error) {
 		k := u.Bucket + "\x00" + u.ManifestKey + "\x00" + u.ETag
 		if a := fresh[k]; a != nil {
@@ -616,7 +626,7 @@ func (cm *catalogManager) scan(ctx context.Context, initial bool) error {
 		a, err := get(ctx, u, u.Name)
 		if err != nil {
 			if ctx.Err() != nil {
-				return fail(ctx.Err())
+				return abandon(ctx.Err())
 			}
 			rep.Skipped = append(rep.Skipped, archiveview.Skipped{Bucket: u.Bucket, Key: u.ManifestKey, Reason: err.Error()})
 			continue
@@ -628,11 +638,11 @@ func (cm *catalogManager) scan(ctx context.Context, initial bool) error {
 	for _, al := range cm.cfg.Aliases {
 		b, p, err := al.root()
 		if err != nil {
-			return fail(err)
+			return abandon(err)
 		}
 		d, err := list(b, p)
 		if err != nil {
-			return fail(fmt.Errorf("alias %s: %w", al.Name, err))
+			return abandon(fmt.Errorf("alias %s: %w", al.Name, err))
 		}
 		a, u, skipped, err := archiveview.Latest(ctx, d.Uploads, 0, func(ctx context.Context, u archiveview.Upload) (*archiveview.Archive, error) {
 			return get(ctx, u, al.Name)
@@ -642,7 +652,7 @@ func (cm *catalogManager) scan(ctx context.Context, initial bool) error {
 			err = fmt.Errorf("alias %s=%s: %w", al.Name, al.Target, err)
 			if initial || prev[al.Name] == nil {
 				if initial {
-					return fail(err)
+					return abandon(err)
 				}
 				cm.log.Error().Err(err).Str("alias", al.Name).Msg("alias unresolved; not served")
 				continue
