@@ -12,13 +12,6 @@ import (
 	"github.com/wharf-s3/wharf/backend"
 )
 
-// Defaults applied by Open (the read path applies its own to the rest of
-// Options).
-const (
-	openDefaultCacheBytes    = 128 << 20 // private FrameCache when Options.Cache is nil
-	openDefaultMaxFrameBytes = 64 << 20  // giant-frame threshold when Options.MaxFrameBytes is 0
-)
-
 // ErrBrokenChain is wrapped by errors about the previous_manifest_id chain:
 // a missing ancestor, a cycle, a chain deeper than the limit. A broken chain
 // is never served as a partial tree.
@@ -82,7 +75,7 @@ func Open(ctx context.Context, store backend.Store, bucket, manifestKey string, 
 		ids[i] = l.uploadID
 	}
 	if opts.Cache == nil {
-		opts.Cache = NewFrameCache(openDefaultCacheBytes)
+		opts.Cache = NewFrameCache(defaultCacheBudget)
 	}
 	opts.Name = name
 	a := &Archive{

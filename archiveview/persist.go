@@ -118,7 +118,7 @@ type indexProvenance struct {
 // effectiveMaxFrame is the giant-frame threshold Open applies.
 func effectiveMaxFrame(o Options) int64 {
 	if o.MaxFrameBytes <= 0 {
-		return openDefaultMaxFrameBytes
+		return defaultMaxFrameBytes
 	}
 	return o.MaxFrameBytes
 }
@@ -976,7 +976,7 @@ func (d *indexDecoder) archive(store backend.Store, opts Options, prov *indexPro
 		opts.Name = a.uploadID
 	}
 	if opts.Cache == nil {
-		opts.Cache = NewFrameCache(openDefaultCacheBytes)
+		opts.Cache = NewFrameCache(defaultCacheBudget)
 	}
 	a.name = opts.Name
 	a.cache, a.metrics, a.log, a.opts = opts.Cache, opts.Metrics, opts.Logger, opts

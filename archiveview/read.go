@@ -41,12 +41,12 @@ package archiveview
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash"
 	"io"
-	"strings"
+
+	"github.com/wharf-s3/wharf/archiveview/manifest"
 )
 
 // Errors of the read path. Each is returned wrapped with the archive, file
@@ -139,17 +139,10 @@ func (a *Archive) Open(ctx context.Context, f File, off, n int64) (io.ReadCloser
 	return r, nil
 }
 
-// parseSum decodes a lowercase (or prefixed, or upper-case) hex sha256.
+// parseSum decodes a File's hex sha256 ("" = unknown).
 func parseSum(s string) ([32]byte, bool) {
-	var sum [32]byte
-	s = strings.TrimPrefix(strings.ToLower(strings.TrimSpace(s)), "sha256:")
-	if len(s) != 64 {
-		return sum, false
-	}
-	if _, err := hex.Decode(sum[:], []byte(s)); err != nil {
-		return sum, false
-	}
-	return sum, true
+	sum, ok, err := manifest.ParseChecksum(s)
+	return sum, ok && err == nil
 }
 
 // extentSum is the sha256 of exactly extent e's bytes, if known.

@@ -51,7 +51,6 @@ func (a *Archive) rdState() *archiveReadState {
 			ctx:         ctx,
 			cancel:      cancel,
 			cache:       a.cache,
-			maxFrame:    a.opts.MaxFrameBytes,
 			readahead:   a.opts.Readahead,
 			smallVer:    a.opts.SmallVerifyBytes,
 			prefetchSem: make(chan struct{}, maxPrefetches),
@@ -60,9 +59,7 @@ func (a *Archive) rdState() *archiveReadState {
 			rd.cache = NewFrameCache(defaultCacheBudget)
 		}
 		rd.storeID = rd.cache.storeID(a.store)
-		if rd.maxFrame <= 0 {
-			rd.maxFrame = defaultMaxFrameBytes
-		}
+		rd.maxFrame = effectiveMaxFrame(a.opts)
 		switch {
 		case rd.readahead == 0:
 			rd.readahead = defaultReadahead

@@ -865,10 +865,7 @@ func (r *resolver) frames(ce *manifest.ChunkEntry, verify bool, where string) ([
 		}
 		end = f.cOff + f.cSize
 	}
-	max := r.opts.MaxFrameBytes
-	if max <= 0 {
-		max = openDefaultMaxFrameBytes
-	}
+	max := effectiveMaxFrame(r.opts)
 	giant := 0
 	for _, f := range fs {
 		if f.uSize > max || f.cSize > max {
