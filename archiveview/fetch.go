@@ -113,7 +113,7 @@ func (a *Archive) checkFrame(ci int32, i int, comp []byte) (*frameBuf, error) {
 	return buf, nil
 }
 
-// runEnd extends a run of frames starting at i (all claimable) while the
+// runFits extends a run of frames starting at i (all claimable) while the
 // next frame follows in the object within maxRunGap and the run stays under
 // maxRunBytes compressed.
 func runFits(fr []frame, j int, runBytes int64) bool {
@@ -230,6 +230,15 @@ func (a *Archive) fetchFrame(ctx context.Context, ci int32, i int) (*frameBuf, e
 		return nil, fmt.Errorf("frame %d: body ended at object byte %d of %d: %w", i, f.cOff+int64(n), f.cOff+f.cSize, shortBody(err))
 	}
 	a.metrics.frameFetched()
+	// The same decode budget as fetchRun's: at most GOMAXPROCS frame
+	// decodes at once across the cache, on every path that decodes.
+	sem := a.rdState().cache.decodeSem
+	select {
+	case sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("frame %d: %w", i, ctx.Err())
+	}
+	defer func() { <-sem }()
 	return a.checkFrame(ci, i, comp.b)
 }
 
