@@ -9,10 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/wharf-s3/wharf/archiveview/cargopack"
+	"github.com/wharf-s3/wharf/backend"
 )
 
 // runPack packs a directory into a CargoShip-format archive (chunks plus
@@ -96,24 +94,14 @@ func runPack(ctx context.Context, args []string) error {
 		}
 		sink = cargopack.DirSink(dir)
 	case strings.HasPrefix(*storeURL, "s3://"):
-		var lo []func(*config.LoadOptions) error
-		if *region != "" {
-			lo = append(lo, config.WithRegion(*region))
-		}
-		cfg, err := config.LoadDefaultConfig(ctx, lo...)
+		// The backend's S3 client: the same credential chain, retries and
+		// transport as wharf serve, then PutObject through cargopack.S3Sink.
+		st, err := backend.NewS3Store(ctx, backend.S3Config{Endpoint: *endpoint, Region: *region, PathStyle: *pathStyle})
 		if err != nil {
-			return fmt.Errorf("s3 config: %w", err)
+			return fmt.Errorf("s3 store: %w", err)
 		}
-		if cfg.Region == "" {
-			cfg.Region = "us-east-1"
-		}
-		client := s3.NewFromConfig(cfg, func(o *s3.Options) {
-			if *endpoint != "" {
-				o.BaseEndpoint = aws.String(*endpoint)
-			}
-			o.UsePathStyle = *pathStyle
-		})
-		opt.Region = cfg.Region
+		client := st.Client()
+		opt.Region = client.Options().Region
 		sink = cargopack.S3Sink(client)
 	default:
 		return fmt.Errorf("store URL %q: want file://DIR or s3://", *storeURL)
