@@ -4,11 +4,21 @@
 //
 // The flow is: load and validate the manifest (package manifest), resolve the
 // tree (source-relative keys, split parts, duplicates, incremental chains with
-// tombstones), build a sorted index (seek by prefix or marker, synthesized
-// directories), and serve byte ranges by mapping them to chunk extents and
-// then to frames. Frames are fetched with coalesced range GETs, verified
-// against their sha256 before use, decoded, and kept in a byte-bounded
-// FrameCache shared by every archive. One read path serves every caller.
+// tombstones; resolve.go), build a sorted index (index.go; seek by prefix or
+// marker, synthesized directories), and serve byte ranges by mapping them to
+// chunk extents (read.go), whose bytes come verified from the chunk layer
+// (package chunkio). One read path serves every caller: GET and HEAD, Verify,
+// the version history and the bench.
+//
+// Rooms of the read core, each a package:
+//
+//	archiveview            Archive: Open (one constructor), resolve, index,
+//	                       List, versions, read, Verify, the persistent index
+//	archiveview/manifest   the manifest schema, decoding, limits, and the one
+//	                       frame-table rule (CheckFrames)
+//	archiveview/chunkio    chunks, frames, fetching, the frame cache, tar walks
+//	archiveview/catalog    bucket names <-> archives: discovery, aliases, rescans
+//	archiveview/cargopack  the CargoShip writer (wharf pack, the demo, tests)
 package archiveview
 
 import (

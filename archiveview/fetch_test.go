@@ -10,40 +10,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/wharf-s3/wharf/archiveview/cargopack"
+	"github.com/wharf-s3/wharf/archiveview/chunkio"
 	"github.com/wharf-s3/wharf/backend"
 )
 
-// TestGiantFrameClassification: a frame is streamed (never buffered whole)
-// when its decoded or its compressed size exceeds MaxFrameBytes, and a
-// compressed span no zstd frame of its decoded size could need is refused.
-func TestGiantFrameClassification(t *testing.T) {
-	rd := &archiveReadState{maxFrame: 1000}
-	for _, tc := range []struct {
-		name      string
-		f         frame
-		giant     bool
-		plausible bool
-	}{
-		{"small", frame{cSize: 500, uSize: 900}, false, true},
-		{"decoded over the limit", frame{cSize: 500, uSize: 1001}, true, true},
-		{"compressed over the limit", frame{cSize: 1001, uSize: 1000}, true, true},
-		{"incompressible, both at the limit", frame{cSize: 1000, uSize: 1000}, false, true},
-		{"huge span for a small frame", frame{cSize: 600 << 20, uSize: 1000}, true, false},
-		{"span at the bound", frame{cSize: 2*1000 + 64<<10, uSize: 1000}, true, true},
-		{"span one past the bound", frame{cSize: 2*1000 + 64<<10 + 1, uSize: 1000}, true, false},
-		{"huge decoded size (no overflow)", frame{cSize: 1 << 62, uSize: 1<<63 - 1}, true, true},
-	} {
-		if got := rd.giant(tc.f); got != tc.giant {
-			t.Errorf("%s: giant = %v, want %v", tc.name, got, tc.giant)
-		}
-		if err := framePlausible(0, tc.f); (err == nil) != tc.plausible {
-			t.Errorf("%s: framePlausible = %v, want plausible %v", tc.name, err, tc.plausible)
-		}
-	}
-}
-
-// TestCompressedGiantFrameStreamed: with MaxFrameBytes between a frame's
-// decoded and compressed size (incompressible data), the frame is streamed:
 // every file reads back byte-exact and the frame never enters the cache.
 func TestCompressedGiantFrameStreamed(t *testing.T) {
 	files := map[string][]byte{"r1.bin": hoRandom(21, 40000), "r2.bin": hoRandom(22, 9000), "t.txt": hoText(23, 5000)}
@@ -59,7 +29,7 @@ func TestCompressedGiantFrameStreamed(t *testing.T) {
 	if maxFrame == 0 {
 		t.Fatalf("no incompressible frame: %+v", m.Chunks[0].Frames)
 	}
-	cache := NewFrameCache(16 << 20)
+	cache := chunkio.NewFrameCache(16 << 20)
 	a, err := Open(context.Background(), backend.NewFileStore(h.dir), h.bucket, h.mkey,
 		Options{Name: hoName, Cache: cache, MaxFrameBytes: maxFrame, Readahead: -1})
 	if err != nil {
@@ -68,13 +38,13 @@ func TestCompressedGiantFrameStreamed(t *testing.T) {
 	defer a.Close()
 	ci := int32(-1)
 	for i := range a.chunks {
-		if a.chunks[i].kind == kindFramedZstd {
+		if a.chunks[i].Kind == chunkio.FramedZstd {
 			ci = int32(i)
 		}
 	}
 	var streamed []int
-	for i, f := range a.chunks[ci].frames {
-		if f.cSize > maxFrame && f.uSize <= maxFrame {
+	for i, f := range a.chunks[ci].Frames {
+		if f.CSize > maxFrame && f.USize <= maxFrame {
 			streamed = append(streamed, i)
 		}
 	}
@@ -91,8 +61,8 @@ func TestCompressedGiantFrameStreamed(t *testing.T) {
 		}
 	}
 	for _, i := range streamed {
-		if cache.contains(a.frameKey(ci, i)) {
-			t.Errorf("frame %d (compressed %d > MaxFrameBytes %d) was cached, not streamed", i, a.chunks[ci].frames[i].cSize, maxFrame)
+		if a.set.FrameCached(ci, i) {
+			t.Errorf("frame %d (compressed %d > MaxFrameBytes %d) was cached, not streamed", i, a.chunks[ci].Frames[i].CSize, maxFrame)
 		}
 	}
 }
@@ -114,20 +84,20 @@ func TestFrameRefetchedOnceAfterChecksumMismatch(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			files := rpTree(3)
 			reg := prometheus.NewRegistry()
-			m := NewMetrics(reg)
+			m := chunkio.NewMetrics(reg)
 			ra := rpNew(t, files, cargopack.Options{FrameSize: 64 << 10}, Options{Readahead: -1, Metrics: m})
 			c, e := rpChunkOf(t, ra, "mid/two.txt")
-			lo, _, err := coverFrames(c.frames, e.off, e.off+1)
+			lo, _, err := chunkio.CoverFrames(c.Frames, e.off, e.off+1)
 			if err != nil {
 				t.Fatal(err)
 			}
-			flip := c.frames[lo].cOff + c.frames[lo].cSize/2
+			flip := c.Frames[lo].COff + c.Frames[lo].CSize/2
 			var mu sync.Mutex
 			left := tc.flips
 			ra.faulty.SetHook(func(r backend.Request) backend.Fault {
 				mu.Lock()
 				defer mu.Unlock()
-				if r.Key == c.key && r.Off <= flip && flip < r.Off+r.Len && left > 0 {
+				if r.Key == c.Key && r.Off <= flip && flip < r.Off+r.Len && left > 0 {
 					left--
 					return backend.Fault{Kind: backend.FaultFlip, FlipAt: []int64{flip}}
 				}

@@ -63,6 +63,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/wharf-s3/wharf/archiveview/cargopack"
+	"github.com/wharf-s3/wharf/archiveview/chunkio"
 	"github.com/wharf-s3/wharf/archiveview/manifest"
 	"github.com/wharf-s3/wharf/backend"
 )
@@ -525,7 +526,7 @@ func (row hoRow) run(t *testing.T) {
 	opts := row.opts
 	opts.Name = hoName
 	if opts.Cache == nil {
-		opts.Cache = NewFrameCache(16 << 20)
+		opts.Cache = chunkio.NewFrameCache(16 << 20)
 	}
 	runtime.GC()
 	alloc0 := hoTotalAlloc()
@@ -637,7 +638,7 @@ func (row hoRow) run(t *testing.T) {
 				}
 			}
 			if exts := a.fileExtents(f.idx); len(exts) == 1 && !errors.Is(res.err, ErrBadRange) {
-				if ck := a.chunks[exts[0].chunk].key; !strings.Contains(msg, ck) {
+				if ck := a.chunks[exts[0].chunk].Key; !strings.Contains(msg, ck) {
 					t.Errorf("%s: error does not name chunk %s: %v", what, ck, res.err)
 				}
 			}
@@ -822,12 +823,15 @@ func hoFramesRows() []hoRow {
 			serveKeys: []string{"a.txt"},
 		},
 		{
+			// manifest.CheckFrames is the one frame-table rule: the
+			// manifest's own validation refuses it now (ErrInvalid), as the
+			// resolver did before (ErrInvalidTree).
 			name: "frame past compressed_size", pack: hoFramed,
 			edit: func(h *hoEnv, m *manifest.Manifest) {
 				c := &m.Chunks[0]
 				c.Frames[len(c.Frames)-1].CompressedOffset += 1 << 20
 			},
-			openErr: []error{ErrInvalidTree},
+			openErr: []error{manifest.ErrInvalid},
 		},
 		{
 			name: "uncompressed spans not contiguous", pack: hoFramed,
@@ -2360,7 +2364,7 @@ type hoRoundStats struct {
 // exactly those of a source file whose manifest entry maps to that key.
 // Errors must name the manifest key (Open) or the archive and file key
 // (reads). fs and cache may be shared between rounds (withBugs).
-func hoRound(t testing.TB, h *hoEnv, base []byte, r *rand.Rand, withBugs bool, fs *backend.Faulty, cache *FrameCache, label string, st *hoRoundStats) {
+func hoRound(t testing.TB, h *hoEnv, base []byte, r *rand.Rand, withBugs bool, fs *backend.Faulty, cache *chunkio.FrameCache, label string, st *hoRoundStats) {
 	var m manifest.Manifest
 	if err := json.Unmarshal(base, &m); err != nil {
 		t.Fatal(err)
@@ -2494,11 +2498,11 @@ func hoMutationLoop(t *testing.T, withBugs bool) {
 	budget := 7 * time.Second
 	start := time.Now()
 	var st hoRoundStats
-	// Normally every round gets its own FrameCache and store. withBugs
+	// Normally every round gets its own chunkio.FrameCache and store. withBugs
 	// shares one cache and one store across the rounds of a shape, as a
 	// server does when a manifest is replaced and the archive reopened
 	// (cached frames were keyed by frame index: issue 7 bug 4).
-	shared := NewFrameCache(16 << 20)
+	shared := chunkio.NewFrameCache(16 << 20)
 	for si, sh := range hoShapes() {
 		h := hoPack(t, t.TempDir(), sh.files, sh.opt)
 		base, err := json.Marshal(h.manifest())
@@ -2508,7 +2512,7 @@ func hoMutationLoop(t *testing.T, withBugs bool) {
 		r := rand.New(rand.NewPCG(uint64(si)+1, 0x5eed))
 		sharedStore := backend.NewFaulty(backend.NewFileStore(h.dir), backend.FaultConfig{})
 		for round := 0; round < rounds && time.Since(start) < budget; round++ {
-			fs, cache := backend.NewFaulty(backend.NewFileStore(h.dir), backend.FaultConfig{}), NewFrameCache(16<<20)
+			fs, cache := backend.NewFaulty(backend.NewFileStore(h.dir), backend.FaultConfig{}), chunkio.NewFrameCache(16<<20)
 			if withBugs {
 				fs, cache = sharedStore, shared
 			}
@@ -2545,7 +2549,7 @@ func FuzzHostileManifest(f *testing.F) {
 		r := rand.New(rand.NewPCG(seed, uint64(shape)))
 		var st hoRoundStats
 		hoRound(t, &h, bases[i], r, false, backend.NewFaulty(backend.NewFileStore(h.dir), backend.FaultConfig{}),
-			NewFrameCache(16<<20), fmt.Sprintf("%s seed %d", shapes[i].name, seed), &st)
+			chunkio.NewFrameCache(16<<20), fmt.Sprintf("%s seed %d", shapes[i].name, seed), &st)
 	})
 }
 
@@ -2556,7 +2560,7 @@ func TestHostileManifestMutations(t *testing.T) {
 // TestHostileManifestMutationsShared runs the mutation loop with the
 // mutations that hit issue 7's bugs (archive_offset and s3_key of another
 // member, duplicate_of_hash naming another file's content) and one store
-// and one FrameCache shared by every round of a shape, as a server does
+// and one chunkio.FrameCache shared by every round of a shape, as a server does
 // when a manifest is replaced and the archive reopened.
 func TestHostileManifestMutationsShared(t *testing.T) {
 	hoMutationLoop(t, true)
@@ -2565,7 +2569,7 @@ func TestHostileManifestMutationsShared(t *testing.T) {
 // hoPoison: an honest archive A and a hostile manifest B (another upload in
 // the same bucket and prefix) that lists A's chunk with two frames swapped:
 // each frame's span and checksum are real, only their order in the tar
-// stream is a lie. Both are opened on one store with one FrameCache, as a
+// stream is a lie. Both are opened on one store with one chunkio.FrameCache, as a
 // server does. B is read first; then every read of A must still be exact.
 // (Issue 7 bug 4, fixed: frames were cached by (store, bucket, object, frame
 // index), so B's frame k, A's frame k+1 verified against its own checksum,
@@ -2608,7 +2612,7 @@ func hoPoison(t *testing.T, sizes bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), hoDeadline)
 	defer cancel()
 	fs := backend.NewFaulty(backend.NewFileStore(dir), backend.FaultConfig{})
-	cache := NewFrameCache(16 << 20)
+	cache := chunkio.NewFrameCache(16 << 20)
 	b, err := Open(ctx, fs, h.bucket, keyB, Options{Name: "hostile-b", Cache: cache, Readahead: -1})
 	if err != nil {
 		t.Fatalf("Open B: %v", err)
@@ -2655,7 +2659,7 @@ func TestHostileTraversalChain(t *testing.T) {
 }
 
 // TestHostileCachePoisoning: a hostile manifest over an honest archive's
-// chunk, read first through the same store and FrameCache, never changes
+// chunk, read first through the same store and chunkio.FrameCache, never changes
 // what the honest archive serves (issue 7 bug 4: frames were cached by
 // index, and a decoded buffer was sliced without a length check).
 func TestHostileCachePoisoning(t *testing.T) {

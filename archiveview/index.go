@@ -21,6 +21,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/wharf-s3/wharf/archiveview/chunkio"
 )
 
 // File flags.
@@ -293,7 +295,7 @@ func (a *Archive) Files() int { return a.idx.n() }
 // not be modified.
 func (a *Archive) fileExtents(idx int32) []extent {
 	exts := a.idx.extents(int(idx))
-	if a.idx.flags[idx]&flagMulti == 0 && a.chunks[exts[0].chunk].kind == kindDirect {
+	if a.idx.flags[idx]&flagMulti == 0 && a.chunks[exts[0].chunk].Kind == chunkio.Direct {
 		exts[0].tarName = "" // a direct object has no tar entry
 	}
 	return exts

@@ -88,7 +88,7 @@ func lsPageAll(t testing.TB, x *index, p ListParams, maxKeys int) []string {
 				if e.File.Key == "" {
 					t.Fatalf("empty entry in %+v", r)
 				}
-				if f, ok := (&Archive{idx: *x}).Stat(e.File.Key); !ok || f != e.File {
+				if f, ok := (&Archive{tree: tree{idx: *x}}).Stat(e.File.Key); !ok || f != e.File {
 					t.Fatalf("listed %q does not Stat the same", e.File.Key)
 				}
 			}

@@ -1,49 +1,18 @@
 package archiveview
 
 import (
-	"sort"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/wharf-s3/wharf/archiveview/cargopack"
+	"github.com/wharf-s3/wharf/archiveview/chunkio"
 	"github.com/wharf-s3/wharf/backend"
 )
 
-func TestMetricsRegisteredAtZero(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	NewMetrics(reg)
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, mf := range mfs {
-		names = append(names, mf.GetName())
-		if v := mf.GetMetric()[0].GetCounter().GetValue(); v != 0 {
-			t.Errorf("%s starts at %v", mf.GetName(), v)
-		}
-	}
-	sort.Strings(names)
-	want := []string{"wharf_checksum_failures_total", "wharf_frame_cache_hits_total", "wharf_frames_decoded_total", "wharf_frames_fetched_total"}
-	if len(names) != len(want) {
-		t.Fatalf("series %v, want %v", names, want)
-	}
-	for i := range want {
-		if names[i] != want[i] {
-			t.Fatalf("series %v, want %v", names, want)
-		}
-	}
-	var m *Metrics // nil is safe
-	m.frameFetched()
-	m.frameDecoded()
-	m.cacheHit()
-	m.checksumFailure()
-}
-
 func TestMetricsCountReads(t *testing.T) {
-	m := NewMetrics(prometheus.NewRegistry())
+	reg := prometheus.NewRegistry()
+	m := chunkio.NewMetrics(reg)
 	files := rpTree(31)
 	ra := rpNew(t, files, cargopack.Options{FrameSize: 64 << 10}, Options{Metrics: m, Readahead: -1})
 	ra.walk(t)
@@ -53,7 +22,7 @@ func TestMetricsCountReads(t *testing.T) {
 		f, _ := ra.a.Stat(key)
 		for _, e := range ra.a.fileExtents(f.idx) {
 			c := &ra.a.chunks[e.chunk]
-			lo, hi, err := coverFrames(c.frames, e.off-512, e.off+max(e.length, 1))
+			lo, hi, err := chunkio.CoverFrames(c.Frames, e.off-512, e.off+max(e.length, 1))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -66,16 +35,16 @@ func TestMetricsCountReads(t *testing.T) {
 	if frames < float64(ra.res.Frames)-float64(len(ra.a.chunks)) {
 		t.Fatalf("only %v of %d frames hold file bytes", frames, ra.res.Frames)
 	}
-	if v := counterValue(t, m.framesFetched); v != frames {
+	if v := counterValue(t, reg, "wharf_frames_fetched_total"); v != frames {
 		t.Errorf("frames fetched %v, want %v", v, frames)
 	}
-	if v := counterValue(t, m.framesDecoded); v != frames {
+	if v := counterValue(t, reg, "wharf_frames_decoded_total"); v != frames {
 		t.Errorf("frames decoded %v, want %v", v, frames)
 	}
-	if v := counterValue(t, m.cacheHits); v == 0 {
+	if v := counterValue(t, reg, "wharf_frame_cache_hits_total"); v == 0 {
 		t.Error("no cache hits on a walk")
 	}
-	if v := counterValue(t, m.checksumFailures); v != 0 {
+	if v := counterValue(t, reg, "wharf_checksum_failures_total"); v != 0 {
 		t.Errorf("checksum failures %v on a clean archive", v)
 	}
 	// Flip a byte of every frame GET: the next uncached read counts a failure.
@@ -88,16 +57,23 @@ func TestMetricsCountReads(t *testing.T) {
 	if _, err := ra2.read(t, "big/large.txt", 0, 10, true); err == nil {
 		t.Fatal("flipped frame read without error")
 	}
-	if v := counterValue(t, m.checksumFailures); v < 1 {
+	if v := counterValue(t, reg, "wharf_checksum_failures_total"); v < 1 {
 		t.Errorf("checksum failures %v after a flipped frame", v)
 	}
 }
 
-func counterValue(t *testing.T, c prometheus.Counter) float64 {
+// counterValue reads counter name from reg.
+func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
-	var d dto.Metric
-	if err := c.Write(&d); err != nil {
+	mfs, err := reg.Gather()
+	if err != nil {
 		t.Fatal(err)
 	}
-	return d.GetCounter().GetValue()
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("no series %s", name)
+	return 0
 }

@@ -1,81 +1,43 @@
 package archiveview
 
-// This file is the contract between the two halves of the package: the
-// resolver/index (open.go, resolve.go, index.go, list.go) fills these
-// structures, and the read path (read.go, fetch.go, framecache.go, tarwalk.go)
-// consumes them. Neither half reaches into the other's files.
+// This file holds the Archive and its one constructor. The resolver
+// (resolve.go), the index loader (persist.go) and the version history
+// (versions.go) each produce a tree; newArchive turns any of them into an
+// Archive, so an archive is assembled the same way wherever it came from.
 
 import (
-	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/wharf-s3/wharf/archiveview/chunkio"
 	"github.com/wharf-s3/wharf/archiveview/manifest"
 	"github.com/wharf-s3/wharf/backend"
 )
 
-// chunkKind says how a chunk object's bytes become the tar stream.
-type chunkKind uint8
-
-const (
-	kindFramedZstd chunkKind = iota // .tar.zst with a frame table: range-GET covering frames
-	kindStreamZstd                  // .tar.zst without frames: decode from byte 0 (parked decoders)
-	kindPlainTar                    // .tar: the object IS the tar stream; direct ranges
-	kindDirect                      // standalone direct-upload object: the object IS the file
-)
-
-func (k chunkKind) String() string {
-	switch k {
-	case kindFramedZstd:
-		return "framed-zstd"
-	case kindStreamZstd:
-		return "stream-zstd"
-	case kindPlainTar:
-		return "plain-tar"
-	case kindDirect:
-		return "direct"
-	}
-	return "unknown"
-}
-
-// frame is one independent zstd frame of a framed chunk. Frames tile the
-// uncompressed tar stream in order; their compressed spans do not overlap
-// (validated), though gaps (skippable frames) are allowed.
-type frame struct {
-	cOff, cSize int64 // span in the object
-	uOff, uSize int64 // span in the uncompressed tar stream
-	sum         [32]byte
-	hasSum      bool
-}
-
-// chunk is one backing object: a chunk of the tar stream or a direct object.
-type chunk struct {
-	key    string    // object key in Archive.bucket (already resolved)
-	kind   chunkKind //
-	frames []frame   // kindFramedZstd only, sorted by uOff
-	size   int64     // object size per manifest (compressed_size); 0 = unknown
-	sum    [32]byte  // whole-object sha256 (unframed chunks), if hasSum
-	hasSum bool
-	// maxTar bounds the tar stream an unframed zstd chunk may decode to
-	// (resolve.go streamBounds); 0 = no bound known.
-	maxTar int64
-
-	// rs is the read path's lazily built per-chunk state (tar-walk offsets,
-	// parked decoders, observed ETag). Owned by the read path.
-	rsOnce sync.Once
-	rs     *chunkReadState
-}
-
 // extent is one contiguous piece of a virtual file inside one chunk.
 type extent struct {
-	chunk   int32  // index into Archive.chunks
+	chunk   int32  // index into the archive's chunks
 	fileOff int64  // where this piece starts in the virtual file
 	off     int64  // data offset in the chunk's tar stream (object offset for direct); -1 = unknown
 	length  int64  // bytes
 	tarName string // expected tar entry name (path or path.partN); "" for direct objects
 	sum     [32]byte
 	hasSum  bool // sha256 of exactly this piece (split parts only)
+}
+
+// tree is everything that describes an archive's content, as the resolver,
+// the index loader or the version history built it.
+type tree struct {
+	uploadID string
+	version  string
+	created  time.Time
+	region   string
+	chain    []string // upload ids, newest first
+	chunks   []chunkio.Chunk
+	idx      index
+	shapes   []string
+	warnings []string
 }
 
 // Archive is one served CargoShip upload (with its resolved chain).
@@ -85,27 +47,11 @@ type Archive struct {
 	store       backend.Store
 	bucket      string // bucket the manifest (and every chunk) is read from
 	manifestKey string
-	uploadID    string
-	version     string
-	created     time.Time
-	region      string
-	chain       []string // upload ids, newest first
+	tree
 
-	chunks []chunk
-	idx    index // sorted virtual tree (index.go)
-
-	shapes   []string // shapes found, for inspect and /-/archives
-	warnings []string
-
-	cache   *FrameCache
-	metrics *Metrics
-	log     zerolog.Logger
-	opts    Options
-
-	// rd is the read path's lazily built archive-wide state (prefetch
-	// lifetime, parked decoders). Owned by the read path (readstate.go).
-	rdOnce sync.Once
-	rd     *archiveReadState
+	set  *chunkio.Set // the chunks' read state (shared with version shadows)
+	log  zerolog.Logger
+	opts Options
 
 	// vers is the lazily built version history of a chain (versions.go).
 	vers versionsState
@@ -115,31 +61,48 @@ type Archive struct {
 	prov *indexProvenance
 }
 
+// newArchive is the one constructor of Archive. set is the chunk read
+// state to share (a version shadow shares its archive's); nil makes a new
+// one over t.chunks. opts.Name defaults to the upload id, opts.Cache to a
+// private cache.
+func newArchive(t tree, store backend.Store, bucket, manifestKey string, opts Options, set *chunkio.Set) *Archive {
+	if opts.Name == "" {
+		opts.Name = t.uploadID
+	}
+	if opts.Cache == nil && set == nil {
+		opts.Cache = chunkio.NewFrameCache(chunkio.DefaultCacheBudget)
+	}
+	if set == nil {
+		set = chunkio.NewSet(store, bucket, t.chunks, opts.chunkOptions())
+	}
+	return &Archive{
+		name:        opts.Name,
+		store:       store,
+		bucket:      bucket,
+		manifestKey: manifestKey,
+		tree:        t,
+		set:         set,
+		log:         opts.Logger,
+		opts:        opts,
+	}
+}
+
 // Options configure Open.
 type Options struct {
 	// Name is the archive's display name (the bucket it is served as); errors
 	// name it. Defaults to the upload id.
 	Name string
-	// Cache is the shared decoded-frame cache; nil gives a private 128 MiB one.
-	Cache *FrameCache
+	// Cache is the shared decoded-frame cache; nil gives a private one.
+	Cache *chunkio.FrameCache
 	// Metrics receives the wharf_frames_* and checksum series; nil disables.
-	Metrics *Metrics
+	Metrics *chunkio.Metrics
 	Logger  zerolog.Logger
 	// Limits caps manifest size and counts; zero fields take the defaults.
 	Limits manifest.Limits
-	// MaxFrameBytes: frames whose uncompressed or compressed size exceeds
-	// this are streamed (decoded on the fly, verified at the frame's end)
-	// instead of cached.
-	// 0 = 64 MiB.
-	MaxFrameBytes int64
-	// Readahead is how many frames past a sequential read are kept
-	// prefetched (refilled in one coalesced GET when half of it is used).
-	// 0 = 8; negative disables.
-	Readahead int
-	// SmallVerifyBytes: a partial read of an extent that has a sha256 but no
-	// frame checksum (plain tar, direct, stream zstd, giant frame) and is at
-	// most this long fetches and verifies the whole extent first, so flipped
-	// bytes are never served. 0 = 8 MiB; negative disables.
+	// MaxFrameBytes, Readahead and SmallVerifyBytes tune the read path
+	// (chunkio.Options documents them); zero takes the default.
+	MaxFrameBytes    int64
+	Readahead        int
 	SmallVerifyBytes int64
 	// IndexCacheDir, when set, makes Open keep a persistent index of the
 	// archive in this directory (persist.go): if the file recorded for
@@ -150,6 +113,19 @@ type Options struct {
 	IndexCacheDir string
 }
 
+// chunkOptions are the read-path options for the archive's chunk Set.
+func (o Options) chunkOptions() chunkio.Options {
+	return chunkio.Options{
+		Name:             o.Name,
+		Cache:            o.Cache,
+		Metrics:          o.Metrics,
+		Logger:           o.Logger,
+		MaxFrameBytes:    o.MaxFrameBytes,
+		Readahead:        o.Readahead,
+		SmallVerifyBytes: o.SmallVerifyBytes,
+	}
+}
+
 // Info summarizes an archive for inspect, logs and the admin page.
 type Info struct {
 	Name, UploadID, Version, ManifestKey string
@@ -157,4 +133,14 @@ type Info struct {
 	Files, Chunks, Frames                int
 	CompressedBytes, UncompressedBytes   int64
 	Shapes, Warnings                     []string
+}
+
+// Close stops the archive's background work: in-flight prefetches are
+// cancelled (and waited for) and parked decoders are released. Reads that
+// are already open keep working; later reads work without prefetch. Close
+// is idempotent and safe for concurrent use.
+func (a *Archive) Close() error {
+	a.closeVersions()
+	a.set.Close()
+	return nil
 }

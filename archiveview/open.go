@@ -74,29 +74,18 @@ func Open(ctx context.Context, store backend.Store, bucket, manifestKey string, 
 	for i, l := range chain {
 		ids[i] = l.uploadID
 	}
-	if opts.Cache == nil {
-		opts.Cache = NewFrameCache(defaultCacheBudget)
-	}
 	opts.Name = name
-	a := &Archive{
-		name:        name,
-		store:       store,
-		bucket:      bucket,
-		manifestKey: manifestKey,
-		uploadID:    top.uploadID,
-		version:     top.m.Version,
-		created:     top.m.CreatedAt,
-		region:      top.m.Region,
-		chain:       ids,
-		chunks:      chunks,
-		idx:         idx,
-		shapes:      shapes,
-		warnings:    r.warnings,
-		cache:       opts.Cache,
-		metrics:     opts.Metrics,
-		log:         opts.Logger,
-		opts:        opts,
-	}
+	a := newArchive(tree{
+		uploadID: top.uploadID,
+		version:  top.m.Version,
+		created:  top.m.CreatedAt,
+		region:   top.m.Region,
+		chain:    ids,
+		chunks:   chunks,
+		idx:      idx,
+		shapes:   shapes,
+		warnings: r.warnings,
+	}, store, bucket, manifestKey, opts, nil)
 	a.log.Info().Str("archive", name).Str("manifest", manifestKey).Str("upload_id", a.uploadID).
 		Int("chain", len(ids)).Int("files", idx.n()).Int("chunks", len(chunks)).Int("frames", idx.frames).
 		Strs("shapes", shapes).Int("warnings", len(r.warnings)).Msg("archive opened")

@@ -23,6 +23,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/wharf-s3/wharf/archiveview/cargopack"
+	"github.com/wharf-s3/wharf/archiveview/chunkio"
 	"github.com/wharf-s3/wharf/archiveview/manifest"
 	"github.com/wharf-s3/wharf/backend"
 )
@@ -116,11 +117,11 @@ func rvObject(t testing.TB, dir, key string) []byte {
 
 // rvTarStream returns the uncompressed tar stream of chunk c, decoded
 // independently of the read path (klauspost zstd over the whole object).
-func rvTarStream(t testing.TB, dir string, c *chunk) []byte {
+func rvTarStream(t testing.TB, dir string, c *chunkio.Chunk) []byte {
 	t.Helper()
-	obj := rvObject(t, dir, c.key)
-	switch c.kind {
-	case kindPlainTar, kindDirect:
+	obj := rvObject(t, dir, c.Key)
+	switch c.Kind {
+	case chunkio.PlainTar, chunkio.Direct:
 		return obj
 	}
 	d, err := zstd.NewReader(nil)
@@ -130,7 +131,7 @@ func rvTarStream(t testing.TB, dir string, c *chunk) []byte {
 	defer d.Close()
 	out, err := d.DecodeAll(obj, nil)
 	if err != nil {
-		t.Fatalf("decode %s: %v", c.key, err)
+		t.Fatalf("decode %s: %v", c.Key, err)
 	}
 	return out
 }
@@ -155,20 +156,20 @@ func rvCheckArchive(t *testing.T, dir string, a *Archive, src map[string][]byte)
 	}
 	for ci := range a.chunks {
 		c := &a.chunks[ci]
-		if c.kind != kindFramedZstd {
+		if c.Kind != chunkio.FramedZstd {
 			continue
 		}
-		obj := rvObject(t, dir, c.key)
+		obj := rvObject(t, dir, c.Key)
 		s := stream(int32(ci))
 		d, _ := zstd.NewReader(nil)
-		for _, f := range c.frames {
-			comp := obj[f.cOff : f.cOff+f.cSize]
-			if f.hasSum && sha256.Sum256(comp) != f.sum {
-				t.Errorf("chunk %s frame at %d: checksum mismatch", c.key, f.cOff)
+		for _, f := range c.Frames {
+			comp := obj[f.COff : f.COff+f.CSize]
+			if f.HasSum && sha256.Sum256(comp) != f.Sum {
+				t.Errorf("chunk %s frame at %d: checksum mismatch", c.Key, f.COff)
 			}
 			got, err := d.DecodeAll(comp, nil)
-			if err != nil || !bytes.Equal(got, s[f.uOff:f.uOff+f.uSize]) {
-				t.Errorf("chunk %s frame at %d does not decode to its uncompressed span (err %v)", c.key, f.cOff, err)
+			if err != nil || !bytes.Equal(got, s[f.UOff:f.UOff+f.USize]) {
+				t.Errorf("chunk %s frame at %d does not decode to its uncompressed span (err %v)", c.Key, f.COff, err)
 			}
 		}
 		d.Close()
@@ -205,21 +206,21 @@ func rvCheckArchive(t *testing.T, dir string, a *Archive, src map[string][]byte)
 			c := &a.chunks[e.chunk]
 			s := stream(e.chunk)
 			switch {
-			case c.kind == kindDirect:
+			case c.Kind == chunkio.Direct:
 				if e.tarName != "" {
 					t.Errorf("%s: direct extent has tar name %q", key, e.tarName)
 				}
 				if e.off != 0 || !bytes.Equal(s[e.off:e.off+e.length], piece) || int64(len(s)) != e.length {
-					t.Errorf("%s: direct object %s does not hold the file", key, c.key)
+					t.Errorf("%s: direct object %s does not hold the file", key, c.Key)
 				}
 			case e.off >= 0:
 				if e.off+e.length > int64(len(s)) || !bytes.Equal(s[e.off:e.off+e.length], piece) {
-					t.Errorf("%s: bytes at archive offset %d of %s differ from the source", key, e.off, c.key)
+					t.Errorf("%s: bytes at archive offset %d of %s differ from the source", key, e.off, c.Key)
 				}
 			default:
 				got, found := rvTarEntry(t, s, e.tarName)
 				if !found || !bytes.Equal(got, piece) {
-					t.Errorf("%s: tar entry %q in %s: found=%v, content matches=%v", key, e.tarName, c.key, found, bytes.Equal(got, piece))
+					t.Errorf("%s: tar entry %q in %s: found=%v, content matches=%v", key, e.tarName, c.Key, found, bytes.Equal(got, piece))
 				}
 			}
 		}

@@ -62,6 +62,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wharf-s3/wharf/archiveview/chunkio"
 	"github.com/wharf-s3/wharf/archiveview/manifest"
 	"github.com/wharf-s3/wharf/backend"
 )
@@ -116,12 +117,7 @@ type indexProvenance struct {
 }
 
 // effectiveMaxFrame is the giant-frame threshold Open applies.
-func effectiveMaxFrame(o Options) int64 {
-	if o.MaxFrameBytes <= 0 {
-		return defaultMaxFrameBytes
-	}
-	return o.MaxFrameBytes
-}
+func effectiveMaxFrame(o Options) int64 { return o.chunkOptions().MaxFrame() }
 
 func limitsList(l manifest.Limits) [7]int64 {
 	l = l.WithDefaults()
@@ -417,29 +413,7 @@ func (w *idxWriter) strs(ss []string) {
 // learnedOffset returns the data offset of tar member name in chunk ci if
 // a completed tar walk of the read path found it with length bytes.
 func (a *Archive) learnedOffset(ci int32, name string, length int64) (int64, bool) {
-	if name == "" || a.chunks[ci].kind == kindDirect {
-		return 0, false
-	}
-	rs := a.chunkState(ci)
-	rs.walkMu.Lock()
-	w := rs.walk
-	rs.walkMu.Unlock()
-	if w == nil {
-		return 0, false
-	}
-	select {
-	case <-w.done:
-	default:
-		return 0, false
-	}
-	if w.err != nil {
-		return 0, false
-	}
-	e, ok := w.entries[name]
-	if !ok || e.size != length || e.off < 512 {
-		return 0, false
-	}
-	return e.off, true
+	return a.set.LearnedOffset(ci, name, length)
 }
 
 // LearnedOffsets is the number of extents without a manifest archive_offset
@@ -482,7 +456,7 @@ func (a *Archive) WriteIndex(w io.Writer) error {
 	}
 	nFrames := 0
 	for i := range a.chunks {
-		nFrames += len(a.chunks[i].frames)
+		nFrames += len(a.chunks[i].Frames)
 	}
 	var cols uint8
 	if x.md5 != nil {
@@ -545,21 +519,21 @@ func (a *Archive) WriteIndex(w io.Writer) error {
 	// chunks, then frames
 	for i := range a.chunks {
 		c := &a.chunks[i]
-		iw.str(c.key)
-		iw.u8(uint8(c.kind))
-		iw.i64(c.size)
-		iw.b(c.hasSum)
-		iw.raw(c.sum[:])
-		iw.u32(uint32(len(c.frames)))
+		iw.str(c.Key)
+		iw.u8(uint8(c.Kind))
+		iw.i64(c.Size)
+		iw.b(c.HasSum)
+		iw.raw(c.Sum[:])
+		iw.u32(uint32(len(c.Frames)))
 	}
 	for i := range a.chunks {
-		for _, f := range a.chunks[i].frames {
-			iw.i64(f.cOff)
-			iw.i64(f.cSize)
-			iw.i64(f.uOff)
-			iw.i64(f.uSize)
-			iw.b(f.hasSum)
-			iw.raw(f.sum[:])
+		for _, f := range a.chunks[i].Frames {
+			iw.i64(f.COff)
+			iw.i64(f.CSize)
+			iw.i64(f.UOff)
+			iw.i64(f.USize)
+			iw.b(f.HasSum)
+			iw.raw(f.Sum[:])
 		}
 	}
 
@@ -873,7 +847,7 @@ func (d *indexDecoder) provenance() (*indexProvenance, error) {
 // archive decodes the rest and validates the tree.
 func (d *indexDecoder) archive(store backend.Store, opts Options, prov *indexProvenance) (*Archive, error) {
 	c := &d.c
-	a := &Archive{store: store, bucket: d.bucket, manifestKey: d.manifestKey, prov: prov}
+	a := &tree{}
 	a.uploadID, a.version = c.str(), c.str()
 	sec, nsec, zoff := c.i64(), c.u32(), int32(c.u32())
 	if nsec >= 1e9 {
@@ -901,32 +875,32 @@ func (d *indexDecoder) archive(store backend.Store, opts Options, prov *indexPro
 	}
 
 	// chunks
-	a.chunks = make([]chunk, d.nChunks)
+	a.chunks = make([]chunkio.Chunk, d.nChunks)
 	frameCounts := make([]uint32, d.nChunks)
 	var nf uint64
 	for i := range a.chunks {
 		ch := &a.chunks[i]
-		ch.key = c.str()
-		ch.kind = chunkKind(c.u8())
-		ch.size = c.i64()
-		ch.hasSum = c.flag()
-		copy(ch.sum[:], c.take(32))
+		ch.Key = c.str()
+		ch.Kind = chunkio.Kind(c.u8())
+		ch.Size = c.i64()
+		ch.HasSum = c.flag()
+		copy(ch.Sum[:], c.take(32))
 		frameCounts[i] = c.u32()
 		nf += uint64(frameCounts[i])
 		if c.err != nil {
 			return nil, d.errf("chunk %d: %v", i, c.err)
 		}
-		if ch.key == "" || ch.kind > kindDirect || ch.size < 0 {
-			return nil, d.errf("chunk %d: key %q kind %d size %d", i, ch.key, ch.kind, ch.size)
+		if ch.Key == "" || ch.Kind > chunkio.Direct || ch.Size < 0 {
+			return nil, d.errf("chunk %d: key %q kind %d size %d", i, ch.Key, ch.Kind, ch.Size)
 		}
-		if (frameCounts[i] > 0) != (ch.kind == kindFramedZstd) {
-			return nil, d.errf("chunk %s: %d frames on a %s chunk", ch.key, frameCounts[i], ch.kind)
+		if (frameCounts[i] > 0) != (ch.Kind == chunkio.FramedZstd) {
+			return nil, d.errf("chunk %s: %d frames on a %s chunk", ch.Key, frameCounts[i], ch.Kind)
 		}
 	}
 	if nf != d.nFrames {
 		return nil, d.errf("chunks hold %d frames, header says %d", nf, d.nFrames)
 	}
-	frames := make([]frame, d.nFrames)
+	frames := make([]chunkio.Frame, d.nFrames)
 	fb := c.take(d.nFrames * idxFrameSize)
 	if c.err != nil {
 		return nil, d.errf("frames: %v", c.err)
@@ -934,15 +908,15 @@ func (d *indexDecoder) archive(store backend.Store, opts Options, prov *indexPro
 	for i := range frames {
 		b := fb[i*idxFrameSize:]
 		f := &frames[i]
-		f.cOff = int64(binary.LittleEndian.Uint64(b[0:]))
-		f.cSize = int64(binary.LittleEndian.Uint64(b[8:]))
-		f.uOff = int64(binary.LittleEndian.Uint64(b[16:]))
-		f.uSize = int64(binary.LittleEndian.Uint64(b[24:]))
+		f.COff = int64(binary.LittleEndian.Uint64(b[0:]))
+		f.CSize = int64(binary.LittleEndian.Uint64(b[8:]))
+		f.UOff = int64(binary.LittleEndian.Uint64(b[16:]))
+		f.USize = int64(binary.LittleEndian.Uint64(b[24:]))
 		if b[32] > 1 {
 			return nil, d.errf("frame %d: boolean byte %d", i, b[32])
 		}
-		f.hasSum = b[32] == 1
-		copy(f.sum[:], b[33:65])
+		f.HasSum = b[32] == 1
+		copy(f.Sum[:], b[33:65])
 	}
 	uncomp := make([]int64, d.nChunks) // tar bytes of framed chunks
 	var compressed int64
@@ -950,19 +924,26 @@ func (d *indexDecoder) archive(store backend.Store, opts Options, prov *indexPro
 	for i := range a.chunks {
 		ch := &a.chunks[i]
 		n := uint64(frameCounts[i])
-		ch.frames = frames[at : at+n : at+n]
+		ch.Frames = frames[at : at+n : at+n]
 		at += n
-		if ch.kind == kindFramedZstd {
-			total, err := checkIndexFrames(ch)
-			if err != nil {
-				return nil, d.errf("chunk %s: %v", ch.key, err)
+		if ch.Kind == chunkio.FramedZstd {
+			// The one frame-table rule (manifest.CheckFrames). The
+			// resolver set the size of a chunk whose compressed_size was
+			// unknown to its frames' end, so it is always known here.
+			fr := ch.Frames
+			t, err := manifest.CheckFrames(len(fr), func(i int) manifest.FrameSpan { return fr[i].Span() }, ch.Size)
+			if err == nil && ch.Size == 0 {
+				err = errors.New("framed chunk of size 0")
 			}
-			uncomp[i] = total
+			if err != nil {
+				return nil, d.errf("chunk %s: %v", ch.Key, err)
+			}
+			uncomp[i] = t.Total
 		}
-		if compressed > math.MaxInt64-ch.size {
+		if compressed > math.MaxInt64-ch.Size {
 			return nil, d.errf("chunk sizes overflow")
 		}
-		compressed += ch.size
+		compressed += ch.Size
 	}
 	if compressed != x.compressed {
 		return nil, d.errf("chunks total %d bytes, header says %d", compressed, x.compressed)
@@ -971,50 +952,13 @@ func (d *indexDecoder) archive(store backend.Store, opts Options, prov *indexPro
 	if err := d.files(x, a.chunks, uncomp); err != nil {
 		return nil, err
 	}
-
-	if opts.Name == "" {
-		opts.Name = a.uploadID
-	}
-	if opts.Cache == nil {
-		opts.Cache = NewFrameCache(defaultCacheBudget)
-	}
-	a.name = opts.Name
-	a.cache, a.metrics, a.log, a.opts = opts.Cache, opts.Metrics, opts.Logger, opts
-	return a, nil
-}
-
-// checkIndexFrames checks a framed chunk's frames as the resolver does:
-// positive spans without overflow, uncompressed spans tiling [0,total) in
-// order, compressed spans not overlapping and inside the object.
-func checkIndexFrames(ch *chunk) (int64, error) {
-	var at int64
-	for i, f := range ch.frames {
-		if f.cOff < 0 || f.cSize <= 0 || f.uOff < 0 || f.uSize <= 0 ||
-			f.cOff > math.MaxInt64-f.cSize || f.uOff > math.MaxInt64-f.uSize {
-			return 0, fmt.Errorf("frame %d has impossible spans", i)
-		}
-		if f.uOff != at {
-			return 0, fmt.Errorf("frame %d starts at %d where %d was expected", i, f.uOff, at)
-		}
-		at += f.uSize
-	}
-	byC := slices.Clone(ch.frames)
-	slices.SortFunc(byC, func(a, b frame) int { return cmpInt64(a.cOff, b.cOff) })
-	var end int64
-	for i, f := range byC {
-		if i > 0 && f.cOff < end {
-			return 0, fmt.Errorf("compressed spans of two frames overlap at byte %d", f.cOff)
-		}
-		end = f.cOff + f.cSize
-	}
-	if end > ch.size {
-		return 0, fmt.Errorf("frames end at byte %d, past the object size %d", end, ch.size)
-	}
-	return at, nil
+	arc := newArchive(*a, store, d.bucket, d.manifestKey, opts, nil)
+	arc.prov = prov
+	return arc, nil
 }
 
 // checkExtent checks one stored piece against its chunk.
-func checkExtent(e *extent, chunks []chunk, uncomp []int64) error {
+func checkExtent(e *extent, chunks []chunkio.Chunk, uncomp []int64) error {
 	if e.chunk < 0 || int(e.chunk) >= len(chunks) {
 		return fmt.Errorf("chunk index %d out of range", e.chunk)
 	}
@@ -1022,15 +966,15 @@ func checkExtent(e *extent, chunks []chunk, uncomp []int64) error {
 	switch {
 	case e.length < 0 || e.off < -1:
 		return fmt.Errorf("offset %d length %d", e.off, e.length)
-	case ch.kind == kindDirect:
-		if e.off != 0 || e.length != ch.size || e.tarName != "" {
-			return fmt.Errorf("direct object %s: offset %d length %d (object %d bytes)", ch.key, e.off, e.length, ch.size)
+	case ch.Kind == chunkio.Direct:
+		if e.off != 0 || e.length != ch.Size || e.tarName != "" {
+			return fmt.Errorf("direct object %s: offset %d length %d (object %d bytes)", ch.Key, e.off, e.length, ch.Size)
 		}
 	case e.tarName == "":
-		return fmt.Errorf("no tar name in chunk %s", ch.key)
-	case ch.kind == kindFramedZstd && e.off >= 0:
+		return fmt.Errorf("no tar name in chunk %s", ch.Key)
+	case ch.Kind == chunkio.FramedZstd && e.off >= 0:
 		if e.off > uncomp[e.chunk] || e.length > uncomp[e.chunk]-e.off {
-			return fmt.Errorf("bytes [%d,+%d) outside chunk %s (%d bytes)", e.off, e.length, ch.key, uncomp[e.chunk])
+			return fmt.Errorf("bytes [%d,+%d) outside chunk %s (%d bytes)", e.off, e.length, ch.Key, uncomp[e.chunk])
 		}
 	}
 	return nil
@@ -1038,7 +982,7 @@ func checkExtent(e *extent, chunks []chunk, uncomp []int64) error {
 
 // files decodes the file columns, roots, content types and extents and
 // checks every file.
-func (d *indexDecoder) files(x *index, chunks []chunk, uncomp []int64) error {
+func (d *indexDecoder) files(x *index, chunks []chunkio.Chunk, uncomp []int64) error {
 	c := &d.c
 	n := int(d.nFiles)
 	x.names = string(c.take(d.namesLen))
@@ -1155,7 +1099,7 @@ func (d *indexDecoder) files(x *index, chunks []chunk, uncomp []int64) error {
 			if root >= d.nRoots {
 				return d.errf("file %d: root %d of %d", i, root, d.nRoots)
 			}
-			if ch >= 0 && int(ch) < len(chunks) && chunks[ch].kind != kindDirect {
+			if ch >= 0 && int(ch) < len(chunks) && chunks[ch].Kind != chunkio.Direct {
 				// The tar name is roots[root]+key; only its presence is checked.
 				if x.roots[root] != "" || end > x.keyStart(i) {
 					e.tarName = "-"

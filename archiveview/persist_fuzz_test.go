@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/wharf-s3/wharf/archiveview/cargopack"
+	"github.com/wharf-s3/wharf/archiveview/chunkio"
 	"github.com/wharf-s3/wharf/backend"
 )
 
@@ -97,9 +98,9 @@ func piCheckInvariants(t *testing.T, a *Archive) {
 				t.Fatalf("file %q: bad extent %+v at %d", k, e, at)
 			}
 			c := &a.chunks[e.chunk]
-			if c.kind == kindFramedZstd && e.off >= 0 {
-				last := c.frames[len(c.frames)-1]
-				if e.off+e.length > last.uOff+last.uSize {
+			if c.Kind == chunkio.FramedZstd && e.off >= 0 {
+				last := c.Frames[len(c.Frames)-1]
+				if e.off+e.length > last.UOff+last.USize {
 					t.Fatalf("file %q: extent past its chunk", k)
 				}
 			}
@@ -112,11 +113,11 @@ func piCheckInvariants(t *testing.T, a *Archive) {
 	for i := range a.chunks {
 		c := &a.chunks[i]
 		var u int64
-		for _, fr := range c.frames {
-			if fr.uOff != u || fr.uSize <= 0 || fr.cSize <= 0 || fr.cOff < 0 || fr.cOff+fr.cSize > c.size {
-				t.Fatalf("chunk %s: bad frame %+v", c.key, fr)
+		for _, fr := range c.Frames {
+			if fr.UOff != u || fr.USize <= 0 || fr.CSize <= 0 || fr.COff < 0 || fr.COff+fr.CSize > c.Size {
+				t.Fatalf("chunk %s: bad frame %+v", c.Key, fr)
 			}
-			u += fr.uSize
+			u += fr.USize
 		}
 	}
 	a.List(ListParams{Delimiter: "/", MaxKeys: 1000})

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/wharf-s3/wharf/archiveview/cargopack"
+	"github.com/wharf-s3/wharf/archiveview/chunkio"
 	"github.com/wharf-s3/wharf/backend"
 )
 
@@ -154,9 +155,9 @@ func piSameTree(t *testing.T, a, b *Archive) {
 	}
 	for i := range a.chunks {
 		ca, cb := &a.chunks[i], &b.chunks[i]
-		if ca.key != cb.key || ca.kind != cb.kind || ca.size != cb.size || ca.sum != cb.sum || ca.hasSum != cb.hasSum ||
-			!(len(ca.frames) == 0 && len(cb.frames) == 0 || reflect.DeepEqual(ca.frames, cb.frames)) {
-			t.Errorf("chunk %d differs: %s %s %d vs %s %s %d", i, ca.key, ca.kind, ca.size, cb.key, cb.kind, cb.size)
+		if ca.Key != cb.Key || ca.Kind != cb.Kind || ca.Size != cb.Size || ca.Sum != cb.Sum || ca.HasSum != cb.HasSum ||
+			!(len(ca.Frames) == 0 && len(cb.Frames) == 0 || reflect.DeepEqual(ca.Frames, cb.Frames)) {
+			t.Errorf("chunk %d differs: %s %s %d vs %s %s %d", i, ca.Key, ca.Kind, ca.Size, cb.Key, cb.Kind, cb.Size)
 		}
 	}
 }
@@ -230,12 +231,7 @@ func TestIndexRoundTrip(t *testing.T) {
 				t.Errorf("loaded index still has %d unknown offsets that a walk found", got)
 			}
 			piReadAll(t, c, want, r)
-			walks := 0
-			for i := range c.chunks {
-				if c.chunks[i].rs != nil && c.chunks[i].rs.walk != nil {
-					walks++
-				}
-			}
+			walks := c.set.TarWalks()
 			if walks != 0 {
 				t.Errorf("%d chunk(s) walked although the index records every offset", walks)
 			}
@@ -518,9 +514,9 @@ func TestReadIndexHostile(t *testing.T) {
 		t.Fatal("no multi-extent file")
 		return 0
 	}
-	framed := func(b *Archive) *chunk {
+	framed := func(b *Archive) *chunkio.Chunk {
 		for i := range b.chunks {
-			if b.chunks[i].kind == kindFramedZstd && len(b.chunks[i].frames) > 1 {
+			if b.chunks[i].Kind == chunkio.FramedZstd && len(b.chunks[i].Frames) > 1 {
 				return &b.chunks[i]
 			}
 		}
@@ -570,23 +566,23 @@ func TestReadIndexHostile(t *testing.T) {
 		{"extent-bad-chunk", mutate(func(b *Archive) { b.idx.exts[b.idx.off[multi(b)]].chunk = 1 << 30 }), false},
 		{"framed-offset-outside", mutate(func(b *Archive) {
 			for i := range b.idx.flags {
-				if b.idx.flags[i]&flagMulti == 0 && b.chunks[b.idx.chunk[i]].kind == kindFramedZstd {
+				if b.idx.flags[i]&flagMulti == 0 && b.chunks[b.idx.chunk[i]].Kind == chunkio.FramedZstd {
 					b.idx.off[i] = 1 << 40
 					return
 				}
 			}
 			t.Fatal("no single framed file")
 		}), false},
-		{"frames-gap", mutate(func(b *Archive) { framed(b).frames[1].uOff++ }), false},
-		{"frames-overlap", mutate(func(b *Archive) { c := framed(b); c.frames[1].cOff = c.frames[0].cOff }), false},
-		{"frames-past-object", mutate(func(b *Archive) { c := framed(b); c.size = c.frames[len(c.frames)-1].cOff }), false},
-		{"frame-empty", mutate(func(b *Archive) { c := framed(b); c.frames[0].uSize = 0 }), false},
-		{"chunk-kind", mutate(func(b *Archive) { b.chunks[0].kind = 9 }), false},
-		{"frames-on-plain", mutate(func(b *Archive) { framed(b).kind = kindPlainTar }), false},
+		{"frames-gap", mutate(func(b *Archive) { framed(b).Frames[1].UOff++ }), false},
+		{"frames-overlap", mutate(func(b *Archive) { c := framed(b); c.Frames[1].COff = c.Frames[0].COff }), false},
+		{"frames-past-object", mutate(func(b *Archive) { c := framed(b); c.Size = c.Frames[len(c.Frames)-1].COff }), false},
+		{"frame-empty", mutate(func(b *Archive) { c := framed(b); c.Frames[0].USize = 0 }), false},
+		{"chunk-kind", mutate(func(b *Archive) { b.chunks[0].Kind = 9 }), false},
+		{"frames-on-plain", mutate(func(b *Archive) { framed(b).Kind = chunkio.PlainTar }), false},
 		{"direct-length", mutate(func(b *Archive) {
 			for i := range b.chunks {
-				if b.chunks[i].kind == kindDirect {
-					b.chunks[i].size++
+				if b.chunks[i].Kind == chunkio.Direct {
+					b.chunks[i].Size++
 					b.idx.compressed++
 					return
 				}

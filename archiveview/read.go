@@ -46,32 +46,34 @@ import (
 	"hash"
 	"io"
 
+	"github.com/wharf-s3/wharf/archiveview/chunkio"
 	"github.com/wharf-s3/wharf/archiveview/manifest"
 )
 
 // Errors of the read path. Each is returned wrapped with the archive, file
 // key and chunk key it concerns; backend errors keep their backend sentinel
 // (a missing chunk is backend.ErrNotFound: a server-side failure, not 404).
+// The first four are chunkio's, re-exported so callers need one package.
 var (
 	// ErrChecksum: bytes did not match a frame, extent, part, file or
 	// object sha256. Nothing after the mismatch (and not the final byte of
 	// the checked range) was delivered.
-	ErrChecksum = errors.New("checksum mismatch")
+	ErrChecksum = chunkio.ErrChecksum
 	// ErrCorrupt: data that cannot be what the manifest describes (bad
 	// zstd, wrong decoded length, a tar stream that ends early).
-	ErrCorrupt = errors.New("corrupt archive data")
+	ErrCorrupt = chunkio.ErrCorrupt
 	// ErrWrongMember: the tar header in front of a manifest archive_offset
 	// names another member or size.
-	ErrWrongMember = errors.New("archive offset points at the wrong tar member")
+	ErrWrongMember = chunkio.ErrWrongMember
 	// ErrNotInChunk: a tar walk did not find the member.
-	ErrNotInChunk = errors.New("tar member not found in chunk")
+	ErrNotInChunk = chunkio.ErrNotInChunk
 	// ErrBadRange: Open was asked for bytes outside the file.
 	ErrBadRange = errors.New("range outside the file")
 )
 
 // piece is the part of one extent a read covers.
 type piece struct {
-	e      extent
+	e      chunkio.Extent
 	s, l   int64 // start within the extent, length
 	outOff int64 // position in the reader's output
 }
@@ -105,7 +107,7 @@ func (a *Archive) Open(ctx context.Context, f File, off, n int64) (io.ReadCloser
 	exts := a.fileExtents(f.idx)
 	var at int64
 	for _, e := range exts {
-		if e.fileOff != at || e.length < 0 || e.chunk < 0 || int(e.chunk) >= len(a.chunks) {
+		if e.fileOff != at || e.length < 0 || e.chunk < 0 || int(e.chunk) >= len(a.tree.chunks) {
 			return nil, fmt.Errorf("archive %s: key %s: extents do not tile the file at byte %d: %w", a.name, f.Key, at, ErrCorrupt)
 		}
 		at += e.length
@@ -122,7 +124,9 @@ func (a *Archive) Open(ctx context.Context, f File, off, n int64) (io.ReadCloser
 		if t <= s {
 			continue
 		}
-		p := piece{e: e, s: s - e.fileOff, l: t - s, outOff: s - off}
+		ce := chunkio.Extent{Chunk: e.chunk, Off: e.off, Length: e.length, TarName: e.tarName}
+		ce.Sum, ce.HasSum = extentSum(e, f)
+		p := piece{e: ce, s: s - e.fileOff, l: t - s, outOff: s - off}
 		r.pieces = append(r.pieces, p)
 		if p.s == 0 && p.l == e.length && e.hasSum {
 			r.checks = append(r.checks, &check{start: p.outOff, end: p.outOff + p.l, ci: e.chunk, want: e.sum,
@@ -164,11 +168,11 @@ type fileReader struct {
 
 	pieces   []piece
 	pi       int
-	src      segSource
+	src      chunkio.Source
 	pieceGot int64
 
 	seg      []byte
-	rel      *frameBuf
+	rel      *chunkio.Buf
 	produced int64
 	checks   []*check
 	err      error
@@ -176,8 +180,8 @@ type fileReader struct {
 
 func (r *fileReader) wrap(ci int32, err error) error {
 	chunk := "?"
-	if ci >= 0 && int(ci) < len(r.a.chunks) {
-		chunk = r.a.chunks[ci].key
+	if ci >= 0 && int(ci) < len(r.a.tree.chunks) {
+		chunk = r.a.tree.chunks[ci].Key
 	}
 	return fmt.Errorf("archive %s: key %s: chunk %s: %w", r.a.name, r.f.Key, chunk, err)
 }
@@ -187,7 +191,7 @@ func (r *fileReader) wrap(ci int32, err error) error {
 func (r *fileReader) fill() error {
 	for len(r.seg) == 0 {
 		if r.rel != nil {
-			r.rel.release()
+			r.rel.Release()
 			r.rel = nil
 		}
 		if r.err != nil {
@@ -207,19 +211,19 @@ func (r *fileReader) fill() error {
 		}
 		p := &r.pieces[r.pi]
 		if r.src == nil {
-			src, err := r.openPiece(p)
+			src, err := r.a.set.OpenExtent(r.ctx, p.e, p.s, p.l)
 			if err != nil {
-				r.err = r.wrap(p.e.chunk, err)
+				r.err = r.wrap(p.e.Chunk, err)
 				return r.err
 			}
 			r.src, r.pieceGot = src, 0
 		}
-		seg, rel, err := r.src.next()
+		seg, rel, err := r.src.Next()
 		if err == io.EOF {
-			r.src.close()
+			r.src.Close()
 			r.src = nil
 			if r.pieceGot != p.l {
-				r.err = r.wrap(p.e.chunk, fmt.Errorf("extent source ended after %d of %d bytes: %w", r.pieceGot, p.l, ErrCorrupt))
+				r.err = r.wrap(p.e.Chunk, fmt.Errorf("extent source ended after %d of %d bytes: %w", r.pieceGot, p.l, ErrCorrupt))
 				return r.err
 			}
 			r.pi++
@@ -230,9 +234,9 @@ func (r *fileReader) fill() error {
 		}
 		if err != nil {
 			if rel != nil {
-				rel.release()
+				rel.Release()
 			}
-			r.err = r.wrap(p.e.chunk, err)
+			r.err = r.wrap(p.e.Chunk, err)
 			return r.err
 		}
 		start, end := r.produced, r.produced+int64(len(seg))
@@ -244,7 +248,7 @@ func (r *fileReader) fill() error {
 			if c.end <= end {
 				if err := r.verify(c); err != nil {
 					if rel != nil {
-						rel.release()
+						rel.Release()
 					}
 					r.err = err
 					return err
@@ -263,7 +267,7 @@ func (r *fileReader) verify(c *check) error {
 	var got [32]byte
 	c.h.Sum(got[:0])
 	if got != c.want {
-		r.a.metrics.checksumFailure()
+		r.a.set.Metrics().ChecksumFailure()
 		return r.wrap(c.ci, fmt.Errorf("%s sha256 mismatch: %w", c.what, ErrChecksum))
 	}
 	return nil
@@ -309,11 +313,11 @@ func (r *fileReader) WriteTo(w io.Writer) (int64, error) {
 func (r *fileReader) Close() error {
 	r.cancel()
 	if r.src != nil {
-		r.src.close()
+		r.src.Close()
 		r.src = nil
 	}
 	if r.rel != nil {
-		r.rel.release()
+		r.rel.Release()
 		r.rel = nil
 	}
 	r.seg = nil
@@ -321,194 +325,4 @@ func (r *fileReader) Close() error {
 		r.err = errors.New("archiveview: read after Close")
 	}
 	return nil
-}
-
-// openPiece resolves the piece's extent offset (tar walk if unknown), runs
-// the header check once per extent, and returns its source.
-func (r *fileReader) openPiece(p *piece) (segSource, error) {
-	a, e, ctx := r.a, p.e, r.ctx
-	ci := e.chunk
-	c := &a.chunks[ci]
-	rd := a.rdState()
-	base := e.off
-	needHdr := false
-	switch {
-	case c.kind == kindDirect:
-		if base < 0 {
-			base = 0
-		}
-	case base < 0:
-		off, size, err := a.walkOffset(ctx, ci, e.tarName)
-		if err != nil {
-			return nil, err
-		}
-		if size != e.length {
-			return nil, fmt.Errorf("tar member %q has %d bytes, manifest says %d: %w", e.tarName, size, e.length, ErrWrongMember)
-		}
-		base = off
-	default:
-		if base < 512 {
-			return nil, fmt.Errorf("archive_offset %d leaves no room for a tar header: %w", base, ErrWrongMember)
-		}
-		_, ok := a.chunkState(ci).hdrOK.Load(hdrKey{off: base, name: e.tarName, length: e.length})
-		needHdr = !ok
-	}
-	u0, u1 := base+p.s, base+p.s+p.l
-	// An extent with a sha256 but no frame checksum covering it, and small
-	// enough, is fetched and verified whole before any of its bytes is
-	// delivered: for partial reads (the bytes outside the range are needed
-	// for the check) and for whole reads too, so a damaged small file is a
-	// clean error before the response headers rather than an aborted body
-	// that began with unverified bytes.
-	if sum, ok := extentSum(e, r.f); ok && rd.smallVer > 0 && e.length <= rd.smallVer &&
-		!a.rangeVerified(ci, base, base+e.length) {
-		buf, err := a.verifiedExtent(ctx, ci, base, e, sum, needHdr)
-		if err != nil {
-			return nil, err
-		}
-		if int64(len(buf.b)) != e.length {
-			buf.release()
-			return nil, fmt.Errorf("verified extent at %d holds %d bytes, manifest says %d: %w", base, len(buf.b), e.length, ErrCorrupt)
-		}
-		return &bytesSource{buf: buf, b: buf.b[p.s : p.s+p.l]}, nil
-	}
-	if needHdr && p.s > 0 {
-		if err := a.checkHeaderAt(ctx, ci, base, e); err != nil {
-			return nil, err
-		}
-		needHdr = false
-	}
-	if needHdr {
-		src, err := a.chunkRange(ctx, ci, u0-512, u1)
-		if err != nil {
-			return nil, err
-		}
-		return &hdrSource{a: a, inner: src, ci: ci, base: base, e: e}, nil
-	}
-	return a.chunkRange(ctx, ci, u0, u1)
-}
-
-// checkHeaderAt reads and checks the 512-byte header ending at base.
-func (a *Archive) checkHeaderAt(ctx context.Context, ci int32, base int64, e extent) error {
-	src, err := a.chunkRange(ctx, ci, base-512, base)
-	if err != nil {
-		return err
-	}
-	sr := &segReader{src: src}
-	defer sr.Close()
-	var hdr [512]byte
-	if _, err := io.ReadFull(sr, hdr[:]); err != nil {
-		return fmt.Errorf("reading tar header at %d: %w", base-512, err)
-	}
-	return a.acceptHeader(ci, base, e, hdr[:])
-}
-
-func (a *Archive) acceptHeader(ci int32, base int64, e extent, hdr []byte) error {
-	if err := checkTarHeader(hdr, e.tarName, e.length); err != nil {
-		return fmt.Errorf("archive_offset %d: %w", base, err)
-	}
-	a.chunkState(ci).hdrOK.Store(hdrKey{off: base, name: e.tarName, length: e.length}, struct{}{})
-	return nil
-}
-
-// hdrSource consumes and checks the 512 header bytes in front of the data
-// before yielding any data.
-type hdrSource struct {
-	a       *Archive
-	inner   segSource
-	ci      int32
-	base    int64
-	e       extent
-	checked bool
-	pend    []byte
-	pendRel *frameBuf
-}
-
-func (s *hdrSource) next() ([]byte, *frameBuf, error) {
-	if !s.checked {
-		var hdr [512]byte
-		got := 0
-		for got < 512 {
-			seg, rel, err := s.inner.next()
-			if err == io.EOF {
-				err = fmt.Errorf("tar header at %d truncated: %w", s.base-512, ErrCorrupt)
-			}
-			if err != nil {
-				return nil, nil, err
-			}
-			k := copy(hdr[got:], seg)
-			got += k
-			if k < len(seg) {
-				s.pend, s.pendRel = seg[k:], rel
-			} else if rel != nil {
-				rel.release()
-			}
-		}
-		if err := s.a.acceptHeader(s.ci, s.base, s.e, hdr[:]); err != nil {
-			if s.pendRel != nil {
-				s.pendRel.release()
-				s.pendRel = nil
-			}
-			s.pend = nil
-			return nil, nil, err
-		}
-		s.checked = true
-		if len(s.pend) > 0 {
-			seg, rel := s.pend, s.pendRel
-			s.pend, s.pendRel = nil, nil
-			return seg, rel, nil
-		}
-		if s.pendRel != nil {
-			s.pendRel.release()
-			s.pendRel = nil
-		}
-	}
-	return s.inner.next()
-}
-
-func (s *hdrSource) close() {
-	if s.pendRel != nil {
-		s.pendRel.release()
-		s.pendRel = nil
-	}
-	s.inner.close()
-}
-
-// verifiedExtent returns extent e (data at base) whole, fetched once,
-// checked against sum and kept in the FrameCache under the extent's key.
-func (a *Archive) verifiedExtent(ctx context.Context, ci int32, base int64, e extent, sum [32]byte, needHdr bool) (*frameBuf, error) {
-	rd := a.rdState()
-	k := cacheKey{store: rd.storeID, bucket: a.bucket, object: a.chunks[ci].key, kind: keyExtent, n: base, m: e.length,
-		name: e.tarName, sum: sum, hasSum: true}
-	return rd.cache.get(ctx, k, a.metrics, func(ctx context.Context) (*frameBuf, error) {
-		var src segSource
-		var err error
-		if needHdr {
-			src, err = a.chunkRange(ctx, ci, base-512, base+e.length)
-			if err == nil {
-				src = &hdrSource{a: a, inner: src, ci: ci, base: base, e: e}
-			}
-		} else {
-			src, err = a.chunkRange(ctx, ci, base, base+e.length)
-		}
-		if err != nil {
-			return nil, err
-		}
-		sr := &segReader{src: src}
-		defer sr.Close()
-		buf := rd.cache.bufs.getBuf(e.length)
-		if _, err := io.ReadFull(sr, buf.b); err != nil {
-			buf.release()
-			if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-				err = fmt.Errorf("extent source ended early: %w", ErrCorrupt)
-			}
-			return nil, err
-		}
-		if sha256.Sum256(buf.b) != sum {
-			buf.release()
-			a.metrics.checksumFailure()
-			return nil, fmt.Errorf("extent at %d (%d bytes) sha256 mismatch: %w", base, e.length, ErrChecksum)
-		}
-		return buf, nil
-	})
 }

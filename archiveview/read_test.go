@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/wharf-s3/wharf/archiveview/cargopack"
+	"github.com/wharf-s3/wharf/archiveview/chunkio"
 	"github.com/wharf-s3/wharf/archiveview/manifest"
 	"github.com/wharf-s3/wharf/backend"
 )
@@ -175,16 +176,16 @@ type rpShape struct {
 // proves it exercises the structure it is named for.
 func rpFeatures(a *Archive) map[string]bool {
 	feat := map[string]bool{}
-	maxFrame := a.rdState().maxFrame
+	maxFrame := a.set.Options().MaxFrame()
 	for i := range a.chunks {
 		c := &a.chunks[i]
-		feat[c.kind.String()] = true
-		for _, f := range c.frames {
-			if f.uSize > maxFrame {
+		feat[c.Kind.String()] = true
+		for _, f := range c.Frames {
+			if f.USize > maxFrame {
 				feat["giant-frame"] = true
 			}
 		}
-		if n := len(c.frames); n > 1 && c.frames[n-1].uSize == 1024 {
+		if n := len(c.Frames); n > 1 && c.Frames[n-1].USize == 1024 {
 			feat["trailer-only-frame"] = true
 		}
 	}
@@ -194,7 +195,7 @@ func rpFeatures(a *Archive) map[string]bool {
 		chunks := map[int32]bool{}
 		for _, e := range exts {
 			chunks[e.chunk] = true
-			if e.off < 0 && a.chunks[e.chunk].kind != kindDirect {
+			if e.off < 0 && a.chunks[e.chunk].Kind != chunkio.Direct {
 				feat["tar-walk"] = true
 			}
 			k := [3]int64{int64(e.chunk), e.off, e.length}
@@ -203,8 +204,8 @@ func rpFeatures(a *Archive) map[string]bool {
 			}
 			loc[k] = true
 			c := &a.chunks[e.chunk]
-			if e.off >= 0 && len(c.frames) > 0 && e.length > 0 {
-				if lo, hi, err := coverFrames(c.frames, e.off, e.off+e.length); err == nil && hi > lo {
+			if e.off >= 0 && len(c.Frames) > 0 && e.length > 0 {
+				if lo, hi, err := chunkio.CoverFrames(c.Frames, e.off, e.off+e.length); err == nil && hi > lo {
 					feat["file-spans-frames"] = true
 				}
 			}
@@ -400,7 +401,7 @@ func (ra *rpArchive) expectFailure(t *testing.T, key string, off, n int64, targe
 	return first
 }
 
-func rpChunkOf(t testing.TB, ra *rpArchive, key string) (*chunk, extent) {
+func rpChunkOf(t testing.TB, ra *rpArchive, key string) (*chunkio.Chunk, extent) {
 	t.Helper()
 	f, ok := ra.a.Stat(key)
 	if !ok {
@@ -413,16 +414,14 @@ func rpChunkOf(t testing.TB, ra *rpArchive, key string) (*chunk, extent) {
 func TestFlippedByteInFrame(t *testing.T) {
 	files := rpTree(3)
 	ra := rpNew(t, files, cargopack.Options{FrameSize: 64 << 10}, Options{Readahead: -1})
-	reg := ra.a.metrics
-	_ = reg
 	c, e := rpChunkOf(t, ra, "mid/two.txt")
-	lo, _, err := coverFrames(c.frames, e.off, e.off+1)
+	lo, _, err := chunkio.CoverFrames(c.Frames, e.off, e.off+1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	flip := c.frames[lo].cOff + c.frames[lo].cSize/2
+	flip := c.Frames[lo].COff + c.Frames[lo].CSize/2
 	ra.faulty.SetHook(func(r backend.Request) backend.Fault {
-		if r.Key == c.key {
+		if r.Key == c.Key {
 			return backend.Fault{Kind: backend.FaultFlip, FlipAt: []int64{flip}}
 		}
 		return backend.Fault{}
@@ -460,7 +459,7 @@ func TestFlippedBytePlainTar(t *testing.T) {
 			c, e := rpChunkOf(t, ra, tc.key)
 			flip := e.off + tc.at
 			ra.faulty.SetHook(func(r backend.Request) backend.Fault {
-				if r.Key == c.key {
+				if r.Key == c.Key {
 					return backend.Fault{Kind: backend.FaultFlip, FlipAt: []int64{flip}}
 				}
 				return backend.Fault{}
@@ -507,7 +506,7 @@ func TestMissingChunk(t *testing.T) {
 		t.Run(sh.name, func(t *testing.T) {
 			ra := rpNew(t, files, sh.opt, Options{})
 			c, _ := rpChunkOf(t, ra, "mid/one.txt")
-			if err := os.Remove(filepath.Join(ra.dir, rpBucket, filepath.FromSlash(c.key))); err != nil {
+			if err := os.Remove(filepath.Join(ra.dir, rpBucket, filepath.FromSlash(c.Key))); err != nil {
 				t.Fatal(err)
 			}
 			ra.expectFailure(t, "mid/one.txt", 0, 70_000, backend.ErrNotFound)
@@ -607,7 +606,7 @@ func TestReplacedChunk(t *testing.T) {
 	ra := rpNew(t, files, cargopack.Options{FrameSize: 32 << 10}, Options{Readahead: -1})
 	ra.mustRead(t, "big/large.txt", 0, 100, true)
 	c, _ := rpChunkOf(t, ra, "big/large.txt")
-	p := filepath.Join(ra.dir, rpBucket, filepath.FromSlash(c.key))
+	p := filepath.Join(ra.dir, rpBucket, filepath.FromSlash(c.Key))
 	obj, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)
@@ -721,7 +720,7 @@ func TestWalkPlainAndMixed(t *testing.T) {
 	gets := ra.faulty.Requests("range") + ra.faulty.Requests("get")
 	plain := 0
 	for i := range ra.a.chunks {
-		if ra.a.chunks[i].kind == kindPlainTar {
+		if ra.a.chunks[i].Kind == chunkio.PlainTar {
 			plain++
 		}
 	}
@@ -793,7 +792,7 @@ func TestGiantFrameSequentialIsLinear(t *testing.T) {
 			for off := int64(0); off < size; off += step {
 				ra.mustRead(t, "huge.txt", off, min(step, size-off), off%2 == 0)
 			}
-			decoded := ra.a.rdState().decoded.Load()
+			decoded := ra.a.set.StreamDecoded()
 			t.Logf("decoded %d bytes for a %d-byte file; fetched %d of %d compressed; %d requests",
 				decoded, size, ra.faulty.BytesReturned(), ra.res.CompressedBytes, ra.faulty.Requests(""))
 			if decoded > size+(2<<10) {
@@ -809,7 +808,7 @@ func TestGiantFrameSequentialIsLinear(t *testing.T) {
 func TestConcurrentReadersStayWithinCacheBudget(t *testing.T) {
 	files := rpSmallFiles(400)
 	files["big.txt"] = rpText(99, 3<<20)
-	cache := NewFrameCache(512 << 10)
+	cache := chunkio.NewFrameCache(512 << 10)
 	ra := rpNew(t, files, cargopack.Options{FrameSize: 64 << 10, ChunkSize: 1 << 20}, Options{Cache: cache})
 	keys := rpKeys(files)
 	var wg sync.WaitGroup
@@ -1037,7 +1036,7 @@ func BenchmarkReadLargeFramed(b *testing.B) {
 	b.SetBytes(size)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		ra := rpOpenDir(b, dir, res, files, Options{Cache: NewFrameCache(64 << 20)})
+		ra := rpOpenDir(b, dir, res, files, Options{Cache: chunkio.NewFrameCache(64 << 20)})
 		st, _ := ra.a.Stat("big.txt")
 		r, err := ra.a.Open(context.Background(), st, 0, st.Size)
 		if err != nil {

@@ -40,6 +40,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/wharf-s3/wharf/archiveview/chunkio"
 	"github.com/wharf-s3/wharf/archiveview/manifest"
 )
 
@@ -72,17 +73,6 @@ type survivor struct {
 	split bool
 }
 
-// chunkSpec is a chunk as resolved, before it becomes a chunk (which holds
-// a sync.Once and so is never copied).
-type chunkSpec struct {
-	key    string
-	kind   chunkKind
-	frames []frame
-	size   int64
-	sum    [32]byte
-	hasSum bool
-}
-
 // chunkCand is a chunks[] entry seen somewhere in the chain.
 type chunkCand struct {
 	link  int32
@@ -96,7 +86,7 @@ type resolver struct {
 
 	cands    map[string]chunkCand // resolved chunk key -> chosen entry
 	chunkIdx map[string]int32     // resolved key -> index in chunks (materialized)
-	chunks   []chunkSpec
+	chunks   []chunkio.Chunk
 	uncomp   []int64 // per chunk: uncompressed tar bytes (frames or manifest)
 
 	shapes   map[string]bool
@@ -149,7 +139,7 @@ func (r *resolver) resolveKey(li int32, s3key string) string {
 }
 
 // build resolves the chain into the index and the chunk table.
-func (r *resolver) build() (index, []chunk, error) {
+func (r *resolver) build() (index, []chunkio.Chunk, error) {
 	r.init()
 	if err := r.collectChunks(); err != nil {
 		return index{}, nil, err
@@ -168,10 +158,10 @@ func (r *resolver) build() (index, []chunk, error) {
 	}
 	for i := range r.chunks {
 		c := &r.chunks[i]
-		idx.frames += len(c.frames)
-		idx.compressed += c.size
+		idx.frames += len(c.Frames)
+		idx.compressed += c.Size
 		idx.uncompressed += r.uncomp[i]
-		r.shapes[c.kind.String()] = true
+		r.shapes[c.Kind.String()] = true
 	}
 	if r.legacyOffsets > 0 {
 		r.shapes["legacy-offsets"] = true
@@ -220,14 +210,11 @@ func (r *resolver) buildIndex(survivors []survivor, origins map[fileRef]fileRef)
 }
 
 // chunkTable materializes the chunks resolved so far.
-func (r *resolver) chunkTable() []chunk {
-	chunks := make([]chunk, len(r.chunks))
-	bounds := r.streamBounds()
-	for i, c := range r.chunks {
-		chunks[i].key, chunks[i].kind, chunks[i].frames = c.key, c.kind, c.frames
-		chunks[i].size, chunks[i].sum, chunks[i].hasSum = c.size, c.sum, c.hasSum
-		if bounds != nil {
-			chunks[i].maxTar = bounds[i]
+func (r *resolver) chunkTable() []chunkio.Chunk {
+	chunks := slices.Clone(r.chunks)
+	if bounds := r.streamBounds(); bounds != nil {
+		for i := range chunks {
+			chunks[i].MaxTar = bounds[i]
 		}
 	}
 	return chunks
@@ -250,7 +237,7 @@ const (
 func (r *resolver) streamBounds() []int64 {
 	any := false
 	for _, c := range r.chunks {
-		any = any || c.kind == kindStreamZstd
+		any = any || c.Kind == chunkio.StreamZstd
 	}
 	if !any {
 		return nil
@@ -270,7 +257,7 @@ func (r *resolver) streamBounds() []int64 {
 				continue
 			}
 			ci, ok := r.chunkIdx[r.resolveKey(int32(li), fe.S3Key)]
-			if !ok || r.chunks[ci].kind != kindStreamZstd {
+			if !ok || r.chunks[ci].Kind != chunkio.StreamZstd {
 				continue
 			}
 			n := fe.Size
@@ -286,7 +273,7 @@ func (r *resolver) streamBounds() []int64 {
 	}
 	for i := range sums {
 		switch {
-		case r.chunks[i].kind != kindStreamZstd || sums[i] < 0:
+		case r.chunks[i].Kind != chunkio.StreamZstd || sums[i] < 0:
 			sums[i] = 0
 		default:
 			sums[i] = 2*(sums[i]+1024) + tarBoundSlack
@@ -687,22 +674,22 @@ func (r *resolver) place(ref fileRef, fe *manifest.FileEntry, length int64, tarN
 		r.legacyOffsets++
 	}
 	c := &r.chunks[ci]
-	if off >= 0 && c.kind == kindFramedZstd {
+	if off >= 0 && c.Kind == chunkio.FramedZstd {
 		total := r.uncomp[ci]
 		if off > total || length > total-off {
 			return extent{}, treeErr("file %s: bytes [%d,%d) lie outside chunk %s, whose frames cover %d bytes",
 				r.where(ref), off, off+length, key, total)
 		}
-		fi, _ := slices.BinarySearchFunc(c.frames, off, func(f frame, o int64) int {
+		fi, _ := slices.BinarySearchFunc(c.Frames, off, func(f chunkio.Frame, o int64) int {
 			switch {
-			case f.uOff+f.uSize <= o:
+			case f.UOff+f.USize <= o:
 				return -1
-			case f.uOff > o:
+			case f.UOff > o:
 				return 1
 			}
 			return 0
 		})
-		if fi < len(c.frames) && off+length > c.frames[fi].uOff+c.frames[fi].uSize {
+		if fi < len(c.Frames) && off+length > c.Frames[fi].UOff+c.Frames[fi].USize {
 			r.subFrames++
 		}
 	}
@@ -718,16 +705,16 @@ func (r *resolver) directChunk(ref fileRef, key string, length int64, fe *manife
 	}
 	if ci, ok := r.chunkIdx[key]; ok {
 		c := &r.chunks[ci]
-		if c.kind != kindDirect {
+		if c.Kind != chunkio.Direct {
 			return 0, treeErr("file %s: object %s is used both as a chunk and as a direct object", r.where(ref), key)
 		}
-		if c.size != length || (hasSum && c.hasSum && sum != c.sum) {
+		if c.Size != length || (hasSum && c.HasSum && sum != c.Sum) {
 			return 0, treeErr("file %s: direct object %s is claimed by files of different size or checksum", r.where(ref), key)
 		}
 		return ci, nil
 	}
 	ci := int32(len(r.chunks))
-	r.chunks = append(r.chunks, chunkSpec{key: key, kind: kindDirect, size: length, sum: sum, hasSum: hasSum})
+	r.chunks = append(r.chunks, chunkio.Chunk{Key: key, Kind: chunkio.Direct, Size: length, Sum: sum, HasSum: hasSum})
 	r.uncomp = append(r.uncomp, length)
 	r.chunkIdx[key] = ci
 	return ci, nil
@@ -736,7 +723,7 @@ func (r *resolver) directChunk(ref fileRef, key string, length int64, fe *manife
 // chunkFor materializes the chunk with resolved key (which has a candidate).
 func (r *resolver) chunkFor(key string) (int32, error) {
 	if ci, ok := r.chunkIdx[key]; ok {
-		if r.chunks[ci].kind == kindDirect {
+		if r.chunks[ci].Kind == chunkio.Direct {
 			return 0, treeErr("object %s is used both as a chunk and as a direct object", key)
 		}
 		return ci, nil
@@ -746,30 +733,28 @@ func (r *resolver) chunkFor(key string) (int32, error) {
 	ce := &l.m.Chunks[cand.entry]
 	where := fmt.Sprintf("chunk %s (manifest %s)", key, l.key)
 
-	c := chunkSpec{key: key, size: ce.CompressedSize}
-	if c.size < 0 || ce.UncompressedSize < 0 {
+	c := chunkio.Chunk{Key: key, Size: ce.CompressedSize}
+	if c.Size < 0 || ce.UncompressedSize < 0 {
 		return 0, treeErr("%s: negative size", where)
 	}
 	kind, err := chunkKindOf(key, l.m.CompressionType, len(ce.Frames) > 0)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %s: %w", ErrInvalidTree, where, err)
 	}
-	c.kind = kind
+	c.Kind = kind
 	uncomp := ce.UncompressedSize
-	if kind == kindFramedZstd {
-		frames, total, end, err := r.frames(ce, l.verify, where)
+	if kind == chunkio.FramedZstd {
+		frames, t, err := r.frames(ce, l.verify, where)
 		if err != nil {
 			return 0, err
 		}
-		c.frames = frames
-		uncomp = total
-		if c.size == 0 {
-			c.size = end
-		} else if end > c.size {
-			return 0, treeErr("%s: frames end at byte %d, past compressed_size %d", where, end, c.size)
+		c.Frames = frames
+		uncomp = t.Total
+		if c.Size == 0 {
+			c.Size = t.End
 		}
 	} else if l.verify {
-		c.sum, c.hasSum = r.sum(ce.Checksum, func() string { return where })
+		c.Sum, c.HasSum = r.sum(ce.Checksum, func() string { return where })
 	}
 	ci := int32(len(r.chunks))
 	r.chunks = append(r.chunks, c)
@@ -795,7 +780,7 @@ func (r *resolver) sum(s string, what func() string) ([32]byte, bool) {
 // chunkKindOf decides a chunk's decoding from its key, as CargoShip does:
 // the extension is the only per-chunk signal; any other ending falls back
 // to the manifest-wide compression_type ("" = zstd).
-func chunkKindOf(key, compressionType string, hasFrames bool) (chunkKind, error) {
+func chunkKindOf(key, compressionType string, hasFrames bool) (chunkio.Kind, error) {
 	k := strings.ToLower(key)
 	comp := ""
 	switch {
@@ -814,69 +799,50 @@ func chunkKindOf(key, compressionType string, hasFrames bool) (chunkKind, error)
 	switch comp {
 	case "zstd":
 		if hasFrames {
-			return kindFramedZstd, nil
+			return chunkio.FramedZstd, nil
 		}
-		return kindStreamZstd, nil
+		return chunkio.StreamZstd, nil
 	case "none":
 		if hasFrames {
 			return 0, errors.New("a plain tar chunk cannot have zstd frames")
 		}
-		return kindPlainTar, nil
+		return chunkio.PlainTar, nil
 	}
 	return 0, fmt.Errorf("unsupported chunk compression %q", comp)
 }
 
-// frames validates a framed chunk's frame table: uncompressed spans tile
-// [0,total) in order, compressed spans do not overlap (gaps are allowed).
-// It returns the frames sorted by uOff, the tar length and the compressed end.
-func (r *resolver) frames(ce *manifest.ChunkEntry, verify bool, where string) ([]frame, int64, int64, error) {
-	fs := make([]frame, len(ce.Frames))
+// frames checks a framed chunk's frame table with manifest.CheckFrames
+// (the one frame-table rule) and returns it with the table's tar length
+// and compressed end. A compressed_size of 0 (unknown) is allowed.
+func (r *resolver) frames(ce *manifest.ChunkEntry, verify bool, where string) ([]chunkio.Frame, manifest.FrameTable, error) {
+	fs := make([]chunkio.Frame, len(ce.Frames))
 	for i, fe := range ce.Frames {
-		f := frame{cOff: fe.CompressedOffset, cSize: fe.CompressedSize, uOff: fe.UncompressedOffset, uSize: fe.UncompressedSize}
-		if f.cOff < 0 || f.cSize <= 0 || f.uOff < 0 || f.uSize <= 0 ||
-			f.cOff > math.MaxInt64-f.cSize || f.uOff > math.MaxInt64-f.uSize {
-			return nil, 0, 0, treeErr("%s: frame %d has impossible spans (compressed %d+%d, uncompressed %d+%d)",
-				where, i, f.cOff, f.cSize, f.uOff, f.uSize)
-		}
+		f := chunkio.Frame{COff: fe.CompressedOffset, CSize: fe.CompressedSize, UOff: fe.UncompressedOffset, USize: fe.UncompressedSize}
 		if verify {
 			sum, ok, err := manifest.ParseChecksum(fe.Checksum)
 			if err != nil {
-				return nil, 0, 0, fmt.Errorf("%w: %s: frame %d checksum: %w", ErrInvalidTree, where, i, err)
+				return nil, manifest.FrameTable{}, fmt.Errorf("%w: %s: frame %d checksum: %w", ErrInvalidTree, where, i, err)
 			}
-			f.sum, f.hasSum = sum, ok
+			f.Sum, f.HasSum = sum, ok
 		}
 		fs[i] = f
 	}
-	slices.SortStableFunc(fs, func(a, b frame) int { return cmpInt64(a.uOff, b.uOff) })
-	var at int64
-	for i, f := range fs {
-		if f.uOff != at {
-			return nil, 0, 0, treeErr("%s: frames do not tile the tar stream: a frame starts at %d where %d was expected (frame %d in order)",
-				where, f.uOff, at, i)
-		}
-		at += f.uSize
+	t, err := manifest.CheckFrames(len(fs), func(i int) manifest.FrameSpan { return fs[i].Span() }, ce.CompressedSize)
+	if err != nil {
+		return nil, t, fmt.Errorf("%w: %s: %w", ErrInvalidTree, where, err)
 	}
-	byC := slices.Clone(fs)
-	slices.SortFunc(byC, func(a, b frame) int { return cmpInt64(a.cOff, b.cOff) })
-	var end int64
-	for i, f := range byC {
-		if i > 0 && f.cOff < end {
-			return nil, 0, 0, treeErr("%s: compressed spans of two frames overlap at byte %d", where, f.cOff)
-		}
-		end = f.cOff + f.cSize
-	}
-	max := effectiveMaxFrame(r.opts)
+	o := r.opts.chunkOptions()
 	giant := 0
 	for _, f := range fs {
-		if f.uSize > max || f.cSize > max {
+		if o.Giant(f) {
 			giant++
 		}
 	}
 	if giant > 0 {
 		r.shapes["giant-frame"] = true
-		r.warnf("%s: %d frame(s) decode to, or are stored in, more than %d bytes; reads stream them instead of caching", where, giant, max)
+		r.warnf("%s: %d frame(s) decode to, or are stored in, more than %d bytes; reads stream them instead of caching", where, giant, o.MaxFrame())
 	}
-	return fs, at, end, nil
+	return fs, t, nil
 }
 
 func cmpInt64(a, b int64) int {
@@ -903,7 +869,7 @@ func (r *resolver) identity(rec fileRec, exts []extent) [16]byte {
 	put(rec.mtime.Unix())
 	put(int64(rec.mtime.Nanosecond()))
 	for _, e := range exts {
-		h.Write([]byte(r.chunks[e.chunk].key))
+		h.Write([]byte(r.chunks[e.chunk].Key))
 		h.Write([]byte{0})
 		put(e.fileOff)
 		put(e.off)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/wharf-s3/wharf/archiveview/cargopack"
+	"github.com/wharf-s3/wharf/archiveview/chunkio"
 	"github.com/wharf-s3/wharf/archiveview/manifest"
 )
 
@@ -46,19 +47,19 @@ func TestChunkKindOf(t *testing.T) {
 	tests := []struct {
 		key, comp string
 		frames    bool
-		want      chunkKind
+		want      chunkio.Kind
 		err       bool
 	}{
-		{"a/chunk-0.tar.zst", "zstd", true, kindFramedZstd, false},
-		{"a/chunk-0.tar.zst", "none", false, kindStreamZstd, false}, // the extension wins over compression_type
-		{"a/chunk-0.TAR.ZST", "", false, kindStreamZstd, false},
-		{"a/chunk-0.zst", "", false, kindStreamZstd, false},
-		{"a/chunk-0.tar", "zstd", false, kindPlainTar, false}, // compression_type says zstd, wrongly
-		{"a/chunk-0.tar", "", true, 0, true},                  // a plain tar has no frames
+		{"a/chunk-0.tar.zst", "zstd", true, chunkio.FramedZstd, false},
+		{"a/chunk-0.tar.zst", "none", false, chunkio.StreamZstd, false}, // the extension wins over compression_type
+		{"a/chunk-0.TAR.ZST", "", false, chunkio.StreamZstd, false},
+		{"a/chunk-0.zst", "", false, chunkio.StreamZstd, false},
+		{"a/chunk-0.tar", "zstd", false, chunkio.PlainTar, false}, // compression_type says zstd, wrongly
+		{"a/chunk-0.tar", "", true, 0, true},                      // a plain tar has no frames
 		{"a/chunk-0.tar.gz", "zstd", false, 0, true},
-		{"a/chunk-0", "", false, kindStreamZstd, false}, // "" = zstd
-		{"a/chunk-0", "zstd", true, kindFramedZstd, false},
-		{"a/chunk-0", "none", false, kindPlainTar, false},
+		{"a/chunk-0", "", false, chunkio.StreamZstd, false}, // "" = zstd
+		{"a/chunk-0", "zstd", true, chunkio.FramedZstd, false},
+		{"a/chunk-0", "none", false, chunkio.PlainTar, false},
 		{"a/chunk-0", "lz4", false, 0, true},
 	}
 	for _, tc := range tests {
@@ -395,8 +396,8 @@ func TestResolveUnknownAlgorithm(t *testing.T) {
 		}
 	}
 	for ci := range a.chunks {
-		for _, fr := range a.chunks[ci].frames {
-			if fr.hasSum {
+		for _, fr := range a.chunks[ci].Frames {
+			if fr.HasSum {
 				t.Fatalf("frame sum kept under an unknown algorithm")
 			}
 		}
@@ -469,10 +470,10 @@ func FuzzResolve(f *testing.F) {
 				}
 				at += e.length
 				c := &a.chunks[e.chunk]
-				if c.kind == kindFramedZstd && e.off >= 0 {
-					last := c.frames[len(c.frames)-1]
-					if e.off+e.length > last.uOff+last.uSize {
-						t.Fatalf("%s: extent past the frames of %s", f.Key, c.key)
+				if c.Kind == chunkio.FramedZstd && e.off >= 0 {
+					last := c.Frames[len(c.Frames)-1]
+					if e.off+e.length > last.UOff+last.USize {
+						t.Fatalf("%s: extent past the frames of %s", f.Key, c.Key)
 					}
 				}
 			}

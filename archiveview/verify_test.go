@@ -53,7 +53,7 @@ func TestVerifyFindsCorruption(t *testing.T) {
 			files := rpTree(21)
 			ra := rpNew(t, files, sh.opt, Options{})
 			c, e := rpChunkOf(t, ra, "big/large.txt")
-			p := filepath.Join(ra.dir, rpBucket, filepath.FromSlash(c.key))
+			p := filepath.Join(ra.dir, rpBucket, filepath.FromSlash(c.Key))
 			obj, err := os.ReadFile(p)
 			if err != nil {
 				t.Fatal(err)
@@ -76,13 +76,13 @@ func TestVerifyFindsCorruption(t *testing.T) {
 			}
 			named := false
 			for _, p := range problems {
-				if p.Chunk == c.key {
+				if p.Chunk == c.Key {
 					named = true
 				}
 			}
 			t.Logf("%d problems, first: key %q chunk %q: %s", len(problems), problems[0].Key, problems[0].Chunk, problems[0].Detail)
 			if !named {
-				t.Fatalf("no problem names chunk %s", c.key)
+				t.Fatalf("no problem names chunk %s", c.Key)
 			}
 			fileNamed := false
 			for _, p := range problems {

@@ -30,6 +30,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wharf-s3/wharf/archiveview/chunkio"
 	"github.com/wharf-s3/wharf/backend"
 )
 
@@ -73,14 +74,14 @@ type VersionListResult struct {
 	NextVersionIDMarker string
 }
 
-// versionsState is the Archive's lazily built history.
+// versionsState is the Archive's lazily built history: one build shared
+// by concurrent callers (chunkio.Memo), kept once built; a lasting failure
+// (a rewritten or missing manifest, a broken chain) is kept too, so
+// versioned requests do not re-read the whole chain to fail the same way.
 type versionsState struct {
-	mu      sync.Mutex
-	v       *Versions
-	wait    chan struct{} // closed when the running build ends
-	lastErr error         // the last build's error (wrapped), for its waiters
-	failed  error         // a lasting build error: returned without rebuilding
-	closed  bool
+	memo   chunkio.Memo[*Versions]
+	mu     sync.Mutex
+	closed bool
 }
 
 // verEnt is one version of a key: the upload (chain link) and the file, an
@@ -97,12 +98,13 @@ type Versions struct {
 	a *Archive
 
 	// Chains only (nil for one upload):
-	keys    *index      // every key any upload mentions (names and ends only)
-	vstart  []uint32    // versions of key k: vers[vstart[k]:vstart[k+1]]
-	vers    []verEnt    // newest first per key
-	ids     []string    // upload id per link
-	times   []time.Time // created_at per link (delete markers' LastModified)
-	shadows []*Archive  // per link: older versions' index (nil when none)
+	keys    *index       // every key any upload mentions (names and ends only)
+	vstart  []uint32     // versions of key k: vers[vstart[k]:vstart[k+1]]
+	vers    []verEnt     // newest first per key
+	ids     []string     // upload id per link
+	times   []time.Time  // created_at per link (delete markers' LastModified)
+	shadows []*Archive   // per link: older versions' index (nil when none)
+	set     *chunkio.Set // the shadows' chunk table and read state
 	linkOf  map[string]int32
 }
 
@@ -114,95 +116,45 @@ func (a *Archive) Versions(ctx context.Context) (*Versions, error) {
 	if len(a.chain) <= 1 {
 		return &Versions{a: a}, nil
 	}
-	s := &a.vers
-	for {
-		s.mu.Lock()
-		if s.v != nil {
-			v := s.v
-			s.mu.Unlock()
-			return v, nil
-		}
-		if err := s.failed; err != nil {
-			s.mu.Unlock()
-			return nil, err
-		}
-		if ch := s.wait; ch != nil {
-			s.mu.Unlock()
-			select {
-			case <-ch:
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-			s.mu.Lock()
-			v, err := s.v, s.lastErr
-			s.mu.Unlock()
-			if v != nil {
-				return v, nil
-			}
-			if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
-				return nil, err
-			}
-			continue // the builder gave up with its context: build again
-		}
-		ch := make(chan struct{})
-		s.wait = ch
-		s.mu.Unlock()
-
+	v, err := a.vers.memo.Do(ctx, func(ctx context.Context) (*Versions, error) {
 		v, err := a.buildVersions(ctx)
 		if err != nil {
-			err = fmt.Errorf("archive %q: version history: %w", a.name, err)
-		}
-		s.mu.Lock()
-		s.wait, s.lastErr = nil, err
-		closed := s.closed
-		switch {
-		case err == nil:
-			s.v = v
-		case !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && !backend.IsRetryable(err):
-			// A lasting failure (a rewritten or missing manifest, a broken
-			// chain) is remembered: every versioned request would otherwise
-			// re-read the whole chain to fail the same way.
-			s.failed = err
-		}
-		s.mu.Unlock()
-		close(ch)
-		if err != nil {
-			return nil, err
-		}
-		if closed {
-			v.close()
+			return nil, fmt.Errorf("archive %q: version history: %w", a.name, err)
 		}
 		return v, nil
+	}, func(err error) bool { return !backend.IsRetryable(err) })
+	if err != nil {
+		return nil, err
 	}
+	a.vers.mu.Lock()
+	closed := a.vers.closed
+	a.vers.mu.Unlock()
+	if closed {
+		v.close() // built after the archive was closed
+	}
+	return v, nil
 }
 
 // closeVersions stops the history's shadow archives' background work (Close).
 func (a *Archive) closeVersions() {
-	s := &a.vers
-	s.mu.Lock()
-	s.closed = true
-	v := s.v
-	s.mu.Unlock()
-	if v != nil {
+	a.vers.mu.Lock()
+	a.vers.closed = true
+	a.vers.mu.Unlock()
+	if v, ok := a.vers.memo.Peek(); ok {
 		v.close()
 	}
 }
 
 func (v *Versions) close() {
-	for _, sh := range v.shadows {
-		if sh != nil {
-			_ = sh.Close() // they share one read state: the first closes it
-			return
-		}
+	if v.set != nil {
+		v.set.Close()
 	}
 }
 
 // openVersion returns the shadow archive holding an older version's File
 // and the File as that archive knows it.
 func (a *Archive) openVersion(f File) (*Archive, File, error) {
-	a.vers.mu.Lock()
-	v := a.vers.v
-	a.vers.mu.Unlock()
+	v, _ := a.vers.memo.Peek()
 	if v == nil || f.ver < 0 || int(f.ver) >= len(v.shadows) || v.shadows[f.ver] == nil ||
 		f.idx < 0 || int(f.idx) >= v.shadows[f.ver].idx.n() {
 		return nil, File{}, fmt.Errorf("archive %s: key %s: version reference %d/%d is not of this archive: %w", a.name, f.Key, f.ver, f.idx, ErrBadRange)
@@ -251,17 +203,17 @@ func (a *Archive) buildVersions(ctx context.Context) (*Versions, error) {
 		mi      int // position in the archive's tree
 		matched int
 	)
-	tree := &a.idx
+	cur := &a.idx
 	for i := 0; i < len(ms); {
 		j := mentionGroupEnd(ms, i)
 		key := ms[i].key
 		names.WriteString(key)
 		ends = append(ends, uint32(names.Len()))
 		v.vstart = append(v.vstart, uint32(len(v.vers)))
-		for mi < tree.n() && tree.keyAt(mi) < key {
+		for mi < cur.n() && cur.keyAt(mi) < key {
 			mi++
 		}
-		inTree := mi < tree.n() && tree.keyAt(mi) == key
+		inTree := mi < cur.n() && cur.keyAt(mi) == key
 		for k := i; k < j; {
 			l := k + 1
 			for l < j && ms[l].link == ms[k].link {
@@ -289,8 +241,8 @@ func (a *Archive) buildVersions(ctx context.Context) (*Versions, error) {
 		i = j
 	}
 	v.vstart = append(v.vstart, uint32(len(v.vers)))
-	if matched != tree.n() {
-		return nil, fmt.Errorf("%w: %d key(s) of the opened tree are not in the manifests read again (changed since open?)", ErrInvalidTree, tree.n()-matched)
+	if matched != cur.n() {
+		return nil, fmt.Errorf("%w: %d key(s) of the opened tree are not in the manifests read again (changed since open?)", ErrInvalidTree, cur.n()-matched)
 	}
 	v.keys = &index{names: names.String(), ends: ends}
 	ms = nil
@@ -316,36 +268,25 @@ func (a *Archive) buildVersions(ctx context.Context) (*Versions, error) {
 	}
 	chunks := r.chunkTable()
 	v.shadows = make([]*Archive, len(chain))
-	var first *Archive
 	for li := range chain {
 		if idxs[li].n() == 0 {
 			continue
 		}
+		if v.set == nil {
+			v.set = chunkio.NewSet(a.store, a.bucket, chunks, a.opts.chunkOptions())
+		}
 		l := &chain[li]
-		sh := &Archive{
-			name:        a.name,
-			store:       a.store,
-			bucket:      a.bucket,
-			manifestKey: l.key,
-			uploadID:    l.uploadID,
-			version:     l.m.Version,
-			created:     l.m.CreatedAt,
-			region:      l.m.Region,
-			chain:       a.chain[li:],
-			chunks:      chunks,
-			idx:         idxs[li],
-			cache:       a.cache,
-			metrics:     a.metrics,
-			log:         a.log,
-			opts:        a.opts,
-		}
-		if first == nil {
-			first = sh
-			first.rdState()
-		} else {
-			sh.rdOnce.Do(func() { sh.rd = first.rd }) // one chunk table, one read state
-		}
-		v.shadows[li] = sh
+		o := a.opts
+		o.Name = a.name
+		v.shadows[li] = newArchive(tree{
+			uploadID: l.uploadID,
+			version:  l.m.Version,
+			created:  l.m.CreatedAt,
+			region:   l.m.Region,
+			chain:    a.chain[li:],
+			chunks:   chunks,
+			idx:      idxs[li],
+		}, a.store, a.bucket, l.key, o, v.set) // one chunk table, one read state
 	}
 	for _, w := range r.warnings {
 		a.log.Warn().Str("archive", a.name).Msg("version history: " + w)

@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/wharf-s3/wharf/archiveview"
+	"github.com/wharf-s3/wharf/archiveview/catalog"
 	"github.com/wharf-s3/wharf/auth"
 	"github.com/wharf-s3/wharf/s3api"
 )
@@ -263,7 +264,7 @@ func Test35AnonymousAndGrants(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := s3api.New(s3api.Config{
-		Catalog:  s3api.NewStaticCatalog(map[string]*archiveview.Archive{"bkt": a, "other": a}),
+		Catalog:  catalog.NewStatic(map[string]*archiveview.Archive{"bkt": a, "other": a}),
 		Verifier: v, Logger: zerolog.Nop(), Registerer: prometheus.NewRegistry(),
 	})
 	c := newSDKClient(t, startServer(t, h), "AKLIMITED", "s")

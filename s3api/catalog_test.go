@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/wharf-s3/wharf/archiveview"
+	"github.com/wharf-s3/wharf/archiveview/catalog"
 	"github.com/wharf-s3/wharf/auth"
 	"github.com/wharf-s3/wharf/s3api"
 )
@@ -35,7 +36,7 @@ func TestDynamicCatalogSwap(t *testing.T) {
 	if fa.ETag == fb.ETag {
 		t.Fatal("versions share an ETag")
 	}
-	cat := s3api.NewDynamicCatalog(map[string]*archiveview.Archive{"cur": a, "pinned-a": a})
+	cat := catalog.NewDynamic(map[string]*archiveview.Archive{"cur": a, "pinned-a": a})
 	v, err := auth.New(auth.Config{Anonymous: true})
 	if err != nil {
 		t.Fatal(err)
@@ -132,9 +133,9 @@ func TestDynamicCatalogSwap(t *testing.T) {
 func TestCatalogCollector(t *testing.T) {
 	a, _ := openArchive(t, standardFiles(), fixtureOpts{frameSize: 16 << 10})
 	b, _ := openArchive(t, map[string][]byte{"x": []byte("x")}, fixtureOpts{})
-	cat := s3api.NewDynamicCatalog(map[string]*archiveview.Archive{"one": a, "alias": a, "two": b})
+	cat := catalog.NewDynamic(map[string]*archiveview.Archive{"one": a, "alias": a, "two": b})
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(s3api.NewCatalogCollector(cat))
+	reg.MustRegister(catalog.NewCollector(cat))
 	ia := a.Info()
 	if ia.Frames < 2 || ia.Files < 3 {
 		t.Fatalf("fixture too small: %+v", ia)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/wharf-s3/wharf/archiveview"
 	"github.com/wharf-s3/wharf/archiveview/cargopack"
+	"github.com/wharf-s3/wharf/archiveview/catalog"
 	"github.com/wharf-s3/wharf/auth"
 	"github.com/wharf-s3/wharf/backend"
 	"github.com/wharf-s3/wharf/s3api"
@@ -117,7 +118,7 @@ func newFixtureFromArchive(t testing.TB, a *archiveview.Archive, o fixtureOpts) 
 		v = av
 	}
 	h := s3api.New(s3api.Config{
-		Catalog:         s3api.NewStaticCatalog(map[string]*archiveview.Archive{testBucket: a}),
+		Catalog:         catalog.NewStatic(map[string]*archiveview.Archive{testBucket: a}),
 		Verifier:        v,
 		Logger:          zerolog.New(f.logs),
 		Registerer:      f.reg,

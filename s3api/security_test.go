@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/wharf-s3/wharf/archiveview"
+	"github.com/wharf-s3/wharf/archiveview/catalog"
 	"github.com/wharf-s3/wharf/auth"
 	"github.com/wharf-s3/wharf/s3api"
 )
@@ -61,7 +62,7 @@ func TestConcurrencyLimitPerKey(t *testing.T) {
 	}
 	reg := prometheus.NewRegistry()
 	srv := httptest.NewServer(s3api.New(s3api.Config{
-		Catalog:  s3api.NewStaticCatalog(map[string]*archiveview.Archive{testBucket: a}),
+		Catalog:  catalog.NewStatic(map[string]*archiveview.Archive{testBucket: a}),
 		Verifier: v, Logger: zerolog.Nop(), Registerer: reg, MaxInflightPerKey: 2,
 	}))
 	t.Cleanup(srv.Close)
@@ -204,7 +205,7 @@ func TestConcurrencyLimitUnlimited(t *testing.T) {
 	}
 	reg := prometheus.NewRegistry()
 	srv := httptest.NewServer(s3api.New(s3api.Config{
-		Catalog:  s3api.NewStaticCatalog(map[string]*archiveview.Archive{testBucket: a}),
+		Catalog:  catalog.NewStatic(map[string]*archiveview.Archive{testBucket: a}),
 		Verifier: v, Logger: zerolog.Nop(), Registerer: reg,
 	}))
 	t.Cleanup(srv.Close)

@@ -3,7 +3,6 @@ package manifest
 import (
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -32,10 +31,11 @@ func knownFeature(f string) bool {
 //   - ErrVersion: version missing, not numeric, or major not 1 or 2;
 //   - ErrTooLarge: more files, chunks or frames (summed) than lim allows;
 //   - ErrInvalid, chunks: empty s3_key; negative compressed_size or
-//     uncompressed_size; a frame with a non-positive size or a negative
-//     offset; uncompressed spans not contiguous from 0 in order; compressed
-//     spans overlapping (in any order; gaps are allowed); a frame checksum
-//     that is not 64 hex digits (after an optional "sha256:");
+//     uncompressed_size; a frame checksum that is not 64 hex digits (after
+//     an optional "sha256:"); a frame table that breaks CheckFrames (the
+//     one frame-table rule: positive sizes, uncompressed spans contiguous
+//     from 0 in order, compressed spans not overlapping, none past a known
+//     compressed_size);
 //   - ErrInvalid, files: empty path, NUL in path, path longer than
 //     MaxPathBytes; negative size, length or offset; negative part_index or
 //     total_parts; for split parts (total_parts > 1) part_index outside
@@ -46,9 +46,8 @@ func knownFeature(f string) bool {
 //
 // Warnings (the writer varies, or the value is only informational): unknown
 // version minor; unknown format_features; unknown checksum_algorithm;
-// total_files/total_chunks disagreeing with the arrays; compressed_size 0 or
-// smaller than the frames' end (old manifests estimate it; the read path
-// checks the true object size); a chunk or file checksum or content_hash
+// total_files/total_chunks disagreeing with the arrays; compressed_size 0 on
+// a framed chunk (unknown: the read path checks the true object size); a chunk or file checksum or content_hash
 // that does not parse (fixtures and old tools wrote placeholders; the read
 // path must treat it as absent-and-unverifiable, never as verified);
 // duplicate chunk keys; paths holding U+FFFD (invalid UTF-8 the writer's
@@ -209,53 +208,22 @@ func checkChunk(c *ChunkEntry, i int, key string, w *warner) (int64, error) {
 	if len(c.Frames) == 0 {
 		return 0, nil
 	}
-	var uEnd, cMax int64
-	for j, f := range c.Frames {
-		if f.CompressedSize <= 0 || f.UncompressedSize <= 0 {
-			return 0, cerr(fmt.Sprintf("frame %d: non-positive size (compressed %d, uncompressed %d)", j, f.CompressedSize, f.UncompressedSize))
-		}
-		if f.CompressedOffset < 0 || f.UncompressedOffset < 0 {
-			return 0, cerr(fmt.Sprintf("frame %d: negative offset (compressed %d, uncompressed %d)", j, f.CompressedOffset, f.UncompressedOffset))
-		}
-		if f.UncompressedOffset != uEnd {
-			return 0, cerr(fmt.Sprintf("frame %d: uncompressed_offset %d, want %d (spans must be contiguous from 0 in order)", j, f.UncompressedOffset, uEnd))
-		}
-		var ok bool
-		if uEnd, ok = addOK(uEnd, f.UncompressedSize); !ok {
-			return 0, cerr(fmt.Sprintf("frame %d: uncompressed span overflows", j))
-		}
-		cEnd, ok := addOK(f.CompressedOffset, f.CompressedSize)
-		if !ok {
-			return 0, cerr(fmt.Sprintf("frame %d: compressed span overflows", j))
-		}
-		cMax = max(cMax, cEnd)
-		if _, _, err := ParseChecksum(f.Checksum); err != nil {
+	for j := range c.Frames {
+		if _, _, err := ParseChecksum(c.Frames[j].Checksum); err != nil {
 			return 0, cerr(fmt.Sprintf("frame %d: %v", j, err))
 		}
 	}
-	// Compressed spans must not overlap, whatever the frame order: one frame
-	// pointing at another's bytes would serve the other's content.
-	order := make([]int, len(c.Frames))
-	for j := range order {
-		order[j] = j
+	t, err := CheckFrames(len(c.Frames), func(j int) FrameSpan {
+		f := &c.Frames[j]
+		return FrameSpan{COff: f.CompressedOffset, CSize: f.CompressedSize, UOff: f.UncompressedOffset, USize: f.UncompressedSize}
+	}, c.CompressedSize)
+	if err != nil {
+		return 0, cerr(err.Error())
 	}
-	slices.SortFunc(order, func(a, b int) int {
-		return cmpInt64(c.Frames[a].CompressedOffset, c.Frames[b].CompressedOffset)
-	})
-	for k := 1; k < len(order); k++ {
-		p, q := c.Frames[order[k-1]], c.Frames[order[k]]
-		if q.CompressedOffset < p.CompressedOffset+p.CompressedSize {
-			return 0, cerr(fmt.Sprintf("frames %d and %d: compressed spans [%d,+%d) and [%d,+%d) overlap",
-				order[k-1], order[k], p.CompressedOffset, p.CompressedSize, q.CompressedOffset, q.CompressedSize))
-		}
+	if c.CompressedSize == 0 {
+		w.add("csize", fmt.Sprintf("chunk %q: compressed_size 0 with frames ending at %d; the object size is checked at read time", clip(c.S3Key), t.End))
 	}
-	switch {
-	case c.CompressedSize == 0:
-		w.add("csize", fmt.Sprintf("chunk %q: compressed_size 0 with frames ending at %d; the object size is checked at read time", clip(c.S3Key), cMax))
-	case cMax > c.CompressedSize:
-		w.add("csize", fmt.Sprintf("chunk %q: frames end at %d, past compressed_size %d; the object size is checked at read time", clip(c.S3Key), cMax, c.CompressedSize))
-	}
-	return uEnd, nil
+	return t.Total, nil
 }
 
 // checkFile runs the checks on one file entry that need nothing else from

@@ -34,6 +34,12 @@ func TestValidateRejects(t *testing.T) {
 			m.Chunks[0].Frames[1].CompressedOffset = 0
 			m.Chunks[0].Frames[1].CompressedSize = 100
 		}, Limits{}, ErrInvalid, "overlap"},
+		// CheckFrames is the one frame-table rule: frames ending past a
+		// known compressed_size are an error here, as in the resolver and
+		// the index loader (Validate once only warned).
+		{"frames past compressed_size", func(m *Manifest) {
+			m.Chunks[0].CompressedSize = 250
+		}, Limits{}, ErrInvalid, "past compressed_size 250"},
 		{"uncompressed spans with a gap", func(m *Manifest) {
 			m.Chunks[0].Frames[1].UncompressedOffset++
 		}, Limits{}, ErrInvalid, "contiguous"},
@@ -200,7 +206,6 @@ func TestValidateAccepts(t *testing.T) {
 		{"total_files disagrees", func(m *Manifest) { m.TotalFiles = 99 }, "total_files 99"},
 		{"total_chunks disagrees", func(m *Manifest) { m.TotalChunks = 7 }, "total_chunks 7"},
 		{"compressed_size zero (estimate)", func(m *Manifest) { m.Chunks[0].CompressedSize = 0 }, "compressed_size 0"},
-		{"compressed_size below frames' end (estimate)", func(m *Manifest) { m.Chunks[0].CompressedSize = 250 }, "past compressed_size 250"},
 		{"placeholder chunk checksum on a framed chunk", func(m *Manifest) { m.Chunks[0].Checksum = "abc" }, "ignored"},
 		{"placeholder file checksum", func(m *Manifest) { m.Files[0].Checksum = "sha256:..." }, "cannot be verified"},
 		{"unknown checksum algorithm", func(m *Manifest) { m.ChecksumAlgorithm = "blake3" }, "blake3"},

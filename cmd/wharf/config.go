@@ -18,7 +18,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/wharf-s3/wharf/archiveview"
+	"github.com/wharf-s3/wharf/archiveview/catalog"
 	"github.com/wharf-s3/wharf/auth"
 	"github.com/wharf-s3/wharf/backend"
 )
@@ -35,15 +35,7 @@ type serveAlias struct {
 
 // aliasRoot splits the alias target into bucket and prefix.
 func (a serveAlias) root() (bucket, prefix string, err error) {
-	u, ok := strings.CutSuffix(a.Target, "@latest")
-	if !ok {
-		return "", "", fmt.Errorf("--alias %s=%s: the target must end in @latest (s3://BUCKET/PREFIX@latest)", a.Name, a.Target)
-	}
-	b, p, err := archiveview.ParseDiscoverURL(u)
-	if err != nil {
-		return "", "", fmt.Errorf("--alias %s=%s: %w", a.Name, a.Target, err)
-	}
-	return b, p, nil
+	return catalog.Alias(a).Root()
 }
 
 // fileConfig is the YAML layout of --config. Field names are the flag
@@ -232,7 +224,7 @@ func serveFlags(cfg *serveConfig, configPath *string, check *bool) *flag.FlagSet
 	}, show: func(a serveArchive) string { return a.Name + "=" + a.ManifestURL }},
 		"archive", "NAME=MANIFEST_URL: serve the archive whose manifest is MANIFEST_URL (s3://BUCKET/KEY) as bucket NAME; repeatable")
 	fs.Var(&listFlag[string]{list: &cfg.Discover, parse: func(v string) (string, error) {
-		_, _, err := archiveview.ParseDiscoverURL(v)
+		_, _, err := catalog.ParseDiscoverURL(v)
 		return v, err
 	}, show: func(s string) string { return s }},
 		"discover", "s3://BUCKET/PREFIX: serve every finished upload under PREFIX/uploads/ (and PREFIX/writers/*/uploads/) as a bucket named after its upload id; repeatable")

@@ -14,7 +14,6 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -25,6 +24,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/wharf-s3/wharf/archiveview"
+	"github.com/wharf-s3/wharf/archiveview/catalog"
+	"github.com/wharf-s3/wharf/archiveview/chunkio"
 	"github.com/wharf-s3/wharf/auth"
 	"github.com/wharf-s3/wharf/backend"
 	"github.com/wharf-s3/wharf/s3api"
@@ -208,7 +209,7 @@ func (cfg *serveConfig) validate(keys []auth.Key) error {
 		}
 	}
 	for _, d := range cfg.Discover {
-		if _, _, err := archiveview.ParseDiscoverURL(d); err != nil {
+		if _, _, err := catalog.ParseDiscoverURL(d); err != nil {
 			return fmt.Errorf("--discover: %w", err)
 		}
 	}
@@ -274,24 +275,32 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 			return fmt.Errorf("--index-cache: %w", err)
 		}
 	}
-	cm := newCatalogManager(&cfg, store, archiveview.Options{
-		Cache:         archiveview.NewFrameCache(cfg.CacheBytes),
-		Metrics:       archiveview.NewMetrics(reg),
-		Logger:        log,
-		IndexCacheDir: cfg.IndexCacheDir,
-	}, log)
+	cm := catalog.NewManager(catalog.Config{
+		Store: store,
+		Options: archiveview.Options{
+			Cache:         chunkio.NewFrameCache(cfg.CacheBytes),
+			Metrics:       chunkio.NewMetrics(reg),
+			Logger:        log,
+			IndexCacheDir: cfg.IndexCacheDir,
+		},
+		Archives:    cfg.catalogSources(),
+		Discover:    cfg.Discover,
+		Aliases:     cfg.catalogAliases(),
+		RetireGrace: cfg.RetireGrace,
+		Logger:      log,
+	})
 	defer func() {
 		if retErr != nil {
-			cm.closeAll()
+			cm.CloseAll()
 		}
 	}()
-	if err := cm.openStatic(ctx); err != nil {
+	if err := cm.OpenStatic(ctx); err != nil {
 		return err
 	}
-	if err := cm.scan(ctx, true); err != nil {
+	if err := cm.Scan(ctx, true); err != nil {
 		return err
 	}
-	reg.MustRegister(s3api.NewCatalogCollector(cm.catalog))
+	reg.MustRegister(catalog.NewCollector(cm.Catalog()))
 
 	verifier, err := auth.New(auth.Config{Keys: keys, Anonymous: cfg.Anonymous, VirtualHostBase: cfg.VirtualHostBase})
 	if err != nil {
@@ -299,7 +308,7 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 	}
 
 	handler := s3api.New(s3api.Config{
-		Catalog:           cm.catalog,
+		Catalog:           cm.Catalog(),
 		Verifier:          verifier,
 		Logger:            log,
 		Registerer:        reg,
@@ -336,15 +345,34 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 	// the server.
 	loopCtx, stopLoop := context.WithCancel(ctx)
 	loopDone := make(chan struct{})
+	trigger := make(chan string)
+	go func() { // SIGHUP and the test hook, as rescan reasons
+		for {
+			why := ""
+			select {
+			case <-loopCtx.Done():
+				return
+			case <-hup:
+				why = "SIGHUP"
+			case <-cfg.rescanNow:
+				why = "trigger"
+			}
+			select {
+			case trigger <- why:
+			case <-loopCtx.Done():
+				return
+			}
+		}
+	}()
 	go func() {
 		defer close(loopDone)
-		cm.rescanLoop(loopCtx, hup, cfg.Rescan, cfg.rescanNow)
+		cm.RescanLoop(loopCtx, cfg.Rescan, trigger, cfg.scanned)
 	}()
 
 	addr := ln.Addr().String()
 	go func() { errc <- serveOn(srv, ln) }()
 	ready.Store(true)
-	log.Info().Str("addr", addr).Int("buckets", len(cm.catalog.BucketNames())).
+	log.Info().Str("addr", addr).Int("buckets", len(cm.Catalog().BucketNames())).
 		Bool("anonymous", cfg.Anonymous).Int("keys", len(keys)).
 		Msg("listening on " + addr)
 	if cfg.Ready != nil {
@@ -372,7 +400,7 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 			s.Close()
 		}
 	}
-	cm.closeAll()
+	cm.CloseAll()
 	log.Info().Msg("stopped")
 	return serveErr
 }
@@ -423,7 +451,7 @@ func newHTTPServer(h http.Handler, cfg *serveConfig) *http.Server {
 
 // adminMux serves /healthz, /readyz, /metrics, /-/archives and
 // /debug/pprof/.
-func adminMux(reg *prometheus.Registry, ready *atomic.Bool, cm *catalogManager) http.Handler {
+func adminMux(reg *prometheus.Registry, ready *atomic.Bool, cm *catalog.Manager) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "ok\n")
@@ -440,7 +468,7 @@ func adminMux(reg *prometheus.Registry, ready *atomic.Bool, cm *catalogManager) 
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		_ = enc.Encode(cm.page())
+		_ = enc.Encode(cm.Page())
 	})
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
@@ -450,408 +478,20 @@ func adminMux(reg *prometheus.Registry, ready *atomic.Bool, cm *catalogManager) 
 	return mux
 }
 
-// catalogManager owns the served archives: the configured ones (opened once
-// at start), the discovered ones and the aliases (re-resolved by scan), the
-// DynamicCatalog requests read, and the closing of archives a scan
-// replaced. Listing the store happens only in scan.
-type catalogManager struct {
-	cfg     *serveConfig
-	store   backend.Store
-	opts    archiveview.Options
-	log     zerolog.Logger
-	catalog *s3api.DynamicCatalog
-
-	static        map[string]*archiveview.Archive // --archive: never replaced
-	staticSources map[string]string
-
-	mu      sync.Mutex                      // one scan at a time; guards open
-	open    map[string]*archiveview.Archive // discovery/alias archives by bucket\x00key\x00etag
-	report  atomic.Pointer[scanReport]
-	retired sync.WaitGroup
-	done    chan struct{} // closed at shutdown: retire now
-	closed  sync.Once
+// catalogSources are the configured archives, for the catalog manager.
+func (cfg *serveConfig) catalogSources() []catalog.Source {
+	out := make([]catalog.Source, len(cfg.Archives))
+	for i, a := range cfg.Archives {
+		out[i] = catalog.Source{Name: a.Name, ManifestURL: a.ManifestURL}
+	}
+	return out
 }
 
-// scanReport is what the last scan found, for /-/archives.
-type scanReport struct {
-	Time       time.Time               `json:"scanned_at"`
-	Error      string                  `json:"scan_error,omitempty"`
-	Sources    map[string]string       `json:"-"`
-	Skipped    []archiveview.Skipped   `json:"skipped"`
-	Collisions []archiveview.Collision `json:"collisions"`
-}
-
-func newCatalogManager(cfg *serveConfig, store backend.Store, opts archiveview.Options, log zerolog.Logger) *catalogManager {
-	cm := &catalogManager{
-		cfg: cfg, store: store, opts: opts, log: log,
-		catalog:       s3api.NewDynamicCatalog(nil),
-		static:        map[string]*archiveview.Archive{},
-		staticSources: map[string]string{},
-		open:          map[string]*archiveview.Archive{},
-		done:          make(chan struct{}),
+// catalogAliases are the configured aliases, for the catalog manager.
+func (cfg *serveConfig) catalogAliases() []catalog.Alias {
+	out := make([]catalog.Alias, len(cfg.Aliases))
+	for i, a := range cfg.Aliases {
+		out[i] = catalog.Alias(a)
 	}
-	cm.report.Store(&scanReport{Sources: map[string]string{}})
-	return cm
-}
-
-// logArchive writes the per-archive start line.
-func (cm *catalogManager) logArchive(name, source string, a *archiveview.Archive) {
-	info := a.Info()
-	cm.log.Info().Str("archive", name).Str("source", source).
-		Str("upload_id", info.UploadID).Str("version", info.Version).
-		Strs("chain", info.Chain).
-		Int("files", info.Files).Int("chunks", info.Chunks).Int("frames", info.Frames).
-		Int64("compressed_bytes", info.CompressedBytes).Int64("uncompressed_bytes", info.UncompressedBytes).
-		Strs("shapes", info.Shapes).Strs("warnings", info.Warnings).
-		Msg("serving archive")
-}
-
-// openStatic opens every --archive. Any failure is fatal: a configured
-// archive that cannot be served is a configuration error.
-func (cm *catalogManager) openStatic(ctx context.Context) error {
-	for _, sa := range cm.cfg.Archives {
-		bucket, key, err := backend.ParseObjectURL(sa.ManifestURL)
-		if err != nil {
-			return fmt.Errorf("archive %s: manifest %s: %w", sa.Name, sa.ManifestURL, err)
-		}
-		o := cm.opts
-		o.Name = sa.Name
-		a, err := archiveview.Open(ctx, cm.store, bucket, key, o)
-		if err != nil {
-			return fmt.Errorf("archive %s: manifest %s: %w", sa.Name, sa.ManifestURL, err)
-		}
-		cm.static[sa.Name] = a
-		cm.staticSources[sa.Name] = "archive " + sa.ManifestURL
-		cm.logArchive(sa.Name, "archive "+sa.ManifestURL, a)
-	}
-	cm.catalog.Swap(cm.static)
-	return nil
-}
-
-// scan lists every discovery root, names the uploads, re-resolves every
-// alias, opens what is new (reusing archives whose manifest is listed with
-// the same key and ETag), swaps the catalog in one step and retires the
-// archives no longer served. At start (initial) any failure is returned;
-// later a listing failure keeps the previous catalog and an alias that
-// cannot be resolved keeps its previous target.
-func (cm *catalogManager) scan(ctx context.Context, initial bool) error {
-	if len(cm.cfg.Discover)+len(cm.cfg.Aliases) == 0 {
-		return nil
-	}
-	cm.mu.Lock()
-	defer cm.mu.Unlock()
-	start := time.Now()
-	rep := &scanReport{Time: start, Sources: map[string]string{}}
-	fail := func(err error) error {
-		prev := cm.report.Load()
-		r := *prev
-		r.Time, r.Error = start, err.Error()
-		cm.report.Store(&r)
-		return err
-	}
-
-	listings := map[string]archiveview.Discovery{}
-	list := func(bucket, prefix string) (archiveview.Discovery, error) {
-		k := bucket + "\x00" + prefix
-		if d, ok := listings[k]; ok {
-			return d, nil
-		}
-		d, err := archiveview.Discover(ctx, cm.store, bucket, prefix)
-		if err != nil {
-			return d, err
-		}
-		listings[k] = d
-		rep.Skipped = append(rep.Skipped, d.Skipped...)
-		return d, nil
-	}
-	var uploads []archiveview.Upload
-	for _, root := range cm.cfg.Discover {
-		b, p, err := archiveview.ParseDiscoverURL(root)
-		if err != nil {
-			return fail(err)
-		}
-		d, err := list(b, p)
-		if err != nil {
-			return fail(err)
-		}
-		uploads = append(uploads, d.Uploads...)
-	}
-	reserved := map[string]bool{}
-	for n := range cm.static {
-		reserved[n] = true
-	}
-	for _, al := range cm.cfg.Aliases {
-		reserved[al.Name] = true
-	}
-	named, cols := archiveview.NameUploads(uploads, func(n string) bool { return reserved[n] })
-	rep.Collisions = cols
-
-	fresh := map[string]*archiveview.Archive{}
-	reused := 0
-	// A scan that fails from here on keeps the previous catalog, so the
-	// archives it opened itself (not reused from cm.open) are closed.
-	abandon := func(err error) error {
-		for k, a := range fresh {
-			if cm.open[k] != a {
-				a.Close()
-			}
-		}
-		return fail(err)
-	}
-	get := func(ctx context.Context, u archiveview.Upload, name string) (*archiveview.Archive, error) {
-		k := u.Bucket + "\x00" + u.ManifestKey + "\x00" + u.ETag
-		if a := fresh[k]; a != nil {
-			return a, nil
-		}
-		if a := cm.open[k]; a != nil {
-			fresh[k] = a
-			reused++
-			return a, nil
-		}
-		o := cm.opts
-		o.Name = name
-		a, err := archiveview.Open(ctx, cm.store, u.Bucket, u.ManifestKey, o)
-		if err != nil {
-			return nil, err
-		}
-		fresh[k] = a
-		return a, nil
-	}
-	next := make(map[string]*archiveview.Archive, len(cm.static)+len(named)+len(cm.cfg.Aliases))
-	for n, a := range cm.static {
-		next[n] = a
-		rep.Sources[n] = cm.staticSources[n]
-	}
-	for _, u := range named {
-		a, err := get(ctx, u, u.Name)
-		if err != nil {
-			if ctx.Err() != nil {
-				return abandon(ctx.Err())
-			}
-			rep.Skipped = append(rep.Skipped, archiveview.Skipped{Bucket: u.Bucket, Key: u.ManifestKey, Reason: err.Error()})
-			continue
-		}
-		next[u.Name] = a
-		rep.Sources[u.Name] = "discover s3://" + u.Bucket + "/" + u.Root + " (" + u.URL() + ")"
-	}
-	prev := cm.catalog.Map()
-	for _, al := range cm.cfg.Aliases {
-		b, p, err := al.root()
-		if err != nil {
-			return abandon(err)
-		}
-		d, err := list(b, p)
-		if err != nil {
-			return abandon(fmt.Errorf("alias %s: %w", al.Name, err))
-		}
-		a, u, skipped, err := archiveview.Latest(ctx, d.Uploads, 0, func(ctx context.Context, u archiveview.Upload) (*archiveview.Archive, error) {
-			return get(ctx, u, al.Name)
-		})
-		rep.Skipped = append(rep.Skipped, skipped...)
-		if err != nil {
-			err = fmt.Errorf("alias %s=%s: %w", al.Name, al.Target, err)
-			if initial || prev[al.Name] == nil {
-				if initial {
-					return abandon(err)
-				}
-				cm.log.Error().Err(err).Str("alias", al.Name).Msg("alias unresolved; not served")
-				continue
-			}
-			cm.log.Error().Err(err).Str("alias", al.Name).Msg("alias unresolved; keeping its previous target")
-			next[al.Name] = prev[al.Name]
-			rep.Sources[al.Name] = cm.report.Load().Sources[al.Name]
-			continue
-		}
-		next[al.Name] = a
-		rep.Sources[al.Name] = "alias " + al.Target + " -> " + u.URL()
-	}
-
-	// Swap, then retire what is no longer served.
-	served := map[*archiveview.Archive]bool{}
-	for _, a := range next {
-		served[a] = true
-	}
-	old := cm.catalog.Swap(next)
-	var retire []*archiveview.Archive
-	seen := map[*archiveview.Archive]bool{}
-	// Archives opened by this scan but not served (an alias candidate that
-	// lost) are retired too.
-	for _, m := range []map[string]*archiveview.Archive{old, cm.open, fresh} {
-		for _, a := range m {
-			if !served[a] && !seen[a] {
-				seen[a] = true
-				retire = append(retire, a)
-			}
-		}
-	}
-	for k, a := range fresh {
-		if !served[a] {
-			delete(fresh, k)
-		}
-	}
-	cm.open = fresh
-	cm.report.Store(rep)
-
-	for n, a := range next {
-		if prev[n] != a {
-			cm.logArchive(n, rep.Sources[n], a)
-		}
-	}
-	for n := range prev {
-		if next[n] == nil {
-			cm.log.Info().Str("archive", n).Msg("no longer serving archive")
-		}
-	}
-	for _, s := range rep.Skipped {
-		cm.log.Warn().Str("bucket", s.Bucket).Str("key", s.Key).Str("reason", s.Reason).Msg("discovery skipped")
-	}
-	for _, c := range cols {
-		cm.log.Warn().Str("name", c.Name).Str("kept_by", c.Winner).Strs("renamed", c.Renamed).Msg("bucket name collision")
-	}
-	cm.log.Info().Int("roots", len(cm.cfg.Discover)).Int("aliases", len(cm.cfg.Aliases)).
-		Int("buckets", len(next)).Int("skipped", len(rep.Skipped)).Int("collisions", len(cols)).
-		Int("retired", len(retire)).Int("reused", reused).
-		Dur("took", time.Since(start)).Msg("discovery scan")
-	for _, a := range retire {
-		cm.retire(a)
-	}
-	return nil
-}
-
-// retire closes a after the retire grace (or at shutdown, whichever is
-// first). Requests that looked the archive up before the swap keep reading
-// it: Close only stops prefetch and releases parked decoders, and reads
-// still open afterwards complete (without readahead).
-func (cm *catalogManager) retire(a *archiveview.Archive) {
-	cm.retired.Add(1)
-	go func() {
-		defer cm.retired.Done()
-		t := time.NewTimer(cm.cfg.RetireGrace)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-cm.done:
-		}
-		_ = a.Close()
-		cm.log.Debug().Str("archive", a.Name()).Msg("retired archive closed")
-	}()
-}
-
-// rescanLoop rescans on SIGHUP, every interval (0 = never) and on trigger,
-// until ctx ends.
-func (cm *catalogManager) rescanLoop(ctx context.Context, hup <-chan os.Signal, interval time.Duration, trigger <-chan struct{}) {
-	var tick <-chan time.Time
-	if interval > 0 {
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		tick = t.C
-	}
-	for {
-		why := ""
-		select {
-		case <-ctx.Done():
-			return
-		case <-hup:
-			why = "SIGHUP"
-		case <-tick:
-			why = "interval"
-		case <-trigger:
-			why = "trigger"
-		}
-		if len(cm.cfg.Discover)+len(cm.cfg.Aliases) == 0 {
-			cm.log.Info().Str("why", why).Msg("rescan: nothing to rescan (no --discover or --alias)")
-		} else {
-			cm.log.Info().Str("why", why).Msg("rescan")
-		}
-		err := cm.scan(ctx, false)
-		if err != nil {
-			cm.log.Error().Err(err).Msg("rescan failed; still serving the previous catalog")
-		}
-		if cm.cfg.scanned != nil {
-			cm.cfg.scanned(err)
-		}
-	}
-}
-
-// closeAll closes every archive (at shutdown, after in-flight requests).
-func (cm *catalogManager) closeAll() {
-	cm.closed.Do(func() {
-		close(cm.done)
-		cm.retired.Wait()
-		cm.mu.Lock()
-		defer cm.mu.Unlock()
-		seen := map[*archiveview.Archive]bool{}
-		for _, m := range []map[string]*archiveview.Archive{cm.catalog.Map(), cm.static, cm.open} {
-			for _, a := range m {
-				if !seen[a] {
-					seen[a] = true
-					_ = a.Close()
-				}
-			}
-		}
-	})
-}
-
-// archivesPage is the /-/archives document.
-type archivesPage struct {
-	Buckets    []bucketEntry           `json:"buckets"`
-	ScannedAt  *time.Time              `json:"scanned_at,omitempty"`
-	ScanError  string                  `json:"scan_error,omitempty"`
-	Skipped    []archiveview.Skipped   `json:"skipped"`
-	Collisions []archiveview.Collision `json:"collisions"`
-}
-
-type bucketEntry struct {
-	Bucket            string   `json:"bucket"`
-	Source            string   `json:"source"`
-	Archive           string   `json:"archive"`
-	UploadID          string   `json:"upload_id"`
-	Version           string   `json:"version"`
-	ManifestKey       string   `json:"manifest_key"`
-	Chain             []string `json:"chain"`
-	Files             int      `json:"files"`
-	Chunks            int      `json:"chunks"`
-	Frames            int      `json:"frames"`
-	CompressedBytes   int64    `json:"compressed_bytes"`
-	UncompressedBytes int64    `json:"uncompressed_bytes"`
-	Shapes            []string `json:"shapes"`
-	Warnings          []string `json:"warnings"`
-}
-
-// page builds the /-/archives document from the current catalog and the
-// last scan.
-func (cm *catalogManager) page() archivesPage {
-	rep := cm.report.Load()
-	p := archivesPage{Skipped: rep.Skipped, Collisions: rep.Collisions, ScanError: rep.Error}
-	if !rep.Time.IsZero() {
-		t := rep.Time.UTC()
-		p.ScannedAt = &t
-	}
-	if p.Skipped == nil {
-		p.Skipped = []archiveview.Skipped{}
-	}
-	if p.Collisions == nil {
-		p.Collisions = []archiveview.Collision{}
-	}
-	for _, name := range cm.catalog.BucketNames() {
-		a, ok := cm.catalog.Bucket(name)
-		if !ok {
-			continue
-		}
-		info := a.Info()
-		src := rep.Sources[name]
-		if src == "" {
-			src = cm.staticSources[name]
-		}
-		p.Buckets = append(p.Buckets, bucketEntry{
-			Bucket: name, Source: src, Archive: info.Name, UploadID: info.UploadID, Version: info.Version,
-			ManifestKey: info.ManifestKey, Chain: info.Chain, Files: info.Files, Chunks: info.Chunks, Frames: info.Frames,
-			CompressedBytes: info.CompressedBytes, UncompressedBytes: info.UncompressedBytes,
-			Shapes: info.Shapes, Warnings: info.Warnings,
-		})
-	}
-	if p.Buckets == nil {
-		p.Buckets = []bucketEntry{}
-	}
-	return p
+	return out
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
 	"github.com/wharf-s3/wharf/archiveview/cargopack"
+	"github.com/wharf-s3/wharf/archiveview/catalog"
 	"github.com/wharf-s3/wharf/backend"
 )
 
@@ -368,7 +369,7 @@ func TestServeDiscoverAndAlias(t *testing.T) {
 	})
 
 	// Which buckets, which skips.
-	var page archivesPage
+	var page catalog.Page
 	_, body := get(t, "http://"+admin+"/-/archives")
 	if err := json.Unmarshal(body, &page); err != nil {
 		t.Fatalf("/-/archives: %v\n%s", err, body)

@@ -27,6 +27,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/wharf-s3/wharf/archiveview"
+	"github.com/wharf-s3/wharf/archiveview/chunkio"
 	"github.com/wharf-s3/wharf/auth"
 	"github.com/wharf-s3/wharf/backend"
 	"github.com/wharf-s3/wharf/s3api"
@@ -61,7 +62,7 @@ type env struct {
 	faulty  *backend.Faulty // latency + counting, in front of store
 	reg     *prometheus.Registry
 	bmet    *backend.Metrics
-	avmet   *archiveview.Metrics
+	avmet   *chunkio.Metrics
 	catalog *swapCatalog
 	srv     *http.Server
 	url     string
@@ -80,7 +81,7 @@ func newEnv(cfg Config) (*env, error) {
 	e := &env{dir: dir, store: backend.NewFileStore(dir), reg: prometheus.NewRegistry()}
 	e.faulty = backend.NewFaulty(e.store, backend.FaultConfig{Latency: cfg.Latency, Bandwidth: cfg.Bandwidth})
 	e.bmet = backend.NewMetrics(e.reg)
-	e.avmet = archiveview.NewMetrics(e.reg)
+	e.avmet = chunkio.NewMetrics(e.reg)
 	e.catalog = &swapCatalog{name: "wharf"}
 	verifier, err := auth.New(auth.Config{Anonymous: true})
 	if err != nil {
@@ -126,7 +127,7 @@ func newEnv(cfg Config) (*env, error) {
 func (e *env) serveArchive(ctx context.Context, manifestKey string, cacheBytes int64, readahead int) (*archiveview.Archive, error) {
 	a, err := archiveview.Open(ctx, backend.Instrument(e.faulty, e.bmet), benchBucket, manifestKey, archiveview.Options{
 		Name:      "wharf",
-		Cache:     archiveview.NewFrameCache(cacheBytes),
+		Cache:     chunkio.NewFrameCache(cacheBytes),
 		Metrics:   e.avmet,
 		Readahead: readahead,
 	})

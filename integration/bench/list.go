@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/wharf-s3/wharf/archiveview"
+	"github.com/wharf-s3/wharf/archiveview/chunkio"
 )
 
 // writeScaleManifest writes a manifest of n files packed 1,000 per plain
@@ -126,7 +127,7 @@ func listingAtScale(ctx context.Context, cfg Config, e *env, rep *Report) error 
 		}
 	}()
 	t0 := time.Now()
-	a, err := archiveview.Open(ctx, e.store, benchBucket, key, archiveview.Options{Name: "wharf", Cache: archiveview.NewFrameCache(64 << 20)})
+	a, err := archiveview.Open(ctx, e.store, benchBucket, key, archiveview.Options{Name: "wharf", Cache: chunkio.NewFrameCache(64 << 20)})
 	build := time.Since(t0)
 	close(stop)
 	<-done

@@ -29,6 +29,8 @@ import (
 
 	"github.com/wharf-s3/wharf/archiveview"
 	"github.com/wharf-s3/wharf/archiveview/cargopack"
+	"github.com/wharf-s3/wharf/archiveview/catalog"
+	"github.com/wharf-s3/wharf/archiveview/chunkio"
 	"github.com/wharf-s3/wharf/auth"
 	"github.com/wharf-s3/wharf/backend"
 	"github.com/wharf-s3/wharf/s3api"
@@ -223,8 +225,8 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 		return backend.Fault{Kind: backend.FaultFlip, FlipAt: []int64{r.Off + flipRNG.Int64N(r.Len)}}
 	}})
 	reg := prometheus.NewRegistry()
-	avm := archiveview.NewMetrics(reg)
-	cache := archiveview.NewFrameCache(cfg.CacheBytes)
+	avm := chunkio.NewMetrics(reg)
+	cache := chunkio.NewFrameCache(cfg.CacheBytes)
 	served := map[string]*archiveview.Archive{}
 	for name, key := range manifests {
 		a, err := archiveview.Open(ctx, flips, "backing", key, archiveview.Options{Name: name, Cache: cache, Metrics: avm})
@@ -240,7 +242,7 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := s3api.New(s3api.Config{Catalog: s3api.NewStaticCatalog(served), Verifier: verifier, Logger: zerolog.Nop()})
+	h := s3api.New(s3api.Config{Catalog: catalog.NewStatic(served), Verifier: verifier, Logger: zerolog.Nop()})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package archiveview
+package chunkio
 
 // tarwalk.go finds tar members whose data offset the manifest does not
 // record (1.0/2.0 manifests, older unframed chunks, duplicates) and checks
@@ -20,73 +20,54 @@ import (
 // maxWalkEntries bounds the names one tar walk remembers.
 const maxWalkEntries = 50_000_000
 
-// tarWalk is one shared walk of a chunk's tar headers.
-type tarWalk struct {
-	done    chan struct{}
-	entries map[string]walkEntry
-	err     error
-}
-
 // walkEntry is a member's data offset and size; off < 0 marks a name that
 // appears more than once.
 type walkEntry struct{ off, size int64 }
 
-// dataFailure reports whether err condemns the chunk's bytes themselves
-// (as opposed to a backend or context failure that may pass).
-func dataFailure(err error) bool {
-	return errors.Is(err, ErrCorrupt) || errors.Is(err, ErrChecksum)
-}
-
-// walkOffset returns the data offset and size of tar member name in chunk
+// TarOffset returns the data offset and size of tar member name in chunk
 // ci, walking the chunk's headers once (concurrent first readers share the
 // walk; a walk that failed for a backend or context reason is retried by
-// the next reader, one that failed on the data is remembered). A name that
-// appears more than once in the chunk is refused (ErrCorrupt).
-func (a *Archive) walkOffset(ctx context.Context, ci int32, name string) (int64, int64, error) {
-	rs := a.chunkState(ci)
-	for attempt := 0; ; attempt++ {
-		rs.walkMu.Lock()
-		w := rs.walk
-		if w == nil {
-			w = &tarWalk{done: make(chan struct{})}
-			rs.walk = w
-			rs.walkMu.Unlock()
-			w.entries, w.err = a.runTarWalk(ctx, ci)
-			if w.err != nil && !dataFailure(w.err) {
-				// A backend or context failure may pass: the next
-				// reader walks again. A failure of the data itself
-				// (corrupt tar or zstd, checksum mismatch) stays: the
-				// object cannot change under this chunk state (its
-				// first ETag is pinned), so walking it again would
-				// only redo the work (a zstd bomb: every read).
-				rs.walkMu.Lock()
-				rs.walk = nil
-				rs.walkMu.Unlock()
-			}
-			close(w.done)
-		} else {
-			rs.walkMu.Unlock()
-			select {
-			case <-w.done:
-			case <-ctx.Done():
-				return 0, 0, ctx.Err()
-			}
-		}
-		if w.err != nil {
-			if isContextErr(w.err) && ctx.Err() == nil && attempt < 3 {
-				continue
-			}
-			return 0, 0, fmt.Errorf("tar walk: %w", w.err)
-		}
-		e, ok := w.entries[name]
-		if !ok {
-			return 0, 0, fmt.Errorf("tar member %q: %w", name, ErrNotInChunk)
-		}
-		if e.off < 0 {
-			return 0, 0, fmt.Errorf("tar member %q appears more than once in the chunk (ambiguous): %w", name, ErrCorrupt)
-		}
-		return e.off, e.size, nil
+// the next reader, one that failed on the data is remembered: the object
+// cannot change under this chunk state, its first ETag is pinned, so
+// walking it again would only redo the work, a zstd bomb on every read).
+// A name that appears more than once in the chunk is refused (ErrCorrupt).
+func (s *Set) TarOffset(ctx context.Context, ci int32, name string) (int64, int64, error) {
+	entries, err := s.state(ci).walk.Do(ctx, func(ctx context.Context) (map[string]walkEntry, error) {
+		return s.runTarWalk(ctx, ci)
+	}, dataFailure)
+	if err != nil {
+		return 0, 0, fmt.Errorf("tar walk: %w", err)
 	}
+	e, ok := entries[name]
+	if !ok {
+		return 0, 0, fmt.Errorf("tar member %q: %w", name, ErrNotInChunk)
+	}
+	if e.off < 0 {
+		return 0, 0, fmt.Errorf("tar member %q appears more than once in the chunk (ambiguous): %w", name, ErrCorrupt)
+	}
+	return e.off, e.size, nil
+}
+
+// LearnedOffset returns the data offset of tar member name in chunk ci if
+// a completed tar walk found it with length bytes (the persistent index
+// records such offsets). It never waits for or starts a walk.
+func (s *Set) LearnedOffset(ci int32, name string, length int64) (int64, bool) {
+	if name == "" || s.chunks[ci].Kind == Direct {
+		return 0, false
+	}
+	rs := s.states[ci].Load()
+	if rs == nil {
+		return 0, false
+	}
+	entries, ok := rs.walk.Peek()
+	if !ok {
+		return 0, false
+	}
+	e, ok := entries[name]
+	if !ok || e.size != length || e.off < 512 {
+		return 0, false
+	}
+	return e.off, true
 }
 
 // countReader counts the bytes read (and seeked over) from r.
@@ -119,24 +100,24 @@ func (c *seekCountReader) Seek(off int64, whence int) (int64, error) {
 // runTarWalk reads chunk ci's tar headers in order and records the data
 // offset of every regular member by name (PAX path records honoured by
 // archive/tar; unknown entries skipped).
-func (a *Archive) runTarWalk(ctx context.Context, ci int32) (map[string]walkEntry, error) {
-	c := &a.chunks[ci]
+func (s *Set) runTarWalk(ctx context.Context, ci int32) (map[string]walkEntry, error) {
+	c := &s.chunks[ci]
 	var r io.Reader
 	var drain func() error
 	switch {
-	case c.kind == kindDirect:
+	case c.Kind == Direct:
 		return nil, fmt.Errorf("a direct object has no tar members: %w", ErrCorrupt)
-	case c.kind == kindPlainTar:
-		size, err := a.objectSize(ctx, ci)
+	case c.Kind == PlainTar:
+		size, err := s.objectSize(ctx, ci)
 		if err != nil {
 			return nil, err
 		}
-		or := &objReader{a: a, ctx: ctx, ci: ci, size: size}
+		or := &objReader{set: s, ctx: ctx, ci: ci, size: size}
 		defer or.Close()
 		r = &seekCountReader{countReader{r: or}, or}
-	case c.kind == kindFramedZstd && len(c.frames) > 0:
-		last := c.frames[len(c.frames)-1]
-		src, err := a.chunkRange(ctx, ci, 0, last.uOff+last.uSize)
+	case c.Kind == FramedZstd && len(c.Frames) > 0:
+		last := c.Frames[len(c.Frames)-1]
+		src, err := s.Range(ctx, ci, 0, last.UOff+last.USize)
 		if err != nil {
 			return nil, err
 		}
@@ -144,13 +125,13 @@ func (a *Archive) runTarWalk(ctx context.Context, ci int32) (map[string]walkEntr
 		defer sr.Close()
 		r = &countReader{r: sr}
 	default: // stream zstd: decode from byte 0; the whole-object sum is checked at the end
-		z, err := a.newZstream(ctx, ci, -1)
+		z, err := s.newZstream(ctx, ci, -1)
 		if err != nil {
 			return nil, err
 		}
 		healthy := false
-		defer func() { z.discard(a.rdState().cache, healthy) }()
-		zr := &zReader{z: z, rd: a.rdState()}
+		defer func() { z.discard(s.cache, healthy) }()
+		zr := &zReader{z: z, set: s}
 		r = &countReader{r: zr}
 		drain = func() error {
 			if _, err := io.Copy(io.Discard, zr); err != nil {
@@ -221,14 +202,14 @@ func walkErr(err error) error {
 
 // zReader reads a zstream to its end.
 type zReader struct {
-	z  *zstream
-	rd *archiveReadState
+	z   *zstream
+	set *Set
 }
 
 func (r *zReader) Read(p []byte) (int, error) {
 	n, err := r.z.dec.Read(p)
 	r.z.pos += int64(n)
-	r.rd.decoded.Add(int64(n))
+	r.set.decoded.Add(int64(n))
 	if lerr := r.z.overLimit(); lerr != nil {
 		return n, lerr
 	}
@@ -245,7 +226,7 @@ func (r *zReader) Read(p []byte) (int, error) {
 // objReader reads object bytes [0,size) of chunk ci with range GETs and
 // skips forward cheaply: short skips read through, long ones reopen.
 type objReader struct {
-	a    *Archive
+	set  *Set
 	ctx  context.Context
 	ci   int32
 	pos  int64
@@ -258,7 +239,7 @@ func (r *objReader) Read(p []byte) (int, error) {
 		return 0, io.EOF
 	}
 	if r.body == nil {
-		b, err := r.a.rangeGet(r.ctx, r.ci, r.pos, r.size-r.pos)
+		b, err := r.set.rangeGet(r.ctx, r.ci, r.pos, r.size-r.pos)
 		if err != nil {
 			return 0, err
 		}
@@ -439,4 +420,15 @@ func parseNumeric(b []byte) (int64, error) {
 		return x, nil
 	}
 	return parseOctal(b)
+}
+
+// TarWalks is the number of chunks whose tar walk is running or done.
+func (s *Set) TarWalks() int {
+	n := 0
+	for i := range s.states {
+		if rs := s.states[i].Load(); rs != nil && rs.walk.Started() {
+			n++
+		}
+	}
+	return n
 }

@@ -1,9 +1,8 @@
-package archiveview
+package chunkio
 
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -35,7 +34,7 @@ type FrameCache struct {
 	budget int64
 
 	mu      sync.Mutex
-	lru     *simplelru.LRU[cacheKey, *frameBuf]
+	lru     *simplelru.LRU[cacheKey, *Buf]
 	bytes   int64
 	flights map[cacheKey]*flight
 
@@ -60,7 +59,7 @@ func NewFrameCache(budget int64) *FrameCache {
 		decs:      make(chan *zstd.Decoder, 2*runtime.GOMAXPROCS(0)+2),
 		decodeSem: make(chan struct{}, runtime.GOMAXPROCS(0)),
 	}
-	l, err := simplelru.NewLRU[cacheKey, *frameBuf](math.MaxInt32, c.onEvict)
+	l, err := simplelru.NewLRU[cacheKey, *Buf](math.MaxInt32, c.onEvict)
 	if err != nil {
 		panic(err) // only for a non-positive size
 	}
@@ -104,6 +103,20 @@ func (c *FrameCache) Bytes() int64 {
 	return c.bytes
 }
 
+// Pinned reports how many entries the cache holds and how many of them
+// are also referenced by a reader (or a leaked reference): with no read in
+// progress, pinned must be 0.
+func (c *FrameCache) Pinned() (entries, pinned int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, b := range c.lru.Values() {
+		if b.refs.Load() != 1 {
+			pinned++
+		}
+	}
+	return c.lru.Len(), pinned
+}
+
 // Len is the number of cached entries.
 func (c *FrameCache) Len() int {
 	c.mu.Lock()
@@ -141,22 +154,32 @@ const (
 	keyExtent
 )
 
-// frameBuf is a reference-counted, pooled buffer of decoded bytes.
-type frameBuf struct {
+// Buf is a reference-counted, pooled buffer of verified bytes (a decoded
+// frame, a verified extent, a stream segment). Every holder owns one
+// reference: Retain adds one, Release drops one, and the buffer returns to
+// its pool when the last is dropped. Bytes are valid only while the caller
+// holds a reference.
+type Buf struct {
 	b    []byte
 	refs atomic.Int32
 	pool *bufPool
 }
 
-func (fb *frameBuf) retain() { fb.refs.Add(1) }
+// Bytes returns the buffer's bytes (valid while a reference is held).
+func (fb *Buf) Bytes() []byte { return fb.b }
 
-func (fb *frameBuf) release() {
+// Retain adds a reference.
+func (fb *Buf) Retain() { fb.refs.Add(1) }
+
+// Release drops a reference; the last one returns the buffer to its pool.
+// Releasing more often than retained panics.
+func (fb *Buf) Release() {
 	switch n := fb.refs.Add(-1); {
 	case n == 0:
 		fb.pool.put(fb.b)
 		fb.b = nil
 	case n < 0:
-		panic("archiveview: frameBuf released too often")
+		panic("chunkio: Buf released too often")
 	}
 }
 
@@ -164,7 +187,7 @@ func (fb *frameBuf) release() {
 type flight struct {
 	done    chan struct{}
 	waiters int32 // readers that will take a reference when done (under FrameCache.mu)
-	buf     *frameBuf
+	buf     *Buf
 	err     error
 }
 
@@ -173,11 +196,11 @@ type flight struct {
 // true and fl is a new flight the caller must complete. If wait is true the
 // caller is registered as a waiter on fl (mine or not) and must call
 // waitFlight or abandonFlight exactly once.
-func (c *FrameCache) lookup(k cacheKey, wait bool) (buf *frameBuf, fl *flight, mine bool) {
+func (c *FrameCache) lookup(k cacheKey, wait bool) (buf *Buf, fl *flight, mine bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if b, ok := c.lru.Get(k); ok {
-		b.retain()
+		b.Retain()
 		return b, nil, false
 	}
 	if f, ok := c.flights[k]; ok {
@@ -208,7 +231,7 @@ func (c *FrameCache) contains(k cacheKey) bool {
 // complete ends fl. On success buf (which carries one reference owned by the
 // filler, who must still release it) is given one reference per waiter and,
 // if it fits the budget, one for the cache.
-func (c *FrameCache) complete(k cacheKey, fl *flight, buf *frameBuf, err error) {
+func (c *FrameCache) complete(k cacheKey, fl *flight, buf *Buf, err error) {
 	c.mu.Lock()
 	if c.flights[k] == fl {
 		delete(c.flights, k)
@@ -219,7 +242,7 @@ func (c *FrameCache) complete(k cacheKey, fl *flight, buf *frameBuf, err error) 
 			if c.lru.Contains(k) {
 				c.lru.Remove(k)
 			}
-			buf.retain()
+			buf.Retain()
 			c.lru.Add(k, buf)
 			c.bytes += size
 			for c.bytes > c.budget {
@@ -236,15 +259,15 @@ func (c *FrameCache) complete(k cacheKey, fl *flight, buf *frameBuf, err error) 
 	close(fl.done)
 }
 
-func (c *FrameCache) onEvict(_ cacheKey, b *frameBuf) {
+func (c *FrameCache) onEvict(_ cacheKey, b *Buf) {
 	c.bytes -= int64(cap(b.b))
-	b.release()
+	b.Release()
 }
 
 // waitFlight waits for fl. On success the returned buffer carries the
 // caller's reference. If ctx ends first, the reference is released when the
 // flight completes.
-func (c *FrameCache) waitFlight(ctx context.Context, fl *flight) (*frameBuf, error) {
+func (c *FrameCache) waitFlight(ctx context.Context, fl *flight) (*Buf, error) {
 	select {
 	case <-fl.done:
 		return fl.buf, fl.err
@@ -259,13 +282,13 @@ func (c *FrameCache) abandonFlight(fl *flight) {
 	select {
 	case <-fl.done:
 		if fl.buf != nil {
-			fl.buf.release()
+			fl.buf.Release()
 		}
 	default:
 		go func() {
 			<-fl.done
 			if fl.buf != nil {
-				fl.buf.release()
+				fl.buf.Release()
 			}
 		}()
 	}
@@ -274,7 +297,7 @@ func (c *FrameCache) abandonFlight(fl *flight) {
 // get returns k's buffer, filling it with fill if nobody else is. The
 // returned buffer carries the caller's reference. A fill that failed only
 // because its own context ended is retried by waiters whose context is alive.
-func (c *FrameCache) get(ctx context.Context, k cacheKey, m *Metrics, fill func(ctx context.Context) (*frameBuf, error)) (*frameBuf, error) {
+func (c *FrameCache) get(ctx context.Context, k cacheKey, m *Metrics, fill func(ctx context.Context) (*Buf, error)) (*Buf, error) {
 	for attempt := 0; ; attempt++ {
 		buf, fl, mine := c.lookup(k, true)
 		if buf != nil {
@@ -285,7 +308,7 @@ func (c *FrameCache) get(ctx context.Context, k cacheKey, m *Metrics, fill func(
 			b, err := fill(ctx)
 			c.complete(k, fl, b, err)
 			if b != nil {
-				b.release()
+				b.Release()
 			}
 		}
 		b, err := c.waitFlight(ctx, fl)
@@ -294,10 +317,6 @@ func (c *FrameCache) get(ctx context.Context, k cacheKey, m *Metrics, fill func(
 		}
 		return b, err
 	}
-}
-
-func isContextErr(err error) bool {
-	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // bufPool recycles large buffers by size class (64 KiB steps).
@@ -324,8 +343,8 @@ func (p *bufPool) class(n int) *sync.Pool {
 }
 
 // getBuf returns a buffer of length n with one reference.
-func (p *bufPool) getBuf(n int64) *frameBuf {
-	fb := &frameBuf{pool: p}
+func (p *bufPool) getBuf(n int64) *Buf {
+	fb := &Buf{pool: p}
 	fb.refs.Store(1)
 	if n < poolStep {
 		fb.b = make([]byte, n)
@@ -391,7 +410,7 @@ func (c *FrameCache) putDecoder(d *zstd.Decoder) {
 
 // decodeFrame decodes one complete zstd frame held in comp into a pooled
 // buffer of exactly usize bytes; any other decoded length is an error.
-func (c *FrameCache) decodeFrame(comp []byte, usize int64) (*frameBuf, error) {
+func (c *FrameCache) decodeFrame(comp []byte, usize int64) (*Buf, error) {
 	d, err := c.decoder(bytes.NewReader(comp))
 	if err != nil {
 		return nil, err
@@ -418,7 +437,7 @@ func (c *FrameCache) decodeFrame(comp []byte, usize int64) (*frameBuf, error) {
 	}
 	if err != nil {
 		d.Close() // a decoder that failed is not reused
-		out.release()
+		out.Release()
 		return nil, err
 	}
 	c.putDecoder(d)

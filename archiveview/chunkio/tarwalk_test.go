@@ -1,4 +1,4 @@
-package archiveview
+package chunkio
 
 import (
 	"archive/tar"

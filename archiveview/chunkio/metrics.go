@@ -1,4 +1,4 @@
-package archiveview
+package chunkio
 
 import "github.com/prometheus/client_golang/prometheus"
 
@@ -63,3 +63,7 @@ func (m *Metrics) checksumFailure() {
 		m.checksumFailures.Inc()
 	}
 }
+
+// ChecksumFailure counts one sha256 mismatch found above the chunk layer
+// (a whole file or split part read through a Set).
+func (m *Metrics) ChecksumFailure() { m.checksumFailure() }

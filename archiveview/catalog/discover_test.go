@@ -1,4 +1,4 @@
-package archiveview
+package catalog
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
+	"github.com/wharf-s3/wharf/archiveview"
 	"github.com/wharf-s3/wharf/archiveview/cargopack"
 	"github.com/wharf-s3/wharf/backend"
 )
@@ -210,7 +211,7 @@ func TestDiscover(t *testing.T) {
 
 	// Every discovered upload opens, and serves the source bytes.
 	for _, u := range named {
-		a, err := Open(context.Background(), f.store, u.Bucket, u.ManifestKey, Options{Name: u.Name})
+		a, err := archiveview.Open(context.Background(), f.store, u.Bucket, u.ManifestKey, archiveview.Options{Name: u.Name})
 		if err != nil {
 			t.Fatalf("open %s: %v", u.URL(), err)
 		}
@@ -319,12 +320,12 @@ func TestLatest(t *testing.T) {
 		t.Fatalf("uploads %+v", d.Uploads)
 	}
 	var opened []string
-	open := func(ctx context.Context, u Upload) (*Archive, error) {
+	open := func(ctx context.Context, u Upload) (*archiveview.Archive, error) {
 		opened = append(opened, u.UploadID)
 		if u.UploadID == "zz-broken" {
 			return nil, fmt.Errorf("archive %s: corrupt", u.UploadID)
 		}
-		return Open(ctx, f.store, u.Bucket, u.ManifestKey, Options{Name: u.UploadID})
+		return archiveview.Open(ctx, f.store, u.Bucket, u.ManifestKey, archiveview.Options{Name: u.UploadID})
 	}
 	// Listing times as the store would have them: each manifest was
 	// written a minute after its upload started.
@@ -372,7 +373,7 @@ func TestLatest(t *testing.T) {
 	if _, _, _, err := Latest(context.Background(), nil, 0, open); err == nil {
 		t.Error("Latest of nothing succeeded")
 	}
-	if _, _, _, err := Latest(context.Background(), ups[2:3], 0, func(context.Context, Upload) (*Archive, error) {
+	if _, _, _, err := Latest(context.Background(), ups[2:3], 0, func(context.Context, Upload) (*archiveview.Archive, error) {
 		return nil, fmt.Errorf("nope")
 	}); err == nil || !strings.Contains(err.Error(), "could be opened") {
 		t.Errorf("Latest with nothing openable: %v", err)

@@ -1,4 +1,4 @@
-package archiveview
+package catalog
 
 // Discovery: finding the finished uploads under a CargoShip prefix, naming
 // them as S3 buckets, and picking the newest one for a "@latest" alias.
@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wharf-s3/wharf/archiveview"
 	"github.com/wharf-s3/wharf/archiveview/manifest"
 	"github.com/wharf-s3/wharf/backend"
 )
@@ -342,7 +343,7 @@ const DefaultLatestSkew = 5 * time.Minute
 // LastModified, then the larger manifest key. It is an error when no
 // candidate opens.
 func Latest(ctx context.Context, uploads []Upload, skew time.Duration,
-	open func(context.Context, Upload) (*Archive, error)) (*Archive, Upload, []Skipped, error) {
+	open func(context.Context, Upload) (*archiveview.Archive, error)) (*archiveview.Archive, Upload, []Skipped, error) {
 	if skew <= 0 {
 		skew = DefaultLatestSkew
 	}
@@ -354,7 +355,7 @@ func Latest(ctx context.Context, uploads []Upload, skew time.Duration,
 		return strings.Compare(b.ManifestKey, a.ManifestKey)
 	})
 	var (
-		best    *Archive
+		best    *archiveview.Archive
 		bestU   Upload
 		skipped []Skipped
 	)

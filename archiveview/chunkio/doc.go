@@ -1,0 +1,35 @@
+// Package chunkio is the read core's chunk layer: it turns byte ranges of a
+// CargoShip chunk's tar stream (or of a direct-upload object) into verified
+// bytes, reading the backend with as few range GETs as the read needs.
+//
+// A Set holds one archive's chunk table (Chunk: key, kind, frame table,
+// sums) and everything the read path learns about it at run time: each
+// object's pinned ETag (every later GET carries If-Match), tar-walk
+// offsets, accepted header checks, parked stream decoders, sequential
+// detection and background prefetch. Version shadows of an archive share
+// one Set. The FrameCache (decoded frames and small verified extents, one
+// byte budget, one flight per key) is shared by every Set of a server.
+//
+// What callers can rely on:
+//
+//   - Range(ctx, ci, u0, u1) and OpenExtent(ctx, e, start, n) return a
+//     Source of exactly the bytes asked for, or an error; a byte that fails
+//     a check (a frame's or extent's sha256, a decoded length, a tar header)
+//     is never returned. Framed zstd: each frame's sha256 is checked before
+//     any of its bytes is used. Giant frames and unframed zstd: decoded as
+//     a stream, checked at the end (the caller holds back the last segment).
+//   - Errors wrap ErrChecksum, ErrCorrupt, ErrWrongMember, ErrNotInChunk, a
+//     backend sentinel (backend.ErrNotFound for a missing chunk,
+//     backend.ErrChanged for a replaced one) or the context's error, and
+//     name the frame or object bytes concerned; the archive layer adds the
+//     archive and key.
+//   - A failure of the data itself (a corrupt tar, a checksum mismatch of a
+//     whole unframed object) is remembered per chunk; backend and context
+//     failures are retried by the next read.
+//   - Memory: a reader holds at most GOMAXPROCS+2 decoded frames ahead of
+//     its consumer; giant frames are streamed through a 256 KiB segment; a
+//     compressed span too large for one zstd frame of its decoded size is
+//     refused unread (manifest.CheckFramePlausible).
+//
+// The package never sees HTTP and never lists the bucket.
+package chunkio

@@ -1,0 +1,365 @@
+package chunkio
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+
+	"github.com/rs/zerolog"
+
+	"github.com/wharf-s3/wharf/backend"
+)
+
+// Read-path defaults.
+const (
+	DefaultMaxFrameBytes    = 64 << 20
+	DefaultReadahead        = 8
+	DefaultSmallVerifyBytes = 8 << 20
+	DefaultCacheBudget      = 128 << 20
+	maxRunBytes             = 64 << 20 // compressed bytes per coalesced GET
+	maxRunGap               = 1 << 20  // skippable gap bridged inside one GET
+	maxParked               = 8        // parked stream decoders per Set
+	maxPrefetches           = 2        // background prefetch runs per Set
+	segmentBytes            = 256 << 10
+)
+
+// Options configure a Set. Zero fields take the defaults.
+type Options struct {
+	// Name is the archive's display name, used in logs.
+	Name string
+	// Cache is the shared decoded-frame cache; nil gives a private one of
+	// DefaultCacheBudget bytes.
+	Cache *FrameCache
+	// Metrics receives the wharf_frames_* and checksum series; nil disables.
+	Metrics *Metrics
+	Logger  zerolog.Logger
+	// MaxFrameBytes: frames whose uncompressed or compressed size exceeds
+	// this are streamed (decoded on the fly, verified at the frame's end)
+	// instead of cached. 0 = DefaultMaxFrameBytes.
+	MaxFrameBytes int64
+	// Readahead is how many frames past a sequential read are kept
+	// prefetched (refilled in one coalesced GET when half of it is used).
+	// 0 = DefaultReadahead; negative disables.
+	Readahead int
+	// SmallVerifyBytes: a partial read of an extent that has a sha256 but no
+	// frame checksum (plain tar, direct, stream zstd, giant frame) and is at
+	// most this long fetches and verifies the whole extent first, so flipped
+	// bytes are never served. 0 = DefaultSmallVerifyBytes; negative disables.
+	SmallVerifyBytes int64
+}
+
+// MaxFrame is the giant-frame threshold these options give: frames whose
+// decoded or compressed size exceeds it are streamed, not cached.
+func (o Options) MaxFrame() int64 {
+	if o.MaxFrameBytes <= 0 {
+		return DefaultMaxFrameBytes
+	}
+	return o.MaxFrameBytes
+}
+
+// Giant reports whether frame f is streamed rather than fetched whole and
+// cached under these options: its decoded or its compressed size exceeds
+// MaxFrame. Both count, so a manifest claiming a huge compressed span for a
+// small frame never makes the reader allocate that span (a cached frame's
+// compressed bytes are read into one buffer before they are verified).
+func (o Options) Giant(f Frame) bool {
+	m := o.MaxFrame()
+	return f.USize > m || f.CSize > m
+}
+
+// Set is the chunk table of one archive (shared by the shadow archives of
+// its older versions) with everything the read path keeps about it: the
+// per-chunk state (pinned ETag, tar walk, header checks, sequential
+// detection), parked stream decoders and the lifetime of background
+// prefetch. It is safe for concurrent use. Chunks never change after
+// NewSet.
+type Set struct {
+	name    string
+	store   backend.Store
+	bucket  string
+	chunks  []Chunk
+	states  []atomic.Pointer[chunkState]
+	cache   *FrameCache
+	storeID string
+	metrics *Metrics
+	log     zerolog.Logger
+	opts    Options
+
+	maxFrame  int64
+	readahead int
+	smallVer  int64
+
+	ctx    context.Context // ends at Close: stops prefetch
+	cancel context.CancelFunc
+
+	prefetchSem chan struct{}
+	prefetchWG  sync.WaitGroup
+
+	mu     sync.Mutex
+	parked []*zstream // oldest first
+	closed bool
+
+	decoded atomic.Int64 // bytes produced by stream decoders (tests: O(size))
+}
+
+// NewSet returns the read state for chunks of bucket in store. The chunk
+// slice is kept (not copied) and must not be modified afterwards.
+func NewSet(store backend.Store, bucket string, chunks []Chunk, o Options) *Set {
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Set{
+		name:        o.Name,
+		store:       store,
+		bucket:      bucket,
+		chunks:      chunks,
+		states:      make([]atomic.Pointer[chunkState], len(chunks)),
+		cache:       o.Cache,
+		metrics:     o.Metrics,
+		log:         o.Logger,
+		opts:        o,
+		ctx:         ctx,
+		cancel:      cancel,
+		maxFrame:    o.MaxFrame(),
+		readahead:   o.Readahead,
+		smallVer:    o.SmallVerifyBytes,
+		prefetchSem: make(chan struct{}, maxPrefetches),
+	}
+	if s.cache == nil {
+		s.cache = NewFrameCache(DefaultCacheBudget)
+	}
+	s.storeID = s.cache.storeID(store)
+	switch {
+	case s.readahead == 0:
+		s.readahead = DefaultReadahead
+	case s.readahead < 0:
+		s.readahead = 0
+	}
+	switch {
+	case s.smallVer == 0:
+		s.smallVer = DefaultSmallVerifyBytes
+	case s.smallVer < 0:
+		s.smallVer = 0
+	}
+	return s
+}
+
+// Chunks returns the chunk table. It must not be modified.
+func (s *Set) Chunks() []Chunk { return s.chunks }
+
+// Store is the store the chunks are read from.
+func (s *Set) Store() backend.Store { return s.store }
+
+// Bucket is the bucket the chunks are read from.
+func (s *Set) Bucket() string { return s.bucket }
+
+// Cache is the decoded-frame cache the Set reads through.
+func (s *Set) Cache() *FrameCache { return s.cache }
+
+// Metrics is the Set's metrics (nil records nothing).
+func (s *Set) Metrics() *Metrics { return s.metrics }
+
+// Options returns the options the Set was made with.
+func (s *Set) Options() Options { return s.opts }
+
+// StreamDecoded is the number of bytes stream decoders have produced (for
+// tests asserting O(size) decode work).
+func (s *Set) StreamDecoded() int64 { return s.decoded.Load() }
+
+// Close stops the Set's background work: in-flight prefetches are
+// cancelled (and waited for) and parked decoders are released. Reads that
+// are already open keep working; later reads work without prefetch. Close
+// is idempotent and safe for concurrent use.
+func (s *Set) Close() {
+	s.cancel()
+	s.mu.Lock()
+	s.closed = true
+	parked := s.parked
+	s.parked = nil
+	s.mu.Unlock()
+	for _, z := range parked {
+		z.discard(s.cache, true)
+	}
+	s.prefetchWG.Wait()
+}
+
+// giant reports whether frame f is streamed (Options.Giant).
+func (s *Set) giant(f Frame) bool {
+	return f.USize > s.maxFrame || f.CSize > s.maxFrame
+}
+
+// chunkState is the read path's per-chunk state.
+type chunkState struct {
+	mu   sync.Mutex
+	etag string // first ETag seen; later responses must match
+	size int64  // object size as the store reported it (0 = not seen yet)
+
+	hdrOK sync.Map // hdrKey -> struct{}: ustar header checked for that member
+
+	walk Memo[map[string]walkEntry] // the shared tar walk
+
+	// streamErr is the data failure (checksum mismatch, decode past the
+	// chunk's bound) found by a decode of the whole unframed object; later
+	// whole-object decodes return it at once instead of decoding again
+	// (guarded by mu). The object cannot change under it: its first ETag
+	// is pinned.
+	streamErr error
+
+	noSumNoted   atomic.Bool  // a frame without checksum was logged
+	lastFrame    atomic.Int64 // last frame index served (sequential detection)
+	prefetchedTo atomic.Int64 // highest frame index handed to prefetch
+}
+
+// hdrKey is one accepted header check: the header in front of data offset
+// off names member name of length bytes. A check is reused only for the
+// same expectation; another member claiming the same offset is checked
+// (and refused) on its own.
+type hdrKey struct {
+	off    int64
+	name   string
+	length int64
+}
+
+// state returns chunk ci's read state, building it on first use (most
+// chunks of a large archive are never read, so none is built up front).
+func (s *Set) state(ci int32) *chunkState {
+	p := &s.states[ci]
+	if rs := p.Load(); rs != nil {
+		return rs
+	}
+	rs := &chunkState{}
+	rs.lastFrame.Store(-2)
+	rs.prefetchedTo.Store(-1)
+	if p.CompareAndSwap(nil, rs) {
+		return rs
+	}
+	return p.Load()
+}
+
+// ifMatch returns the ETag later range reads must match ("" before the
+// first response).
+func (rs *chunkState) ifMatch() string {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.etag
+}
+
+// observe records the ETag and size of a response and fails if the object
+// was replaced since the first response.
+func (rs *chunkState) observe(info backend.ObjectInfo) error {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if info.ETag != "" {
+		if rs.etag == "" {
+			rs.etag = info.ETag
+		} else if rs.etag != info.ETag {
+			return fmt.Errorf("object replaced: ETag %q, first seen %q: %w", info.ETag, rs.etag, backend.ErrChanged)
+		}
+	}
+	if info.Size > 0 {
+		rs.size = info.Size
+	}
+	return nil
+}
+
+// streamFailure returns the remembered whole-object data failure, if any.
+func (rs *chunkState) streamFailure() error {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.streamErr
+}
+
+// failStream remembers a whole-object data failure (the first one wins).
+func (rs *chunkState) failStream(err error) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.streamErr == nil {
+		rs.streamErr = err
+	}
+}
+
+func (rs *chunkState) objectSize() int64 {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.size
+}
+
+// park keeps a healthy stream decoder for a later read that continues where
+// it stopped. The oldest parked decoder is dropped past maxParked.
+func (s *Set) park(z *zstream) {
+	z.src.suspend()
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		z.discard(s.cache, true)
+		return
+	}
+	s.parked = append(s.parked, z)
+	var drop *zstream
+	if len(s.parked) > maxParked {
+		drop = s.parked[0]
+		s.parked = append(s.parked[:0], s.parked[1:]...)
+	}
+	s.mu.Unlock()
+	if drop != nil {
+		drop.discard(s.cache, true)
+	}
+}
+
+// unpark takes the parked decoder of stream (ci, frame) positioned furthest
+// but not past pos, or nil.
+func (s *Set) unpark(ci int32, frame int, pos int64) *zstream {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	best := -1
+	for i, z := range s.parked {
+		if z.ci == ci && z.frame == frame && z.pos <= pos && (best < 0 || z.pos > s.parked[best].pos) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return nil
+	}
+	z := s.parked[best]
+	s.parked = append(s.parked[:best], s.parked[best+1:]...)
+	return z
+}
+
+// rangeGet issues one range read of chunk ci, pinned to the ETag of the
+// chunk's first response.
+func (s *Set) rangeGet(ctx context.Context, ci int32, off, length int64) (io.ReadCloser, error) {
+	c := &s.chunks[ci]
+	rs := s.state(ci)
+	b, info, err := s.store.ReadRange(ctx, s.bucket, c.Key, off, length, rs.ifMatch())
+	if err != nil {
+		return nil, err
+	}
+	if err := rs.observe(info); err != nil {
+		b.Close()
+		return nil, err
+	}
+	if c.Kind == Direct && info.Size > 0 && info.Size != c.Size {
+		// A direct object is the file (or split part) itself: one of
+		// another size is something else (e.g. a chunk object whose
+		// chunks[] entry was renamed away), never a prefix to serve.
+		b.Close()
+		return nil, fmt.Errorf("direct object is %d bytes, manifest says %d: %w", info.Size, c.Size, ErrCorrupt)
+	}
+	return b, nil
+}
+
+// objectSize returns chunk ci's real object size (Stat once if unknown).
+func (s *Set) objectSize(ctx context.Context, ci int32) (int64, error) {
+	rs := s.state(ci)
+	if sz := rs.objectSize(); sz > 0 {
+		return sz, nil
+	}
+	info, err := s.store.Stat(ctx, s.bucket, s.chunks[ci].Key)
+	if err != nil {
+		return 0, err
+	}
+	if err := rs.observe(info); err != nil {
+		return 0, err
+	}
+	return info.Size, nil
+}
