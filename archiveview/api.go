@@ -34,6 +34,9 @@ type File struct {
 	ETag        string    // unquoted; the MD5 (content_hash) when known, else a sha256-derived tag
 	SHA256      string    // lowercase hex of the whole file, "" when the manifest has none
 	ContentType string    // manifest magika_mime when present, else ""
+	// VersionID is the S3 version id of this file: the upload id of the
+	// manifest that wrote it (for a single upload, its upload id).
+	VersionID string
 
 	idx int32
 	ver int32 // 0: idx is in the archive's tree; L > 0: an older version, in chain link L's history index (versions.go)

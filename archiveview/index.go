@@ -63,6 +63,17 @@ type index struct {
 	ctype  []uint32   // nil unless some file has a content type; index into ctypes
 	ctypes []string
 
+	// Chains only (nil for one upload): link[i] is the chain link (0 =
+	// newest upload) whose manifest decided file i, so its S3 version id
+	// is ids[link[i]]; tombs are the keys a tombstone decided (the latest
+	// version is a delete marker), sorted, with their link.
+	link  []uint16
+	tombs tombTable
+
+	// ids are the chain's upload ids, newest first (set by newArchive,
+	// not stored): file i's version id is ids[link[i]], or ids[0].
+	ids []string
+
 	// Totals for Info.
 	frames                   int
 	compressed, uncompressed int64
@@ -80,6 +91,7 @@ type fileRec struct {
 	identity [16]byte // used when !hasSum
 	ctype    string
 	split    bool
+	link     int32 // chain link that decided the file (indexBuilder.links only)
 
 	// Either a single extent whose tar name is root+key, or exts.
 	isSingle bool
@@ -94,6 +106,7 @@ type indexBuilder struct {
 	roots  map[string]uint32
 	ctypes map[string]uint32
 	n      int
+	links  bool // keep the link column (the tree of a chain)
 }
 
 func (b *indexBuilder) init(n, nameBytes int) {
@@ -162,6 +175,12 @@ func (b *indexBuilder) add(rec fileRec) error {
 		x.ctype = append(x.ctype, ci)
 	}
 	x.sum = append(x.sum, sum)
+	if b.links {
+		if rec.link < 0 || rec.link > math.MaxUint16 {
+			return fmt.Errorf("%w: chain link %d of %q out of range", ErrInvalidTree, rec.link, rec.key)
+		}
+		x.link = append(x.link, uint16(rec.link))
+	}
 
 	if rec.isSingle {
 		ri, ok := b.roots[rec.root]
@@ -261,7 +280,48 @@ func (x *index) file(i int) File {
 	if x.ctype != nil {
 		f.ContentType = x.ctypes[x.ctype[i]]
 	}
+	switch {
+	case x.link != nil && int(x.link[i]) < len(x.ids):
+		f.VersionID = x.ids[x.link[i]]
+	case len(x.ids) > 0:
+		f.VersionID = x.ids[0]
+	}
 	return f
+}
+
+// tombTable holds the keys of a chain whose latest version is a delete
+// marker, sorted, and the link of the upload that deleted each.
+type tombTable struct {
+	names string
+	ends  []uint32
+	link  []uint16
+}
+
+func (t *tombTable) n() int { return len(t.ends) }
+
+func (t *tombTable) key(i int) string {
+	start := uint32(0)
+	if i > 0 {
+		start = t.ends[i-1]
+	}
+	return t.names[start:t.ends[i]]
+}
+
+// find returns the link that deleted key, if a tombstone decided it.
+func (t *tombTable) find(key string) (uint16, bool) {
+	lo, hi := 0, t.n()
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if t.key(m) < key {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo < t.n() && t.key(lo) == key {
+		return t.link[lo], true
+	}
+	return 0, false
 }
 
 // extents returns the pieces of file i in file order.
@@ -286,6 +346,18 @@ func (a *Archive) Stat(key string) (File, bool) {
 		return a.idx.file(i), true
 	}
 	return File{}, false
+}
+
+// DeleteMarker reports whether key's latest version is a delete marker (a
+// later upload of the chain deleted it) and returns that version's id. It
+// needs no version history: the tree records which upload deleted which
+// key.
+func (a *Archive) DeleteMarker(key string) (versionID string, ok bool) {
+	l, ok := a.idx.tombs.find(key)
+	if !ok || int(l) >= len(a.chain) {
+		return "", false
+	}
+	return a.chain[l], true
 }
 
 // Files is the number of virtual files.

@@ -75,6 +75,7 @@ func newArchive(t tree, store backend.Store, bucket, manifestKey string, opts Op
 	if set == nil {
 		set = chunkio.NewSet(store, bucket, t.chunks, opts.chunkOptions())
 	}
+	t.idx.ids = t.chain
 	return &Archive{
 		name:        opts.Name,
 		store:       store,

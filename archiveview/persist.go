@@ -5,7 +5,7 @@ package archiveview
 // no manifest GET and no JSON parse. Open uses it as a cache when
 // Options.IndexCacheDir is set; the CLI builds one with "wharf index build".
 //
-// Format (version 1), little-endian, fixed-width fields (encoding/binary):
+// Format (version 2), little-endian, fixed-width fields (encoding/binary):
 //
 //	magic "WHARFIDX" | version u32 | reserved u32 (0)
 //	counts: sources u32, chain u32, shapes u32, warnings u32, chunks u32,
@@ -22,11 +22,17 @@ package archiveview
 //	        has-sum u8, sum [32]
 //	files: names blob, then columns ends u32, size i64, msec i64,
 //	        mnsec u32, sum [32], flags u8, chunk i32, off i64, root u32,
-//	        [md5 [16]], [ctype u32]
+//	        [md5 [16]], [ctype u32], [link u16: the chain link that wrote
+//	        the file, chains only]
 //	roots, ctypes (strings)
 //	extents: chunk i32, fileOff i64, off i64, length i64, has-sum u8,
 //	        sum [32], tar name
+//	tombstones (keys whose latest version is a delete marker): count u32,
+//	        names (a string), then ends u32 and link u16 per key
 //	trailer: sha256 of every byte before it
+//
+// Version 1 (no link column, no tombstones) is refused like any other
+// unknown version: Open then rebuilds the file from the manifests.
 //
 // Strings are a u32 length and the bytes. A file is never trusted: the
 // trailer is checked first, the counts are checked against the file's
@@ -77,12 +83,13 @@ var errStaleIndex = errors.New("index is stale")
 
 const (
 	indexMagic         = "WHARFIDX"
-	indexFormatVersion = 1
+	indexFormatVersion = 2
 	indexHeaderBytes   = 8 + 4 + 4 + 4*5 + 8 + 4*4 + 8 + 1
 	indexTrailerBytes  = sha256.Size
 
 	colMD5   = 1 << 0
 	colCtype = 1 << 1
+	colLink  = 1 << 2
 
 	// Fixed bytes per element, for the up-front size check.
 	idxSourceMin = 4 + 4 + 8 + 8 + 32 + 1
@@ -388,6 +395,7 @@ func (w *idxWriter) raw(b []byte) {
 	}
 }
 func (w *idxWriter) u8(v uint8)   { w.raw([]byte{v}) }
+func (w *idxWriter) u16(v uint16) { binary.LittleEndian.PutUint16(w.buf[:2], v); w.raw(w.buf[:2]) }
 func (w *idxWriter) u32(v uint32) { binary.LittleEndian.PutUint32(w.buf[:4], v); w.raw(w.buf[:4]) }
 func (w *idxWriter) u64(v uint64) { binary.LittleEndian.PutUint64(w.buf[:8], v); w.raw(w.buf[:8]) }
 func (w *idxWriter) i64(v int64)  { w.u64(uint64(v)) }
@@ -464,6 +472,9 @@ func (a *Archive) WriteIndex(w io.Writer) error {
 	}
 	if x.ctype != nil {
 		cols |= colCtype
+	}
+	if x.link != nil {
+		cols |= colLink
 	}
 	if len(a.chunks) > math.MaxInt32 || x.n() > math.MaxInt32 || len(x.exts) > math.MaxInt32 {
 		return fmt.Errorf("archive %q: too large for the index format", a.name)
@@ -581,6 +592,9 @@ func (a *Archive) WriteIndex(w io.Writer) error {
 			iw.u32(v)
 		}
 	}
+	for _, v := range x.link {
+		iw.u16(v)
+	}
 	iw.strs(x.roots)
 	iw.strs(x.ctypes)
 	for _, e := range x.exts {
@@ -597,6 +611,14 @@ func (a *Archive) WriteIndex(w io.Writer) error {
 		iw.b(e.hasSum)
 		iw.raw(e.sum[:])
 		iw.str(e.tarName)
+	}
+	iw.u32(uint32(x.tombs.n()))
+	iw.str(x.tombs.names)
+	for _, v := range x.tombs.ends {
+		iw.u32(v)
+	}
+	for _, v := range x.tombs.link {
+		iw.u16(v)
 	}
 	if iw.err != nil {
 		return fmt.Errorf("archive %q: write index: %w", a.name, iw.err)
@@ -685,6 +707,12 @@ func (c *idxCursor) take(n uint64) []byte {
 func (c *idxCursor) u8() uint8 {
 	if b := c.take(1); b != nil {
 		return b[0]
+	}
+	return 0
+}
+func (c *idxCursor) u16() uint16 {
+	if b := c.take(2); b != nil {
+		return binary.LittleEndian.Uint16(b)
 	}
 	return 0
 }
@@ -778,7 +806,7 @@ func newIndexDecoder(data []byte, name string) (*indexDecoder, error) {
 	if c.err != nil {
 		return nil, d.errf("%v", c.err)
 	}
-	if d.cols&^(colMD5|colCtype) != 0 {
+	if d.cols&^(colMD5|colCtype|colLink) != 0 {
 		return nil, d.errf("unknown columns %#x", d.cols)
 	}
 	if d.nChunks > math.MaxInt32 || d.nFiles > math.MaxInt32 || d.nExts > math.MaxInt32 || d.nFrames > math.MaxInt32 {
@@ -792,6 +820,9 @@ func newIndexDecoder(data []byte, name string) (*indexDecoder, error) {
 	}
 	if d.cols&colCtype != 0 {
 		fileSize += 4
+	}
+	if d.cols&colLink != 0 {
+		fileSize += 2
 	}
 	need := uint64(d.nSources)*idxSourceMin + uint64(d.nChain+0)*idxStrMin + uint64(d.nShapes)*idxStrMin +
 		uint64(d.nWarnings)*idxStrMin + uint64(d.nChunks)*idxChunkMin + d.nFrames*idxFrameSize +
@@ -989,12 +1020,15 @@ func (d *indexDecoder) files(x *index, chunks []chunkio.Chunk, uncomp []int64) e
 	col := func(size int) []byte { return c.take(uint64(n) * uint64(size)) }
 	ends, size, msec, mnsec := col(4), col(8), col(8), col(4)
 	sums, flags, chunkCol, offCol, rootCol := col(32), col(1), col(4), col(8), col(4)
-	var md5s, ctypes []byte
+	var md5s, ctypes, links []byte
 	if d.cols&colMD5 != 0 {
 		md5s = col(16)
 	}
 	if d.cols&colCtype != 0 {
 		ctypes = col(4)
+	}
+	if d.cols&colLink != 0 {
+		links = col(2)
 	}
 	if c.err != nil {
 		return d.errf("files: %v", c.err)
@@ -1021,6 +1055,9 @@ func (d *indexDecoder) files(x *index, chunks []chunkio.Chunk, uncomp []int64) e
 			return d.errf("extent %d: %v", i, err)
 		}
 	}
+	if err := d.tombstones(&x.tombs); err != nil {
+		return err
+	}
 	if c.off != len(c.b) {
 		return d.errf("%d bytes left over after the last section", len(c.b)-c.off)
 	}
@@ -1032,6 +1069,18 @@ func (d *indexDecoder) files(x *index, chunks []chunkio.Chunk, uncomp []int64) e
 	}
 	if len(x.ctypes) > 0 && ctypes == nil {
 		return d.errf("content types without a column")
+	}
+	if (links != nil) != (d.nChain > 1) {
+		return d.errf("link column present %v for a chain of %d", links != nil, d.nChain)
+	}
+	if links != nil {
+		x.link = make([]uint16, n)
+		for i := range x.link {
+			x.link[i] = binary.LittleEndian.Uint16(links[i*2:])
+			if uint32(x.link[i]) >= d.nChain {
+				return d.errf("file %d: chain link %d of %d", i, x.link[i], d.nChain)
+			}
+		}
 	}
 
 	le := binary.LittleEndian
@@ -1136,6 +1185,61 @@ func (d *indexDecoder) files(x *index, chunks []chunkio.Chunk, uncomp []int64) e
 	}
 	if len(x.ctypes) == 1 && x.ctypes[0] == "" {
 		return d.errf("content types: only the empty one")
+	}
+	for i := 0; i < x.tombs.n(); i++ {
+		k := x.tombs.key(i)
+		if j := x.search(k); j < x.n() && x.keyAt(j) == k {
+			return d.errf("key %q is both a file and deleted", k)
+		}
+	}
+	return nil
+}
+
+// tombstones decodes the tombstone section: keys strictly ascending, links
+// within the chain, none for a single upload.
+func (d *indexDecoder) tombstones(t *tombTable) error {
+	c := &d.c
+	n := c.u32()
+	t.names = c.str()
+	if c.err != nil {
+		return d.errf("tombstones: %v", c.err)
+	}
+	if n > 0 && d.nChain <= 1 {
+		return d.errf("%d tombstones in a single upload", n)
+	}
+	if uint64(n)*6 > uint64(len(c.b)-c.off) {
+		return d.errf("%d tombstones cannot fit in %d bytes", n, len(c.b)-c.off)
+	}
+	if n == 0 {
+		if t.names != "" {
+			return d.errf("tombstone names without tombstones")
+		}
+		return nil
+	}
+	t.ends = make([]uint32, n)
+	t.link = make([]uint16, n)
+	var prev uint32
+	for i := range t.ends {
+		t.ends[i] = c.u32()
+		if c.err == nil && (t.ends[i] <= prev || int(t.ends[i]) > len(t.names)) {
+			return d.errf("tombstone %d: end %d (previous %d, %d name bytes)", i, t.ends[i], prev, len(t.names))
+		}
+		if c.err == nil && i > 0 && t.key(i) <= t.key(i-1) {
+			return d.errf("tombstone %d: key %q does not sort after %q", i, t.key(i), t.key(i-1))
+		}
+		prev = t.ends[i]
+	}
+	for i := range t.link {
+		t.link[i] = c.u16()
+		if c.err == nil && uint32(t.link[i]) >= d.nChain {
+			return d.errf("tombstone %d: chain link %d of %d", i, t.link[i], d.nChain)
+		}
+	}
+	if c.err != nil {
+		return d.errf("tombstones: %v", c.err)
+	}
+	if int(t.ends[n-1]) != len(t.names) {
+		return d.errf("tombstone names: %d bytes, keys use %d", len(t.names), t.ends[n-1])
 	}
 	return nil
 }

@@ -98,6 +98,8 @@ type resolver struct {
 		ok       bool
 	}
 
+	tombs tombTable // keys a tombstone decided (decide; chains only)
+
 	legacyOffsets int
 	subFrames     int
 	tombstones    int
@@ -152,10 +154,11 @@ func (r *resolver) build() (index, []chunkio.Chunk, error) {
 	if err != nil {
 		return index{}, nil, err
 	}
-	idx, err := r.buildIndex(survivors, origins)
+	idx, err := r.buildIndex(survivors, origins, len(r.chain) > 1)
 	if err != nil {
 		return index{}, nil, err
 	}
+	idx.tombs = r.tombs
 	for i := range r.chunks {
 		c := &r.chunks[i]
 		idx.frames += len(c.Frames)
@@ -193,13 +196,17 @@ func (r *resolver) init() {
 
 // buildIndex resolves survivors (in key order) into an index. Each
 // survivor is cleared once added.
-func (r *resolver) buildIndex(survivors []survivor, origins map[fileRef]fileRef) (index, error) {
+// With links the index records, per file, the chain link that decided it
+// (its S3 version id); the tree of a chain has them, the per-upload history
+// indexes of versions.go do not (all their files are of one upload).
+func (r *resolver) buildIndex(survivors []survivor, origins map[fileRef]fileRef, links bool) (index, error) {
 	nameBytes := 0
 	for i := range survivors {
 		nameBytes += len(survivors[i].key)
 	}
 	var b indexBuilder
 	b.init(len(survivors), nameBytes)
+	b.links = links
 	for i := range survivors {
 		if err := r.addFile(&b, &survivors[i], origins); err != nil {
 			return index{}, err
@@ -334,6 +341,7 @@ func (r *resolver) decide() ([]survivor, error) {
 		return nil, err
 	}
 	var survivors []survivor
+	var tb strings.Builder
 	for i := 0; i < len(ms); {
 		j := mentionGroupEnd(ms, i)
 		s, ok, err := r.decideMention(ms[i:j])
@@ -342,11 +350,20 @@ func (r *resolver) decide() ([]survivor, error) {
 		}
 		if !ok {
 			r.tombstones++ // decided by a tombstone
+			if len(r.chain) > 1 {
+				if ms[i].link > math.MaxUint16 || tb.Len()+len(ms[i].key) > math.MaxUint32 {
+					return nil, treeErr("too many tombstones or chain links")
+				}
+				tb.WriteString(ms[i].key)
+				r.tombs.ends = append(r.tombs.ends, uint32(tb.Len()))
+				r.tombs.link = append(r.tombs.link, uint16(ms[i].link))
+			}
 		} else {
 			survivors = append(survivors, s)
 		}
 		i = j
 	}
+	r.tombs.names = tb.String()
 	return survivors, nil
 }
 
@@ -527,7 +544,7 @@ func (r *resolver) findOriginals(survivors []survivor) (map[fileRef]fileRef, err
 func (r *resolver) addFile(b *indexBuilder, s *survivor, origins map[fileRef]fileRef) error {
 	fe := r.entry(s.first)
 	l := &r.chain[s.first.link]
-	rec := fileRec{key: s.key, size: fe.Size, mtime: fe.ModTime}
+	rec := fileRec{key: s.key, size: fe.Size, mtime: fe.ModTime, link: s.first.link}
 	if fe.Size < 0 {
 		return treeErr("file %s has negative size %d", r.where(s.first), fe.Size)
 	}

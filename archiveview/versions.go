@@ -261,7 +261,7 @@ func (a *Archive) buildVersions(ctx context.Context) (*Versions, error) {
 		if len(o) == 0 {
 			continue
 		}
-		if idxs[li], err = r.buildIndex(o, origins); err != nil {
+		if idxs[li], err = r.buildIndex(o, origins, false); err != nil {
 			return nil, err
 		}
 		olds[li] = nil

@@ -169,8 +169,11 @@ func TestVersionsChain(t *testing.T) {
 			if inTree == w.dm {
 				t.Fatalf("key %s: in the tree %v, latest is a delete marker %v", w.key, inTree, w.dm)
 			}
-			if inTree && (cur.ETag != l.ETag || cur.Size != l.Size) {
+			if inTree && (cur.ETag != l.ETag || cur.Size != l.Size || cur.VersionID != w.id) {
 				t.Fatalf("key %s: tree %+v, latest version %+v", w.key, cur, l.File)
+			}
+			if id, dm := a.DeleteMarker(w.key); dm != w.dm || (dm && id != w.id) {
+				t.Fatalf("DeleteMarker(%s) = %q, %v; want %q, %v", w.key, id, dm, w.id, w.dm)
 			}
 		}
 		if w.dm {
@@ -217,6 +220,60 @@ func TestVersionsChain(t *testing.T) {
 	old, _ := v.StatVersion("a/y", "u2")
 	if _, err := b.Open(context.Background(), old.File, 0, old.Size); !errors.Is(err, ErrBadRange) {
 		t.Errorf("foreign version File: %v", err)
+	}
+}
+
+// TestVersionIDWithoutHistory: a plain Stat of a chain archive knows each
+// key's version id (the upload that wrote it) and whether its latest
+// version is a delete marker without building the version history (no
+// store request at all), also after a round trip through the persistent
+// index.
+func TestVersionIDWithoutHistory(t *testing.T) {
+	dir := t.TempDir()
+	ups := vShapesChain()
+	top := vPackChain(t, dir, ups)
+	fs := backend.NewFaulty(backend.NewFileStore(dir), backend.FaultConfig{})
+	a, err := Open(context.Background(), fs, rvBucket, top, Options{Name: "vid"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	var buf bytes.Buffer
+	if err := a.WriteIndex(&buf); err != nil {
+		t.Fatal(err)
+	}
+	b, err := OpenIndex(context.Background(), fs, &buf, Options{Name: "vid"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	want := vReference(ups)
+	fs.Reset()
+	checked, deleted := 0, 0
+	for _, arc := range []*Archive{a, b} {
+		for i, w := range want {
+			if i > 0 && want[i-1].key == w.key {
+				continue // only the latest version of each key
+			}
+			f, ok := arc.Stat(w.key)
+			id, dm := arc.DeleteMarker(w.key)
+			switch {
+			case w.dm && (ok || !dm || id != w.id):
+				t.Fatalf("%s: deleted by %s, got Stat %v, DeleteMarker %q %v", w.key, w.id, ok, id, dm)
+			case !w.dm && (!ok || dm || f.VersionID != w.id):
+				t.Fatalf("%s: version %s, got Stat %v (version %q), DeleteMarker %v", w.key, w.id, ok, f.VersionID, dm)
+			}
+			checked++
+			if w.dm {
+				deleted++
+			}
+		}
+	}
+	if deleted == 0 || checked < 4 {
+		t.Fatalf("chain has %d keys, %d deleted: not a useful case", checked, deleted)
+	}
+	if n := fs.Requests(""); n != 0 {
+		t.Fatalf("%d store requests for version ids, want 0", n)
 	}
 }
 
