@@ -183,7 +183,10 @@ func (s *Set) verifiedExtent(ctx context.Context, ci int32, base int64, e Extent
 		}
 		sr := &segReader{src: src}
 		defer sr.Close()
-		buf := s.cache.bufs.getBuf(e.Length)
+		buf, err := s.cache.alloc(ctx, e.Length, demand)
+		if err != nil {
+			return nil, err
+		}
 		if _, err := io.ReadFull(sr, buf.b); err != nil {
 			buf.Release()
 			if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {

@@ -28,8 +28,12 @@ import (
 // cache holds one reference, every reader holding a slice of the buffer holds
 // another, and the buffer returns to its pool only when the last is released.
 //
-// The cache also owns the pooled zstd decoders and the decode semaphore that
-// bounds parallel frame decoding to GOMAXPROCS across all archives.
+// The cache also owns what every read of the process shares: the one
+// memory budget (memory.go) that cached frames count against together with
+// everything in flight, the planner's limits (plan.go: part size, GETs per
+// stream and per process), the pooled zstd decoders, the decode semaphore
+// that bounds parallel frame decoding to GOMAXPROCS, and the parked stream
+// decoders (evicted when memory is needed).
 type FrameCache struct {
 	budget int64
 
@@ -38,9 +42,17 @@ type FrameCache struct {
 	bytes   int64
 	flights map[cacheKey]*flight
 
+	mem         *memory
+	partSize    int64
+	streamParts int
+	getSlots    chan struct{} // backend GETs in flight, process-wide
+
 	bufs      bufPool
 	decs      chan *zstd.Decoder
 	decodeSem chan struct{}
+
+	parkMu sync.Mutex
+	parked []*zstream // every Set's parked decoders, oldest first
 
 	idMu   sync.Mutex
 	stores map[any]string // store instance -> its id in cache keys
@@ -48,16 +60,41 @@ type FrameCache struct {
 }
 
 // NewFrameCache returns a cache holding at most budget bytes of decoded
-// frames. budget <= 0 keeps nothing (every frame is fetched, used and dropped).
-func NewFrameCache(budget int64) *FrameCache {
+// frames. budget <= 0 keeps nothing (every frame is fetched, used and
+// dropped). The options set the memory budget of all reads and the
+// planner's limits; zero or negative values take the defaults.
+func NewFrameCache(budget int64, opts ...CacheOption) *FrameCache {
 	if budget < 0 {
 		budget = 0
 	}
+	cfg := cacheConfig{}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.memory <= 0 {
+		cfg.memory = budget + defaultMemoryExtra
+	}
+	if cfg.partSize <= 0 {
+		cfg.partSize = DefaultPartSize
+	}
+	if cfg.streamParts <= 0 {
+		cfg.streamParts = DefaultStreamParts
+	}
+	if cfg.maxParts <= 0 {
+		cfg.maxParts = DefaultMaxParts
+	}
+	if cfg.memoryWait <= 0 {
+		cfg.memoryWait = DefaultMemoryWait
+	}
 	c := &FrameCache{
-		budget:    budget,
-		flights:   make(map[cacheKey]*flight),
-		decs:      make(chan *zstd.Decoder, 2*runtime.GOMAXPROCS(0)+2),
-		decodeSem: make(chan struct{}, runtime.GOMAXPROCS(0)),
+		budget:      min(budget, cfg.memory),
+		flights:     make(map[cacheKey]*flight),
+		mem:         newMemory(cfg.memory, cfg.memoryWait),
+		partSize:    cfg.partSize,
+		streamParts: cfg.streamParts,
+		getSlots:    make(chan struct{}, cfg.maxParts),
+		decs:        make(chan *zstd.Decoder, 2*runtime.GOMAXPROCS(0)+2),
+		decodeSem:   make(chan struct{}, runtime.GOMAXPROCS(0)),
 	}
 	l, err := simplelru.NewLRU[cacheKey, *Buf](math.MaxInt32, c.onEvict)
 	if err != nil {
@@ -160,9 +197,9 @@ const (
 // its pool when the last is dropped. Bytes are valid only while the caller
 // holds a reference.
 type Buf struct {
-	b    []byte
-	refs atomic.Int32
-	pool *bufPool
+	b     []byte
+	refs  atomic.Int32
+	cache *FrameCache // the budget it is charged to
 }
 
 // Bytes returns the buffer's bytes (valid while a reference is held).
@@ -176,8 +213,11 @@ func (fb *Buf) Retain() { fb.refs.Add(1) }
 func (fb *Buf) Release() {
 	switch n := fb.refs.Add(-1); {
 	case n == 0:
-		fb.pool.put(fb.b)
+		c := fb.cache
+		size := bufSize(int64(len(fb.b)))
+		c.bufs.put(fb.b)
 		fb.b = nil
+		c.unreserve(size)
 	case n < 0:
 		panic("chunkio: Buf released too often")
 	}
@@ -342,9 +382,10 @@ func (p *bufPool) class(n int) *sync.Pool {
 	return sp
 }
 
-// getBuf returns a buffer of length n with one reference.
-func (p *bufPool) getBuf(n int64) *Buf {
-	fb := &Buf{pool: p}
+// getBuf returns a buffer of length n with one reference, charged to c's
+// budget (the caller reserved bufSize(n)).
+func (p *bufPool) getBuf(n int64, c *FrameCache) *Buf {
+	fb := &Buf{cache: c}
 	fb.refs.Store(1)
 	if n < poolStep {
 		fb.b = make([]byte, n)
@@ -411,11 +452,25 @@ func (c *FrameCache) putDecoder(d *zstd.Decoder) {
 // decodeFrame decodes one complete zstd frame held in comp into a pooled
 // buffer of exactly usize bytes; any other decoded length is an error.
 func (c *FrameCache) decodeFrame(comp []byte, usize int64) (*Buf, error) {
-	d, err := c.decoder(bytes.NewReader(comp))
-	if err != nil {
+	if err := c.reserve(context.Background(), bufSize(usize), demand); err != nil {
 		return nil, err
 	}
-	out := c.bufs.getBuf(usize)
+	out := c.bufReserved(usize)
+	if err := c.decodeInto(comp, out); err != nil {
+		out.Release()
+		return nil, err
+	}
+	return out, nil
+}
+
+// decodeInto decodes the one complete zstd frame held in comp into out,
+// which must come out exactly len(out) bytes long.
+func (c *FrameCache) decodeInto(comp []byte, out *Buf) error {
+	usize := int64(len(out.b))
+	d, err := c.decoder(bytes.NewReader(comp))
+	if err != nil {
+		return err
+	}
 	n, err := io.ReadFull(d, out.b)
 	if err == nil {
 		var one [1]byte
@@ -437,9 +492,8 @@ func (c *FrameCache) decodeFrame(comp []byte, usize int64) (*Buf, error) {
 	}
 	if err != nil {
 		d.Close() // a decoder that failed is not reused
-		out.Release()
-		return nil, err
+		return err
 	}
 	c.putDecoder(d)
-	return out, nil
+	return nil
 }

@@ -98,7 +98,6 @@ type Set struct {
 	prefetchWG  sync.WaitGroup
 
 	mu     sync.Mutex
-	parked []*zstream // oldest first
 	closed bool
 
 	decoded atomic.Int64 // bytes produced by stream decoders (tests: O(size))
@@ -174,12 +173,8 @@ func (s *Set) Close() {
 	s.cancel()
 	s.mu.Lock()
 	s.closed = true
-	parked := s.parked
-	s.parked = nil
 	s.mu.Unlock()
-	for _, z := range parked {
-		z.discard(s.cache, true)
-	}
+	s.cache.dropParkedOf(s)
 	s.prefetchWG.Wait()
 }
 
@@ -282,47 +277,6 @@ func (rs *chunkState) objectSize() int64 {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	return rs.size
-}
-
-// park keeps a healthy stream decoder for a later read that continues where
-// it stopped. The oldest parked decoder is dropped past maxParked.
-func (s *Set) park(z *zstream) {
-	z.src.suspend()
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		z.discard(s.cache, true)
-		return
-	}
-	s.parked = append(s.parked, z)
-	var drop *zstream
-	if len(s.parked) > maxParked {
-		drop = s.parked[0]
-		s.parked = append(s.parked[:0], s.parked[1:]...)
-	}
-	s.mu.Unlock()
-	if drop != nil {
-		drop.discard(s.cache, true)
-	}
-}
-
-// unpark takes the parked decoder of stream (ci, frame) positioned furthest
-// but not past pos, or nil.
-func (s *Set) unpark(ci int32, frame int, pos int64) *zstream {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	best := -1
-	for i, z := range s.parked {
-		if z.ci == ci && z.frame == frame && z.pos <= pos && (best < 0 || z.pos > s.parked[best].pos) {
-			best = i
-		}
-	}
-	if best < 0 {
-		return nil
-	}
-	z := s.parked[best]
-	s.parked = append(s.parked[:best], s.parked[best+1:]...)
-	return z
 }
 
 // rangeGet issues one range read of chunk ci, pinned to the ETag of the

@@ -13,8 +13,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-
-	"github.com/wharf-s3/wharf/backend"
 )
 
 // maxWalkEntries bounds the names one tar walk remembers.
@@ -112,8 +110,11 @@ func (s *Set) runTarWalk(ctx context.Context, ci int32) (map[string]walkEntry, e
 		if err != nil {
 			return nil, err
 		}
-		or := &objReader{set: s, ctx: ctx, ci: ci, size: size}
-		defer or.Close()
+		// One part at a time, no readahead: the walk seeks past the
+		// members' data instead of downloading it.
+		or := s.newPartReader(ctx, ci, 0, size)
+		or.win = window{n: 1, max: 1}
+		defer or.suspend()
 		r = &seekCountReader{countReader{r: or}, or}
 	case c.Kind == FramedZstd && len(c.Frames) > 0:
 		last := c.Frames[len(c.Frames)-1]
@@ -221,84 +222,6 @@ func (r *zReader) Read(p []byte) (int, error) {
 		}
 	}
 	return n, err
-}
-
-// objReader reads object bytes [0,size) of chunk ci with range GETs and
-// skips forward cheaply: short skips read through, long ones reopen.
-type objReader struct {
-	set  *Set
-	ctx  context.Context
-	ci   int32
-	pos  int64
-	size int64
-	body io.ReadCloser
-}
-
-func (r *objReader) Read(p []byte) (int, error) {
-	if r.pos >= r.size {
-		return 0, io.EOF
-	}
-	if r.body == nil {
-		b, err := r.set.rangeGet(r.ctx, r.ci, r.pos, r.size-r.pos)
-		if err != nil {
-			return 0, err
-		}
-		r.body = b
-	}
-	if int64(len(p)) > r.size-r.pos {
-		p = p[:r.size-r.pos]
-	}
-	n, err := r.body.Read(p)
-	r.pos += int64(n)
-	if err == io.EOF {
-		r.body.Close()
-		r.body = nil
-		err = nil
-		if r.pos < r.size {
-			err = fmt.Errorf("body ended at object byte %d of %d: %w", r.pos, r.size, backend.ErrBadResponse)
-		}
-	}
-	return n, err
-}
-
-func (r *objReader) Seek(off int64, whence int) (int64, error) {
-	np := off
-	switch whence {
-	case io.SeekCurrent:
-		np = r.pos + off
-	case io.SeekEnd:
-		np = r.size + off
-	}
-	if np < 0 {
-		return r.pos, errors.New("negative seek")
-	}
-	if np == r.pos {
-		return np, nil
-	}
-	if r.body != nil && np > r.pos && np-r.pos <= 1<<20 {
-		n, err := io.CopyN(io.Discard, r.body, np-r.pos)
-		r.pos += n
-		if err != nil {
-			r.body.Close()
-			r.body = nil
-			r.pos = np
-		}
-		return r.pos, nil
-	}
-	if r.body != nil {
-		r.body.Close()
-		r.body = nil
-	}
-	r.pos = np
-	return np, nil
-}
-
-func (r *objReader) Close() error {
-	if r.body != nil {
-		r.body.Close()
-		r.body = nil
-	}
-	return nil
 }
 
 // checkTarHeader checks that hdr (the 512 bytes ending at a manifest

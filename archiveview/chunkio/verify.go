@@ -1,9 +1,9 @@
 package chunkio
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -35,13 +35,15 @@ func (s *Set) VerifyChunk(ctx context.Context, ci int32, problem func(detail str
 	return false, 0
 }
 
-// verifyFrames streams chunk ci once (frames in object order, one GET per
-// maxRunBytes run), checking each frame's sha256 and decoded length without
-// keeping its bytes.
+// verifyFrames reads chunk ci once, in object order, as the planner cuts
+// it (adjacent frames merged up to the part size, up to StreamParts parts
+// in flight), checking each frame's sha256 and decoded length without
+// keeping its bytes. Problems are reported in object order.
 func (s *Set) verifyFrames(ctx context.Context, ci int32, problem func(string)) (frames int64) {
 	c := &s.chunks[ci]
-	order := make([]int, 0, len(c.Frames))
-	for i, f := range c.Frames {
+	fr := c.Frames
+	order := make([]int, 0, len(fr))
+	for i, f := range fr {
 		if err := framePlausible(i, f); err != nil {
 			frames++
 			problem(err.Error())
@@ -49,92 +51,99 @@ func (s *Set) verifyFrames(ctx context.Context, ci int32, problem func(string)) 
 		}
 		order = append(order, i)
 	}
-	sort.Slice(order, func(x, y int) bool { return c.Frames[order[x]].COff < c.Frames[order[y]].COff })
-	for at := 0; at < len(order); {
-		// one run: frames at..end-1 in object order
-		end, runBytes := at+1, c.Frames[order[at]].CSize
-		for end < len(order) {
-			p, n := c.Frames[order[end-1]], c.Frames[order[end]]
-			gap := n.COff - (p.COff + p.CSize)
-			if gap < 0 || gap > maxRunGap || runBytes+gap+n.CSize > maxRunBytes {
-				break
-			}
-			runBytes += gap + n.CSize
-			end++
+	sort.Slice(order, func(x, y int) bool { return fr[order[x]].COff < fr[order[y]].COff })
+	type job struct {
+		msgs chan []string
+	}
+	var queue []job
+	report := func(j job) {
+		for _, m := range <-j.msgs {
+			problem(m)
 		}
-		first, last := c.Frames[order[at]], c.Frames[order[end-1]]
-		start, stop := first.COff, last.COff+last.CSize
-		body, err := s.rangeGet(ctx, ci, start, stop-start)
-		if err != nil {
-			problem(fmt.Sprintf("frames at object bytes %d-%d: %v", start, stop, err))
+	}
+	for at := 0; at < len(order) || len(queue) > 0; {
+		for at < len(order) && len(queue) < s.cache.streamParts {
+			end := at + 1
+			for end < len(order) && adjacentWithin(fr[order[end-1]], fr[order[end]], fr[order[end-1]].COff+fr[order[end-1]].CSize-fr[order[at]].COff, s.cache.partSize) {
+				end++
+			}
+			first, last := fr[order[at]], fr[order[end-1]]
+			plan := partPlan{off: first.COff, end: last.COff + last.CSize, lo: at, hi: end - 1}
+			plan.subs = splitSubs(plan.off, plan.end, waysFor(s.cache.streamParts, len(queue)+1), minSubRange)
+			mode := speculative
+			if len(queue) == 0 {
+				mode = demand
+			}
+			p, err := s.launch(ctx, ci, plan, 0, 0, mode)
+			if p == nil && err == nil {
+				break // no room to read ahead: finish what is in flight first
+			}
+			j := job{msgs: make(chan []string, 1)}
+			idx := order[at:end]
+			frames += int64(len(idx))
+			if err != nil {
+				j.msgs <- []string{fmt.Sprintf("frames at object bytes %d-%d: %v", plan.off, plan.end, err)}
+			} else {
+				go func() { j.msgs <- s.verifyPart(ctx, p, idx) }()
+			}
+			queue = append(queue, j)
 			at = end
-			continue
 		}
-		pos := start
-		for _, i := range order[at:end] {
-			f := c.Frames[i]
-			if gap := f.COff - pos; gap > 0 {
-				if _, err := io.CopyN(io.Discard, body, gap); err != nil {
-					problem(fmt.Sprintf("frame %d: %v", i, shortBody(err)))
-					break
-				}
-			}
-			pos = f.COff + f.CSize
-			frames++
-			s.metrics.frameFetched()
-			if err := s.verifyFrameStream(io.LimitReader(body, f.CSize), i, f); err != nil {
-				problem(err.Error())
-				if errors.Is(err, errBody) {
-					break
-				}
-			}
+		if len(queue) > 0 {
+			report(queue[0])
+			queue = queue[1:]
 		}
-		body.Close()
-		at = end
 	}
 	return frames
 }
 
-var errBody = errors.New("body")
+// verifyPart checks frames idx (in object order) of part p and closes it.
+func (s *Set) verifyPart(ctx context.Context, p *part, idx []int) []string {
+	defer p.close()
+	var msgs []string
+	fr := s.chunks[p.ci].Frames
+	for _, i := range idx {
+		f := fr[i]
+		h := sha256.New()
+		if err := p.hashThrough(ctx, f.COff, f.COff+f.CSize, h); err != nil {
+			return append(msgs, fmt.Sprintf("frame %d: %v", i, err))
+		}
+		s.metrics.frameFetched()
+		var got [32]byte
+		h.Sum(got[:0])
+		if f.HasSum && got != f.Sum {
+			s.metrics.checksumFailure()
+			msgs = append(msgs, fmt.Sprintf("frame %d (object bytes %d-%d): sha256 mismatch: %v", i, f.COff, f.COff+f.CSize, ErrChecksum))
+			continue
+		}
+		if err := s.decodeSlot(ctx); err != nil {
+			return append(msgs, fmt.Sprintf("frame %d: %v", i, err))
+		}
+		err := s.decodeDiscard(p.buf.b[f.COff-p.off:f.COff+f.CSize-p.off], i, f)
+		<-s.cache.decodeSem
+		if err != nil {
+			msgs = append(msgs, err.Error())
+		}
+	}
+	return msgs
+}
 
-// verifyFrameStream decodes one frame from r (exactly its compressed
-// bytes), hashing the compressed bytes as they pass.
-func (s *Set) verifyFrameStream(r io.Reader, i int, f Frame) error {
-	h := sha256.New()
-	cr := &countReader{r: io.TeeReader(r, h)}
-	dec, err := s.cache.decoder(cr)
+// decodeDiscard decodes one frame's compressed bytes, keeping nothing but
+// the decoded length, which must match the manifest.
+func (s *Set) decodeDiscard(comp []byte, i int, f Frame) error {
+	dec, err := s.cache.decoder(bytes.NewReader(comp))
 	if err != nil {
 		return err
 	}
 	n, derr := io.Copy(io.Discard, dec)
-	// Drain what the decoder did not consume so the hash covers the frame.
-	rest, rerr := io.Copy(io.Discard, cr)
 	if derr != nil {
 		dec.Close()
-	} else {
-		s.cache.putDecoder(dec)
-	}
-	if rerr != nil {
-		return fmt.Errorf("frame %d: reading: %v: %w", i, rerr, errBody)
-	}
-	if cr.n != f.CSize {
-		return fmt.Errorf("frame %d: body ended after %d of %d bytes: %w", i, cr.n, f.CSize, errBody)
-	}
-	var got [32]byte
-	h.Sum(got[:0])
-	if f.HasSum && got != f.Sum {
-		s.metrics.checksumFailure()
-		return fmt.Errorf("frame %d (object bytes %d-%d): sha256 mismatch: %w", i, f.COff, f.COff+f.CSize, ErrChecksum)
-	}
-	if derr != nil {
 		return fmt.Errorf("frame %d: zstd: %v: %w", i, derr, ErrCorrupt)
 	}
+	s.cache.putDecoder(dec)
 	s.metrics.frameDecoded()
 	if n != f.USize {
 		return fmt.Errorf("frame %d decodes to %d bytes, manifest says %d: %w", i, n, f.USize, ErrCorrupt)
-	}
-	if rest > 0 {
-		return fmt.Errorf("frame %d: %d bytes after the zstd frame: %w", i, rest, ErrCorrupt)
 	}
 	return nil
 }
@@ -174,20 +183,9 @@ func (s *Set) verifyObject(ctx context.Context, ci int32) error {
 		}
 		return nil
 	}
-	body, err := s.rangeGet(ctx, ci, 0, size)
-	if err != nil {
-		return err
-	}
-	defer body.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, body); err != nil {
-		return err
-	}
-	var got [32]byte
-	h.Sum(got[:0])
-	if got != c.Sum {
-		s.metrics.checksumFailure()
-		return fmt.Errorf("whole object sha256 mismatch: %w", ErrChecksum)
-	}
-	return nil
+	r := s.newPartReader(ctx, ci, 0, size)
+	defer r.suspend()
+	r.h, r.want, r.what = sha256.New(), c.Sum, "whole object"
+	_, err = io.Copy(io.Discard, r)
+	return err
 }

@@ -1,0 +1,529 @@
+package chunkio
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"sync"
+)
+
+// frameFuture is one frame of a framedSource, in order: a flight the
+// source is registered on (its own part's, another reader's or a
+// prefetch's), or, with no flight, a frame that was cached when the
+// producer looked (the consumer takes it from the cache then, so frames
+// far ahead are not pinned).
+type frameFuture struct {
+	i    int
+	fl   *flight
+	last int64 // > 0 on the last frame of a part this source launched: the bytes it reserved
+}
+
+func (fu frameFuture) abandon(c *FrameCache) {
+	if fu.fl != nil {
+		c.abandonFlight(fu.fl)
+	}
+}
+
+// errGaveUp completes flights a prefetch claimed but could not start: it
+// is a context error, so a reader that joined the flight fetches the
+// frame itself.
+var errGaveUp = fmt.Errorf("prefetch gave up for lack of memory: %w", context.Canceled)
+
+// framedSource streams tar bytes [u0,u1) from the cacheable frames lo..hi
+// of a framed chunk. A producer goroutine looks every frame up in the
+// cache, joins fetches already in flight (another reader's, or prefetch),
+// and plans the missing ones into parts (plan.go), keeping up to its window
+// of parts in flight ahead of the consumer. Each part's worker hashes its
+// frames as their bytes arrive, verifies and decodes them (across cores)
+// and completes their flights; the consumer takes the frames in order.
+type framedSource struct {
+	set     *Set
+	ctx     context.Context
+	cancel  context.CancelFunc
+	ci      int32
+	lo, hi  int
+	u0, u1  int64
+	ch      chan frameFuture
+	next    int
+	started bool
+	closed  bool
+
+	mu    sync.Mutex
+	win   window
+	ahead int   // parts launched and not yet consumed
+	held  int64 // bytes those parts reserved
+	wake  chan struct{}
+}
+
+func (s *Set) newFramedSource(ctx context.Context, ci int32, lo, hi int, u0, u1 int64) *framedSource {
+	ctx, cancel := context.WithCancel(ctx)
+	return &framedSource{set: s, ctx: ctx, cancel: cancel, ci: ci, lo: lo, hi: hi, u0: u0, u1: u1,
+		ch: make(chan frameFuture, hi-lo+1), next: lo,
+		win: newWindow(s.cache.streamParts), wake: make(chan struct{})}
+}
+
+// signal wakes the producer (under fs.mu).
+func (fs *framedSource) signal() {
+	close(fs.wake)
+	fs.wake = make(chan struct{})
+}
+
+// slot waits until the window has room for another part and returns the
+// number of parts in flight and the bytes they hold.
+func (fs *framedSource) slot() (ahead int, held int64, ok bool) {
+	for {
+		fs.mu.Lock()
+		if fs.ahead < fs.win.n {
+			a, h := fs.ahead, fs.held
+			fs.mu.Unlock()
+			return a, h, true
+		}
+		ch := fs.wake
+		fs.mu.Unlock()
+		select {
+		case <-ch:
+		case <-fs.ctx.Done():
+			return 0, 0, false
+		}
+	}
+}
+
+// drained waits until no part of this source is ahead of the consumer.
+func (fs *framedSource) drained() bool {
+	for {
+		fs.mu.Lock()
+		if fs.ahead == 0 {
+			fs.mu.Unlock()
+			return true
+		}
+		ch := fs.wake
+		fs.mu.Unlock()
+		select {
+		case <-ch:
+		case <-fs.ctx.Done():
+			return false
+		}
+	}
+}
+
+func (fs *framedSource) send(fu frameFuture) bool {
+	select {
+	case fs.ch <- fu:
+		return true
+	case <-fs.ctx.Done():
+		fu.abandon(fs.set.cache)
+		return false
+	}
+}
+
+func (fs *framedSource) produce() {
+	defer close(fs.ch)
+	s := fs.set
+	c := s.cache
+	fr := s.chunks[fs.ci].Frames
+	var pending *frameFuture
+	for i := fs.lo; i <= fs.hi; {
+		var fu frameFuture
+		var mine bool
+		if pending != nil {
+			fu, pending = *pending, nil
+		} else {
+			buf, fl, m := c.lookup(s.frameKey(fs.ci, i), true)
+			fu, mine = frameFuture{i: i, fl: fl}, m
+			if buf != nil {
+				buf.Release()
+			}
+		}
+		if !mine {
+			if !fs.send(fu) {
+				return
+			}
+			i++
+			continue
+		}
+		// Claim the run of adjacent missing frames that fits one part.
+		fls := []*flight{fu.fl}
+		j := i
+		for j < fs.hi && adjacentWithin(fr[j], fr[j+1], fr[j].COff+fr[j].CSize-fr[i].COff, c.partSize) {
+			buf, fl, m := c.lookup(s.frameKey(fs.ci, j+1), true)
+			if !m {
+				if buf != nil {
+					buf.Release()
+				}
+				pending = &frameFuture{i: j + 1, fl: fl}
+				break
+			}
+			j++
+			fls = append(fls, fl)
+		}
+		plan := partPlan{off: fr[i].COff, end: fr[j].COff + fr[j].CSize, lo: i, hi: j}
+		reserved, ok := fs.start(plan, fls)
+		if !ok {
+			if pending != nil {
+				pending.abandon(c)
+			}
+			return
+		}
+		for k := i; k <= j; k++ {
+			f := frameFuture{i: k, fl: fls[k-i]}
+			if k == j {
+				f.last = reserved
+			}
+			if !fs.send(f) {
+				for _, fl := range fls[k-i+1:] {
+					c.abandonFlight(fl)
+				}
+				if pending != nil {
+					pending.abandon(c)
+				}
+				return
+			}
+		}
+		i = j + 1
+	}
+}
+
+// start launches the part for plan, whose flights fls the producer
+// claimed, once the window has room: speculatively while other parts of
+// this source are ahead of the consumer, as a demand read when none is.
+// A part that cannot start completes its flights with the error (the
+// consumer then sees it). It returns the bytes the part holds.
+func (fs *framedSource) start(plan partPlan, fls []*flight) (int64, bool) {
+	s := fs.set
+	c := s.cache
+	fr := s.chunks[fs.ci].Frames
+	fail := func(err error) {
+		for k, fl := range fls {
+			c.complete(s.frameKey(fs.ci, plan.lo+k), fl, nil, err)
+		}
+	}
+	var decoded int64
+	for k := plan.lo; k <= plan.hi; k++ {
+		decoded += bufSize(fr[k].USize)
+	}
+	var p *part
+	for p == nil {
+		ahead, held, ok := fs.slot()
+		if !ok {
+			fail(fs.ctx.Err())
+			return 0, false
+		}
+		mode := speculative
+		if ahead == 0 {
+			mode = demand
+		}
+		plan.subs = splitSubs(plan.off, plan.end, waysFor(c.streamParts, ahead+1), minSubRange)
+		var err error
+		p, err = s.launch(fs.ctx, fs.ci, plan, decoded, held, mode)
+		if err != nil {
+			fail(fmt.Errorf("frames %d-%d (object bytes %d-%d): %w", plan.lo, plan.hi, plan.off, plan.end, err))
+			return 0, true // the consumer reads the error from the flights
+		}
+		if p == nil && !fs.drained() { // no room to speculate: wait until the reader caught up
+			fail(fs.ctx.Err())
+			return 0, false
+		}
+	}
+	need := bufSize(plan.size()) + decoded
+	fs.mu.Lock()
+	fs.ahead++
+	fs.held += need
+	fs.mu.Unlock()
+	go s.partWorker(fs.ctx, p, plan.lo, plan.hi, fls, decoded)
+	return need, true
+}
+
+// consumed is called when the consumer took the last frame of a part this
+// source launched, which held bytes.
+func (fs *framedSource) consumed(bytes int64) {
+	fs.mu.Lock()
+	fs.ahead--
+	fs.held -= bytes
+	fs.signal()
+	fs.mu.Unlock()
+}
+
+// starved grows the window: the consumer had to wait for a frame.
+func (fs *framedSource) starved() {
+	fs.mu.Lock()
+	if fs.win.n < fs.win.max {
+		fs.win.starved()
+		fs.signal()
+	}
+	fs.mu.Unlock()
+}
+
+// partWorker turns part p (frames lo..hi, whose flights fls it completes,
+// each exactly once) into verified decoded frames: it hashes each frame's
+// compressed bytes as they arrive, then verifies and decodes the frame
+// into a buffer from reserved (the decoded sizes, reserved at launch; what
+// is not used is returned). A frame that fails its sha256 is fetched once
+// more on its own. The part is closed when every frame is done.
+func (s *Set) partWorker(ctx context.Context, p *part, lo, hi int, fls []*flight, reserved int64) {
+	defer p.close()
+	c := s.cache
+	fr := s.chunks[p.ci].Frames
+	for k := lo; k <= hi; k++ {
+		f := fr[k]
+		key := s.frameKey(p.ci, k)
+		var h hash.Hash
+		if f.HasSum {
+			h = sha256.New()
+		}
+		err := p.hashThrough(ctx, f.COff, f.COff+f.CSize, h)
+		if err == nil {
+			s.metrics.frameFetched()
+			err = s.decodeSlot(ctx)
+		}
+		if err != nil {
+			err = fmt.Errorf("frame %d (object bytes %d-%d): %w", k, f.COff, f.COff+f.CSize, err)
+			for m := k; m <= hi; m++ {
+				c.complete(s.frameKey(p.ci, m), fls[m-lo], nil, err)
+			}
+			c.unreserve(reserved)
+			return
+		}
+		var sum [32]byte
+		if h != nil {
+			h.Sum(sum[:0])
+		}
+		size := bufSize(f.USize)
+		reserved -= size
+		buf, err := s.checkFrame(p.ci, k, p.buf.b[f.COff-p.off:f.COff+f.CSize-p.off], &sum, c.bufReserved(f.USize))
+		<-c.decodeSem
+		if errors.Is(err, ErrChecksum) {
+			buf, err = s.refetchFrame(ctx, p.ci, k, err)
+		}
+		c.complete(key, fls[k-lo], buf, err)
+		if buf != nil {
+			buf.Release()
+		}
+	}
+	c.unreserve(reserved)
+}
+
+// hashThrough waits for object bytes [from, to) of the part to arrive,
+// writing them to h (if not nil) as they do.
+func (p *part) hashThrough(ctx context.Context, from, to int64, h hash.Hash) error {
+	for at := from; at < to; {
+		avail, err := p.wait(ctx, at-p.off+1)
+		if err != nil {
+			return err
+		}
+		upto := min(p.off+avail, to)
+		if h != nil {
+			h.Write(p.buf.b[at-p.off : upto-p.off])
+		}
+		at = upto
+	}
+	return nil
+}
+
+func (fs *framedSource) Next() ([]byte, *Buf, error) {
+	if !fs.started {
+		fs.started = true
+		fs.set.cache.streamStarted()
+		go fs.produce()
+	}
+	if fs.next > fs.hi {
+		return nil, nil, io.EOF
+	}
+	fu, ok := <-fs.ch
+	if !ok {
+		if err := fs.ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		return nil, nil, fmt.Errorf("frame %d: producer stopped early: %w", fs.next, ErrCorrupt)
+	}
+	if fu.i != fs.next {
+		fu.abandon(fs.set.cache)
+		return nil, nil, fmt.Errorf("frame %d arrived when %d was expected: %w", fu.i, fs.next, ErrCorrupt)
+	}
+	fs.next++
+	var buf *Buf
+	var err error
+	if fu.fl == nil {
+		buf, err = fs.set.fillFrame(fs.ctx, fs.ci, fu.i) // cached when planned: a hit, unless evicted since
+	} else {
+		select {
+		case <-fu.fl.done:
+		default:
+			fs.starved() // the reader waits for data: more parts in flight would help
+		}
+		buf, err = fs.set.cache.waitFlight(fs.ctx, fu.fl)
+		if err != nil && isContextErr(err) && fs.ctx.Err() == nil {
+			buf, err = fs.set.fillFrame(fs.ctx, fs.ci, fu.i) // the fetcher's context ended, not ours
+		}
+	}
+	if fu.last > 0 {
+		fs.consumed(fu.last)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	f := fs.set.chunks[fs.ci].Frames[fu.i]
+	if int64(len(buf.b)) != f.USize {
+		buf.Release()
+		return nil, nil, fmt.Errorf("frame %d: decoded buffer holds %d bytes, manifest says %d: %w", fu.i, len(buf.b), f.USize, ErrCorrupt)
+	}
+	if fu.i == fs.hi {
+		// The read reached its last frame: note it for sequential
+		// detection and readahead now, not when the read began, so the
+		// window past it is fetched for the requests that follow, and a
+		// read abandoned half-way (a client that left) starts none.
+		fs.set.noteFrames(fs.ci, fs.lo, fs.hi)
+	}
+	lo := max(fs.u0, f.UOff) - f.UOff
+	hi := min(fs.u1, f.UOff+f.USize) - f.UOff
+	return buf.b[lo:hi], buf, nil
+}
+
+func (fs *framedSource) Close() {
+	fs.cancel()
+	if fs.started && !fs.closed {
+		fs.closed = true
+		fs.set.cache.streamEnded()
+		c := fs.set.cache
+		go func() {
+			for fu := range fs.ch {
+				fu.abandon(c)
+			}
+		}()
+	}
+}
+
+// noteFrames records that frames lo..hi of chunk ci are being read and, if
+// the chunk is read sequentially, prefetches the next frames in chunk order
+// (crossing into the following framed chunks).
+//
+// The window is s.readahead frames past hi, refilled with hysteresis: a
+// prefetch starts only when less than half a window is still ahead, and then
+// fetches the rest of the window, in parts planned like any read and
+// fetched in parallel, so a sequential walk of small files costs about one
+// GET per part rather than one per file, and the next frames' first-byte
+// latency overlaps the serving of the current ones.
+func (s *Set) noteFrames(ci int32, lo, hi int) {
+	rs := s.state(ci)
+	last := rs.lastFrame.Swap(int64(hi))
+	seq := int64(lo) == last || int64(lo) == last+1 || (lo == 0 && last == -2)
+	if !seq || s.readahead <= 0 || s.ctx.Err() != nil {
+		return
+	}
+	// A window left behind or far ahead of this read (an earlier pass over
+	// the chunk) says nothing about this pass: restart it here, so a second
+	// sequential read of the chunk gets readahead again.
+	if pt := rs.prefetchedTo.Load(); pt < int64(lo)-1 || pt > int64(hi+s.readahead) {
+		rs.prefetchedTo.Store(int64(hi))
+	}
+	if rs.prefetchedTo.Load() >= int64(hi+(s.readahead+1)/2) {
+		return
+	}
+	select {
+	case s.prefetchSem <- struct{}{}:
+	default:
+		return // enough prefetch in flight; the window is refilled next time
+	}
+	type span struct {
+		ci     int32
+		lo, hi int
+	}
+	var spans []span
+	want := s.readahead
+	for c, from := ci, hi+1; want > 0 && int(c) < len(s.chunks); c, from = c+1, 0 {
+		ch := &s.chunks[c]
+		if ch.Kind != FramedZstd {
+			break
+		}
+		to := min(from+want-1, len(ch.Frames)-1)
+		cs := s.state(c)
+		if start := max(from, int(cs.prefetchedTo.Load())+1); start <= to {
+			spans = append(spans, span{c, start, to})
+			cs.prefetchedTo.Store(int64(to))
+		}
+		want -= max(0, to-from+1)
+	}
+	if len(spans) == 0 {
+		<-s.prefetchSem
+		return
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		<-s.prefetchSem
+		return
+	}
+	s.prefetchWG.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.prefetchWG.Done()
+		defer func() { <-s.prefetchSem }()
+		budget := s.cache.budget / 4
+		var workers sync.WaitGroup
+		var held int64
+		for _, sp := range spans {
+			s.prefetch(s.ctx, sp.ci, sp.lo, sp.hi, &budget, &held, &workers)
+		}
+		workers.Wait()
+	}()
+}
+
+// prefetch fetches the frames lo..hi of chunk ci that are neither cached
+// nor in flight, in parts, without taking references to them; each part is
+// speculative (it starts only when memory and GET slots are free, within
+// the prefetch's fair share). It stops when budget (decoded bytes) is
+// spent; giant frames are skipped. The parts' workers are added to workers.
+func (s *Set) prefetch(ctx context.Context, ci int32, lo, hi int, budget, held *int64, workers *sync.WaitGroup) {
+	c := s.cache
+	fr := s.chunks[ci].Frames
+	for i := lo; i <= hi && ctx.Err() == nil; i++ {
+		if s.giant(fr[i]) || fr[i].USize > *budget {
+			return
+		}
+		if c.contains(s.frameKey(ci, i)) {
+			continue
+		}
+		buf, fl, mine := c.lookup(s.frameKey(ci, i), false)
+		if !mine {
+			if buf != nil {
+				buf.Release()
+			}
+			continue
+		}
+		fls := []*flight{fl}
+		decoded := bufSize(fr[i].USize)
+		j := i
+		for j < hi && adjacentWithin(fr[j], fr[j+1], fr[j].COff+fr[j].CSize-fr[i].COff, c.partSize) &&
+			!s.giant(fr[j+1]) && decoded+fr[j+1].USize <= *budget {
+			buf, fl2, m := c.lookup(s.frameKey(ci, j+1), false)
+			if !m {
+				if buf != nil {
+					buf.Release()
+				}
+				break
+			}
+			j++
+			decoded += bufSize(fr[j].USize)
+			fls = append(fls, fl2)
+		}
+		plan := partPlan{off: fr[i].COff, end: fr[j].COff + fr[j].CSize, lo: i, hi: j}
+		plan.subs = splitSubs(plan.off, plan.end, 1, minSubRange)
+		p, _ := s.launch(ctx, ci, plan, decoded, *held, speculative)
+		if p == nil {
+			for k, fl := range fls {
+				c.complete(s.frameKey(ci, i+k), fl, nil, errGaveUp)
+			}
+			return
+		}
+		*budget -= decoded
+		*held += bufSize(plan.size()) + decoded
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			s.partWorker(ctx, p, plan.lo, plan.hi, fls, decoded)
+		}()
+		i = j
+	}
+}

@@ -1,0 +1,198 @@
+package chunkio
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+)
+
+// part is one planned backend read in flight: object bytes [off, end) of
+// chunk ci, fetched into one buffer by one GET per sub-range, all at once.
+// Bytes arrive in any order across sub-ranges; avail is the length of the
+// prefix that has fully arrived, which is what consumers (a frame worker
+// hashing and decoding, a stream reader) may use. A part holds its buffer
+// (charged to the memory budget) and one GET slot per sub-range until that
+// sub-range is done.
+type part struct {
+	set      *Set
+	ci       int32
+	off, end int64
+	buf      *Buf
+
+	cancel context.CancelFunc
+
+	mu      sync.Mutex
+	got     []int64 // bytes received per sub-range
+	subs    []int64 // sub-range boundaries (object offsets)
+	avail   int64   // contiguous bytes from off that have arrived
+	err     error   // the first failure (ends the part)
+	changed chan struct{}
+	fetches sync.WaitGroup
+}
+
+// startPart launches the GETs of plan (its buffer and GET slots already
+// taken: buf holds plan.size() bytes, and the caller holds one GET slot per
+// sub-range, which the fetches return). The part lives under ctx.
+func (s *Set) startPart(ctx context.Context, ci int32, plan partPlan, buf *Buf) *part {
+	ctx, cancel := context.WithCancel(ctx)
+	p := &part{
+		set: s, ci: ci, off: plan.off, end: plan.end, buf: buf, cancel: cancel,
+		subs: plan.subs, got: make([]int64, len(plan.subs)-1), changed: make(chan struct{}),
+	}
+	for i := 0; i+1 < len(plan.subs); i++ {
+		p.fetches.Add(1)
+		go p.fetchSub(ctx, i)
+	}
+	return p
+}
+
+// fetchSub reads sub-range i into the part's buffer.
+func (p *part) fetchSub(ctx context.Context, i int) {
+	defer p.fetches.Done()
+	defer func() { <-p.set.cache.getSlots }()
+	a, b := p.subs[i], p.subs[i+1]
+	body, err := p.set.rangeGet(ctx, p.ci, a, b-a)
+	if err != nil {
+		p.fail(fmt.Errorf("object bytes %d-%d: %w", a, b, err))
+		return
+	}
+	defer body.Close()
+	dst := p.buf.b[a-p.off : b-p.off]
+	for at := 0; at < len(dst); {
+		step := min(len(dst)-at, segmentBytes)
+		n, err := io.ReadFull(body, dst[at:at+step])
+		at += n
+		p.progress(i, int64(at))
+		if err != nil {
+			p.fail(fmt.Errorf("body ended at object byte %d of %d: %w", a+int64(at), b, shortBody(err)))
+			return
+		}
+	}
+}
+
+// progress records that sub-range i has received got bytes.
+func (p *part) progress(i int, got int64) {
+	p.mu.Lock()
+	p.got[i] = got
+	avail := int64(0)
+	for k := range p.got {
+		avail += p.got[k]
+		if p.got[k] < p.subs[k+1]-p.subs[k] {
+			break
+		}
+	}
+	grew := avail > p.avail
+	p.avail = avail
+	if grew {
+		close(p.changed)
+		p.changed = make(chan struct{})
+	}
+	p.mu.Unlock()
+}
+
+// fail ends the part with err (the first failure wins) and stops its GETs.
+func (p *part) fail(err error) {
+	p.mu.Lock()
+	if p.err == nil {
+		p.err = err
+		close(p.changed)
+		p.changed = make(chan struct{})
+	}
+	p.mu.Unlock()
+	p.cancel()
+}
+
+// wait blocks until at least n bytes from off have arrived (n <= size) and
+// returns how many have; or the part's failure, or ctx's error.
+func (p *part) wait(ctx context.Context, n int64) (int64, error) {
+	for {
+		p.mu.Lock()
+		avail, err, ch := p.avail, p.err, p.changed
+		p.mu.Unlock()
+		if avail >= n {
+			return avail, nil
+		}
+		if err != nil {
+			return avail, err
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return avail, ctx.Err()
+		}
+	}
+}
+
+// ready reports how many bytes have arrived without waiting.
+func (p *part) ready() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.avail
+}
+
+// close stops the part's GETs, waits for them and drops the part's
+// reference to its buffer (consumers holding their own keep it).
+func (p *part) close() {
+	p.cancel()
+	p.fetches.Wait()
+	if p.buf != nil {
+		p.buf.Release()
+		p.buf = nil
+	}
+}
+
+// takeSlots takes n process-wide GET slots: waiting (demand) or not at all
+// (speculative: false when they are not all free at once).
+func (c *FrameCache) takeSlots(ctx context.Context, n int, mode allocMode) (bool, error) {
+	for i := 0; i < n; i++ {
+		if mode == speculative {
+			select {
+			case c.getSlots <- struct{}{}:
+				continue
+			default:
+			}
+			c.putSlots(i)
+			return false, nil
+		}
+		select {
+		case c.getSlots <- struct{}{}:
+		case <-ctx.Done():
+			c.putSlots(i)
+			return false, ctx.Err()
+		}
+	}
+	return true, nil
+}
+
+func (c *FrameCache) putSlots(n int) {
+	for i := 0; i < n; i++ {
+		<-c.getSlots
+	}
+}
+
+// launch reserves what plan needs (its buffer plus extra bytes, e.g. the
+// decoded frames a worker will write, and one GET slot per sub-range) and
+// starts it. held is the stream's bytes in flight: a speculative launch
+// that would take the stream past its fair share of the budget, or finds
+// no memory or no slots, returns (nil, nil). On success the caller owns
+// the extra reserved bytes.
+func (s *Set) launch(ctx context.Context, ci int32, plan partPlan, extra, held int64, mode allocMode) (*part, error) {
+	c := s.cache
+	need := bufSize(plan.size()) + extra
+	if mode == speculative && held+need > c.mem.share() {
+		return nil, nil
+	}
+	if err := c.reserve(ctx, need, mode); err != nil {
+		if err == errNoMemory {
+			return nil, nil
+		}
+		return nil, err
+	}
+	ok, err := c.takeSlots(ctx, len(plan.subs)-1, mode)
+	if !ok {
+		c.unreserve(need)
+		return nil, err
+	}
+	return s.startPart(ctx, ci, plan, c.bufReserved(plan.size())), nil
+}

@@ -1,0 +1,232 @@
+package chunkio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+)
+
+// partReader reads object bytes [start, end) of chunk ci in order, keeping
+// a window of parts (plan.go) in flight ahead of its position: the
+// sequential reads of the read path that have no frame table to follow
+// (plain tar members, direct objects, giant frames and unframed zstd
+// decoded as streams, whole-object verification). The first part is a
+// demand read; the rest are speculative, so a reader that stalls holds at
+// most its window and its fair share of the memory budget.
+//
+// When asked (h != nil) it hashes every byte it delivers and compares the
+// sum with want when the last byte has been delivered; a mismatch fails the
+// read that delivered that byte. suspend drops the parts in flight (no
+// connection, no buffer is held) and the next read resumes where it
+// stopped, under the context then in r.ctx.
+type partReader struct {
+	set        *Set
+	ci         int32
+	ctx        context.Context
+	start, end int64
+	pos        int64   // next byte to deliver
+	queue      []*part // launched parts, in order; queue[0] holds pos
+	planned    int64   // end of the last launched part
+	held       int64   // bytes the queued parts hold
+	win        window
+	counted    bool // counted as a stream of the budget
+
+	h        hash.Hash
+	want     [32]byte
+	what     string
+	whole    bool // the whole unframed object: a mismatch is remembered
+	verified bool
+	failed   error
+}
+
+func (s *Set) newPartReader(ctx context.Context, ci int32, start, end int64) *partReader {
+	return &partReader{set: s, ci: ci, ctx: ctx, start: start, end: end, pos: start, planned: start,
+		win: newWindow(s.cache.streamParts)}
+}
+
+// fill makes sure the part holding pos is launched (a demand read) and
+// tops the window up with speculative parts.
+func (r *partReader) fill() error {
+	c := r.set.cache
+	if !r.counted {
+		r.counted = true
+		c.streamStarted()
+	}
+	for len(r.queue) < r.win.n && r.planned < r.end {
+		mode := speculative
+		if len(r.queue) == 0 {
+			mode = demand
+		}
+		plan := planRange(r.planned, r.end, c.partSize)[0]
+		plan.subs = splitSubs(plan.off, plan.end, waysFor(c.streamParts, r.win.n), minSubRange)
+		p, err := r.set.launch(r.ctx, r.ci, plan, 0, r.held, mode)
+		if err != nil {
+			return err
+		}
+		if p == nil {
+			return nil // no room to read ahead now
+		}
+		r.queue = append(r.queue, p)
+		r.planned = plan.end
+		r.held += bufSize(plan.size())
+	}
+	return nil
+}
+
+// head waits for the bytes at pos and returns the part holding them and
+// how many bytes from pos are available.
+func (r *partReader) head() (*part, int64, error) {
+	if err := r.fill(); err != nil {
+		return nil, 0, err
+	}
+	p := r.queue[0]
+	need := r.pos - p.off + 1
+	if p.ready() < need {
+		r.win.starved() // the reader waits for data: more parts in flight would help
+		if err := r.fill(); err != nil {
+			return nil, 0, err
+		}
+	}
+	avail, err := p.wait(r.ctx, need)
+	if err != nil {
+		return nil, 0, err
+	}
+	return p, p.off + avail - r.pos, nil
+}
+
+// advance records that n bytes at pos were delivered (hashing them) and
+// retires the head part when it is used up.
+func (r *partReader) advance(p *part, n int64) {
+	if r.h != nil {
+		r.h.Write(p.buf.b[r.pos-p.off : r.pos-p.off+n])
+	}
+	r.pos += n
+	if r.pos == p.end {
+		r.queue = r.queue[1:]
+		r.held -= bufSize(p.end - p.off)
+		p.close()
+	}
+}
+
+// Read implements io.Reader (bytes are copied out of the parts).
+func (r *partReader) Read(b []byte) (int, error) {
+	if r.failed != nil {
+		return 0, r.failed
+	}
+	if r.pos >= r.end {
+		return 0, io.EOF
+	}
+	p, avail, err := r.head()
+	if err != nil {
+		r.failed = err
+		return 0, err
+	}
+	n := int64(copy(b, p.buf.b[r.pos-p.off:r.pos-p.off+min(avail, int64(len(b)))]))
+	r.advance(p, n)
+	if r.pos == r.end {
+		if err := r.finish(); err != nil {
+			return int(n), err
+		}
+	}
+	return int(n), nil
+}
+
+// next returns the next available bytes as a slice of a part's buffer
+// (with a reference for the caller), at most max bytes.
+func (r *partReader) next(limit int64) ([]byte, *Buf, error) {
+	if r.failed != nil {
+		return nil, nil, r.failed
+	}
+	if r.pos >= r.end {
+		return nil, nil, io.EOF
+	}
+	p, avail, err := r.head()
+	if err != nil {
+		r.failed = err
+		return nil, nil, err
+	}
+	n := min(avail, limit)
+	seg := p.buf.b[r.pos-p.off : r.pos-p.off+n]
+	buf := p.buf
+	buf.Retain()
+	r.advance(p, n)
+	return seg, buf, nil
+}
+
+// finish checks the sum once every byte was delivered.
+func (r *partReader) finish() error {
+	r.suspend()
+	if r.h != nil && !r.verified {
+		var got [32]byte
+		r.h.Sum(got[:0])
+		if got != r.want {
+			r.set.metrics.checksumFailure()
+			err := fmt.Errorf("%s: sha256 mismatch: %w", r.what, ErrChecksum)
+			if r.whole {
+				r.set.state(r.ci).failStream(err)
+			}
+			r.failed = err
+			return err
+		}
+	}
+	r.verified = true
+	return nil
+}
+
+// suspend drops the parts in flight; the next read relaunches from pos.
+func (r *partReader) suspend() {
+	for _, p := range r.queue {
+		p.close()
+	}
+	r.queue = nil
+	r.planned = r.pos
+	r.held = 0
+	r.win = newWindow(r.win.max)
+	if r.counted {
+		r.counted = false
+		r.set.cache.streamEnded()
+	}
+}
+
+// rangeSource streams object bytes [pos,end) of a plain tar or direct
+// object as slices of its parts (no copy).
+type rangeSource struct {
+	r *partReader
+}
+
+func (rs *rangeSource) Next() ([]byte, *Buf, error) { return rs.r.next(segmentBytes) }
+
+func (rs *rangeSource) Close() { rs.r.suspend() }
+
+// Seek moves the position to object byte off (whence io.SeekStart or
+// io.SeekCurrent; within [start, end]). Parts wholly before the new
+// position are dropped, and a position past the parts in flight starts
+// the reading there afresh. A hashed reader cannot seek.
+func (r *partReader) Seek(off int64, whence int) (int64, error) {
+	if whence == io.SeekCurrent {
+		off += r.pos
+	} else if whence != io.SeekStart {
+		return r.pos, fmt.Errorf("partReader: whence %d", whence)
+	}
+	if r.h != nil {
+		return r.pos, errors.New("partReader: seek on a hashed reader")
+	}
+	if off < r.start || off > r.end {
+		return r.pos, fmt.Errorf("partReader: seek to %d outside [%d,%d]", off, r.start, r.end)
+	}
+	if off < r.pos || off >= r.planned {
+		r.suspend()
+		r.pos, r.planned = off, off
+		return off, nil
+	}
+	for len(r.queue) > 0 && r.queue[0].end <= off {
+		p := r.queue[0]
+		r.queue = r.queue[1:]
+		r.held -= bufSize(p.end - p.off)
+		p.close()
+	}
+	r.pos = off
+	return off, nil
+}

@@ -1,0 +1,296 @@
+package chunkio
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"io"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// Stream decoders' memory (charged to the budget while a stream lives).
+const (
+	defaultDecoderWindow = 8 << 20   // when the frame header cannot be read
+	decoderOverhead      = 256 << 10 // block buffers beyond the window
+	zstdHeaderMax        = 18        // magic, descriptor, window, dictionary id, content size
+)
+
+// zstream is a positioned stream decoder over a giant frame (frame >= 0) or
+// a whole unframed zstd chunk (frame == -1).
+//
+// Its input is a partReader (parts in flight ahead of the decoder, hashed as
+// the decoder consumes them). The decoder's window is charged to the memory
+// budget for the stream's life (reserve, from the frame header's window
+// size); a parked stream keeps it, and parked streams are the first thing
+// evicted when memory runs short.
+type zstream struct {
+	set   *Set
+	ci    int32
+	frame int
+	dec   *zstd.Decoder
+	src   *partReader
+	pos   int64 // uncompressed bytes produced
+	ulen  int64 // expected uncompressed length; -1 = unknown
+	limit int64 // whole object: decoding past this many bytes fails; 0 = none
+	mem   int64 // bytes reserved for the decoder
+}
+
+// overLimit fails a whole-object decode that ran past the chunk's bound.
+func (z *zstream) overLimit() error {
+	if z.limit > 0 && z.pos > z.limit {
+		err := fmt.Errorf("zstd stream decodes past %d bytes, more than its manifest entries can need: %w", z.limit, ErrCorrupt)
+		z.set.state(z.ci).failStream(err) // the object itself is at fault: remembered
+		return err
+	}
+	return nil
+}
+
+func (s *Set) newZstream(ctx context.Context, ci int32, frame int) (*zstream, error) {
+	c := &s.chunks[ci]
+	z := &zstream{set: s, ci: ci, frame: frame, ulen: -1}
+	var src *partReader
+	if frame >= 0 {
+		f := c.Frames[frame]
+		src = s.newPartReader(ctx, ci, f.COff, f.COff+f.CSize)
+		z.ulen = f.USize
+		src.what = fmt.Sprintf("frame %d (object bytes %d-%d)", frame, f.COff, f.COff+f.CSize)
+		if f.HasSum {
+			src.h, src.want = sha256.New(), f.Sum
+		}
+	} else {
+		if err := s.state(ci).streamFailure(); err != nil {
+			return nil, err // this object failed its check before: not decoded again
+		}
+		size, err := s.objectSize(ctx, ci)
+		if err != nil {
+			return nil, err
+		}
+		src = s.newPartReader(ctx, ci, 0, size)
+		src.what = "whole object"
+		src.whole = true
+		z.limit = c.MaxTar
+		if c.HasSum {
+			src.h, src.want = sha256.New(), c.Sum
+		}
+	}
+	z.src = src
+	// Charge the decoder's window (its history buffer) before decoding:
+	// read the frame header from the first part.
+	win := int64(defaultDecoderWindow)
+	if src.end > src.start {
+		p, avail, err := src.head()
+		if err != nil {
+			src.suspend()
+			return nil, err
+		}
+		if w, ok := zstdWindow(p.buf.b[src.pos-p.off : src.pos-p.off+min(avail, zstdHeaderMax)]); ok {
+			win = w
+		}
+	}
+	if z.ulen >= 0 {
+		win = min(win, z.ulen)
+	}
+	z.mem = min(win, maxDecoderWindow) + decoderOverhead
+	if err := s.cache.reserve(ctx, z.mem, demand); err != nil {
+		src.suspend()
+		return nil, err
+	}
+	dec, err := s.cache.decoder(src)
+	if err != nil {
+		src.suspend()
+		s.cache.unreserve(z.mem)
+		return nil, err
+	}
+	z.dec = dec
+	return z, nil
+}
+
+// read decodes into p, mapping decoder failures to their cause.
+func (z *zstream) read(p []byte) (int, error) {
+	n, err := io.ReadFull(z.dec, p)
+	z.pos += int64(n)
+	if lerr := z.overLimit(); lerr != nil {
+		return n, lerr
+	}
+	if err == nil {
+		return n, nil
+	}
+	if z.src.failed != nil {
+		return n, z.src.failed
+	}
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		return n, fmt.Errorf("zstd stream ends at uncompressed byte %d, before %d: %w", z.pos, z.pos+int64(len(p)-n), ErrCorrupt)
+	}
+	return n, fmt.Errorf("zstd at uncompressed byte %d: %v: %w", z.pos, err, ErrCorrupt)
+}
+
+// atEnd confirms that the stream ends exactly here and that its checksum
+// (if any) matched.
+func (z *zstream) atEnd() error {
+	var one [1]byte
+	k, err := z.dec.Read(one[:])
+	for k == 0 && err == nil {
+		k, err = z.dec.Read(one[:])
+	}
+	if z.src.failed != nil {
+		return z.src.failed
+	}
+	if k > 0 {
+		return fmt.Errorf("zstd stream continues past its declared %d bytes: %w", z.pos, ErrCorrupt)
+	}
+	if err != io.EOF {
+		return fmt.Errorf("zstd at end (%d bytes): %v: %w", z.pos, err, ErrCorrupt)
+	}
+	if !z.src.verified {
+		if z.src.pos < z.src.end {
+			return fmt.Errorf("zstd stream ended after %d of %d compressed bytes: %w", z.src.pos-z.src.start, z.src.end-z.src.start, ErrCorrupt)
+		}
+		if err := z.src.finish(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// discard releases the stream; healthy decoders return to the pool.
+func (z *zstream) discard(c *FrameCache, healthy bool) {
+	z.src.suspend()
+	if z.dec == nil {
+		return
+	}
+	if healthy {
+		c.putDecoder(z.dec)
+	} else {
+		z.dec.Close()
+	}
+	z.dec = nil
+	c.unreserve(z.mem)
+	z.mem = 0
+}
+
+// zSource streams uncompressed bytes [u0,u1) of a zstream, continuing a
+// parked decoder when one stopped at or before u0 (so sequential ranged
+// reads cost O(size) decode work in total), and parking its decoder at u1.
+// For a giant frame the segment holding the frame's last byte is released
+// only after the frame's sha256 and decoded length were confirmed.
+type zSource struct {
+	set    *Set
+	ctx    context.Context
+	ci     int32
+	frame  int
+	u0, u1 int64
+	z      *zstream
+	buf    *Buf
+}
+
+func (zs *zSource) Next() ([]byte, *Buf, error) {
+	s := zs.set
+	if zs.z == nil {
+		if zs.u0 >= zs.u1 {
+			return nil, nil, io.EOF
+		}
+		z := s.cache.unpark(s, zs.ci, zs.frame, zs.u0)
+		if z == nil {
+			var err error
+			if z, err = zs.set.newZstream(zs.ctx, zs.ci, zs.frame); err != nil {
+				return nil, nil, err
+			}
+		}
+		z.src.ctx = zs.ctx
+		zs.z = z
+		buf, err := s.cache.alloc(zs.ctx, segmentBytes, demand)
+		if err != nil {
+			zs.fail()
+			return nil, nil, err
+		}
+		zs.buf = buf
+		for z.pos < zs.u0 {
+			n, err := z.read(zs.buf.b[:min(int64(len(zs.buf.b)), zs.u0-z.pos)])
+			s.decoded.Add(int64(n))
+			if err != nil {
+				zs.fail()
+				return nil, nil, err
+			}
+		}
+	}
+	z := zs.z
+	if z.pos >= zs.u1 {
+		return nil, nil, io.EOF
+	}
+	n, err := z.read(zs.buf.b[:min(int64(len(zs.buf.b)), zs.u1-z.pos)])
+	s.decoded.Add(int64(n))
+	if err == nil && z.ulen >= 0 && z.pos == z.ulen {
+		err = z.atEnd()
+	}
+	if err != nil {
+		zs.fail()
+		return nil, nil, err
+	}
+	return zs.buf.b[:n], nil, nil
+}
+
+func (zs *zSource) fail() {
+	if zs.z != nil {
+		zs.z.discard(zs.set.cache, false)
+		zs.z = nil
+	}
+}
+
+func (zs *zSource) Close() {
+	s := zs.set
+	if z := zs.z; z != nil {
+		zs.z = nil
+		if z.ulen < 0 || z.pos < z.ulen {
+			s.cache.park(s, z)
+		} else {
+			z.discard(s.cache, true)
+		}
+	}
+	if zs.buf != nil {
+		zs.buf.Release()
+		zs.buf = nil
+	}
+}
+
+// zstdWindow returns the window size a zstd frame header declares: the
+// Window_Descriptor of a multi-segment frame, the content size of a
+// single-segment one (RFC 8878 3.1.1.1). ok is false when hdr does not
+// start a zstd frame or is too short to say.
+func zstdWindow(hdr []byte) (int64, bool) {
+	if len(hdr) < 5 || hdr[0] != 0x28 || hdr[1] != 0xB5 || hdr[2] != 0x2F || hdr[3] != 0xFD {
+		return 0, false
+	}
+	fhd := hdr[4]
+	single := fhd&0x20 != 0
+	if !single {
+		if len(hdr) < 6 {
+			return 0, false
+		}
+		wd := hdr[5]
+		log := 10 + int64(wd>>3)
+		if log > 41 {
+			return 0, false
+		}
+		base := int64(1) << log
+		return base + base/8*int64(wd&7), true
+	}
+	// Single segment: the window is the frame content size, after the
+	// dictionary id.
+	at := 5 + [4]int{0, 1, 2, 4}[fhd&3]
+	size := [4]int{1, 2, 4, 8}[fhd>>6]
+	if len(hdr) < at+size {
+		return 0, false
+	}
+	var v uint64
+	for i := size - 1; i >= 0; i-- {
+		v = v<<8 | uint64(hdr[at+i])
+	}
+	if size == 2 {
+		v += 256
+	}
+	if v > 1<<62 {
+		return 0, false
+	}
+	return int64(v), true
+}
