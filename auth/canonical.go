@@ -70,37 +70,6 @@ func (q query) get(key string) (string, int) {
 	return v, n
 }
 
-// uriEncode percent-encodes s the AWS way: every byte except the unreserved
-// characters A-Z a-z 0-9 - _ . ~ becomes %XX (upper-case hex); '/' is kept
-// when keepSlash is set. Space is %20, never '+'.
-func uriEncode(s string, keepSlash bool) string {
-	const hex = "0123456789ABCDEF"
-	n := 0
-	for i := 0; i < len(s); i++ {
-		if !unreserved(s[i]) && !(keepSlash && s[i] == '/') {
-			n++
-		}
-	}
-	if n == 0 {
-		return s
-	}
-	b := make([]byte, 0, len(s)+2*n)
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if unreserved(c) || keepSlash && c == '/' {
-			b = append(b, c)
-			continue
-		}
-		b = append(b, '%', hex[c>>4], hex[c&15])
-	}
-	return string(b)
-}
-
-func unreserved(c byte) bool {
-	return 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' ||
-		c == '-' || c == '_' || c == '.' || c == '~'
-}
-
 // canonicalURI is the SigV4 canonical path for S3: the request path decoded
 // once and encoded once, keeping '/'. It does not clean "//", "." or "..":
 // S3 keys may contain them and S3 signers do not normalise.
@@ -111,7 +80,7 @@ func canonicalURI(u *url.URL) string {
 	if p == "" {
 		p = "/"
 	}
-	return uriEncode(p, true)
+	return URIEncode(p, true)
 }
 
 // canonicalQuery is the SigV4 canonical query string: every pair except the
@@ -123,7 +92,7 @@ func canonicalQuery(q query, skip string) string {
 		if skip != "" && p.key == skip {
 			continue
 		}
-		pairs = append(pairs, [2]string{uriEncode(p.key, false), uriEncode(p.value, false)})
+		pairs = append(pairs, [2]string{URIEncode(p.key, false), URIEncode(p.value, false)})
 	}
 	sort.Slice(pairs, func(i, j int) bool {
 		if pairs[i][0] != pairs[j][0] {

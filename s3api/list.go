@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/wharf-s3/wharf/archiveview"
+	"github.com/wharf-s3/wharf/auth"
 )
 
 // maxKeysCap is both the default and the cap of max-keys, as on AWS.
@@ -103,7 +104,7 @@ func (s *Server) listObjects(req *request, a *archiveview.Archive, v2 bool) {
 	}
 	enc := func(v string) string { return v }
 	if lq.encodeURL {
-		enc = urlEncode
+		enc = encodeURLKey
 	}
 	withOwner := !v2 || lq.fetchOwner
 	nPrefixes := 0
@@ -225,6 +226,10 @@ func plainXMLText(s string) bool {
 	}
 	return true
 }
+
+// encodeURLKey is encoding-type=url: keys, prefixes, markers and the
+// delimiter encoded as S3 does, which is auth.URIEncode keeping '/'.
+func encodeURLKey(s string) string { return auth.URIEncode(s, true) }
 
 // quoteETag returns the ETag in the quoted form S3 uses everywhere.
 func quoteETag(etag string) string { return `"` + etag + `"` }

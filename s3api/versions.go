@@ -55,7 +55,7 @@ func (s *Server) listObjectVersions(req *request, a *archiveview.Archive) {
 	}
 	enc := func(v string) string { return v }
 	if lq.encodeURL {
-		enc = urlEncode
+		enc = encodeURLKey
 	}
 
 	var b xmlWriter
