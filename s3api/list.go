@@ -32,13 +32,8 @@ type listQuery struct {
 // absent; max-keys defaults to and is capped at 1000, 0 is allowed, negative
 // or non-numeric values are 400 InvalidArgument; a continuation token wins
 // over start-after; a bad token is 400 InvalidArgument.
-func parseListQuery(q map[string][]string, v2 bool) (listQuery, *apiError) {
-	get := func(k string) string {
-		if vs := q[k]; len(vs) > 0 {
-			return vs[0]
-		}
-		return ""
-	}
+func parseListQuery(q auth.Query, v2 bool) (listQuery, *apiError) {
+	get := q.Get
 	lq := listQuery{
 		prefix:    get("prefix"),
 		delimiter: get("delimiter"),
@@ -67,7 +62,7 @@ func parseListQuery(q map[string][]string, v2 bool) (listQuery, *apiError) {
 	}
 	lq.startAfter = get("start-after")
 	lq.after = lq.startAfter
-	if _, ok := q["continuation-token"]; ok {
+	if q.Has("continuation-token") {
 		lq.token = get("continuation-token")
 		lq.hasToken = true
 		after, err := decodeToken(lq.token)
@@ -86,8 +81,7 @@ func parseListQuery(q map[string][]string, v2 bool) (listQuery, *apiError) {
 // listObjects answers ListObjects (v1) and ListObjectsV2 in O(log n + page)
 // through archiveview.List.
 func (s *Server) listObjects(req *request, a *archiveview.Archive, v2 bool) {
-	q := req.r.URL.Query()
-	lq, apiErr := parseListQuery(q, v2)
+	lq, apiErr := parseListQuery(req.query, v2)
 	if apiErr != nil {
 		apiErr.Bucket = req.bucket
 		s.writeError(req, apiErr)

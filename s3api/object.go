@@ -9,7 +9,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"net/url"
 	"path"
 	"strconv"
 	"time"
@@ -46,8 +45,8 @@ func contentType(f archiveview.File) string {
 // getObject answers GetObject and HeadObject.
 func (s *Server) getObject(req *request, a *archiveview.Archive) {
 	r := req.r
-	q := r.URL.Query()
-	f, versionID, ok := s.objectVersion(req, a, q)
+	q := req.query
+	f, versionID, ok := s.objectVersion(req, a)
 	if !ok {
 		return
 	}
@@ -81,13 +80,13 @@ func (s *Server) getObject(req *request, a *archiveview.Archive) {
 	status := http.StatusOK
 	off, n := int64(0), size
 	rangeHdr := r.Header.Get("Range")
-	if pn, ok := q["partNumber"]; ok {
+	if q.Has("partNumber") {
 		if rangeHdr != "" {
 			s.writeError(req, &apiError{Code: errInvalidRequest, Bucket: req.bucket, Key: req.key,
 				Message: "Cannot specify both Range header and partNumber query parameter"})
 			return
 		}
-		num, err := strconv.Atoi(firstOf(pn))
+		num, err := strconv.Atoi(q.Get("partNumber"))
 		if err != nil || num < 1 || num > 10000 {
 			s.writeError(req, &apiError{Code: errInvalidArgument, Bucket: req.bucket, Key: req.key,
 				Message: "Part number must be an integer between 1 and 10000, inclusive"})
@@ -147,10 +146,10 @@ func (s *Server) getObject(req *request, a *archiveview.Archive) {
 // to build a chain's history only drops the header (the bytes come from the
 // tree); the key not being found while its latest version is a delete
 // marker adds the marker's headers to the 404, as AWS does.
-func (s *Server) objectVersion(req *request, a *archiveview.Archive, q url.Values) (f archiveview.File, versionID string, ok bool) {
+func (s *Server) objectVersion(req *request, a *archiveview.Archive) (f archiveview.File, versionID string, ok bool) {
 	ctx := req.r.Context()
-	if vids, has := q["versionId"]; has {
-		vid := firstOf(vids)
+	if req.query.Has("versionId") {
+		vid := req.query.Get("versionId")
 		if vid == "" {
 			s.writeError(req, &apiError{Code: errInvalidArgument, Bucket: req.bucket, Key: req.key,
 				Message: "Version id cannot be the empty string"})
@@ -274,11 +273,4 @@ func readErrorCode(err error) errorCode {
 		return errSlowDown
 	}
 	return errInternalError
-}
-
-func firstOf(vs []string) string {
-	if len(vs) == 0 {
-		return ""
-	}
-	return vs[0]
 }

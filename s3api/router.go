@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/xml"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 
@@ -59,14 +58,11 @@ var subResources = map[string]bool{
 
 // subResource returns the first sub-resource named in q ("" = none).
 // Sub-resources are checked in a fixed order so the answer is deterministic.
-func subResource(q url.Values) string {
-	if len(q) == 0 {
-		return ""
-	}
+func subResource(q auth.Query) string {
 	var found string
-	for k := range q {
-		if subResources[k] && (found == "" || k < found) {
-			found = k
+	for _, p := range q {
+		if subResources[p.Key] && (found == "" || p.Key < found) {
+			found = p.Key
 		}
 	}
 	return found
@@ -92,7 +88,7 @@ func (s *Server) address(r *http.Request) (bucket, key string) {
 }
 
 // operationName names the S3 operation a request asks for.
-func operationName(method, bucket string, hasKey bool, q url.Values) string {
+func operationName(method, bucket string, hasKey bool, q auth.Query) string {
 	switch method {
 	case http.MethodGet, http.MethodHead:
 	case http.MethodPut, http.MethodPost, http.MethodDelete:
@@ -183,7 +179,7 @@ func (s *Server) route(req *request) {
 		s.listObjectVersions(req, a)
 	case opGetObjectACL, opGetObjectTagging:
 		// The key (or the version ?versionId names) must exist.
-		if _, _, ok := s.objectVersion(req, a, req.r.URL.Query()); !ok {
+		if _, _, ok := s.objectVersion(req, a); !ok {
 			return
 		}
 		if req.op == opGetObjectACL {

@@ -37,7 +37,9 @@ import (
 
 // Authenticator authenticates a request. *auth.Verifier implements it.
 type Authenticator interface {
-	Authenticate(r *http.Request) (auth.Identity, error)
+	// AuthenticateQuery authenticates r, whose query the router has parsed
+	// once with auth.ParseQuery into q; the handlers serve from the same q.
+	AuthenticateQuery(r *http.Request, q auth.Query) (auth.Identity, error)
 }
 
 // Config configures the S3 handler.
@@ -127,11 +129,17 @@ type request struct {
 	bucket     string
 	key        string
 	hasKey     bool // a non-empty key was addressed
-	identity   auth.Identity
-	start      time.Time
-	w          *responseWriter
-	r          *http.Request
-	cause      error // logged with the access line
+	// query is the request's query, parsed once by the router with
+	// auth.ParseQuery (every pair, in order, as signed); every middleware
+	// and handler reads it from here. queryErr is the parse failure, which
+	// is answered where authentication would have failed on it (step 5).
+	query    auth.Query
+	queryErr error
+	identity auth.Identity
+	start    time.Time
+	w        *responseWriter
+	r        *http.Request
+	cause    error // logged with the access line
 }
 
 // ServeHTTP implements http.Handler.
@@ -171,7 +179,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// 3. Addressing and operation name.
 	req.bucket, req.key = s.address(r)
 	req.hasKey = req.key != ""
-	req.op = operationName(r.Method, req.bucket, req.hasKey, r.URL.Query())
+	req.query, req.queryErr = auth.ParseQuery(r.URL.RawQuery)
+	req.op = operationName(r.Method, req.bucket, req.hasKey, req.query)
 
 	// A body is never read; its connection is not reused (limits.go).
 	if carriesBody(r) {
@@ -196,7 +205,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.writeError(req, &apiError{Code: errAccessDenied, Bucket: req.bucket, Key: req.key})
 		return
 	}
-	id, err := s.cfg.Verifier.Authenticate(r)
+	if req.queryErr != nil {
+		s.writeError(req, authError(req.queryErr, req))
+		return
+	}
+	id, err := s.cfg.Verifier.AuthenticateQuery(r, req.query)
 	if err != nil {
 		s.writeError(req, authError(err, req))
 		return

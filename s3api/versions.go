@@ -18,7 +18,7 @@ import (
 // version-id-marker it continues after that version; max-keys counts
 // versions, delete markers and common prefixes.
 func (s *Server) listObjectVersions(req *request, a *archiveview.Archive) {
-	q := req.r.URL.Query()
+	q := req.query
 	lq, apiErr := parseListQuery(q, false)
 	if apiErr != nil {
 		apiErr.Bucket = req.bucket
