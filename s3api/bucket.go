@@ -19,10 +19,6 @@ type owner struct {
 	DisplayName string `xml:"DisplayName"`
 }
 
-func (s *Server) owner() *owner {
-	return &owner{ID: s.cfg.OwnerID, DisplayName: s.cfg.OwnerName}
-}
-
 type listAllMyBucketsResult struct {
 	XMLName xml.Name       `xml:"ListAllMyBucketsResult"`
 	Xmlns   string         `xml:"xmlns,attr"`
@@ -44,7 +40,7 @@ type namedCatalog interface {
 
 // listBuckets answers GET /: one Bucket per readable archive, by name.
 func (s *Server) listBuckets(req *request) {
-	res := listAllMyBucketsResult{Xmlns: xmlNS, Owner: s.owner(), Buckets: []bucketRecord{}}
+	res := listAllMyBucketsResult{Xmlns: xmlNS, Owner: s.owner, Buckets: []bucketRecord{}}
 	add := func(name string, a *archiveview.Archive) {
 		if name == "" || !req.identity.CanRead(name) {
 			return
@@ -117,7 +113,7 @@ type grantee struct {
 // getACL answers ?acl with the canned "private" ACL: the owner has
 // FULL_CONTROL, nobody else has anything.
 func (s *Server) getACL(req *request) {
-	o := s.owner()
+	o := s.owner
 	s.writeXML(req, http.StatusOK, &accessControlPolicy{
 		Xmlns: xmlNS,
 		Owner: o,

@@ -78,6 +78,10 @@ type Server struct {
 	limit   *keyLimiter
 	bufs    sync.Pool
 	now     func() time.Time
+	// The bucket and object Owner, built once: as a struct for the
+	// encoding/xml responses and as text for the hand-written listings.
+	owner    *owner
+	ownerXML string
 }
 
 // New returns the S3 http.Handler for cfg. It panics if cfg.Catalog is nil or
@@ -112,7 +116,9 @@ func NewServer(cfg Config) *Server {
 	if err != nil {
 		panic("s3api: register metrics: " + err.Error())
 	}
-	s := &Server{cfg: cfg, metrics: m, limit: lim, now: time.Now}
+	s := &Server{cfg: cfg, metrics: m, limit: lim, now: time.Now,
+		owner:    &owner{ID: cfg.OwnerID, DisplayName: cfg.OwnerName},
+		ownerXML: ownerElement(cfg.OwnerID, cfg.OwnerName)}
 	size := cfg.BufferSize
 	s.bufs.New = func() any {
 		b := make([]byte, size)
