@@ -39,7 +39,7 @@ type namedCatalog interface {
 }
 
 // listBuckets answers GET /: one Bucket per readable archive, by name.
-func (s *Server) listBuckets(req *request) {
+func (s *server) listBuckets(req *request) {
 	res := listAllMyBucketsResult{Xmlns: xmlNS, Owner: s.owner, Buckets: []bucketRecord{}}
 	add := func(name string, a *archiveview.Archive) {
 		if name == "" || !req.identity.CanRead(name) {
@@ -68,7 +68,7 @@ func (s *Server) listBuckets(req *request) {
 
 // headBucket answers HEAD /bucket: 200 with the region (404 without body is
 // handled by the router).
-func (s *Server) headBucket(req *request) {
+func (s *server) headBucket(req *request) {
 	h := req.w.Header()
 	h.Set("x-amz-bucket-region", s.cfg.Region)
 	h.Set("x-amz-access-point-alias", "false")
@@ -83,7 +83,7 @@ type locationConstraint struct {
 }
 
 // getBucketLocation answers ?location: empty for us-east-1, else the region.
-func (s *Server) getBucketLocation(req *request) {
+func (s *server) getBucketLocation(req *request) {
 	region := s.cfg.Region
 	if region == "us-east-1" {
 		region = ""
@@ -112,7 +112,7 @@ type grantee struct {
 
 // getACL answers ?acl with the canned "private" ACL: the owner has
 // FULL_CONTROL, nobody else has anything.
-func (s *Server) getACL(req *request) {
+func (s *server) getACL(req *request) {
 	o := s.owner
 	s.writeXML(req, http.StatusOK, &accessControlPolicy{
 		Xmlns: xmlNS,
@@ -138,7 +138,7 @@ type versioningConfiguration struct {
 // getBucketVersioning answers ?versioning: Enabled for every archive. Each
 // upload of a chain is a version (VersionId = upload id); a single upload
 // is a chain of one, so every key has exactly one version.
-func (s *Server) getBucketVersioning(req *request) {
+func (s *server) getBucketVersioning(req *request) {
 	s.writeXML(req, http.StatusOK, &versioningConfiguration{Xmlns: xmlNS, Status: "Enabled"})
 }
 

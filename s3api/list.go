@@ -77,7 +77,7 @@ func parseListQuery(q auth.Query, v2 bool) (listQuery, *apiError) {
 
 // listObjects answers ListObjects (v1) and ListObjectsV2 in O(log n + page)
 // through archiveview.List.
-func (s *Server) listObjects(req *request, a *archiveview.Archive, v2 bool) {
+func (s *server) listObjects(req *request, a *archiveview.Archive, v2 bool) {
 	lq, apiErr := parseListQuery(req.query, v2)
 	if apiErr != nil {
 		apiErr.Bucket = req.bucket

@@ -30,7 +30,7 @@ type listXML struct {
 
 // newListXML opens a page of root for bucket, sized for n entries. Entries
 // carry s's Owner element when withOwner is set.
-func (s *Server) newListXML(root, bucket string, lq listQuery, n int, withOwner bool) *listXML {
+func (s *server) newListXML(root, bucket string, lq listQuery, n int, withOwner bool) *listXML {
 	w := &listXML{root: root, enc: func(v string) string { return v }}
 	if lq.encodeURL {
 		w.enc = encodeURLKey

@@ -43,7 +43,7 @@ func contentType(f archiveview.File) string {
 }
 
 // getObject answers GetObject and HeadObject.
-func (s *Server) getObject(req *request, a *archiveview.Archive) {
+func (s *server) getObject(req *request, a *archiveview.Archive) {
 	r := req.r
 	q := req.query
 	f, versionID, ok := s.objectVersion(req, a)
@@ -146,7 +146,7 @@ func (s *Server) getObject(req *request, a *archiveview.Archive) {
 // to build a chain's history only drops the header (the bytes come from the
 // tree); the key not being found while its latest version is a delete
 // marker adds the marker's headers to the 404, as AWS does.
-func (s *Server) objectVersion(req *request, a *archiveview.Archive) (f archiveview.File, versionID string, ok bool) {
+func (s *server) objectVersion(req *request, a *archiveview.Archive) (f archiveview.File, versionID string, ok bool) {
 	ctx := req.r.Context()
 	if req.query.Has("versionId") {
 		vid := req.query.Get("versionId")
@@ -202,7 +202,7 @@ func (s *Server) objectVersion(req *request, a *archiveview.Archive) (f archivev
 // clean 500/503 XML error naming the key. A failure after that aborts the
 // connection (http.ErrAbortHandler): the client sees a broken body, never a
 // clean short or wrong one.
-func (s *Server) streamBody(req *request, a *archiveview.Archive, f archiveview.File, off, n int64, status int) {
+func (s *server) streamBody(req *request, a *archiveview.Archive, f archiveview.File, off, n int64, status int) {
 	ctx := req.r.Context()
 	rc, err := a.Open(ctx, f, off, n)
 	if err != nil {
@@ -251,7 +251,7 @@ func (s *Server) streamBody(req *request, a *archiveview.Archive, f archiveview.
 }
 
 // readFailed answers a read error that happened before any header was sent.
-func (s *Server) readFailed(req *request, a *archiveview.Archive, ctx context.Context, err error) {
+func (s *server) readFailed(req *request, a *archiveview.Archive, ctx context.Context, err error) {
 	err = fmt.Errorf("archive %s key %q: %w", a.Name(), req.key, err)
 	if ctx.Err() != nil {
 		// The client went away; nobody reads the answer.

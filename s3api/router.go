@@ -73,7 +73,7 @@ func subResource(q auth.Query) string {
 // "<bucket>.<VirtualHostBase>" — never for an IP address or a host equal to
 // the base. The key is the decoded path after the bucket, byte for byte
 // ("//" kept, '+' literal).
-func (s *Server) address(r *http.Request) (bucket, key string) {
+func (s *server) address(r *http.Request) (bucket, key string) {
 	p := r.URL.Path
 	// The bucket label is served lower-cased (S3 bucket names are); auth
 	// verifies SigV2 over the label as sent, which is what the client signed.
@@ -142,7 +142,7 @@ func operationName(method, bucket string, hasKey bool, q auth.Query) string {
 }
 
 // route dispatches an authenticated, authorized GET or HEAD.
-func (s *Server) route(req *request) {
+func (s *server) route(req *request) {
 	switch req.op {
 	case opListBuckets:
 		s.listBuckets(req)
@@ -197,7 +197,7 @@ func (s *Server) route(req *request) {
 const xmlNS = "http://s3.amazonaws.com/doc/2006-03-01/"
 
 // writeXML writes a 200-class XML response (no body for HEAD).
-func (s *Server) writeXML(req *request, status int, v any) {
+func (s *server) writeXML(req *request, status int, v any) {
 	var buf bytes.Buffer
 	buf.WriteString(xml.Header)
 	if err := xml.NewEncoder(&buf).Encode(v); err != nil {
@@ -208,7 +208,7 @@ func (s *Server) writeXML(req *request, status int, v any) {
 }
 
 // writeBody writes a complete small response (no body for HEAD).
-func (s *Server) writeBody(req *request, status int, contentType string, body []byte) {
+func (s *server) writeBody(req *request, status int, contentType string, body []byte) {
 	h := req.w.Header()
 	h.Set("Content-Type", contentType)
 	h.Set("Content-Length", strconv.Itoa(len(body)))
@@ -220,7 +220,7 @@ func (s *Server) writeBody(req *request, status int, contentType string, body []
 
 // writeError writes an S3 error response. HEAD responses carry no body.
 // RequestId in the body equals the x-amz-request-id header.
-func (s *Server) writeError(req *request, e *apiError) {
+func (s *server) writeError(req *request, e *apiError) {
 	if e.Cause != nil && req.cause == nil {
 		req.cause = e.Cause
 	}

@@ -71,8 +71,8 @@ type Config struct {
 	MaxInflightPerKey int
 }
 
-// Server is the S3 handler. Create it with New.
-type Server struct {
+// server is the S3 handler that New returns.
+type server struct {
 	cfg     Config
 	metrics *metrics
 	limit   *keyLimiter
@@ -88,11 +88,6 @@ type Server struct {
 // the metrics cannot be registered (a programming error: a Registerer used
 // twice).
 func New(cfg Config) http.Handler {
-	return NewServer(cfg)
-}
-
-// NewServer is New returning the concrete type.
-func NewServer(cfg Config) *Server {
 	if cfg.Catalog == nil {
 		panic("s3api: Config.Catalog is nil")
 	}
@@ -116,7 +111,7 @@ func NewServer(cfg Config) *Server {
 	if err != nil {
 		panic("s3api: register metrics: " + err.Error())
 	}
-	s := &Server{cfg: cfg, metrics: m, limit: lim, now: time.Now,
+	s := &server{cfg: cfg, metrics: m, limit: lim, now: time.Now,
 		owner:    &owner{ID: cfg.OwnerID, DisplayName: cfg.OwnerName},
 		ownerXML: ownerElement(cfg.OwnerID, cfg.OwnerName)}
 	size := cfg.BufferSize
@@ -149,7 +144,7 @@ type request struct {
 }
 
 // ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// 1. Request ids, before anything can fail.
 	req := &request{id: newRequestID(), start: s.now(), r: r, method: r.Method}
 	req.hostID = hostIDFor(req.id)
@@ -308,7 +303,7 @@ func (w *responseWriter) Write(p []byte) (int, error) {
 func (w *responseWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // finish writes the access line and records metrics.
-func (s *Server) finish(req *request, aborted bool) {
+func (s *server) finish(req *request, aborted bool) {
 	d := s.now().Sub(req.start)
 	status := req.w.status
 	if !req.w.wroteHeader {

@@ -16,7 +16,7 @@ import (
 // key-marker alone skips every version of that key; with
 // version-id-marker it continues after that version; max-keys counts
 // versions, delete markers and common prefixes.
-func (s *Server) listObjectVersions(req *request, a *archiveview.Archive) {
+func (s *server) listObjectVersions(req *request, a *archiveview.Archive) {
 	q := req.query
 	lq, apiErr := parseListQuery(q, false)
 	if apiErr != nil {
