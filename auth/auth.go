@@ -183,6 +183,10 @@ func (v *Verifier) AuthenticateQuery(r *http.Request, q Query) (Identity, error)
 	return Identity{}, &Error{Code: "AccessDenied", Status: http.StatusForbidden, Message: "Access Denied"}
 }
 
+// AllowsAnonymous reports whether unsigned requests are served
+// (Config.Anonymous): then every bucket is readable by anyone.
+func (v *Verifier) AllowsAnonymous() bool { return v.cfg.Anonymous }
+
 // identity returns the Identity for a verified access key.
 func (v *Verifier) identity(ak string) Identity {
 	return Identity{AccessKey: ak, buckets: v.keys[ak].buckets}

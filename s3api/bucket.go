@@ -4,6 +4,7 @@ import (
 	"encoding/xml"
 	"net/http"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/wharf-s3/wharf/archiveview"
@@ -142,8 +143,65 @@ func (s *server) getBucketVersioning(req *request) {
 	s.writeXML(req, http.StatusOK, &versioningConfiguration{Xmlns: xmlNS, Status: "Enabled"})
 }
 
+type policyStatus struct {
+	XMLName  xml.Name `xml:"PolicyStatus"`
+	Xmlns    string   `xml:"xmlns,attr"`
+	IsPublic bool     `xml:"IsPublic"`
+}
+
+// getBucketPolicyStatus answers ?policyStatus. wharf has no bucket
+// policies; a bucket is public exactly when the server serves unsigned
+// requests (--anonymous), which makes every bucket readable by anyone.
+func (s *server) getBucketPolicyStatus(req *request) {
+	public := s.cfg.Verifier != nil && s.cfg.Verifier.AllowsAnonymous()
+	s.writeXML(req, http.StatusOK, &policyStatus{Xmlns: xmlNS, IsPublic: public})
+}
+
 type tagging struct {
 	XMLName xml.Name `xml:"Tagging"`
 	Xmlns   string   `xml:"xmlns,attr,omitempty"`
 	TagSet  struct{} `xml:"TagSet"`
+}
+
+// preflight answers OPTIONS, which S3 treats as a CORS preflight: without
+// an Origin header 400 BadRequest; with one, Config.CORS decides, and with
+// no CORS configuration (Config.CORS nil, or the policy reports the bucket
+// has none) it is 403 AccessForbidden. Preflights are not authenticated
+// (browsers send them without credentials) and reveal nothing about the
+// bucket's existence.
+func (s *server) preflight(req *request) {
+	r := req.r
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		s.writeError(req, &apiError{Code: errBadRequest, Bucket: req.bucket, Key: req.key,
+			Message: "Insufficient information. Origin request header needed."})
+		return
+	}
+	var allow http.Header
+	enabled := false
+	if s.cfg.CORS != nil {
+		var headers []string
+		for _, v := range r.Header.Values("Access-Control-Request-Headers") {
+			for _, h := range strings.Split(v, ",") {
+				if h = strings.TrimSpace(h); h != "" {
+					headers = append(headers, h)
+				}
+			}
+		}
+		allow, enabled = s.cfg.CORS.Preflight(req.bucket, origin, r.Header.Get("Access-Control-Request-Method"), headers)
+	}
+	switch {
+	case !enabled:
+		s.writeError(req, &apiError{Code: errAccessForbidden, Bucket: req.bucket, Key: req.key})
+	case allow == nil:
+		s.writeError(req, &apiError{Code: errAccessForbidden, Bucket: req.bucket, Key: req.key,
+			Message: "CORSResponse: This CORS request is not allowed. This is usually because the evalution of Origin, request method / Access-Control-Request-Method or Access-Control-Request-Headers are not whitelisted by the resource's CORS spec."})
+	default:
+		h := req.w.Header()
+		for k, vs := range allow {
+			h[k] = vs
+		}
+		h.Set("Content-Length", "0")
+		req.w.WriteHeader(http.StatusOK)
+	}
 }

@@ -25,10 +25,11 @@ type listQuery struct {
 	after             string // the effective exclusive start
 }
 
-// parseListQuery validates a listing query. Empty prefix= and delimiter= mean
-// absent; max-keys defaults to and is capped at 1000, 0 is allowed, negative
-// or non-numeric values are 400 InvalidArgument; a continuation token wins
-// over start-after; a bad token is 400 InvalidArgument.
+// parseListQuery validates a listing query. Empty prefix=, delimiter= and
+// continuation-token= mean absent; max-keys defaults to and is capped at
+// 1000, 0 is allowed, negative or non-numeric values are 400
+// InvalidArgument; a continuation token wins over start-after; a bad token
+// is 400 InvalidArgument.
 func parseListQuery(q auth.Query, v2 bool) (listQuery, *apiError) {
 	get := q.Get
 	lq := listQuery{
@@ -59,8 +60,10 @@ func parseListQuery(q auth.Query, v2 bool) (listQuery, *apiError) {
 	}
 	lq.startAfter = get("start-after")
 	lq.after = lq.startAfter
-	if q.Has("continuation-token") {
-		lq.token = get("continuation-token")
+	// An empty continuation-token= is absent, as on S3 (some clients send
+	// the parameter on the first page).
+	if tok := get("continuation-token"); tok != "" {
+		lq.token = tok
 		lq.hasToken = true
 		after, err := decodeToken(lq.token)
 		if err != nil {

@@ -46,6 +46,18 @@ func contentType(f archiveview.File) string {
 func (s *server) getObject(req *request, a *archiveview.Archive) {
 	r := req.r
 	q := req.query
+	// As on S3: an unsigned caller cannot choose the response headers (with
+	// --anonymous, an archived file an outsider wrote could otherwise be
+	// served as text/html from wharf's origin).
+	if req.identity.Anonymous() {
+		for _, ov := range responseOverrides {
+			if q.Has(ov[0]) {
+				s.writeError(req, &apiError{Code: errInvalidRequest, Bucket: req.bucket, Key: req.key,
+					Message: "Request specific response headers cannot be used for anonymous GET requests."})
+				return
+			}
+		}
+	}
 	f, versionID, ok := s.objectVersion(req, a)
 	if !ok {
 		return
@@ -106,7 +118,8 @@ func (s *server) getObject(req *request, a *archiveview.Archive) {
 		switch br.kind {
 		case rangeUnsatisfiable:
 			s.writeError(req, &apiError{Code: errInvalidRange, Bucket: req.bucket, Key: req.key,
-				Header: http.Header{"Content-Range": {fmt.Sprintf("bytes */%d", size)}}})
+				Header: http.Header{"Content-Range": {fmt.Sprintf("bytes */%d", size)}},
+				Range:  &rangeDetail{requested: rangeHdr, size: size}})
 			return
 		case rangeSatisfiable:
 			status = http.StatusPartialContent

@@ -12,37 +12,45 @@ import (
 
 // Operation names used as the op label of metrics and in access lines.
 const (
-	opListBuckets         = "ListBuckets"
-	opHeadBucket          = "HeadBucket"
-	opGetBucketLocation   = "GetBucketLocation"
-	opGetBucketACL        = "GetBucketAcl"
-	opGetBucketPolicy     = "GetBucketPolicy"
-	opGetBucketCORS       = "GetBucketCors"
-	opGetBucketVersioning = "GetBucketVersioning"
-	opGetBucketTagging    = "GetBucketTagging"
-	opListObjects         = "ListObjects"
-	opListObjectsV2       = "ListObjectsV2"
-	opListObjectVersions  = "ListObjectVersions"
-	opHeadObject          = "HeadObject"
-	opGetObject           = "GetObject"
-	opGetObjectACL        = "GetObjectAcl"
-	opGetObjectTagging    = "GetObjectTagging"
-	opNotImplemented      = "NotImplemented"
-	opWrite               = "Write"
-	opMethodNotAllowed    = "MethodNotAllowed"
+	opListBuckets           = "ListBuckets"
+	opHeadBucket            = "HeadBucket"
+	opGetBucketLocation     = "GetBucketLocation"
+	opGetBucketACL          = "GetBucketAcl"
+	opGetBucketPolicy       = "GetBucketPolicy"
+	opGetBucketCORS         = "GetBucketCors"
+	opGetBucketVersioning   = "GetBucketVersioning"
+	opGetBucketTagging      = "GetBucketTagging"
+	opGetBucketPolicyStatus = "GetBucketPolicyStatus"
+	opGetObjectLockConfig   = "GetObjectLockConfiguration"
+	opListObjects           = "ListObjects"
+	opListObjectsV2         = "ListObjectsV2"
+	opListObjectVersions    = "ListObjectVersions"
+	opHeadObject            = "HeadObject"
+	opGetObject             = "GetObject"
+	opGetObjectACL          = "GetObjectAcl"
+	opGetObjectTagging      = "GetObjectTagging"
+	opGetObjectAttributes   = "GetObjectAttributes"
+	opGetObjectRetention    = "GetObjectRetention"
+	opGetObjectLegalHold    = "GetObjectLegalHold"
+	opCORSPreflight         = "CORSPreflight"
+	opNotImplemented        = "NotImplemented"
+	opWrite                 = "Write"
+	opMethodNotAllowed      = "MethodNotAllowed"
 )
 
 // allOps lists every op label, for pre-initialized metrics.
 var allOps = []string{
 	opListBuckets, opHeadBucket, opGetBucketLocation, opGetBucketACL,
 	opGetBucketPolicy, opGetBucketCORS, opGetBucketVersioning, opGetBucketTagging,
+	opGetBucketPolicyStatus, opGetObjectLockConfig,
 	opListObjects, opListObjectsV2, opListObjectVersions, opHeadObject, opGetObject, opGetObjectACL,
-	opGetObjectTagging, opNotImplemented, opWrite, opMethodNotAllowed,
+	opGetObjectTagging, opGetObjectAttributes, opGetObjectRetention, opGetObjectLegalHold,
+	opCORSPreflight, opNotImplemented, opWrite, opMethodNotAllowed,
 }
 
 // subResources are the S3 query sub-resources that select an operation other
-// than a listing or an object read. Only a few have canned answers; the rest
-// are 501 NotImplemented, never a listing.
+// than a listing or an object read. Some are answered (operationName); the
+// rest are 501 NotImplemented, never a listing.
 var subResources = map[string]bool{
 	"accelerate": true, "acl": true, "analytics": true, "attributes": true,
 	"cors": true, "delete": true, "encryption": true, "intelligent-tiering": true,
@@ -93,6 +101,8 @@ func operationName(method, bucket string, hasKey bool, q auth.Query) string {
 	case http.MethodGet, http.MethodHead:
 	case http.MethodPut, http.MethodPost, http.MethodDelete:
 		return opWrite
+	case http.MethodOptions:
+		return opCORSPreflight
 	default:
 		return opMethodNotAllowed
 	}
@@ -124,6 +134,10 @@ func operationName(method, bucket string, hasKey bool, q auth.Query) string {
 			return opListObjectVersions
 		case "tagging":
 			return opGetBucketTagging
+		case "policyStatus":
+			return opGetBucketPolicyStatus
+		case "object-lock":
+			return opGetObjectLockConfig
 		}
 		return opNotImplemented
 	}
@@ -137,6 +151,12 @@ func operationName(method, bucket string, hasKey bool, q auth.Query) string {
 		return opGetObjectACL
 	case "tagging":
 		return opGetObjectTagging
+	case "attributes":
+		return opGetObjectAttributes
+	case "retention":
+		return opGetObjectRetention
+	case "legal-hold":
+		return opGetObjectLegalHold
 	}
 	return opNotImplemented
 }
@@ -171,6 +191,17 @@ func (s *server) route(req *request) {
 		s.getBucketVersioning(req)
 	case opGetBucketTagging:
 		s.writeError(req, &apiError{Code: errNoSuchTagSet, Bucket: req.bucket})
+	case opGetBucketPolicyStatus:
+		s.getBucketPolicyStatus(req)
+	case opGetObjectLockConfig:
+		s.writeError(req, &apiError{Code: errNoObjectLockConfig, Bucket: req.bucket})
+	case opGetObjectRetention, opGetObjectLegalHold:
+		// No bucket has Object Lock, so no object has a retention or a
+		// legal hold: S3 answers this without looking at the key.
+		s.writeError(req, &apiError{Code: errInvalidRequest, Bucket: req.bucket, Key: req.key,
+			Message: "Bucket is missing Object Lock Configuration"})
+	case opGetObjectAttributes:
+		s.getObjectAttributes(req, a)
 	case opListObjects:
 		s.listObjects(req, a, false)
 	case opListObjectsV2:
@@ -240,6 +271,10 @@ func (s *server) writeError(req *request, e *apiError) {
 		Resource:   req.r.URL.Path,
 		RequestID:  req.id,
 		HostID:     req.hostID,
+	}
+	if e.Range != nil {
+		size := e.Range.size
+		body.RangeRequested, body.ActualObjectSize = e.Range.requested, &size
 	}
 	var buf bytes.Buffer
 	buf.WriteString(xml.Header)
