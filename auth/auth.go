@@ -116,7 +116,20 @@ func badAccessKeyRune(r rune) bool {
 }
 
 // Authenticate checks r's signature (if any) and returns the caller's identity,
-// or an *Error. It never reads the request body.
+// or an *Error. It never reads the request body. It is AuthenticateQuery
+// with the query parsed here by ParseQuery.
+func (v *Verifier) Authenticate(r *http.Request) (Identity, error) {
+	q, err := ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return Identity{}, err
+	}
+	return v.AuthenticateQuery(r, q)
+}
+
+// AuthenticateQuery is Authenticate for a caller that has already parsed
+// r's query: q must be ParseQuery(r.URL.RawQuery). The signature is
+// checked over q, every pair in request order, so a caller that serves the
+// request from the same q serves exactly what was signed.
 //
 // Header auth (SigV4 "AWS4-HMAC-SHA256 ..." or SigV2 "AWS AK:sig"), SigV4
 // presigned query (X-Amz-Algorithm...) and SigV2 presigned query
@@ -125,7 +138,7 @@ func badAccessKeyRune(r rune) bool {
 // Config.Anonymous is set. A request that carries credentials is always
 // verified, even in anonymous mode: a bad signature is refused, never
 // downgraded to anonymous.
-func (v *Verifier) Authenticate(r *http.Request) (Identity, error) {
+func (v *Verifier) AuthenticateQuery(r *http.Request, q Query) (Identity, error) {
 	if len(r.Header.Values("Authorization")) > 1 {
 		return Identity{}, errMalformedHeader("multiple Authorization headers")
 	}
@@ -140,18 +153,14 @@ func (v *Verifier) Authenticate(r *http.Request) (Identity, error) {
 		}
 	}
 	authz := r.Header.Get("Authorization")
-	q, err := parseQuery(r.URL.RawQuery)
-	if err != nil {
-		return Identity{}, err
-	}
-	queryV4 := q.has("X-Amz-Algorithm") || q.has("X-Amz-Credential") || q.has("X-Amz-Signature")
-	queryV2 := q.has("AWSAccessKeyId") || q.has("Signature")
+	queryV4 := q.Has("X-Amz-Algorithm") || q.Has("X-Amz-Credential") || q.Has("X-Amz-Signature")
+	queryV2 := q.Has("AWSAccessKeyId") || q.Has("Signature")
 	if authz != "" && (queryV4 || queryV2) || queryV4 && queryV2 {
 		return Identity{}, &Error{Code: "InvalidArgument", Status: http.StatusBadRequest,
 			Message: "Only one auth mechanism allowed; only the X-Amz-Algorithm query parameter, Signature query string parameter or the Authorization header should be specified"}
 	}
 	signed := authz != "" || queryV4 || queryV2
-	if signed && (r.Header.Get("X-Amz-Security-Token") != "" || q.has("X-Amz-Security-Token")) {
+	if signed && (r.Header.Get("X-Amz-Security-Token") != "" || q.Has("X-Amz-Security-Token")) {
 		return Identity{}, &Error{Code: "InvalidToken", Status: http.StatusBadRequest,
 			Message: "The provided token is malformed or otherwise invalid: session tokens are not supported by this endpoint; use a static access key"}
 	}
@@ -173,6 +182,10 @@ func (v *Verifier) Authenticate(r *http.Request) (Identity, error) {
 	}
 	return Identity{}, &Error{Code: "AccessDenied", Status: http.StatusForbidden, Message: "Access Denied"}
 }
+
+// AllowsAnonymous reports whether unsigned requests are served
+// (Config.Anonymous): then every bucket is readable by anyone.
+func (v *Verifier) AllowsAnonymous() bool { return v.cfg.Anonymous }
 
 // identity returns the Identity for a verified access key.
 func (v *Verifier) identity(ak string) Identity {

@@ -8,24 +8,29 @@ import (
 	"strings"
 )
 
-// queryParam is one decoded query parameter, in request order.
-type queryParam struct {
-	key, value string
+// Param is one decoded query parameter.
+type Param struct {
+	Key, Value string
 }
 
-// query is a request's query string, decoded but kept in order and with
-// repeats, because the canonical query signs every pair.
-type query []queryParam
+// Query is a request's query string, decoded but kept in request order and
+// with repeats, because the canonical query signs every pair. It is what
+// the s3api router parses once per request and what both the signature
+// check and the handlers read.
+type Query []Param
 
-// parseQuery splits a raw query on '&' and decodes each key and value with
-// form rules ('+' is a space), like the signers do. Unlike url.ParseQuery it
-// keeps ';' as data and fails on bad escapes instead of dropping the pair:
-// a pair we could not decode must not silently fall out of what is signed.
-func parseQuery(raw string) (query, error) {
+// ParseQuery splits a raw query on '&' and decodes each key and value with
+// form rules ('+' is a space), like the signers do. Empty parts ("a&&b")
+// are skipped; a part without '=' is a key with an empty value. Unlike
+// url.ParseQuery it keeps ';' as data and fails on a bad escape instead of
+// dropping the pair, so that a pair we could not decode never silently
+// falls out of what is signed: the error is an *Error (400
+// InvalidArgument) naming the parameter, and the Query is then nil.
+func ParseQuery(raw string) (Query, error) {
 	if raw == "" {
 		return nil, nil
 	}
-	var q query
+	var q Query
 	for _, part := range strings.Split(raw, "&") {
 		if part == "" {
 			continue
@@ -41,64 +46,40 @@ func parseQuery(raw string) (query, error) {
 			return nil, &Error{Code: "InvalidArgument", Status: http.StatusBadRequest,
 				Message: "malformed query string: bad escape in value of " + strconv.Quote(dk)}
 		}
-		q = append(q, queryParam{dk, dv})
+		q = append(q, Param{dk, dv})
 	}
 	return q, nil
 }
 
-func (q query) has(key string) bool {
+// Has reports whether key occurs in q (with any value, also an empty one).
+func (q Query) Has(key string) bool {
 	for _, p := range q {
-		if p.key == key {
+		if p.Key == key {
 			return true
 		}
 	}
 	return false
 }
 
-// get returns the first value of key and how many times key occurs.
-func (q query) get(key string) (string, int) {
+// Get returns the first value of key, "" when key is absent.
+func (q Query) Get(key string) string {
+	v, _ := q.first(key)
+	return v
+}
+
+// first returns the first value of key and how many times key occurs.
+func (q Query) first(key string) (string, int) {
 	var v string
 	n := 0
 	for _, p := range q {
-		if p.key == key {
+		if p.Key == key {
 			if n == 0 {
-				v = p.value
+				v = p.Value
 			}
 			n++
 		}
 	}
 	return v, n
-}
-
-// uriEncode percent-encodes s the AWS way: every byte except the unreserved
-// characters A-Z a-z 0-9 - _ . ~ becomes %XX (upper-case hex); '/' is kept
-// when keepSlash is set. Space is %20, never '+'.
-func uriEncode(s string, keepSlash bool) string {
-	const hex = "0123456789ABCDEF"
-	n := 0
-	for i := 0; i < len(s); i++ {
-		if !unreserved(s[i]) && !(keepSlash && s[i] == '/') {
-			n++
-		}
-	}
-	if n == 0 {
-		return s
-	}
-	b := make([]byte, 0, len(s)+2*n)
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if unreserved(c) || keepSlash && c == '/' {
-			b = append(b, c)
-			continue
-		}
-		b = append(b, '%', hex[c>>4], hex[c&15])
-	}
-	return string(b)
-}
-
-func unreserved(c byte) bool {
-	return 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' ||
-		c == '-' || c == '_' || c == '.' || c == '~'
 }
 
 // canonicalURI is the SigV4 canonical path for S3: the request path decoded
@@ -111,19 +92,19 @@ func canonicalURI(u *url.URL) string {
 	if p == "" {
 		p = "/"
 	}
-	return uriEncode(p, true)
+	return URIEncode(p, true)
 }
 
 // canonicalQuery is the SigV4 canonical query string: every pair except the
 // one named skip, keys and values AWS-encoded, sorted by key then value,
 // joined with '&'. An absent value is written as "key=".
-func canonicalQuery(q query, skip string) string {
+func canonicalQuery(q Query, skip string) string {
 	pairs := make([][2]string, 0, len(q))
 	for _, p := range q {
-		if skip != "" && p.key == skip {
+		if skip != "" && p.Key == skip {
 			continue
 		}
-		pairs = append(pairs, [2]string{uriEncode(p.key, false), uriEncode(p.value, false)})
+		pairs = append(pairs, [2]string{URIEncode(p.Key, false), URIEncode(p.Value, false)})
 	}
 	sort.Slice(pairs, func(i, j int) bool {
 		if pairs[i][0] != pairs[j][0] {

@@ -93,14 +93,14 @@ func FuzzCanonicalRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, key, qv, hv string) {
 		p := "/b/" + key
 		// Properties of the canonicalisers, for any input.
-		if dec, err := url.PathUnescape(uriEncode(p, true)); err != nil || dec != p {
-			t.Fatalf("uriEncode(%q) does not decode back: %q, %v", p, dec, err)
+		if dec, err := url.PathUnescape(URIEncode(p, true)); err != nil || dec != p {
+			t.Fatalf("URIEncode(%q) does not decode back: %q, %v", p, dec, err)
 		}
-		if q, err := parseQuery("prefix=" + url.QueryEscape(qv) + "&a=" + url.QueryEscape(key)); err != nil {
-			t.Fatalf("parseQuery of an escaped query failed: %v", err)
+		if q, err := ParseQuery("prefix=" + url.QueryEscape(qv) + "&a=" + url.QueryEscape(key)); err != nil {
+			t.Fatalf("ParseQuery of an escaped query failed: %v", err)
 		} else {
 			c1 := canonicalQuery(q, "")
-			q2, err := parseQuery(c1)
+			q2, err := ParseQuery(c1)
 			if err != nil || canonicalQuery(q2, "") != c1 {
 				t.Fatalf("canonicalQuery not idempotent on %q", c1)
 			}

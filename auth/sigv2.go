@@ -49,14 +49,14 @@ func rawPath(r *http.Request) string {
 // "=value" only for non-empty values. For a virtual-hosted request (Host
 // "<bucket>.<base>" with a configured base) the paths are prefixed with
 // "/<bucket>"; otherwise no bucket is guessed from the Host header.
-func canonicalResourcesV2(r *http.Request, q query, base string) []string {
+func canonicalResourcesV2(r *http.Request, q Query, base string) []string {
 	var keys []string
 	vals := map[string]string{}
 	for _, p := range q {
-		if isSubResourceV2(p.key) {
-			if _, seen := vals[p.key]; !seen {
-				keys = append(keys, p.key)
-				vals[p.key] = p.value
+		if isSubResourceV2(p.Key) {
+			if _, seen := vals[p.Key]; !seen {
+				keys = append(keys, p.Key)
+				vals[p.Key] = p.Value
 			}
 		}
 	}
@@ -112,7 +112,7 @@ func amzHeadersV2(r *http.Request) string {
 // matchV2 recomputes the SigV2 signature over each canonical resource and
 // compares it with sig in constant time. dateLine is the Date (header auth)
 // or Expires (query auth) line of the string to sign.
-func matchV2(r *http.Request, q query, base, secret, dateLine string, sig []byte) bool {
+func matchV2(r *http.Request, q Query, base, secret, dateLine string, sig []byte) bool {
 	prefix := r.Method + "\n" + r.Header.Get("Content-Md5") + "\n" + r.Header.Get("Content-Type") + "\n" +
 		dateLine + "\n" + amzHeadersV2(r)
 	ok := false
@@ -135,10 +135,10 @@ func decodeSigV2(s string) ([]byte, bool) {
 
 // verifyV2Query verifies a SigV2 presigned URL
 // (?AWSAccessKeyId=AK&Expires=unix&Signature=b64).
-func (v *Verifier) verifyV2Query(r *http.Request, q query) (Identity, error) {
+func (v *Verifier) verifyV2Query(r *http.Request, q Query) (Identity, error) {
 	vals := map[string]string{}
 	for _, name := range []string{"AWSAccessKeyId", "Expires", "Signature"} {
-		val, n := q.get(name)
+		val, n := q.first(name)
 		if n != 1 {
 			return Identity{}, &Error{Code: "AccessDenied", Status: http.StatusForbidden,
 				Message: "Query-string authentication requires the Signature, Expires and AWSAccessKeyId parameters (each exactly once)"}
@@ -171,7 +171,7 @@ func (v *Verifier) verifyV2Query(r *http.Request, q query) (Identity, error) {
 
 // verifyV2Header verifies SigV2 header authentication
 // (Authorization: AWS AK:base64sig).
-func (v *Verifier) verifyV2Header(r *http.Request, q query, authz string) (Identity, error) {
+func (v *Verifier) verifyV2Header(r *http.Request, q Query, authz string) (Identity, error) {
 	cred := strings.TrimSpace(strings.TrimPrefix(authz, "AWS "))
 	i := strings.LastIndexByte(cred, ':')
 	if i <= 0 {

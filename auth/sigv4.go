@@ -216,7 +216,7 @@ func matchV4(r *http.Request, secret string, a v4Auth, t time.Time, canonQuery, 
 }
 
 // verifyV4Header verifies SigV4 header authentication.
-func (v *Verifier) verifyV4Header(r *http.Request, q query, authz string) (Identity, error) {
+func (v *Verifier) verifyV4Header(r *http.Request, q Query, authz string) (Identity, error) {
 	a, err := parseAuthorization(authz)
 	if err != nil {
 		return Identity{}, err
@@ -274,11 +274,11 @@ func (e constError) Error() string { return string(e) }
 const errNoDate = constError("no Date or X-Amz-Date header")
 
 // verifyV4Query verifies a SigV4 presigned URL.
-func (v *Verifier) verifyV4Query(r *http.Request, q query) (Identity, error) {
+func (v *Verifier) verifyV4Query(r *http.Request, q Query) (Identity, error) {
 	const required = "Query-string authentication version 4 requires the X-Amz-Algorithm, X-Amz-Credential, X-Amz-Signature, X-Amz-Date, X-Amz-SignedHeaders, and X-Amz-Expires parameters."
 	vals := map[string]string{}
 	for _, name := range []string{"X-Amz-Algorithm", "X-Amz-Credential", "X-Amz-Signature", "X-Amz-Date", "X-Amz-SignedHeaders", "X-Amz-Expires"} {
-		val, n := q.get(name)
+		val, n := q.first(name)
 		if n == 0 {
 			return Identity{}, errQueryParams(http.StatusBadRequest, required)
 		}
@@ -324,7 +324,7 @@ func (v *Verifier) verifyV4Query(r *http.Request, q query) (Identity, error) {
 		return Identity{}, err
 	}
 	payload := unsignedPayload
-	if p, n := q.get("X-Amz-Content-Sha256"); n > 0 {
+	if p, n := q.first("X-Amz-Content-Sha256"); n > 0 {
 		if err := checkPayloadHash(r.Method, p); err != nil {
 			return Identity{}, err
 		}

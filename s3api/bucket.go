@@ -4,6 +4,7 @@ import (
 	"encoding/xml"
 	"net/http"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/wharf-s3/wharf/archiveview"
@@ -17,10 +18,6 @@ func xmlTime(t time.Time) string { return t.UTC().Truncate(time.Second).Format(i
 type owner struct {
 	ID          string `xml:"ID"`
 	DisplayName string `xml:"DisplayName"`
-}
-
-func (s *Server) owner() *owner {
-	return &owner{ID: s.cfg.OwnerID, DisplayName: s.cfg.OwnerName}
 }
 
 type listAllMyBucketsResult struct {
@@ -43,8 +40,8 @@ type namedCatalog interface {
 }
 
 // listBuckets answers GET /: one Bucket per readable archive, by name.
-func (s *Server) listBuckets(req *request) {
-	res := listAllMyBucketsResult{Xmlns: xmlNS, Owner: s.owner(), Buckets: []bucketRecord{}}
+func (s *server) listBuckets(req *request) {
+	res := listAllMyBucketsResult{Xmlns: xmlNS, Owner: s.owner, Buckets: []bucketRecord{}}
 	add := func(name string, a *archiveview.Archive) {
 		if name == "" || !req.identity.CanRead(name) {
 			return
@@ -72,7 +69,7 @@ func (s *Server) listBuckets(req *request) {
 
 // headBucket answers HEAD /bucket: 200 with the region (404 without body is
 // handled by the router).
-func (s *Server) headBucket(req *request) {
+func (s *server) headBucket(req *request) {
 	h := req.w.Header()
 	h.Set("x-amz-bucket-region", s.cfg.Region)
 	h.Set("x-amz-access-point-alias", "false")
@@ -87,7 +84,7 @@ type locationConstraint struct {
 }
 
 // getBucketLocation answers ?location: empty for us-east-1, else the region.
-func (s *Server) getBucketLocation(req *request) {
+func (s *server) getBucketLocation(req *request) {
 	region := s.cfg.Region
 	if region == "us-east-1" {
 		region = ""
@@ -116,8 +113,8 @@ type grantee struct {
 
 // getACL answers ?acl with the canned "private" ACL: the owner has
 // FULL_CONTROL, nobody else has anything.
-func (s *Server) getACL(req *request) {
-	o := s.owner()
+func (s *server) getACL(req *request) {
+	o := s.owner
 	s.writeXML(req, http.StatusOK, &accessControlPolicy{
 		Xmlns: xmlNS,
 		Owner: o,
@@ -142,12 +139,69 @@ type versioningConfiguration struct {
 // getBucketVersioning answers ?versioning: Enabled for every archive. Each
 // upload of a chain is a version (VersionId = upload id); a single upload
 // is a chain of one, so every key has exactly one version.
-func (s *Server) getBucketVersioning(req *request) {
+func (s *server) getBucketVersioning(req *request) {
 	s.writeXML(req, http.StatusOK, &versioningConfiguration{Xmlns: xmlNS, Status: "Enabled"})
+}
+
+type policyStatus struct {
+	XMLName  xml.Name `xml:"PolicyStatus"`
+	Xmlns    string   `xml:"xmlns,attr"`
+	IsPublic bool     `xml:"IsPublic"`
+}
+
+// getBucketPolicyStatus answers ?policyStatus. wharf has no bucket
+// policies; a bucket is public exactly when the server serves unsigned
+// requests (--anonymous), which makes every bucket readable by anyone.
+func (s *server) getBucketPolicyStatus(req *request) {
+	public := s.cfg.Verifier != nil && s.cfg.Verifier.AllowsAnonymous()
+	s.writeXML(req, http.StatusOK, &policyStatus{Xmlns: xmlNS, IsPublic: public})
 }
 
 type tagging struct {
 	XMLName xml.Name `xml:"Tagging"`
 	Xmlns   string   `xml:"xmlns,attr,omitempty"`
 	TagSet  struct{} `xml:"TagSet"`
+}
+
+// preflight answers OPTIONS, which S3 treats as a CORS preflight: without
+// an Origin header 400 BadRequest; with one, Config.CORS decides, and with
+// no CORS configuration (Config.CORS nil, or the policy reports the bucket
+// has none) it is 403 AccessForbidden. Preflights are not authenticated
+// (browsers send them without credentials) and reveal nothing about the
+// bucket's existence.
+func (s *server) preflight(req *request) {
+	r := req.r
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		s.writeError(req, &apiError{Code: errBadRequest, Bucket: req.bucket, Key: req.key,
+			Message: "Insufficient information. Origin request header needed."})
+		return
+	}
+	var allow http.Header
+	enabled := false
+	if s.cfg.CORS != nil {
+		var headers []string
+		for _, v := range r.Header.Values("Access-Control-Request-Headers") {
+			for _, h := range strings.Split(v, ",") {
+				if h = strings.TrimSpace(h); h != "" {
+					headers = append(headers, h)
+				}
+			}
+		}
+		allow, enabled = s.cfg.CORS.Preflight(req.bucket, origin, r.Header.Get("Access-Control-Request-Method"), headers)
+	}
+	switch {
+	case !enabled:
+		s.writeError(req, &apiError{Code: errAccessForbidden, Bucket: req.bucket, Key: req.key})
+	case allow == nil:
+		s.writeError(req, &apiError{Code: errAccessForbidden, Bucket: req.bucket, Key: req.key,
+			Message: "CORSResponse: This CORS request is not allowed. This is usually because the evalution of Origin, request method / Access-Control-Request-Method or Access-Control-Request-Headers are not whitelisted by the resource's CORS spec."})
+	default:
+		h := req.w.Header()
+		for k, vs := range allow {
+			h[k] = vs
+		}
+		h.Set("Content-Length", "0")
+		req.w.WriteHeader(http.StatusOK)
+	}
 }

@@ -165,10 +165,13 @@ func Test25And26ErrorsAndRequestIDs(t *testing.T) {
 	if resp.Header.Get("x-amz-request-id") == "" || resp.Header.Get("x-amz-id-2") == "" {
 		t.Errorf("success without request ids: %v", resp.Header)
 	}
-	for _, m := range []string{"OPTIONS", "PATCH", "PROPFIND"} {
+	for _, m := range []string{"PATCH", "PROPFIND", "TRACE"} {
 		resp, body := f.do(t, m, "/bkt/hello.txt", nil)
 		wantError(t, resp, body, 405, "MethodNotAllowed")
 	}
+	// OPTIONS is a CORS preflight (TestCORSPreflight), not a 405.
+	resp, body = f.do(t, "OPTIONS", "/bkt/hello.txt", nil)
+	wantError(t, resp, body, 400, "BadRequest")
 }
 
 // Checklist 27: writes are 403 AccessDenied without reading the body.
@@ -228,7 +231,17 @@ func Test28SubResources(t *testing.T) {
 		{"/bkt/hello.txt?acl", 200, "AccessControlPolicy"},
 		{"/bkt/hello.txt?tagging", 200, "Tagging"},
 		{"/bkt/nope?acl", 404, "NoSuchKey"},
-		{"/bkt/hello.txt?attributes", 501, "NotImplemented"},
+		{"/bkt/hello.txt?attributes", 400, "InvalidRequest"}, // no x-amz-object-attributes
+		{"/bkt?attributes", 501, "NotImplemented"},
+		{"/bkt?object-lock", 404, "ObjectLockConfigurationNotFoundError"},
+		{"/bkt/hello.txt?object-lock", 501, "NotImplemented"},
+		{"/bkt/hello.txt?retention", 400, "InvalidRequest"},
+		{"/bkt/hello.txt?legal-hold", 400, "InvalidRequest"},
+		{"/bkt?retention", 501, "NotImplemented"},
+		{"/bkt?policyStatus", 200, "PolicyStatus"},
+		{"/bkt?policyStatus", 200, "IsPublic>true</IsPublic"}, // anonymous server
+		{"/bkt/hello.txt?policyStatus", 501, "NotImplemented"},
+		{"/nobucket?object-lock", 404, "NoSuchBucket"},
 		{"/nobucket?policy", 404, "NoSuchBucket"},
 	} {
 		resp, body := f.do(t, "GET", tc.path, nil)

@@ -16,7 +16,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/feature/s3/manager"
+	"github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager"
+	tmtypes "github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 	"github.com/minio/minio-go/v7"
@@ -24,6 +25,10 @@ import (
 )
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// maxPages caps every paging loop of the client tests: a continuation bug
+// that repeats a page fails the test instead of hanging CI.
+const maxPages = 10_000
 
 func startServer(t testing.TB, h http.Handler) string {
 	srv := httptest.NewServer(h)
@@ -70,7 +75,7 @@ func sdkListErr(c *s3.Client, bucket string) string {
 
 // Checklist 5, 9, 11, 14, 15, 17, 24, 29 with aws-sdk-go-v2: listing
 // (paginated, url-encoded keys), HEAD, full GET with checksum validation,
-// ranged GET, and the manager.Downloader's parallel ranged download.
+// ranged GET, and the transfer manager's parallel ranged and part downloads.
 func TestClientAWSSDK(t *testing.T) {
 	f := newFixture(t, standardFiles(), fixtureOpts{})
 	c := newSDKClient(t, f.srv.URL, testAK, testSK)
@@ -85,7 +90,10 @@ func TestClientAWSSDK(t *testing.T) {
 	var listed []string
 	etags := map[string]string{}
 	p := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: aws.String(testBucket), MaxKeys: aws.Int32(3), EncodingType: "url"})
-	for p.HasMorePages() {
+	for pages := 0; p.HasMorePages(); pages++ {
+		if pages == maxPages {
+			t.Fatalf("ListObjectsV2: still truncated after %d pages", maxPages)
+		}
 		page, err := p.NextPage(ctx)
 		if err != nil {
 			t.Fatalf("ListObjectsV2: %v", err)
@@ -144,12 +152,24 @@ func TestClientAWSSDK(t *testing.T) {
 		t.Fatalf("missing key: %v", err)
 	}
 
-	// Parallel ranged download with If-Match, as s3transfer does.
-	dl := manager.NewDownloader(c, func(d *manager.Downloader) { d.PartSize = 1 << 20; d.Concurrency = 4 })
-	buf := manager.NewWriteAtBuffer(nil)
-	n, err := dl.Download(ctx, buf, &s3.GetObjectInput{Bucket: aws.String(testBucket), Key: aws.String("big.bin"), IfMatch: aws.String(etags["big.bin"])})
-	if err != nil || n != int64(len(f.files["big.bin"])) || !bytes.Equal(buf.Bytes(), f.files["big.bin"]) {
-		t.Fatalf("manager.Downloader: n=%d err=%v", n, err)
+	// Parallel ranged download with If-Match, as s3transfer does, then the
+	// transfer manager's default part download (partNumber=1: one part).
+	big := f.files["big.bin"]
+	for _, mode := range []tmtypes.GetObjectType{tmtypes.GetObjectRanges, tmtypes.GetObjectParts} {
+		before := strings.Count(f.logs.String(), `"range":"bytes=`)
+		tm := transfermanager.New(c, func(o *transfermanager.Options) {
+			o.GetObjectType, o.PartSizeBytes, o.Concurrency = mode, 1<<20, 4
+		})
+		buf := tmtypes.NewWriteAtBuffer(nil)
+		out, err := tm.DownloadObject(ctx, &transfermanager.DownloadObjectInput{Bucket: aws.String(testBucket),
+			Key: aws.String("big.bin"), WriterAt: buf, IfMatch: aws.String(etags["big.bin"])})
+		if err != nil || aws.ToInt64(out.ContentLength) != int64(len(big)) || !bytes.Equal(buf.Bytes(), big) {
+			t.Fatalf("transfermanager %s: err=%v, equal %v", mode, err, bytes.Equal(buf.Bytes(), big))
+		}
+		// The ranged mode really ranged: one GET per MiB.
+		if ranged := strings.Count(f.logs.String(), `"range":"bytes=`) - before; mode == tmtypes.GetObjectRanges && ranged < len(big)>>20 {
+			t.Fatalf("transfermanager ranged download sent %d ranged GETs, want >= %d", ranged, len(big)>>20)
+		}
 	}
 
 	// Checklist 23: response-* overrides on a presigned GET.
@@ -210,10 +230,17 @@ func TestClientMinioGo(t *testing.T) {
 	if err != nil || ok {
 		t.Fatalf("BucketExists(nope): %v %v", ok, err)
 	}
+	// minio-go pages inside ListObjects; a bounded count of entries stands
+	// in for the page cap, and cancelling stops its paging goroutine.
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	var keys []string
-	for o := range mc.ListObjects(ctx, testBucket, minio.ListObjectsOptions{Recursive: true, MaxKeys: 4}) {
+	for o := range mc.ListObjects(lctx, testBucket, minio.ListObjectsOptions{Recursive: true, MaxKeys: 4}) {
 		if o.Err != nil {
 			t.Fatalf("ListObjects: %v", o.Err)
+		}
+		if len(keys) == 4*maxPages {
+			t.Fatalf("ListObjects: more than %d entries (%d pages of 4): paging does not end", len(keys), maxPages)
 		}
 		keys = append(keys, o.Key)
 		if src := f.files[o.Key]; o.Size != int64(len(src)) {
@@ -224,9 +251,12 @@ func TestClientMinioGo(t *testing.T) {
 		t.Fatalf("minio listed %d keys (%q), want %d", len(keys), keys, len(f.files))
 	}
 	var dirs []string
-	for o := range mc.ListObjects(ctx, testBucket, minio.ListObjectsOptions{Prefix: "dir/"}) {
+	for o := range mc.ListObjects(lctx, testBucket, minio.ListObjectsOptions{Prefix: "dir/"}) {
 		if o.Err != nil {
 			t.Fatal(o.Err)
+		}
+		if len(dirs) == 1000*maxPages {
+			t.Fatalf("ListObjects(dir/): more than %d entries: paging does not end", len(dirs))
 		}
 		dirs = append(dirs, o.Key)
 	}

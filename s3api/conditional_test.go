@@ -68,28 +68,86 @@ func TestNormalizeETag(t *testing.T) {
 	}
 }
 
-// FuzzConditions: no input panics; If-Match with the exact ETag in any
-// quoting never fails; a parsed date round-trips through the header format.
+// FuzzConditions checks evaluate against the rules its doc states, for any
+// header values: the answer is one of the three; it is the If-Match half
+// (If-Match, If-Unmodified-Since: proceed or 412) unless that half
+// proceeds, then the If-None-Match half (If-None-Match, If-Modified-Since:
+// proceed or 304); a present If-Match (If-None-Match) alone decides its
+// half and makes the date beside it ignored; a valid date alone decides by
+// comparing whole seconds; If-Match with the exact ETag in any quoting
+// never fails; sub-second parts of the mtime change nothing; parsed dates
+// are UTC.
 func FuzzConditions(f *testing.F) {
 	f.Add(`"e"`, `*`, "Mon, 02 Jan 2006 15:04:05 GMT", "garbage", "e")
 	f.Add(`W/"e", "f"`, ``, "Monday, 02-Jan-06 15:04:05 GMT", "Mon Jan  2 15:04:05 2006", "f")
 	f.Add(``, `"x"`, ``, ``, `x`)
+	f.Add(``, ``, "Mon, 02 Jan 2006 15:04:04 GMT", "Mon, 02 Jan 2006 15:04:06 GMT", "e")
+	f.Add(`"nope"`, `"e"`, ``, ``, `e`)
+	f.Add(`"e"`, ``, ``, "Mon, 02 Jan 2006 15:04:04 GMT", "e")
+	f.Add(``, `"f"`, "Mon, 02 Jan 2006 15:04:06 GMT", ``, "e")
 	f.Fuzz(func(t *testing.T, im, inm, ims, ius, etag string) {
 		c := conditions{ifMatch: im, ifNoneMatch: inm, ifModifiedSince: ims, ifUnmodifiedSince: ius}
-		mod := time.Unix(1136214245, 0)
-		_ = c.evaluate(etag, mod)
+		mod := time.Unix(1136214245, 0).UTC()
+		got := c.evaluate(etag, mod)
+		if got != condProceed && got != condNotModified && got != condPreconditionFailed {
+			t.Fatalf("evaluate = %d, not a result", got)
+		}
+		if again := c.evaluate(etag, mod.Add(999*time.Millisecond)); again != got {
+			t.Fatalf("a sub-second mtime changed %d into %d", got, again)
+		}
+		pre := conditions{ifMatch: im, ifUnmodifiedSince: ius}.evaluate(etag, mod)
+		post := conditions{ifNoneMatch: inm, ifModifiedSince: ims}.evaluate(etag, mod)
+		if pre == condNotModified || post == condPreconditionFailed {
+			t.Fatalf("halves out of range: If-Match half %d, If-None-Match half %d", pre, post)
+		}
+		want := post
+		if pre == condPreconditionFailed {
+			want = condPreconditionFailed
+		}
+		if got != want {
+			t.Fatalf("evaluate = %d; halves %d and %d make %d", got, pre, post, want)
+		}
+		if im != "" {
+			want := condPreconditionFailed
+			if etagListMatches(im, etag) {
+				want = condProceed
+			}
+			if pre != want {
+				t.Fatalf("If-Match %q on %q: %d, want %d whatever If-Unmodified-Since says", im, etag, pre, want)
+			}
+		} else if d, ok := parseHTTPDate(ius); ok {
+			if (pre == condPreconditionFailed) != mod.After(d) {
+				t.Fatalf("If-Unmodified-Since %q (%v), mtime %v: %d", ius, d, mod, pre)
+			}
+		} else if pre != condProceed {
+			t.Fatalf("no If-Match and an unusable If-Unmodified-Since %q: %d", ius, pre)
+		}
+		if inm != "" {
+			want := condProceed
+			if etagListMatches(inm, etag) {
+				want = condNotModified
+			}
+			if post != want {
+				t.Fatalf("If-None-Match %q on %q: %d, want %d whatever If-Modified-Since says", inm, etag, post, want)
+			}
+		} else if d, ok := parseHTTPDate(ims); ok {
+			if (post == condNotModified) != !mod.After(d) {
+				t.Fatalf("If-Modified-Since %q (%v), mtime %v: %d", ims, d, mod, post)
+			}
+		} else if post != condProceed {
+			t.Fatalf("no If-None-Match and an unusable If-Modified-Since %q: %d", ims, post)
+		}
 		for _, d := range []string{ims, ius} {
-			if tm, ok := parseHTTPDate(d); ok {
-				if tm.Location() != time.UTC {
-					t.Fatalf("parseHTTPDate(%q) not UTC", d)
-				}
+			if tm, ok := parseHTTPDate(d); ok && tm.Location() != time.UTC {
+				t.Fatalf("parseHTTPDate(%q) not UTC", d)
 			}
 		}
 		// Real ETags (hex, hex-N, sha256-hex) never contain commas or spaces.
 		if etag != "" && !strings.ContainsAny(etag, ", \t") && normalizeETag(etag) == etag && normalizeETag(`"`+etag+`"`) == etag {
-			ok := conditions{ifMatch: `"` + etag + `"`}.evaluate(etag, mod)
-			if ok != condProceed {
-				t.Fatalf("If-Match of the exact ETag %q failed", etag)
+			for _, q := range []string{`"` + etag + `"`, etag, `W/"` + etag + `"`} {
+				if r := (conditions{ifMatch: q, ifUnmodifiedSince: ius}).evaluate(etag, mod); r != condProceed {
+					t.Fatalf("If-Match %s of the exact ETag failed: %d", q, r)
+				}
 			}
 		}
 	})

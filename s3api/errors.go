@@ -11,6 +11,8 @@ type errorCode string
 
 const (
 	errAccessDenied       errorCode = "AccessDenied"
+	errAccessForbidden    errorCode = "AccessForbidden"
+	errBadRequest         errorCode = "BadRequest"
 	errInternalError      errorCode = "InternalError"
 	errInvalidArgument    errorCode = "InvalidArgument"
 	errInvalidRange       errorCode = "InvalidRange"
@@ -23,6 +25,7 @@ const (
 	errNoSuchBucketPolicy errorCode = "NoSuchBucketPolicy"
 	errNoSuchCORS         errorCode = "NoSuchCORSConfiguration"
 	errNoSuchTagSet       errorCode = "NoSuchTagSet"
+	errNoObjectLockConfig errorCode = "ObjectLockConfigurationNotFoundError"
 	errNotImplemented     errorCode = "NotImplemented"
 	errPreconditionFailed errorCode = "PreconditionFailed"
 	errSlowDown           errorCode = "SlowDown"
@@ -36,6 +39,8 @@ type errorInfo struct {
 // errorTable is the single source of status codes and messages.
 var errorTable = map[errorCode]errorInfo{
 	errAccessDenied:       {http.StatusForbidden, "Access Denied"},
+	errAccessForbidden:    {http.StatusForbidden, "CORSResponse: CORS is not enabled for this bucket."},
+	errBadRequest:         {http.StatusBadRequest, "Bad Request"},
 	errInternalError:      {http.StatusInternalServerError, "We encountered an internal error. Please try again."},
 	errInvalidArgument:    {http.StatusBadRequest, "Invalid Argument"},
 	errInvalidRange:       {http.StatusRequestedRangeNotSatisfiable, "The requested range is not satisfiable"},
@@ -48,6 +53,7 @@ var errorTable = map[errorCode]errorInfo{
 	errNoSuchBucketPolicy: {http.StatusNotFound, "The bucket policy does not exist"},
 	errNoSuchCORS:         {http.StatusNotFound, "The CORS configuration does not exist"},
 	errNoSuchTagSet:       {http.StatusNotFound, "The TagSet does not exist"},
+	errNoObjectLockConfig: {http.StatusNotFound, "Object Lock configuration does not exist for this bucket"},
 	errNotImplemented:     {http.StatusNotImplemented, "A header or query you provided implies functionality that is not implemented."},
 	errPreconditionFailed: {http.StatusPreconditionFailed, "At least one of the pre-conditions you specified did not hold"},
 	errSlowDown:           {http.StatusServiceUnavailable, "Please reduce your request rate."},
@@ -62,6 +68,9 @@ type apiError struct {
 	Key     string
 	// Header carries extra response headers (Content-Range for InvalidRange).
 	Header http.Header
+	// Range is set for InvalidRange: the body then carries RangeRequested
+	// and ActualObjectSize, as S3's does (smart_open reads the size there).
+	Range *rangeDetail
 	// Cause is logged, never sent to the client.
 	Cause error
 }
@@ -86,14 +95,23 @@ func (e *apiError) message() string {
 	return string(e.Code)
 }
 
+// rangeDetail is what an InvalidRange body reports: the Range header as
+// sent and the object's size.
+type rangeDetail struct {
+	requested string
+	size      int64
+}
+
 // errorResponse is the XML body of every error.
 type errorResponse struct {
-	XMLName    xml.Name `xml:"Error"`
-	Code       string   `xml:"Code"`
-	Message    string   `xml:"Message"`
-	Key        string   `xml:"Key,omitempty"`
-	BucketName string   `xml:"BucketName,omitempty"`
-	Resource   string   `xml:"Resource,omitempty"`
-	RequestID  string   `xml:"RequestId"`
-	HostID     string   `xml:"HostId"`
+	XMLName          xml.Name `xml:"Error"`
+	Code             string   `xml:"Code"`
+	Message          string   `xml:"Message"`
+	RangeRequested   string   `xml:"RangeRequested,omitempty"`
+	ActualObjectSize *int64   `xml:"ActualObjectSize,omitempty"` // nil = absent; 0 is written
+	Key              string   `xml:"Key,omitempty"`
+	BucketName       string   `xml:"BucketName,omitempty"`
+	Resource         string   `xml:"Resource,omitempty"`
+	RequestID        string   `xml:"RequestId"`
+	HostID           string   `xml:"HostId"`
 }

@@ -54,6 +54,10 @@ type fixtureOpts struct {
 	verifier  s3api.Authenticator
 	// wrap, if set, wraps the file store the archive reads (backend.NewFaulty).
 	wrap func(backend.Store) backend.Store
+	// noChecksums packs without file checksums (no sha256 in the manifest).
+	noChecksums bool
+	// cors is the server's Config.CORS.
+	cors s3api.CORSPolicy
 }
 
 // randBytes returns n deterministic pseudo-random bytes.
@@ -80,7 +84,7 @@ func openArchiveDir(t testing.TB, files map[string][]byte, o fixtureOpts) (*arch
 		fs = 64 << 10
 	}
 	res, err := cargopack.Write(ctx, cargopack.DirSink(dir), cargopack.FromMap(files, testMTime), cargopack.Options{
-		Bucket: "src", Prefix: "p", UploadID: "u1", FrameSize: fs, Metadata: o.metadata,
+		Bucket: "src", Prefix: "p", UploadID: "u1", FrameSize: fs, Metadata: o.metadata, NoChecksums: o.noChecksums,
 		Created: time.Date(2025, 1, 2, 3, 4, 5, 600000000, time.UTC),
 	})
 	if err != nil {
@@ -124,6 +128,7 @@ func newFixtureFromArchive(t testing.TB, a *archiveview.Archive, o fixtureOpts) 
 		Registerer:      f.reg,
 		Region:          o.region,
 		VirtualHostBase: o.vhostBase,
+		CORS:            o.cors,
 	})
 	f.srv = httptest.NewServer(h)
 	t.Cleanup(f.srv.Close)

@@ -1,13 +1,11 @@
 package s3api
 
 import (
-	"bytes"
-	"encoding/xml"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/wharf-s3/wharf/archiveview"
+	"github.com/wharf-s3/wharf/auth"
 )
 
 // maxKeysCap is both the default and the cap of max-keys, as on AWS.
@@ -27,17 +25,13 @@ type listQuery struct {
 	after             string // the effective exclusive start
 }
 
-// parseListQuery validates a listing query. Empty prefix= and delimiter= mean
-// absent; max-keys defaults to and is capped at 1000, 0 is allowed, negative
-// or non-numeric values are 400 InvalidArgument; a continuation token wins
-// over start-after; a bad token is 400 InvalidArgument.
-func parseListQuery(q map[string][]string, v2 bool) (listQuery, *apiError) {
-	get := func(k string) string {
-		if vs := q[k]; len(vs) > 0 {
-			return vs[0]
-		}
-		return ""
-	}
+// parseListQuery validates a listing query. Empty prefix=, delimiter= and
+// continuation-token= mean absent; max-keys defaults to and is capped at
+// 1000, 0 is allowed, negative or non-numeric values are 400
+// InvalidArgument; a continuation token wins over start-after; a bad token
+// is 400 InvalidArgument.
+func parseListQuery(q auth.Query, v2 bool) (listQuery, *apiError) {
+	get := q.Get
 	lq := listQuery{
 		prefix:    get("prefix"),
 		delimiter: get("delimiter"),
@@ -66,8 +60,10 @@ func parseListQuery(q map[string][]string, v2 bool) (listQuery, *apiError) {
 	}
 	lq.startAfter = get("start-after")
 	lq.after = lq.startAfter
-	if _, ok := q["continuation-token"]; ok {
-		lq.token = get("continuation-token")
+	// An empty continuation-token= is absent, as on S3 (some clients send
+	// the parameter on the first page).
+	if tok := get("continuation-token"); tok != "" {
+		lq.token = tok
 		lq.hasToken = true
 		after, err := decodeToken(lq.token)
 		if err != nil {
@@ -84,9 +80,8 @@ func parseListQuery(q map[string][]string, v2 bool) (listQuery, *apiError) {
 
 // listObjects answers ListObjects (v1) and ListObjectsV2 in O(log n + page)
 // through archiveview.List.
-func (s *Server) listObjects(req *request, a *archiveview.Archive, v2 bool) {
-	q := req.r.URL.Query()
-	lq, apiErr := parseListQuery(q, v2)
+func (s *server) listObjects(req *request, a *archiveview.Archive, v2 bool) {
+	lq, apiErr := parseListQuery(req.query, v2)
 	if apiErr != nil {
 		apiErr.Bucket = req.bucket
 		s.writeError(req, apiErr)
@@ -101,130 +96,53 @@ func (s *Server) listObjects(req *request, a *archiveview.Archive, v2 bool) {
 			MaxKeys:   lq.maxKeys,
 		})
 	}
-	enc := func(v string) string { return v }
-	if lq.encodeURL {
-		enc = urlEncode
-	}
 	withOwner := !v2 || lq.fetchOwner
-	nPrefixes := 0
-	for _, e := range res.Entries {
-		if e.Prefix != "" {
-			nPrefixes++
-		}
-	}
-
-	// The page is written by hand: encoding/xml's reflection was two thirds
-	// of a 1000-key page's cost. Text goes through xml.EscapeText, the
-	// escaping encoding/xml itself uses.
-	var b xmlWriter
-	b.Grow(256 + 320*len(res.Entries))
-	b.WriteString(xml.Header)
-	b.WriteString(`<ListBucketResult xmlns="` + xmlNS + `">`)
-	b.elem("Name", req.bucket)
-	b.elem("Prefix", enc(lq.prefix))
+	w := s.newListXML("ListBucketResult", req.bucket, lq, len(res.Entries), withOwner)
 	if v2 {
 		if lq.startAfter != "" {
-			b.elem("StartAfter", enc(lq.startAfter))
+			w.encElem("StartAfter", lq.startAfter)
 		}
 		if lq.hasToken {
-			b.elem("ContinuationToken", lq.token)
+			w.elem("ContinuationToken", lq.token)
 		}
 		if res.Truncated {
-			b.elem("NextContinuationToken", encodeToken(res.NextAfter))
+			w.elem("NextContinuationToken", encodeToken(res.NextAfter))
 		}
-		b.elem("KeyCount", strconv.Itoa(len(res.Entries)))
+		w.elem("KeyCount", strconv.Itoa(len(res.Entries)))
 	} else {
-		b.elem("Marker", enc(lq.marker))
+		w.encElem("Marker", lq.marker)
 		if res.Truncated {
 			// Always, even without a delimiter: rclone treats a truncated
 			// page without NextMarker (and without Contents) as an error.
-			b.elem("NextMarker", enc(res.NextAfter))
+			w.encElem("NextMarker", res.NextAfter)
 		}
 	}
-	b.elem("MaxKeys", strconv.Itoa(lq.maxKeys))
-	if lq.delimiter != "" {
-		b.elem("Delimiter", enc(lq.delimiter))
-	}
-	b.elem("IsTruncated", strconv.FormatBool(res.Truncated))
-	if lq.encodeURL {
-		b.elem("EncodingType", "url")
-	}
-	var ownerXML string
-	if withOwner {
-		var ob xmlWriter
-		ob.WriteString("<Owner>")
-		ob.elem("ID", s.cfg.OwnerID)
-		ob.elem("DisplayName", s.cfg.OwnerName)
-		ob.WriteString("</Owner>")
-		ownerXML = ob.String()
-	}
-	var lastMod time.Time
-	var lastModStr string
+	w.common(lq, res.Truncated)
 	for _, e := range res.Entries {
 		if e.Prefix != "" {
 			continue
 		}
 		f := e.File
-		if !f.ModTime.Equal(lastMod) || lastModStr == "" {
-			lastMod, lastModStr = f.ModTime, xmlTime(f.ModTime)
-		}
-		b.WriteString("<Contents>")
-		b.elem("Key", enc(f.Key))
-		b.elem("LastModified", lastModStr)
-		b.WriteString("<ETag>&#34;")
-		b.text(f.ETag)
-		b.WriteString("&#34;</ETag>")
-		b.elem("Size", strconv.FormatInt(f.Size, 10))
-		b.WriteString(ownerXML)
-		b.WriteString("<StorageClass>STANDARD</StorageClass></Contents>")
+		w.WriteString("<Contents>")
+		w.key(f.Key)
+		w.lastModified(f.ModTime)
+		w.etag(f.ETag)
+		w.size(f.Size)
+		w.ownerElem()
+		w.storageClass()
+		w.WriteString("</Contents>")
 	}
-	if nPrefixes > 0 {
-		for _, e := range res.Entries {
-			if e.Prefix == "" {
-				continue
-			}
-			b.WriteString("<CommonPrefixes>")
-			b.elem("Prefix", enc(e.Prefix))
-			b.WriteString("</CommonPrefixes>")
+	for _, e := range res.Entries {
+		if e.Prefix != "" {
+			w.commonPrefix(e.Prefix)
 		}
 	}
-	b.WriteString("</ListBucketResult>")
-	s.writeBody(req, http.StatusOK, "application/xml", b.Bytes())
+	s.writeBody(req, http.StatusOK, "application/xml", w.close())
 }
 
-// xmlWriter builds XML text by hand for the hot listing path.
-type xmlWriter struct{ bytes.Buffer }
-
-// elem writes <name>text</name> with text escaped as encoding/xml does.
-func (w *xmlWriter) elem(name, text string) {
-	w.WriteByte('<')
-	w.WriteString(name)
-	w.WriteByte('>')
-	w.text(text)
-	w.WriteString("</")
-	w.WriteString(name)
-	w.WriteByte('>')
-}
-
-// text writes character data escaped as encoding/xml does.
-func (w *xmlWriter) text(s string) {
-	if plainXMLText(s) {
-		w.WriteString(s)
-		return
-	}
-	_ = xml.EscapeText(&w.Buffer, []byte(s))
-}
-
-// plainXMLText reports whether s is printable ASCII needing no escaping.
-func plainXMLText(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x20 || c >= 0x7f || c == '&' || c == '<' || c == '>' || c == '"' || c == '\'' {
-			return false
-		}
-	}
-	return true
-}
+// encodeURLKey is encoding-type=url: keys, prefixes, markers and the
+// delimiter encoded as S3 does, which is auth.URIEncode keeping '/'.
+func encodeURLKey(s string) string { return auth.URIEncode(s, true) }
 
 // quoteETag returns the ETag in the quoted form S3 uses everywhere.
 func quoteETag(etag string) string { return `"` + etag + `"` }

@@ -239,7 +239,7 @@ func Test10StartAfterAndTokens(t *testing.T) {
 // Checklist 11: encoding-type=url encodes every field AWS encodes.
 func Test11EncodingType(t *testing.T) {
 	f := newFixture(t, standardFiles(), fixtureOpts{anonymous: true})
-	special := []string{"a b", "a%41", "a+b", "ü"} // "x\ty" is refused by archiveview (C0 control byte); urlEncode covers it in encode_test.go
+	special := []string{"a b", "a%41", "a+b", "ü"} // "x\ty" is refused by archiveview (C0 control byte); auth.URIEncode covers it in auth/uriencode_test.go
 	for _, v2 := range []string{"", "2"} {
 		raw := f.list(t, url.Values{"list-type": {v2}})
 		enc := f.list(t, url.Values{"list-type": {v2}, "encoding-type": {"url"}})

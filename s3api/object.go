@@ -9,7 +9,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"net/url"
 	"path"
 	"strconv"
 	"time"
@@ -44,10 +43,22 @@ func contentType(f archiveview.File) string {
 }
 
 // getObject answers GetObject and HeadObject.
-func (s *Server) getObject(req *request, a *archiveview.Archive) {
+func (s *server) getObject(req *request, a *archiveview.Archive) {
 	r := req.r
-	q := r.URL.Query()
-	f, versionID, ok := s.objectVersion(req, a, q)
+	q := req.query
+	// As on S3: an unsigned caller cannot choose the response headers (with
+	// --anonymous, an archived file an outsider wrote could otherwise be
+	// served as text/html from wharf's origin).
+	if req.identity.Anonymous() {
+		for _, ov := range responseOverrides {
+			if q.Has(ov[0]) {
+				s.writeError(req, &apiError{Code: errInvalidRequest, Bucket: req.bucket, Key: req.key,
+					Message: "Request specific response headers cannot be used for anonymous GET requests."})
+				return
+			}
+		}
+	}
+	f, versionID, ok := s.objectVersion(req, a)
 	if !ok {
 		return
 	}
@@ -81,13 +92,13 @@ func (s *Server) getObject(req *request, a *archiveview.Archive) {
 	status := http.StatusOK
 	off, n := int64(0), size
 	rangeHdr := r.Header.Get("Range")
-	if pn, ok := q["partNumber"]; ok {
+	if q.Has("partNumber") {
 		if rangeHdr != "" {
 			s.writeError(req, &apiError{Code: errInvalidRequest, Bucket: req.bucket, Key: req.key,
 				Message: "Cannot specify both Range header and partNumber query parameter"})
 			return
 		}
-		num, err := strconv.Atoi(firstOf(pn))
+		num, err := strconv.Atoi(q.Get("partNumber"))
 		if err != nil || num < 1 || num > 10000 {
 			s.writeError(req, &apiError{Code: errInvalidArgument, Bucket: req.bucket, Key: req.key,
 				Message: "Part number must be an integer between 1 and 10000, inclusive"})
@@ -107,7 +118,8 @@ func (s *Server) getObject(req *request, a *archiveview.Archive) {
 		switch br.kind {
 		case rangeUnsatisfiable:
 			s.writeError(req, &apiError{Code: errInvalidRange, Bucket: req.bucket, Key: req.key,
-				Header: http.Header{"Content-Range": {fmt.Sprintf("bytes */%d", size)}}})
+				Header: http.Header{"Content-Range": {fmt.Sprintf("bytes */%d", size)}},
+				Range:  &rangeDetail{requested: rangeHdr, size: size}})
 			return
 		case rangeSatisfiable:
 			status = http.StatusPartialContent
@@ -147,10 +159,10 @@ func (s *Server) getObject(req *request, a *archiveview.Archive) {
 // to build a chain's history only drops the header (the bytes come from the
 // tree); the key not being found while its latest version is a delete
 // marker adds the marker's headers to the 404, as AWS does.
-func (s *Server) objectVersion(req *request, a *archiveview.Archive, q url.Values) (f archiveview.File, versionID string, ok bool) {
+func (s *server) objectVersion(req *request, a *archiveview.Archive) (f archiveview.File, versionID string, ok bool) {
 	ctx := req.r.Context()
-	if vids, has := q["versionId"]; has {
-		vid := firstOf(vids)
+	if req.query.Has("versionId") {
+		vid := req.query.Get("versionId")
 		if vid == "" {
 			s.writeError(req, &apiError{Code: errInvalidArgument, Bucket: req.bucket, Key: req.key,
 				Message: "Version id cannot be the empty string"})
@@ -203,7 +215,7 @@ func (s *Server) objectVersion(req *request, a *archiveview.Archive, q url.Value
 // clean 500/503 XML error naming the key. A failure after that aborts the
 // connection (http.ErrAbortHandler): the client sees a broken body, never a
 // clean short or wrong one.
-func (s *Server) streamBody(req *request, a *archiveview.Archive, f archiveview.File, off, n int64, status int) {
+func (s *server) streamBody(req *request, a *archiveview.Archive, f archiveview.File, off, n int64, status int) {
 	ctx := req.r.Context()
 	rc, err := a.Open(ctx, f, off, n)
 	if err != nil {
@@ -252,7 +264,7 @@ func (s *Server) streamBody(req *request, a *archiveview.Archive, f archiveview.
 }
 
 // readFailed answers a read error that happened before any header was sent.
-func (s *Server) readFailed(req *request, a *archiveview.Archive, ctx context.Context, err error) {
+func (s *server) readFailed(req *request, a *archiveview.Archive, ctx context.Context, err error) {
 	err = fmt.Errorf("archive %s key %q: %w", a.Name(), req.key, err)
 	if ctx.Err() != nil {
 		// The client went away; nobody reads the answer.
@@ -274,11 +286,4 @@ func readErrorCode(err error) errorCode {
 		return errSlowDown
 	}
 	return errInternalError
-}
-
-func firstOf(vs []string) string {
-	if len(vs) == 0 {
-		return ""
-	}
-	return vs[0]
 }

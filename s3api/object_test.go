@@ -2,6 +2,7 @@ package s3api_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
@@ -16,6 +17,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
 // Checklist 14: listing, HEAD and GET agree on ETag, size, time and type,
@@ -257,18 +261,28 @@ func Test22PartNumber(t *testing.T) {
 	wantError(t, resp, body, 400, "InvalidRequest")
 }
 
-// Checklist 23: response-* overrides.
+// Checklist 23: response-* overrides, on a signed (here presigned) GET.
+// Unsigned, they are refused as on S3 (issue 12 §3): with --anonymous an
+// outsider could otherwise have any archived file served as text/html.
 func Test23ResponseOverrides(t *testing.T) {
 	f := newFixture(t, standardFiles(), fixtureOpts{anonymous: true})
-	q := url.Values{
-		"response-content-type":        {"text/csv"},
-		"response-content-disposition": {`attachment; filename="x.csv"`},
-		"response-cache-control":       {"no-store"},
-		"response-expires":             {"Thu, 01 Dec 1994 16:00:00 GMT"},
-		"response-content-language":    {"de"},
-		"response-content-encoding":    {"identity"},
+	ps := s3.NewPresignClient(newSDKClient(t, f.srv.URL, testAK, testSK))
+	pr, err := ps.PresignGetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(testBucket), Key: aws.String("hello.txt"),
+		ResponseContentType:        aws.String("text/csv"),
+		ResponseContentDisposition: aws.String(`attachment; filename="x.csv"`),
+		ResponseCacheControl:       aws.String("no-store"),
+		ResponseExpires:            aws.Time(time.Date(1994, 12, 1, 16, 0, 0, 0, time.UTC)),
+		ResponseContentLanguage:    aws.String("de"),
+		ResponseContentEncoding:    aws.String("identity"),
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	resp, body := f.do(t, "GET", "/bkt/hello.txt?"+q.Encode(), nil)
+	u, err := url.Parse(pr.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, body := f.do(t, "GET", u.RequestURI(), nil)
 	mustStatus(t, resp, body, 200)
 	for h, v := range map[string]string{
 		"Content-Type": "text/csv", "Content-Disposition": `attachment; filename="x.csv"`,
@@ -281,6 +295,29 @@ func Test23ResponseOverrides(t *testing.T) {
 	}
 	if string(body) != "hello world\n" {
 		t.Errorf("body %q", body)
+	}
+
+	// Unsigned: each override alone, also empty, also on HEAD and on a
+	// missing key, is 400 InvalidRequest with S3's message.
+	for _, name := range []string{"response-content-type", "response-content-disposition", "response-cache-control",
+		"response-expires", "response-content-language", "response-content-encoding"} {
+		for _, m := range []string{"GET", "HEAD"} {
+			for _, p := range []string{"/bkt/hello.txt?" + name + "=text%2Fhtml", "/bkt/hello.txt?" + name + "=", "/bkt/nope?" + name + "=x"} {
+				resp, body := f.do(t, m, p, nil)
+				e := wantError(t, resp, body, 400, "InvalidRequest")
+				if m == "GET" && e.Message != "Request specific response headers cannot be used for anonymous GET requests." {
+					t.Errorf("%s %s: message %q", m, p, e.Message)
+				}
+				if resp.Header.Get("Content-Type") == "text/html" {
+					t.Errorf("%s %s: served as text/html", m, p)
+				}
+			}
+		}
+	}
+	resp, body = f.do(t, "GET", "/bkt/hello.txt", nil)
+	mustStatus(t, resp, body, 200)
+	if resp.Header.Get("Content-Type") != "text/plain; charset=utf-8" || string(body) != "hello world\n" {
+		t.Errorf("unsigned GET without overrides: %q %q", resp.Header.Get("Content-Type"), body)
 	}
 }
 

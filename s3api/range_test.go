@@ -19,6 +19,9 @@ func TestParseRange(t *testing.T) {
 		{"a-b", "bytes=10-19", 100, rangeSatisfiable, 10, 10},
 		{"a-b whole still 206", "bytes=0-99", 100, rangeSatisfiable, 0, 100},
 		{"a-b end clamped", "bytes=90-1000", 100, rangeSatisfiable, 90, 10},
+		{"a-b end == size clamped", "bytes=90-100", 100, rangeSatisfiable, 90, 10},
+		{"a-b end == size, whole", "bytes=0-100", 100, rangeSatisfiable, 0, 100},
+		{"a-b end == size, one byte", "bytes=0-1", 1, rangeSatisfiable, 0, 1},
 		{"single byte", "bytes=0-0", 100, rangeSatisfiable, 0, 1},
 		{"last byte", "bytes=99-99", 100, rangeSatisfiable, 99, 1},
 		{"a-", "bytes=93-", 100, rangeSatisfiable, 93, 7},
@@ -62,7 +65,7 @@ func TestParseRange(t *testing.T) {
 // FuzzParseRange checks the invariants of any answer: a satisfiable range
 // lies inside the object and is non-empty; nothing panics.
 func FuzzParseRange(f *testing.F) {
-	for _, s := range []string{"", "bytes=0-0", "bytes=-1", "bytes=5-", "bytes=1-2,3-4", "bytes=9-1", "bytes=-0", "bytes= 3 - 4", "bytes=99999999999999999999-"} {
+	for _, s := range []string{"", "bytes=0-0", "bytes=-1", "bytes=5-", "bytes=1-2,3-4", "bytes=9-1", "bytes=-0", "bytes= 3 - 4", "bytes=99999999999999999999-", "bytes=5-10"} {
 		f.Add(s, int64(10))
 		f.Add(s, int64(0))
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/xml"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 
@@ -13,37 +12,45 @@ import (
 
 // Operation names used as the op label of metrics and in access lines.
 const (
-	opListBuckets         = "ListBuckets"
-	opHeadBucket          = "HeadBucket"
-	opGetBucketLocation   = "GetBucketLocation"
-	opGetBucketACL        = "GetBucketAcl"
-	opGetBucketPolicy     = "GetBucketPolicy"
-	opGetBucketCORS       = "GetBucketCors"
-	opGetBucketVersioning = "GetBucketVersioning"
-	opGetBucketTagging    = "GetBucketTagging"
-	opListObjects         = "ListObjects"
-	opListObjectsV2       = "ListObjectsV2"
-	opListObjectVersions  = "ListObjectVersions"
-	opHeadObject          = "HeadObject"
-	opGetObject           = "GetObject"
-	opGetObjectACL        = "GetObjectAcl"
-	opGetObjectTagging    = "GetObjectTagging"
-	opNotImplemented      = "NotImplemented"
-	opWrite               = "Write"
-	opMethodNotAllowed    = "MethodNotAllowed"
+	opListBuckets           = "ListBuckets"
+	opHeadBucket            = "HeadBucket"
+	opGetBucketLocation     = "GetBucketLocation"
+	opGetBucketACL          = "GetBucketAcl"
+	opGetBucketPolicy       = "GetBucketPolicy"
+	opGetBucketCORS         = "GetBucketCors"
+	opGetBucketVersioning   = "GetBucketVersioning"
+	opGetBucketTagging      = "GetBucketTagging"
+	opGetBucketPolicyStatus = "GetBucketPolicyStatus"
+	opGetObjectLockConfig   = "GetObjectLockConfiguration"
+	opListObjects           = "ListObjects"
+	opListObjectsV2         = "ListObjectsV2"
+	opListObjectVersions    = "ListObjectVersions"
+	opHeadObject            = "HeadObject"
+	opGetObject             = "GetObject"
+	opGetObjectACL          = "GetObjectAcl"
+	opGetObjectTagging      = "GetObjectTagging"
+	opGetObjectAttributes   = "GetObjectAttributes"
+	opGetObjectRetention    = "GetObjectRetention"
+	opGetObjectLegalHold    = "GetObjectLegalHold"
+	opCORSPreflight         = "CORSPreflight"
+	opNotImplemented        = "NotImplemented"
+	opWrite                 = "Write"
+	opMethodNotAllowed      = "MethodNotAllowed"
 )
 
 // allOps lists every op label, for pre-initialized metrics.
 var allOps = []string{
 	opListBuckets, opHeadBucket, opGetBucketLocation, opGetBucketACL,
 	opGetBucketPolicy, opGetBucketCORS, opGetBucketVersioning, opGetBucketTagging,
+	opGetBucketPolicyStatus, opGetObjectLockConfig,
 	opListObjects, opListObjectsV2, opListObjectVersions, opHeadObject, opGetObject, opGetObjectACL,
-	opGetObjectTagging, opNotImplemented, opWrite, opMethodNotAllowed,
+	opGetObjectTagging, opGetObjectAttributes, opGetObjectRetention, opGetObjectLegalHold,
+	opCORSPreflight, opNotImplemented, opWrite, opMethodNotAllowed,
 }
 
 // subResources are the S3 query sub-resources that select an operation other
-// than a listing or an object read. Only a few have canned answers; the rest
-// are 501 NotImplemented, never a listing.
+// than a listing or an object read. Some are answered (operationName); the
+// rest are 501 NotImplemented, never a listing.
 var subResources = map[string]bool{
 	"accelerate": true, "acl": true, "analytics": true, "attributes": true,
 	"cors": true, "delete": true, "encryption": true, "intelligent-tiering": true,
@@ -59,14 +66,11 @@ var subResources = map[string]bool{
 
 // subResource returns the first sub-resource named in q ("" = none).
 // Sub-resources are checked in a fixed order so the answer is deterministic.
-func subResource(q url.Values) string {
-	if len(q) == 0 {
-		return ""
-	}
+func subResource(q auth.Query) string {
 	var found string
-	for k := range q {
-		if subResources[k] && (found == "" || k < found) {
-			found = k
+	for _, p := range q {
+		if subResources[p.Key] && (found == "" || p.Key < found) {
+			found = p.Key
 		}
 	}
 	return found
@@ -77,7 +81,7 @@ func subResource(q url.Values) string {
 // "<bucket>.<VirtualHostBase>" — never for an IP address or a host equal to
 // the base. The key is the decoded path after the bucket, byte for byte
 // ("//" kept, '+' literal).
-func (s *Server) address(r *http.Request) (bucket, key string) {
+func (s *server) address(r *http.Request) (bucket, key string) {
 	p := r.URL.Path
 	// The bucket label is served lower-cased (S3 bucket names are); auth
 	// verifies SigV2 over the label as sent, which is what the client signed.
@@ -92,11 +96,13 @@ func (s *Server) address(r *http.Request) (bucket, key string) {
 }
 
 // operationName names the S3 operation a request asks for.
-func operationName(method, bucket string, hasKey bool, q url.Values) string {
+func operationName(method, bucket string, hasKey bool, q auth.Query) string {
 	switch method {
 	case http.MethodGet, http.MethodHead:
 	case http.MethodPut, http.MethodPost, http.MethodDelete:
 		return opWrite
+	case http.MethodOptions:
+		return opCORSPreflight
 	default:
 		return opMethodNotAllowed
 	}
@@ -128,6 +134,10 @@ func operationName(method, bucket string, hasKey bool, q url.Values) string {
 			return opListObjectVersions
 		case "tagging":
 			return opGetBucketTagging
+		case "policyStatus":
+			return opGetBucketPolicyStatus
+		case "object-lock":
+			return opGetObjectLockConfig
 		}
 		return opNotImplemented
 	}
@@ -141,12 +151,18 @@ func operationName(method, bucket string, hasKey bool, q url.Values) string {
 		return opGetObjectACL
 	case "tagging":
 		return opGetObjectTagging
+	case "attributes":
+		return opGetObjectAttributes
+	case "retention":
+		return opGetObjectRetention
+	case "legal-hold":
+		return opGetObjectLegalHold
 	}
 	return opNotImplemented
 }
 
 // route dispatches an authenticated, authorized GET or HEAD.
-func (s *Server) route(req *request) {
+func (s *server) route(req *request) {
 	switch req.op {
 	case opListBuckets:
 		s.listBuckets(req)
@@ -175,6 +191,17 @@ func (s *Server) route(req *request) {
 		s.getBucketVersioning(req)
 	case opGetBucketTagging:
 		s.writeError(req, &apiError{Code: errNoSuchTagSet, Bucket: req.bucket})
+	case opGetBucketPolicyStatus:
+		s.getBucketPolicyStatus(req)
+	case opGetObjectLockConfig:
+		s.writeError(req, &apiError{Code: errNoObjectLockConfig, Bucket: req.bucket})
+	case opGetObjectRetention, opGetObjectLegalHold:
+		// No bucket has Object Lock, so no object has a retention or a
+		// legal hold: S3 answers this without looking at the key.
+		s.writeError(req, &apiError{Code: errInvalidRequest, Bucket: req.bucket, Key: req.key,
+			Message: "Bucket is missing Object Lock Configuration"})
+	case opGetObjectAttributes:
+		s.getObjectAttributes(req, a)
 	case opListObjects:
 		s.listObjects(req, a, false)
 	case opListObjectsV2:
@@ -183,7 +210,7 @@ func (s *Server) route(req *request) {
 		s.listObjectVersions(req, a)
 	case opGetObjectACL, opGetObjectTagging:
 		// The key (or the version ?versionId names) must exist.
-		if _, _, ok := s.objectVersion(req, a, req.r.URL.Query()); !ok {
+		if _, _, ok := s.objectVersion(req, a); !ok {
 			return
 		}
 		if req.op == opGetObjectACL {
@@ -201,7 +228,7 @@ func (s *Server) route(req *request) {
 const xmlNS = "http://s3.amazonaws.com/doc/2006-03-01/"
 
 // writeXML writes a 200-class XML response (no body for HEAD).
-func (s *Server) writeXML(req *request, status int, v any) {
+func (s *server) writeXML(req *request, status int, v any) {
 	var buf bytes.Buffer
 	buf.WriteString(xml.Header)
 	if err := xml.NewEncoder(&buf).Encode(v); err != nil {
@@ -212,7 +239,7 @@ func (s *Server) writeXML(req *request, status int, v any) {
 }
 
 // writeBody writes a complete small response (no body for HEAD).
-func (s *Server) writeBody(req *request, status int, contentType string, body []byte) {
+func (s *server) writeBody(req *request, status int, contentType string, body []byte) {
 	h := req.w.Header()
 	h.Set("Content-Type", contentType)
 	h.Set("Content-Length", strconv.Itoa(len(body)))
@@ -224,7 +251,7 @@ func (s *Server) writeBody(req *request, status int, contentType string, body []
 
 // writeError writes an S3 error response. HEAD responses carry no body.
 // RequestId in the body equals the x-amz-request-id header.
-func (s *Server) writeError(req *request, e *apiError) {
+func (s *server) writeError(req *request, e *apiError) {
 	if e.Cause != nil && req.cause == nil {
 		req.cause = e.Cause
 	}
@@ -244,6 +271,10 @@ func (s *Server) writeError(req *request, e *apiError) {
 		Resource:   req.r.URL.Path,
 		RequestID:  req.id,
 		HostID:     req.hostID,
+	}
+	if e.Range != nil {
+		size := e.Range.size
+		body.RangeRequested, body.ActualObjectSize = e.Range.requested, &size
 	}
 	var buf bytes.Buffer
 	buf.WriteString(xml.Header)

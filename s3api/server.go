@@ -3,16 +3,21 @@
 // The shape follows versitygw: a router (router.go) that names the operation,
 // a fixed chain of middleware concerns applied in order in ServeHTTP —
 // request ids first (so every response, even a failure, carries
-// x-amz-request-id and x-amz-id-2), then access log + metrics, write
-// rejection, addressing (path-style, virtual-host only under a configured
-// base domain), authentication (auth.Verifier), per-bucket authorization and
-// the per-key concurrency limit (limits.go) —
+// x-amz-request-id and x-amz-id-2), then access log + metrics, addressing
+// (path-style, virtual-host only under a configured base domain) with the
+// query parsed once (auth.ParseQuery) and the operation named, write
+// rejection and the CORS preflight (OPTIONS, unauthenticated),
+// authentication (auth.Verifier, over the parsed query), per-bucket
+// authorization, the expected bucket owner check and the per-key
+// concurrency limit (limits.go) —
 // and one file per operation family: bucket.go (ListBuckets, HeadBucket,
-// bucket sub-resources), list.go (ListObjects v1/v2), versions.go
-// (ListObjectVersions: each upload of a chain is an object version,
-// VersionId = upload id), object.go (HeadObject/GetObject, with
-// ?versionId). Errors come from one table (errors.go). Header
-// parsers are small pure functions (range.go, conditional.go, token.go).
+// bucket sub-resources, the CORS preflight), list.go (ListObjects v1/v2),
+// versions.go (ListObjectVersions: each upload of a chain is an object
+// version, VersionId = upload id), listxml.go (the one writer of those
+// listings), object.go (HeadObject/GetObject, with ?versionId),
+// attributes.go (GetObjectAttributes). Errors come from one table
+// (errors.go). Header parsers are small pure functions (range.go,
+// conditional.go, token.go).
 //
 // Archives come from a Catalog, resolved on every request. Bodies stream from
 // archiveview with a pooled buffer; an error after the headers went out
@@ -37,7 +42,25 @@ import (
 
 // Authenticator authenticates a request. *auth.Verifier implements it.
 type Authenticator interface {
-	Authenticate(r *http.Request) (auth.Identity, error)
+	// AuthenticateQuery authenticates r, whose query the router has parsed
+	// once with auth.ParseQuery into q; the handlers serve from the same q.
+	AuthenticateQuery(r *http.Request, q auth.Query) (auth.Identity, error)
+	// AllowsAnonymous reports whether unsigned requests are served, which
+	// makes every bucket public (GetBucketPolicyStatus).
+	AllowsAnonymous() bool
+}
+
+// CORSPolicy decides CORS preflight (OPTIONS) requests. A bucket CORS
+// configuration implements it; wharf has none yet, so Config.CORS is nil.
+type CORSPolicy interface {
+	// Preflight decides a preflight on bucket from origin (never ""),
+	// asking for method (Access-Control-Request-Method, "" when absent)
+	// and headers (Access-Control-Request-Headers, split on ','). enabled
+	// is false when bucket has no CORS configuration (403 AccessForbidden,
+	// "CORS is not enabled for this bucket"); otherwise allow holds the
+	// Access-Control-* headers of the 200 answer, or is nil when no rule
+	// matches (403 AccessForbidden, "This CORS request is not allowed").
+	Preflight(bucket, origin, method string, headers []string) (allow http.Header, enabled bool)
 }
 
 // Config configures the S3 handler.
@@ -67,26 +90,28 @@ type Config struct {
 	// access key (anonymous callers: per client IP); more get 503 SlowDown
 	// at once. 0 = unlimited. See limits.go.
 	MaxInflightPerKey int
+	// CORS answers CORS preflight (OPTIONS) requests. nil = no bucket has
+	// a CORS configuration: every preflight is refused as S3 refuses it.
+	CORS CORSPolicy
 }
 
-// Server is the S3 handler. Create it with New.
-type Server struct {
+// server is the S3 handler that New returns.
+type server struct {
 	cfg     Config
 	metrics *metrics
 	limit   *keyLimiter
 	bufs    sync.Pool
 	now     func() time.Time
+	// The bucket and object Owner, built once: as a struct for the
+	// encoding/xml responses and as text for the hand-written listings.
+	owner    *owner
+	ownerXML string
 }
 
 // New returns the S3 http.Handler for cfg. It panics if cfg.Catalog is nil or
 // the metrics cannot be registered (a programming error: a Registerer used
 // twice).
 func New(cfg Config) http.Handler {
-	return NewServer(cfg)
-}
-
-// NewServer is New returning the concrete type.
-func NewServer(cfg Config) *Server {
 	if cfg.Catalog == nil {
 		panic("s3api: Config.Catalog is nil")
 	}
@@ -110,7 +135,9 @@ func NewServer(cfg Config) *Server {
 	if err != nil {
 		panic("s3api: register metrics: " + err.Error())
 	}
-	s := &Server{cfg: cfg, metrics: m, limit: lim, now: time.Now}
+	s := &server{cfg: cfg, metrics: m, limit: lim, now: time.Now,
+		owner:    &owner{ID: cfg.OwnerID, DisplayName: cfg.OwnerName},
+		ownerXML: ownerElement(cfg.OwnerID, cfg.OwnerName)}
 	size := cfg.BufferSize
 	s.bufs.New = func() any {
 		b := make([]byte, size)
@@ -127,15 +154,21 @@ type request struct {
 	bucket     string
 	key        string
 	hasKey     bool // a non-empty key was addressed
-	identity   auth.Identity
-	start      time.Time
-	w          *responseWriter
-	r          *http.Request
-	cause      error // logged with the access line
+	// query is the request's query, parsed once by the router with
+	// auth.ParseQuery (every pair, in order, as signed); every middleware
+	// and handler reads it from here. queryErr is the parse failure, which
+	// is answered where authentication would have failed on it (step 5).
+	query    auth.Query
+	queryErr error
+	identity auth.Identity
+	start    time.Time
+	w        *responseWriter
+	r        *http.Request
+	cause    error // logged with the access line
 }
 
 // ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// 1. Request ids, before anything can fail.
 	req := &request{id: newRequestID(), start: s.now(), r: r, method: r.Method}
 	req.hostID = hostIDFor(req.id)
@@ -171,7 +204,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// 3. Addressing and operation name.
 	req.bucket, req.key = s.address(r)
 	req.hasKey = req.key != ""
-	req.op = operationName(r.Method, req.bucket, req.hasKey, r.URL.Query())
+	req.query, req.queryErr = auth.ParseQuery(r.URL.RawQuery)
+	req.op = operationName(r.Method, req.bucket, req.hasKey, req.query)
 
 	// A body is never read; its connection is not reused (limits.go).
 	if carriesBody(r) {
@@ -179,11 +213,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	// 4. Writes are refused before the body is read (so Expect: 100-continue
-	// never makes the client send it); other methods are not allowed.
+	// never makes the client send it); OPTIONS is a CORS preflight, which
+	// browsers send unsigned; other methods are not allowed.
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
 	case http.MethodPut, http.MethodPost, http.MethodDelete:
 		s.writeError(req, &apiError{Code: errAccessDenied, Bucket: req.bucket, Key: req.key})
+		return
+	case http.MethodOptions:
+		s.preflight(req)
 		return
 	default:
 		rw.Header().Set("Allow", "GET, HEAD")
@@ -196,13 +234,23 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.writeError(req, &apiError{Code: errAccessDenied, Bucket: req.bucket, Key: req.key})
 		return
 	}
-	id, err := s.cfg.Verifier.Authenticate(r)
+	if req.queryErr != nil {
+		s.writeError(req, authError(req.queryErr, req))
+		return
+	}
+	id, err := s.cfg.Verifier.AuthenticateQuery(r, req.query)
 	if err != nil {
 		s.writeError(req, authError(err, req))
 		return
 	}
 	req.identity = id
 	if req.bucket != "" && !id.CanRead(req.bucket) {
+		s.writeError(req, &apiError{Code: errAccessDenied, Bucket: req.bucket, Key: req.key})
+		return
+	}
+	// A caller that names the bucket owner it expects is refused when
+	// wharf's owner (Config.OwnerID, shown in listings and ACLs) differs.
+	if req.bucket != "" && ownerMismatch(r.Header, s.cfg.OwnerID) {
 		s.writeError(req, &apiError{Code: errAccessDenied, Bucket: req.bucket, Key: req.key})
 		return
 	}
@@ -218,6 +266,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	// 7. Dispatch.
 	s.route(req)
+}
+
+// ownerMismatch reports whether h names an expected bucket owner
+// (x-amz-expected-bucket-owner) other than owner; a repeated header never
+// matches.
+func ownerMismatch(h http.Header, owner string) bool {
+	vs := h.Values("x-amz-expected-bucket-owner")
+	return len(vs) > 0 && (len(vs) > 1 || vs[0] != owner)
 }
 
 // authError maps an authentication failure to an S3 error.
@@ -289,7 +345,7 @@ func (w *responseWriter) Write(p []byte) (int, error) {
 func (w *responseWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // finish writes the access line and records metrics.
-func (s *Server) finish(req *request, aborted bool) {
+func (s *server) finish(req *request, aborted bool) {
 	d := s.now().Sub(req.start)
 	status := req.w.status
 	if !req.w.wroteHeader {

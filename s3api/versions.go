@@ -1,7 +1,6 @@
 package s3api
 
 import (
-	"encoding/xml"
 	"errors"
 	"net/http"
 	"strconv"
@@ -17,8 +16,8 @@ import (
 // key-marker alone skips every version of that key; with
 // version-id-marker it continues after that version; max-keys counts
 // versions, delete markers and common prefixes.
-func (s *Server) listObjectVersions(req *request, a *archiveview.Archive) {
-	q := req.r.URL.Query()
+func (s *server) listObjectVersions(req *request, a *archiveview.Archive) {
+	q := req.query
 	lq, apiErr := parseListQuery(q, false)
 	if apiErr != nil {
 		apiErr.Bucket = req.bucket
@@ -53,74 +52,45 @@ func (s *Server) listObjectVersions(req *request, a *archiveview.Archive) {
 		s.readFailed(req, a, ctx, err)
 		return
 	}
-	enc := func(v string) string { return v }
-	if lq.encodeURL {
-		enc = urlEncode
-	}
-
-	var b xmlWriter
-	b.Grow(256 + 400*len(res.Entries))
-	b.WriteString(xml.Header)
-	b.WriteString(`<ListVersionsResult xmlns="` + xmlNS + `">`)
-	b.elem("Name", req.bucket)
-	b.elem("Prefix", enc(lq.prefix))
-	b.elem("KeyMarker", enc(keyMarker))
-	b.elem("VersionIdMarker", vidMarker)
+	w := s.newListXML("ListVersionsResult", req.bucket, lq, len(res.Entries), true)
+	w.encElem("KeyMarker", keyMarker)
+	w.elem("VersionIdMarker", vidMarker)
 	if res.Truncated {
-		b.elem("NextKeyMarker", enc(res.NextKeyMarker))
+		w.encElem("NextKeyMarker", res.NextKeyMarker)
 		if res.NextVersionIDMarker != "" {
-			b.elem("NextVersionIdMarker", res.NextVersionIDMarker)
+			w.elem("NextVersionIdMarker", res.NextVersionIDMarker)
 		}
 	}
-	b.elem("MaxKeys", strconv.Itoa(lq.maxKeys))
-	if lq.delimiter != "" {
-		b.elem("Delimiter", enc(lq.delimiter))
-	}
-	b.elem("IsTruncated", strconv.FormatBool(res.Truncated))
-	if lq.encodeURL {
-		b.elem("EncodingType", "url")
-	}
-	var ob xmlWriter
-	ob.WriteString("<Owner>")
-	ob.elem("ID", s.cfg.OwnerID)
-	ob.elem("DisplayName", s.cfg.OwnerName)
-	ob.WriteString("</Owner>")
-	ownerXML := ob.String()
+	w.common(lq, res.Truncated)
 	for _, e := range res.Entries {
 		if e.Prefix != "" {
 			continue
 		}
 		v := e.Version
 		if v.DeleteMarker {
-			b.WriteString("<DeleteMarker>")
+			w.WriteString("<DeleteMarker>")
 		} else {
-			b.WriteString("<Version>")
+			w.WriteString("<Version>")
 		}
-		b.elem("Key", enc(v.Key))
-		b.elem("VersionId", v.VersionID)
-		b.elem("IsLatest", strconv.FormatBool(v.IsLatest))
-		b.elem("LastModified", xmlTime(v.ModTime))
+		w.key(v.Key)
+		w.elem("VersionId", v.VersionID)
+		w.elem("IsLatest", strconv.FormatBool(v.IsLatest))
+		w.lastModified(v.ModTime)
 		if v.DeleteMarker {
-			b.WriteString(ownerXML)
-			b.WriteString("</DeleteMarker>")
+			w.ownerElem()
+			w.WriteString("</DeleteMarker>")
 			continue
 		}
-		b.WriteString("<ETag>&#34;")
-		b.text(v.ETag)
-		b.WriteString("&#34;</ETag>")
-		b.elem("Size", strconv.FormatInt(v.Size, 10))
-		b.WriteString("<StorageClass>STANDARD</StorageClass>")
-		b.WriteString(ownerXML)
-		b.WriteString("</Version>")
+		w.etag(v.ETag)
+		w.size(v.Size)
+		w.storageClass()
+		w.ownerElem()
+		w.WriteString("</Version>")
 	}
 	for _, e := range res.Entries {
-		if e.Prefix == "" {
-			continue
+		if e.Prefix != "" {
+			w.commonPrefix(e.Prefix)
 		}
-		b.WriteString("<CommonPrefixes>")
-		b.elem("Prefix", enc(e.Prefix))
-		b.WriteString("</CommonPrefixes>")
 	}
-	b.WriteString("</ListVersionsResult>")
-	s.writeBody(req, http.StatusOK, "application/xml", b.Bytes())
+	s.writeBody(req, http.StatusOK, "application/xml", w.close())
 }
