@@ -155,10 +155,10 @@ func (s *server) getObject(req *request, a *archiveview.Archive) {
 // that version of the key (404 NoSuchVersion if unknown; a delete marker is
 // 405 MethodNotAllowed with x-amz-delete-marker, as on AWS), else the
 // latest. It returns the version id to send in x-amz-version-id; it has
-// written the error response when ok is false. Without ?versionId a failure
-// to build a chain's history only drops the header (the bytes come from the
-// tree); the key not being found while its latest version is a delete
-// marker adds the marker's headers to the 404, as AWS does.
+// written the error response when ok is false. Without ?versionId the
+// version history is not needed (nor built): the latest version's id comes
+// from the tree, and a key whose latest version is a delete marker gets the
+// marker's headers on its 404, as AWS does.
 func (s *server) objectVersion(req *request, a *archiveview.Archive) (f archiveview.File, versionID string, ok bool) {
 	ctx := req.r.Context()
 	if req.query.Has("versionId") {
@@ -185,29 +185,19 @@ func (s *server) objectVersion(req *request, a *archiveview.Archive) (f archivev
 		}
 		return v.File, vid, true
 	}
+	// Without ?versionId the tree answers alone: each file knows the
+	// upload that wrote it, and each deleted key the upload that deleted
+	// it, so a plain GET or HEAD never builds the version history.
 	f, found := a.Stat(req.key)
-	vs, err := a.Versions(ctx)
-	if err != nil {
-		s.cfg.Logger.Warn().Str("request_id", req.id).Str("bucket", req.bucket).Str("key", req.key).Err(err).
-			Msg("version history unavailable: x-amz-version-id not sent")
-	}
-	var latest archiveview.Version
-	hasLatest := false
-	if err == nil {
-		latest, hasLatest = vs.StatVersion(req.key, "")
-	}
 	if !found {
 		e := &apiError{Code: errNoSuchKey, Bucket: req.bucket, Key: req.key}
-		if hasLatest && latest.DeleteMarker {
-			e.Header = http.Header{"X-Amz-Delete-Marker": {"true"}, "X-Amz-Version-Id": {latest.VersionID}}
+		if vid, dm := a.DeleteMarker(req.key); dm {
+			e.Header = http.Header{"X-Amz-Delete-Marker": {"true"}, "X-Amz-Version-Id": {vid}}
 		}
 		s.writeError(req, e)
 		return f, "", false
 	}
-	if hasLatest && !latest.DeleteMarker {
-		versionID = latest.VersionID
-	}
-	return f, versionID, true
+	return f, f.VersionID, true
 }
 
 // streamBody sends n bytes of f from off. The first buffer is read before

@@ -24,9 +24,9 @@ type part struct {
 
 	mu      sync.Mutex
 	got     []int64 // bytes received per sub-range
+	errs    []error // per sub-range: why it stopped early
 	subs    []int64 // sub-range boundaries (object offsets)
 	avail   int64   // contiguous bytes from off that have arrived
-	err     error   // the first failure (ends the part)
 	changed chan struct{}
 	fetches sync.WaitGroup
 }
@@ -38,7 +38,8 @@ func (s *Set) startPart(ctx context.Context, ci int32, plan partPlan, buf *Buf) 
 	ctx, cancel := context.WithCancel(ctx)
 	p := &part{
 		set: s, ci: ci, off: plan.off, end: plan.end, buf: buf, cancel: cancel,
-		subs: plan.subs, got: make([]int64, len(plan.subs)-1), changed: make(chan struct{}),
+		subs: plan.subs, got: make([]int64, len(plan.subs)-1), errs: make([]error, len(plan.subs)-1),
+		changed: make(chan struct{}),
 	}
 	for i := 0; i+1 < len(plan.subs); i++ {
 		p.fetches.Add(1)
@@ -54,7 +55,7 @@ func (p *part) fetchSub(ctx context.Context, i int) {
 	a, b := p.subs[i], p.subs[i+1]
 	body, err := p.set.rangeGet(ctx, p.ci, a, b-a)
 	if err != nil {
-		p.fail(fmt.Errorf("object bytes %d-%d: %w", a, b, err))
+		p.fail(i, fmt.Errorf("object bytes %d-%d: %w", a, b, err))
 		return
 	}
 	defer body.Close()
@@ -65,7 +66,7 @@ func (p *part) fetchSub(ctx context.Context, i int) {
 		at += n
 		p.progress(i, int64(at))
 		if err != nil {
-			p.fail(fmt.Errorf("body ended at object byte %d of %d: %w", a+int64(at), b, shortBody(err)))
+			p.fail(i, fmt.Errorf("body ended at object byte %d of %d: %w", a+int64(at), b, shortBody(err)))
 			return
 		}
 	}
@@ -91,24 +92,37 @@ func (p *part) progress(i int, got int64) {
 	p.mu.Unlock()
 }
 
-// fail ends the part with err (the first failure wins) and stops its GETs.
-func (p *part) fail(err error) {
+// fail records that sub-range i stopped early with err. The other
+// sub-ranges go on: the bytes before the failure can still be used (a
+// frame that arrived whole is served, the next one fails), and bytes after
+// it are never available.
+func (p *part) fail(i int, err error) {
 	p.mu.Lock()
-	if p.err == nil {
-		p.err = err
-		close(p.changed)
-		p.changed = make(chan struct{})
-	}
+	p.errs[i] = err
+	close(p.changed)
+	p.changed = make(chan struct{})
 	p.mu.Unlock()
-	p.cancel()
+}
+
+// stalled returns the failure of the sub-range holding the first missing
+// byte, if it failed (under p.mu).
+func (p *part) stalled() error {
+	at := p.off + p.avail
+	for k := range p.errs {
+		if at < p.subs[k+1] {
+			return p.errs[k]
+		}
+	}
+	return nil
 }
 
 // wait blocks until at least n bytes from off have arrived (n <= size) and
-// returns how many have; or the part's failure, or ctx's error.
+// returns how many have; or the failure that keeps them from arriving, or
+// ctx's error.
 func (p *part) wait(ctx context.Context, n int64) (int64, error) {
 	for {
 		p.mu.Lock()
-		avail, err, ch := p.avail, p.err, p.changed
+		avail, err, ch := p.avail, p.stalled(), p.changed
 		p.mu.Unlock()
 		if avail >= n {
 			return avail, nil
