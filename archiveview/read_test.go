@@ -990,7 +990,7 @@ func TestTarWalkNameNotFound(t *testing.T) {
 func TestCancelledFetcherDoesNotFailWaiters(t *testing.T) {
 	files := map[string][]byte{"big.txt": rpText(5, 3<<20)}
 	dir, res := rpPack(t, files, cargopack.Options{FrameSize: 64 << 10})
-	f := backend.NewFaulty(backend.NewFileStore(dir), backend.FaultConfig{Latency: 20 * time.Millisecond, Bandwidth: 8 << 20})
+	f := backend.NewFaulty(backend.NewFileStore(dir), backend.FaultConfig{Latency: 20 * time.Millisecond, Bandwidth: 2 << 20})
 	for round := 0; round < 3; round++ {
 		a, err := Open(context.Background(), f, rpBucket, res.ManifestKey, Options{Name: "arch", Readahead: -1})
 		if err != nil {

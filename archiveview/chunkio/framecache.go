@@ -412,36 +412,44 @@ func (p *bufPool) put(b []byte) {
 // maxDecoderWindow bounds the zstd window a stream decoder accepts.
 const maxDecoderWindow = 256 << 20
 
-// decoder returns a pooled single-threaded stream decoder reading r.
-// Single-threaded decoders read their input only inside Read calls, which is
-// what lets a parked decoder change contexts between requests.
+// decoder returns a new single-threaded stream decoder reading r, for a
+// stream (a giant frame, an unframed chunk): its history grows to the
+// frame's window, so it is never pooled (discard closes it, and its window
+// is charged to the budget while it lives). Single-threaded decoders read
+// their input only inside Read calls, which is what lets a parked decoder
+// change contexts between requests.
 func (c *FrameCache) decoder(r io.Reader) (*zstd.Decoder, error) {
-	var d *zstd.Decoder
-	select {
-	case d = <-c.decs:
-	default:
-		var err error
-		d, err = zstd.NewReader(nil,
-			zstd.WithDecoderConcurrency(1),
-			zstd.WithDecoderMaxMemory(maxDecoderWindow),
-			zstd.WithDecoderMaxWindow(maxDecoderWindow))
-		if err != nil {
-			return nil, fmt.Errorf("zstd decoder: %w", err)
-		}
-	}
-	if err := d.Reset(r); err != nil {
-		d.Close()
-		return nil, fmt.Errorf("zstd decoder reset: %w", err)
+	d, err := zstd.NewReader(r,
+		zstd.WithDecoderConcurrency(1),
+		zstd.WithDecoderMaxMemory(maxDecoderWindow),
+		zstd.WithDecoderMaxWindow(maxDecoderWindow))
+	if err != nil {
+		return nil, fmt.Errorf("zstd decoder: %w", err)
 	}
 	return d, nil
 }
 
-// putDecoder returns d to the pool (or closes it when the pool is full).
-func (c *FrameCache) putDecoder(d *zstd.Decoder) {
-	if d == nil {
-		return
+// frameDecoder returns a pooled decoder for DecodeAll: it decodes a whole
+// frame straight into the caller's buffer (the buffer is its history), so
+// it keeps no window of its own between uses.
+func (c *FrameCache) frameDecoder() (*zstd.Decoder, error) {
+	select {
+	case d := <-c.decs:
+		return d, nil
+	default:
 	}
-	_ = d.Reset(nil) // drop the reference to the input
+	d, err := zstd.NewReader(nil,
+		zstd.WithDecoderConcurrency(1),
+		zstd.WithDecoderMaxMemory(maxDecoderWindow),
+		zstd.WithDecoderMaxWindow(maxDecoderWindow))
+	if err != nil {
+		return nil, fmt.Errorf("zstd decoder: %w", err)
+	}
+	return d, nil
+}
+
+// putFrameDecoder returns d to the pool (or closes it when the pool is full).
+func (c *FrameCache) putFrameDecoder(d *zstd.Decoder) {
 	select {
 	case c.decs <- d:
 	default:
@@ -464,13 +472,32 @@ func (c *FrameCache) decodeFrame(comp []byte, usize int64) (*Buf, error) {
 }
 
 // decodeInto decodes the one complete zstd frame held in comp into out,
-// which must come out exactly len(out) bytes long.
+// which must come out exactly len(out) bytes long. A frame whose header
+// declares exactly that content size is decoded in one call straight into
+// out; any other is decoded as a stream that stops one byte past len(out),
+// so a frame that decodes to more (a bomb) costs no more than out.
 func (c *FrameCache) decodeInto(comp []byte, out *Buf) error {
 	usize := int64(len(out.b))
+	if fcs, ok := zstdContentSize(comp); ok && fcs == usize {
+		d, err := c.frameDecoder()
+		if err != nil {
+			return err
+		}
+		got, err := d.DecodeAll(comp, out.b[:0])
+		c.putFrameDecoder(d)
+		switch {
+		case err != nil:
+			return fmt.Errorf("zstd: %v: %w", err, ErrCorrupt)
+		case int64(len(got)) != usize || (usize > 0 && &got[0] != &out.b[0]):
+			return fmt.Errorf("frame decodes to %d bytes, manifest says %d: %w", len(got), usize, ErrCorrupt)
+		}
+		return nil
+	}
 	d, err := c.decoder(bytes.NewReader(comp))
 	if err != nil {
 		return err
 	}
+	defer d.Close()
 	n, err := io.ReadFull(d, out.b)
 	if err == nil {
 		var one [1]byte
@@ -490,10 +517,5 @@ func (c *FrameCache) decodeInto(comp []byte, out *Buf) error {
 	} else {
 		err = fmt.Errorf("zstd: %v: %w", err, ErrCorrupt)
 	}
-	if err != nil {
-		d.Close() // a decoder that failed is not reused
-		return err
-	}
-	c.putDecoder(d)
-	return nil
+	return err
 }

@@ -56,13 +56,14 @@ type framedSource struct {
 	ahead int   // parts launched and not yet consumed
 	held  int64 // bytes those parts reserved
 	wake  chan struct{}
+	slots chan struct{} // GETs in flight for this source (StreamParts)
 }
 
 func (s *Set) newFramedSource(ctx context.Context, ci int32, lo, hi int, u0, u1 int64) *framedSource {
 	ctx, cancel := context.WithCancel(ctx)
 	return &framedSource{set: s, ctx: ctx, cancel: cancel, ci: ci, lo: lo, hi: hi, u0: u0, u1: u1,
 		ch: make(chan frameFuture, hi-lo+1), next: lo,
-		win: newWindow(s.cache.streamParts), wake: make(chan struct{})}
+		win: newWindow(s.cache.streamParts), wake: make(chan struct{}), slots: make(chan struct{}, s.cache.streamParts)}
 }
 
 // signal wakes the producer (under fs.mu).
@@ -215,9 +216,8 @@ func (fs *framedSource) start(plan partPlan, fls []*flight) (int64, bool) {
 		if ahead == 0 {
 			mode = demand
 		}
-		plan.subs = splitSubs(plan.off, plan.end, waysFor(c.streamParts, ahead+1), minSubRange)
 		var err error
-		p, err = s.launch(fs.ctx, fs.ci, plan, decoded, held, mode)
+		p, err = s.launch(fs.ctx, fs.ci, plan, waysFor(c.streamParts, ahead+1), decoded, held, mode, fs.slots)
 		if err != nil {
 			fail(fmt.Errorf("frames %d-%d (object bytes %d-%d): %w", plan.lo, plan.hi, plan.off, plan.end, err))
 			return 0, true // the consumer reads the error from the flights
@@ -463,8 +463,9 @@ func (s *Set) noteFrames(ci int32, lo, hi int) {
 		budget := s.cache.budget / 4
 		var workers sync.WaitGroup
 		var held int64
+		slots := make(chan struct{}, s.cache.streamParts)
 		for _, sp := range spans {
-			s.prefetch(s.ctx, sp.ci, sp.lo, sp.hi, &budget, &held, &workers)
+			s.prefetch(s.ctx, sp.ci, sp.lo, sp.hi, &budget, &held, slots, &workers)
 		}
 		workers.Wait()
 	}()
@@ -475,7 +476,7 @@ func (s *Set) noteFrames(ci int32, lo, hi int) {
 // speculative (it starts only when memory and GET slots are free, within
 // the prefetch's fair share). It stops when budget (decoded bytes) is
 // spent; giant frames are skipped. The parts' workers are added to workers.
-func (s *Set) prefetch(ctx context.Context, ci int32, lo, hi int, budget, held *int64, workers *sync.WaitGroup) {
+func (s *Set) prefetch(ctx context.Context, ci int32, lo, hi int, budget, held *int64, slots chan struct{}, workers *sync.WaitGroup) {
 	c := s.cache
 	fr := s.chunks[ci].Frames
 	for i := lo; i <= hi && ctx.Err() == nil; i++ {
@@ -509,8 +510,7 @@ func (s *Set) prefetch(ctx context.Context, ci int32, lo, hi int, budget, held *
 			fls = append(fls, fl2)
 		}
 		plan := partPlan{off: fr[i].COff, end: fr[j].COff + fr[j].CSize, lo: i, hi: j}
-		plan.subs = splitSubs(plan.off, plan.end, 1, minSubRange)
-		p, _ := s.launch(ctx, ci, plan, decoded, *held, speculative)
+		p, _ := s.launch(ctx, ci, plan, 1, decoded, *held, speculative, slots)
 		if p == nil {
 			for k, fl := range fls {
 				c.complete(s.frameKey(ci, i+k), fl, nil, errGaveUp)

@@ -21,6 +21,7 @@ type part struct {
 	buf      *Buf
 
 	cancel context.CancelFunc
+	slots  chan struct{} // the stream's GET slots (one per sub-range), or nil
 
 	mu      sync.Mutex
 	got     []int64 // bytes received per sub-range
@@ -34,10 +35,10 @@ type part struct {
 // startPart launches the GETs of plan (its buffer and GET slots already
 // taken: buf holds plan.size() bytes, and the caller holds one GET slot per
 // sub-range, which the fetches return). The part lives under ctx.
-func (s *Set) startPart(ctx context.Context, ci int32, plan partPlan, buf *Buf) *part {
+func (s *Set) startPart(ctx context.Context, ci int32, plan partPlan, buf *Buf, slots chan struct{}) *part {
 	ctx, cancel := context.WithCancel(ctx)
 	p := &part{
-		set: s, ci: ci, off: plan.off, end: plan.end, buf: buf, cancel: cancel,
+		set: s, ci: ci, off: plan.off, end: plan.end, buf: buf, cancel: cancel, slots: slots,
 		subs: plan.subs, got: make([]int64, len(plan.subs)-1), errs: make([]error, len(plan.subs)-1),
 		changed: make(chan struct{}),
 	}
@@ -51,7 +52,12 @@ func (s *Set) startPart(ctx context.Context, ci int32, plan partPlan, buf *Buf) 
 // fetchSub reads sub-range i into the part's buffer.
 func (p *part) fetchSub(ctx context.Context, i int) {
 	defer p.fetches.Done()
-	defer func() { <-p.set.cache.getSlots }()
+	defer func() {
+		<-p.set.cache.getSlots
+		if p.slots != nil {
+			<-p.slots
+		}
+	}()
 	a, b := p.subs[i], p.subs[i+1]
 	body, err := p.set.rangeGet(ctx, p.ci, a, b-a)
 	if err != nil {
@@ -185,28 +191,69 @@ func (c *FrameCache) putSlots(n int) {
 	}
 }
 
-// launch reserves what plan needs (its buffer plus extra bytes, e.g. the
-// decoded frames a worker will write, and one GET slot per sub-range) and
-// starts it. held is the stream's bytes in flight: a speculative launch
-// that would take the stream past its fair share of the budget, or finds
-// no memory or no slots, returns (nil, nil). On success the caller owns
-// the extra reserved bytes.
-func (s *Set) launch(ctx context.Context, ci int32, plan partPlan, extra, held int64, mode allocMode) (*part, error) {
+// launch plans plan's sub-ranges and starts it. It takes what the part
+// needs: GET slots of the stream (slots, may be nil: no stream limit) for
+// up to ways concurrent sub-ranges (at least one, waiting for it), as many
+// process-wide GET slots, and memory for the buffer plus extra bytes (e.g.
+// the decoded frames a worker will write). held is the stream's bytes in
+// flight: a speculative launch that would take the stream past its fair
+// share of the budget, or finds no memory or no slots, returns (nil, nil).
+// On success the caller owns the extra reserved bytes.
+func (s *Set) launch(ctx context.Context, ci int32, plan partPlan, ways int, extra, held int64, mode allocMode, slots chan struct{}) (*part, error) {
 	c := s.cache
 	need := bufSize(plan.size()) + extra
 	if mode == speculative && held+need > c.mem.share() {
 		return nil, nil
 	}
+	k, err := takeStreamSlots(ctx, slots, ways)
+	if err != nil {
+		return nil, err
+	}
+	plan.subs = splitSubs(plan.off, plan.end, k, minSubRange)
+	n := len(plan.subs) - 1
+	putStream := func(m int) {
+		for i := 0; i < m && slots != nil; i++ {
+			<-slots
+		}
+	}
+	putStream(k - n)
 	if err := c.reserve(ctx, need, mode); err != nil {
+		putStream(n)
 		if err == errNoMemory {
 			return nil, nil
 		}
 		return nil, err
 	}
-	ok, err := c.takeSlots(ctx, len(plan.subs)-1, mode)
+	ok, err := c.takeSlots(ctx, n, mode)
 	if !ok {
+		putStream(n)
 		c.unreserve(need)
 		return nil, err
 	}
-	return s.startPart(ctx, ci, plan, c.bufReserved(plan.size())), nil
+	return s.startPart(ctx, ci, plan, c.bufReserved(plan.size()), slots), nil
+}
+
+// takeStreamSlots takes up to want of a stream's GET slots: the first
+// waits for a free slot (ctx), the others are taken only if free. With no
+// stream (nil slots) it grants want. It returns how many it took (>= 1).
+func takeStreamSlots(ctx context.Context, slots chan struct{}, want int) (int, error) {
+	want = max(want, 1)
+	if slots == nil {
+		return want, nil
+	}
+	select {
+	case slots <- struct{}{}:
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	n := 1
+	for n < want {
+		select {
+		case slots <- struct{}{}:
+			n++
+		default:
+			return n, nil
+		}
+	}
+	return n, nil
 }

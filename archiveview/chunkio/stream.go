@@ -31,7 +31,8 @@ type partReader struct {
 	planned    int64   // end of the last launched part
 	held       int64   // bytes the queued parts hold
 	win        window
-	counted    bool // counted as a stream of the budget
+	slots      chan struct{} // GETs in flight for this reader (StreamParts)
+	counted    bool          // counted as a stream of the budget
 
 	h        hash.Hash
 	want     [32]byte
@@ -43,7 +44,7 @@ type partReader struct {
 
 func (s *Set) newPartReader(ctx context.Context, ci int32, start, end int64) *partReader {
 	return &partReader{set: s, ci: ci, ctx: ctx, start: start, end: end, pos: start, planned: start,
-		win: newWindow(s.cache.streamParts)}
+		win: newWindow(s.cache.streamParts), slots: make(chan struct{}, s.cache.streamParts)}
 }
 
 // fill makes sure the part holding pos is launched (a demand read) and
@@ -60,8 +61,7 @@ func (r *partReader) fill() error {
 			mode = demand
 		}
 		plan := planRange(r.planned, r.end, c.partSize)[0]
-		plan.subs = splitSubs(plan.off, plan.end, waysFor(c.streamParts, r.win.n), minSubRange)
-		p, err := r.set.launch(r.ctx, r.ci, plan, 0, r.held, mode)
+		p, err := r.set.launch(r.ctx, r.ci, plan, waysFor(c.streamParts, r.win.n), 0, r.held, mode, r.slots)
 		if err != nil {
 			return err
 		}

@@ -1,7 +1,6 @@
 package chunkio
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"fmt"
@@ -56,6 +55,7 @@ func (s *Set) verifyFrames(ctx context.Context, ci int32, problem func(string)) 
 		msgs chan []string
 	}
 	var queue []job
+	slots := make(chan struct{}, s.cache.streamParts)
 	report := func(j job) {
 		for _, m := range <-j.msgs {
 			problem(m)
@@ -69,12 +69,11 @@ func (s *Set) verifyFrames(ctx context.Context, ci int32, problem func(string)) 
 			}
 			first, last := fr[order[at]], fr[order[end-1]]
 			plan := partPlan{off: first.COff, end: last.COff + last.CSize, lo: at, hi: end - 1}
-			plan.subs = splitSubs(plan.off, plan.end, waysFor(s.cache.streamParts, len(queue)+1), minSubRange)
 			mode := speculative
 			if len(queue) == 0 {
 				mode = demand
 			}
-			p, err := s.launch(ctx, ci, plan, 0, 0, mode)
+			p, err := s.launch(ctx, ci, plan, waysFor(s.cache.streamParts, len(queue)+1), 0, 0, mode, slots)
 			if p == nil && err == nil {
 				break // no room to read ahead: finish what is in flight first
 			}
@@ -119,7 +118,7 @@ func (s *Set) verifyPart(ctx context.Context, p *part, idx []int) []string {
 		if err := s.decodeSlot(ctx); err != nil {
 			return append(msgs, fmt.Sprintf("frame %d: %v", i, err))
 		}
-		err := s.decodeDiscard(p.buf.b[f.COff-p.off:f.COff+f.CSize-p.off], i, f)
+		err := s.decodeDiscard(ctx, p.buf.b[f.COff-p.off:f.COff+f.CSize-p.off], i, f)
 		<-s.cache.decodeSem
 		if err != nil {
 			msgs = append(msgs, err.Error())
@@ -128,23 +127,19 @@ func (s *Set) verifyPart(ctx context.Context, p *part, idx []int) []string {
 	return msgs
 }
 
-// decodeDiscard decodes one frame's compressed bytes, keeping nothing but
-// the decoded length, which must match the manifest.
-func (s *Set) decodeDiscard(comp []byte, i int, f Frame) error {
-	dec, err := s.cache.decoder(bytes.NewReader(comp))
+// decodeDiscard decodes one frame's compressed bytes into a buffer from
+// the budget (as a read would) and drops it; the decoded length must match
+// the manifest.
+func (s *Set) decodeDiscard(ctx context.Context, comp []byte, i int, f Frame) error {
+	out, err := s.cache.alloc(ctx, f.USize, demand)
 	if err != nil {
-		return err
+		return fmt.Errorf("frame %d: %w", i, err)
 	}
-	n, derr := io.Copy(io.Discard, dec)
-	if derr != nil {
-		dec.Close()
-		return fmt.Errorf("frame %d: zstd: %v: %w", i, derr, ErrCorrupt)
+	defer out.Release()
+	if err := s.cache.decodeInto(comp, out); err != nil {
+		return fmt.Errorf("frame %d (object bytes %d-%d): %w", i, f.COff, f.COff+f.CSize, err)
 	}
-	s.cache.putDecoder(dec)
 	s.metrics.frameDecoded()
-	if n != f.USize {
-		return fmt.Errorf("frame %d decodes to %d bytes, manifest says %d: %w", i, n, f.USize, ErrCorrupt)
-	}
 	return nil
 }
 

@@ -91,7 +91,10 @@ func (s *Set) newZstream(ctx context.Context, ci int32, frame int) (*zstream, er
 	if z.ulen >= 0 {
 		win = min(win, z.ulen)
 	}
-	z.mem = min(win, maxDecoderWindow) + decoderOverhead
+	// Measured (TestBudgetStalledGiantReaders): a stream decoder holds
+	// about twice its window (the history and the frame buffer it decodes
+	// into), plus its block buffers.
+	z.mem = 2*min(win, maxDecoderWindow) + decoderOverhead
 	if err := s.cache.reserve(ctx, z.mem, demand); err != nil {
 		src.suspend()
 		return nil, err
@@ -159,11 +162,7 @@ func (z *zstream) discard(c *FrameCache, healthy bool) {
 	if z.dec == nil {
 		return
 	}
-	if healthy {
-		c.putDecoder(z.dec)
-	} else {
-		z.dec.Close()
-	}
+	z.dec.Close() // stream decoders are not pooled: their history is the frame's window
 	z.dec = nil
 	c.unreserve(z.mem)
 	z.mem = 0
@@ -253,44 +252,68 @@ func (zs *zSource) Close() {
 	}
 }
 
-// zstdWindow returns the window size a zstd frame header declares: the
-// Window_Descriptor of a multi-segment frame, the content size of a
-// single-segment one (RFC 8878 3.1.1.1). ok is false when hdr does not
-// start a zstd frame or is too short to say.
-func zstdWindow(hdr []byte) (int64, bool) {
+// zstdHeader parses a zstd frame header (RFC 8878 3.1.1.1): the window
+// size it declares (the Window_Descriptor of a multi-segment frame, the
+// content size of a single-segment one) and its content size, if declared.
+// ok is false when hdr does not start a valid frame header or is shorter
+// than the whole header.
+func zstdHeader(hdr []byte) (window, content int64, hasContent, ok bool) {
 	if len(hdr) < 5 || hdr[0] != 0x28 || hdr[1] != 0xB5 || hdr[2] != 0x2F || hdr[3] != 0xFD {
-		return 0, false
+		return 0, 0, false, false
 	}
 	fhd := hdr[4]
+	if fhd&0x08 != 0 {
+		return 0, 0, false, false // reserved bit: not a valid frame
+	}
 	single := fhd&0x20 != 0
+	flag := fhd >> 6
+	at := 5
 	if !single {
-		if len(hdr) < 6 {
-			return 0, false
+		wd := hdr[at:]
+		if len(wd) == 0 {
+			return 0, 0, false, false
 		}
-		wd := hdr[5]
-		log := 10 + int64(wd>>3)
-		if log > 41 {
-			return 0, false
-		}
+		log := 10 + int64(wd[0]>>3)
 		base := int64(1) << log
-		return base + base/8*int64(wd&7), true
+		window = base + base/8*int64(wd[0]&7)
+		at++
 	}
-	// Single segment: the window is the frame content size, after the
-	// dictionary id.
-	at := 5 + [4]int{0, 1, 2, 4}[fhd&3]
-	size := [4]int{1, 2, 4, 8}[fhd>>6]
+	at += [4]int{0, 1, 2, 4}[fhd&3] // dictionary id
+	size := [4]int{0, 2, 4, 8}[flag]
+	if flag == 0 && single {
+		size = 1
+	}
 	if len(hdr) < at+size {
-		return 0, false
+		return 0, 0, false, false
 	}
-	var v uint64
-	for i := size - 1; i >= 0; i-- {
-		v = v<<8 | uint64(hdr[at+i])
+	if size > 0 {
+		var v uint64
+		for i := size - 1; i >= 0; i-- {
+			v = v<<8 | uint64(hdr[at+i])
+		}
+		if size == 2 {
+			v += 256
+		}
+		if v > 1<<62 {
+			return 0, 0, false, false
+		}
+		content, hasContent = int64(v), true
 	}
-	if size == 2 {
-		v += 256
+	if single {
+		window = content
 	}
-	if v > 1<<62 {
-		return 0, false
-	}
-	return int64(v), true
+	return window, content, hasContent, true
+}
+
+// zstdContentSize returns the content size a zstd frame header declares,
+// if it declares one.
+func zstdContentSize(hdr []byte) (int64, bool) {
+	_, c, has, ok := zstdHeader(hdr)
+	return c, ok && has
+}
+
+// zstdWindow returns the window size a zstd frame header declares.
+func zstdWindow(hdr []byte) (int64, bool) {
+	w, _, _, ok := zstdHeader(hdr)
+	return w, ok
 }
