@@ -118,7 +118,7 @@ func header(cfg Config) []string {
 		"command: `" + cfg.Command + "`",
 		fmt.Sprintf("date: %s", time.Now().UTC().Format(time.RFC3339)),
 		fmt.Sprintf("machine: %s/%s, %d CPUs (%s), %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpu, runtime.Version()),
-		fmt.Sprintf("backing store: local directory behind backend.Faulty, %v first-byte latency per request, bandwidth %s", cfg.Latency, bw),
+		fmt.Sprintf("backing store: local directory behind faults.Faulty, %v first-byte latency per request, bandwidth %s", cfg.Latency, bw),
 		"wharf: in-process s3api handler on a loopback listener, anonymous; clients: aws-sdk-go-v2",
 		fmt.Sprintf("frame cache budget: %d MiB", cfg.CacheBytes>>20),
 	}

@@ -1,6 +1,6 @@
 // Package bench is wharf's reproducible benchmark harness, behind
 // "wharf bench". It needs no cloud account: the backing store is a local
-// directory behind backend.Faulty, which adds S3-like first-byte latency (and
+// directory behind faults.Faulty, which adds S3-like first-byte latency (and
 // an optional bandwidth cap) and counts every request and byte exactly. wharf
 // itself runs in-process as the real s3api handler on a loopback listener,
 // and the clients are aws-sdk-go-v2.
@@ -29,6 +29,7 @@ import (
 	"github.com/wharf-s3/wharf/archiveview"
 	"github.com/wharf-s3/wharf/auth"
 	"github.com/wharf-s3/wharf/backend"
+	"github.com/wharf-s3/wharf/backend/faults"
 	"github.com/wharf-s3/wharf/s3api"
 )
 
@@ -58,7 +59,7 @@ func (c *swapCatalog) Buckets() []*archiveview.Archive {
 type env struct {
 	dir     string
 	store   *backend.FileStore
-	faulty  *backend.Faulty // latency + counting, in front of store
+	faulty  *faults.Faulty // latency + counting, in front of store
 	reg     *prometheus.Registry
 	bmet    *backend.Metrics
 	avmet   *archiveview.Metrics
@@ -78,7 +79,7 @@ func newEnv(cfg Config) (*env, error) {
 		return nil, err
 	}
 	e := &env{dir: dir, store: backend.NewFileStore(dir), reg: prometheus.NewRegistry()}
-	e.faulty = backend.NewFaulty(e.store, backend.FaultConfig{Latency: cfg.Latency, Bandwidth: cfg.Bandwidth})
+	e.faulty = faults.NewFaulty(e.store, faults.FaultConfig{Latency: cfg.Latency, Bandwidth: cfg.Bandwidth})
 	e.bmet = backend.NewMetrics(e.reg)
 	e.avmet = archiveview.NewMetrics(e.reg)
 	e.catalog = &swapCatalog{name: "wharf"}

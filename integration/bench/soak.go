@@ -31,6 +31,7 @@ import (
 	"github.com/wharf-s3/wharf/archiveview/cargopack"
 	"github.com/wharf-s3/wharf/auth"
 	"github.com/wharf-s3/wharf/backend"
+	"github.com/wharf-s3/wharf/backend/faults"
 	"github.com/wharf-s3/wharf/s3api"
 )
 
@@ -103,9 +104,9 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 	hookRNG := rand.New(rand.NewPCG(cfg.Seed, 11))
 	var hookMu sync.Mutex
 	faker := gofakes3.New(s3mem.New())
-	fh := backend.FaultyHTTP(faker.Server(), func(r backend.HTTPRequest) backend.HTTPFault {
+	fh := faults.FaultyHTTP(faker.Server(), func(r faults.HTTPRequest) faults.HTTPFault {
 		if !faulting.Load() || r.Method != http.MethodGet {
-			return backend.HTTPFault{}
+			return faults.HTTPFault{}
 		}
 		hookMu.Lock()
 		p := hookRNG.Float64()
@@ -113,30 +114,30 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 		after := int64(hookRNG.IntN(64 << 10))
 		hookMu.Unlock()
 		if p >= cfg.FaultRate {
-			return backend.HTTPFault{}
+			return faults.HTTPFault{}
 		}
 		backendFaults.Add(1)
 		switch k {
 		case 0:
-			return backend.HTTPFault{Action: backend.HTTPError, Status: 503, Code: "SlowDown"}
+			return faults.HTTPFault{Action: faults.HTTPError, Status: 503, Code: "SlowDown"}
 		case 1:
-			return backend.HTTPFault{Action: backend.HTTPError, Status: 500}
+			return faults.HTTPFault{Action: faults.HTTPError, Status: 500}
 		case 2:
-			return backend.HTTPFault{Action: backend.HTTPReset, After: after}
+			return faults.HTTPFault{Action: faults.HTTPReset, After: after}
 		case 3:
-			return backend.HTTPFault{Action: backend.HTTPTruncate, After: after}
+			return faults.HTTPFault{Action: faults.HTTPTruncate, After: after}
 		case 4:
 			if r.Range == "" {
-				return backend.HTTPFault{Action: backend.HTTPPass, Delay: 50 * time.Millisecond}
+				return faults.HTTPFault{Action: faults.HTTPPass, Delay: 50 * time.Millisecond}
 			}
-			return backend.HTTPFault{Action: backend.HTTPIgnoreRange}
+			return faults.HTTPFault{Action: faults.HTTPIgnoreRange}
 		case 5:
 			if r.Range == "" {
-				return backend.HTTPFault{Action: backend.HTTPPass, Delay: 50 * time.Millisecond}
+				return faults.HTTPFault{Action: faults.HTTPPass, Delay: 50 * time.Millisecond}
 			}
-			return backend.HTTPFault{Action: backend.HTTPShiftRange, After: 1 + after}
+			return faults.HTTPFault{Action: faults.HTTPShiftRange, After: 1 + after}
 		default:
-			return backend.HTTPFault{Action: backend.HTTPPass, Delay: 50 * time.Millisecond}
+			return faults.HTTPFault{Action: faults.HTTPPass, Delay: 50 * time.Millisecond}
 		}
 	})
 	s3ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -210,17 +211,17 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 	}
 	flipRNG := rand.New(rand.NewPCG(cfg.Seed, 13))
 	var flipMu sync.Mutex
-	flips := backend.NewFaulty(store, backend.FaultConfig{Hook: func(r backend.Request) backend.Fault {
+	flips := faults.NewFaulty(store, faults.FaultConfig{Hook: func(r faults.Request) faults.Fault {
 		if !faulting.Load() || r.Op != "range" || r.Len <= 0 {
-			return backend.Fault{}
+			return faults.Fault{}
 		}
 		flipMu.Lock()
 		defer flipMu.Unlock()
 		if flipRNG.Float64() >= cfg.FaultRate/4 {
-			return backend.Fault{}
+			return faults.Fault{}
 		}
 		backendFaults.Add(1)
-		return backend.Fault{Kind: backend.FaultFlip, FlipAt: []int64{r.Off + flipRNG.Int64N(r.Len)}}
+		return faults.Fault{Kind: faults.FaultFlip, FlipAt: []int64{r.Off + flipRNG.Int64N(r.Len)}}
 	}})
 	reg := prometheus.NewRegistry()
 	avm := archiveview.NewMetrics(reg)
