@@ -315,6 +315,9 @@ func sdkListAll(t *testing.T, c *s3.Client, a *archiveSpec, pageSize int32, enco
 	var order []string
 	pages := 0
 	for p.HasMorePages() {
+		if limit := listPageCap(len(a.keys), int(pageSize)); pages >= limit {
+			t.Fatalf("ListObjectsV2 %s still truncated after %d pages of %d for %d keys: a continuation loop", a.bucket, limit, pageSize, len(a.keys))
+		}
 		out, err := p.NextPage(context.Background())
 		if err != nil {
 			t.Fatalf("ListObjectsV2 %s page %d: %v", a.bucket, pages+1, err)
@@ -347,6 +350,14 @@ func sdkListAll(t *testing.T, c *s3.Client, a *archiveSpec, pageSize int32, enco
 	return etags
 }
 
+// listPageCap bounds a paging loop over a listing of at most n entries in
+// pages of size: it needs at most n/size+1 pages (one more for an empty
+// last page). A continuation bug that keeps answering "truncated" then
+// fails the test instead of hanging CI until the go test timeout.
+func listPageCap(n, size int) int {
+	return n/max(size, 1) + 2
+}
+
 // checkListing compares a listing with the source: same keys, sizes, byte order.
 func checkListing(t *testing.T, what string, want, got map[string]int64, order []string) {
 	t.Helper()
@@ -374,7 +385,10 @@ func sdkListV1(t *testing.T, c *s3.Client, a *archiveSpec, pageSize int32) {
 	got := map[string]int64{}
 	var order []string
 	marker := ""
-	for {
+	for pages := 1; ; pages++ {
+		if limit := listPageCap(len(a.keys), int(pageSize)); pages > limit {
+			t.Fatalf("ListObjects (v1) %s still truncated after %d pages of %d for %d keys: a marker loop", a.bucket, limit, pageSize, len(a.keys))
+		}
 		out, err := c.ListObjects(context.Background(), &s3.ListObjectsInput{Bucket: aws.String(a.bucket), MaxKeys: aws.Int32(pageSize), Marker: aws.String(marker)})
 		if err != nil {
 			t.Fatalf("ListObjects (v1) %s after %q: %v", a.bucket, marker, err)
@@ -403,7 +417,10 @@ func sdkDelimited(t *testing.T, c *s3.Client, a *archiveSpec, prefix string) {
 	wantFiles, wantPrefixes := rollUp(a.keys, prefix)
 	var files, prefixes []string
 	p := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: aws.String(a.bucket), Prefix: aws.String(prefix), Delimiter: aws.String("/"), MaxKeys: aws.Int32(500)})
-	for p.HasMorePages() {
+	for pages := 1; p.HasMorePages(); pages++ {
+		if limit := listPageCap(len(a.keys), 500); pages > limit {
+			t.Fatalf("ListObjectsV2 %s prefix %q delimiter /: still truncated after %d pages: a continuation loop", a.bucket, prefix, limit)
+		}
 		out, err := p.NextPage(context.Background())
 		if err != nil {
 			t.Fatalf("ListObjectsV2 %s prefix %q delimiter /: %v", a.bucket, prefix, err)
