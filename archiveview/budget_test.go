@@ -13,6 +13,7 @@ import (
 	"github.com/wharf-s3/wharf/archiveview/cargopack"
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
 	"github.com/wharf-s3/wharf/backend"
+	"github.com/wharf-s3/wharf/backend/faults"
 )
 
 // TestBudgetStalledGiantReaders: readers of giant frames (stream decoded,
@@ -235,7 +236,7 @@ func (b *concBody) Close() error {
 // per response after 5 ms, and returns the most range GETs open at once.
 func rpMaxConcurrentGETs(t *testing.T, ra *rpArchive, key string) int {
 	t.Helper()
-	cs := &concStore{Store: backend.NewFaulty(backend.NewFileStore(ra.dir), backend.FaultConfig{Latency: 5 * time.Millisecond, Bandwidth: 4 << 20})}
+	cs := &concStore{Store: faults.NewFaulty(backend.NewFileStore(ra.dir), faults.FaultConfig{Latency: 5 * time.Millisecond, Bandwidth: 4 << 20})}
 	a, err := Open(context.Background(), cs, rpBucket, ra.res.ManifestKey, Options{Name: "conc", Cache: chunkio.NewFrameCache(64 << 20), Readahead: -1})
 	if err != nil {
 		t.Fatal(err)

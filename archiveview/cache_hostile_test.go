@@ -13,6 +13,7 @@ import (
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
 	"github.com/wharf-s3/wharf/archiveview/manifest"
 	"github.com/wharf-s3/wharf/backend"
+	"github.com/wharf-s3/wharf/backend/faults"
 )
 
 // hoPoison: an honest archive A and a hostile manifest B (another upload in
@@ -60,7 +61,7 @@ func hoPoison(t *testing.T, sizes bool) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), hoDeadline)
 	defer cancel()
-	fs := backend.NewFaulty(backend.NewFileStore(dir), backend.FaultConfig{})
+	fs := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{})
 	cache := chunkio.NewFrameCache(16 << 20)
 	b, err := Open(ctx, fs, h.bucket, keyB, Options{Name: "hostile-b", Cache: cache, Readahead: -1})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/wharf-s3/wharf/archiveview/cargopack"
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
 	"github.com/wharf-s3/wharf/backend"
+	"github.com/wharf-s3/wharf/backend/faults"
 )
 
 // every file reads back byte-exact and the frame never enters the cache.
@@ -94,14 +95,14 @@ func TestFrameRefetchedOnceAfterChecksumMismatch(t *testing.T) {
 			flip := c.Frames[lo].COff + c.Frames[lo].CSize/2
 			var mu sync.Mutex
 			left := tc.flips
-			ra.faulty.SetHook(func(r backend.Request) backend.Fault {
+			ra.faulty.SetHook(func(r faults.Request) faults.Fault {
 				mu.Lock()
 				defer mu.Unlock()
 				if r.Key == c.Key && r.Off <= flip && flip < r.Off+r.Len && left > 0 {
 					left--
-					return backend.Fault{Kind: backend.FaultFlip, FlipAt: []int64{flip}}
+					return faults.Fault{Kind: faults.FaultFlip, FlipAt: []int64{flip}}
 				}
-				return backend.Fault{}
+				return faults.Fault{}
 			})
 			size := int64(len(files["mid/two.txt"]))
 			got, err := ra.read(t, "mid/two.txt", 0, size, true)

@@ -14,7 +14,7 @@ package archiveview
 // beyond a bound (runtime.MemStats.TotalAlloc around Open and the reads),
 // hang (every case runs under a deadline), list a key that contains a ".."
 // segment or starts with "/", or make the store read a key with a ".."
-// segment (the request log of a backend.Faulty wrapper is inspected).
+// segment (the request log of a faults.Faulty wrapper is inspected).
 //
 // Every case runs in the normal `go test ./archiveview` and must pass.
 // The cases that revealed read-core bugs (issue 7) are in hoIssue7Rows,
@@ -65,6 +65,7 @@ import (
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
 	"github.com/wharf-s3/wharf/archiveview/manifest"
 	"github.com/wharf-s3/wharf/backend"
+	"github.com/wharf-s3/wharf/backend/faults"
 )
 
 const (
@@ -434,7 +435,7 @@ func hoSafeKey(k string) string {
 
 // hoCheckRequests asserts that the store was never asked for a key that
 // could leave the bucket's directory, nor listed.
-func hoCheckRequests(t testing.TB, f *backend.Faulty) {
+func hoCheckRequests(t testing.TB, f *faults.Faulty) {
 	t.Helper()
 	for _, r := range f.Log() {
 		if why := hoSafeKey(r.Key); why != "" && r.Op != "list" {
@@ -521,7 +522,7 @@ func (row hoRow) run(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), hoDeadline)
 	defer cancel()
 	start := time.Now()
-	fs := backend.NewFaulty(backend.NewFileStore(h.dir), backend.FaultConfig{})
+	fs := faults.NewFaulty(backend.NewFileStore(h.dir), faults.FaultConfig{})
 	opts := row.opts
 	opts.Name = hoName
 	if opts.Cache == nil {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/wharf-s3/wharf/archiveview/cargopack"
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
-	"github.com/wharf-s3/wharf/backend"
+	"github.com/wharf-s3/wharf/backend/faults"
 )
 
 func TestMetricsCountReads(t *testing.T) {
@@ -50,8 +50,8 @@ func TestMetricsCountReads(t *testing.T) {
 	// Flip a byte of every frame GET: the next uncached read counts a failure.
 	ra2 := rpNew(t, files, cargopack.Options{FrameSize: 64 << 10}, Options{Metrics: m, Readahead: -1})
 	c, _ := rpChunkOf(t, ra2, "big/large.txt")
-	ra2.faulty.SetHook(func(r backend.Request) backend.Fault {
-		return backend.Fault{Kind: backend.FaultFlip, FlipAt: []int64{r.Off + r.Len/2}}
+	ra2.faulty.SetHook(func(r faults.Request) faults.Fault {
+		return faults.Fault{Kind: faults.FaultFlip, FlipAt: []int64{r.Off + r.Len/2}}
 	})
 	_ = c
 	if _, err := ra2.read(t, "big/large.txt", 0, 10, true); err == nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
 	"github.com/wharf-s3/wharf/archiveview/manifest"
 	"github.com/wharf-s3/wharf/backend"
+	"github.com/wharf-s3/wharf/backend/faults"
 )
 
 // hoMutate applies one random mutation to m. withBugs enables the
@@ -238,7 +239,7 @@ type hoRoundStats struct {
 // exactly those of a source file whose manifest entry maps to that key.
 // Errors must name the manifest key (Open) or the archive and file key
 // (reads). fs and cache may be shared between rounds (withBugs).
-func hoRound(t testing.TB, h *hoEnv, base []byte, r *rand.Rand, withBugs bool, fs *backend.Faulty, cache *chunkio.FrameCache, label string, st *hoRoundStats) {
+func hoRound(t testing.TB, h *hoEnv, base []byte, r *rand.Rand, withBugs bool, fs *faults.Faulty, cache *chunkio.FrameCache, label string, st *hoRoundStats) {
 	var m manifest.Manifest
 	if err := json.Unmarshal(base, &m); err != nil {
 		t.Fatal(err)
@@ -384,9 +385,9 @@ func hoMutationLoop(t *testing.T, withBugs bool) {
 			t.Fatal(err)
 		}
 		r := rand.New(rand.NewPCG(uint64(si)+1, 0x5eed))
-		sharedStore := backend.NewFaulty(backend.NewFileStore(h.dir), backend.FaultConfig{})
+		sharedStore := faults.NewFaulty(backend.NewFileStore(h.dir), faults.FaultConfig{})
 		for round := 0; round < rounds && time.Since(start) < budget; round++ {
-			fs, cache := backend.NewFaulty(backend.NewFileStore(h.dir), backend.FaultConfig{}), chunkio.NewFrameCache(16<<20)
+			fs, cache := faults.NewFaulty(backend.NewFileStore(h.dir), faults.FaultConfig{}), chunkio.NewFrameCache(16<<20)
 			if withBugs {
 				fs, cache = sharedStore, shared
 			}
@@ -422,7 +423,7 @@ func FuzzHostileManifest(f *testing.F) {
 		h.t = t
 		r := rand.New(rand.NewPCG(seed, uint64(shape)))
 		var st hoRoundStats
-		hoRound(t, &h, bases[i], r, false, backend.NewFaulty(backend.NewFileStore(h.dir), backend.FaultConfig{}),
+		hoRound(t, &h, bases[i], r, false, faults.NewFaulty(backend.NewFileStore(h.dir), faults.FaultConfig{}),
 			chunkio.NewFrameCache(16<<20), fmt.Sprintf("%s seed %d", shapes[i].name, seed), &st)
 	})
 }

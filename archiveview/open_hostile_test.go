@@ -20,6 +20,7 @@ import (
 	"github.com/wharf-s3/wharf/archiveview/cargopack"
 	"github.com/wharf-s3/wharf/archiveview/manifest"
 	"github.com/wharf-s3/wharf/backend"
+	"github.com/wharf-s3/wharf/backend/faults"
 )
 
 // TestHostileJSONSize: just over MaxJSONBytes is refused, exactly at it
@@ -37,7 +38,7 @@ func TestHostileJSONSize(t *testing.T) {
 		limit int64
 		ok    bool
 	}{{n, true}, {n - 1, false}, {n / 2, false}} {
-		fs := backend.NewFaulty(backend.NewFileStore(h.dir), backend.FaultConfig{})
+		fs := faults.NewFaulty(backend.NewFileStore(h.dir), faults.FaultConfig{})
 		a, err := Open(context.Background(), fs, h.bucket, h.mkey, Options{Name: hoName, Limits: manifest.Limits{MaxJSONBytes: tc.limit}})
 		switch {
 		case tc.ok && err != nil:
@@ -191,7 +192,7 @@ func TestHostileChains(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), hoDeadline)
 			defer cancel()
-			fs := backend.NewFaulty(backend.NewFileStore(dir), backend.FaultConfig{})
+			fs := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{})
 			a, err := Open(ctx, fs, h.bucket, h.mkey, Options{Name: hoName, Limits: tc.lim})
 			defer hoCheckRequests(t, fs)
 			if tc.ok == nil {
@@ -234,7 +235,7 @@ func TestHostileChains(t *testing.T) {
 func TestHostileTraversalChain(t *testing.T) {
 	dir := t.TempDir()
 	h := hoChainPack(t, dir, "20250304-aaaaaaaa", "../../../../etc", map[string][]byte{"a.txt": hoText(1, 500)})
-	fs := backend.NewFaulty(backend.NewFileStore(dir), backend.FaultConfig{})
+	fs := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{})
 	a, err := Open(context.Background(), fs, h.bucket, h.mkey, Options{Name: hoName})
 	if err == nil {
 		a.Close()

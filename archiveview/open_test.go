@@ -26,6 +26,7 @@ import (
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
 	"github.com/wharf-s3/wharf/archiveview/manifest"
 	"github.com/wharf-s3/wharf/backend"
+	"github.com/wharf-s3/wharf/backend/faults"
 )
 
 const rvBucket = "bkt"
@@ -551,7 +552,7 @@ func TestOpenRequests(t *testing.T) {
 	rvPack(t, dir, map[string][]byte{"a": rvText(1, 100)}, cargopack.Options{Prefix: "pre", UploadID: "u1", FrameSize: 1 << 20})
 	r2 := rvPack(t, dir, map[string][]byte{"b": rvText(2, 100)}, cargopack.Options{Prefix: "pre", UploadID: "u2", FrameSize: 1 << 20,
 		PreviousManifestID: "u1", SyncType: "incremental"})
-	fs := backend.NewFaulty(backend.NewFileStore(dir), backend.FaultConfig{})
+	fs := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{})
 	a, err := Open(context.Background(), fs, rvBucket, r2.ManifestKey, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -568,11 +569,11 @@ func TestOpenRequests(t *testing.T) {
 		t.Errorf("requests %q, want %q", got, want)
 	}
 
-	fs = backend.NewFaulty(backend.NewFileStore(dir), backend.FaultConfig{Hook: func(r backend.Request) backend.Fault {
+	fs = faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{Hook: func(r faults.Request) faults.Fault {
 		if strings.Contains(r.Key, "u1/") {
-			return backend.Fault{Kind: backend.FaultError}
+			return faults.Fault{Kind: faults.FaultError}
 		}
-		return backend.Fault{}
+		return faults.Fault{}
 	}})
 	_, err = Open(context.Background(), fs, rvBucket, r2.ManifestKey, Options{Name: "arch"})
 	if !errors.Is(err, ErrBrokenChain) || !errors.Is(err, backend.ErrUnavailable) {

@@ -20,10 +20,11 @@ import (
 	"github.com/wharf-s3/wharf/archiveview/cargopack"
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
 	"github.com/wharf-s3/wharf/backend"
+	"github.com/wharf-s3/wharf/backend/faults"
 )
 
 // pi* helpers: archives written by cargopack (rvPack) into a FileStore root,
-// read through backend.Faulty; indexes written by WriteIndex and loaded by
+// read through faults.Faulty; indexes written by WriteIndex and loaded by
 // OpenIndex or Open's cache, compared with the source bytes.
 
 // piShape is one archive shape of the round-trip table.
@@ -191,7 +192,7 @@ func TestIndexRoundTrip(t *testing.T) {
 		t.Run(sh.name, func(t *testing.T) {
 			dir, key, want := piSetup(t, sh)
 			r := rand.New(rand.NewPCG(uint64(len(sh.name)), 1))
-			fa := backend.NewFaulty(backend.NewFileStore(dir), backend.FaultConfig{})
+			fa := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{})
 			a, err := Open(context.Background(), fa, rvBucket, key, Options{Name: "served"})
 			if err != nil {
 				t.Fatalf("Open: %v", err)
@@ -200,7 +201,7 @@ func TestIndexRoundTrip(t *testing.T) {
 
 			// Before any read: the index is exactly Open's.
 			data := piIndexBytes(t, a)
-			fb := backend.NewFaulty(backend.NewFileStore(dir), backend.FaultConfig{})
+			fb := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{})
 			b := piOpenIndex(t, fb, data)
 			if fb.Requests("") != 0 {
 				t.Errorf("OpenIndex made %d store requests", fb.Requests(""))
@@ -224,7 +225,7 @@ func TestIndexRoundTrip(t *testing.T) {
 				t.Errorf("LearnedOffsets() = %d, legacy shape %v", learned, sh.legac)
 			}
 			data2 := piIndexBytes(t, a)
-			fc := backend.NewFaulty(backend.NewFileStore(dir), backend.FaultConfig{})
+			fc := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{})
 			c := piOpenIndex(t, fc, data2)
 			piSameTree(t, a, c)
 			if got := c.LearnedOffsets(); got != 0 {
@@ -238,10 +239,10 @@ func TestIndexRoundTrip(t *testing.T) {
 			if sh.legac {
 				// Reads with learned offsets cost no more requests than the
 				// first reads through Open did.
-				fd := backend.NewFaulty(backend.NewFileStore(dir), backend.FaultConfig{})
+				fd := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{})
 				d := piOpenIndex(t, fd, data)
 				piReadAll(t, d, want, rand.New(rand.NewPCG(5, 5)))
-				fe := backend.NewFaulty(backend.NewFileStore(dir), backend.FaultConfig{})
+				fe := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{})
 				e := piOpenIndex(t, fe, data2)
 				piReadAll(t, e, want, rand.New(rand.NewPCG(5, 5)))
 				t.Logf("legacy reads: %d requests / %d bytes walking, %d requests / %d bytes with learned offsets",
@@ -286,13 +287,13 @@ func TestIndexLearnedOffsetVerified(t *testing.T) {
 }
 
 // piCountingStore returns a counting FileStore over dir.
-func piCountingStore(dir string) *backend.Faulty {
-	return backend.NewFaulty(backend.NewFileStore(dir), backend.FaultConfig{})
+func piCountingStore(dir string) *faults.Faulty {
+	return faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{})
 }
 
 // piCachedOpen opens key with an index cache in cacheDir over a fresh
 // counting store; it returns the archive and the store.
-func piCachedOpen(t *testing.T, dir, cacheDir, key string) (*Archive, *backend.Faulty) {
+func piCachedOpen(t *testing.T, dir, cacheDir, key string) (*Archive, *faults.Faulty) {
 	t.Helper()
 	f := piCountingStore(dir)
 	a, err := Open(context.Background(), f, rvBucket, key, Options{Name: "cached", IndexCacheDir: cacheDir})

@@ -17,6 +17,7 @@ import (
 	"github.com/wharf-s3/wharf/archiveview/cargopack"
 	"github.com/wharf-s3/wharf/archiveview/manifest"
 	"github.com/wharf-s3/wharf/backend"
+	"github.com/wharf-s3/wharf/backend/faults"
 )
 
 // hoOffset sets the archive_offset of rel.
@@ -669,7 +670,7 @@ func hoFlip(t testing.TB, p string, off int64) {
 // request, naming the key, whatever the overflow.
 func TestHostileRanges(t *testing.T) {
 	h := hoPack(t, t.TempDir(), hoBaseFiles(), hoFramed)
-	fs := backend.NewFaulty(backend.NewFileStore(h.dir), backend.FaultConfig{})
+	fs := faults.NewFaulty(backend.NewFileStore(h.dir), faults.FaultConfig{})
 	a, err := Open(context.Background(), fs, h.bucket, h.mkey, Options{Name: hoName})
 	if err != nil {
 		t.Fatal(err)

@@ -21,10 +21,11 @@ import (
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
 	"github.com/wharf-s3/wharf/archiveview/manifest"
 	"github.com/wharf-s3/wharf/backend"
+	"github.com/wharf-s3/wharf/backend/faults"
 )
 
 // rp* helpers: archives written by cargopack into a temporary FileStore
-// root, read back through backend.Faulty (counting, fault injection) and
+// root, read back through faults.Faulty (counting, fault injection) and
 // Open — real components only.
 
 const rpBucket = "bkt"
@@ -35,7 +36,7 @@ type rpArchive struct {
 	dir    string
 	res    *cargopack.Result
 	files  map[string][]byte
-	faulty *backend.Faulty
+	faulty *faults.Faulty
 	a      *Archive
 }
 
@@ -61,7 +62,7 @@ func rpPack(t testing.TB, files map[string][]byte, opt cargopack.Options) (strin
 
 func rpOpenDir(t testing.TB, dir string, res *cargopack.Result, files map[string][]byte, opts Options) *rpArchive {
 	t.Helper()
-	f := backend.NewFaulty(backend.NewFileStore(dir), backend.FaultConfig{})
+	f := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{})
 	if opts.Name == "" {
 		opts.Name = "arch"
 	}
@@ -420,11 +421,11 @@ func TestFlippedByteInFrame(t *testing.T) {
 		t.Fatal(err)
 	}
 	flip := c.Frames[lo].COff + c.Frames[lo].CSize/2
-	ra.faulty.SetHook(func(r backend.Request) backend.Fault {
+	ra.faulty.SetHook(func(r faults.Request) faults.Fault {
 		if r.Key == c.Key {
-			return backend.Fault{Kind: backend.FaultFlip, FlipAt: []int64{flip}}
+			return faults.Fault{Kind: faults.FaultFlip, FlipAt: []int64{flip}}
 		}
-		return backend.Fault{}
+		return faults.Fault{}
 	})
 	got := ra.expectFailure(t, "mid/two.txt", 0, int64(len(files["mid/two.txt"])), ErrChecksum)
 	if len(got) != 0 {
@@ -458,11 +459,11 @@ func TestFlippedBytePlainTar(t *testing.T) {
 		t.Run(fmt.Sprintf("%s@%d[%d+%d]", tc.key, tc.at, tc.off, tc.n), func(t *testing.T) {
 			c, e := rpChunkOf(t, ra, tc.key)
 			flip := e.off + tc.at
-			ra.faulty.SetHook(func(r backend.Request) backend.Fault {
+			ra.faulty.SetHook(func(r faults.Request) faults.Fault {
 				if r.Key == c.Key {
-					return backend.Fault{Kind: backend.FaultFlip, FlipAt: []int64{flip}}
+					return faults.Fault{Kind: faults.FaultFlip, FlipAt: []int64{flip}}
 				}
-				return backend.Fault{}
+				return faults.Fault{}
 			})
 			defer ra.faulty.SetHook(nil)
 			got := ra.expectFailure(t, tc.key, tc.off, tc.n, ErrChecksum)
@@ -483,11 +484,11 @@ func TestTruncatedBody(t *testing.T) {
 	} {
 		t.Run(sh.name, func(t *testing.T) {
 			ra := rpNew(t, files, sh.opt, Options{Readahead: -1})
-			ra.faulty.SetHook(func(r backend.Request) backend.Fault {
+			ra.faulty.SetHook(func(r faults.Request) faults.Fault {
 				if r.Op == "range" {
-					return backend.Fault{Kind: backend.FaultTruncate, After: 1000}
+					return faults.Fault{Kind: faults.FaultTruncate, After: 1000}
 				}
-				return backend.Fault{}
+				return faults.Fault{}
 			})
 			ra.expectFailure(t, "big/large.txt", 0, 400_000, backend.ErrBadResponse)
 		})
@@ -740,7 +741,7 @@ func TestConcurrentReadersOneFrameOneGET(t *testing.T) {
 	if res.Frames != 1 {
 		t.Fatalf("want one frame, got %d", res.Frames)
 	}
-	f := backend.NewFaulty(backend.NewFileStore(dir), backend.FaultConfig{Latency: 50 * time.Millisecond})
+	f := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{Latency: 50 * time.Millisecond})
 	a, err := Open(context.Background(), f, rpBucket, res.ManifestKey, Options{Name: "arch", Readahead: -1})
 	if err != nil {
 		t.Fatal(err)
@@ -840,7 +841,7 @@ func TestConcurrentReadersStayWithinCacheBudget(t *testing.T) {
 func TestCloseStopsPrefetch(t *testing.T) {
 	files := rpSmallFiles(300)
 	dir, res := rpPack(t, files, cargopack.Options{FrameSize: 16 << 10})
-	f := backend.NewFaulty(backend.NewFileStore(dir), backend.FaultConfig{Latency: 20 * time.Millisecond})
+	f := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{Latency: 20 * time.Millisecond})
 	a, err := Open(context.Background(), f, rpBucket, res.ManifestKey, Options{Name: "arch", Readahead: 8})
 	if err != nil {
 		t.Fatal(err)
@@ -875,7 +876,7 @@ func TestCloseStopsPrefetch(t *testing.T) {
 func TestCancelledContextStopsRead(t *testing.T) {
 	files := map[string][]byte{"big.txt": rpText(1, 2<<20)}
 	dir, res := rpPack(t, files, cargopack.Options{FrameSize: 64 << 10})
-	f := backend.NewFaulty(backend.NewFileStore(dir), backend.FaultConfig{Latency: 30 * time.Millisecond})
+	f := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{Latency: 30 * time.Millisecond})
 	a, err := Open(context.Background(), f, rpBucket, res.ManifestKey, Options{Name: "arch", Readahead: -1})
 	if err != nil {
 		t.Fatal(err)
@@ -990,7 +991,7 @@ func TestTarWalkNameNotFound(t *testing.T) {
 func TestCancelledFetcherDoesNotFailWaiters(t *testing.T) {
 	files := map[string][]byte{"big.txt": rpText(5, 3<<20)}
 	dir, res := rpPack(t, files, cargopack.Options{FrameSize: 64 << 10})
-	f := backend.NewFaulty(backend.NewFileStore(dir), backend.FaultConfig{Latency: 20 * time.Millisecond, Bandwidth: 2 << 20})
+	f := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{Latency: 20 * time.Millisecond, Bandwidth: 2 << 20})
 	for round := 0; round < 3; round++ {
 		a, err := Open(context.Background(), f, rpBucket, res.ManifestKey, Options{Name: "arch", Readahead: -1})
 		if err != nil {
@@ -1092,23 +1093,23 @@ func TestRandomFaultsNeverServeWrongBytes(t *testing.T) {
 			ra := rpNew(t, files, sh.opt, sh.opts)
 			var mu sync.Mutex
 			fr := rand.New(rand.NewPCG(42, uint64(len(sh.name))))
-			ra.faulty.SetHook(func(r backend.Request) backend.Fault {
+			ra.faulty.SetHook(func(r faults.Request) faults.Fault {
 				mu.Lock()
 				defer mu.Unlock()
 				if r.Op != "range" && r.Op != "get" {
-					return backend.Fault{}
+					return faults.Fault{}
 				}
 				switch x := fr.IntN(10); {
 				case x < 2 && r.Len > 0:
-					return backend.Fault{Kind: backend.FaultFlip, FlipAt: []int64{r.Off + fr.Int64N(r.Len)}}
+					return faults.Fault{Kind: faults.FaultFlip, FlipAt: []int64{r.Off + fr.Int64N(r.Len)}}
 				case x == 2 && r.Len > 1:
-					return backend.Fault{Kind: backend.FaultTruncate, After: fr.Int64N(r.Len)}
+					return faults.Fault{Kind: faults.FaultTruncate, After: fr.Int64N(r.Len)}
 				case x == 3 && r.Len > 1:
-					return backend.Fault{Kind: backend.FaultReset, After: fr.Int64N(r.Len)}
+					return faults.Fault{Kind: faults.FaultReset, After: fr.Int64N(r.Len)}
 				case x == 4:
-					return backend.Fault{Kind: backend.FaultError}
+					return faults.Fault{Kind: faults.FaultError}
 				}
-				return backend.Fault{}
+				return faults.Fault{}
 			})
 			keys := rpKeys(files)
 			r := rand.New(rand.NewPCG(9, 9))

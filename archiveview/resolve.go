@@ -862,15 +862,6 @@ func (r *resolver) frames(ce *manifest.ChunkEntry, verify bool, where string) ([
 	return fs, t, nil
 }
 
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
 
 // identity is a stable digest of where a file's bytes are, for files that
 // have no whole-file checksum (split files, legacy manifests): the resolved

@@ -22,6 +22,7 @@ import (
 	"github.com/wharf-s3/wharf/archiveview/cargopack"
 	"github.com/wharf-s3/wharf/archiveview/manifest"
 	"github.com/wharf-s3/wharf/backend"
+	"github.com/wharf-s3/wharf/backend/faults"
 )
 
 // vUpload is one upload of a test chain, as the reference model sees it.
@@ -232,7 +233,7 @@ func TestVersionIDWithoutHistory(t *testing.T) {
 	dir := t.TempDir()
 	ups := vShapesChain()
 	top := vPackChain(t, dir, ups)
-	fs := backend.NewFaulty(backend.NewFileStore(dir), backend.FaultConfig{})
+	fs := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{})
 	a, err := Open(context.Background(), fs, rvBucket, top, Options{Name: "vid"})
 	if err != nil {
 		t.Fatal(err)
@@ -283,7 +284,7 @@ func TestVersionsSingleUpload(t *testing.T) {
 	dir := t.TempDir()
 	files := map[string][]byte{"a": rvText(1, 10), "d/b": rvText(2, 20), "d/c": rvText(3, 30)}
 	res := rvPack(t, dir, files, cargopack.Options{Prefix: "pre", UploadID: "only", FrameSize: 1 << 10})
-	st := backend.NewFaulty(backend.NewFileStore(dir), backend.FaultConfig{})
+	st := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{})
 	a, err := Open(context.Background(), st, rvBucket, res.ManifestKey, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -701,7 +702,7 @@ func TestVersionsFromIndexCache(t *testing.T) {
 	ups := vShapesChain()
 	top := vPackChain(t, dir, ups)
 	for round := 0; round < 2; round++ {
-		st := backend.NewFaulty(backend.NewFileStore(dir), backend.FaultConfig{})
+		st := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{})
 		a, err := Open(context.Background(), st, rvBucket, top, Options{IndexCacheDir: cache})
 		if err != nil {
 			t.Fatal(err)

@@ -1,17 +1,11 @@
 package backend
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
 	"math/rand/v2"
-	"net/http/httptest"
 	"testing"
-	"time"
-
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
 )
 
 // randBytes returns n deterministic pseudo-random bytes for seed.
@@ -22,55 +16,6 @@ func randBytes(seed uint64, n int) []byte {
 		b[i] = byte(r.Uint32())
 	}
 	return b
-}
-
-// fakeS3 is a real gofakes3 server (in-memory backend) on loopback, behind
-// FaultyHTTP, with an S3Store pointed at it.
-type fakeS3 struct {
-	mem   *s3mem.Backend
-	fh    *FaultyHandler
-	srv   *httptest.Server
-	store *S3Store
-}
-
-func newFakeS3(t *testing.T, mod func(*S3Config)) *fakeS3 {
-	t.Helper()
-	mem := s3mem.New()
-	faker := gofakes3.New(mem, gofakes3.WithLogger(gofakes3.DiscardLog()))
-	fh := FaultyHTTP(faker.Server(), nil)
-	srv := httptest.NewServer(fh)
-	t.Cleanup(srv.Close)
-	cfg := S3Config{
-		Endpoint:        srv.URL,
-		Region:          "us-east-1",
-		PathStyle:       true,
-		AccessKeyID:     "AKIDTEST",
-		SecretAccessKey: "secret",
-		MaxBackoff:      5 * time.Millisecond,
-	}
-	if mod != nil {
-		mod(&cfg)
-	}
-	// Keep the environment (profiles, AWS_* endpoints) out of the tests.
-	t.Setenv("AWS_CONFIG_FILE", "/nonexistent")
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
-	store, err := NewS3Store(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &fakeS3{mem: mem, fh: fh, srv: srv, store: store}
-}
-
-func (f *fakeS3) put(t *testing.T, bucket, key string, data []byte) {
-	t.Helper()
-	if ok, _ := f.mem.BucketExists(bucket); !ok {
-		if err := f.mem.CreateBucket(bucket); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := f.mem.PutObject(bucket, key, map[string]string{}, bytes.NewReader(data), int64(len(data)), nil); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // readAllRange reads a ReadRange result fully.

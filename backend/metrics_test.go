@@ -1,16 +1,21 @@
-package backend
+package backend_test
 
 import (
 	"context"
 	"errors"
 	"io"
 	"maps"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/wharf-s3/wharf/backend"
+	"github.com/wharf-s3/wharf/backend/faults"
 )
 
 // gather returns every sample of reg as "name{labels}" → value.
@@ -42,7 +47,7 @@ func gather(t *testing.T, reg prometheus.Gatherer) map[string]float64 {
 
 func TestMetricsZeroAtStart(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
-	NewMetrics(reg)
+	backend.NewMetrics(reg)
 	want := map[string]float64{
 		"wharf_backend_bytes_total":               0,
 		`wharf_backend_requests_total{op="get"}`:  0,
@@ -55,21 +60,31 @@ func TestMetricsZeroAtStart(t *testing.T) {
 }
 
 func TestMetricsCounts(t *testing.T) {
-	f, data := faultyFixture(t, FaultConfig{})
+	dir := t.TempDir()
+	data := backend.RandBytes(20, 100000)
+	if err := os.MkdirAll(filepath.Join(dir, "bkt"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bkt", "obj"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The counting test store wraps a real FileStore: its exact counters are
+	// what the metrics must agree with.
+	f := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{})
 	reg := prometheus.NewPedanticRegistry()
-	m := NewMetrics(reg)
-	s := Instrument(f, m)
+	m := backend.NewMetrics(reg)
+	s := backend.Instrument(f, m)
 	ctx := context.Background()
 
 	// A known sequence: 3 ranged reads (one failing), 1 whole Get read
 	// half-way, 2 Stats (one failing), 1 List.
-	if got, _, err := readAllRange(s, "bkt", "obj", 10, 1000, ""); err != nil || len(got) != 1000 {
+	if got, _, err := backend.ReadAllRange(s, "bkt", "obj", 10, 1000, ""); err != nil || len(got) != 1000 {
 		t.Fatal(err)
 	}
-	if got, _, err := readAllRange(s, "bkt", "obj", 0, int64(len(data)), ""); err != nil || len(got) != len(data) {
+	if got, _, err := backend.ReadAllRange(s, "bkt", "obj", 0, int64(len(data)), ""); err != nil || len(got) != len(data) {
 		t.Fatal(err)
 	}
-	if _, _, err := readAllRange(s, "bkt", "nope", 0, 1, ""); !errors.Is(err, ErrNotFound) {
+	if _, _, err := backend.ReadAllRange(s, "bkt", "nope", 0, 1, ""); !errors.Is(err, backend.ErrNotFound) {
 		t.Fatal(err)
 	}
 	rc, _, err := s.Get(ctx, "bkt", "obj")
@@ -83,10 +98,10 @@ func TestMetricsCounts(t *testing.T) {
 	if _, err := s.Stat(ctx, "bkt", "obj"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Stat(ctx, "bkt", "nope"); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Stat(ctx, "bkt", "nope"); !errors.Is(err, backend.ErrNotFound) {
 		t.Fatal(err)
 	}
-	if err := s.List(ctx, "bkt", "", func(ObjectInfo) error { return nil }); err != nil {
+	if err := s.List(ctx, "bkt", "", func(backend.ObjectInfo) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 

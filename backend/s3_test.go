@@ -1,4 +1,4 @@
-package backend
+package backend_test
 
 import (
 	"bytes"
@@ -8,13 +8,68 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"regexp"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
+
+	"github.com/wharf-s3/wharf/backend"
+	"github.com/wharf-s3/wharf/backend/faults"
 )
+
+// fakeS3 is a real gofakes3 server (in-memory backend) on loopback, behind
+// faults.FaultyHTTP, with an S3Store pointed at it.
+type fakeS3 struct {
+	mem   *s3mem.Backend
+	fh    *faults.FaultyHandler
+	srv   *httptest.Server
+	store *backend.S3Store
+}
+
+func newFakeS3(t *testing.T, mod func(*backend.S3Config)) *fakeS3 {
+	t.Helper()
+	mem := s3mem.New()
+	faker := gofakes3.New(mem, gofakes3.WithLogger(gofakes3.DiscardLog()))
+	fh := faults.FaultyHTTP(faker.Server(), nil)
+	srv := httptest.NewServer(fh)
+	t.Cleanup(srv.Close)
+	cfg := backend.S3Config{
+		Endpoint:        srv.URL,
+		Region:          "us-east-1",
+		PathStyle:       true,
+		AccessKeyID:     "AKIDTEST",
+		SecretAccessKey: "secret",
+		MaxBackoff:      5 * time.Millisecond,
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	// Keep the environment (profiles, AWS_* endpoints) out of the tests.
+	t.Setenv("AWS_CONFIG_FILE", "/nonexistent")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+	store, err := backend.NewS3Store(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fakeS3{mem: mem, fh: fh, srv: srv, store: store}
+}
+
+func (f *fakeS3) put(t *testing.T, bucket, key string, data []byte) {
+	t.Helper()
+	if ok, _ := f.mem.BucketExists(bucket); !ok {
+		if err := f.mem.CreateBucket(bucket); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.mem.PutObject(bucket, key, map[string]string{}, bytes.NewReader(data), int64(len(data)), nil); err != nil {
+		t.Fatal(err)
+	}
+}
 
 // TestGofakes3RangeProtocol pins what the gofakes3 server under these tests
 // really answers for ranges (s3-compat-notes §4), so the S3Store tests below
@@ -23,7 +78,7 @@ import (
 // and If-Match ignored.
 func TestGofakes3RangeProtocol(t *testing.T) {
 	f := newFakeS3(t, nil)
-	data := randBytes(1, 1000)
+	data := backend.RandBytes(1, 1000)
 	f.put(t, "b", "obj", data)
 	tests := []struct {
 		rng, ifMatch string
@@ -68,7 +123,7 @@ func TestGofakes3RangeProtocol(t *testing.T) {
 func TestS3ReadRangeExact(t *testing.T) {
 	f := newFakeS3(t, nil)
 	const size = 300 << 10
-	data := randBytes(2, size)
+	data := backend.RandBytes(2, size)
 	f.put(t, "bkt", "dir/chunk.tar.zst", data)
 	st, err := f.store.Stat(context.Background(), "bkt", "dir/chunk.tar.zst")
 	if err != nil {
@@ -83,7 +138,7 @@ func TestS3ReadRangeExact(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(fmt.Sprintf("%d+%d", tc.off, tc.n), func(t *testing.T) {
-			got, info, err := readAllRange(f.store, "bkt", "dir/chunk.tar.zst", tc.off, tc.n, "")
+			got, info, err := backend.ReadAllRange(f.store, "bkt", "dir/chunk.tar.zst", tc.off, tc.n, "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -99,12 +154,12 @@ func TestS3ReadRangeExact(t *testing.T) {
 
 func TestS3GetStatList(t *testing.T) {
 	f := newFakeS3(t, nil)
-	f.store.listPageSize = 7
+	backend.SetListPageSize(f.store, 7)
 	want := map[string][]byte{}
 	var keys []string
 	for i := range 30 {
 		k := fmt.Sprintf("p/%02d", i)
-		want[k] = randBytes(uint64(100+i), 100+i)
+		want[k] = backend.RandBytes(uint64(100+i), 100+i)
 		f.put(t, "bkt", k, want[k])
 		keys = append(keys, k)
 	}
@@ -128,7 +183,7 @@ func TestS3GetStatList(t *testing.T) {
 	}
 
 	var listed []string
-	err := f.store.List(ctx, "bkt", "p/", func(oi ObjectInfo) error {
+	err := f.store.List(ctx, "bkt", "p/", func(oi backend.ObjectInfo) error {
 		listed = append(listed, oi.Key)
 		if oi.Size != int64(len(want[oi.Key])) || oi.ETag == "" {
 			return fmt.Errorf("bad info %+v", oi)
@@ -152,15 +207,15 @@ func TestS3GetStatList(t *testing.T) {
 	}
 	stop := errors.New("stop")
 	n := 0
-	if err := f.store.List(ctx, "bkt", "", func(ObjectInfo) error { n++; return stop }); err != stop || n != 1 {
+	if err := f.store.List(ctx, "bkt", "", func(backend.ObjectInfo) error { n++; return stop }); err != stop || n != 1 {
 		t.Fatalf("List did not stop on fn's error: %v after %d", err, n)
 	}
-	wantErr(t, f.store.List(ctx, "nobucket", "", func(ObjectInfo) error { return nil }), ErrNotFound, "nobucket", "")
+	backend.WantErr(t, f.store.List(ctx, "nobucket", "", func(backend.ObjectInfo) error { return nil }), backend.ErrNotFound, "nobucket", "")
 }
 
 func TestS3Errors(t *testing.T) {
 	f := newFakeS3(t, nil)
-	data := randBytes(3, 5000)
+	data := backend.RandBytes(3, 5000)
 	f.put(t, "bkt", "k", data)
 	ctx := context.Background()
 	etag := func() string {
@@ -180,28 +235,28 @@ func TestS3Errors(t *testing.T) {
 		{"ok", "bkt", "k", 0, 10, "", nil},
 		{"if-match ok", "bkt", "k", 0, 10, etag, nil},
 		{"if-match quoted", "bkt", "k", 0, 10, `"` + etag + `"`, nil},
-		{"if-match wrong", "bkt", "k", 0, 10, "0123456789abcdef", ErrChanged},
-		{"missing key", "bkt", "nokey", 0, 10, "", ErrNotFound},
-		{"missing bucket", "nobkt", "k", 0, 10, "", ErrNotFound},
-		{"start past end", "bkt", "k", 5000, 1, "", ErrInvalidRange},
-		{"end past end", "bkt", "k", 4990, 11, "", ErrInvalidRange},
-		{"zero length", "bkt", "k", 0, 0, "", ErrInvalidRange},
-		{"negative offset", "bkt", "k", -1, 5, "", ErrInvalidRange},
-		{"overflowing length", "bkt", "k", 10, math.MaxInt64, "", ErrInvalidRange},
+		{"if-match wrong", "bkt", "k", 0, 10, "0123456789abcdef", backend.ErrChanged},
+		{"missing key", "bkt", "nokey", 0, 10, "", backend.ErrNotFound},
+		{"missing bucket", "nobkt", "k", 0, 10, "", backend.ErrNotFound},
+		{"start past end", "bkt", "k", 5000, 1, "", backend.ErrInvalidRange},
+		{"end past end", "bkt", "k", 4990, 11, "", backend.ErrInvalidRange},
+		{"zero length", "bkt", "k", 0, 0, "", backend.ErrInvalidRange},
+		{"negative offset", "bkt", "k", -1, 5, "", backend.ErrInvalidRange},
+		{"overflowing length", "bkt", "k", 10, math.MaxInt64, "", backend.ErrInvalidRange},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, _, err := readAllRange(f.store, tc.bucket, tc.key, tc.off, tc.n, tc.ifMatch)
-			wantErr(t, err, tc.want, tc.bucket, tc.key)
+			got, _, err := backend.ReadAllRange(f.store, tc.bucket, tc.key, tc.off, tc.n, tc.ifMatch)
+			backend.WantErr(t, err, tc.want, tc.bucket, tc.key)
 			if tc.want == nil && !bytes.Equal(got, data[tc.off:tc.off+tc.n]) {
 				t.Fatal("bytes differ from source")
 			}
 		})
 	}
 	_, err := f.store.Stat(ctx, "bkt", "nokey")
-	wantErr(t, err, ErrNotFound, "bkt", "nokey")
+	backend.WantErr(t, err, backend.ErrNotFound, "bkt", "nokey")
 	_, _, err = f.store.Get(ctx, "bkt", "nokey")
-	wantErr(t, err, ErrNotFound, "bkt", "nokey")
+	backend.WantErr(t, err, backend.ErrNotFound, "bkt", "nokey")
 }
 
 // TestS3HTTPFaults exercises S3Store's retries, resumes and checks against
@@ -209,50 +264,50 @@ func TestS3Errors(t *testing.T) {
 func TestS3HTTPFaults(t *testing.T) {
 	const size = 256 << 10
 	const off, n = 1000, 200 << 10
-	data := randBytes(4, size)
+	data := backend.RandBytes(4, size)
 	src := data[off : off+n]
 
 	// first returns hook that applies fault to the first k requests.
-	first := func(k int, fault HTTPFault) func(HTTPRequest) HTTPFault {
-		return func(r HTTPRequest) HTTPFault {
+	first := func(k int, fault faults.HTTPFault) func(faults.HTTPRequest) faults.HTTPFault {
+		return func(r faults.HTTPRequest) faults.HTTPFault {
 			if r.N < k {
 				return fault
 			}
-			return HTTPFault{}
+			return faults.HTTPFault{}
 		}
 	}
-	always := func(fault HTTPFault) func(HTTPRequest) HTTPFault {
-		return func(HTTPRequest) HTTPFault { return fault }
+	always := func(fault faults.HTTPFault) func(faults.HTTPRequest) faults.HTTPFault {
+		return func(faults.HTTPRequest) faults.HTTPFault { return fault }
 	}
 	tests := []struct {
 		name     string
-		hook     func(HTTPRequest) HTTPFault
+		hook     func(faults.HTTPRequest) faults.HTTPFault
 		want     error // nil: exact bytes
 		requests int   // HTTP requests seen
 		// failAtOpen: the error comes from ReadRange, not from reading.
 		failAtOpen bool
 	}{
-		{"503 SlowDown twice", first(2, HTTPFault{Action: HTTPError, Status: 503}), nil, 3, false},
-		{"500 InternalError once", first(1, HTTPFault{Action: HTTPError, Status: 500}), nil, 2, false},
-		{"reset before response once", first(1, HTTPFault{Action: HTTPReset, After: -1}), nil, 2, false},
-		{"reset mid-body once", first(1, HTTPFault{Action: HTTPReset, After: 70000}), nil, 2, false},
-		{"reset mid-body twice", first(2, HTTPFault{Action: HTTPReset, After: 30000}), nil, 3, false},
-		{"reset at first body byte once", first(1, HTTPFault{Action: HTTPReset, After: 0}), nil, 2, false},
-		{"truncated once", first(1, HTTPFault{Action: HTTPTruncate, After: 100000}), nil, 2, false},
-		{"slow headers once", first(1, HTTPFault{Delay: 2500 * time.Millisecond}), nil, 2, false},
-		{"stalled body once", first(1, HTTPFault{Action: HTTPStall, After: 50000, Stall: 5 * time.Second}), nil, 2, false},
-		{"503 always", always(HTTPFault{Action: HTTPError, Status: 503}), ErrUnavailable, 3, true},
-		{"reset always", always(HTTPFault{Action: HTTPReset, After: 1000}), ErrUnavailable, 3, false},
-		{"truncated always", always(HTTPFault{Action: HTTPTruncate, After: 1000}), ErrBadResponse, 3, false},
-		{"200 ignoring range", always(HTTPFault{Action: HTTPIgnoreRange}), ErrBadResponse, 1, true},
-		{"206 for another range", always(HTTPFault{Action: HTTPShiftRange, After: 1}), ErrBadResponse, 1, true},
-		{"body longer than promised", always(HTTPFault{Action: HTTPExtraBytes, After: 5}), ErrBadResponse, 1, false},
-		{"403", always(HTTPFault{Action: HTTPError, Status: 403}), ErrAccessDenied, 1, true},
-		{"404", always(HTTPFault{Action: HTTPError, Status: 404}), ErrNotFound, 1, true},
-		{"412", always(HTTPFault{Action: HTTPError, Status: 412}), ErrChanged, 1, true},
-		{"416", always(HTTPFault{Action: HTTPError, Status: 416}), ErrInvalidRange, 1, true},
+		{"503 SlowDown twice", first(2, faults.HTTPFault{Action: faults.HTTPError, Status: 503}), nil, 3, false},
+		{"500 InternalError once", first(1, faults.HTTPFault{Action: faults.HTTPError, Status: 500}), nil, 2, false},
+		{"reset before response once", first(1, faults.HTTPFault{Action: faults.HTTPReset, After: -1}), nil, 2, false},
+		{"reset mid-body once", first(1, faults.HTTPFault{Action: faults.HTTPReset, After: 70000}), nil, 2, false},
+		{"reset mid-body twice", first(2, faults.HTTPFault{Action: faults.HTTPReset, After: 30000}), nil, 3, false},
+		{"reset at first body byte once", first(1, faults.HTTPFault{Action: faults.HTTPReset, After: 0}), nil, 2, false},
+		{"truncated once", first(1, faults.HTTPFault{Action: faults.HTTPTruncate, After: 100000}), nil, 2, false},
+		{"slow headers once", first(1, faults.HTTPFault{Delay: 2500 * time.Millisecond}), nil, 2, false},
+		{"stalled body once", first(1, faults.HTTPFault{Action: faults.HTTPStall, After: 50000, Stall: 5 * time.Second}), nil, 2, false},
+		{"503 always", always(faults.HTTPFault{Action: faults.HTTPError, Status: 503}), backend.ErrUnavailable, 3, true},
+		{"reset always", always(faults.HTTPFault{Action: faults.HTTPReset, After: 1000}), backend.ErrUnavailable, 3, false},
+		{"truncated always", always(faults.HTTPFault{Action: faults.HTTPTruncate, After: 1000}), backend.ErrBadResponse, 3, false},
+		{"200 ignoring range", always(faults.HTTPFault{Action: faults.HTTPIgnoreRange}), backend.ErrBadResponse, 1, true},
+		{"206 for another range", always(faults.HTTPFault{Action: faults.HTTPShiftRange, After: 1}), backend.ErrBadResponse, 1, true},
+		{"body longer than promised", always(faults.HTTPFault{Action: faults.HTTPExtraBytes, After: 5}), backend.ErrBadResponse, 1, false},
+		{"403", always(faults.HTTPFault{Action: faults.HTTPError, Status: 403}), backend.ErrAccessDenied, 1, true},
+		{"404", always(faults.HTTPFault{Action: faults.HTTPError, Status: 404}), backend.ErrNotFound, 1, true},
+		{"412", always(faults.HTTPFault{Action: faults.HTTPError, Status: 412}), backend.ErrChanged, 1, true},
+		{"416", always(faults.HTTPFault{Action: faults.HTTPError, Status: 416}), backend.ErrInvalidRange, 1, true},
 	}
-	f := newFakeS3(t, func(c *S3Config) {
+	f := newFakeS3(t, func(c *backend.S3Config) {
 		c.MaxRetries = 2
 		c.MaxResumes = 2
 		c.ResponseHeaderTimeout = time.Second
@@ -266,14 +321,14 @@ func TestS3HTTPFaults(t *testing.T) {
 			defer f.fh.SetHook(nil)
 			rc, _, err := f.store.ReadRange(context.Background(), "bkt", "chunk", off, n, "")
 			if tc.failAtOpen {
-				wantErr(t, err, tc.want, "bkt", "chunk")
+				backend.WantErr(t, err, tc.want, "bkt", "chunk")
 			} else {
 				if err != nil {
 					t.Fatalf("ReadRange: %v", err)
 				}
 				got, err := io.ReadAll(rc)
 				rc.Close()
-				wantErr(t, err, tc.want, "bkt", "chunk")
+				backend.WantErr(t, err, tc.want, "bkt", "chunk")
 				if tc.want == nil && !bytes.Equal(got, src) {
 					t.Fatalf("bytes differ from source (%d bytes)", len(got))
 				}
@@ -293,15 +348,15 @@ func TestS3HTTPFaults(t *testing.T) {
 // with If-Match on the ETag of the first response.
 func TestS3ResumeRequests(t *testing.T) {
 	f := newFakeS3(t, nil)
-	data := randBytes(5, 100000)
+	data := backend.RandBytes(5, 100000)
 	f.put(t, "bkt", "k", data)
-	f.fh.SetHook(func(r HTTPRequest) HTTPFault {
+	f.fh.SetHook(func(r faults.HTTPRequest) faults.HTTPFault {
 		if r.N == 0 {
-			return HTTPFault{Action: HTTPReset, After: 40000}
+			return faults.HTTPFault{Action: faults.HTTPReset, After: 40000}
 		}
-		return HTTPFault{}
+		return faults.HTTPFault{}
 	})
-	got, info, err := readAllRange(f.store, "bkt", "k", 100, 90000, "")
+	got, info, err := backend.ReadAllRange(f.store, "bkt", "k", 100, 90000, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,23 +399,23 @@ func TestS3ResumeRequests(t *testing.T) {
 
 // TestS3ResumeAfterChange: the object is replaced between the first response
 // and the resume. gofakes3 ignores If-Match, so this also shows the client-
-// side ETag check: the read fails with ErrChanged, never mixing versions.
+// side ETag check: the read fails with backend.ErrChanged, never mixing versions.
 func TestS3ResumeAfterChange(t *testing.T) {
 	f := newFakeS3(t, nil)
-	data := randBytes(6, 100000)
+	data := backend.RandBytes(6, 100000)
 	f.put(t, "bkt", "k", data)
 	var replaced atomic.Bool
-	f.fh.SetHook(func(r HTTPRequest) HTTPFault {
+	f.fh.SetHook(func(r faults.HTTPRequest) faults.HTTPFault {
 		if r.N == 0 {
-			return HTTPFault{Action: HTTPReset, After: 40000}
+			return faults.HTTPFault{Action: faults.HTTPReset, After: 40000}
 		}
 		if replaced.CompareAndSwap(false, true) {
-			f.put(t, "bkt", "k", randBytes(7, 100000))
+			f.put(t, "bkt", "k", backend.RandBytes(7, 100000))
 		}
-		return HTTPFault{}
+		return faults.HTTPFault{}
 	})
-	got, _, err := readAllRange(f.store, "bkt", "k", 0, 100000, "")
-	wantErr(t, err, ErrChanged, "bkt", "k")
+	got, _, err := backend.ReadAllRange(f.store, "bkt", "k", 0, 100000, "")
+	backend.WantErr(t, err, backend.ErrChanged, "bkt", "k")
 	if !bytes.Equal(got, data[:len(got)]) {
 		t.Fatal("bytes passed on before the error are not the first version's")
 	}
@@ -368,13 +423,13 @@ func TestS3ResumeAfterChange(t *testing.T) {
 
 func TestS3ContextCancel(t *testing.T) {
 	f := newFakeS3(t, nil)
-	f.put(t, "bkt", "k", randBytes(8, 1000))
-	f.fh.SetHook(func(HTTPRequest) HTTPFault { return HTTPFault{Delay: 5 * time.Second} })
+	f.put(t, "bkt", "k", backend.RandBytes(8, 1000))
+	f.fh.SetHook(func(faults.HTTPRequest) faults.HTTPFault { return faults.HTTPFault{Delay: 5 * time.Second} })
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
 	_, _, err := f.store.ReadRange(ctx, "bkt", "k", 0, 10, "")
-	if !errors.Is(err, context.DeadlineExceeded) || IsRetryable(err) {
+	if !errors.Is(err, context.DeadlineExceeded) || backend.IsRetryable(err) {
 		t.Fatalf("err = %v", err)
 	}
 	if time.Since(start) > 2*time.Second {
@@ -382,56 +437,11 @@ func TestS3ContextCancel(t *testing.T) {
 	}
 }
 
-func TestParseContentRange(t *testing.T) {
-	tests := []struct {
-		in        string
-		s, e, tot int64
-		ok        bool
-	}{
-		{"bytes 0-9/10", 0, 9, 10, true},
-		{"bytes 5-5/100", 5, 5, 100, true},
-		{"bytes 0-9/9", 0, 0, 0, false},
-		{"bytes 9-0/10", 0, 0, 0, false},
-		{"bytes */10", 0, 0, 0, false},
-		{"bytes 0-9/*", 0, 0, 0, false},
-		{"bytes +1-9/10", 0, 0, 0, false},
-		{"bytes 0-9 /10", 0, 0, 0, false},
-		{"0-9/10", 0, 0, 0, false},
-		{"", 0, 0, 0, false},
-	}
-	for _, tc := range tests {
-		s, e, tot, ok := parseContentRange(tc.in)
-		if ok != tc.ok || (ok && (s != tc.s || e != tc.e || tot != tc.tot)) {
-			t.Errorf("parseContentRange(%q) = %d %d %d %v", tc.in, s, e, tot, ok)
-		}
-	}
-}
-
-var contentRangeRE = regexp.MustCompile(`^bytes [0-9]+-[0-9]+/[0-9]+$`)
-
-func FuzzParseContentRange(f *testing.F) {
-	for _, s := range []string{"bytes 0-9/10", "bytes 1-1/2", "bytes */10", "bytes 9223372036854775806-9223372036854775806/9223372036854775807", "bytes -1-2/3"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, in string) {
-		s, e, tot, ok := parseContentRange(in)
-		if !ok {
-			return
-		}
-		if s < 0 || e < s || tot <= e {
-			t.Fatalf("%q: accepted inconsistent %d-%d/%d", in, s, e, tot)
-		}
-		if !contentRangeRE.MatchString(in) {
-			t.Fatalf("%q accepted but is not bytes DIGITS-DIGITS/DIGITS", in)
-		}
-	})
-}
-
 // TestS3OtherOpsUnderFaults: Stat, Get and List go through the same retry
 // policy and error mapping as ranged reads.
 func TestS3OtherOpsUnderFaults(t *testing.T) {
-	f := newFakeS3(t, func(c *S3Config) { c.MaxRetries = 2 })
-	data := randBytes(9, 3000)
+	f := newFakeS3(t, func(c *backend.S3Config) { c.MaxRetries = 2 })
+	data := backend.RandBytes(9, 3000)
 	f.put(t, "bkt", "k", data)
 	ctx := context.Background()
 	ops := map[string]func() error{
@@ -450,7 +460,7 @@ func TestS3OtherOpsUnderFaults(t *testing.T) {
 		},
 		"list": func() error {
 			n := 0
-			err := f.store.List(ctx, "bkt", "", func(ObjectInfo) error { n++; return nil })
+			err := f.store.List(ctx, "bkt", "", func(backend.ObjectInfo) error { n++; return nil })
 			if err == nil && n != 1 {
 				return fmt.Errorf("listed %d objects", n)
 			}
@@ -459,33 +469,33 @@ func TestS3OtherOpsUnderFaults(t *testing.T) {
 	}
 	tests := []struct {
 		name     string
-		fault    HTTPFault
+		fault    faults.HTTPFault
 		times    int // first requests faulted
 		want     error
 		requests int
 	}{
-		{"503 once", HTTPFault{Action: HTTPError, Status: 503}, 1, nil, 2},
-		{"500 always", HTTPFault{Action: HTTPError, Status: 500}, 99, ErrUnavailable, 3},
-		{"403", HTTPFault{Action: HTTPError, Status: 403}, 99, ErrAccessDenied, 1},
-		{"404", HTTPFault{Action: HTTPError, Status: 404}, 99, ErrNotFound, 1},
-		{"reset before response once", HTTPFault{Action: HTTPReset, After: -1}, 1, nil, 2},
+		{"503 once", faults.HTTPFault{Action: faults.HTTPError, Status: 503}, 1, nil, 2},
+		{"500 always", faults.HTTPFault{Action: faults.HTTPError, Status: 500}, 99, backend.ErrUnavailable, 3},
+		{"403", faults.HTTPFault{Action: faults.HTTPError, Status: 403}, 99, backend.ErrAccessDenied, 1},
+		{"404", faults.HTTPFault{Action: faults.HTTPError, Status: 404}, 99, backend.ErrNotFound, 1},
+		{"reset before response once", faults.HTTPFault{Action: faults.HTTPReset, After: -1}, 1, nil, 2},
 	}
 	for op, call := range ops {
 		for _, tc := range tests {
 			t.Run(op+"/"+tc.name, func(t *testing.T) {
 				f.fh.Reset()
-				f.fh.SetHook(func(r HTTPRequest) HTTPFault {
+				f.fh.SetHook(func(r faults.HTTPRequest) faults.HTTPFault {
 					if r.N < tc.times {
 						return tc.fault
 					}
-					return HTTPFault{}
+					return faults.HTTPFault{}
 				})
 				defer f.fh.SetHook(nil)
 				key := "k"
 				if op == "list" {
 					key = ""
 				}
-				wantErr(t, call(), tc.want, "bkt", key)
+				backend.WantErr(t, call(), tc.want, "bkt", key)
 				if n := len(f.fh.Log()); n != tc.requests {
 					t.Fatalf("%d requests, want %d", n, tc.requests)
 				}
@@ -498,12 +508,12 @@ func TestS3OtherOpsUnderFaults(t *testing.T) {
 // truncates or throttles the first request of each read. Every read must
 // still return exactly the source bytes.
 func TestS3ConcurrentFlaky(t *testing.T) {
-	f := newFakeS3(t, func(c *S3Config) { c.MaxRetries = 3; c.MaxResumes = 2 })
-	data := randBytes(30, 1<<20)
+	f := newFakeS3(t, func(c *backend.S3Config) { c.MaxRetries = 3; c.MaxResumes = 2 })
+	data := backend.RandBytes(30, 1<<20)
 	f.put(t, "bkt", "chunk", data)
 	var mu sync.Mutex
 	seen := map[string]bool{}
-	f.fh.SetHook(func(r HTTPRequest) HTTPFault {
+	f.fh.SetHook(func(r faults.HTTPRequest) faults.HTTPFault {
 		// Resumes and retries keep the range's end: fault only the first
 		// request that asks for a given end.
 		_, end, _ := strings.Cut(r.Range, "-")
@@ -512,19 +522,19 @@ func TestS3ConcurrentFlaky(t *testing.T) {
 		seen[end] = true
 		mu.Unlock()
 		if !first {
-			return HTTPFault{}
+			return faults.HTTPFault{}
 		}
 		var a int64
 		fmt.Sscanf(end, "%d", &a)
 		switch a % 4 {
 		case 0:
-			return HTTPFault{Action: HTTPReset, After: 10000}
+			return faults.HTTPFault{Action: faults.HTTPReset, After: 10000}
 		case 1:
-			return HTTPFault{Action: HTTPTruncate, After: 20000}
+			return faults.HTTPFault{Action: faults.HTTPTruncate, After: 20000}
 		case 2:
-			return HTTPFault{Action: HTTPError, Status: 503}
+			return faults.HTTPFault{Action: faults.HTTPError, Status: 503}
 		default:
-			return HTTPFault{}
+			return faults.HTTPFault{}
 		}
 	})
 	const workers, each = 8, 12
@@ -535,7 +545,7 @@ func TestS3ConcurrentFlaky(t *testing.T) {
 			for i := range each {
 				off := int64(w*each+i) * 7919
 				n := int64(30000 + (w*each+i)*1001)
-				got, _, err := readAllRange(f.store, "bkt", "chunk", off, n, "")
+				got, _, err := backend.ReadAllRange(f.store, "bkt", "chunk", off, n, "")
 				if err == nil && !bytes.Equal(got, data[off:off+n]) {
 					err = fmt.Errorf("read %d+%d: bytes differ from source", off, n)
 				}
@@ -567,43 +577,21 @@ func TestS3ConcurrentFlaky(t *testing.T) {
 // configured endpoint (here anonymously, as against a public bucket).
 func TestOpenStoreS3(t *testing.T) {
 	f := newFakeS3(t, nil)
-	data := randBytes(31, 5000)
+	data := backend.RandBytes(31, 5000)
 	f.put(t, "bkt", "m/manifest.json", data)
-	st, err := OpenStore(context.Background(), "s3://", S3Config{Endpoint: f.srv.URL, Region: "us-east-1", PathStyle: true, Anonymous: true})
+	st, err := backend.OpenStore(context.Background(), "s3://", backend.S3Config{Endpoint: f.srv.URL, Region: "us-east-1", PathStyle: true, Anonymous: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	bucket, key, err := ParseObjectURL("s3://bkt/m/manifest.json")
+	bucket, key, err := backend.ParseObjectURL("s3://bkt/m/manifest.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, _, err := readAllRange(st, bucket, key, 100, 4900, "")
+	got, _, err := backend.ReadAllRange(st, bucket, key, 100, 4900, "")
 	if err != nil || !bytes.Equal(got, data[100:]) {
 		t.Fatalf("read: %v", err)
 	}
 	if h := f.fh.Log()[0]; h.Bucket != "bkt" || h.Key != "m/manifest.json" {
 		t.Fatalf("request went to %s/%s", h.Bucket, h.Key)
-	}
-}
-
-func TestFullJitterBounds(t *testing.T) {
-	j := fullJitter{base: 100 * time.Millisecond, max: 5 * time.Second}
-	tests := []struct {
-		attempt int
-		ceil    time.Duration
-	}{{0, 100 * time.Millisecond}, {1, 100 * time.Millisecond}, {2, 200 * time.Millisecond}, {4, 800 * time.Millisecond},
-		{6, 3200 * time.Millisecond}, {7, 5 * time.Second}, {40, 5 * time.Second}, {1000, 5 * time.Second}}
-	for _, tc := range tests {
-		var top time.Duration
-		for range 200 {
-			d, err := j.BackoffDelay(tc.attempt, nil)
-			if err != nil || d < 0 || d > tc.ceil {
-				t.Fatalf("attempt %d: delay %v (err %v), want within [0, %v]", tc.attempt, d, err, tc.ceil)
-			}
-			top = max(top, d)
-		}
-		if top < tc.ceil/4 {
-			t.Fatalf("attempt %d: 200 delays all below %v: no spread", tc.attempt, top)
-		}
 	}
 }

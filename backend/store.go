@@ -7,15 +7,12 @@
 //
 //   - FileStore: a local directory laid out as DIR/<bucket>/<key> (file://DIR).
 //   - S3Store: aws-sdk-go-v2 against AWS S3 or any S3-compatible server (s3://).
-//   - Faulty: a test wrapper that counts requests and bytes and injects
-//     latency, errors, truncated bodies and flipped bytes.
-//   - Instrumented: a wrapper that feeds the wharf_backend_* Prometheus series.
+//   - Instrument: a wrapper that feeds the wharf_backend_* Prometheus series.
 //
 // OpenStore picks FileStore or S3Store from a --store URL, and
-// ParseObjectURL splits a manifest URL into bucket and key. FaultyHTTP is
-// an http.Handler middleware that puts real protocol faults (error
-// statuses, resets, truncation, ignored ranges, stalls) in front of an S3
-// server such as gofakes3, for testing S3Store end to end.
+// ParseObjectURL splits a manifest URL into bucket and key. The
+// fault-injecting wrappers used by tests and "wharf bench" live in
+// backend/faults, outside the serving path.
 //
 // Every method takes a context.Context; cancelling it aborts the backend
 // request. Errors are *Error values that name the bucket and key and wrap

@@ -85,7 +85,10 @@ func TestComposeCommands(t *testing.T) {
 	got := map[string]int64{}
 	var order []string
 	p := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: aws.String(name)})
-	for p.HasMorePages() {
+	for pages := 1; p.HasMorePages(); pages++ {
+		if limit := listPageCap(len(want), 1000); pages > limit {
+			t.Fatalf("compose: ListObjectsV2 %s still truncated after %d pages for %d keys: a continuation loop", name, limit, len(want))
+		}
 		page, err := p.NextPage(context.Background())
 		if err != nil {
 			t.Fatal(err)

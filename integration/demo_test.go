@@ -30,7 +30,10 @@ func TestDemo(t *testing.T) {
 	got := map[string]int64{}
 	var order []string
 	p := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: aws.String("sample")})
-	for p.HasMorePages() {
+	for pages := 1; p.HasMorePages(); pages++ {
+		if limit := listPageCap(len(want), 1000); pages > limit {
+			t.Fatalf("ListObjectsV2 sample still truncated after %d pages for %d keys: a continuation loop", limit, len(want))
+		}
 		out, err := p.NextPage(context.Background())
 		if err != nil {
 			t.Fatalf("ListObjectsV2 sample: %v\n%s", err, tail(srv.Logs(), 20))

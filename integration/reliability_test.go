@@ -73,8 +73,12 @@ func (f *fragile) remove(t *testing.T) {
 }
 
 // getOutcome GETs bucket/key (with a Range header unless rng is "") and
-// classifies what the client saw; want is the correct body. It fails the
-// test if wrong or short bytes arrive as a clean 200/206.
+// classifies what the client saw; want is the correct body. The only right
+// outcomes for damaged or missing data are a 5xx with an S3 error body
+// naming the bucket and key, or a 200/206 whose body is aborted. It fails
+// the test for anything else: wrong or short bytes as a clean 200/206, a
+// 4xx (the client's fault, which this is not), or no response at all (a
+// dropped connection or a crashed server).
 //
 // strictPrefix: the bytes before an aborted body must be correct too. The
 // read core promises that for framed chunks (every frame is verified before
@@ -98,7 +102,7 @@ func getOutcome(t *testing.T, srv *wharfServer, bucket, key, rng string, want []
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return "transport error: " + err.Error()
+		t.Fatalf("%s: no response at all (%v), want a 5xx or an aborted body; server exited: %v\n%s", what, err, srv.Exited(), tail(srv.Logs(), 20))
 	}
 	defer resp.Body.Close()
 	body, rerr := io.ReadAll(resp.Body)
@@ -116,6 +120,9 @@ func getOutcome(t *testing.T, srv *wharfServer, bucket, key, rng string, want []
 			t.Fatalf("%s: WRONG BYTES SERVED before the body was aborted (%d bytes received, %v)", what, len(body), rerr)
 		}
 		return fmt.Sprintf("%d then aborted body after %d correct bytes (%v)", okStatus, len(body), rerr)
+	}
+	if resp.StatusCode < 500 {
+		t.Fatalf("%s: status %s for damaged backend data, want a 5xx: %q", what, resp.Status, body)
 	}
 	if !bytes.Contains(body, []byte("<Code>")) {
 		t.Fatalf("%s: status %s without an S3 error body: %q", what, resp.Status, body)
@@ -191,7 +198,29 @@ func TestReliability(t *testing.T) {
 		defer stopOrFail(t, srv)
 		for _, sf := range f.files {
 			t.Logf("reliability: chunk deleted from the backend → GET %s: %s", sf.key, getOutcome(t, srv, f.bucket, sf.key, "", sf.data, true))
+			t.Logf("reliability: chunk deleted from the backend → GET %s Range bytes=0-99: %s", sf.key, getOutcome(t, srv, f.bucket, sf.key, "bytes=0-99", sf.data[:100], true))
 		}
+		// The operator learns which object is missing.
+		if logs := srv.Logs(); !strings.Contains(logs, f.res.ObjectKeys[0]) {
+			t.Errorf("the server's log does not name the missing chunk %s:\n%s", f.res.ObjectKeys[0], tail(logs, 20))
+		}
+		// And the server is still alive and serving: healthy, and the
+		// archive's listing (which needs no chunk) still answers.
+		if srv.Exited() {
+			t.Fatalf("wharf serve exited after the reads of missing chunks:\n%s", tail(srv.Logs(), 20))
+		}
+		for _, u := range []string{srv.adminURL + "/healthz", srv.url + "/" + f.bucket + "?list-type=2"} {
+			resp, err := http.Get(u)
+			if err != nil {
+				t.Fatalf("after the reads of missing chunks, GET %s: %v\n%s", u, err, tail(srv.Logs(), 20))
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("after the reads of missing chunks, GET %s: %s %q", u, resp.Status, body)
+			}
+		}
+		t.Logf("reliability: after the missing-chunk reads wharf serve still answers /healthz and ListObjectsV2")
 	})
 	t.Run("missing-manifest", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

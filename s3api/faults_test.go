@@ -10,35 +10,36 @@ import (
 	"time"
 
 	"github.com/wharf-s3/wharf/backend"
+	"github.com/wharf-s3/wharf/backend/faults"
 )
 
 // Backend failures before the first byte: a retryable one is 503 SlowDown,
 // any other is 500 InternalError; both name the bucket and key. A reset in
 // the middle of the body aborts the connection.
 func TestBackendFaults(t *testing.T) {
-	var faulty *backend.Faulty
+	var faulty *faults.Faulty
 	var mode atomic.Int32 // 0 none, 1 unavailable, 2 denied, 3 fail after the first read
 	var firstOff atomic.Int64
 	firstOff.Store(-1)
 	f := newFixture(t, standardFiles(), fixtureOpts{anonymous: true, wrap: func(s backend.Store) backend.Store {
-		faulty = backend.NewFaulty(s, backend.FaultConfig{Hook: func(r backend.Request) backend.Fault {
+		faulty = faults.NewFaulty(s, faults.FaultConfig{Hook: func(r faults.Request) faults.Fault {
 			if r.Op != "range" && r.Op != "get" {
-				return backend.Fault{}
+				return faults.Fault{}
 			}
 			switch mode.Load() {
 			case 1:
-				return backend.Fault{Kind: backend.FaultError}
+				return faults.Fault{Kind: faults.FaultError}
 			case 2:
-				return backend.Fault{Kind: backend.FaultError, Err: backend.ErrAccessDenied}
+				return faults.Fault{Kind: faults.FaultError, Err: backend.ErrAccessDenied}
 			case 3:
 				// The first read's body resets after 2 MiB; every later
 				// read (a resume or a retry) fails for good.
 				if firstOff.CompareAndSwap(-1, r.Off) {
-					return backend.Fault{Kind: backend.FaultReset, After: 2 << 20}
+					return faults.Fault{Kind: faults.FaultReset, After: 2 << 20}
 				}
-				return backend.Fault{Kind: backend.FaultError, Err: backend.ErrAccessDenied}
+				return faults.Fault{Kind: faults.FaultError, Err: backend.ErrAccessDenied}
 			}
-			return backend.Fault{}
+			return faults.Fault{}
 		}})
 		return faulty
 	}})
@@ -92,10 +93,10 @@ func TestBackendFaults(t *testing.T) {
 
 // Checklist 36: a client disconnect cancels the archive's backend reads.
 func Test36DisconnectCancelsBackendReads(t *testing.T) {
-	var faulty *backend.Faulty
+	var faulty *faults.Faulty
 	f := newFixture(t, standardFiles(), fixtureOpts{anonymous: true, wrap: func(s backend.Store) backend.Store {
 		// 256 KiB/s per stream: big.bin (6 MiB) would take ~25 s.
-		faulty = backend.NewFaulty(s, backend.FaultConfig{Bandwidth: 256 << 10})
+		faulty = faults.NewFaulty(s, faults.FaultConfig{Bandwidth: 256 << 10})
 		return faulty
 	}})
 	req, _ := http.NewRequest("GET", f.srv.URL+"/bkt/big.bin", nil)

@@ -52,7 +52,7 @@ type fixtureOpts struct {
 	metadata  func(rel string) map[string]string
 	frameSize int64
 	verifier  s3api.Authenticator
-	// wrap, if set, wraps the file store the archive reads (backend.NewFaulty).
+	// wrap, if set, wraps the file store the archive reads (faults.NewFaulty).
 	wrap func(backend.Store) backend.Store
 	// noChecksums packs without file checksums (no sha256 in the manifest).
 	noChecksums bool

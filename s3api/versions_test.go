@@ -26,6 +26,7 @@ import (
 	"github.com/wharf-s3/wharf/archiveview"
 	"github.com/wharf-s3/wharf/archiveview/cargopack"
 	"github.com/wharf-s3/wharf/backend"
+	"github.com/wharf-s3/wharf/backend/faults"
 )
 
 // chainUpload is one upload of a served test chain (oldest first).
@@ -620,17 +621,17 @@ func TestVersionsFaults(t *testing.T) {
 		{id: "v1", created: day(1), files: map[string][]byte{"f": randBytes(11, 150<<10)}, opt: cargopack.Options{FrameSize: 16 << 10}},
 		{id: "v2", created: day(2), files: map[string][]byte{"f": randBytes(12, 50<<10)}, opt: cargopack.Options{FrameSize: 16 << 10}},
 	}
-	var faulty *backend.Faulty
+	var faulty *faults.Faulty
 	f := newChainFixtureWrap(t, ups, func(s backend.Store) backend.Store {
-		faulty = backend.NewFaulty(s, backend.FaultConfig{})
+		faulty = faults.NewFaulty(s, faults.FaultConfig{})
 		return faulty
 	}, fixtureOpts{anonymous: true})
 
-	faulty.SetHook(func(r backend.Request) backend.Fault {
+	faulty.SetHook(func(r faults.Request) faults.Fault {
 		if strings.Contains(r.Key, "manifest") {
-			return backend.Fault{Kind: backend.FaultError}
+			return faults.Fault{Kind: faults.FaultError}
 		}
-		return backend.Fault{}
+		return faults.Fault{}
 	})
 	resp, body := f.do(t, "GET", "/bkt/f?versionId=v1", nil)
 	wantError(t, resp, body, 503, "SlowDown")
@@ -643,11 +644,11 @@ func TestVersionsFaults(t *testing.T) {
 	}
 
 	// Silent corruption in the old upload's chunk: frames are verified.
-	faulty.SetHook(func(r backend.Request) backend.Fault {
+	faulty.SetHook(func(r faults.Request) faults.Fault {
 		if r.Op == "range" && strings.Contains(r.Key, "/v1/") {
-			return backend.Fault{Kind: backend.FaultFlip, FlipAt: []int64{r.Off + r.Len/2}}
+			return faults.Fault{Kind: faults.FaultFlip, FlipAt: []int64{r.Off + r.Len/2}}
 		}
-		return backend.Fault{}
+		return faults.Fault{}
 	})
 	resp, body = f.do(t, "GET", "/bkt/f?versionId=v1", nil)
 	wantError(t, resp, body, 500, "InternalError")

@@ -3,8 +3,11 @@
 #
 #   1. installs the missing Debian packages the end-to-end tests drive
 #      (only as root with apt-get; otherwise it says what is missing),
-#   2. checks gofmt and go vet,
-#   3. runs every Go test, including integration/ with real S3 clients,
+#   2. checks gofmt, go vet, that `go mod tidy` would change nothing, and
+#      staticcheck (a pinned version, installed into ./bin on first use),
+#   3. runs every Go test: the unit tests of every package (these include
+#      cmd/wharf/internal/bench: the metrics check and the short soak),
+#      then integration/ with real S3 clients,
 #   4. runs each fuzz target briefly (WHARF_FUZZTIME, default 5s; 0 skips),
 #   5. validates docker-compose.yml with `docker-compose config -q`,
 #   6. prints one summary line and exits non-zero if any step failed.
@@ -13,6 +16,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 FUZZTIME=${WHARF_FUZZTIME:-5s}
 GO_TEST_TIMEOUT=${WHARF_GO_TEST_TIMEOUT:-40m}
+# staticcheck 2026.2.2 is module version v0.8.2 (the proxy serves only the
+# module version).
+STATICCHECK_VERSION=v0.8.2
 PACKAGES=(awscli python3-boto3 rclone s3cmd python3-zarr python3-xarray python3-fsspec python3-aiohttp zstd docker-compose)
 
 failed=()
@@ -69,6 +75,16 @@ check_gofmt() {
 	fi
 }
 
+run_staticcheck() {
+	local bin="$PWD/bin/staticcheck"
+	if ! "$bin" -version 2>/dev/null | grep -qF "(${STATICCHECK_VERSION#v})"; then
+		echo "    installing honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION into ./bin"
+		GOBIN="$PWD/bin" go install "honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION" || return 1
+	fi
+	"$bin" -version
+	"$bin" ./...
+}
+
 run_fuzz() {
 	if [ "$FUZZTIME" = 0 ] || [ "$FUZZTIME" = 0s ]; then
 		echo "    skipped (WHARF_FUZZTIME=$FUZZTIME)"
@@ -112,9 +128,12 @@ step "install test tools" install_packages
 step "go build" go build ./...
 step "gofmt" check_gofmt
 step "go vet" go vet ./...
-# integration/... (the end-to-end suite and integration/bench: the metrics
-# check and the short soak) runs in the next step, once.
-step "go test (units)" go test -count=1 -timeout "$GO_TEST_TIMEOUT" $(go list ./... | grep -v '/integration$' | grep -v '/integration/')
+step "go mod tidy" go mod tidy -diff
+step "staticcheck" run_staticcheck
+# Every package but the end-to-end suite, which runs in the next step. This
+# includes cmd/wharf/internal/bench (the metrics check against the counting
+# store, and the 15 s soak with injected faults).
+step "go test (units)" go test -count=1 -timeout "$GO_TEST_TIMEOUT" $(go list ./... | grep -v '/integration$')
 # -v: the subtest names and log lines say which client checked what.
 step "go test (integration, real clients)" go test -count=1 -v -timeout "$GO_TEST_TIMEOUT" ./integration
 step "fuzz" run_fuzz

@@ -20,6 +20,7 @@ import (
 	"github.com/wharf-s3/wharf/archiveview"
 	"github.com/wharf-s3/wharf/archiveview/cargopack"
 	"github.com/wharf-s3/wharf/backend"
+	"github.com/wharf-s3/wharf/backend/faults"
 )
 
 // discFake is gofakes3 in-process with a client (for writing) and a
@@ -122,7 +123,7 @@ func TestDiscover(t *testing.T) {
 	res := f.pack(t, nil, files, with(func(o *cargopack.Options) { o.UploadID = "both" }))
 	f.put(t, "lake", strings.TrimSuffix(res.ManifestKey, ".gz"), []byte("{}"))
 
-	faulty := backend.NewFaulty(f.store, backend.FaultConfig{})
+	faulty := faults.NewFaulty(f.store, faults.FaultConfig{})
 	d, err := Discover(context.Background(), faulty, "lake", "/base/")
 	if err != nil {
 		t.Fatal(err)
@@ -232,8 +233,8 @@ func TestDiscover(t *testing.T) {
 	}
 
 	// A listing failure names the root.
-	bad := backend.NewFaulty(f.store, backend.FaultConfig{Hook: func(r backend.Request) backend.Fault {
-		return backend.Fault{Kind: backend.FaultError}
+	bad := faults.NewFaulty(f.store, faults.FaultConfig{Hook: func(r faults.Request) faults.Fault {
+		return faults.Fault{Kind: faults.FaultError}
 	}})
 	if _, err := Discover(context.Background(), bad, "lake", "base"); err == nil || !strings.Contains(err.Error(), "s3://lake/base") {
 		t.Errorf("list failure: %v", err)

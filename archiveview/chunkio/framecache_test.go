@@ -191,7 +191,7 @@ func TestDecodeFrameChecksLength(t *testing.T) {
 func TestFrameCacheStoreID(t *testing.T) {
 	c := NewFrameCache(1 << 20)
 	s1, s2 := backend.NewFileStore(t.TempDir()), backend.NewFileStore(t.TempDir())
-	type uncomparable struct{ f []int }
+	type uncomparable struct{ _ []int }
 	seen := map[string]bool{}
 	for _, tc := range []struct {
 		name  string

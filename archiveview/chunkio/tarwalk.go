@@ -167,7 +167,7 @@ func (s *Set) runTarWalk(ctx context.Context, ci int32) (map[string]walkEntry, e
 		if err != nil {
 			return nil, fmt.Errorf("after %d members: %w", len(entries), walkErr(err))
 		}
-		if hdr.Typeflag != tar.TypeReg && hdr.Typeflag != tar.TypeRegA {
+		if hdr.Typeflag != tar.TypeReg { // archive/tar reports old '\x00' members as TypeReg
 			continue
 		}
 		if len(entries) >= maxWalkEntries {
@@ -224,6 +224,10 @@ func (r *zReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// typeRegOld is the regular-file type byte of pre-POSIX tar writers (NUL);
+// a raw header may still carry it.
+const typeRegOld = '\x00'
+
 // checkTarHeader checks that hdr (the 512 bytes ending at a manifest
 // archive_offset) is a valid ustar header of a regular member called
 // tarName (exactly, or as Go's PAX writer truncates/ASCII-folds it) whose
@@ -251,7 +255,7 @@ func checkTarHeader(hdr []byte, tarName string, length int64) error {
 		return fmt.Errorf("not a tar header (checksum %d, computed %d): %w", want, unsigned, ErrWrongMember)
 	}
 	switch hdr[156] {
-	case tar.TypeReg, tar.TypeRegA, tar.TypeCont:
+	case tar.TypeReg, typeRegOld, tar.TypeCont:
 	default:
 		return fmt.Errorf("tar member of type %q, not a regular file: %w", hdr[156], ErrWrongMember)
 	}

@@ -1,12 +1,12 @@
 package manifest
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"time"
-	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -152,7 +152,7 @@ func (l *lexer) scanString() (start, end int, esc, hi bool, err error) {
 				return start, end, esc, hi, nil
 			case c == '\\':
 				esc = true
-				i++ // skip the escaped byte (validated by unquote)
+				i++ // skip the escaped byte (validated by appendUnescaped)
 			case c < 0x20:
 				l.pos += i - l.pos
 				return 0, 0, false, false, l.errf("control character 0x%02x in string", c)
@@ -182,7 +182,7 @@ func (l *lexer) readString() ([]byte, error) {
 	if !esc && (!hi || utf8.Valid(raw)) {
 		return raw, nil
 	}
-	out, ok := unquote(l.scratch[:0], raw)
+	out, ok := appendUnescaped(l.scratch[:0], raw)
 	if !ok {
 		return nil, l.errf("invalid escape in string")
 	}
@@ -190,88 +190,141 @@ func (l *lexer) readString() ([]byte, error) {
 	return out, nil
 }
 
-// unquote decodes a string token's content as encoding/json does: escapes
-// resolved, invalid UTF-8 bytes and unpaired surrogates become U+FFFD.
-func unquote(dst, s []byte) ([]byte, bool) {
-	for r := 0; r < len(s); {
-		c := s[r]
-		switch {
-		case c == '\\':
-			r++
-			if r >= len(s) {
-				return dst, false
-			}
-			switch s[r] {
-			case '"', '\\', '/':
-				dst = append(dst, s[r])
-				r++
-			case 'b':
-				dst = append(dst, '\b')
-				r++
-			case 'f':
-				dst = append(dst, '\f')
-				r++
-			case 'n':
-				dst = append(dst, '\n')
-				r++
-			case 'r':
-				dst = append(dst, '\r')
-				r++
-			case 't':
-				dst = append(dst, '\t')
-				r++
-			case 'u':
-				r--
-				rr := getu4(s[r:])
-				if rr < 0 {
-					return dst, false
-				}
-				r += 6
-				if utf16.IsSurrogate(rr) {
-					rr1 := getu4(s[r:])
-					if dec := utf16.DecodeRune(rr, rr1); dec != utf8.RuneError {
-						r += 6
-						dst = utf8.AppendRune(dst, dec)
-						break
-					}
-					rr = utf8.RuneError
-				}
-				dst = utf8.AppendRune(dst, rr)
-			default:
-				return dst, false
-			}
-		case c < utf8.RuneSelf:
-			dst = append(dst, c)
-			r++
-		default:
-			rr, size := utf8.DecodeRune(s[r:])
-			r += size
-			dst = utf8.AppendRune(dst, rr)
+// String token content (RFC 8259 section 7) is decoded to UTF-8 by these
+// rules, which are the ones encoding/json applies:
+//
+//   - \" \\ \/ \b \f \n \r \t each stand for one byte (shortEscape);
+//   - \uXXXX (four hex digits, either case) stands for one UTF-16 code unit
+//     (codeUnit). A high surrogate immediately followed by a \u escape of a
+//     low surrogate is one character beyond U+FFFF (joinSurrogates). Any
+//     other surrogate (a lone high or low one, or a high one followed by
+//     anything else) becomes U+FFFD, and what follows is decoded on its
+//     own;
+//   - a backslash followed by anything else, or \u without four hex
+//     digits, makes the string invalid;
+//   - a byte that is not part of valid UTF-8 becomes U+FFFD, one per byte
+//     (appendValidUTF8).
+//
+// The lexer's scanner (scanString) has already refused unescaped control
+// characters and found the closing quote; the functions below see only
+// the content between the quotes.
+
+// appendUnescaped appends the decoded content raw of a string token to dst.
+// ok is false when raw holds an invalid escape.
+func appendUnescaped(dst, raw []byte) (out []byte, ok bool) {
+	for len(raw) > 0 {
+		plain := bytes.IndexByte(raw, '\\')
+		if plain < 0 {
+			return appendValidUTF8(dst, raw), true
 		}
+		dst = appendValidUTF8(dst, raw[:plain])
+		raw = raw[plain:] // starts with the backslash
+		if len(raw) < 2 {
+			return dst, false
+		}
+		if b, isShort := shortEscape(raw[1]); isShort {
+			dst = append(dst, b)
+			raw = raw[2:]
+			continue
+		}
+		unit, isUnit := codeUnit(raw)
+		if !isUnit {
+			return dst, false
+		}
+		raw = raw[6:]
+		if unit >= surrogateMin && unit <= surrogateMax {
+			next, nextIsUnit := codeUnit(raw)
+			if joined, isPair := joinSurrogates(unit, next); nextIsUnit && isPair {
+				dst = utf8.AppendRune(dst, joined)
+				raw = raw[6:]
+				continue
+			}
+			unit = utf8.RuneError
+		}
+		dst = utf8.AppendRune(dst, unit)
 	}
 	return dst, true
 }
 
-// getu4 decodes \uXXXX at the start of s, or returns -1.
-func getu4(s []byte) rune {
-	if len(s) < 6 || s[0] != '\\' || s[1] != 'u' {
-		return -1
-	}
-	var r rune
-	for _, c := range s[2:6] {
-		switch {
-		case '0' <= c && c <= '9':
-			c = c - '0'
-		case 'a' <= c && c <= 'f':
-			c = c - 'a' + 10
-		case 'A' <= c && c <= 'F':
-			c = c - 'A' + 10
-		default:
-			return -1
+// appendValidUTF8 appends s to dst with every byte that is not part of a
+// valid UTF-8 sequence replaced by U+FFFD.
+func appendValidUTF8(dst, s []byte) []byte {
+	for len(s) > 0 {
+		if s[0] < utf8.RuneSelf {
+			dst = append(dst, s[0])
+			s = s[1:]
+			continue
 		}
-		r = r*16 + rune(c)
+		// An invalid byte decodes as (RuneError, 1); a real U+FFFD as
+		// (RuneError, 3). Both append U+FFFD.
+		r, size := utf8.DecodeRune(s)
+		dst = utf8.AppendRune(dst, r)
+		s = s[size:]
 	}
-	return r
+	return dst
+}
+
+// shortEscape returns the byte that the one-letter escape \c stands for.
+func shortEscape(c byte) (b byte, ok bool) {
+	switch c {
+	case '"', '\\', '/':
+		return c, true
+	case 'b':
+		return '\b', true
+	case 'f':
+		return '\f', true
+	case 'n':
+		return '\n', true
+	case 'r':
+		return '\r', true
+	case 't':
+		return '\t', true
+	}
+	return 0, false
+}
+
+// UTF-16 surrogates: a high one (D800-DBFF) then a low one (DC00-DFFF)
+// encode one code point in U+10000..U+10FFFF.
+const (
+	surrogateMin     = 0xD800
+	lowSurrogateMin  = 0xDC00
+	surrogateMax     = 0xDFFF
+	supplementaryMin = 0x10000
+)
+
+// joinSurrogates returns the code point that the pair (high, low) encodes;
+// ok is false when they are not a high and then a low surrogate.
+func joinSurrogates(high, low rune) (r rune, ok bool) {
+	if high < surrogateMin || high >= lowSurrogateMin || low < lowSurrogateMin || low > surrogateMax {
+		return 0, false
+	}
+	return supplementaryMin + (high-surrogateMin)<<10 + (low - lowSurrogateMin), true
+}
+
+// codeUnit reads the escape \uXXXX at the start of s and returns the code
+// unit it names; ok is false when s does not start with such an escape.
+func codeUnit(s []byte) (unit rune, ok bool) {
+	if len(s) < 6 || s[0] != '\\' || s[1] != 'u' {
+		return 0, false
+	}
+	d3, d2, d1, d0 := hexDigit(s[2]), hexDigit(s[3]), hexDigit(s[4]), hexDigit(s[5])
+	if d3|d2|d1|d0 < 0 {
+		return 0, false
+	}
+	return d3<<12 | d2<<8 | d1<<4 | d0, true
+}
+
+// hexDigit returns the value of the hexadecimal digit c, or -1.
+func hexDigit(c byte) rune {
+	if c >= '0' && c <= '9' {
+		return rune(c - '0')
+	}
+	// Setting bit 0x20 maps 'A'..'F' onto 'a'..'f' and no other byte
+	// there.
+	if lc := c | 0x20; lc >= 'a' && lc <= 'f' {
+		return rune(lc-'a') + 10
+	}
+	return -1
 }
 
 // skipString consumes a string token without keeping it (any length).
@@ -288,20 +341,20 @@ func (l *lexer) skipString() error {
 				if l.pos+1 >= l.end {
 					goto more
 				}
-				switch l.buf[l.pos+1] {
-				case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				if _, isShort := shortEscape(l.buf[l.pos+1]); isShort {
 					l.pos += 2
-				case 'u':
-					if l.pos+6 > l.end {
-						goto more
-					}
-					if getu4(l.buf[l.pos:l.pos+6]) < 0 {
-						return l.errf("invalid \\u escape")
-					}
-					l.pos += 6
-				default:
+					continue
+				}
+				if l.buf[l.pos+1] != 'u' {
 					return l.errf("invalid escape")
 				}
+				if l.pos+6 > l.end {
+					goto more
+				}
+				if _, isUnit := codeUnit(l.buf[l.pos : l.pos+6]); !isUnit {
+					return l.errf("invalid \\u escape")
+				}
+				l.pos += 6
 				continue
 			case c < 0x20:
 				return l.errf("control character 0x%02x in string", c)
@@ -347,46 +400,59 @@ func isNumByte(c byte) bool {
 	return c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'
 }
 
-// validNumber checks RFC 8259 number grammar.
+// validNumber reports whether s is exactly one number of RFC 8259's
+// grammar:
+//
+//	number = [ "-" ] int [ frac ] [ exp ]
+//	int    = "0" / ( digit1-9 *DIGIT )
+//	frac   = "." 1*DIGIT
+//	exp    = ( "e" / "E" ) [ "-" / "+" ] 1*DIGIT
+//
+// Each part consumes its bytes from the front of s; what is left at the end
+// must be nothing.
 func validNumber(s []byte) bool {
-	i := 0
-	if i < len(s) && s[i] == '-' {
-		i++
+	if len(s) > 0 && s[0] == '-' {
+		s = s[1:]
 	}
 	switch {
-	case i < len(s) && s[i] == '0':
-		i++
-	case i < len(s) && s[i] >= '1' && s[i] <= '9':
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
+	case len(s) == 0:
+		return false
+	case s[0] == '0':
+		s = s[1:] // a leading zero stands alone
+	case s[0] >= '1' && s[0] <= '9':
+		s = s[digitRun(s):]
 	default:
 		return false
 	}
-	if i < len(s) && s[i] == '.' {
-		i++
-		d := i
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
-		if i == d {
+	if len(s) > 0 && s[0] == '.' {
+		n := digitRun(s[1:])
+		if n == 0 {
 			return false
 		}
+		s = s[1+n:]
 	}
-	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
-		i++
-		if i < len(s) && (s[i] == '+' || s[i] == '-') {
-			i++
+	if len(s) > 0 && s[0]|0x20 == 'e' { // 'e' or 'E'
+		s = s[1:]
+		if len(s) > 0 && (s[0] == '+' || s[0] == '-') {
+			s = s[1:]
 		}
-		d := i
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
-		if i == d {
+		n := digitRun(s)
+		if n == 0 {
 			return false
 		}
+		s = s[n:]
 	}
-	return i == len(s)
+	return len(s) == 0
+}
+
+// digitRun is the number of ASCII digits at the start of s.
+func digitRun(s []byte) int {
+	for i, c := range s {
+		if c < '0' || c > '9' {
+			return i
+		}
+	}
+	return len(s)
 }
 
 // literal consumes the literal word (true, false, null) at l.pos.

@@ -10,10 +10,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/wharf-s3/wharf/integration/bench"
+	"github.com/wharf-s3/wharf/cmd/wharf/internal/bench"
 )
 
-// runBench is "wharf bench": flags and wiring for package integration/bench.
+// runBench is "wharf bench": flags and wiring for package cmd/wharf/internal/bench.
 func runBench(ctx context.Context, args []string) error {
 	def := bench.DefaultConfig()
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)

@@ -439,20 +439,161 @@ func parseK8sQuantity(q string) (int64, error) {
 	return strconv.ParseInt(q, 10, 64)
 }
 
-// FuzzConfigYAML: any config document either fails to decode with an error
-// or yields a configuration that checkConfig judges without panicking.
+// configDump writes cfg's file-settable options as a config document that
+// sets every one of them (empty lists included).
+func configDump(t testing.TB, cfg serveConfig) []byte {
+	t.Helper()
+	fc := fileConfig{
+		Listen: cfg.Listen, AdminListen: cfg.AdminListen, Store: cfg.StoreURL,
+		Discover: cfg.Discover, Aliases: cfg.Aliases, Rescan: cfg.Rescan, RetireGrace: cfg.RetireGrace,
+		Anonymous: cfg.Anonymous, Keys: cfg.Keys, KeysFile: cfg.KeysFile, CacheBytes: yamlBytes(cfg.CacheBytes),
+		IndexCacheDir: cfg.IndexCacheDir, VirtualHostBase: cfg.VirtualHostBase, Region: cfg.Region,
+		LogFormat: cfg.LogFormat, ShutdownTimeout: cfg.ShutdownTimeout, MaxInflightPerKey: cfg.MaxInflightPerKey,
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout, ReadTimeout: cfg.ReadTimeout, IdleTimeout: cfg.IdleTimeout,
+		MaxHeaderBytes: yamlBytes(cfg.MaxHeaderBytes),
+	}
+	fc.S3.Endpoint, fc.S3.Region, fc.S3.PathStyle = cfg.S3.Endpoint, cfg.S3.Region, cfg.S3.PathStyle
+	for _, a := range cfg.Archives {
+		fc.Archives = append(fc.Archives, struct {
+			Name     string `yaml:"name"`
+			Manifest string `yaml:"manifest"`
+		}{a.Name, a.ManifestURL})
+	}
+	// Lists are written even when empty, so the dump overrides them too.
+	if fc.Archives == nil {
+		fc.Archives = []struct {
+			Name     string `yaml:"name"`
+			Manifest string `yaml:"manifest"`
+		}{}
+	}
+	out, err := yaml.Marshal(fc)
+	if err != nil {
+		t.Fatalf("marshal %+v: %v", fc, err)
+	}
+	return out
+}
+
+// fileSettable is cfg reduced to what a config file can set, with empty
+// lists as nil, for comparisons.
+func fileSettable(cfg serveConfig) serveConfig {
+	out := serveConfig{
+		Listen: cfg.Listen, AdminListen: cfg.AdminListen, StoreURL: cfg.StoreURL,
+		Rescan: cfg.Rescan, RetireGrace: cfg.RetireGrace, Anonymous: cfg.Anonymous, KeysFile: cfg.KeysFile,
+		CacheBytes: cfg.CacheBytes, IndexCacheDir: cfg.IndexCacheDir, VirtualHostBase: cfg.VirtualHostBase,
+		Region: cfg.Region, LogFormat: cfg.LogFormat, ShutdownTimeout: cfg.ShutdownTimeout,
+		MaxInflightPerKey: cfg.MaxInflightPerKey, ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+		ReadTimeout: cfg.ReadTimeout, IdleTimeout: cfg.IdleTimeout, MaxHeaderBytes: cfg.MaxHeaderBytes,
+	}
+	out.S3.Endpoint, out.S3.Region, out.S3.PathStyle = cfg.S3.Endpoint, cfg.S3.Region, cfg.S3.PathStyle
+	if len(cfg.Archives) > 0 {
+		out.Archives = cfg.Archives
+	}
+	if len(cfg.Discover) > 0 {
+		out.Discover = cfg.Discover
+	}
+	if len(cfg.Aliases) > 0 {
+		out.Aliases = cfg.Aliases
+	}
+	for _, k := range cfg.Keys {
+		if len(k.Buckets) == 0 {
+			k.Buckets = nil
+		}
+		out.Keys = append(out.Keys, k)
+	}
+	return out
+}
+
+// configBase is a starting configuration in which every file-settable
+// option differs from the defaults, and (between variant 0 and 1) from
+// each other, so that an option the decoder fails to apply shows.
+func configBase(variant int) serveConfig {
+	v := strconv.Itoa(variant)
+	d := time.Duration(1000 + variant)
+	c := defaultServeConfig()
+	c.Listen, c.AdminListen, c.StoreURL = "base"+v+".invalid:1", "base"+v+".invalid:2", "file:///base"+v
+	c.S3.Endpoint, c.S3.Region, c.S3.PathStyle = "http://base"+v+".invalid", "base-region-"+v, variant == 0
+	c.Archives = []serveArchive{{Name: "base" + v, ManifestURL: "s3://base/" + v}}
+	c.Discover = []string{"s3://base/discover" + v}
+	c.Aliases = []serveAlias{{Name: "alias" + v, Target: "s3://base/" + v + "@latest"}}
+	c.Rescan, c.RetireGrace, c.ShutdownTimeout = d, d+1, d+2
+	c.ReadHeaderTimeout, c.ReadTimeout, c.IdleTimeout = d+3, d+4, d+5
+	c.Anonymous = variant == 1
+	c.Keys = []auth.Key{{AccessKey: "BASE" + v, SecretKey: "base-secret-" + v}}
+	c.KeysFile, c.IndexCacheDir, c.VirtualHostBase = "/base/keys"+v, "/base/cache"+v, "base"+v+".invalid"
+	c.Region, c.LogFormat = "base-"+v, "base-format-"+v
+	c.CacheBytes, c.MaxInflightPerKey, c.MaxHeaderBytes = 7001+int64(variant), 7+variant, 9001+variant
+	return c
+}
+
+// checkConfigRoundTrip: a document that applies to the defaults gives a
+// configuration that, written out whole and applied onto two different
+// starting configurations, comes back unchanged: every option lands in
+// its own field and none is dropped. And checkConfig judges the copies as
+// it judges the original.
+func checkConfigRoundTrip(t testing.TB, data []byte) {
+	t.Helper()
+	cfg := defaultServeConfig()
+	if err := applyConfigYAML(data, &cfg); err != nil {
+		t.Fatalf("the document does not apply: %v", err)
+	}
+	cfg.KeysFile = "" // checkConfig must never read arbitrary paths
+	_, wantErr := cfg.checkConfig()
+	dump := configDump(t, cfg)
+	for variant := range 2 {
+		got := configBase(variant)
+		if err := applyConfigYAML(dump, &got); err != nil {
+			t.Fatalf("the written-out configuration does not apply: %v\n%s", err, dump)
+		}
+		if g, w := fileSettable(got), fileSettable(cfg); !reflect.DeepEqual(g, w) {
+			t.Fatalf("round trip onto base %d changed the configuration\n got  %+v\n want %+v\ndocument:\n%s", variant, g, w, dump)
+		}
+		if _, err := got.checkConfig(); fmt.Sprint(err) != fmt.Sprint(wantErr) {
+			t.Fatalf("checkConfig: %v for the original, %v for its round trip", wantErr, err)
+		}
+	}
+}
+
+func TestConfigDumpRoundTrip(t *testing.T) {
+	for _, doc := range []string{
+		strings.ReplaceAll(fullConfigYAML, "KEYS_FILE", "/etc/wharf/keys"),
+		"",
+		"store: s3://\ndiscover: [s3://a/b]\n",
+		"archives: []\nkeys: []\nrescan: 0s\n",
+		"listen: null\ncache_bytes: 1KiB\n",
+	} {
+		checkConfigRoundTrip(t, []byte(doc))
+	}
+}
+
+// FuzzConfigYAML: for any document, applyConfigYAML either fails with an
+// error that points at the problem (a line, or the option's name), or
+// yields a configuration that round-trips (checkConfigRoundTrip).
 func FuzzConfigYAML(f *testing.F) {
 	f.Add([]byte(fullConfigYAML))
 	f.Add([]byte("store: s3://\ndiscover: [s3://a/b]\n"))
 	f.Add([]byte("aliases: [{name: x, target: s3://a/b@latest}]\ncache_bytes: 1KiB\n"))
 	f.Add([]byte("cache_bytes: [1]\n"))
 	f.Add([]byte("archives: [{name: '', manifest: x}]\n"))
+	f.Add([]byte("max_header_bytes: 2GiB\n"))
+	f.Add([]byte("keys: [{access_key: a, secret_key: b, buckets: []}]\nrescan: -1s\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg := defaultServeConfig()
-		if err := applyConfigYAML(data, &cfg); err != nil {
+		err := applyConfigYAML(data, &cfg)
+		if err == nil {
+			checkConfigRoundTrip(t, data)
 			return
 		}
-		cfg.KeysFile = "" // never read arbitrary paths
-		_, _ = cfg.checkConfig()
+		// A document that is not YAML at all may fail in the parser's
+		// own words; one that is YAML but not a valid configuration must
+		// name the line or the option.
+		var node yaml.Node
+		if yaml.Unmarshal(data, &node) != nil {
+			return
+		}
+		msg := err.Error()
+		if strings.Contains(msg, "line ") || strings.Contains(msg, "archives[") || strings.Contains(msg, "max_header_bytes") {
+			return
+		}
+		t.Fatalf("error %q names neither a line nor an option\n%s", msg, data)
 	})
 }

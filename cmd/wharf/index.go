@@ -26,7 +26,7 @@ func runIndex(ctx context.Context, args []string) error {
 
 func indexCmd(ctx context.Context, args []string, out io.Writer) error {
 	if len(args) == 0 {
-		return errors.New(indexUsage)
+		return fmt.Errorf("missing index command (build or show)\n%s", indexUsage)
 	}
 	switch args[0] {
 	case "build":

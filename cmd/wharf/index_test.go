@@ -14,6 +14,7 @@ import (
 	"github.com/wharf-s3/wharf/archiveview"
 	"github.com/wharf-s3/wharf/archiveview/cargopack"
 	"github.com/wharf-s3/wharf/backend"
+	"github.com/wharf-s3/wharf/backend/faults"
 )
 
 // TestIndexCommand builds an index of a cargopack archive with the CLI
@@ -47,7 +48,7 @@ func TestIndexCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := backend.NewFaulty(backend.NewFileStore(dir), backend.FaultConfig{})
+	store := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{})
 	a, err := archiveview.OpenIndex(context.Background(), store, f, archiveview.Options{Name: "served"})
 	f.Close()
 	if err != nil {

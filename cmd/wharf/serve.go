@@ -74,7 +74,7 @@ type serveConfig struct {
 	IdleTimeout       time.Duration // an idle keep-alive connection; default 2m
 	MaxHeaderBytes    int           // request line plus headers; default 64 KiB
 
-	// Test hooks: wrapStore wraps the opened store (backend.NewFaulty);
+	// Test hooks: wrapStore wraps the opened store (faults.NewFaulty);
 	// rescanNow triggers a rescan like SIGHUP; scanned is called after
 	// every rescan with its error.
 	wrapStore func(backend.Store) backend.Store

@@ -26,6 +26,7 @@ import (
 	"github.com/wharf-s3/wharf/archiveview/cargopack"
 	"github.com/wharf-s3/wharf/archiveview/catalog"
 	"github.com/wharf-s3/wharf/backend"
+	"github.com/wharf-s3/wharf/backend/faults"
 )
 
 // packServeTree writes a small archive with our own writer into a temp
@@ -354,7 +355,7 @@ func TestServeDiscoverAndAlias(t *testing.T) {
 	v2 := bytes.Repeat([]byte("version two!\n"), 6000)
 	lake.pack(t, nil, map[string][]byte{"v.txt": v1}, cargopack.Options{Prefix: "rel", UploadID: "v1", Created: now.Add(-time.Hour)})
 
-	var faulty *backend.Faulty
+	var faulty *faults.Faulty
 	rescan := make(chan struct{})
 	scanned := make(chan error, 4)
 	addr, admin, logs, stop := startServe(t, serveConfig{
@@ -362,7 +363,7 @@ func TestServeDiscoverAndAlias(t *testing.T) {
 		Discover: []string{"s3://lake/base"}, Aliases: []serveAlias{{Name: "current", Target: "s3://lake/rel@latest"}},
 		Anonymous: true, CacheBytes: 16 << 20, RetireGrace: 10 * time.Millisecond,
 		wrapStore: func(s backend.Store) backend.Store {
-			faulty = backend.NewFaulty(s, backend.FaultConfig{})
+			faulty = faults.NewFaulty(s, faults.FaultConfig{})
 			return faulty
 		},
 		rescanNow: rescan, scanned: func(err error) { scanned <- err },

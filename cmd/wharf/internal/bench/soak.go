@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -22,8 +21,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
@@ -33,6 +30,7 @@ import (
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
 	"github.com/wharf-s3/wharf/auth"
 	"github.com/wharf-s3/wharf/backend"
+	"github.com/wharf-s3/wharf/backend/faults"
 	"github.com/wharf-s3/wharf/s3api"
 )
 
@@ -45,9 +43,14 @@ type SoakConfig struct {
 	FaultRate   float64 // probability that a backend request is faulted
 	CacheBytes  int64
 	Seed        uint64
+	TempDir     string // where the backing directory is made; "" = os.TempDir()
 	Command     string
 	Progress    io.Writer
 }
+
+// errSoakInternal is the soak's injected non-retryable store failure, which
+// wharf answers with 500 InternalError.
+var errSoakInternal = errors.New("injected internal store error")
 
 // DefaultSoakConfig is what "wharf bench --soak" runs.
 func DefaultSoakConfig() SoakConfig {
@@ -81,13 +84,19 @@ type soakArchive struct {
 	keys   []string
 }
 
-// Soak runs the load test: a backing S3 (gofakes3) behind HTTP-level faults
-// (503/SlowDown, resets mid-body, truncation, ignored and shifted ranges,
-// latency spikes) read through backend.S3Store (retries, resumes), plus
-// silent bit flips injected below wharf's checksums; wharf's real s3api
-// handler on loopback; and Clients aws-sdk-go-v2 clients making random
-// ranged and full reads and listings across several archives. Every byte is
-// compared with the source.
+// Soak runs the load test. The backing store is a local directory
+// (backend.FileStore) behind faults.Faulty, which injects store faults into
+// a FaultRate share of the backend reads (errors that map to 503 SlowDown
+// and 500 InternalError, resets and truncation mid-body, ranged reads
+// answered with the whole object, 50 ms latency spikes) and silent bit
+// flips below wharf's checksums into FaultRate/4 of the ranged reads.
+// wharf's real archiveview and s3api handler serve several archives of
+// different shapes on loopback, and Clients aws-sdk-go-v2 clients make
+// random ranged and full reads and listings. Every byte is compared with the
+// source: a response may fail, but one that completes must be exact.
+//
+// S3Store's own retries and resumes under HTTP faults are not part of the
+// soak; backend's tests drive them against a real S3 protocol server.
 func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 	logf := func(format string, args ...any) {
 		if cfg.Progress != nil {
@@ -99,72 +108,13 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 	rep.GoroutinesBefore = runtime.NumGoroutine()
 	rep.FDsBefore = countFDs()
 
-	// Backing S3: gofakes3 in memory, behind HTTP faults.
-	var faulting atomic.Bool
-	var backendFaults atomic.Int64
-	hookRNG := rand.New(rand.NewPCG(cfg.Seed, 11))
-	var hookMu sync.Mutex
-	faker := gofakes3.New(s3mem.New())
-	fh := backend.FaultyHTTP(faker.Server(), func(r backend.HTTPRequest) backend.HTTPFault {
-		if !faulting.Load() || r.Method != http.MethodGet {
-			return backend.HTTPFault{}
-		}
-		hookMu.Lock()
-		p := hookRNG.Float64()
-		k := hookRNG.IntN(7)
-		after := int64(hookRNG.IntN(64 << 10))
-		hookMu.Unlock()
-		if p >= cfg.FaultRate {
-			return backend.HTTPFault{}
-		}
-		backendFaults.Add(1)
-		switch k {
-		case 0:
-			return backend.HTTPFault{Action: backend.HTTPError, Status: 503, Code: "SlowDown"}
-		case 1:
-			return backend.HTTPFault{Action: backend.HTTPError, Status: 500}
-		case 2:
-			return backend.HTTPFault{Action: backend.HTTPReset, After: after}
-		case 3:
-			return backend.HTTPFault{Action: backend.HTTPTruncate, After: after}
-		case 4:
-			if r.Range == "" {
-				return backend.HTTPFault{Action: backend.HTTPPass, Delay: 50 * time.Millisecond}
-			}
-			return backend.HTTPFault{Action: backend.HTTPIgnoreRange}
-		case 5:
-			if r.Range == "" {
-				return backend.HTTPFault{Action: backend.HTTPPass, Delay: 50 * time.Millisecond}
-			}
-			return backend.HTTPFault{Action: backend.HTTPShiftRange, After: 1 + after}
-		default:
-			return backend.HTTPFault{Action: backend.HTTPPass, Delay: 50 * time.Millisecond}
-		}
-	})
-	s3ln, err := net.Listen("tcp", "127.0.0.1:0")
+	dir, err := os.MkdirTemp(cfg.TempDir, "wharf-soak-")
 	if err != nil {
 		return nil, err
 	}
-	// The fault middleware hijacks and resets connections; the server's
-	// complaints about writes on them are expected noise.
-	s3srv := &http.Server{Handler: fh, ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
-	go s3srv.Serve(s3ln)
-	defer s3srv.Close()
-	endpoint := "http://" + s3ln.Addr().String()
-	tr := &http.Transport{MaxIdleConnsPerHost: 256, DisableCompression: true}
-	defer tr.CloseIdleConnections()
-	setup := s3.New(s3.Options{
-		BaseEndpoint: aws.String(endpoint), Region: "us-east-1", UsePathStyle: true,
-		Credentials:                aws.AnonymousCredentials{},
-		HTTPClient:                 &http.Client{Transport: tr},
-		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
-		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
-	})
-	if _, err := setup.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("backing")}); err != nil {
-		return nil, fmt.Errorf("soak: create backing bucket: %w", err)
-	}
+	defer os.RemoveAll(dir)
 
-	// Archives of several shapes.
+	// Archives of several shapes, written to the backing directory.
 	mtime := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
 	shapes := []struct {
 		name string
@@ -187,7 +137,7 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 		src := sh.src()
 		opt := sh.opt
 		opt.Bucket, opt.Prefix, opt.UploadID, opt.Created = "backing", "soak", "soak-"+sh.name, mtime
-		res, err := cargopack.Write(ctx, cargopack.S3Sink(setup), cargopack.FromMap(src, mtime), opt)
+		res, err := cargopack.Write(ctx, cargopack.DirSink(dir), cargopack.FromMap(src, mtime), opt)
 		if err != nil {
 			return nil, fmt.Errorf("soak: pack %s: %w", sh.name, err)
 		}
@@ -202,34 +152,53 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 	}
 	rep.Archives = len(archives)
 
-	// wharf: S3Store → silent flips → instrumented → archiveview → s3api.
-	store, err := backend.NewS3Store(ctx, backend.S3Config{
-		Endpoint: endpoint, Region: "us-east-1", PathStyle: true, Anonymous: true,
-		MaxBackoff: 200 * time.Millisecond,
-	})
-	if err != nil {
-		return nil, err
-	}
-	flipRNG := rand.New(rand.NewPCG(cfg.Seed, 13))
-	var flipMu sync.Mutex
-	flips := backend.NewFaulty(store, backend.FaultConfig{Hook: func(r backend.Request) backend.Fault {
-		if !faulting.Load() || r.Op != "range" || r.Len <= 0 {
-			return backend.Fault{}
+	// wharf: FileStore → faults → archiveview → s3api. One hook decides
+	// every backend read: a store fault with probability FaultRate, else
+	// (ranged reads only) a silent flip with probability FaultRate/4.
+	var faulting atomic.Bool
+	var backendFaults atomic.Int64
+	hookRNG := rand.New(rand.NewPCG(cfg.Seed, 11))
+	var hookMu sync.Mutex
+	flaky := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{Hook: func(r faults.Request) faults.Fault {
+		if !faulting.Load() || (r.Op != "range" && r.Op != "get") {
+			return faults.Fault{}
 		}
-		flipMu.Lock()
-		defer flipMu.Unlock()
-		if flipRNG.Float64() >= cfg.FaultRate/4 {
-			return backend.Fault{}
+		hookMu.Lock()
+		defer hookMu.Unlock()
+		p, k := hookRNG.Float64(), hookRNG.IntN(6)
+		after := int64(hookRNG.IntN(64 << 10))
+		if p >= cfg.FaultRate {
+			if r.Op == "range" && r.Len > 0 && hookRNG.Float64() < cfg.FaultRate/4 {
+				backendFaults.Add(1)
+				return faults.Fault{Kind: faults.FaultFlip, FlipAt: []int64{r.Off + hookRNG.Int64N(r.Len)}}
+			}
+			return faults.Fault{}
 		}
 		backendFaults.Add(1)
-		return backend.Fault{Kind: backend.FaultFlip, FlipAt: []int64{r.Off + flipRNG.Int64N(r.Len)}}
+		switch k {
+		case 0:
+			return faults.Fault{Kind: faults.FaultError} // unavailable: 503 SlowDown
+		case 1:
+			return faults.Fault{Kind: faults.FaultError, Err: errSoakInternal} // 500 InternalError
+		case 2:
+			return faults.Fault{Kind: faults.FaultReset, After: after}
+		case 3:
+			return faults.Fault{Kind: faults.FaultTruncate, After: after}
+		case 4:
+			if r.Op == "range" {
+				return faults.Fault{Kind: faults.FaultIgnoreRange}
+			}
+			return faults.Fault{Delay: 50 * time.Millisecond}
+		default:
+			return faults.Fault{Delay: 50 * time.Millisecond}
+		}
 	}})
 	reg := prometheus.NewRegistry()
 	avm := chunkio.NewMetrics(reg)
 	cache := chunkio.NewFrameCache(cfg.CacheBytes)
 	served := map[string]*archiveview.Archive{}
 	for name, key := range manifests {
-		a, err := archiveview.Open(ctx, flips, "backing", key, archiveview.Options{Name: name, Cache: cache, Metrics: avm})
+		a, err := archiveview.Open(ctx, flaky, "backing", key, archiveview.Options{Name: name, Cache: cache, Metrics: avm})
 		if err != nil {
 			for _, o := range served {
 				o.Close()
@@ -263,7 +232,7 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 	logf("%d archives, %d objects; %d clients for %v (cap %d requests), fault rate %.3f, cache %d MiB",
 		len(archives), rep.Objects, cfg.Clients, cfg.Duration, cfg.MaxRequests, cfg.FaultRate, cfg.CacheBytes>>20)
 	faulting.Store(true)
-	flips.Reset()
+	flaky.Reset()
 	runCtx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	var reqs, served64, wrong atomic.Int64
 	var errMu sync.Mutex
@@ -325,7 +294,7 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 	rep.Bytes = served64.Load()
 	rep.WrongBytes = wrong.Load()
 	rep.PeakRSS = procStatus("VmHWM")
-	rep.BackendRequests = flips.Requests("")
+	rep.BackendRequests = flaky.Requests("")
 	rep.BackendFaults = backendFaults.Load()
 	rep.ChecksumFailures = int64(counterValue(reg, "wharf_checksum_failures_total"))
 
@@ -335,8 +304,6 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 	for _, a := range served {
 		a.Close()
 	}
-	s3srv.Close()
-	tr.CloseIdleConnections()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		runtime.GC()
@@ -352,7 +319,8 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 		fmt.Sprintf("date: %s", time.Now().UTC().Format(time.RFC3339)),
 		fmt.Sprintf("machine: %s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version()),
 		fmt.Sprintf("%d archives (framed, plain tar, split + sub-frames, unframed stream, direct), %d objects", rep.Archives, rep.Objects),
-		fmt.Sprintf("%d clients, %v, fault rate %.3f per backend GET (HTTP 503/500, reset, truncation, ignored and shifted ranges, 50 ms spikes) plus silent bit flips at %.4f per range read", cfg.Clients, cfg.Duration, cfg.FaultRate, cfg.FaultRate/4),
+		"backing store: local directory behind faults.Faulty (store faults, not HTTP: S3Store's retries are not exercised here)",
+		fmt.Sprintf("%d clients, %v, fault rate %.3f per backend read (unavailable, internal error, reset and truncation mid-body, ignored range, 50 ms spikes) plus silent bit flips in %.4f of the range reads", cfg.Clients, cfg.Duration, cfg.FaultRate, cfg.FaultRate*(1-cfg.FaultRate)/4),
 	}
 	return rep, nil
 }
@@ -509,7 +477,7 @@ func (r *SoakReport) WriteMarkdown(w io.Writer) {
 	fmt.Fprintf(w, "| backend requests / faults injected | %d / %d |\n", r.BackendRequests, r.BackendFaults)
 	fmt.Fprintf(w, "| checksum failures caught (wharf_checksum_failures_total) | %d |\n", r.ChecksumFailures)
 	fmt.Fprintf(w, "| latency p50 / p99 | %v / %v |\n", r.P50.Round(time.Microsecond), r.P99.Round(time.Microsecond))
-	fmt.Fprintf(w, "| RSS before load / peak (VmHWM, whole process incl. in-memory backing S3 and sources) | %d MB / %d MB |\n", r.BaseRSS>>20, r.PeakRSS>>20)
+	fmt.Fprintf(w, "| RSS before load / peak (VmHWM, whole process incl. the clients and the sources they compare against) | %d MB / %d MB |\n", r.BaseRSS>>20, r.PeakRSS>>20)
 	fmt.Fprintf(w, "| frame cache budget | %d MB |\n", r.CacheBudget>>20)
 	fmt.Fprintf(w, "| goroutines before / after | %d / %d |\n", r.GoroutinesBefore, r.GoroutinesAfter)
 	fmt.Fprintf(w, "| file descriptors before / after | %d / %d |\n", r.FDsBefore, r.FDsAfter)

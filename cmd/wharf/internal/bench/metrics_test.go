@@ -49,7 +49,7 @@ func metricValue(t *testing.T, g prometheus.Gatherer, name string, labels map[st
 
 // TestMetricsMatchCountingBackend walks an archive through the real s3api
 // handler and checks every issue-5 metric against what the counting backend
-// wrapper (backend.Faulty) and the source tree say happened.
+// wrapper (faults.Faulty) and the source tree say happened.
 func TestMetricsMatchCountingBackend(t *testing.T) {
 	ctx := context.Background()
 	cfg := DefaultConfig()

@@ -1,4 +1,28 @@
-package backend
+// Package faults is a test layer for wharf's storage: it puts a modelled
+// network and chosen failures between wharf and its bytes. It is used by
+// tests and by "wharf bench" (S3-like latency and bandwidth, and the soak's
+// injected faults); the serving path never builds one.
+//
+// Two wrappers, both safe for concurrent use:
+//
+//   - Faulty wraps a backend.Store. It adds first-byte latency to every
+//     request and caps each body stream at a bandwidth (a model of S3's
+//     per-connection throughput), optionally also all streams together. It
+//     counts requests by operation and body bytes handed to readers exactly,
+//     keeps a log of every request, and applies the Fault a hook chooses:
+//     an error before any body, a body truncated or reset after N bytes,
+//     flipped bytes (silent corruption) or a ranged read answered with the
+//     whole object. Errors are *backend.Error values wrapping the backend
+//     sentinels, exactly as a real store reports them.
+//   - FaultyHTTP wraps an S3 server's http.Handler (gofakes3 in tests) and
+//     applies the HTTPFault a hook chooses to real protocol traffic: S3
+//     error documents, connection resets and truncation mid-body, stalls,
+//     ignored or shifted ranges and over-long bodies, so that S3Store's
+//     retries, resumes and checks are tested against the wire.
+//
+// A hook sees each request (with a sequence number) and returns the fault
+// for it; the zero Fault or HTTPFault passes the request through unchanged.
+package faults
 
 import (
 	"context"
@@ -8,6 +32,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/wharf-s3/wharf/backend"
 )
 
 // Request is one store request as Faulty sees it and logs it.
@@ -27,30 +53,30 @@ const (
 	// NoFault passes the request through (Fault.Delay still applies).
 	NoFault FaultKind = iota
 	// FaultError fails the request before any body with Fault.Err
-	// (nil = ErrUnavailable, as for a 503 SlowDown).
+	// (nil = backend.ErrUnavailable, as for a 503 SlowDown).
 	FaultError
 	// FaultTruncate ends the body after Fault.After bytes: the reader then
-	// returns an error wrapping ErrBadResponse, as a store reader does for a
-	// short body.
+	// returns an error wrapping backend.ErrBadResponse, as a store reader
+	// does for a short body.
 	FaultTruncate
 	// FaultReset fails the body after Fault.After bytes with an error
-	// wrapping ErrUnavailable, as for a connection reset mid-body.
+	// wrapping backend.ErrUnavailable, as for a connection reset mid-body.
 	FaultReset
 	// FaultFlip XORs 0xFF into the bytes at the object offsets in
 	// Fault.FlipAt that the body covers. Nothing reports it: this is the
 	// silent corruption that checksums above the store must catch.
 	FaultFlip
 	// FaultIgnoreRange acts as a store that answered a ranged read with the
-	// whole object from byte 0. A real Store must never pass that on, so
-	// ReadRange fails with ErrBadResponse exactly as S3Store does. Only
-	// "range" requests are affected.
+	// whole object from byte 0. A real store must never pass that on, so
+	// ReadRange fails with backend.ErrBadResponse exactly as
+	// backend.S3Store does. Only "range" requests are affected.
 	FaultIgnoreRange
 )
 
 // Fault is what the hook decides for one request.
 type Fault struct {
 	Kind   FaultKind
-	Err    error   // FaultError: the error to wrap (nil = ErrUnavailable)
+	Err    error   // FaultError: the error to wrap (nil = backend.ErrUnavailable)
 	After  int64   // FaultTruncate, FaultReset: body bytes delivered first
 	FlipAt []int64 // FaultFlip: object offsets to corrupt
 	// Delay is added to FaultConfig.Latency before the response (a latency
@@ -73,15 +99,16 @@ type FaultConfig struct {
 	Hook func(Request) Fault
 }
 
-// Faulty wraps a Store for tests and "wharf bench": it counts requests and
-// body bytes exactly, logs every request, adds latency and bandwidth limits,
-// and injects the faults a hook chooses. It is safe for concurrent use.
+// Faulty wraps a backend.Store for tests and "wharf bench": it counts
+// requests and body bytes exactly, logs every request, adds latency and
+// bandwidth limits, and injects the faults a hook chooses. It is safe for
+// concurrent use.
 //
 // Counters: every call is one request (also those failed by a fault), by
 // Op; BytesReturned counts body bytes actually handed to readers (after
 // truncation, so a truncated body counts what was delivered).
 type Faulty struct {
-	inner Store
+	inner backend.Store
 	cfg   FaultConfig
 	total *limiter
 
@@ -94,7 +121,7 @@ type Faulty struct {
 }
 
 // NewFaulty wraps inner.
-func NewFaulty(inner Store, cfg FaultConfig) *Faulty {
+func NewFaulty(inner backend.Store, cfg FaultConfig) *Faulty {
 	f := &Faulty{inner: inner, cfg: cfg, hook: cfg.Hook, byOp: map[string]int64{}}
 	if cfg.TotalBandwidth > 0 {
 		f.total = &limiter{rate: cfg.TotalBandwidth}
@@ -158,18 +185,18 @@ func (f *Faulty) begin(ctx context.Context, req Request) (Fault, error) {
 		fault = hook(req)
 	}
 	if err := sleepCtx(ctx, f.cfg.Latency+fault.Delay); err != nil {
-		return fault, &Error{Op: req.Op, Bucket: req.Bucket, Key: req.Key, Err: err}
+		return fault, &backend.Error{Op: req.Op, Bucket: req.Bucket, Key: req.Key, Err: err}
 	}
 	if fault.Kind == FaultError {
 		err := fault.Err
 		if err == nil {
-			err = ErrUnavailable
+			err = backend.ErrUnavailable
 		}
-		var be *Error
+		var be *backend.Error
 		if errors.As(err, &be) {
 			return fault, err
 		}
-		return fault, &Error{Op: req.Op, Bucket: req.Bucket, Key: req.Key, Err: fmt.Errorf("%w (injected)", err)}
+		return fault, &backend.Error{Op: req.Op, Bucket: req.Bucket, Key: req.Key, Err: fmt.Errorf("%w (injected)", err)}
 	}
 	return fault, nil
 }
@@ -180,16 +207,16 @@ func (f *Faulty) addBytes(n int) {
 	f.mu.Unlock()
 }
 
-// ReadRange implements Store.
-func (f *Faulty) ReadRange(ctx context.Context, bucket, key string, off, length int64, ifMatch string) (io.ReadCloser, ObjectInfo, error) {
+// ReadRange implements backend.Store.
+func (f *Faulty) ReadRange(ctx context.Context, bucket, key string, off, length int64, ifMatch string) (io.ReadCloser, backend.ObjectInfo, error) {
 	fault, err := f.begin(ctx, Request{Op: "range", Bucket: bucket, Key: key, Off: off, Len: length})
 	if err != nil {
-		return nil, ObjectInfo{}, err
+		return nil, backend.ObjectInfo{}, err
 	}
 	if fault.Kind == FaultIgnoreRange {
-		return nil, ObjectInfo{}, &Error{Op: "range", Bucket: bucket, Key: key,
+		return nil, backend.ObjectInfo{}, &backend.Error{Op: "range", Bucket: bucket, Key: key,
 			Err: fmt.Errorf("%w: status 200 for Range bytes=%d-%d: the store ignored the range (injected)",
-				ErrBadResponse, off, off+length-1)}
+				backend.ErrBadResponse, off, off+length-1)}
 	}
 	rc, info, err := f.inner.ReadRange(ctx, bucket, key, off, length, ifMatch)
 	if err != nil {
@@ -198,11 +225,11 @@ func (f *Faulty) ReadRange(ctx context.Context, bucket, key string, off, length 
 	return f.wrap(ctx, rc, fault, "range", bucket, key, off, length), info, nil
 }
 
-// Get implements Store.
-func (f *Faulty) Get(ctx context.Context, bucket, key string) (io.ReadCloser, ObjectInfo, error) {
+// Get implements backend.Store.
+func (f *Faulty) Get(ctx context.Context, bucket, key string) (io.ReadCloser, backend.ObjectInfo, error) {
 	fault, err := f.begin(ctx, Request{Op: "get", Bucket: bucket, Key: key})
 	if err != nil {
-		return nil, ObjectInfo{}, err
+		return nil, backend.ObjectInfo{}, err
 	}
 	rc, info, err := f.inner.Get(ctx, bucket, key)
 	if err != nil {
@@ -211,17 +238,17 @@ func (f *Faulty) Get(ctx context.Context, bucket, key string) (io.ReadCloser, Ob
 	return f.wrap(ctx, rc, fault, "get", bucket, key, 0, info.Size), info, nil
 }
 
-// Stat implements Store.
-func (f *Faulty) Stat(ctx context.Context, bucket, key string) (ObjectInfo, error) {
+// Stat implements backend.Store.
+func (f *Faulty) Stat(ctx context.Context, bucket, key string) (backend.ObjectInfo, error) {
 	if _, err := f.begin(ctx, Request{Op: "stat", Bucket: bucket, Key: key}); err != nil {
-		return ObjectInfo{}, err
+		return backend.ObjectInfo{}, err
 	}
 	return f.inner.Stat(ctx, bucket, key)
 }
 
-// List implements Store. One List call is one request, whatever the number
-// of pages the inner store fetches.
-func (f *Faulty) List(ctx context.Context, bucket, prefix string, fn func(ObjectInfo) error) error {
+// List implements backend.Store. One List call is one request, whatever
+// the number of pages the inner store fetches.
+func (f *Faulty) List(ctx context.Context, bucket, prefix string, fn func(backend.ObjectInfo) error) error {
 	if _, err := f.begin(ctx, Request{Op: "list", Bucket: bucket, Key: prefix}); err != nil {
 		return err
 	}
@@ -253,11 +280,11 @@ func (r *faultyReader) Read(p []byte) (int, error) {
 	cut := (r.fault.Kind == FaultTruncate || r.fault.Kind == FaultReset) && r.fault.After < r.want
 	if cut && r.pos >= r.fault.After {
 		if r.fault.Kind == FaultTruncate {
-			return 0, &Error{Op: r.op, Bucket: r.bucket, Key: r.key,
-				Err: fmt.Errorf("%w: body ended after %d of %d bytes (injected truncation)", ErrBadResponse, r.pos, r.want)}
+			return 0, &backend.Error{Op: r.op, Bucket: r.bucket, Key: r.key,
+				Err: fmt.Errorf("%w: body ended after %d of %d bytes (injected truncation)", backend.ErrBadResponse, r.pos, r.want)}
 		}
-		return 0, &Error{Op: r.op, Bucket: r.bucket, Key: r.key,
-			Err: fmt.Errorf("%w: connection reset after %d of %d bytes (injected)", ErrUnavailable, r.pos, r.want)}
+		return 0, &backend.Error{Op: r.op, Bucket: r.bucket, Key: r.key,
+			Err: fmt.Errorf("%w: connection reset after %d of %d bytes (injected)", backend.ErrUnavailable, r.pos, r.want)}
 	}
 	if cut && int64(len(p)) > r.fault.After-r.pos {
 		p = p[:r.fault.After-r.pos]
@@ -275,7 +302,7 @@ func (r *faultyReader) Read(p []byte) (int, error) {
 		r.pos += int64(n)
 		r.f.addBytes(n)
 		if werr := r.throttle(n); werr != nil && err == nil {
-			err = &Error{Op: r.op, Bucket: r.bucket, Key: r.key, Err: werr}
+			err = &backend.Error{Op: r.op, Bucket: r.bucket, Key: r.key, Err: werr}
 		}
 	}
 	return n, err

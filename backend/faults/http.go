@@ -1,4 +1,4 @@
-package backend
+package faults
 
 import (
 	"encoding/xml"
@@ -274,7 +274,7 @@ func (c *cutWriter) cutNow() {
 func hijackClose(w http.ResponseWriter, reset bool) {
 	hj, ok := w.(http.Hijacker)
 	if !ok {
-		panic("backend.FaultyHTTP: the server's ResponseWriter cannot be hijacked")
+		panic("faults.FaultyHTTP: the server's ResponseWriter cannot be hijacked")
 	}
 	conn, _, err := hj.Hijack()
 	if err != nil {

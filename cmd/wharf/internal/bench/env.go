@@ -1,9 +1,12 @@
-// Package bench is wharf's reproducible benchmark harness, behind
-// "wharf bench". It needs no cloud account: the backing store is a local
-// directory behind backend.Faulty, which adds S3-like first-byte latency (and
-// an optional bandwidth cap) and counts every request and byte exactly. wharf
-// itself runs in-process as the real s3api handler on a loopback listener,
-// and the clients are aws-sdk-go-v2.
+// Package bench is wharf's reproducible benchmark harness and load test,
+// behind "wharf bench" and "wharf bench --soak". It needs no cloud account
+// and no S3 server: the backing store is a local directory
+// (backend.FileStore) behind faults.Faulty, which adds S3-like first-byte
+// latency (and an optional per-stream bandwidth cap), counts every request
+// and byte exactly and, for the soak, injects store faults and silent bit
+// flips. wharf itself runs in-process as the real s3api handler on a
+// loopback listener, and the clients are aws-sdk-go-v2 (and its transfer
+// manager for the parallel ranged download).
 //
 // Every figure in the report is a count or a ratio measured in the same run:
 // wharf against per-object reads of the same tree from the same store, or
@@ -30,6 +33,7 @@ import (
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
 	"github.com/wharf-s3/wharf/auth"
 	"github.com/wharf-s3/wharf/backend"
+	"github.com/wharf-s3/wharf/backend/faults"
 	"github.com/wharf-s3/wharf/s3api"
 )
 
@@ -59,7 +63,7 @@ func (c *swapCatalog) Buckets() []*archiveview.Archive {
 type env struct {
 	dir     string
 	store   *backend.FileStore
-	faulty  *backend.Faulty // latency + counting, in front of store
+	faulty  *faults.Faulty // latency + counting, in front of store
 	reg     *prometheus.Registry
 	bmet    *backend.Metrics
 	avmet   *chunkio.Metrics
@@ -79,7 +83,7 @@ func newEnv(cfg Config) (*env, error) {
 		return nil, err
 	}
 	e := &env{dir: dir, store: backend.NewFileStore(dir), reg: prometheus.NewRegistry()}
-	e.faulty = backend.NewFaulty(e.store, backend.FaultConfig{Latency: cfg.Latency, Bandwidth: cfg.Bandwidth})
+	e.faulty = faults.NewFaulty(e.store, faults.FaultConfig{Latency: cfg.Latency, Bandwidth: cfg.Bandwidth})
 	e.bmet = backend.NewMetrics(e.reg)
 	e.avmet = chunkio.NewMetrics(e.reg)
 	e.catalog = &swapCatalog{name: "wharf"}

@@ -1,4 +1,4 @@
-package backend
+package faults
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/wharf-s3/wharf/backend"
 )
 
 // faultyFixture is a Faulty over a real FileStore holding bkt/obj.
@@ -29,7 +31,7 @@ func faultyFixture(t *testing.T, cfg FaultConfig) (*Faulty, []byte) {
 			t.Fatal(err)
 		}
 	}
-	return NewFaulty(NewFileStore(dir), cfg), data
+	return NewFaulty(backend.NewFileStore(dir), cfg), data
 }
 
 func TestFaultyCounters(t *testing.T) {
@@ -56,14 +58,14 @@ func TestFaultyCounters(t *testing.T) {
 	if _, err := f.Stat(ctx, "bkt", "obj"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.Stat(ctx, "bkt", "missing"); !errors.Is(err, ErrNotFound) {
+	if _, err := f.Stat(ctx, "bkt", "missing"); !errors.Is(err, backend.ErrNotFound) {
 		t.Fatal(err)
 	}
 	var listed []string
-	if err := f.List(ctx, "bkt", "l", func(oi ObjectInfo) error { listed = append(listed, oi.Key); return nil }); err != nil {
+	if err := f.List(ctx, "bkt", "l", func(oi backend.ObjectInfo) error { listed = append(listed, oi.Key); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := readAllRange(f, "bkt", "missing", 0, 1, ""); !errors.Is(err, ErrNotFound) {
+	if _, _, err := readAllRange(f, "bkt", "missing", 0, 1, ""); !errors.Is(err, backend.ErrNotFound) {
 		t.Fatal(err)
 	}
 
@@ -115,16 +117,16 @@ func TestFaultyFaults(t *testing.T) {
 		minTime    time.Duration
 	}{
 		{name: "none", fault: Fault{}, delivered: n},
-		{name: "error default", fault: Fault{Kind: FaultError}, want: ErrUnavailable, failAtOpen: true},
-		{name: "error not found", fault: Fault{Kind: FaultError, Err: ErrNotFound}, want: ErrNotFound, failAtOpen: true},
-		{name: "error access denied", fault: Fault{Kind: FaultError, Err: ErrAccessDenied}, want: ErrAccessDenied, failAtOpen: true},
-		{name: "truncate", fault: Fault{Kind: FaultTruncate, After: 7000}, want: ErrBadResponse, delivered: 7000},
-		{name: "truncate at 0", fault: Fault{Kind: FaultTruncate, After: 0}, want: ErrBadResponse, delivered: 0},
-		{name: "reset", fault: Fault{Kind: FaultReset, After: 12345}, want: ErrUnavailable, delivered: 12345},
+		{name: "error default", fault: Fault{Kind: FaultError}, want: backend.ErrUnavailable, failAtOpen: true},
+		{name: "error not found", fault: Fault{Kind: FaultError, Err: backend.ErrNotFound}, want: backend.ErrNotFound, failAtOpen: true},
+		{name: "error access denied", fault: Fault{Kind: FaultError, Err: backend.ErrAccessDenied}, want: backend.ErrAccessDenied, failAtOpen: true},
+		{name: "truncate", fault: Fault{Kind: FaultTruncate, After: 7000}, want: backend.ErrBadResponse, delivered: 7000},
+		{name: "truncate at 0", fault: Fault{Kind: FaultTruncate, After: 0}, want: backend.ErrBadResponse, delivered: 0},
+		{name: "reset", fault: Fault{Kind: FaultReset, After: 12345}, want: backend.ErrUnavailable, delivered: 12345},
 		{name: "truncate past end", fault: Fault{Kind: FaultTruncate, After: n}, delivered: n},
 		{name: "flip", fault: Fault{Kind: FaultFlip, FlipAt: []int64{0, off, off + 1, off + n - 1, off + n}}, delivered: n,
 			flips: []int64{off, off + 1, off + n - 1}},
-		{name: "ignore range", fault: Fault{Kind: FaultIgnoreRange}, want: ErrBadResponse, failAtOpen: true},
+		{name: "ignore range", fault: Fault{Kind: FaultIgnoreRange}, want: backend.ErrBadResponse, failAtOpen: true},
 		{name: "latency spike", fault: Fault{Delay: 150 * time.Millisecond}, delivered: n, minTime: 150 * time.Millisecond},
 	}
 	for _, tc := range tests {
@@ -138,8 +140,8 @@ func TestFaultyFaults(t *testing.T) {
 			rc, _, err := f.ReadRange(context.Background(), "bkt", "obj", off, n, "")
 			if tc.failAtOpen {
 				wantErr(t, err, tc.want, "bkt", "obj")
-				if IsRetryable(err) != errors.Is(tc.want, ErrUnavailable) {
-					t.Fatalf("IsRetryable(%v) = %v", err, IsRetryable(err))
+				if backend.IsRetryable(err) != errors.Is(tc.want, backend.ErrUnavailable) {
+					t.Fatalf("backend.IsRetryable(%v) = %v", err, backend.IsRetryable(err))
 				}
 				return
 			}
@@ -229,7 +231,7 @@ func TestFaultyConcurrent(t *testing.T) {
 				switch {
 				case err == nil && bytes.Equal(got, data[off:off+100]):
 					okBytes += 100
-				case errors.Is(err, ErrUnavailable):
+				case errors.Is(err, backend.ErrUnavailable):
 					failed++
 				default:
 					t.Errorf("read %d: %v", off, err)
@@ -276,14 +278,14 @@ func TestFaultyStatListGetFaults(t *testing.T) {
 	ctx := context.Background()
 	f.SetHook(func(r Request) Fault {
 		if r.Op == "stat" || r.Op == "list" {
-			return Fault{Kind: FaultError, Err: ErrAccessDenied}
+			return Fault{Kind: FaultError, Err: backend.ErrAccessDenied}
 		}
 		return Fault{Kind: FaultFlip, FlipAt: []int64{5}}
 	})
 	_, err := f.Stat(ctx, "bkt", "obj")
-	wantErr(t, err, ErrAccessDenied, "bkt", "obj")
-	err = f.List(ctx, "bkt", "l", func(ObjectInfo) error { return nil })
-	wantErr(t, err, ErrAccessDenied, "bkt", "l")
+	wantErr(t, err, backend.ErrAccessDenied, "bkt", "obj")
+	err = f.List(ctx, "bkt", "l", func(backend.ObjectInfo) error { return nil })
+	wantErr(t, err, backend.ErrAccessDenied, "bkt", "l")
 	rc, _, err := f.Get(ctx, "bkt", "obj")
 	if err != nil {
 		t.Fatal(err)

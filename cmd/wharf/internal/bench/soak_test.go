@@ -8,7 +8,7 @@ import (
 )
 
 // TestSoakShort is the CI-sized soak: concurrent random reads and listings
-// across five archive shapes with backend faults and silent bit flips. It
+// across five archive shapes with store faults and silent bit flips. It
 // asserts zero wrong bytes, that injected corruption was caught, that the
 // faults actually happened, and that goroutines and descriptors return to
 // their baseline, and that RSS stays within the cache budget plus the stated
@@ -20,7 +20,8 @@ func TestSoakShort(t *testing.T) {
 	cfg.MaxRequests = 200_000
 	cfg.FaultRate = 0.2
 	cfg.CacheBytes = 16 << 20 // smaller than the data: eviction and refetch under load
-	cfg.Command = "go test ./integration/bench -run TestSoakShort"
+	cfg.Command = "go test ./cmd/wharf/internal/bench -run TestSoakShort"
+	cfg.TempDir = t.TempDir()
 	rep, err := Soak(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -32,6 +33,23 @@ func TestSoakShort(t *testing.T) {
 	if rep.Requests < 500 {
 		t.Errorf("only %d requests in %v", rep.Requests, cfg.Duration)
 	}
+	// A fault may fail a response, never change what a clean one carries,
+	// and it fails it as S3 would: a 5xx before the body, or a body cut short.
+	// No other kind (a 4xx, a dropped connection before any answer) is right.
+	var failed int64
+	for kind, n := range rep.Errors {
+		failed += n
+		switch kind {
+		case "S3 SlowDown", "S3 InternalError", "aborted body":
+		default:
+			t.Errorf("%d responses failed as %q: want only 503 SlowDown, 500 InternalError or an aborted body", n, kind)
+		}
+	}
+	// Most backend reads are not faulted: at least half of the responses
+	// must succeed, or zero wrong bytes would prove little.
+	if failed*2 > rep.Requests {
+		t.Errorf("%d of %d responses failed", failed, rep.Requests)
+	}
 	if rep.BackendFaults == 0 {
 		t.Error("no backend fault was injected: the soak tested nothing")
 	}
@@ -41,8 +59,8 @@ func TestSoakShort(t *testing.T) {
 	// Memory: the process may grow by the cache budget plus a stated
 	// overhead: 64 MiB fixed plus 12 MiB per client. Per client that covers
 	// a reader's GOMAXPROCS+2 decoded frames and compressed run, the copy
-	// and transport buffers on both sides of the loopback, the in-process
-	// backing S3's per-request copies, and the garbage collector's headroom
+	// and transport buffers on both sides of the loopback, and the garbage
+	// collector's headroom
 	// (GOGC=100); bodies stream. Measured on an idle 2-core machine: about
 	// 11 MiB per client.
 	if bound := rep.BaseRSS + cfg.CacheBytes + 64<<20 + int64(cfg.Clients)*(12<<20); rep.PeakRSS > bound {
