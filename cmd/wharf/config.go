@@ -72,6 +72,11 @@ type fileConfig struct {
 	ReadTimeout       time.Duration `yaml:"read_timeout"`
 	IdleTimeout       time.Duration `yaml:"idle_timeout"`
 	MaxHeaderBytes    yamlBytes     `yaml:"max_header_bytes"`
+	// Read planner (readopts.go).
+	ReadMemory  yamlBytes `yaml:"read_memory"`
+	PartSize    yamlBytes `yaml:"part_size"`
+	StreamParts int       `yaml:"stream_parts"`
+	MaxParts    int       `yaml:"max_parts"`
 }
 
 // yamlBytes is a size in YAML: an integer or a string such as "512MiB".
@@ -140,6 +145,8 @@ func applyConfigYAML(data []byte, cfg *serveConfig) error {
 		LogFormat: cfg.LogFormat, ShutdownTimeout: cfg.ShutdownTimeout,
 		MaxInflightPerKey: cfg.MaxInflightPerKey, ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 		ReadTimeout: cfg.ReadTimeout, IdleTimeout: cfg.IdleTimeout, MaxHeaderBytes: yamlBytes(cfg.MaxHeaderBytes),
+		ReadMemory: yamlBytes(cfg.Read.ReadMemory), PartSize: yamlBytes(cfg.Read.PartSize),
+		StreamParts: cfg.Read.StreamParts, MaxParts: cfg.Read.MaxParts,
 	}
 	fc.S3.Endpoint, fc.S3.Region, fc.S3.PathStyle = cfg.S3.Endpoint, cfg.S3.Region, cfg.S3.PathStyle
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -168,6 +175,7 @@ func applyConfigYAML(data []byte, cfg *serveConfig) error {
 		return fmt.Errorf("max_header_bytes %d: larger than 1GiB", fc.MaxHeaderBytes)
 	}
 	cfg.MaxHeaderBytes = int(fc.MaxHeaderBytes)
+	cfg.Read = readOptions{ReadMemory: int64(fc.ReadMemory), PartSize: int64(fc.PartSize), StreamParts: fc.StreamParts, MaxParts: fc.MaxParts}
 	return nil
 }
 
@@ -258,6 +266,7 @@ func serveFlags(cfg *serveConfig, configPath *string, check *bool) *flag.FlagSet
 	fs.DurationVar(&cfg.ReadTimeout, "read-timeout", cfg.ReadTimeout, "cut off a client that has not sent its whole request within this time (never limits a response)")
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", cfg.IdleTimeout, "close a keep-alive connection idle this long")
 	fs.Var(maxHeaderFlag{&cfg.MaxHeaderBytes}, "max-header-bytes", "largest request line plus headers (e.g. 64KiB); larger is answered 431")
+	cfg.Read.addReadFlags(fs)
 	return fs
 }
 

@@ -56,6 +56,10 @@ read_header_timeout: 5s
 read_timeout: 30s
 idle_timeout: 90s
 max_header_bytes: 32KiB
+read_memory: 4GiB
+part_size: 16MiB
+stream_parts: 12
+max_parts: 96
 `
 
 // fullConfigFlags says the same as fullConfigYAML, except keys (a flag
@@ -71,6 +75,7 @@ var fullConfigFlags = []string{
 	"--region", "eu-central-1", "--log-format", "console", "--shutdown-timeout", "45s",
 	"--max-inflight-per-key", "8", "--read-header-timeout", "5s", "--read-timeout", "30s", "--idle-timeout", "90s",
 	"--max-header-bytes", "32KiB",
+	"--read-memory", "4GiB", "--part-size", "16MiB", "--stream-parts", "12", "--max-parts", "96",
 }
 
 func writeFile(t *testing.T, name, content string) string {
@@ -113,6 +118,7 @@ func TestConfigRoundTrip(t *testing.T) {
 		Region: "eu-central-1", LogFormat: "console", ShutdownTimeout: 45 * time.Second, LogOut: os.Stderr,
 		MaxInflightPerKey: 8, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
 		IdleTimeout: 90 * time.Second, MaxHeaderBytes: 32 << 10,
+		Read: readOptions{ReadMemory: 4 << 30, PartSize: 16 << 20, StreamParts: 12, MaxParts: 96},
 	}
 	if !reflect.DeepEqual(fromFile, want) {
 		t.Errorf("config file:\n got %+v\nwant %+v", fromFile, want)
@@ -169,6 +175,12 @@ func TestCheckConfig(t *testing.T) {
 		{"bad listen", "store: s3://\ndiscover: [s3://a/b]\nadmin_listen: nocolon\n", nil, "nocolon"},
 		{"flag error", "store: s3://\ndiscover: [s3://a/b]\n", []string{"--alias", "noequals"}, "noequals"},
 		{"missing config", "", []string{"--config", "/nonexistent/wharf.yaml"}, "/nonexistent/wharf.yaml"},
+		{"part size too small", "store: s3://\ndiscover: [s3://a/b]\npart_size: 64KiB\n", nil, "--part-size 65536"},
+		{"part size too large", "store: s3://\ndiscover: [s3://a/b]\n", []string{"--part-size", "1GiB"}, "--part-size"},
+		{"negative stream parts", "store: s3://\ndiscover: [s3://a/b]\nstream_parts: -1\n", nil, "--stream-parts -1"},
+		{"max parts below stream parts", "store: s3://\ndiscover: [s3://a/b]\nstream_parts: 16\nmax_parts: 8\n", nil, "--max-parts 8 is below --stream-parts 16"},
+		{"read memory under the cache", "store: s3://\ndiscover: [s3://a/b]\ncache_bytes: 1GiB\nread_memory: 1GiB\n", nil, "--read-memory"},
+		{"read memory not a size", "store: s3://\ndiscover: [s3://a/b]\n", []string{"--read-memory", "lots"}, "lots"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := []string{"--config", writeFile(t, "c.yaml", tc.yaml), "--check-config"}
@@ -451,6 +463,8 @@ func configDump(t testing.TB, cfg serveConfig) []byte {
 		LogFormat: cfg.LogFormat, ShutdownTimeout: cfg.ShutdownTimeout, MaxInflightPerKey: cfg.MaxInflightPerKey,
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout, ReadTimeout: cfg.ReadTimeout, IdleTimeout: cfg.IdleTimeout,
 		MaxHeaderBytes: yamlBytes(cfg.MaxHeaderBytes),
+		ReadMemory:     yamlBytes(cfg.Read.ReadMemory), PartSize: yamlBytes(cfg.Read.PartSize),
+		StreamParts: cfg.Read.StreamParts, MaxParts: cfg.Read.MaxParts,
 	}
 	fc.S3.Endpoint, fc.S3.Region, fc.S3.PathStyle = cfg.S3.Endpoint, cfg.S3.Region, cfg.S3.PathStyle
 	for _, a := range cfg.Archives {
@@ -483,6 +497,7 @@ func fileSettable(cfg serveConfig) serveConfig {
 		Region: cfg.Region, LogFormat: cfg.LogFormat, ShutdownTimeout: cfg.ShutdownTimeout,
 		MaxInflightPerKey: cfg.MaxInflightPerKey, ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 		ReadTimeout: cfg.ReadTimeout, IdleTimeout: cfg.IdleTimeout, MaxHeaderBytes: cfg.MaxHeaderBytes,
+		Read: cfg.Read,
 	}
 	out.S3.Endpoint, out.S3.Region, out.S3.PathStyle = cfg.S3.Endpoint, cfg.S3.Region, cfg.S3.PathStyle
 	if len(cfg.Archives) > 0 {
@@ -522,6 +537,7 @@ func configBase(variant int) serveConfig {
 	c.KeysFile, c.IndexCacheDir, c.VirtualHostBase = "/base/keys"+v, "/base/cache"+v, "base"+v+".invalid"
 	c.Region, c.LogFormat = "base-"+v, "base-format-"+v
 	c.CacheBytes, c.MaxInflightPerKey, c.MaxHeaderBytes = 7001+int64(variant), 7+variant, 9001+variant
+	c.Read = readOptions{ReadMemory: 3<<30 + int64(variant), PartSize: 5<<20 + int64(variant), StreamParts: 5 + variant, MaxParts: 50 + variant}
 	return c
 }
 

@@ -55,6 +55,7 @@ type serveConfig struct {
 	Keys            []auth.Key // from the config file
 	KeysFile        string
 	CacheBytes      int64
+	Read            readOptions // read planner and memory budget
 	IndexCacheDir   string
 	VirtualHostBase string
 	Region          string
@@ -219,6 +220,9 @@ func (cfg *serveConfig) validate(keys []auth.Key) error {
 	if cfg.CacheBytes <= 0 {
 		return errors.New("--cache-bytes must be positive")
 	}
+	if err := cfg.Read.validate(cfg.CacheBytes); err != nil {
+		return err
+	}
 	if cfg.Rescan < 0 || cfg.RetireGrace < 0 || cfg.ShutdownTimeout < 0 {
 		return errors.New("--rescan, --retire-grace and --shutdown-timeout must not be negative")
 	}
@@ -278,7 +282,7 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 	cm := catalog.NewManager(catalog.Config{
 		Store: store,
 		Options: archiveview.Options{
-			Cache:         chunkio.NewFrameCache(cfg.CacheBytes),
+			Cache:         cfg.Read.frameCache(cfg.CacheBytes),
 			Metrics:       chunkio.NewMetrics(reg),
 			Logger:        log,
 			IndexCacheDir: cfg.IndexCacheDir,

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+
+	"github.com/wharf-s3/wharf/archiveview/chunkio"
+)
+
+// readOptions tune the read planner and its memory budget (chunkio): one
+// set for serve, and for the commands that read archives (verify, get).
+// Zero values take chunkio's defaults.
+type readOptions struct {
+	ReadMemory  int64 `yaml:"read_memory"`  // hard budget of all reads; 0 = cache + 128 MiB
+	PartSize    int64 `yaml:"part_size"`    // bytes per planned GET; 0 = 8 MiB
+	StreamParts int   `yaml:"stream_parts"` // GETs in flight per read; 0 = 8
+	MaxParts    int   `yaml:"max_parts"`    // GETs in flight per process; 0 = 64
+}
+
+// Limits of the read options, checked at start.
+const (
+	minPartSize     = 1 << 20
+	maxPartSize     = 256 << 20
+	maxStreamParts  = 64
+	maxProcessParts = 4096
+	minMemoryExtra  = 64 << 20 // read memory beyond the cache: room for reads in flight
+)
+
+// addReadFlags defines the read-planner flags on fs.
+func (o *readOptions) addReadFlags(fs *flag.FlagSet) {
+	fs.Var((*byteSize)(&o.ReadMemory), "read-memory", "hard memory budget of all reads: cached frames, parts in flight, frames ahead of readers, decoder windows (e.g. 1GiB; default --cache-bytes + 128MiB)")
+	fs.Var((*byteSize)(&o.PartSize), "part-size", "read planner: bytes per backend range GET; adjacent frames are merged up to this size (default 8MiB)")
+	fs.IntVar(&o.StreamParts, "stream-parts", o.StreamParts, "read planner: backend GETs in flight per sequential read (default 8)")
+	fs.IntVar(&o.MaxParts, "max-parts", o.MaxParts, "read planner: backend GETs in flight in the whole process (default 64)")
+}
+
+// validate checks the options against the cache budget.
+func (o readOptions) validate(cacheBytes int64) error {
+	var errs []error
+	if o.PartSize != 0 && (o.PartSize < minPartSize || o.PartSize > maxPartSize) {
+		errs = append(errs, fmt.Errorf("--part-size %d: want 1MiB to 256MiB", o.PartSize))
+	}
+	if o.StreamParts < 0 || o.StreamParts > maxStreamParts {
+		errs = append(errs, fmt.Errorf("--stream-parts %d: want 1 to %d (0 = default 8)", o.StreamParts, maxStreamParts))
+	}
+	if o.MaxParts < 0 || o.MaxParts > maxProcessParts {
+		errs = append(errs, fmt.Errorf("--max-parts %d: want 1 to %d (0 = default 64)", o.MaxParts, maxProcessParts))
+	}
+	streams := o.StreamParts
+	if streams == 0 {
+		streams = chunkio.DefaultStreamParts
+	}
+	if o.MaxParts != 0 && o.MaxParts < streams {
+		errs = append(errs, fmt.Errorf("--max-parts %d is below --stream-parts %d: one read could never use its parts", o.MaxParts, streams))
+	}
+	if o.ReadMemory < 0 {
+		errs = append(errs, errors.New("--read-memory must not be negative (0 = --cache-bytes + 128MiB)"))
+	} else if o.ReadMemory != 0 && o.ReadMemory < cacheBytes+minMemoryExtra {
+		errs = append(errs, fmt.Errorf("--read-memory %d: want at least --cache-bytes (%d) + 64MiB, room for the reads in flight", o.ReadMemory, cacheBytes))
+	}
+	return errors.Join(errs...)
+}
+
+// frameCache builds the shared frame cache and read budget.
+func (o readOptions) frameCache(cacheBytes int64) *chunkio.FrameCache {
+	return chunkio.NewFrameCache(cacheBytes,
+		chunkio.WithMemory(o.ReadMemory),
+		chunkio.WithPartSize(o.PartSize),
+		chunkio.WithStreamParts(o.StreamParts),
+		chunkio.WithMaxParts(o.MaxParts))
+}
