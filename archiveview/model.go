@@ -105,6 +105,9 @@ type Options struct {
 	MaxFrameBytes    int64
 	Readahead        int
 	SmallVerifyBytes int64
+	// TrustUnframed: see chunkio.Options (ranged reads of shapes without
+	// frame checksums are served without reading them whole first).
+	TrustUnframed bool
 	// IndexCacheDir, when set, makes Open keep a persistent index of the
 	// archive in this directory (persist.go): if the file recorded for
 	// (bucket, manifest key) is intact and every manifest it was built from
@@ -124,6 +127,7 @@ func (o Options) chunkOptions() chunkio.Options {
 		MaxFrameBytes:    o.MaxFrameBytes,
 		Readahead:        o.Readahead,
 		SmallVerifyBytes: o.SmallVerifyBytes,
+		TrustUnframed:    o.TrustUnframed,
 	}
 }
 

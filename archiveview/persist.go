@@ -29,6 +29,9 @@ package archiveview
 //	        sum [32], tar name
 //	tombstones (keys whose latest version is a delete marker): count u32,
 //	        names (a string), then ends u32 and link u16 per key
+//	verified units (chunkio.VerifiedUnit: spans the read path checked whole,
+//	        with the object ETag the check saw): count u32, then per unit
+//	        chunk u32, kind u8, offset i64, length i64, sum [32], ETag
 //	trailer: sha256 of every byte before it
 //
 // Version 1 (no link column, no tombstones) is refused like any other
@@ -620,6 +623,16 @@ func (a *Archive) WriteIndex(w io.Writer) error {
 	for _, v := range x.tombs.link {
 		iw.u16(v)
 	}
+	units := a.set.VerifiedUnits()
+	iw.u32(uint32(len(units)))
+	for _, u := range units {
+		iw.u32(uint32(u.Chunk))
+		iw.u8(uint8(u.Kind))
+		iw.i64(u.Off)
+		iw.i64(u.N)
+		iw.raw(u.Sum[:])
+		iw.str(u.ETag)
+	}
 	if iw.err != nil {
 		return fmt.Errorf("archive %q: write index: %w", a.name, iw.err)
 	}
@@ -770,6 +783,7 @@ type indexDecoder struct {
 	cols                                          uint8
 
 	bucket, manifestKey string
+	units               []chunkio.VerifiedUnit
 }
 
 func (d *indexDecoder) errf(format string, args ...any) error {
@@ -985,6 +999,7 @@ func (d *indexDecoder) archive(store backend.Store, opts Options, prov *indexPro
 	}
 	arc := newArchive(*a, store, d.bucket, d.manifestKey, opts, nil)
 	arc.prov = prov
+	arc.set.MarkVerified(d.units)
 	return arc, nil
 }
 
@@ -1058,6 +1073,11 @@ func (d *indexDecoder) files(x *index, chunks []chunkio.Chunk, uncomp []int64) e
 	if err := d.tombstones(&x.tombs); err != nil {
 		return err
 	}
+	units, err := d.verifiedUnits(len(chunks))
+	if err != nil {
+		return err
+	}
+	d.units = units
 	if c.off != len(c.b) {
 		return d.errf("%d bytes left over after the last section", len(c.b)-c.off)
 	}
@@ -1193,6 +1213,35 @@ func (d *indexDecoder) files(x *index, chunks []chunkio.Chunk, uncomp []int64) e
 		}
 	}
 	return nil
+}
+
+// verifiedUnits decodes the verified-unit section: chunks in range, known
+// kinds, non-negative spans, an ETag each.
+func (d *indexDecoder) verifiedUnits(nChunks int) ([]chunkio.VerifiedUnit, error) {
+	c := &d.c
+	n := c.u32()
+	const minUnit = 4 + 1 + 8 + 8 + 32 + 4
+	if uint64(n)*minUnit > uint64(len(c.b)-c.off) {
+		return nil, d.errf("%d verified units cannot fit in %d bytes", n, len(c.b)-c.off)
+	}
+	var out []chunkio.VerifiedUnit
+	for i := uint32(0); i < n; i++ {
+		var u chunkio.VerifiedUnit
+		u.Chunk = int32(c.u32())
+		u.Kind = chunkio.UnitKind(c.u8())
+		u.Off, u.N = c.i64(), c.i64()
+		copy(u.Sum[:], c.take(32))
+		u.ETag = c.str()
+		if c.err != nil {
+			return nil, d.errf("verified unit %d: %v", i, c.err)
+		}
+		if u.Chunk < 0 || int(u.Chunk) >= nChunks || u.Kind < chunkio.UnitObject || u.Kind > chunkio.UnitExtent ||
+			u.Off < 0 || u.N < 0 || u.ETag == "" {
+			return nil, d.errf("verified unit %d: chunk %d kind %d span %d+%d ETag %q", i, u.Chunk, u.Kind, u.Off, u.N, u.ETag)
+		}
+		out = append(out, u)
+	}
+	return out, nil
 }
 
 // tombstones decodes the tombstone section: keys strictly ascending, links

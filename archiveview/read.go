@@ -115,6 +115,7 @@ func (a *Archive) Open(ctx context.Context, f File, off, n int64) (io.ReadCloser
 	if at != f.Size {
 		return nil, fmt.Errorf("archive %s: key %s: extents cover %d bytes of %d: %w", a.name, f.Key, at, f.Size, ErrCorrupt)
 	}
+	_, fileSum := parseSum(f.SHA256)
 	rctx, cancel := context.WithCancel(ctx)
 	r := &fileReader{a: a, ctx: rctx, cancel: cancel, f: f}
 	end := off + n
@@ -126,6 +127,10 @@ func (a *Archive) Open(ctx context.Context, f File, off, n int64) (io.ReadCloser
 		}
 		ce := chunkio.Extent{Chunk: e.chunk, Off: e.off, Length: e.length, TarName: e.tarName}
 		ce.Sum, ce.HasSum = extentSum(e, f)
+		// Bytes this reader checks itself as they stream (a whole split
+		// part against its sum, or the whole file against the file's sum)
+		// need no check before their first byte.
+		ce.Checked = (e.hasSum && s == e.fileOff && t == e.fileOff+e.length) || (fileSum && off == 0 && n == f.Size)
 		p := piece{e: ce, s: s - e.fileOff, l: t - s, outOff: s - off}
 		r.pieces = append(r.pieces, p)
 		if p.s == 0 && p.l == e.length && e.hasSum {

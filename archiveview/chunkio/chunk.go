@@ -94,6 +94,9 @@ func (c *Chunk) TarLen() int64 {
 // stream (object bytes for a direct object) at Off, the data of tar member
 // TarName. Off < 0 means the manifest does not record the offset (a tar
 // walk finds it). Sum, when HasSum, is the sha256 of exactly these bytes.
+// Checked says the caller hashes every byte of the extent against Sum
+// itself as it reads it whole (and fails before the last byte on a
+// mismatch), so the extent needs no check before its first byte.
 type Extent struct {
 	Chunk   int32
 	Off     int64
@@ -101,6 +104,7 @@ type Extent struct {
 	TarName string // "" for direct objects
 	Sum     [32]byte
 	HasSum  bool
+	Checked bool
 }
 
 // CoverFrames returns the frames overlapping tar bytes [u0,u1) (u1 > u0).

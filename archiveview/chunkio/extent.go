@@ -20,8 +20,13 @@ import (
 //     reads alike, and kept in the FrameCache: a damaged small file is a
 //     clean error before the response headers rather than an aborted body
 //     that began with unverified bytes;
+//   - a larger one that no frame checksum covers, read in part (or whole
+//     by a caller that does not check it: !e.Checked), is served only after
+//     the span its checksum covers was read whole and checked, once
+//     (verified.go);
 //   - otherwise the bytes come from Range (frames verified before use,
-//     stream decoders verified at their end).
+//     stream decoders verified at their end, whole extents checked by the
+//     caller).
 func (s *Set) OpenExtent(ctx context.Context, e Extent, start, n int64) (Source, error) {
 	ci := e.Chunk
 	c := &s.chunks[ci]
@@ -49,7 +54,8 @@ func (s *Set) OpenExtent(ctx context.Context, e Extent, start, n int64) (Source,
 		needHdr = !ok
 	}
 	u0, u1 := base+start, base+start+n
-	if e.HasSum && s.smallVer > 0 && e.Length <= s.smallVer && !s.RangeVerified(ci, base, base+e.Length) {
+	covered := s.RangeVerified(ci, base, base+e.Length)
+	if e.HasSum && s.smallVer > 0 && e.Length <= s.smallVer && !covered {
 		buf, err := s.verifiedExtent(ctx, ci, base, e, needHdr)
 		if err != nil {
 			return nil, err
@@ -59,6 +65,17 @@ func (s *Set) OpenExtent(ctx context.Context, e Extent, start, n int64) (Source,
 			return nil, fmt.Errorf("verified extent at %d holds %d bytes, manifest says %d: %w", base, len(buf.b), e.Length, ErrCorrupt)
 		}
 		return &bytesSource{buf: buf, b: buf.b[start : start+n]}, nil
+	}
+	if !covered && !e.Checked && !s.opts.TrustUnframed {
+		// No frame checksum covers these bytes and the caller does not
+		// check them itself: the object is read whole and checked first
+		// (once; verified.go). An extent no checksum covers at all is
+		// served as it is (and reported as unverifiable).
+		if units, ok := s.units(ci, base, e); ok {
+			if err := s.ensureUnits(ctx, ci, units); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if needHdr && start > 0 {
 		if err := s.checkHeaderAt(ctx, ci, base, e); err != nil {

@@ -48,6 +48,11 @@ type Options struct {
 	// most this long fetches and verifies the whole extent first, so flipped
 	// bytes are never served. 0 = DefaultSmallVerifyBytes; negative disables.
 	SmallVerifyBytes int64
+	// TrustUnframed serves ranged reads of extents no frame checksum
+	// covers (plain tar members, direct objects, unframed zstd, giant
+	// frames) without reading them whole first (verified.go): the operator
+	// accepts S3's own integrity for these shapes. Off by default.
+	TrustUnframed bool
 }
 
 // MaxFrame is the giant-frame threshold these options give: frames whose
@@ -190,6 +195,8 @@ type chunkState struct {
 	size int64  // object size as the store reported it (0 = not seen yet)
 
 	hdrOK sync.Map // hdrKey -> struct{}: ustar header checked for that member
+
+	units unitState // units checked whole (verified.go)
 
 	walk Memo[map[string]walkEntry] // the shared tar walk
 

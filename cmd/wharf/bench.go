@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wharf-s3/wharf/archiveview/chunkio"
 	"github.com/wharf-s3/wharf/cmd/wharf/internal/bench"
 )
 
@@ -18,8 +20,11 @@ func runBench(ctx context.Context, args []string) error {
 	def := bench.DefaultConfig()
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	latency := fs.Duration("latency", def.Latency, "first-byte latency added to every backend request")
-	bandwidth := byteSize(0)
-	fs.Var(&bandwidth, "bandwidth", "per-stream backend bandwidth cap in bytes/s (e.g. 100MB); 0 = unlimited")
+	bandwidth := byteSize(def.Bandwidth)
+	fs.Var(&bandwidth, "bandwidth", "per-connection backend bandwidth in bytes/s, like one S3 connection (default 100MB); 0 = unlimited")
+	coldFiles := fs.Int("cold-files", def.ColdFiles, "1 MiB files of the cold 16 MiB-frame workload (0 skips it)")
+	var ro readOptions
+	ro.addReadFlags(fs)
 	files := fs.Int("files", def.Files, "files in the tree-walk tree (0 skips the walk, random-read and warm workloads)")
 	large := byteSize(def.LargeSize)
 	fs.Var(&large, "large-size", "size of the large-file workloads (0 skips them)")
@@ -28,7 +33,7 @@ func runBench(ctx context.Context, args []string) error {
 	fs.Var(&cache, "cache-bytes", "decoded-frame cache budget")
 	conc := fs.String("concurrency", "1,8,32", "client concurrencies for the tree walk")
 	out := fs.String("out", "bench-results", "directory for report.md, report.csv and walk.svg")
-	quick := fs.Bool("quick", false, "small sizes for a smoke run (200 files, 32 MiB large file, 20,000 keys)")
+	quick := fs.Bool("quick", false, "small sizes for a smoke run (200 files, 32 MiB large file, 20,000 keys, 16 cold files)")
 	soak := fs.Bool("soak", false, "run the load test instead: random reads and listings across several archives with faults injected")
 	soakFor := fs.Duration("soak-duration", bench.DefaultSoakConfig().Duration, "with --soak: how long the load runs")
 	soakClients := fs.Int("soak-clients", bench.DefaultSoakConfig().Clients, "with --soak: concurrent clients")
@@ -69,6 +74,16 @@ func runBench(ctx context.Context, args []string) error {
 	cfg.LargeSize = int64(large)
 	cfg.ListKeys = *listKeys
 	cfg.CacheBytes = int64(cache)
+	cfg.ColdFiles = *coldFiles
+	if *latency < 0 || bandwidth < 0 || *files < 0 || large < 0 || *listKeys < 0 || *coldFiles < 0 || cache <= 0 {
+		return errors.New("bench: sizes, counts and durations must not be negative, and --cache-bytes must be positive")
+	}
+	if err := ro.validate(cfg.CacheBytes); err != nil {
+		return err
+	}
+	cfg.ReadOptions = []chunkio.CacheOption{chunkio.WithMemory(ro.ReadMemory), chunkio.WithPartSize(ro.PartSize),
+		chunkio.WithStreamParts(ro.StreamParts), chunkio.WithMaxParts(ro.MaxParts)}
+	cfg.ReadMemory = chunkio.NewFrameCache(cfg.CacheBytes, cfg.ReadOptions...).MemoryBudget()
 	cfg.Concurrency = nil
 	for _, c := range strings.Split(*conc, ",") {
 		var n int
@@ -79,6 +94,7 @@ func runBench(ctx context.Context, args []string) error {
 	}
 	if *quick {
 		cfg.Files, cfg.LargeSize, cfg.ListKeys, cfg.RandomReads, cfg.WarmFor = 200, 32<<20, 20_000, 50, 500*time.Millisecond
+		cfg.ColdFiles = min(cfg.ColdFiles, 16)
 	}
 	cfg.Command = "wharf bench " + strings.Join(args, " ")
 	cfg.Progress = os.Stderr

@@ -73,6 +73,16 @@ type env struct {
 	client  *s3.Client
 	httpc   *http.Client
 	cur     *archiveview.Archive
+
+	// The per-object baseline: plain objects of the same store served
+	// over HTTP (plain.go), through the S3 model (faulty) or with no
+	// latency at all (nolat: the floor of this machine's client and
+	// loopback).
+	nolat       *faults.Faulty
+	plain       *plainServer
+	plainSrv    *http.Server
+	plainClient *s3.Client
+	readOpts    []chunkio.CacheOption
 }
 
 const benchBucket = "bench"
@@ -84,6 +94,8 @@ func newEnv(cfg Config) (*env, error) {
 	}
 	e := &env{dir: dir, store: backend.NewFileStore(dir), reg: prometheus.NewRegistry()}
 	e.faulty = faults.NewFaulty(e.store, faults.FaultConfig{Latency: cfg.Latency, Bandwidth: cfg.Bandwidth})
+	e.nolat = faults.NewFaulty(e.store, faults.FaultConfig{})
+	e.readOpts = cfg.ReadOptions
 	e.bmet = backend.NewMetrics(e.reg)
 	e.avmet = chunkio.NewMetrics(e.reg)
 	e.catalog = &swapCatalog{name: "wharf"}
@@ -111,17 +123,31 @@ func newEnv(cfg Config) (*env, error) {
 		DisableCompression:  true,
 	}
 	e.httpc = &http.Client{Transport: tr}
-	e.client = s3.New(s3.Options{
-		BaseEndpoint:               aws.String(e.url),
+	e.client = newClient(e.url, e.httpc)
+	e.plain = &plainServer{}
+	e.plain.use(e.faulty)
+	pln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	e.plainSrv = &http.Server{Handler: e.plain, ReadHeaderTimeout: 10 * time.Second}
+	go e.plainSrv.Serve(pln)
+	e.plainClient = newClient("http://"+pln.Addr().String(), &http.Client{Transport: tr.Clone()})
+	return e, nil
+}
+
+// newClient is an anonymous path-style SDK client of url.
+func newClient(url string, hc *http.Client) *s3.Client {
+	return s3.New(s3.Options{
+		BaseEndpoint:               aws.String(url),
 		Region:                     "us-east-1",
 		UsePathStyle:               true,
 		Credentials:                aws.AnonymousCredentials{},
-		HTTPClient:                 e.httpc,
+		HTTPClient:                 hc,
 		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
 		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
 		RetryMaxAttempts:           1,
 	})
-	return e, nil
 }
 
 // serveArchive opens manifestKey with a fresh frame cache (a cold start) and
@@ -131,7 +157,7 @@ func newEnv(cfg Config) (*env, error) {
 func (e *env) serveArchive(ctx context.Context, manifestKey string, cacheBytes int64, readahead int) (*archiveview.Archive, error) {
 	a, err := archiveview.Open(ctx, backend.Instrument(e.faulty, e.bmet), benchBucket, manifestKey, archiveview.Options{
 		Name:      "wharf",
-		Cache:     chunkio.NewFrameCache(cacheBytes),
+		Cache:     chunkio.NewFrameCache(cacheBytes, e.readOpts...),
 		Metrics:   e.avmet,
 		Readahead: readahead,
 	})
@@ -157,5 +183,6 @@ func (e *env) close() {
 		e.cur.Close()
 	}
 	e.srv.Close()
+	e.plainSrv.Close()
 	os.RemoveAll(e.dir)
 }

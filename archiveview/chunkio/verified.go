@@ -1,0 +1,300 @@
+package chunkio
+
+// Verification of the shapes frame checksums do not cover: members of
+// plain .tar chunks, direct-upload objects, unframed .tar.zst chunks and
+// giant frames. A read of any part of such an extent is served only from
+// an object whose bytes were checked whole against a sha256 first:
+//
+//   - a unit is the span one sha256 covers: the whole object (an unframed
+//     chunk's or a plain tar's chunk checksum), a giant frame's compressed
+//     span (its frame checksum), or the extent itself (the file's or split
+//     part's checksum: its bytes as served, decoded for zstd kinds);
+//     compressed spans are preferred, since hashing them needs no decoding;
+//   - the first read that needs a unit checks it, streaming the unit through
+//     the planner's parallel parts and keeping nothing; concurrent readers
+//     share that one check (Memo), a failure of the data is remembered and
+//     a backend failure is retried by the next read;
+//   - a checked unit is remembered with the object's ETag seen by the
+//     check. The chunk's ETag is pinned from its first response on, so every
+//     later GET of the object carries If-Match with it: a replaced object
+//     fails (backend.ErrChanged), it is never read as the checked one. The
+//     persistent index records checked units, so a restart keeps them
+//     (VerifiedUnits, MarkVerified).
+//
+// A read that the caller checks whole itself (Extent.Checked: the whole
+// file against its sha256, a whole split part against its sum) needs no
+// unit: it is verified as it streams, and fails before its last byte.
+// Options.TrustUnframed skips units altogether (an operator who accepts
+// S3's own integrity for these shapes).
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"sync"
+)
+
+// UnitKind says what a verified unit's sha256 covers.
+type UnitKind uint8
+
+const (
+	UnitObject UnitKind = 1 + iota // the whole object's stored bytes
+	UnitSpan                       // object bytes [Off, Off+N): a giant frame's compressed span
+	UnitExtent                     // tar-stream bytes [Off, Off+N) (object bytes for plain kinds)
+)
+
+// Unit is one checked span of a chunk object.
+type Unit struct {
+	Kind   UnitKind
+	Off, N int64
+	Sum    [32]byte
+}
+
+// VerifiedUnit is a unit checked against the object with ETag, as the
+// persistent index stores it.
+type VerifiedUnit struct {
+	Chunk int32
+	Unit
+	ETag string
+}
+
+// unitState is a chunk's checked units and the checks in progress.
+type unitState struct {
+	mu     sync.Mutex
+	done   map[Unit]bool
+	checks map[Unit]*Memo[struct{}]
+}
+
+// units returns the units whose checks make extent e (data at base)
+// verified, or nil when no checksum covers it (ok false).
+func (s *Set) units(ci int32, base int64, e Extent) (units []Unit, ok bool) {
+	c := &s.chunks[ci]
+	switch c.Kind {
+	case Direct:
+		if e.HasSum {
+			return []Unit{{Kind: UnitExtent, Off: base, N: e.Length, Sum: e.Sum}}, true
+		}
+		if c.HasSum {
+			return []Unit{{Kind: UnitObject, Sum: c.Sum}}, true
+		}
+	case PlainTar:
+		if e.HasSum {
+			return []Unit{{Kind: UnitExtent, Off: base, N: e.Length, Sum: e.Sum}}, true
+		}
+		if c.HasSum {
+			return []Unit{{Kind: UnitObject, Sum: c.Sum}}, true
+		}
+	case StreamZstd:
+		if c.HasSum {
+			return []Unit{{Kind: UnitObject, Sum: c.Sum}}, true
+		}
+		if e.HasSum {
+			return []Unit{{Kind: UnitExtent, Off: base, N: e.Length, Sum: e.Sum}}, true
+		}
+	case FramedZstd:
+		if len(c.Frames) == 0 {
+			if c.HasSum {
+				return []Unit{{Kind: UnitObject, Sum: c.Sum}}, true
+			}
+			break
+		}
+		lo, hi, err := CoverFrames(c.Frames, base, max(base+e.Length, base+1))
+		if err != nil {
+			break
+		}
+		spansOK := true
+		for i := lo; i <= hi; i++ {
+			f := c.Frames[i]
+			switch {
+			case f.HasSum && !s.giant(f):
+				// checked before use by the read path itself
+			case f.HasSum:
+				units = append(units, Unit{Kind: UnitSpan, Off: f.COff, N: f.CSize, Sum: f.Sum})
+			default:
+				spansOK = false
+			}
+		}
+		if spansOK {
+			return units, true
+		}
+		if e.HasSum {
+			return []Unit{{Kind: UnitExtent, Off: base, N: e.Length, Sum: e.Sum}}, true
+		}
+	}
+	if e.HasSum {
+		return []Unit{{Kind: UnitExtent, Off: base, N: e.Length, Sum: e.Sum}}, true
+	}
+	return nil, false
+}
+
+// Verifiable reports whether some checksum covers extent e's bytes when
+// they are read in full (a frame's, the chunk's or the extent's own); an
+// extent none covers is served unverified (inspect and /-/archives list
+// such files). base < 0 (offset unknown until a tar walk) counts as
+// covered when every frame of the chunk has a checksum.
+func (s *Set) Verifiable(e Extent) bool {
+	c := &s.chunks[e.Chunk]
+	if e.HasSum || c.HasSum {
+		return true
+	}
+	if c.Kind != FramedZstd || len(c.Frames) == 0 {
+		return false
+	}
+	fr := c.Frames
+	if e.Off >= 512 {
+		if lo, hi, err := CoverFrames(fr, e.Off, max(e.Off+e.Length, e.Off+1)); err == nil {
+			fr = fr[lo : hi+1]
+		}
+	}
+	for _, f := range fr {
+		if !f.HasSum {
+			return false
+		}
+	}
+	return true
+}
+
+// ensureUnits checks each unit of chunk ci not yet checked (once: concurrent
+// readers share the check).
+func (s *Set) ensureUnits(ctx context.Context, ci int32, units []Unit) error {
+	rs := s.state(ci)
+	for _, u := range units {
+		rs.units.mu.Lock()
+		if rs.units.done[u] {
+			rs.units.mu.Unlock()
+			continue
+		}
+		if rs.units.checks == nil {
+			rs.units.checks = map[Unit]*Memo[struct{}]{}
+		}
+		m := rs.units.checks[u]
+		if m == nil {
+			m = &Memo[struct{}]{}
+			rs.units.checks[u] = m
+		}
+		rs.units.mu.Unlock()
+		if _, err := m.Do(ctx, func(ctx context.Context) (struct{}, error) {
+			return struct{}{}, s.checkUnit(ctx, ci, u)
+		}, dataFailure); err != nil {
+			return err
+		}
+		rs.units.mu.Lock()
+		if rs.units.done == nil {
+			rs.units.done = map[Unit]bool{}
+		}
+		rs.units.done[u] = true
+		delete(rs.units.checks, u)
+		rs.units.mu.Unlock()
+	}
+	return nil
+}
+
+// checkUnit reads unit u of chunk ci whole, hashing it, through the
+// planner's parts (compressed units are not decoded).
+func (s *Set) checkUnit(ctx context.Context, ci int32, u Unit) error {
+	var r io.Reader
+	switch u.Kind {
+	case UnitObject:
+		size, err := s.objectSize(ctx, ci)
+		if err != nil {
+			return err
+		}
+		pr := s.newPartReader(ctx, ci, 0, size)
+		defer pr.suspend()
+		r = pr
+	case UnitSpan:
+		pr := s.newPartReader(ctx, ci, u.Off, u.Off+u.N)
+		defer pr.suspend()
+		r = pr
+	default:
+		src, err := s.Range(ctx, ci, u.Off, u.Off+u.N)
+		if err != nil {
+			return err
+		}
+		sr := &segReader{src: src}
+		defer sr.Close()
+		r = sr
+	}
+	h := sha256.New()
+	n, err := io.CopyBuffer(h, r, make([]byte, segmentBytes))
+	if err != nil {
+		return fmt.Errorf("checking %s: %w", u.what(), err)
+	}
+	if u.Kind != UnitObject && n != u.N {
+		return fmt.Errorf("checking %s: %d bytes: %w", u.what(), n, ErrCorrupt)
+	}
+	var got [32]byte
+	h.Sum(got[:0])
+	if got != u.Sum {
+		s.metrics.checksumFailure()
+		err := fmt.Errorf("%s (read whole before serving any of it): sha256 mismatch: %w", u.what(), ErrChecksum)
+		if u.Kind == UnitObject {
+			s.state(ci).failStream(err)
+		}
+		return err
+	}
+	s.log.Debug().Str("archive", s.name).Str("chunk", s.chunks[ci].Key).Str("unit", u.what()).Int64("bytes", n).
+		Msg("verified whole before its first ranged read")
+	return nil
+}
+
+func (u Unit) what() string {
+	switch u.Kind {
+	case UnitObject:
+		return "whole object"
+	case UnitSpan:
+		return fmt.Sprintf("frame at object bytes %d-%d", u.Off, u.Off+u.N)
+	}
+	return fmt.Sprintf("extent at %d (%d bytes)", u.Off, u.N)
+}
+
+// VerifiedUnits returns every unit checked so far, with the ETag each
+// chunk is pinned to (what the persistent index stores).
+func (s *Set) VerifiedUnits() []VerifiedUnit {
+	var out []VerifiedUnit
+	for i := range s.states {
+		rs := s.states[i].Load()
+		if rs == nil {
+			continue
+		}
+		etag := rs.ifMatch()
+		if etag == "" {
+			continue
+		}
+		rs.units.mu.Lock()
+		for u := range rs.units.done {
+			out = append(out, VerifiedUnit{Chunk: int32(i), Unit: u, ETag: etag})
+		}
+		rs.units.mu.Unlock()
+	}
+	return out
+}
+
+// MarkVerified restores units checked in an earlier run (the persistent
+// index): each chunk is pinned to the ETag the check saw, so its first
+// GET already carries If-Match and a replaced object is refused. Units
+// of a chunk whose pin disagrees (another ETag seen since) are ignored.
+func (s *Set) MarkVerified(units []VerifiedUnit) {
+	for _, v := range units {
+		if v.Chunk < 0 || int(v.Chunk) >= len(s.chunks) || v.ETag == "" {
+			continue
+		}
+		rs := s.state(v.Chunk)
+		rs.mu.Lock()
+		if rs.etag == "" {
+			rs.etag = v.ETag
+		}
+		same := rs.etag == v.ETag
+		rs.mu.Unlock()
+		if !same {
+			continue
+		}
+		rs.units.mu.Lock()
+		if rs.units.done == nil {
+			rs.units.done = map[Unit]bool{}
+		}
+		rs.units.done[v.Unit] = true
+		rs.units.mu.Unlock()
+	}
+}

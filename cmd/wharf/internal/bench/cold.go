@@ -1,0 +1,133 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/wharf-s3/wharf/archiveview/cargopack"
+)
+
+// coldFrames is workload 2b: cold reads of single files whose covering
+// frame is 16 MiB, with a fresh cache for each read, against the same
+// files stored as plain objects. The files are 1 MiB of mixed content
+// (zstd ~0.6), so each frame holds 16 of them and its compressed span is
+// about 10 MB: over one S3 connection that alone takes ~100 ms. It reports
+// the median time to the first body byte and to the whole body.
+func coldFrames(ctx context.Context, cfg Config, e *env, rep *Report) error {
+	const fileSize = 1 << 20
+	n := cfg.ColdFiles
+	files := map[string][]byte{}
+	var rels []string
+	for i := 0; i < n; i++ {
+		rel := fmt.Sprintf("cold/%03d.bin", i)
+		b, err := io.ReadAll(newMixedReader(cfg.Seed+5000+uint64(i), fileSize))
+		if err != nil {
+			return err
+		}
+		files[rel] = b
+		rels = append(rels, rel)
+		p := filepath.Join(e.dir, benchBucket, "coldplain", filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			return err
+		}
+	}
+	mtime := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	res, err := cargopack.Write(ctx, cargopack.DirSink(e.dir), cargopack.FromMap(files, mtime), cargopack.Options{
+		Bucket: benchBucket, Prefix: "cold", UploadID: "cold-16m",
+		FrameSize: 16 << 20, ChunkSize: 1 << 30, ShardCount: 1, ContentHash: true, Created: mtime,
+	})
+	if err != nil {
+		return fmt.Errorf("pack cold tree: %w", err)
+	}
+	wl := "2b. Cold single-file reads, 16 MiB frames (1 MiB files, zstd ~0.6; fresh cache per read)"
+	reads := min(n, 15)
+	var wFirst, wWhole, pFirst, pWhole []float64
+	var wBytes, wGets int64
+	for i := 0; i < reads; i++ {
+		rel := rels[(i*7+3)%n]
+		if _, err := e.serveArchive(ctx, res.ManifestKey, cfg.CacheBytes, -1); err != nil {
+			return err
+		}
+		e.faulty.Reset()
+		first, whole, err := timedGet(ctx, e.client, "wharf", rel, files[rel])
+		if err != nil {
+			return err
+		}
+		wFirst, wWhole = append(wFirst, first), append(wWhole, whole)
+		wBytes += e.faulty.BytesReturned()
+		wGets += e.faulty.Requests("range") + e.faulty.Requests("get")
+		e.plain.use(e.faulty)
+		first, whole, err = timedGet(ctx, e.plainClient, benchBucket, "coldplain/"+rel, files[rel])
+		if err != nil {
+			return err
+		}
+		pFirst, pWhole = append(pFirst, first), append(pWhole, whole)
+	}
+	var frameC float64
+	var frames int
+	for _, c := range res.Manifest.Chunks {
+		for _, f := range c.Frames {
+			if f.UncompressedSize >= 8<<20 {
+				frameC += float64(f.CompressedSize)
+				frames++
+			}
+		}
+	}
+	v := fmt.Sprintf("%d reads", reads)
+	med := func(x []float64) float64 { s := slices.Clone(x); slices.Sort(s); return s[len(s)/2] }
+	rep.add(Row{Workload: wl, System: "source", Variant: "16 MiB frames", Metric: "compressed MB per frame", Value: frameC / float64(max(frames, 1)) / 1e6, Unit: "MB"})
+	rep.add(Row{Workload: wl, System: "wharf", Variant: v, Concurrency: 1, Metric: "median first byte", Value: 1000 * med(wFirst), Unit: "ms"})
+	rep.add(Row{Workload: wl, System: "wharf", Variant: v, Concurrency: 1, Metric: "median whole body", Value: 1000 * med(wWhole), Unit: "ms"})
+	rep.add(Row{Workload: wl, System: "wharf", Variant: v, Concurrency: 1, Metric: "backend GETs per read", Value: float64(wGets) / float64(reads)})
+	rep.add(Row{Workload: wl, System: "wharf", Variant: v, Concurrency: 1, Metric: "backend MB per read", Value: float64(wBytes) / float64(reads) / 1e6, Unit: "MB"})
+	rep.add(Row{Workload: wl, System: "per-object", Variant: v, Concurrency: 1, Metric: "median first byte", Value: 1000 * med(pFirst), Unit: "ms"})
+	rep.add(Row{Workload: wl, System: "per-object", Variant: v, Concurrency: 1, Metric: "median whole body", Value: 1000 * med(pWhole), Unit: "ms"})
+	r := med(wWhole) / med(pWhole)
+	rep.add(Row{Workload: wl, System: "wharf", Variant: v, Concurrency: 1, Metric: "median whole body / per-object", Value: r, Unit: "x"})
+	rep.target("cold read of a file in a 16 MiB frame, median whole body vs the plain object", fmt.Sprintf("%.2fx (%.0f ms vs %.0f ms)", r, 1000*med(wWhole), 1000*med(pWhole)), "<= 2.5x", r <= 2.5)
+	cfg.logf("cold 16 MiB frames: wharf first byte %.0f ms, whole %.0f ms; plain object %.0f / %.0f ms; %.1f GETs and %.1f MB per read",
+		1000*med(wFirst), 1000*med(wWhole), 1000*med(pFirst), 1000*med(pWhole), float64(wGets)/float64(reads), float64(wBytes)/float64(reads)/1e6)
+	os.RemoveAll(filepath.Join(e.dir, benchBucket, "cold"))
+	os.RemoveAll(filepath.Join(e.dir, benchBucket, "coldplain"))
+	return nil
+}
+
+// timedGet GETs bucket/key and returns the seconds to the first body byte
+// and to the whole body, checking the bytes.
+func timedGet(ctx context.Context, c *s3.Client, bucket, key string, want []byte) (first, whole float64, err error) {
+	t0 := time.Now()
+	out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+	if err != nil {
+		return 0, 0, fmt.Errorf("get %s: %w", key, err)
+	}
+	defer out.Body.Close()
+	got := make([]byte, 0, len(want))
+	var b [1]byte
+	if k, err := io.ReadFull(out.Body, b[:]); err != nil || k != 1 {
+		return 0, 0, fmt.Errorf("get %s: first byte: %v", key, err)
+	}
+	first = time.Since(t0).Seconds()
+	got = append(got, b[0])
+	var buf bytes.Buffer
+	buf.Write(got)
+	if _, err := io.Copy(&buf, out.Body); err != nil {
+		return 0, 0, fmt.Errorf("get %s: %w", key, err)
+	}
+	whole = time.Since(t0).Seconds()
+	if !bytes.Equal(buf.Bytes(), want) {
+		return 0, 0, fmt.Errorf("get %s: bytes differ from the source", key)
+	}
+	return first, whole, nil
+}
