@@ -1,7 +1,6 @@
 package chunkio
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -441,7 +440,8 @@ func (c *FrameCache) frameDecoder() (*zstd.Decoder, error) {
 	d, err := zstd.NewReader(nil,
 		zstd.WithDecoderConcurrency(1),
 		zstd.WithDecoderMaxMemory(maxDecoderWindow),
-		zstd.WithDecoderMaxWindow(maxDecoderWindow))
+		zstd.WithDecoderMaxWindow(maxDecoderWindow),
+		zstd.WithDecodeAllCapLimit(true))
 	if err != nil {
 		return nil, fmt.Errorf("zstd decoder: %w", err)
 	}
@@ -472,50 +472,23 @@ func (c *FrameCache) decodeFrame(comp []byte, usize int64) (*Buf, error) {
 }
 
 // decodeInto decodes the one complete zstd frame held in comp into out,
-// which must come out exactly len(out) bytes long. A frame whose header
-// declares exactly that content size is decoded in one call straight into
-// out; any other is decoded as a stream that stops one byte past len(out),
-// so a frame that decodes to more (a bomb) costs no more than out.
+// which must come out exactly len(out) bytes long. The frame decodes in one
+// call straight into out (out is the decoder's history: no window of the
+// decoder's own), and the decoder is capped at out's capacity, so a frame
+// that decodes to more (a bomb) is refused without allocating for it.
 func (c *FrameCache) decodeInto(comp []byte, out *Buf) error {
 	usize := int64(len(out.b))
-	if fcs, ok := zstdContentSize(comp); ok && fcs == usize {
-		d, err := c.frameDecoder()
-		if err != nil {
-			return err
-		}
-		got, err := d.DecodeAll(comp, out.b[:0])
-		c.putFrameDecoder(d)
-		switch {
-		case err != nil:
-			return fmt.Errorf("zstd: %v: %w", err, ErrCorrupt)
-		case int64(len(got)) != usize || (usize > 0 && &got[0] != &out.b[0]):
-			return fmt.Errorf("frame decodes to %d bytes, manifest says %d: %w", len(got), usize, ErrCorrupt)
-		}
-		return nil
-	}
-	d, err := c.decoder(bytes.NewReader(comp))
+	d, err := c.frameDecoder()
 	if err != nil {
 		return err
 	}
-	defer d.Close()
-	n, err := io.ReadFull(d, out.b)
-	if err == nil {
-		var one [1]byte
-		var k int
-		for k == 0 && err == nil {
-			k, err = d.Read(one[:])
-		}
-		if k > 0 {
-			err = fmt.Errorf("frame decodes to more than %d bytes: %w", usize, ErrCorrupt)
-		} else if err == io.EOF {
-			err = nil
-		} else {
-			err = fmt.Errorf("zstd after %d bytes: %v: %w", usize, err, ErrCorrupt)
-		}
-	} else if err == io.ErrUnexpectedEOF || err == io.EOF {
-		err = fmt.Errorf("frame decodes to %d bytes, manifest says %d: %w", n, usize, ErrCorrupt)
-	} else {
-		err = fmt.Errorf("zstd: %v: %w", err, ErrCorrupt)
+	got, err := d.DecodeAll(comp, out.b[:0])
+	c.putFrameDecoder(d)
+	switch {
+	case err != nil:
+		return fmt.Errorf("zstd (frame of %d bytes): %v: %w", usize, err, ErrCorrupt)
+	case int64(len(got)) != usize || (usize > 0 && &got[0] != &out.b[0]):
+		return fmt.Errorf("frame decodes to %d bytes, manifest says %d: %w", len(got), usize, ErrCorrupt)
 	}
-	return err
+	return nil
 }
