@@ -862,7 +862,6 @@ func (r *resolver) frames(ce *manifest.ChunkEntry, verify bool, where string) ([
 	return fs, t, nil
 }
 
-
 // identity is a stable digest of where a file's bytes are, for files that
 // have no whole-file checksum (split files, legacy manifests): the resolved
 // chunk keys, offsets, lengths and part checksums, plus size and mtime.
