@@ -56,6 +56,9 @@ type Archive struct {
 	// vers is the lazily built version history of a chain (versions.go).
 	vers versionsState
 
+	// unverified counts the files no checksum covers (info.go).
+	unverified unverifiedFiles
+
 	// prov records the manifests the tree was built from (BuildIndex, or
 	// Open with IndexCacheDir; persist.go); nil otherwise.
 	prov *indexProvenance
@@ -108,6 +111,11 @@ type Options struct {
 	// TrustUnframed: see chunkio.Options (ranged reads of shapes without
 	// frame checksums are served without reading them whole first).
 	TrustUnframed bool
+	// AllowKeyPrefixes are key prefixes of the manifest's bucket, besides
+	// the archive's own (the part of the manifest key before "/uploads/"),
+	// under which its chunk and direct-upload keys may lie. Any other key
+	// is refused at open.
+	AllowKeyPrefixes []string
 	// IndexCacheDir, when set, makes Open keep a persistent index of the
 	// archive in this directory (persist.go): if the file recorded for
 	// (bucket, manifest key) is intact and every manifest it was built from
@@ -138,6 +146,8 @@ type Info struct {
 	Files, Chunks, Frames                int
 	CompressedBytes, UncompressedBytes   int64
 	Shapes, Warnings                     []string
+	Unverifiable                         int      // files no checksum covers (served as stored)
+	UnverifiableSample                   []string // some of their keys
 }
 
 // Close stops the archive's background work: in-flight prefetches are

@@ -51,7 +51,7 @@ func Open(ctx context.Context, store backend.Store, bucket, manifestKey string, 
 		return nil, fail(err)
 	}
 
-	r := &resolver{bucket: bucket, chain: chain, opts: opts}
+	r := newResolver(bucket, manifestKey, chain, opts)
 	for _, l := range chain {
 		for _, w := range l.m.Warnings {
 			r.warnf("manifest %s: %s", l.key, w)

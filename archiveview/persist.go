@@ -922,6 +922,7 @@ func (d *indexDecoder) archive(store backend.Store, opts Options, prov *indexPro
 	// chunks
 	a.chunks = make([]chunkio.Chunk, d.nChunks)
 	frameCounts := make([]uint32, d.nChunks)
+	confinement := &resolver{root: keyRoot(d.manifestKey), opts: opts}
 	var nf uint64
 	for i := range a.chunks {
 		ch := &a.chunks[i]
@@ -940,6 +941,12 @@ func (d *indexDecoder) archive(store backend.Store, opts Options, prov *indexPro
 		}
 		if (frameCounts[i] > 0) != (ch.Kind == chunkio.FramedZstd) {
 			return nil, d.errf("chunk %s: %d frames on a %s chunk", ch.Key, frameCounts[i], ch.Kind)
+		}
+		// The same confinement as the resolver's, under the options in
+		// force now: an index built with a prefix since disallowed is
+		// not used (Open then reads the manifest, which refuses it).
+		if err := confinement.confine(ch.Key); err != nil {
+			return nil, d.errf("chunk %d: %v", i, err)
 		}
 	}
 	if nf != d.nFrames {

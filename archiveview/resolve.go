@@ -15,6 +15,13 @@ package archiveview
 //     source_path still shadows correctly; with one source_path the two agree.
 //   - a resolved object key with a ".." segment (or an empty one) is an
 //     error: such a key is never sent to the store.
+//   - keys are confined to the archive's own prefix: every chunk and
+//     direct-upload key must lie under the part of the manifest key before
+//     "/uploads/" (which holds a chain's uploads and compacted ones), or
+//     under a prefix the operator allowed (Options.AllowKeyPrefixes);
+//     anything else is refused at open, naming the key, so a manifest
+//     cannot publish other objects of its bucket through wharf's
+//     credentials.
 //   - chunks: union over the chain by resolved s3_key (never chunk_id),
 //     resolved against the bucket the manifest was read from and the prefix
 //     of the manifest that lists them; only chunks a surviving file uses are
@@ -83,6 +90,7 @@ type resolver struct {
 	bucket string
 	chain  []chainLink
 	opts   Options
+	root   string // keys must lie under root+"/" ("" = the whole bucket)
 
 	cands    map[string]chunkCand // resolved chunk key -> chosen entry
 	chunkIdx map[string]int32     // resolved key -> index in chunks (materialized)
@@ -105,6 +113,39 @@ type resolver struct {
 	tombstones    int
 	duplicates    int
 	splitFiles    int
+}
+
+// newResolver returns a resolver of chain (newest first), whose newest
+// manifest is manifestKey in bucket.
+func newResolver(bucket, manifestKey string, chain []chainLink, opts Options) *resolver {
+	return &resolver{bucket: bucket, chain: chain, opts: opts, root: keyRoot(manifestKey)}
+}
+
+// keyRoot is the prefix an archive's keys must lie under: the part of the
+// manifest key before "/uploads/", else the manifest's directory.
+func keyRoot(manifestKey string) string {
+	if dir, _, ok := manifest.UploadDir(manifestKey); ok {
+		return dir
+	}
+	if i := strings.LastIndexByte(manifestKey, '/'); i >= 0 {
+		return manifestKey[:i]
+	}
+	return ""
+}
+
+// confine refuses an object key outside the archive's prefix and the
+// allowed ones.
+func (r *resolver) confine(key string) error {
+	if r.root == "" || strings.HasPrefix(key, r.root+"/") {
+		return nil
+	}
+	for _, p := range r.opts.AllowKeyPrefixes {
+		if p != "" && strings.HasPrefix(key, p) {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: key %q lies outside the archive's prefix %q/ (a manifest may only name objects of its own upload tree; allow other prefixes explicitly if the layout needs them)",
+		ErrInvalidTree, key, r.root)
 }
 
 func (r *resolver) warnf(format string, args ...any) {
@@ -302,6 +343,9 @@ func (r *resolver) collectChunks() error {
 			key := r.resolveKey(int32(li), ce.S3Key)
 			if err := manifest.CheckObjectKey(key); err != nil {
 				return fmt.Errorf("%w: manifest %s: chunk %d (s3_key %q): %w", ErrInvalidTree, r.chain[li].key, ce.ID, ce.S3Key, err)
+			}
+			if err := r.confine(key); err != nil {
+				return fmt.Errorf("manifest %s: chunk %d: %w", r.chain[li].key, ce.ID, err)
 			}
 			prev, ok := r.cands[key]
 			if !ok {
@@ -670,6 +714,9 @@ func (r *resolver) place(ref fileRef, fe *manifest.FileEntry, length int64, tarN
 		return extent{}, fmt.Errorf("%w: file %s (s3_key %q): %w", ErrInvalidTree, r.where(ref), fe.S3Key, err)
 	}
 	if _, ok := r.cands[key]; !ok {
+		if err := r.confine(key); err != nil {
+			return extent{}, fmt.Errorf("direct-upload file %s: %w", r.where(ref), err)
+		}
 		ci, err := r.directChunk(ref, key, length, fe)
 		if err != nil {
 			return extent{}, err

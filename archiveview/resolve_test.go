@@ -490,3 +490,73 @@ func FuzzResolve(f *testing.F) {
 		}
 	})
 }
+
+// TestResolveKeysConfined: a manifest cannot name objects outside its own
+// upload tree (the part of the manifest key before "/uploads/"), however
+// it spells the key: such an archive is refused at open, naming the key,
+// unless the operator allowed that prefix.
+func TestResolveKeysConfined(t *testing.T) {
+	dir := t.TempDir()
+	secret := []byte("another tenant's secret\n")
+	rvPut(t, dir, "other-tenant/secret.txt", secret)
+	// The manifest's own prefix field is the lever: emptied, keys resolve
+	// from the bucket root. (Its chunks are rewritten to the
+	// prefix-included form so that only the leak is out of place.)
+	rootKeys := func(m *manifest.Manifest) {
+		for i := range m.Chunks {
+			m.Chunks[i].S3Key = m.Prefix + "/" + strings.TrimPrefix(m.Chunks[i].S3Key, "/")
+		}
+		for i := range m.Files {
+			m.Files[i].S3Key = m.Prefix + "/" + strings.TrimPrefix(m.Files[i].S3Key, "/")
+		}
+		m.Prefix = ""
+	}
+	for _, tc := range []struct {
+		name   string
+		mutate func(m *manifest.Manifest)
+	}{
+		{"direct file, manifest prefix emptied", func(m *manifest.Manifest) {
+			rootKeys(m)
+			m.Files = append(m.Files, rvDirectFile(m.SourcePath+"/leak.txt", "other-tenant/secret.txt", secret))
+		}},
+		{"direct file, s3:// URL key", func(m *manifest.Manifest) {
+			rootKeys(m)
+			m.Files = append(m.Files, rvDirectFile(m.SourcePath+"/leak.txt", "s3://"+rvBucket+"/other-tenant/secret.txt", secret))
+		}},
+		{"direct file, bucket-qualified key", func(m *manifest.Manifest) {
+			rootKeys(m)
+			m.Files = append(m.Files, rvDirectFile(m.SourcePath+"/leak.txt", rvBucket+"/other-tenant/secret.txt", secret))
+		}},
+		{"chunk key", func(m *manifest.Manifest) {
+			rootKeys(m)
+			m.Chunks[0].S3Key = "other-tenant/secret.txt"
+			for i := range m.Files {
+				m.Files[i].S3Key = m.Chunks[0].S3Key
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := rvPack(t, dir, rvSources(), cargopack.Options{FrameSize: 1 << 20, Prefix: "tenant-a", UploadID: "20260101-conf"})
+			_, err := rvMutate(t, dir, res, tc.mutate)
+			if !errors.Is(err, ErrInvalidTree) || !strings.Contains(err.Error(), `"other-tenant/secret.txt"`) || !strings.Contains(err.Error(), "tenant-a") {
+				t.Fatalf("open: %v, want a refusal naming the key and the archive's prefix", err)
+			}
+			if tc.name == "chunk key" {
+				return
+			}
+			// Allowed explicitly: served.
+			a, err := rvOpen(t, dir, res.ManifestKey, Options{Name: "arch", AllowKeyPrefixes: []string{"other-tenant/"}})
+			if err != nil {
+				t.Fatalf("open with the prefix allowed: %v", err)
+			}
+			defer a.Close()
+			f, ok := a.Stat("leak.txt")
+			if !ok {
+				t.Fatal("leak.txt not served with its prefix allowed")
+			}
+			if b := vReadAll(t, a, f, 0, f.Size); string(b) != string(secret) {
+				t.Fatalf("served %q", b)
+			}
+		})
+	}
+}

@@ -182,3 +182,27 @@ func TestVerifiedUnitsPersist(t *testing.T) {
 		t.Errorf("restarted archive read %d backend bytes for a 2000-byte range: the verified unit was not kept", n)
 	}
 }
+
+// TestInfoUnverifiable: files no checksum covers are counted and named;
+// an archive with checksums has none.
+func TestInfoUnverifiable(t *testing.T) {
+	files := map[string][]byte{"a.txt": rpText(1, 5000), "b/c.txt": rpText(2, 300_000)}
+	for _, tc := range []struct {
+		name string
+		opt  cargopack.Options
+		want int
+	}{
+		{"framed with checksums", cargopack.Options{FrameSize: 64 << 10}, 0},
+		{"direct with checksums", cargopack.Options{Direct: true}, 0},
+		{"framed without checksums", cargopack.Options{FrameSize: 64 << 10, NoChecksums: true}, 2},
+		{"direct without checksums", cargopack.Options{Direct: true, NoChecksums: true}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ra := rpNew(t, files, tc.opt, Options{})
+			in := ra.a.Info()
+			if in.Unverifiable != tc.want || len(in.UnverifiableSample) != tc.want {
+				t.Fatalf("unverifiable %d %v, want %d", in.Unverifiable, in.UnverifiableSample, tc.want)
+			}
+		})
+	}
+}

@@ -187,7 +187,7 @@ func (a *Archive) buildVersions(ctx context.Context) (*Versions, error) {
 		v.linkOf[l.uploadID] = int32(i)
 	}
 
-	r := &resolver{bucket: a.bucket, chain: chain, opts: a.opts}
+	r := newResolver(a.bucket, a.manifestKey, chain, a.opts)
 	r.init()
 	if err := r.collectChunks(); err != nil {
 		return nil, err

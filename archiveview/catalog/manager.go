@@ -430,6 +430,9 @@ type BucketEntry struct {
 	UncompressedBytes int64    `json:"uncompressed_bytes"`
 	Shapes            []string `json:"shapes"`
 	Warnings          []string `json:"warnings"`
+	// Unverifiable counts files no checksum covers (served as stored).
+	Unverifiable       int      `json:"unverifiable_files"`
+	UnverifiableSample []string `json:"unverifiable_sample,omitempty"`
 }
 
 // Page builds the /-/archives document from the current catalog and the
@@ -462,6 +465,7 @@ func (cm *Manager) Page() Page {
 			ManifestKey: info.ManifestKey, Chain: info.Chain, Files: info.Files, Chunks: info.Chunks, Frames: info.Frames,
 			CompressedBytes: info.CompressedBytes, UncompressedBytes: info.UncompressedBytes,
 			Shapes: info.Shapes, Warnings: info.Warnings,
+			Unverifiable: info.Unverifiable, UnverifiableSample: info.UnverifiableSample,
 		})
 	}
 	if p.Buckets == nil {

@@ -73,10 +73,12 @@ type fileConfig struct {
 	IdleTimeout       time.Duration `yaml:"idle_timeout"`
 	MaxHeaderBytes    yamlBytes     `yaml:"max_header_bytes"`
 	// Read planner (readopts.go).
-	ReadMemory  yamlBytes `yaml:"read_memory"`
-	PartSize    yamlBytes `yaml:"part_size"`
-	StreamParts int       `yaml:"stream_parts"`
-	MaxParts    int       `yaml:"max_parts"`
+	ReadMemory       yamlBytes `yaml:"read_memory"`
+	PartSize         yamlBytes `yaml:"part_size"`
+	StreamParts      int       `yaml:"stream_parts"`
+	MaxParts         int       `yaml:"max_parts"`
+	TrustUnframed    bool      `yaml:"trust_unframed"`
+	AllowKeyPrefixes []string  `yaml:"allow_key_prefixes"`
 }
 
 // yamlBytes is a size in YAML: an integer or a string such as "512MiB".
@@ -147,6 +149,7 @@ func applyConfigYAML(data []byte, cfg *serveConfig) error {
 		ReadTimeout: cfg.ReadTimeout, IdleTimeout: cfg.IdleTimeout, MaxHeaderBytes: yamlBytes(cfg.MaxHeaderBytes),
 		ReadMemory: yamlBytes(cfg.Read.ReadMemory), PartSize: yamlBytes(cfg.Read.PartSize),
 		StreamParts: cfg.Read.StreamParts, MaxParts: cfg.Read.MaxParts,
+		TrustUnframed: cfg.Read.TrustUnframed, AllowKeyPrefixes: cfg.Read.AllowKeyPrefixes,
 	}
 	fc.S3.Endpoint, fc.S3.Region, fc.S3.PathStyle = cfg.S3.Endpoint, cfg.S3.Region, cfg.S3.PathStyle
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -175,7 +178,8 @@ func applyConfigYAML(data []byte, cfg *serveConfig) error {
 		return fmt.Errorf("max_header_bytes %d: larger than 1GiB", fc.MaxHeaderBytes)
 	}
 	cfg.MaxHeaderBytes = int(fc.MaxHeaderBytes)
-	cfg.Read = readOptions{ReadMemory: int64(fc.ReadMemory), PartSize: int64(fc.PartSize), StreamParts: fc.StreamParts, MaxParts: fc.MaxParts}
+	cfg.Read = readOptions{ReadMemory: int64(fc.ReadMemory), PartSize: int64(fc.PartSize), StreamParts: fc.StreamParts, MaxParts: fc.MaxParts,
+		TrustUnframed: fc.TrustUnframed, AllowKeyPrefixes: fc.AllowKeyPrefixes}
 	return nil
 }
 

@@ -60,6 +60,8 @@ read_memory: 4GiB
 part_size: 16MiB
 stream_parts: 12
 max_parts: 96
+trust_unframed: true
+allow_key_prefixes: [shared/chunks/, legacy/]
 `
 
 // fullConfigFlags says the same as fullConfigYAML, except keys (a flag
@@ -76,6 +78,7 @@ var fullConfigFlags = []string{
 	"--max-inflight-per-key", "8", "--read-header-timeout", "5s", "--read-timeout", "30s", "--idle-timeout", "90s",
 	"--max-header-bytes", "32KiB",
 	"--read-memory", "4GiB", "--part-size", "16MiB", "--stream-parts", "12", "--max-parts", "96",
+	"--trust-unframed", "--allow-key-prefix", "shared/chunks/", "--allow-key-prefix", "legacy/",
 }
 
 func writeFile(t *testing.T, name, content string) string {
@@ -118,7 +121,8 @@ func TestConfigRoundTrip(t *testing.T) {
 		Region: "eu-central-1", LogFormat: "console", ShutdownTimeout: 45 * time.Second, LogOut: os.Stderr,
 		MaxInflightPerKey: 8, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
 		IdleTimeout: 90 * time.Second, MaxHeaderBytes: 32 << 10,
-		Read: readOptions{ReadMemory: 4 << 30, PartSize: 16 << 20, StreamParts: 12, MaxParts: 96},
+		Read: readOptions{ReadMemory: 4 << 30, PartSize: 16 << 20, StreamParts: 12, MaxParts: 96,
+			TrustUnframed: true, AllowKeyPrefixes: []string{"shared/chunks/", "legacy/"}},
 	}
 	if !reflect.DeepEqual(fromFile, want) {
 		t.Errorf("config file:\n got %+v\nwant %+v", fromFile, want)
@@ -180,6 +184,9 @@ func TestCheckConfig(t *testing.T) {
 		{"negative stream parts", "store: s3://\ndiscover: [s3://a/b]\nstream_parts: -1\n", nil, "--stream-parts -1"},
 		{"max parts below stream parts", "store: s3://\ndiscover: [s3://a/b]\nstream_parts: 16\nmax_parts: 8\n", nil, "--max-parts 8 is below --stream-parts 16"},
 		{"read memory under the cache", "store: s3://\ndiscover: [s3://a/b]\ncache_bytes: 1GiB\nread_memory: 1GiB\n", nil, "--read-memory"},
+		{"key prefix without a slash", "store: s3://\ndiscover: [s3://a/b]\nallow_key_prefixes: [shared]\n", nil, `--allow-key-prefix "shared"`},
+		{"key prefix as a URL", "store: s3://\ndiscover: [s3://a/b]\n", []string{"--allow-key-prefix", "s3://other/x/"}, "not a URL"},
+		{"key prefix with ..", "store: s3://\ndiscover: [s3://a/b]\n", []string{"--allow-key-prefix", "a/../b/"}, ".."},
 		{"read memory not a size", "store: s3://\ndiscover: [s3://a/b]\n", []string{"--read-memory", "lots"}, "lots"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -465,6 +472,10 @@ func configDump(t testing.TB, cfg serveConfig) []byte {
 		MaxHeaderBytes: yamlBytes(cfg.MaxHeaderBytes),
 		ReadMemory:     yamlBytes(cfg.Read.ReadMemory), PartSize: yamlBytes(cfg.Read.PartSize),
 		StreamParts: cfg.Read.StreamParts, MaxParts: cfg.Read.MaxParts,
+		TrustUnframed: cfg.Read.TrustUnframed, AllowKeyPrefixes: cfg.Read.AllowKeyPrefixes,
+	}
+	if fc.AllowKeyPrefixes == nil {
+		fc.AllowKeyPrefixes = []string{}
 	}
 	fc.S3.Endpoint, fc.S3.Region, fc.S3.PathStyle = cfg.S3.Endpoint, cfg.S3.Region, cfg.S3.PathStyle
 	for _, a := range cfg.Archives {
@@ -498,6 +509,9 @@ func fileSettable(cfg serveConfig) serveConfig {
 		MaxInflightPerKey: cfg.MaxInflightPerKey, ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 		ReadTimeout: cfg.ReadTimeout, IdleTimeout: cfg.IdleTimeout, MaxHeaderBytes: cfg.MaxHeaderBytes,
 		Read: cfg.Read,
+	}
+	if len(out.Read.AllowKeyPrefixes) == 0 {
+		out.Read.AllowKeyPrefixes = nil
 	}
 	out.S3.Endpoint, out.S3.Region, out.S3.PathStyle = cfg.S3.Endpoint, cfg.S3.Region, cfg.S3.PathStyle
 	if len(cfg.Archives) > 0 {
@@ -537,7 +551,8 @@ func configBase(variant int) serveConfig {
 	c.KeysFile, c.IndexCacheDir, c.VirtualHostBase = "/base/keys"+v, "/base/cache"+v, "base"+v+".invalid"
 	c.Region, c.LogFormat = "base-"+v, "base-format-"+v
 	c.CacheBytes, c.MaxInflightPerKey, c.MaxHeaderBytes = 7001+int64(variant), 7+variant, 9001+variant
-	c.Read = readOptions{ReadMemory: 3<<30 + int64(variant), PartSize: 5<<20 + int64(variant), StreamParts: 5 + variant, MaxParts: 50 + variant}
+	c.Read = readOptions{ReadMemory: 3<<30 + int64(variant), PartSize: 5<<20 + int64(variant), StreamParts: 5 + variant, MaxParts: 50 + variant,
+		TrustUnframed: variant == 0, AllowKeyPrefixes: []string{"base" + v + "/"}}
 	return c
 }
 

@@ -55,6 +55,11 @@ func printInfo(w io.Writer, in archiveview.Info) {
 	fmt.Fprintf(w, "compressed bytes:   %d\n", in.CompressedBytes)
 	fmt.Fprintf(w, "uncompressed bytes: %d\n", in.UncompressedBytes)
 	fmt.Fprintf(w, "shapes:             %s\n", strings.Join(in.Shapes, ", "))
+	fmt.Fprintf(w, "unverifiable files: %d", in.Unverifiable)
+	if in.Unverifiable > 0 {
+		fmt.Fprintf(w, " (no checksum covers them; served as stored), e.g. %s", strings.Join(in.UnverifiableSample, ", "))
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "warnings:           %d\n", len(in.Warnings))
 	for _, s := range in.Warnings {
 		fmt.Fprintf(w, "  - %s\n", s)

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
 )
@@ -16,6 +18,13 @@ type readOptions struct {
 	PartSize    int64 `yaml:"part_size"`    // bytes per planned GET; 0 = 8 MiB
 	StreamParts int   `yaml:"stream_parts"` // GETs in flight per read; 0 = 8
 	MaxParts    int   `yaml:"max_parts"`    // GETs in flight per process; 0 = 64
+	// TrustUnframed serves ranged reads of plain tar members, direct
+	// objects, unframed zstd and giant frames without checking them whole
+	// first (accepting S3's own integrity for these shapes).
+	TrustUnframed bool `yaml:"trust_unframed"`
+	// AllowKeyPrefixes lets archives name objects under these prefixes of
+	// their bucket besides their own upload tree.
+	AllowKeyPrefixes []string `yaml:"allow_key_prefixes"`
 }
 
 // Limits of the read options, checked at start.
@@ -33,6 +42,23 @@ func (o *readOptions) addReadFlags(fs *flag.FlagSet) {
 	fs.Var((*byteSize)(&o.PartSize), "part-size", "read planner: bytes per backend range GET; adjacent frames are merged up to this size (default 8MiB)")
 	fs.IntVar(&o.StreamParts, "stream-parts", o.StreamParts, "read planner: backend GETs in flight per sequential read (default 8)")
 	fs.IntVar(&o.MaxParts, "max-parts", o.MaxParts, "read planner: backend GETs in flight in the whole process (default 64)")
+	fs.BoolVar(&o.TrustUnframed, "trust-unframed", o.TrustUnframed, "serve ranged reads of plain tar members, direct objects, unframed zstd and giant frames without reading them whole and checking their sha256 first (trust S3's integrity for these shapes; off by default)")
+	fs.Var(&listFlag[string]{list: &o.AllowKeyPrefixes, parse: parseKeyPrefix, show: func(s string) string { return s }},
+		"allow-key-prefix", "PREFIX/: archives may also name chunk and direct-upload objects under this prefix of their bucket (default: only their own upload tree); repeatable")
+}
+
+// parseKeyPrefix checks an --allow-key-prefix value: a key prefix of the
+// archive's bucket ending in "/", not a URL or a path with "..".
+func parseKeyPrefix(v string) (string, error) {
+	switch {
+	case v == "" || !strings.HasSuffix(v, "/"):
+		return "", fmt.Errorf("--allow-key-prefix %q: want a key prefix ending in \"/\" (e.g. shared/chunks/)", v)
+	case strings.Contains(v, "://"):
+		return "", fmt.Errorf("--allow-key-prefix %q: want a key prefix of the archive's own bucket, not a URL", v)
+	case strings.HasPrefix(v, "/") || slices.Contains(strings.Split(v, "/"), ".."):
+		return "", fmt.Errorf("--allow-key-prefix %q: a key prefix cannot start with \"/\" or hold \"..\"", v)
+	}
+	return v, nil
 }
 
 // validate checks the options against the cache budget.
@@ -53,6 +79,11 @@ func (o readOptions) validate(cacheBytes int64) error {
 	}
 	if o.MaxParts != 0 && o.MaxParts < streams {
 		errs = append(errs, fmt.Errorf("--max-parts %d is below --stream-parts %d: one read could never use its parts", o.MaxParts, streams))
+	}
+	for _, p := range o.AllowKeyPrefixes {
+		if _, err := parseKeyPrefix(p); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if o.ReadMemory < 0 {
 		errs = append(errs, errors.New("--read-memory must not be negative (0 = --cache-bytes + 128MiB)"))

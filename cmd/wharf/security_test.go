@@ -12,12 +12,17 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +34,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 
+	"github.com/wharf-s3/wharf/archiveview/cargopack"
+	"github.com/wharf-s3/wharf/archiveview/catalog"
+	"github.com/wharf-s3/wharf/archiveview/manifest"
 	"github.com/wharf-s3/wharf/auth"
 )
 
@@ -632,4 +640,102 @@ func TestServeConcurrencyLimit(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// TestServeKeysConfined (issue 12): an upload under a --discover prefix
+// whose manifest names an object outside its own upload tree (another
+// tenant's file, through an emptied prefix field) is not served: discovery
+// skips it with a reason naming the key, and the object is never read.
+// With --allow-key-prefix for that prefix it is served.
+func TestServeKeysConfined(t *testing.T) {
+	dir := t.TempDir()
+	secret := []byte("tenant b's secret\n")
+	secretPath := filepath.Join(dir, "lake", "tenant-b", "secret.txt")
+	if err := os.MkdirAll(filepath.Dir(secretPath), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(secretPath, secret, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := cargopack.Write(context.Background(), cargopack.DirSink(dir), cargopack.FromMap(map[string][]byte{"ok.txt": []byte("ok\n")}, time.Unix(1700000000, 0)),
+		cargopack.Options{Bucket: "lake", Prefix: "tenant-a", UploadID: "20260101-leak", FrameSize: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The hostile edit: prefix emptied, keys rewritten from the bucket
+	// root, and a direct-upload entry for the other tenant's object.
+	m := res.Manifest
+	for i := range m.Chunks {
+		m.Chunks[i].S3Key = "tenant-a/" + strings.TrimPrefix(m.Chunks[i].S3Key, "/")
+	}
+	for i := range m.Files {
+		m.Files[i].S3Key = "tenant-a/" + strings.TrimPrefix(m.Files[i].S3Key, "/")
+	}
+	m.Prefix = ""
+	sum := sha256.Sum256(secret)
+	m.Files = append(m.Files, manifest.FileEntry{Path: m.SourcePath + "/leak.txt", Size: int64(len(secret)),
+		ModTime: time.Unix(1700000000, 0), S3Key: "tenant-b/secret.txt", Checksum: hex.EncodeToString(sum[:])})
+	js, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "lake", filepath.FromSlash(res.ManifestKey)), js, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bucket := catalog.BucketName("20260101-leak")
+
+	addr, admin, logs, _ := startServe(t, serveConfig{
+		Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0", StoreURL: "file://" + dir,
+		Discover: []string{"s3://lake/tenant-a"}, Anonymous: true, CacheBytes: 1 << 20,
+	})
+	resp, body := sendReq(t, mustReq(t, "GET", "http://"+addr+"/"+bucket+"/leak.txt"))
+	wantS3Error(t, "GET of the leaking key", resp, body, 404, "NoSuchBucket")
+	resp, body = sendReq(t, mustReq(t, "GET", "http://"+admin+"/-/archives"))
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `tenant-b/secret.txt`) || !strings.Contains(string(body), "outside the archive") {
+		t.Fatalf("/-/archives does not name the refused key: %s", body)
+	}
+	if !strings.Contains(logs.String(), "tenant-b/secret.txt") {
+		t.Error("the refusal is not logged with the key")
+	}
+
+	addr2, _, _, _ := startServe(t, serveConfig{
+		Listen: "127.0.0.1:0", StoreURL: "file://" + dir, Discover: []string{"s3://lake/tenant-a"},
+		Anonymous: true, CacheBytes: 1 << 20, Read: readOptions{AllowKeyPrefixes: []string{"tenant-b/"}},
+	})
+	resp, body = sendReq(t, mustReq(t, "GET", "http://"+addr2+"/"+bucket+"/leak.txt"))
+	if resp.StatusCode != 200 || !bytes.Equal(body, secret) {
+		t.Fatalf("with --allow-key-prefix tenant-b/: %d %q", resp.StatusCode, body)
+	}
+}
+
+// TestServeAnonymousOverrides (issue 12): an unsigned GET may not set
+// response headers (response-content-type=text/html would let anyone serve
+// archived content as HTML from wharf's origin): 400 InvalidRequest, as S3
+// answers (signed requests may set them: s3api tests).
+func TestServeAnonymousOverrides(t *testing.T) {
+	store, man := packServeTree(t, map[string][]byte{"a.txt": []byte("<script>alert(1)</script>\n")})
+	addr, _, _, _ := startServe(t, serveConfig{
+		Listen: "127.0.0.1:0", StoreURL: store, Archives: []serveArchive{{Name: "data", ManifestURL: man}},
+		Anonymous: true, CacheBytes: 1 << 20,
+	})
+	for _, q := range []string{"response-content-type=text/html", "response-content-disposition=inline", "response-cache-control=x"} {
+		resp, body := sendReq(t, mustReq(t, "GET", "http://"+addr+"/data/a.txt?"+q))
+		wantS3Error(t, q, resp, body, 400, "InvalidRequest")
+		if ct := resp.Header.Get("Content-Type"); strings.Contains(ct, "text/html") {
+			t.Fatalf("%s: Content-Type %q", q, ct)
+		}
+	}
+	resp, _ := sendReq(t, mustReq(t, "GET", "http://"+addr+"/data/a.txt"))
+	if resp.StatusCode != 200 || strings.Contains(resp.Header.Get("Content-Type"), "html") {
+		t.Fatalf("plain anonymous GET: %d %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+}
+
+func mustReq(t *testing.T, method, url string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
 }

@@ -282,10 +282,12 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 	cm := catalog.NewManager(catalog.Config{
 		Store: store,
 		Options: archiveview.Options{
-			Cache:         cfg.Read.frameCache(cfg.CacheBytes),
-			Metrics:       chunkio.NewMetrics(reg),
-			Logger:        log,
-			IndexCacheDir: cfg.IndexCacheDir,
+			Cache:            cfg.Read.frameCache(cfg.CacheBytes),
+			TrustUnframed:    cfg.Read.TrustUnframed,
+			AllowKeyPrefixes: cfg.Read.AllowKeyPrefixes,
+			Metrics:          chunkio.NewMetrics(reg),
+			Logger:           log,
+			IndexCacheDir:    cfg.IndexCacheDir,
 		},
 		Archives:    cfg.catalogSources(),
 		Discover:    cfg.Discover,
