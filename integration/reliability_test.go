@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -182,6 +184,48 @@ func TestReliability(t *testing.T) {
 			t.Fatalf("wharf_checksum_failures_total after %d damaged reads: %q, want > 0", 2*len(cases), m)
 		}
 		t.Logf("reliability: wharf_checksum_failures_total = %s after the damaged reads", m[1])
+	})
+	t.Run("large-unframed", func(t *testing.T) {
+		// Issue 12: files over the 8 MiB small-extent limit in every shape
+		// no frame checksum covers. A ranged read far from the damage, and
+		// `aws s3 cp` (parallel 8 MiB ranges), must both fail: the object
+		// is read whole and checked before a byte of it is served.
+		const size = 10 << 20
+		cases := []*fragile{
+			packFragile(t, "large-plain", []srcFile{{"a.png", pngBytes(81, size)}}, cargopack.Options{FrameSize: 1 << 20}),
+			packFragile(t, "large-direct", []srcFile{{"a.bin", randomBytes(82, size)}}, cargopack.Options{Direct: true}),
+			packFragile(t, "large-stream", []srcFile{{"a.txt", textBytes(83, size)}}, cargopack.Options{}),
+			packFragile(t, "large-giant", []srcFile{{"a.txt", textBytes(84, size)}}, cargopack.Options{FrameSize: 1 << 20, NoSubFrames: true}),
+		}
+		args := []string{"--max-frame-bytes", "1MiB"} // the 10 MiB frame of large-giant is streamed
+		for _, f := range cases {
+			f.corrupt(t)
+			args = append(args, f.archiveArg()...)
+		}
+		srv, err := suite.startServer("large-unframed", args, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer stopOrFail(t, srv)
+		cli := findAWSCLIs(t)[0]
+		env := awsEnv(t, srv)
+		for _, f := range cases {
+			sf := f.files[0]
+			out := getOutcome(t, srv, f.bucket, sf.key, "bytes=100-199", sf.data[100:200], true)
+			t.Logf("reliability: one flipped byte in the middle of %s → GET %s Range bytes=100-199: %s", f.bucket, sf.key, out)
+			dst := filepath.Join(t.TempDir(), "copy")
+			stdout, stderr, err := runErr(env, "", cli.path, "--endpoint-url", srv.url, "--no-sign-request",
+				"s3", "cp", "s3://"+f.bucket+"/"+sf.key, dst)
+			got, rerr := os.ReadFile(dst)
+			switch {
+			case err == nil:
+				t.Fatalf("%s: aws s3 cp of the damaged file exited 0 (%d bytes written, equal to the source: %v)\n%s%s",
+					f.bucket, len(got), bytes.Equal(got, sf.data), stdout, stderr)
+			case rerr == nil && len(got) == len(sf.data):
+				t.Fatalf("%s: aws s3 cp failed but left a complete-looking file (%v)", f.bucket, err)
+			}
+			t.Logf("reliability: damaged %s → aws s3 cp fails (%v): %s", f.bucket, err, strings.TrimSpace(tail(stderr, 1)))
+		}
 	})
 	t.Run("missing-chunks", func(t *testing.T) {
 		f := packFragile(t, "fragile-missing", []srcFile{{"a.txt", textBytes(95, 100_000)}, {"b.txt", textBytes(96, 1000)}}, cargopack.Options{FrameSize: 32 << 10})

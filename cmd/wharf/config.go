@@ -77,6 +77,7 @@ type fileConfig struct {
 	PartSize         yamlBytes `yaml:"part_size"`
 	StreamParts      int       `yaml:"stream_parts"`
 	MaxParts         int       `yaml:"max_parts"`
+	MaxFrameBytes    yamlBytes `yaml:"max_frame_bytes"`
 	TrustUnframed    bool      `yaml:"trust_unframed"`
 	AllowKeyPrefixes []string  `yaml:"allow_key_prefixes"`
 }
@@ -150,6 +151,7 @@ func applyConfigYAML(data []byte, cfg *serveConfig) error {
 		ReadMemory: yamlBytes(cfg.Read.ReadMemory), PartSize: yamlBytes(cfg.Read.PartSize),
 		StreamParts: cfg.Read.StreamParts, MaxParts: cfg.Read.MaxParts,
 		TrustUnframed: cfg.Read.TrustUnframed, AllowKeyPrefixes: cfg.Read.AllowKeyPrefixes,
+		MaxFrameBytes: yamlBytes(cfg.Read.MaxFrameBytes),
 	}
 	fc.S3.Endpoint, fc.S3.Region, fc.S3.PathStyle = cfg.S3.Endpoint, cfg.S3.Region, cfg.S3.PathStyle
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -179,7 +181,7 @@ func applyConfigYAML(data []byte, cfg *serveConfig) error {
 	}
 	cfg.MaxHeaderBytes = int(fc.MaxHeaderBytes)
 	cfg.Read = readOptions{ReadMemory: int64(fc.ReadMemory), PartSize: int64(fc.PartSize), StreamParts: fc.StreamParts, MaxParts: fc.MaxParts,
-		TrustUnframed: fc.TrustUnframed, AllowKeyPrefixes: fc.AllowKeyPrefixes}
+		TrustUnframed: fc.TrustUnframed, AllowKeyPrefixes: fc.AllowKeyPrefixes, MaxFrameBytes: int64(fc.MaxFrameBytes)}
 	return nil
 }
 

@@ -62,6 +62,7 @@ stream_parts: 12
 max_parts: 96
 trust_unframed: true
 allow_key_prefixes: [shared/chunks/, legacy/]
+max_frame_bytes: 32MiB
 `
 
 // fullConfigFlags says the same as fullConfigYAML, except keys (a flag
@@ -78,7 +79,7 @@ var fullConfigFlags = []string{
 	"--max-inflight-per-key", "8", "--read-header-timeout", "5s", "--read-timeout", "30s", "--idle-timeout", "90s",
 	"--max-header-bytes", "32KiB",
 	"--read-memory", "4GiB", "--part-size", "16MiB", "--stream-parts", "12", "--max-parts", "96",
-	"--trust-unframed", "--allow-key-prefix", "shared/chunks/", "--allow-key-prefix", "legacy/",
+	"--trust-unframed", "--allow-key-prefix", "shared/chunks/", "--allow-key-prefix", "legacy/", "--max-frame-bytes", "32MiB",
 }
 
 func writeFile(t *testing.T, name, content string) string {
@@ -122,7 +123,7 @@ func TestConfigRoundTrip(t *testing.T) {
 		MaxInflightPerKey: 8, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
 		IdleTimeout: 90 * time.Second, MaxHeaderBytes: 32 << 10,
 		Read: readOptions{ReadMemory: 4 << 30, PartSize: 16 << 20, StreamParts: 12, MaxParts: 96,
-			TrustUnframed: true, AllowKeyPrefixes: []string{"shared/chunks/", "legacy/"}},
+			TrustUnframed: true, AllowKeyPrefixes: []string{"shared/chunks/", "legacy/"}, MaxFrameBytes: 32 << 20},
 	}
 	if !reflect.DeepEqual(fromFile, want) {
 		t.Errorf("config file:\n got %+v\nwant %+v", fromFile, want)
@@ -187,6 +188,7 @@ func TestCheckConfig(t *testing.T) {
 		{"key prefix without a slash", "store: s3://\ndiscover: [s3://a/b]\nallow_key_prefixes: [shared]\n", nil, `--allow-key-prefix "shared"`},
 		{"key prefix as a URL", "store: s3://\ndiscover: [s3://a/b]\n", []string{"--allow-key-prefix", "s3://other/x/"}, "not a URL"},
 		{"key prefix with ..", "store: s3://\ndiscover: [s3://a/b]\n", []string{"--allow-key-prefix", "a/../b/"}, ".."},
+		{"max frame too small", "store: s3://\ndiscover: [s3://a/b]\nmax_frame_bytes: 1KiB\n", nil, "--max-frame-bytes 1024"},
 		{"read memory not a size", "store: s3://\ndiscover: [s3://a/b]\n", []string{"--read-memory", "lots"}, "lots"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -473,6 +475,7 @@ func configDump(t testing.TB, cfg serveConfig) []byte {
 		ReadMemory:     yamlBytes(cfg.Read.ReadMemory), PartSize: yamlBytes(cfg.Read.PartSize),
 		StreamParts: cfg.Read.StreamParts, MaxParts: cfg.Read.MaxParts,
 		TrustUnframed: cfg.Read.TrustUnframed, AllowKeyPrefixes: cfg.Read.AllowKeyPrefixes,
+		MaxFrameBytes: yamlBytes(cfg.Read.MaxFrameBytes),
 	}
 	if fc.AllowKeyPrefixes == nil {
 		fc.AllowKeyPrefixes = []string{}
@@ -552,7 +555,7 @@ func configBase(variant int) serveConfig {
 	c.Region, c.LogFormat = "base-"+v, "base-format-"+v
 	c.CacheBytes, c.MaxInflightPerKey, c.MaxHeaderBytes = 7001+int64(variant), 7+variant, 9001+variant
 	c.Read = readOptions{ReadMemory: 3<<30 + int64(variant), PartSize: 5<<20 + int64(variant), StreamParts: 5 + variant, MaxParts: 50 + variant,
-		TrustUnframed: variant == 0, AllowKeyPrefixes: []string{"base" + v + "/"}}
+		TrustUnframed: variant == 0, AllowKeyPrefixes: []string{"base" + v + "/"}, MaxFrameBytes: 2<<20 + int64(variant)}
 	return c
 }
 

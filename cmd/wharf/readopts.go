@@ -18,6 +18,9 @@ type readOptions struct {
 	PartSize    int64 `yaml:"part_size"`    // bytes per planned GET; 0 = 8 MiB
 	StreamParts int   `yaml:"stream_parts"` // GETs in flight per read; 0 = 8
 	MaxParts    int   `yaml:"max_parts"`    // GETs in flight per process; 0 = 64
+	// MaxFrameBytes: frames larger (decoded or stored) are streamed
+	// rather than cached; 0 = 64 MiB.
+	MaxFrameBytes int64 `yaml:"max_frame_bytes"`
 	// TrustUnframed serves ranged reads of plain tar members, direct
 	// objects, unframed zstd and giant frames without checking them whole
 	// first (accepting S3's own integrity for these shapes).
@@ -42,6 +45,7 @@ func (o *readOptions) addReadFlags(fs *flag.FlagSet) {
 	fs.Var((*byteSize)(&o.PartSize), "part-size", "read planner: bytes per backend range GET; adjacent frames are merged up to this size (default 8MiB)")
 	fs.IntVar(&o.StreamParts, "stream-parts", o.StreamParts, "read planner: backend GETs in flight per sequential read (default 8)")
 	fs.IntVar(&o.MaxParts, "max-parts", o.MaxParts, "read planner: backend GETs in flight in the whole process (default 64)")
+	fs.Var((*byteSize)(&o.MaxFrameBytes), "max-frame-bytes", "frames larger than this (decoded or stored) are stream-decoded and checked at their end instead of cached whole (default 64MiB)")
 	fs.BoolVar(&o.TrustUnframed, "trust-unframed", o.TrustUnframed, "serve ranged reads of plain tar members, direct objects, unframed zstd and giant frames without reading them whole and checking their sha256 first (trust S3's integrity for these shapes; off by default)")
 	fs.Var(&listFlag[string]{list: &o.AllowKeyPrefixes, parse: parseKeyPrefix, show: func(s string) string { return s }},
 		"allow-key-prefix", "PREFIX/: archives may also name chunk and direct-upload objects under this prefix of their bucket (default: only their own upload tree); repeatable")
@@ -84,6 +88,9 @@ func (o readOptions) validate(cacheBytes int64) error {
 		if _, err := parseKeyPrefix(p); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if o.MaxFrameBytes != 0 && (o.MaxFrameBytes < 64<<10 || o.MaxFrameBytes > 1<<30) {
+		errs = append(errs, fmt.Errorf("--max-frame-bytes %d: want 64KiB to 1GiB (0 = default 64MiB)", o.MaxFrameBytes))
 	}
 	if o.ReadMemory < 0 {
 		errs = append(errs, errors.New("--read-memory must not be negative (0 = --cache-bytes + 128MiB)"))

@@ -284,6 +284,7 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 		Options: archiveview.Options{
 			Cache:            cfg.Read.frameCache(cfg.CacheBytes),
 			TrustUnframed:    cfg.Read.TrustUnframed,
+			MaxFrameBytes:    cfg.Read.MaxFrameBytes,
 			AllowKeyPrefixes: cfg.Read.AllowKeyPrefixes,
 			Metrics:          chunkio.NewMetrics(reg),
 			Logger:           log,
