@@ -101,6 +101,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	if cfg.LargeSize > 0 {
+		if err := firstRead(ctx, cfg, e, rep); err != nil {
+			return rep, err
+		}
 		if err := largeFile(ctx, cfg, e, rep); err != nil {
 			return rep, err
 		}
