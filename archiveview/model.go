@@ -60,7 +60,7 @@ type Archive struct {
 	unverified unverifiedFiles
 
 	// prov records the manifests the tree was built from (BuildIndex, or
-	// Open with IndexCacheDir; persist.go); nil otherwise.
+	// Open with IndexCache; persist.go); nil otherwise.
 	prov *indexProvenance
 }
 
@@ -116,13 +116,14 @@ type Options struct {
 	// under which its chunk and direct-upload keys may lie. Any other key
 	// is refused at open.
 	AllowKeyPrefixes []string
-	// IndexCacheDir, when set, makes Open keep a persistent index of the
-	// archive in this directory (persist.go): if the file recorded for
+	// IndexCache, when set, makes Open keep a persistent index of the
+	// archive there (persist.go, indexcache.go): if the file recorded for
 	// (bucket, manifest key) is intact and every manifest it was built from
 	// still has the same ETag and size (HEAD requests only), the tree is
 	// loaded from it with no manifest GET; otherwise Open reads the
-	// manifests and writes a fresh file (temp file + rename).
-	IndexCacheDir string
+	// manifests and publishes a fresh file. DirIndexCache is a local
+	// directory; StoreIndexCache an s3:// prefix shared by replicas.
+	IndexCache IndexCache
 }
 
 // chunkOptions are the read-path options for the archive's chunk Set.

@@ -21,12 +21,12 @@ var ErrBrokenChain = errors.New("broken manifest chain")
 // validates it, follows the previous_manifest_id chain, resolves the tree and
 // builds the index. It reads the manifests only (one GET each, newest first)
 // and never lists the bucket. Every error names the archive (opts.Name, else
-// the upload id) and the manifest key. With opts.IndexCacheDir set, Open
+// the upload id) and the manifest key. With opts.IndexCache set, Open
 // first tries the persistent index recorded for the manifest (persist.go):
 // HEAD requests only, no manifest GET, when every manifest it was built
 // from is unchanged.
 func Open(ctx context.Context, store backend.Store, bucket, manifestKey string, opts Options) (*Archive, error) {
-	if opts.IndexCacheDir != "" {
+	if opts.IndexCache != nil {
 		return openIndexCached(ctx, store, bucket, manifestKey, opts) // persist.go
 	}
 	name := opts.Name

@@ -3,7 +3,7 @@ package archiveview
 // persist.go: the persistent index. An archive's resolved tree (everything
 // Open produces) is written to a compact binary file and loaded back with
 // no manifest GET and no JSON parse. Open uses it as a cache when
-// Options.IndexCacheDir is set; the CLI builds one with "wharf index build".
+// Options.IndexCache is set; the CLI builds one with "wharf index build".
 //
 // Format (version 2), little-endian, fixed-width fields (encoding/binary):
 //
@@ -58,7 +58,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash"
@@ -217,18 +216,18 @@ func (r *hashingReader) Close() error {
 // BuildIndex is Open that also records, for every manifest of the chain
 // (and every candidate key found absent), its key, ETag, size and the
 // sha256 of its bytes. WriteIndex then writes a file that Open with
-// Options.IndexCacheDir can validate against the store with HEADs alone.
+// Options.IndexCache can validate against the store with HEADs alone.
 // The manifests are each read once, as by Open.
 func BuildIndex(ctx context.Context, store backend.Store, bucket, manifestKey string, opts Options) (*Archive, error) {
 	rec := &recordingStore{Store: store, max: opts.Limits.WithDefaults().MaxStoredBytes}
 	o := opts
-	o.IndexCacheDir = ""
+	o.IndexCache = nil
 	a, err := Open(ctx, rec, bucket, manifestKey, o)
 	if err != nil {
 		return nil, err
 	}
 	a.store = store
-	a.opts.IndexCacheDir = opts.IndexCacheDir
+	a.opts.IndexCache = opts.IndexCache
 	rec.mu.Lock()
 	srcs := slices.Clone(rec.sources)
 	rec.mu.Unlock()
@@ -251,22 +250,31 @@ func BuildIndex(ctx context.Context, store backend.Store, bucket, manifestKey st
 // ---------------------------------------------------------------------------
 // Open's cache
 
-// indexCachePath is the cache file for (bucket, manifestKey) in dir.
-func indexCachePath(dir, bucket, manifestKey string) string {
-	h := sha256.Sum256([]byte(bucket + "\x00" + manifestKey))
-	return filepath.Join(dir, hex.EncodeToString(h[:16])+indexCacheSuffix)
-}
-
-// openIndexCached serves Open when Options.IndexCacheDir is set: it loads
-// the cached index if every recorded manifest still stats the same, else
-// it builds from the manifests and writes a fresh cache file.
+// openIndexCached serves Open when Options.IndexCache is set: it loads the
+// cached index if every recorded manifest still stats the same, else it
+// builds from the manifests and publishes a fresh index file. A shared
+// cache names the file after the manifest's ETag too (one HEAD), so that an
+// index published for an older manifest never stands in the way.
 func openIndexCached(ctx context.Context, store backend.Store, bucket, manifestKey string, opts Options) (*Archive, error) {
-	path := indexCachePath(opts.IndexCacheDir, bucket, manifestKey)
-	a, err := loadCachedIndex(ctx, store, bucket, manifestKey, path, opts)
+	c := opts.IndexCache
+	etag := ""
+	if c.Shared() {
+		if info, err := store.Stat(ctx, bucket, manifestKey); err == nil {
+			etag = info.ETag
+		}
+	}
+	name := indexName(bucket, manifestKey, etag)
+	where := c.String() + " " + name
+	path, release, err := c.Fetch(ctx, name)
 	if err == nil {
-		opts.Logger.Info().Str("archive", a.name).Str("manifest", manifestKey).Str("index", path).
-			Int("files", a.idx.n()).Msg("archive opened from index cache")
-		return a, nil
+		var a *Archive
+		a, err = loadCachedIndex(ctx, store, bucket, manifestKey, path, opts)
+		release()
+		if err == nil {
+			opts.Logger.Info().Str("archive", a.name).Str("manifest", manifestKey).Str("index", where).
+				Int("files", a.idx.n()).Msg("archive opened from index cache")
+			return a, nil
+		}
 	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
@@ -274,21 +282,83 @@ func openIndexCached(ctx context.Context, store backend.Store, bucket, manifestK
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case errors.Is(err, errStaleIndex):
-		opts.Logger.Info().Err(err).Str("manifest", manifestKey).Str("index", path).Msg("index cache stale; reading the manifest")
+		opts.Logger.Info().Err(err).Str("manifest", manifestKey).Str("index", where).Msg("index cache stale; reading the manifest")
 	default:
-		opts.Logger.Warn().Err(err).Str("manifest", manifestKey).Str("index", path).Msg("index cache not used; reading the manifest")
+		opts.Logger.Warn().Err(err).Str("manifest", manifestKey).Str("index", where).Msg("index cache not used (damaged or foreign); reading the manifest")
 	}
-	a, err = BuildIndex(ctx, store, bucket, manifestKey, opts)
+	a, err := BuildIndex(ctx, store, bucket, manifestKey, opts)
 	if err != nil {
 		return nil, err
 	}
 	if len(a.prov.sources) == 0 {
 		return a, nil
 	}
-	if err := a.WriteIndexFile(path); err != nil {
-		a.log.Warn().Err(err).Str("archive", a.name).Str("index", path).Msg("index cache not written")
+	if err := a.publishIndex(ctx, c, name); err != nil {
+		a.log.Warn().Err(err).Str("archive", a.name).Str("index", where).Msg("index cache not written")
 	}
 	return a, nil
+}
+
+// PublishIndex publishes the archive's index in c under the name Open
+// looks for (a shared cache's name includes the manifest's ETag recorded
+// when the index was built). The archive must come from BuildIndex or from
+// Open with an IndexCache. It reports whether this call published the
+// file (false: a shared cache already had one).
+func (a *Archive) PublishIndex(ctx context.Context, c IndexCache) (bool, error) {
+	if a.prov == nil || len(a.prov.sources) == 0 {
+		return false, fmt.Errorf("archive %q: no manifest provenance recorded (build the index with BuildIndex)", a.name)
+	}
+	etag := ""
+	if c.Shared() {
+		for _, s := range a.prov.sources {
+			if s.key == a.manifestKey && !s.absent {
+				etag = s.etag
+			}
+		}
+	}
+	name := indexName(a.bucket, a.manifestKey, etag)
+	return a.publishIndexName(ctx, c, name)
+}
+
+// publishIndex writes the archive's index to a temporary file and
+// publishes it in c under name.
+func (a *Archive) publishIndex(ctx context.Context, c IndexCache, name string) error {
+	_, err := a.publishIndexName(ctx, c, name)
+	return err
+}
+
+func (a *Archive) publishIndexName(ctx context.Context, c IndexCache, name string) (bool, error) {
+	dir := c.TempDir()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return false, err
+	}
+	f, err := os.CreateTemp(dir, ".widx-*")
+	if err != nil {
+		return false, err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	if err := a.WriteIndex(f); err != nil {
+		f.Close()
+		return false, err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return false, err
+	}
+	if err := f.Close(); err != nil {
+		return false, err
+	}
+	published, err := c.Publish(ctx, name, tmp)
+	if err != nil {
+		return false, err
+	}
+	if !published {
+		a.log.Info().Str("archive", a.name).Str("index", c.String()+" "+name).Msg("index cache: another replica published this index first")
+	} else {
+		a.log.Info().Str("archive", a.name).Str("index", c.String()+" "+name).Msg("index cache: published")
+	}
+	return published, nil
 }
 
 // loadCachedIndex loads path if it is valid and still matches the store.
@@ -454,7 +524,7 @@ func (a *Archive) LearnedOffsets() int {
 // WriteIndex writes the archive's resolved tree in the persistent index
 // format (see persist.go). Offsets the read path has learned by walking
 // legacy chunks are recorded. An archive opened by Open (not BuildIndex or
-// Open with IndexCacheDir) has no recorded manifest sources: its file loads
+// Open with IndexCache) has no recorded manifest sources: its file loads
 // with OpenIndex but is never used as Open's cache.
 func (a *Archive) WriteIndex(w io.Writer) error {
 	h := sha256.New()
@@ -651,7 +721,7 @@ func (a *Archive) WriteIndex(w io.Writer) error {
 // OpenIndex loads an index written by WriteIndex and returns the archive,
 // reading chunks from store (in the bucket the index records). It makes no
 // request: the caller decides whether the index is fresh (Open with
-// Options.IndexCacheDir checks the recorded manifests). The whole input is
+// Options.IndexCache checks the recorded manifests). The whole input is
 // read and verified before anything is decoded; errors wrap ErrBadIndex.
 func OpenIndex(ctx context.Context, store backend.Store, r io.Reader, opts Options) (*Archive, error) {
 	name := "index"

@@ -296,7 +296,7 @@ func piCountingStore(dir string) *faults.Faulty {
 func piCachedOpen(t *testing.T, dir, cacheDir, key string) (*Archive, *faults.Faulty) {
 	t.Helper()
 	f := piCountingStore(dir)
-	a, err := Open(context.Background(), f, rvBucket, key, Options{Name: "cached", IndexCacheDir: cacheDir})
+	a, err := Open(context.Background(), f, rvBucket, key, Options{Name: "cached", IndexCache: DirIndexCache{Dir: cacheDir}})
 	if err != nil {
 		t.Fatalf("Open with IndexCacheDir: %v", err)
 	}
@@ -404,7 +404,7 @@ func TestIndexCacheCorrupt(t *testing.T) {
 	dir, key, want := piSetup(t, piShape{opt: cargopack.Options{FrameSize: 16 << 10, Dedup: true, SplitSize: 60000}})
 	cache := t.TempDir()
 	piCachedOpen(t, dir, cache, key)
-	path := indexCachePath(cache, rvBucket, key)
+	path := filepath.Join(cache, indexName(rvBucket, key, ""))
 	good, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -727,7 +727,7 @@ func TestIndexCacheChainCandidates(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, rvBucket, "c", "uploads", "20250304-00000001", "manifest.json")); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Open(context.Background(), piCountingStore(dir), rvBucket, res.ManifestKey, Options{IndexCacheDir: cache})
+	_, err := Open(context.Background(), piCountingStore(dir), rvBucket, res.ManifestKey, Options{IndexCache: DirIndexCache{Dir: cache}})
 	if !errors.Is(err, ErrBrokenChain) {
 		t.Errorf("deleted ancestor: err %v, want ErrBrokenChain", err)
 	}

@@ -703,7 +703,7 @@ func TestVersionsFromIndexCache(t *testing.T) {
 	top := vPackChain(t, dir, ups)
 	for round := 0; round < 2; round++ {
 		st := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{})
-		a, err := Open(context.Background(), st, rvBucket, top, Options{IndexCacheDir: cache})
+		a, err := Open(context.Background(), st, rvBucket, top, Options{IndexCache: DirIndexCache{Dir: cache}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -357,3 +357,13 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 }
+
+// PutIfAbsent passes a write through (not counted, no faults) when the
+// inner store can write: the shared index cache in tests.
+func (f *Faulty) PutIfAbsent(ctx context.Context, bucket, key string, body io.ReadSeeker, size int64) (bool, error) {
+	p, ok := f.inner.(backend.Putter)
+	if !ok {
+		return false, &backend.Error{Op: "put", Bucket: bucket, Key: key, Err: errors.New("the store cannot write")}
+	}
+	return p.PutIfAbsent(ctx, bucket, key, body, size)
+}

@@ -7,17 +7,21 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/wharf-s3/wharf/archiveview"
 )
 
 const indexUsage = `usage:
-  wharf index build [--store URL] [--s3-endpoint URL --s3-region R --s3-path-style] MANIFEST_URL -o FILE
+  wharf index build [--store URL] [--s3-endpoint URL --s3-region R --s3-path-style] MANIFEST_URL -o FILE|s3://BUCKET/PREFIX
   wharf index show FILE
 
 build reads the manifest chain once and writes the archive's resolved
 index (persistent index format, see archiveview/persist.go) to FILE,
-atomically. show loads and validates FILE and prints its summary.`
+atomically, or publishes it in the shared index cache s3://BUCKET/PREFIX
+(the value replicas give to --index-cache), where a replica then finds it
+and never reads the manifest. show loads and validates FILE and prints its
+summary.`
 
 // runIndex builds or shows a persistent index file.
 func runIndex(ctx context.Context, args []string) error {
@@ -43,7 +47,7 @@ func indexCmd(ctx context.Context, args []string, out io.Writer) error {
 func indexBuild(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("index build", flag.ContinueOnError)
 	sf := addStoreFlags(fs)
-	output := fs.String("o", "", "index file to write (required)")
+	output := fs.String("o", "", "index file to write, or s3://BUCKET/PREFIX: the shared index cache (required)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: wharf index build [--store URL] [--s3-endpoint URL --s3-region R --s3-path-style --s3-access-key AK --s3-secret-key SK] MANIFEST_URL -o FILE")
 		fs.PrintDefaults()
@@ -64,11 +68,36 @@ func indexBuild(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	s3URL, err := indexCacheKind(*output)
+	if err != nil && !strings.Contains(*output, "://") {
+		err, s3URL = nil, false // a new file to write
+	}
+	if err != nil {
+		return fmt.Errorf("-o: %w", err)
+	}
 	a, err := archiveview.BuildIndex(ctx, store, bucket, key, archiveview.Options{})
 	if err != nil {
 		return err
 	}
 	defer a.Close()
+	if s3URL {
+		c, cleanup, err := openIndexCache(*output, store)
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		published, err := a.PublishIndex(ctx, c)
+		if err != nil {
+			return fmt.Errorf("publish index in %s: %w", *output, err)
+		}
+		printInfo(out, a.Info())
+		if published {
+			fmt.Fprintf(out, "index:              published in %s\n", *output)
+		} else {
+			fmt.Fprintf(out, "index:              %s already holds this archive's index (another writer was first)\n", *output)
+		}
+		return nil
+	}
 	if err := a.WriteIndexFile(*output); err != nil {
 		return fmt.Errorf("write index %s: %w", *output, err)
 	}

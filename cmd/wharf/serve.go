@@ -223,6 +223,9 @@ func (cfg *serveConfig) validate(keys []auth.Key) error {
 	if err := cfg.Read.validate(cfg.CacheBytes); err != nil {
 		return err
 	}
+	if _, err := indexCacheKind(cfg.IndexCacheDir); err != nil {
+		return err
+	}
 	if cfg.Rescan < 0 || cfg.RetireGrace < 0 || cfg.ShutdownTimeout < 0 {
 		return errors.New("--rescan, --retire-grace and --shutdown-timeout must not be negative")
 	}
@@ -274,11 +277,11 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 		store = cfg.wrapStore(store)
 	}
 	store = backend.Instrument(store, backend.NewMetrics(reg))
-	if cfg.IndexCacheDir != "" {
-		if err := os.MkdirAll(cfg.IndexCacheDir, 0o700); err != nil {
-			return fmt.Errorf("--index-cache: %w", err)
-		}
+	indexCache, dropIndexSpool, err := openIndexCache(cfg.IndexCacheDir, store)
+	if err != nil {
+		return err
 	}
+	defer dropIndexSpool()
 	cm := catalog.NewManager(catalog.Config{
 		Store: store,
 		Options: archiveview.Options{
@@ -288,7 +291,7 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 			AllowKeyPrefixes: cfg.Read.AllowKeyPrefixes,
 			Metrics:          chunkio.NewMetrics(reg),
 			Logger:           log,
-			IndexCacheDir:    cfg.IndexCacheDir,
+			IndexCache:       indexCache,
 		},
 		Archives:    cfg.catalogSources(),
 		Discover:    cfg.Discover,

@@ -1,0 +1,106 @@
+package archiveview
+
+import (
+	"bytes"
+	"context"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/wharf-s3/wharf/archiveview/cargopack"
+	"github.com/wharf-s3/wharf/backend"
+	"github.com/wharf-s3/wharf/backend/faults"
+)
+
+// TestStoreIndexCacheReplicas: replicas sharing an index cache in the
+// backing store. The first to open an archive builds its index from the
+// manifest and publishes it; the next loads it and never GETs a manifest
+// (HEADs only), serving the same bytes. A damaged or foreign object under
+// the name is ignored (logged) and the archive is read from its manifest;
+// the first writer's object stays.
+func TestStoreIndexCacheReplicas(t *testing.T) {
+	dir, key, want := piSetup(t, piShape{opt: cargopack.Options{FrameSize: 16 << 10}})
+	cache := func(spool string) StoreIndexCache {
+		return StoreIndexCache{Store: backend.NewFileStore(dir), Bucket: rvBucket, Prefix: "wharf-index/", Spool: spool}
+	}
+	replica := func(t *testing.T, logs *bytes.Buffer) (*Archive, *faults.Faulty) {
+		t.Helper()
+		f := piCountingStore(dir)
+		a, err := Open(context.Background(), f, rvBucket, key, Options{Name: "shared", IndexCache: cache(t.TempDir()),
+			Logger: zerolog.New(logs)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { a.Close() })
+		return a, f
+	}
+	manifestGETs := func(f *faults.Faulty) int {
+		n := 0
+		for _, r := range f.Log() {
+			if r.Op == "get" && strings.HasSuffix(r.Key, "manifest.json.gz") {
+				n++
+			}
+		}
+		return n
+	}
+
+	var logs bytes.Buffer
+	a, f1 := replica(t, &logs)
+	if manifestGETs(f1) != 1 || !strings.Contains(logs.String(), "index cache: published") {
+		t.Fatalf("first replica: %d manifest GETs, logs %s", manifestGETs(f1), logs.String())
+	}
+	objs, _ := filepath.Glob(filepath.Join(dir, rvBucket, "wharf-index", "*.widx"))
+	if len(objs) != 1 {
+		t.Fatalf("published objects: %v", objs)
+	}
+	first, _ := os.ReadFile(objs[0])
+
+	logs.Reset()
+	b, f2 := replica(t, &logs)
+	if n := manifestGETs(f2); n != 0 || !strings.Contains(logs.String(), "opened from index cache") {
+		t.Fatalf("second replica made %d manifest GETs (logs %s)", n, logs.String())
+	}
+	piReadAll(t, b, want, rand.New(rand.NewPCG(1, 2)))
+	piReadAll(t, a, want, rand.New(rand.NewPCG(1, 2)))
+
+	// A damaged object: ignored, logged; the replica reads the manifest.
+	damaged := bytes.Clone(first)
+	damaged[len(damaged)/2] ^= 0x10
+	if err := os.WriteFile(objs[0], damaged, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logs.Reset()
+	c, f3 := replica(t, &logs)
+	if manifestGETs(f3) != 1 || !strings.Contains(logs.String(), "damaged or foreign") {
+		t.Fatalf("damaged shared index: %d manifest GETs, logs %s", manifestGETs(f3), logs.String())
+	}
+	piReadAll(t, c, want, rand.New(rand.NewPCG(1, 2)))
+	if got, _ := os.ReadFile(objs[0]); !bytes.Equal(got, damaged) {
+		t.Error("a replica replaced the object under the name (the first writer wins)")
+	}
+
+	// A foreign object: another archive's valid index under this name.
+	dir2, key2, _ := piSetup(t, piShape{opt: cargopack.Options{FrameSize: 32 << 10}})
+	other, err := BuildIndex(context.Background(), backend.NewFileStore(dir2), rvBucket, key2, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := other.WriteIndex(&buf); err != nil {
+		t.Fatal(err)
+	}
+	other.Close()
+	if err := os.WriteFile(objs[0], buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logs.Reset()
+	d, f4 := replica(t, &logs)
+	if manifestGETs(f4) != 1 {
+		t.Fatalf("foreign shared index: %d manifest GETs, logs %s", manifestGETs(f4), logs.String())
+	}
+	piReadAll(t, d, want, rand.New(rand.NewPCG(1, 2)))
+}
