@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -64,6 +66,13 @@ type slowS3 struct {
 	client *s3.Client
 	delay  atomic.Int64 // nanoseconds added to each object GET
 	gets   atomic.Int64
+	deny   sync.Map // "/bucket/key" → [2]string{S3 error code, message}: answered 403
+}
+
+// denyObject makes every request for bucket/key fail with 403 and the
+// given S3 error code and message.
+func (s *slowS3) denyObject(bucket, key, code, msg string) {
+	s.deny.Store("/"+bucket+"/"+key, [2]string{code, msg})
 }
 
 func newSlowS3(t *testing.T, buckets ...string) *slowS3 {
@@ -77,6 +86,13 @@ func newSlowS3(t *testing.T, buckets ...string) *slowS3 {
 	s := &slowS3{}
 	h := gofakes3.New(be).Server()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if d, ok := s.deny.Load(r.URL.Path); ok {
+			e := d.([2]string)
+			w.Header().Set("Content-Type", "application/xml")
+			w.WriteHeader(http.StatusForbidden)
+			fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>%s</Code><Message>%s</Message><RequestId>r1</RequestId></Error>`, e[0], e[1])
+			return
+		}
 		if r.Method == http.MethodGet && strings.Count(strings.Trim(r.URL.Path, "/"), "/") >= 1 {
 			s.gets.Add(1)
 			if d := time.Duration(s.delay.Load()); d > 0 {
