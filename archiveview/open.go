@@ -233,10 +233,10 @@ func (e *OpenError) Error() string {
 	b.WriteString("manifest ")
 	b.WriteString(e.Manifest)
 	var me *manifest.Error
-	be, kind, detail := backend.Describe(e.Err)
+	sf, isStore := backend.Describe(e.Err)
 	switch {
-	case be != nil && objectURL(be.Bucket, be.Key) == e.Manifest:
-		b.WriteString(storeFailure(kind, detail, "check the URL and that the upload finished"))
+	case isStore && objectURL(sf.Bucket, sf.Key) == e.Manifest:
+		b.WriteString(storeFailure(sf.Kind, sf.Detail, "check the URL and that the upload finished"))
 	case errors.As(e.Err, &me) && me.Kind != nil && objectURL(urlBucket(e.Manifest), me.Key) == e.Manifest:
 		b.WriteString(manifestFailure(me))
 	default:
@@ -256,7 +256,7 @@ func urlBucket(url string) string {
 // object the archive needs (the caller names the object first) and what
 // to check. A missing object's check depends on the object (the caller's).
 var storeFailures = []struct {
-	kind         error
+	kind        error
 	what, check string
 }{
 	{backend.ErrNotFound, " not found", ""},

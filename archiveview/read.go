@@ -184,10 +184,10 @@ func (r *fileReader) wrap(ci int32, err error) error {
 	if ci >= 0 && int(ci) < len(r.a.tree.chunks) {
 		chunk = r.a.tree.chunks[ci].Key
 	}
-	if be, kind, detail := backend.Describe(err); be != nil && kind != nil && be.Key == chunk {
+	if sf, ok := backend.Describe(err); ok && sf.Kind != nil && sf.Key == chunk {
 		// The store failed on the chunk: name it once, say what happened.
-		return &chunkStoreError{where: fmt.Sprintf("archive %s: key %s: chunk %s", r.a.name, r.f.Key, objectURL(be.Bucket, be.Key)),
-			what: storeFailure(kind, detail, "check that the upload finished and its chunk objects were not deleted or moved"), err: err}
+		return &chunkStoreError{where: fmt.Sprintf("archive %s: key %s: chunk %s", r.a.name, r.f.Key, objectURL(sf.Bucket, sf.Key)),
+			what: storeFailure(sf.Kind, sf.Detail, "check that the upload finished and its chunk objects were not deleted or moved"), err: err}
 	}
 	return fmt.Errorf("archive %s: key %s: chunk %s: %w", r.a.name, r.f.Key, chunk, err)
 }

@@ -93,26 +93,35 @@ func (e *Error) Unwrap() error { return e.Err }
 // sentinels, in the order Describe tries them.
 var sentinels = []error{ErrNotFound, ErrAccessDenied, ErrChanged, ErrInvalidRange, ErrUnavailable, ErrBadResponse}
 
-// Describe splits a store failure into what happened, without naming the
-// object, for callers that name the object themselves and want to say each
-// fact once: e is the *Error in err's chain (nil when there is none), kind
-// the sentinel it wraps (nil for a context error or an error of another
-// kind), and detail the store's own words after the sentinel ("" when the
-// sentinel says it all).
-func Describe(err error) (e *Error, kind error, detail string) {
+// Failure is a store failure told without naming the object twice:
+// Bucket and Key name it, Kind is the sentinel the error wraps (nil for a
+// context error or an error of another kind), and Detail is the store's
+// own words after the sentinel ("" when the sentinel says it all).
+type Failure struct {
+	Op, Bucket, Key string
+	Kind            error
+	Detail          string
+}
+
+// Describe finds the *Error in err's chain and returns it as a Failure,
+// for callers that name the object themselves and want to say each fact
+// once; ok is false when err holds no *Error.
+func Describe(err error) (f Failure, ok bool) {
+	var e *Error
 	if !errors.As(err, &e) {
-		return nil, nil, ""
+		return Failure{}, false
 	}
-	text := e.Err.Error()
+	f = Failure{Op: e.Op, Bucket: e.Bucket, Key: e.Key, Detail: e.Err.Error()}
 	for _, s := range sentinels {
 		if errors.Is(e.Err, s) {
-			if rest, ok := strings.CutPrefix(text, s.Error()); ok {
-				text = strings.TrimPrefix(rest, ": ")
+			f.Kind = s
+			if rest, ok := strings.CutPrefix(f.Detail, s.Error()); ok {
+				f.Detail = strings.TrimSpace(strings.TrimPrefix(rest, ": "))
 			}
-			return e, s, strings.TrimSpace(text)
+			break
 		}
 	}
-	return e, nil, text
+	return f, true
 }
 
 // causeError is a sentinel with the store's cause: it reads "sentinel" or
