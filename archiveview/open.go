@@ -20,8 +20,9 @@ var ErrBrokenChain = errors.New("broken manifest chain")
 // Open loads the manifest at bucket/manifestKey from store (gzip sniffed),
 // validates it, follows the previous_manifest_id chain, resolves the tree and
 // builds the index. It reads the manifests only (one GET each, newest first)
-// and never lists the bucket. Every error names the archive (opts.Name, else
-// the upload id) and the manifest key. With opts.IndexCache set, Open
+// and never lists the bucket. Every error is an *OpenError naming the
+// archive (opts.Name, else the upload id) and the manifest. With
+// opts.IndexCache set, Open
 // first tries the persistent index recorded for the manifest (persist.go):
 // HEAD requests only, no manifest GET, when every manifest it was built
 // from is unchanged.
@@ -37,7 +38,7 @@ func Open(ctx context.Context, store backend.Store, bucket, manifestKey string, 
 				n = id
 			}
 		}
-		return fmt.Errorf("archive %q (manifest %s/%s): %w", n, bucket, manifestKey, err)
+		return &OpenError{Archive: n, Manifest: objectURL(bucket, manifestKey), Err: err}
 	}
 	top, err := fetchManifest(ctx, store, bucket, manifestKey, opts.Limits)
 	if err != nil {
@@ -99,7 +100,7 @@ func Open(ctx context.Context, store backend.Store, bucket, manifestKey string, 
 func fetchManifest(ctx context.Context, store backend.Store, bucket, key string, lim manifest.Limits) (chainLink, error) {
 	rc, _, err := store.Get(ctx, bucket, key)
 	if err != nil {
-		return chainLink{}, fmt.Errorf("get manifest %s: %w", key, err)
+		return chainLink{}, err // the store's error names the object
 	}
 	defer rc.Close()
 	m, err := manifest.Load(rc, key, lim)
@@ -135,16 +136,20 @@ func loadChain(ctx context.Context, store backend.Store, bucket string, top chai
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		// The error around these (OpenError) names the top manifest; an
+		// older one is named here.
+		names := "its previous_manifest_id"
+		if len(chain) > 1 {
+			names = "previous_manifest_id of manifest " + cur.key
+		}
 		if err := manifest.CheckUploadID(prev); err != nil {
-			return nil, fmt.Errorf("%w: manifest %s names previous_manifest_id %q: %w", ErrBrokenChain, cur.key, prev, err)
+			return nil, fmt.Errorf("%w: %s %q: %w", ErrBrokenChain, names, prev, err)
 		}
 		if k, ok := seen[prev]; ok {
-			return nil, fmt.Errorf("%w: manifest %s names previous_manifest_id %q, which is manifest %s again (cycle)",
-				ErrBrokenChain, cur.key, prev, k)
+			return nil, fmt.Errorf("%w: %s %q is manifest %s again (cycle)", ErrBrokenChain, names, prev, k)
 		}
 		if len(chain) > maxDepth {
-			return nil, fmt.Errorf("%w: manifest %s names previous_manifest_id %q beyond the chain depth limit of %d",
-				ErrBrokenChain, cur.key, prev, maxDepth)
+			return nil, fmt.Errorf("%w: %s %q is beyond the chain depth limit of %d", ErrBrokenChain, names, prev, maxDepth)
 		}
 		prefix := cur.m.Prefix
 		if dir, _, ok := manifest.UploadDir(cur.key); ok {
@@ -161,18 +166,18 @@ func loadChain(ctx context.Context, store backend.Store, bucket string, top chai
 				continue
 			}
 			if err != nil {
-				return nil, fmt.Errorf("%w: ancestor %q of manifest %s: %w", ErrBrokenChain, prev, cur.key, err)
+				return nil, fmt.Errorf("%w: upload %q (%s): %w", ErrBrokenChain, prev, names, err)
 			}
 			got, found = l, true
 			break
 		}
 		if !found {
-			return nil, fmt.Errorf("%w: ancestor %q of manifest %s not found (tried %s): %w",
-				ErrBrokenChain, prev, cur.key, strings.Join(cands, ", "), backend.ErrNotFound)
+			return nil, &chainNotFound{msg: fmt.Sprintf("%s: upload %q (%s) not found: tried %s (check that the older upload was not deleted)",
+				ErrBrokenChain, prev, names, strings.Join(cands, ", "))}
 		}
 		if got.m.UploadID != "" && got.m.UploadID != prev {
-			return nil, fmt.Errorf("%w: manifest %s (ancestor %q of manifest %s) says upload_id %q",
-				ErrBrokenChain, got.key, prev, cur.key, got.m.UploadID)
+			return nil, fmt.Errorf("%w: manifest %s of upload %q (%s) says upload_id %q",
+				ErrBrokenChain, got.key, prev, names, got.m.UploadID)
 		}
 		got.uploadID = prev
 		seen[prev] = got.key
@@ -191,3 +196,128 @@ func (a *Archive) Created() time.Time { return a.created }
 
 // Region is the manifest's region ("" if absent).
 func (a *Archive) Region() string { return a.region }
+
+// chainNotFound is a missing ancestor: its text says "broken manifest
+// chain ... not found" once, and it unwraps to both ErrBrokenChain and
+// backend.ErrNotFound.
+type chainNotFound struct{ msg string }
+
+func (e *chainNotFound) Error() string   { return e.msg }
+func (e *chainNotFound) Unwrap() []error { return []error{ErrBrokenChain, backend.ErrNotFound} }
+
+// objectURL names a store object as users write it: s3://BUCKET/KEY (also
+// for a file:// store, whose objects are DIR/BUCKET/KEY).
+func objectURL(bucket, key string) string { return "s3://" + bucket + "/" + key }
+
+// OpenError is the error of Open. It reads once per fact: which archive,
+// which manifest, what happened, and (when wharf can tell) what to check:
+//
+//	archive "bad": manifest s3://perf/nope/manifest.json.gz not found (check the URL and that the upload finished)
+//
+// Err is the whole cause chain: errors.Is and errors.As reach every
+// sentinel under it (backend.ErrNotFound and the other store sentinels,
+// the manifest package's, ErrBrokenChain, ErrInvalidTree) and the store's
+// own error types.
+type OpenError struct {
+	Archive  string // display name; "" when neither given nor known from the key
+	Manifest string // s3://BUCKET/KEY of the manifest Open was given
+	Err      error
+}
+
+func (e *OpenError) Unwrap() error { return e.Err }
+
+func (e *OpenError) Error() string {
+	var b strings.Builder
+	if e.Archive != "" {
+		fmt.Fprintf(&b, "archive %q: ", e.Archive)
+	}
+	b.WriteString("manifest ")
+	b.WriteString(e.Manifest)
+	var me *manifest.Error
+	sf, isStore := backend.Describe(e.Err)
+	switch {
+	case isStore && objectURL(sf.Bucket, sf.Key) == e.Manifest:
+		b.WriteString(storeFailure(sf.Kind, sf.Detail, "check the URL and that the upload finished"))
+	case errors.As(e.Err, &me) && me.Kind != nil && objectURL(urlBucket(e.Manifest), me.Key) == e.Manifest:
+		b.WriteString(manifestFailure(me))
+	default:
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+// urlBucket is the bucket of an s3://BUCKET/KEY URL.
+func urlBucket(url string) string {
+	bucket, _, _ := strings.Cut(strings.TrimPrefix(url, "s3://"), "/")
+	return bucket
+}
+
+// storeFailures is the one table of what a store failure means for an
+// object the archive needs (the caller names the object first) and what
+// to check. A missing object's check depends on the object (the caller's).
+var storeFailures = []struct {
+	kind        error
+	what, check string
+}{
+	{backend.ErrNotFound, " not found", ""},
+	{backend.ErrAccessDenied, ": access denied", "check the store credentials and the bucket policy, or a file store's permissions"},
+	{backend.ErrUnavailable, ": store unavailable", "check the S3 endpoint and the network, then try again"},
+	{backend.ErrBadResponse, ": unusable answer from the store", "check that the S3 endpoint is an S3 server"},
+	{backend.ErrChanged, ": changed while being read", "the upload was rewritten; open the archive again"},
+	{backend.ErrInvalidRange, ": shorter than the manifest says", "the object was truncated or replaced"},
+}
+
+// storeFailure renders what happened to an object: " not found: DETAIL
+// (CHECK)" and the like; notFound is what to check when it is missing.
+func storeFailure(kind error, detail, notFound string) string {
+	what, check := "", ""
+	for _, f := range storeFailures {
+		if f.kind == kind {
+			what, check = f.what, f.check
+			break
+		}
+	}
+	if kind == backend.ErrNotFound {
+		check = notFound
+	}
+	var b strings.Builder
+	if what == "" {
+		what = ":" // a context error or another kind: the detail says it
+	}
+	b.WriteString(what)
+	if detail != "" {
+		if what != ":" {
+			b.WriteString(":")
+		}
+		b.WriteString(" ")
+		b.WriteString(detail)
+	}
+	if check != "" {
+		b.WriteString(" (" + check + ")")
+	}
+	return b.String()
+}
+
+// manifestFailure renders a manifest that was read but cannot be used.
+func manifestFailure(me *manifest.Error) string {
+	var what, check string
+	switch {
+	case errors.Is(me, manifest.ErrInvalid):
+		what, check = " is not a valid manifest: ", "check that the URL names the manifest of a finished CargoShip upload"
+	case errors.Is(me, manifest.ErrTooLarge):
+		what = " exceeds a manifest limit: "
+	case errors.Is(me, manifest.ErrEncrypted):
+		what = " cannot be read: "
+	case errors.Is(me, manifest.ErrVersion):
+		what = " has an unsupported version: "
+	}
+	s := what + me.Msg
+	if me.Cause != nil {
+		s += ": " + me.Cause.Error()
+	}
+	if check != "" {
+		s += " (" + check + ")"
+	}
+	return s
+}

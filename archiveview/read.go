@@ -48,6 +48,7 @@ import (
 
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
 	"github.com/wharf-s3/wharf/archiveview/manifest"
+	"github.com/wharf-s3/wharf/backend"
 )
 
 // Errors of the read path. Each is returned wrapped with the archive, file
@@ -188,8 +189,24 @@ func (r *fileReader) wrap(ci int32, err error) error {
 	if ci >= 0 && int(ci) < len(r.a.tree.chunks) {
 		chunk = r.a.tree.chunks[ci].Key
 	}
+	if sf, ok := backend.Describe(err); ok && sf.Kind != nil && sf.Key == chunk {
+		// The store failed on the chunk: name it once, say what happened.
+		return &chunkStoreError{where: fmt.Sprintf("archive %s: key %s: chunk %s", r.a.name, r.f.Key, objectURL(sf.Bucket, sf.Key)),
+			what: storeFailure(sf.Kind, sf.Detail, "check that the upload finished and its chunk objects were not deleted or moved"), err: err}
+	}
 	return fmt.Errorf("archive %s: key %s: chunk %s: %w", r.a.name, r.f.Key, chunk, err)
 }
+
+// chunkStoreError is a read that failed because the store failed on a
+// chunk object: "archive A: key K: chunk s3://B/C not found (check ...)".
+// It unwraps to the whole chain (the store's sentinel among it).
+type chunkStoreError struct {
+	where, what string
+	err         error
+}
+
+func (e *chunkStoreError) Error() string { return e.where + e.what }
+func (e *chunkStoreError) Unwrap() error { return e.err }
 
 // fill makes r.seg non-empty with verified bytes, or returns the reader's
 // terminal error (io.EOF at the end).

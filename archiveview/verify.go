@@ -19,20 +19,63 @@ type VerifyStats struct {
 	Problems int64 // problems reported
 }
 
-// Verify checks the whole archive: every frame of every framed chunk
+// VerifyOptions configure VerifyWith.
+type VerifyOptions struct {
+	// Report receives each problem; nil only counts them.
+	Report func(VerifyProblem)
+	// Progress, when not nil, is called on the verifying goroutine with
+	// each increment of work done, in bytes: a chunk's stored size (per
+	// manifest) once the chunk is checked, then file bytes as they are
+	// read (a file that fails counts its unread rest when it fails). When
+	// the verification runs to the end, the increments add up to
+	// VerifyBytes.
+	Progress func(bytes int64)
+}
+
+// VerifyBytes is the work of a whole verification in bytes: the chunks'
+// stored sizes plus the files' sizes (the sum of VerifyOptions.Progress).
+func (a *Archive) VerifyBytes() int64 {
+	var n int64
+	for i := range a.chunks {
+		n += a.chunks[i].Size
+	}
+	p := ListParams{MaxKeys: 1000}
+	for {
+		page := a.List(p)
+		for _, le := range page.Entries {
+			n += le.File.Size // 0 for common prefixes (none: no delimiter)
+		}
+		if !page.Truncated {
+			return n
+		}
+		p.After = page.NextAfter
+	}
+}
+
+// Verify is VerifyWith with only a problem report.
+func (a *Archive) Verify(ctx context.Context, report func(VerifyProblem)) (VerifyStats, error) {
+	return a.VerifyWith(ctx, VerifyOptions{Report: report})
+}
+
+// VerifyWith checks the whole archive: every frame of every framed chunk
 // (sha256 of the compressed bytes and decoded length, streamed, not
 // cached), the whole-object sha256 of every unframed chunk that has one
 // (and that unframed zstd decodes), and every file by reading it whole
 // through the normal read path (frame, header, part and file sha256
-// checks). Each problem is passed to report (if not nil); Verify goes on
-// after problems and returns an error only if ctx ends.
-func (a *Archive) Verify(ctx context.Context, report func(VerifyProblem)) (VerifyStats, error) {
+// checks). Each problem is passed to o.Report and the work done to
+// o.Progress; VerifyWith goes on after problems and returns an error only
+// if ctx ends.
+func (a *Archive) VerifyWith(ctx context.Context, o VerifyOptions) (VerifyStats, error) {
 	var st VerifyStats
 	problem := func(key, chunk, detail string) {
 		st.Problems++
-		if report != nil {
-			report(VerifyProblem{Key: key, Chunk: chunk, Detail: detail})
+		if o.Report != nil {
+			o.Report(VerifyProblem{Key: key, Chunk: chunk, Detail: detail})
 		}
+	}
+	progress := o.Progress
+	if progress == nil {
+		progress = func(int64) {}
 	}
 	for i := range a.chunks {
 		if err := ctx.Err(); err != nil {
@@ -44,6 +87,9 @@ func (a *Archive) Verify(ctx context.Context, report func(VerifyProblem)) (Verif
 			st.Chunks++
 		}
 		st.Frames += frames
+		if ctx.Err() == nil {
+			progress(a.chunks[i].Size)
+		}
 	}
 	p := ListParams{MaxKeys: 1000}
 	for {
@@ -56,12 +102,15 @@ func (a *Archive) Verify(ctx context.Context, report func(VerifyProblem)) (Verif
 				return st, err
 			}
 			f := le.File
-			n, err := a.readWhole(ctx, f)
+			n, err := a.readWhole(ctx, f, progressWriter(progress))
 			st.Files++
 			st.Bytes += n
 			if err != nil {
 				if ctx.Err() != nil {
 					return st, ctx.Err()
+				}
+				if n < f.Size {
+					progress(f.Size - n)
 				}
 				chunk := ""
 				if exts := a.fileExtents(f.idx); len(exts) > 0 {
@@ -78,13 +127,21 @@ func (a *Archive) Verify(ctx context.Context, report func(VerifyProblem)) (Verif
 	return st, nil
 }
 
-func (a *Archive) readWhole(ctx context.Context, f File) (int64, error) {
+// progressWriter discards bytes, counting them.
+type progressWriter func(int64)
+
+func (p progressWriter) Write(b []byte) (int, error) {
+	p(int64(len(b)))
+	return len(b), nil
+}
+
+func (a *Archive) readWhole(ctx context.Context, f File, w io.Writer) (int64, error) {
 	r, err := a.Open(ctx, f, 0, f.Size)
 	if err != nil {
 		return 0, err
 	}
 	defer r.Close()
-	n, err := io.Copy(io.Discard, r)
+	n, err := io.Copy(w, r)
 	if err == nil && n != f.Size {
 		err = fmt.Errorf("read %d of %d bytes: %w", n, f.Size, ErrCorrupt)
 	}

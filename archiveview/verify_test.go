@@ -96,3 +96,64 @@ func TestVerifyFindsCorruption(t *testing.T) {
 		})
 	}
 }
+
+// TestVerifyProgress: the progress increments of a whole verification add
+// up to VerifyBytes (chunks' stored sizes plus files' sizes), on a clean
+// archive and on one with a corrupt chunk; a cancelled verification stops
+// short of it.
+func TestVerifyProgress(t *testing.T) {
+	for _, corrupt := range []bool{false, true} {
+		files := rpTree(21)
+		ra := rpNew(t, files, cargopack.Options{FrameSize: 64 << 10}, Options{})
+		var want int64
+		for _, b := range files {
+			want += int64(len(b))
+		}
+		want += ra.res.CompressedBytes
+		if got := ra.a.VerifyBytes(); got != want {
+			t.Fatalf("VerifyBytes %d, want files + stored chunks = %d", got, want)
+		}
+		if corrupt {
+			c, _ := rpChunkOf(t, ra, "big/large.txt")
+			p := filepath.Join(ra.dir, rpBucket, filepath.FromSlash(c.Key))
+			obj, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			obj[len(obj)/2] ^= 0x55
+			if err := os.WriteFile(p, obj, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var sum, calls int64
+		st, err := ra.a.VerifyWith(context.Background(), VerifyOptions{Progress: func(n int64) {
+			if n <= 0 {
+				t.Errorf("progress increment %d", n)
+			}
+			sum += n
+			calls++
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if corrupt != (st.Problems > 0) {
+			t.Fatalf("corrupt=%v: %d problems", corrupt, st.Problems)
+		}
+		if sum != want || calls < int64(len(files)) {
+			t.Fatalf("corrupt=%v: progress summed to %d in %d calls, want %d in at least %d", corrupt, sum, calls, want, len(files))
+		}
+	}
+
+	ra := rpNew(t, rpTree(21), cargopack.Options{FrameSize: 64 << 10}, Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	var sum int64
+	_, err := ra.a.VerifyWith(ctx, VerifyOptions{Progress: func(n int64) {
+		sum += n
+		if sum > ra.res.CompressedBytes {
+			cancel() // during the file phase
+		}
+	}})
+	if err == nil || sum >= ra.a.VerifyBytes() {
+		t.Fatalf("cancelled verification: err %v, progress %d of %d", err, sum, ra.a.VerifyBytes())
+	}
+}

@@ -77,25 +77,39 @@ func validFileKey(key string) error {
 }
 
 // classifyFSErr maps a filesystem error to a sentinel, keeping the cause.
+// The text keeps only what the filesystem said (the errno's words, not
+// the path, which is the key again); a plain "no such file" says nothing
+// the sentinel does not.
 func classifyFSErr(err error) error {
+	wrap := func(kind error) error {
+		text := err.Error()
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			text = pe.Err.Error()
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			text = ""
+		}
+		return &causeError{kind: kind, text: text, cause: err}
+	}
 	switch {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err
 	case errors.Is(err, fs.ErrNotExist),
 		errors.Is(err, syscall.ENOTDIR), errors.Is(err, syscall.EISDIR),
 		errors.Is(err, syscall.ENAMETOOLONG), errors.Is(err, syscall.ELOOP):
-		return fmt.Errorf("%w: %w", ErrNotFound, err)
+		return wrap(ErrNotFound)
 	case errors.Is(err, fs.ErrPermission):
-		return fmt.Errorf("%w: %w", ErrAccessDenied, err)
+		return wrap(ErrAccessDenied)
 	}
 	var errno syscall.Errno
 	if errors.As(err, &errno) {
 		// EIO, EMFILE, ENFILE, EAGAIN...: the disk or process, not the key.
-		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		return wrap(ErrUnavailable)
 	}
 	// os.Root refusing a path that escapes the root (via a symlink) is the
 	// only non-errno failure of an open.
-	return fmt.Errorf("%w: %w", ErrAccessDenied, err)
+	return wrap(ErrAccessDenied)
 }
 
 // openBucket opens DIR/<bucket> as an os.Root, refusing a bucket directory
@@ -110,6 +124,9 @@ func (s *FileStore) openBucket(bucket string) (*os.Root, error) {
 	}
 	defer top.Close()
 	r, err := top.OpenRoot(bucket)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, &causeError{kind: ErrNotFound, text: fmt.Sprintf("no bucket directory %s", path.Join(s.dir, bucket)), cause: err}
+	}
 	if err != nil {
 		return nil, classifyFSErr(err)
 	}

@@ -485,10 +485,51 @@ func parseDigits(s string) (int64, bool) {
 
 func quoteETag(etag string) string { return `"` + etag + `"` }
 
+// s3Text says in a few words what the S3 SDK or the transport reported,
+// without the bucket, key or URL (the Error around it names the object):
+// the S3 error code and message ("" for a plain NoSuchKey or a bare
+// "AccessDenied: Access Denied", which the sentinel already says), the
+// network error, or the HTTP status; with the attempts when the SDK gave
+// up retrying. Anything else keeps the SDK's text.
+func s3Text(err error) string {
+	text := err.Error()
+	var ae smithy.APIError
+	var ne *net.OpError
+	var re *smithyhttp.ResponseError
+	switch {
+	case errors.As(err, &ae):
+		code, msg := ae.ErrorCode(), ae.ErrorMessage()
+		switch {
+		case code == "NoSuchKey" || code == "NotFound":
+			text = ""
+		case code == "NoSuchBucket":
+			text = "no such bucket"
+		case code == "AccessDenied" && (msg == "" || msg == "Access Denied"):
+			text = ""
+		case msg != "":
+			text = code + ": " + msg
+		default:
+			text = code
+		}
+	case errors.As(err, &ne):
+		text = ne.Error()
+	case errors.As(err, &re) && re.HTTPStatusCode() > 0:
+		text = fmt.Sprintf("HTTP status %d", re.HTTPStatusCode())
+	}
+	var me *retry.MaxAttemptsError
+	if errors.As(err, &me) {
+		if text == "" {
+			return fmt.Sprintf("gave up after %d attempts", me.Attempt)
+		}
+		return fmt.Sprintf("gave up after %d attempts: %s", me.Attempt, text)
+	}
+	return text
+}
+
 // classifyS3Err maps an SDK or transport error to a sentinel, keeping the
-// cause in the chain.
+// cause in the chain (its text shortened by s3Text).
 func classifyS3Err(err error) error {
-	wrap := func(sentinel error) error { return fmt.Errorf("%w: %w", sentinel, err) }
+	wrap := func(sentinel error) error { return &causeError{kind: sentinel, text: s3Text(err), cause: err} }
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
@@ -509,7 +550,9 @@ func classifyS3Err(err error) error {
 		}
 	}
 	var re *smithyhttp.ResponseError
-	if errors.As(err, &re) {
+	// A transport failure also comes as a ResponseError, with status 0: no
+	// HTTP answer to classify (it is classified below).
+	if errors.As(err, &re) && re.HTTPStatusCode() > 0 {
 		switch status := re.HTTPStatusCode(); {
 		case status == http.StatusNotFound:
 			return wrap(ErrNotFound)

@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 )
 
@@ -81,11 +82,67 @@ type Error struct {
 	Err    error // wraps one of the sentinel errors, possibly with detail
 }
 
+// Error reads "store OP s3://BUCKET/KEY: WHAT[: DETAIL]": the object once
+// (the causes in Err never repeat its name), then what happened.
 func (e *Error) Error() string {
-	return fmt.Sprintf("backend %s %s/%s: %v", e.Op, e.Bucket, e.Key, e.Err)
+	return fmt.Sprintf("store %s s3://%s/%s: %v", e.Op, e.Bucket, e.Key, e.Err)
 }
 
 func (e *Error) Unwrap() error { return e.Err }
+
+// sentinels, in the order Describe tries them.
+var sentinels = []error{ErrNotFound, ErrAccessDenied, ErrChanged, ErrInvalidRange, ErrUnavailable, ErrBadResponse}
+
+// Failure is a store failure told without naming the object twice:
+// Bucket and Key name it, Kind is the sentinel the error wraps (nil for a
+// context error or an error of another kind), and Detail is the store's
+// own words after the sentinel ("" when the sentinel says it all).
+type Failure struct {
+	Op, Bucket, Key string
+	Kind            error
+	Detail          string
+}
+
+// Describe finds the *Error in err's chain and returns it as a Failure,
+// for callers that name the object themselves and want to say each fact
+// once; ok is false when err holds no *Error.
+func Describe(err error) (f Failure, ok bool) {
+	var e *Error
+	if !errors.As(err, &e) {
+		return Failure{}, false
+	}
+	f = Failure{Op: e.Op, Bucket: e.Bucket, Key: e.Key, Detail: e.Err.Error()}
+	for _, s := range sentinels {
+		if errors.Is(e.Err, s) {
+			f.Kind = s
+			if rest, ok := strings.CutPrefix(f.Detail, s.Error()); ok {
+				f.Detail = strings.TrimSpace(strings.TrimPrefix(rest, ": "))
+			}
+			break
+		}
+	}
+	return f, true
+}
+
+// causeError is a sentinel with the store's cause: it reads "sentinel" or
+// "sentinel: text", where text is the cause in a few words without the
+// object's name (the Error around it names the object), and unwraps to
+// both the sentinel and the full cause (errors.As reaches the SDK's and
+// the filesystem's error types).
+type causeError struct {
+	kind  error
+	text  string
+	cause error
+}
+
+func (e *causeError) Error() string {
+	if e.text == "" {
+		return e.kind.Error()
+	}
+	return e.kind.Error() + ": " + e.text
+}
+
+func (e *causeError) Unwrap() []error { return []error{e.kind, e.cause} }
 
 // IsRetryable reports whether trying the same request again could succeed.
 func IsRetryable(err error) bool {

@@ -19,7 +19,12 @@ GO_TEST_TIMEOUT=${WHARF_GO_TEST_TIMEOUT:-40m}
 # staticcheck 2026.2.2 is module version v0.8.2 (the proxy serves only the
 # module version).
 STATICCHECK_VERSION=v0.8.2
-PACKAGES=(awscli python3-boto3 rclone s3cmd python3-zarr python3-xarray python3-fsspec python3-aiohttp zstd docker-compose)
+# The clients of docs/clients.md (run by integration/clients_recipes_test.go)
+# are among them: s3fs (FUSE), gdal-bin, python3-rasterio, curl, nodejs;
+# npm is checked as a command (nodejs builds may bundle it), and the
+# recipe's npm package is installed by the test into tmp/npm-recipes.
+PACKAGES=(awscli python3-boto3 rclone s3cmd python3-zarr python3-xarray python3-fsspec python3-aiohttp zstd docker-compose
+	s3fs fuse3 gdal-bin python3-rasterio curl nodejs)
 
 failed=()
 passed=0
@@ -50,6 +55,7 @@ install_packages() {
 			missing+=("$p")
 		fi
 	done
+	command -v npm >/dev/null 2>&1 || missing+=(npm)
 	if [ ${#missing[@]} -eq 0 ]; then
 		echo "    all present: ${PACKAGES[*]}"
 		return 0

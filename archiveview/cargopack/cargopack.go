@@ -164,6 +164,18 @@ type Options struct {
 	Region string
 	// Hostname is recorded as manifest.hostname (default os.Hostname()).
 	Hostname string
+	// Progress, when not nil, is called on Write's goroutine with source
+	// bytes as the data pass stores them (tar members, split parts, direct
+	// objects), and with a duplicate's whole size when it is recorded as
+	// one. When Write succeeds the calls add up to the files' total size.
+	// (Reads that only sniff or hash a file are not counted.)
+	Progress func(n int64)
+}
+
+func (o *Options) progress(n int64) {
+	if o.Progress != nil && n > 0 {
+		o.Progress(n)
+	}
 }
 
 func (o *Options) checksums() bool { return !o.NoChecksums && o.Version != "1.0" }
@@ -402,6 +414,7 @@ func (w *writer) plan() error {
 				e.ChunkID, e.ShardID = -1, -1
 				w.dupOf[len(w.entries)] = orig
 				w.entries = append(w.entries, e)
+				opt.progress(f.Size)
 				continue
 			}
 			firstByHash[sum] = len(w.entries)
@@ -439,7 +452,7 @@ func (w *writer) writeDirect() error {
 			return fmt.Errorf("cargopack: open %s: %w", f.Rel, err)
 		}
 		sh, mh := sha256.New(), md5.New()
-		cr := &countingReader{r: io.TeeReader(rc, io.MultiWriter(sh, mh))}
+		cr := &countingReader{r: io.TeeReader(rc, io.MultiWriter(sh, mh)), progress: w.opt.progress}
 		err = w.sink.Put(w.ctx, w.opt.Bucket, stored, io.LimitReader(cr, f.Size), f.Size)
 		if err == nil {
 			// A file longer than declared must fail, not be truncated.
@@ -470,13 +483,17 @@ func (w *writer) writeDirect() error {
 }
 
 type countingReader struct {
-	r io.Reader
-	n int64
+	r        io.Reader
+	n        int64
+	progress func(int64) // nil: none
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += int64(n)
+	if c.progress != nil {
+		c.progress(int64(n))
+	}
 	return n, err
 }
 

@@ -209,6 +209,7 @@ func (cw *chunkWriter) add(it *item) (itemResult, error) {
 		if _, err := cw.tw.Write(b); err != nil {
 			return res, fmt.Errorf("cargopack: write %s: %w", hdr.Name, err)
 		}
+		cw.opt.progress(n)
 		remaining -= n
 	}
 	if it.off+it.n == f.Size {

@@ -127,13 +127,13 @@ func (cm *Manager) OpenStatic(ctx context.Context) error {
 	for _, sa := range cm.cfg.Archives {
 		bucket, key, err := backend.ParseObjectURL(sa.ManifestURL)
 		if err != nil {
-			return fmt.Errorf("archive %s: manifest %s: %w", sa.Name, sa.ManifestURL, err)
+			return fmt.Errorf("archive %q: %w", sa.Name, err) // the parse error names the URL
 		}
 		o := cm.opts
 		o.Name = sa.Name
 		a, err := archiveview.Open(ctx, cm.store, bucket, key, o)
 		if err != nil {
-			return fmt.Errorf("archive %s: manifest %s: %w", sa.Name, sa.ManifestURL, err)
+			return err // an *archiveview.OpenError: it names the archive and the manifest
 		}
 		cm.static[sa.Name] = a
 		cm.staticSources[sa.Name] = "archive " + sa.ManifestURL

@@ -8,20 +8,24 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync/atomic"
 
 	"github.com/wharf-s3/wharf/archiveview"
+	"github.com/wharf-s3/wharf/backend"
+	"github.com/wharf-s3/wharf/cmd/wharf/internal/progress"
 )
 
 const indexUsage = `usage:
-  wharf index build [--store URL] [--s3-endpoint URL --s3-region R --s3-path-style] MANIFEST_URL -o FILE|s3://BUCKET/PREFIX
+  wharf index build [--store URL] [--s3-endpoint URL --s3-region R --s3-path-style] [--quiet] MANIFEST_URL -o FILE|s3://BUCKET/PREFIX
   wharf index show FILE
 
 build reads the manifest chain once and writes the archive's resolved
 index (persistent index format, see archiveview/persist.go) to FILE,
 atomically, or publishes it in the shared index cache s3://BUCKET/PREFIX
 (the value replicas give to --index-cache), where a replica then finds it
-and never reads the manifest. show loads and validates FILE and prints its
-summary.`
+and never reads the manifest. It shows the manifest bytes read on stderr
+(the total grows as the chain's older manifests are found). show loads and
+validates FILE and prints its summary.`
 
 // runIndex builds or shows a persistent index file.
 func runIndex(ctx context.Context, args []string) error {
@@ -47,9 +51,10 @@ func indexCmd(ctx context.Context, args []string, out io.Writer) error {
 func indexBuild(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("index build", flag.ContinueOnError)
 	sf := addStoreFlags(fs)
+	pf := addProgressFlags(fs)
 	output := fs.String("o", "", "index file to write, or s3://BUCKET/PREFIX: the shared index cache (required)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: wharf index build [--store URL] [--s3-endpoint URL --s3-region R --s3-path-style --s3-access-key AK --s3-secret-key SK] MANIFEST_URL -o FILE")
+		fmt.Fprintln(fs.Output(), "usage: wharf index build [--store URL] [--s3-endpoint URL --s3-region R --s3-path-style --s3-access-key AK --s3-secret-key SK] [--quiet] [--progress-interval 5s] MANIFEST_URL -o FILE|s3://BUCKET/PREFIX")
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterspersed(fs, args)
@@ -64,6 +69,9 @@ func indexBuild(ctx context.Context, args []string, out io.Writer) error {
 		fs.Usage()
 		return errors.New("-o FILE is required")
 	}
+	if err := pf.check(); err != nil {
+		return err
+	}
 	store, bucket, key, err := sf.openManifest(ctx, pos[0])
 	if err != nil {
 		return err
@@ -75,8 +83,13 @@ func indexBuild(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("-o: %w", err)
 	}
-	a, err := archiveview.BuildIndex(ctx, store, bucket, key, archiveview.Options{})
+	rep := pf.start("index build", "manifests")
+	a, err := archiveview.BuildIndex(ctx, &countingStore{Store: store, rep: rep}, bucket, key, archiveview.Options{})
+	snap := rep.Done(err)
 	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("interrupted after reading %d manifest(s), %s; no index written", snap.Items, formatBytes(snap.Bytes))
+		}
 		return err
 	}
 	defer a.Close()
@@ -126,3 +139,41 @@ func indexShow(ctx context.Context, args []string, out io.Writer) error {
 	printInfo(out, a.Info())
 	return nil
 }
+
+// countingStore reports whole-object reads (the manifests BuildIndex
+// reads) to a Reporter: each Get adds the object's size to the total and
+// one item when it is read to the end, and its bytes as they are read.
+type countingStore struct {
+	backend.Store
+	rep   *progress.Reporter
+	total atomic.Int64
+	items atomic.Int64
+}
+
+func (s *countingStore) Get(ctx context.Context, bucket, key string) (io.ReadCloser, backend.ObjectInfo, error) {
+	rc, info, err := s.Store.Get(ctx, bucket, key)
+	if err != nil {
+		return rc, info, err
+	}
+	s.rep.SetTotal(s.total.Add(info.Size), s.items.Add(1))
+	return &countingReader{r: rc, add: s.rep.Add, done: s.rep.ItemDone}, info, nil
+}
+
+// countingReader passes the bytes read to add, and calls done once at EOF.
+type countingReader struct {
+	r    io.ReadCloser
+	add  func(int64)
+	done func()
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.add(int64(n))
+	if err == io.EOF && c.done != nil {
+		c.done()
+		c.done = nil
+	}
+	return n, err
+}
+
+func (c *countingReader) Close() error { return c.r.Close() }

@@ -1,12 +1,14 @@
 // Command wharf serves CargoShip archives as read-only S3 buckets of their
-// original files. Subcommands: serve, inspect, verify, index, pack, bench,
-// demo, version.
+// original files. Subcommands: serve, inspect, ls, get, verify, index,
+// pack, bench, demo, version.
 // This package is flags and wiring only; the work lives in archiveview,
 // backend, s3api and auth.
 package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -21,15 +23,20 @@ const usage = `wharf: serve CargoShip archives as S3 buckets of their original f
 usage:
   wharf serve   --listen HOST:PORT --store URL --archive NAME=MANIFEST_URL [--archive ...] [--anonymous | --access-key AK --secret-key SK]
   wharf serve   --config FILE | --discover s3://BUCKET/PREFIX [--alias NAME=s3://BUCKET/PREFIX@latest] [--rescan 10m] [--check-config]
-  wharf inspect [--store URL] MANIFEST_URL
-  wharf verify  [--store URL] MANIFEST_URL
+  wharf inspect [--store URL] [--json] MANIFEST_URL
+  wharf ls      [--store URL] [--recursive] [--versions] [--json] MANIFEST_URL [PREFIX]
+  wharf get     [--store URL] [--parallel N] MANIFEST_URL KEY|PREFIX/ ... -o DIR|-
+  wharf verify  [--store URL] [--quiet] MANIFEST_URL
   wharf index   build [--store URL] MANIFEST_URL -o FILE | show FILE
-  wharf pack    DIR --store URL --bucket B --prefix P [--frame-size N]
+  wharf pack    DIR --store URL --bucket B --prefix P [--frame-size N] [--quiet]
   wharf bench   [--soak] [flags]
   wharf demo    [--listen HOST:PORT]
   wharf version
 
-Run "wharf COMMAND -h" for a command's flags.
+Run "wharf COMMAND -h" for a command's flags. verify, pack, index build and
+get show progress on stderr (a live line on a terminal, else a JSON log line
+every 5 s); --quiet turns it off. Exit status: 0 done, 1 failed (or
+interrupted: Ctrl-C stops cleanly and says what was done), 2 bad usage.
 `
 
 func main() {
@@ -49,6 +56,10 @@ func run(args []string) int {
 		err = runServe(ctx, args[1:])
 	case "inspect":
 		err = runInspect(ctx, args[1:])
+	case "ls":
+		err = runLs(ctx, args[1:])
+	case "get":
+		err = runGet(ctx, args[1:])
 	case "index":
 		err = runIndex(ctx, args[1:])
 	case "verify":
@@ -69,9 +80,13 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stderr, "wharf: unknown command %q\n\n%s", args[0], usage)
 		return 2
 	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "wharf %s: %v\n", args[0], err)
-		return 1
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return 0
 	}
-	return 0
+	fmt.Fprintf(os.Stderr, "wharf %s: %v\n", args[0], err)
+	var usage usageError
+	if errors.As(err, &usage) {
+		return 2
+	}
+	return 1
 }

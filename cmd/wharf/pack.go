@@ -31,8 +31,9 @@ func runPack(ctx context.Context, args []string) error {
 	endpoint := fs.String("s3-endpoint", "", "S3 endpoint URL (non-AWS servers)")
 	region := fs.String("s3-region", "", "S3 region")
 	pathStyle := fs.Bool("s3-path-style", false, "path-style S3 addressing")
+	pf := addProgressFlags(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: wharf pack DIR --store URL --bucket B [--prefix P] [--upload-id ID] [--frame-size 4MiB] [--chunk-size 64MiB] [--shards N] [--version 2.1] [--direct] [--split-size N] [--dedup] [--s3-endpoint URL --s3-region R --s3-path-style]")
+		fmt.Fprintln(fs.Output(), "usage: wharf pack DIR --store URL --bucket B [--prefix P] [--upload-id ID] [--frame-size 4MiB] [--chunk-size 64MiB] [--shards N] [--version 2.1] [--direct] [--split-size N] [--dedup] [--s3-endpoint URL --s3-region R --s3-path-style] [--quiet] [--progress-interval 5s]")
 		fmt.Fprintln(fs.Output(), "sizes take KiB, MiB, GiB or TiB suffixes")
 		fs.PrintDefaults()
 	}
@@ -67,6 +68,9 @@ func runPack(ctx context.Context, args []string) error {
 	}
 	if opt.ChunkSize == 0 {
 		return errors.New("--chunk-size must be > 0")
+	}
+	if err := pf.check(); err != nil {
+		return err
 	}
 	// CargoShip records the walked root as given; packing an absolute path
 	// gives the usual absolute file paths.
@@ -107,8 +111,22 @@ func runPack(ctx context.Context, args []string) error {
 		return fmt.Errorf("store URL %q: want file://DIR or s3://", *storeURL)
 	}
 
+	var total int64
+	for _, f := range files {
+		total += f.Size
+	}
+	rep := pf.start("pack", "")
+	rep.SetTotal(total, -1)
+	opt.Progress = rep.Add
 	res, err := cargopack.Write(ctx, sink, files, opt)
+	snap := rep.Done(err)
 	if err != nil {
+		if ctx.Err() != nil {
+			// The manifest is written last: without it the objects already
+			// stored are not an archive, and a new pack starts over.
+			return fmt.Errorf("interrupted after packing %s of %s (%d files): no manifest was written, so no archive was published; the chunk objects already stored in bucket %s stay until removed",
+				formatBytes(snap.Bytes), formatBytes(total), len(files), *bucket)
+		}
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "packed %d files into %d objects (%d bytes, %d frames)\n",

@@ -4,11 +4,12 @@ import (
 	"context"
 	"flag"
 
+	"github.com/wharf-s3/wharf/archiveview"
 	"github.com/wharf-s3/wharf/backend"
 )
 
-// storeFlags are the backing-store flags shared by inspect, verify and
-// index build: where the manifest and chunks live and how to reach S3.
+// storeFlags are the backing-store flags shared by inspect, verify, index
+// build, ls and get: where the manifest and chunks live and how to reach S3.
 type storeFlags struct {
 	url, endpoint, region, accessKey, secretKey *string
 	pathStyle                                   *bool
@@ -40,4 +41,15 @@ func (s *storeFlags) openManifest(ctx context.Context, manifestURL string) (stor
 		return nil, "", "", err
 	}
 	return store, bucket, key, nil
+}
+
+// openArchive opens the archive at manifestURL through the store flags,
+// the same read core wharf serve uses (archiveview.Open; opts.Cache, when
+// nil, is a private frame cache of the default budget).
+func (s *storeFlags) openArchive(ctx context.Context, manifestURL string, opts archiveview.Options) (*archiveview.Archive, error) {
+	store, bucket, key, err := s.openManifest(ctx, manifestURL)
+	if err != nil {
+		return nil, err
+	}
+	return archiveview.Open(ctx, store, bucket, key, opts)
 }

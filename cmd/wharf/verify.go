@@ -17,43 +17,57 @@ import (
 // length), every unframed chunk's whole-object sha256, and every file read
 // whole through the normal read path. Each problem is printed naming its
 // key and chunk; any problem makes the command fail (exit status 1).
+// Progress (bytes of chunks and files checked, rate, ETA) goes to stderr;
+// an interrupted run (Ctrl-C, SIGTERM) says what was checked and what was
+// not, and fails.
 func runVerify(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
 	sf := addStoreFlags(fs)
-	quiet := fs.Bool("q", false, "print only problems and the summary line")
+	pf := addProgressFlags(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: wharf verify [--store URL] [--s3-endpoint URL --s3-region R --s3-path-style --s3-access-key AK --s3-secret-key SK] MANIFEST_URL")
+		fmt.Fprintln(fs.Output(), "usage: wharf verify [--store URL] [--s3-endpoint URL --s3-region R --s3-path-style --s3-access-key AK --s3-secret-key SK] [--quiet] [--progress-interval 5s] MANIFEST_URL")
+		fmt.Fprintln(fs.Output(), "--quiet prints only problems and the summary line, with no progress")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return fmt.Errorf("want exactly one MANIFEST_URL, got %d arguments", fs.NArg())
-	}
-	store, bucket, key, err := sf.openManifest(ctx, fs.Arg(0))
+	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}
-	return verifyArchive(ctx, os.Stdout, store, bucket, key, *quiet)
+	if len(pos) != 1 {
+		fs.Usage()
+		return fmt.Errorf("want exactly one MANIFEST_URL, got %d arguments", len(pos))
+	}
+	if err := pf.check(); err != nil {
+		return err
+	}
+	store, bucket, key, err := sf.openManifest(ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	return verifyArchive(ctx, os.Stdout, store, bucket, key, pf.quiet, pf)
 }
 
 // verifyArchive opens and verifies one archive, printing problems and a
-// summary to w. It fails if the archive cannot be opened or any problem
-// was found.
-func verifyArchive(ctx context.Context, w io.Writer, store backend.Store, bucket, key string, quiet bool) error {
+// summary to w and progress through pf (nil: none). It fails if the
+// archive cannot be opened, any problem was found, or ctx ended first.
+func verifyArchive(ctx context.Context, w io.Writer, store backend.Store, bucket, key string, quiet bool, pf *progressFlags) error {
 	start := time.Now()
 	a, err := archiveview.Open(ctx, store, bucket, key, archiveview.Options{Readahead: -1})
 	if err != nil {
 		return err
 	}
 	defer a.Close()
+	in := a.Info()
 	if !quiet {
-		in := a.Info()
 		fmt.Fprintf(w, "verifying %s/%s: %d files, %d chunks, %d frames\n", bucket, key, in.Files, in.Chunks, in.Frames)
 	}
-	st, err := a.Verify(ctx, func(p archiveview.VerifyProblem) {
+	if pf == nil {
+		pf = &progressFlags{quiet: true}
+	}
+	rep := pf.start("verify", "")
+	total := a.VerifyBytes()
+	rep.SetTotal(total, -1)
+	st, err := a.VerifyWith(ctx, archiveview.VerifyOptions{Progress: rep.Add, Report: func(p archiveview.VerifyProblem) {
 		switch {
 		case p.Key != "" && p.Chunk != "":
 			fmt.Fprintf(w, "PROBLEM key %s (chunk %s): %s\n", p.Key, p.Chunk, p.Detail)
@@ -62,7 +76,14 @@ func verifyArchive(ctx context.Context, w io.Writer, store backend.Store, bucket
 		default:
 			fmt.Fprintf(w, "PROBLEM chunk %s: %s\n", p.Chunk, p.Detail)
 		}
-	})
+	}})
+	snap := rep.Done(err)
+	if err != nil && ctx.Err() != nil {
+		fmt.Fprintf(w, "interrupted after %s: checked %d chunks (%d frames) and %d of %d files, %s of %s; not checked: %d files; %d problem(s) so far\n",
+			time.Since(start).Round(time.Millisecond), st.Chunks, st.Frames, st.Files, in.Files,
+			formatBytes(snap.Bytes), formatBytes(total), int64(in.Files)-st.Files, st.Problems)
+		return fmt.Errorf("interrupted: %d of %d files not checked", int64(in.Files)-st.Files, in.Files)
+	}
 	fmt.Fprintf(w, "checked %d chunks, %d frames, %d files (%d bytes) in %s: %d problem(s)\n",
 		st.Chunks, st.Frames, st.Files, st.Bytes, time.Since(start).Round(time.Millisecond), st.Problems)
 	if err != nil {

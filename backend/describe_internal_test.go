@@ -1,0 +1,99 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+)
+
+// TestFileStoreErrorText: a store error names the object once and says
+// what happened in the filesystem's words, never the path again; the
+// filesystem's error stays reachable.
+func TestFileStoreErrorText(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "b", "d"), 0o755)
+	os.WriteFile(filepath.Join(dir, "b", "file"), []byte("x"), 0o644)
+	os.Symlink(filepath.Join(dir, "outside"), filepath.Join(dir, "b", "esc"))
+	os.WriteFile(filepath.Join(dir, "outside"), []byte("o"), 0o644)
+	s := NewFileStore(dir)
+	for _, c := range []struct {
+		bucket, key string
+		text        string
+		kind        error
+		detail      string
+	}{
+		{"b", "missing", "store get s3://b/missing: object not found", ErrNotFound, ""},
+		{"b", "file/under", "store get s3://b/file/under: object not found: not a directory", ErrNotFound, "not a directory"},
+		{"b", "d", "store get s3://b/d: object not found: not a regular file", ErrNotFound, "not a regular file"},
+		{"nob", "k", "store get s3://nob/k: object not found: no bucket directory " + dir + "/nob", ErrNotFound, "no bucket directory " + dir + "/nob"},
+		{"b", "esc", "store get s3://b/esc: access denied: path escapes from parent", ErrAccessDenied, "path escapes from parent"},
+	} {
+		_, _, err := s.Get(context.Background(), c.bucket, c.key)
+		if err == nil || err.Error() != c.text {
+			t.Errorf("%s/%s: %v, want %s", c.bucket, c.key, err, c.text)
+			continue
+		}
+		f, ok := Describe(fmt.Errorf("wrapped: %w", err))
+		if !ok || f.Kind != c.kind || f.Detail != c.detail || f.Bucket != c.bucket || f.Key != c.key || f.Op != "get" {
+			t.Errorf("%s/%s: Describe = %+v", c.bucket, c.key, f)
+		}
+		if !errors.Is(err, c.kind) {
+			t.Errorf("%s/%s: sentinel lost", c.bucket, c.key)
+		}
+	}
+	_, _, err := s.Get(context.Background(), "b", "missing")
+	var pe *fs.PathError
+	if !errors.As(err, &pe) || !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the filesystem's error is not reachable: %#v", err)
+	}
+	if _, ok := Describe(errors.New("plain")); ok {
+		t.Error("Describe found a store error in a plain error")
+	}
+	f, _ := Describe(&Error{Op: "range", Bucket: "b", Key: "k", Err: fmt.Errorf("%w (injected)", ErrUnavailable)})
+	if f.Kind != ErrUnavailable || f.Detail != "(injected)" {
+		t.Errorf("fault-style error: %+v", f)
+	}
+}
+
+// TestS3ErrorText: the S3 SDK's errors become a sentinel and a few words.
+func TestS3ErrorText(t *testing.T) {
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	respErr := func(status int, err error) error {
+		return &smithyhttp.ResponseError{Response: &smithyhttp.Response{Response: &http.Response{StatusCode: status}}, Err: err}
+	}
+	for _, c := range []struct {
+		name string
+		err  error
+		text string
+		kind error
+	}{
+		{"no such key", respErr(404, &smithy.GenericAPIError{Code: "NoSuchKey", Message: "The specified key does not exist."}), "object not found", ErrNotFound},
+		{"no such bucket", respErr(404, &smithy.GenericAPIError{Code: "NoSuchBucket", Message: "The specified bucket does not exist"}), "object not found: no such bucket", ErrNotFound},
+		{"plain access denied", respErr(403, &smithy.GenericAPIError{Code: "AccessDenied", Message: "Access Denied"}), "access denied", ErrAccessDenied},
+		{"signature", respErr(403, &smithy.GenericAPIError{Code: "SignatureDoesNotMatch", Message: "The request signature we calculated does not match."}),
+			"access denied: SignatureDoesNotMatch: The request signature we calculated does not match.", ErrAccessDenied},
+		{"bare 503", respErr(503, errors.New("http 503")), "store unavailable: HTTP status 503", ErrUnavailable},
+		{"bare 400", respErr(400, errors.New("http 400")), "bad response from store: HTTP status 400", ErrBadResponse},
+		{"connection refused (status 0)", respErr(0, refused), "store unavailable: dial tcp: connection refused", ErrUnavailable},
+		{"retries exhausted", &retry.MaxAttemptsError{Attempt: 5, Err: respErr(0, refused)}, "store unavailable: gave up after 5 attempts: dial tcp: connection refused", ErrUnavailable},
+	} {
+		got := classifyS3Err(c.err)
+		if got.Error() != c.text || !errors.Is(got, c.kind) || !errors.Is(got, c.err) {
+			t.Errorf("%s: %q (is %v: %v), want %q", c.name, got, c.kind, errors.Is(got, c.kind), c.text)
+		}
+	}
+	if err := classifyS3Err(context.Canceled); err != context.Canceled {
+		t.Errorf("context error rewrapped: %v", err)
+	}
+}

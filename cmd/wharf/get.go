@@ -1,0 +1,430 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/wharf-s3/wharf/archiveview"
+	"github.com/wharf-s3/wharf/archiveview/chunkio"
+	"github.com/wharf-s3/wharf/cmd/wharf/internal/progress"
+)
+
+const getUsage = `usage: wharf get [--store URL] [--s3-endpoint URL --s3-region R --s3-path-style --s3-access-key AK --s3-secret-key SK]
+                 [--parallel 4] [--cache-bytes 128MiB] [--quiet] [--progress-interval 5s]
+                 MANIFEST_URL KEY|PREFIX/ ... -o DIR|-
+
+Extracts files from an archive without a server, through the same read core
+as wharf serve: every byte verified (frame, part and file sha256), parallel
+range reads of only the frames that hold the files.
+
+  - KEY selects one file; PREFIX/ (ending in "/") every file under it; a KEY
+    that is no file but a directory selects the files under KEY/; "/" alone
+    selects the whole archive.
+  - Each file is written to DIR/KEY (its full key, so selections never
+    collide), with its mtime, atomically: a temporary file in the target
+    directory (.wharf-get-*.tmp), fsync, rename.
+  - Resume: a file already present with the right size is skipped when its
+    sha256 matches the manifest's; a manifest without a sha256 for it can
+    only be checked by size and mtime (whole seconds), which is then the
+    test. Run the same command again after a failure or Ctrl-C.
+  - Nothing is ever written outside DIR, whatever the keys say (the keys
+    are checked and every write goes through an os.Root of DIR, which also
+    refuses symlinks leading out).
+  - -o - streams exactly one file to stdout.
+
+Progress goes to stderr. Exit status: 0 all done, 1 some files failed (each
+named on stderr) or interrupted, 2 bad usage.`
+
+// runGet extracts files from an archive.
+func runGet(ctx context.Context, args []string) error {
+	return getCmd(ctx, args, os.Stdout, os.Stderr)
+}
+
+func getCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("get", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	sf := addStoreFlags(fs)
+	pf := addProgressFlags(fs)
+	pf.stderr = stderr
+	out := fs.String("o", "", "target directory, or - for stdout (required)")
+	parallel := fs.Int("parallel", 4, "files extracted at once (1-64)")
+	cacheSize := fs.String("cache-bytes", "128MiB", "decoded frame cache budget")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), getUsage)
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return usageErr(err)
+	}
+	switch {
+	case len(pos) < 2:
+		fs.Usage()
+		return usageErr(fmt.Errorf("want MANIFEST_URL and at least one KEY or PREFIX/, got %d arguments", len(pos)))
+	case *out == "":
+		fs.Usage()
+		return usageErr(errors.New("-o DIR (or -o - for stdout) is required"))
+	case *parallel < 1 || *parallel > 64:
+		return usageErr(fmt.Errorf("--parallel %d: want 1 to 64", *parallel))
+	}
+	if err := pf.check(); err != nil {
+		return usageErr(err)
+	}
+	cacheBytes, err := parseSize(*cacheSize)
+	if err != nil || cacheBytes <= 0 {
+		return usageErr(fmt.Errorf("--cache-bytes %q: want a size > 0", *cacheSize))
+	}
+
+	a, err := sf.openArchive(ctx, pos[0], archiveview.Options{Cache: chunkio.NewFrameCache(cacheBytes)})
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	files, missing := selectFiles(a, pos[1:])
+	if *out == "-" {
+		if len(files) != 1 || len(missing) != 0 {
+			for _, m := range missing {
+				fmt.Fprintf(stderr, "wharf get: %s\n", m)
+			}
+			return usageErr(fmt.Errorf("-o - streams exactly one file; the arguments select %d", len(files)))
+		}
+		return getToStdout(ctx, a, files[0], stdout, pf)
+	}
+	g := &getter{a: a, dir: *out, stderr: stderr, pf: pf}
+	return g.run(ctx, files, missing, *parallel)
+}
+
+// selectFiles resolves KEY and PREFIX/ arguments to files, in key order
+// without repeats; missing says which arguments matched nothing, and why.
+func selectFiles(a *archiveview.Archive, args []string) (files []archiveview.File, missing []string) {
+	seen := map[string]bool{}
+	add := func(f archiveview.File) {
+		if !seen[f.Key] {
+			seen[f.Key] = true
+			files = append(files, f)
+		}
+	}
+	under := func(prefix string) int {
+		n := 0
+		p := archiveview.ListParams{Prefix: prefix, MaxKeys: 1000}
+		for {
+			page := a.List(p)
+			for _, e := range page.Entries {
+				add(e.File)
+				n++
+			}
+			if !page.Truncated {
+				return n
+			}
+			p.After = page.NextAfter
+		}
+	}
+	for _, arg := range args {
+		switch {
+		case arg == "/":
+			if under("") == 0 {
+				missing = append(missing, "the archive has no files")
+			}
+		case strings.HasSuffix(arg, "/"):
+			if under(arg) == 0 {
+				missing = append(missing, fmt.Sprintf("%s: no files under this prefix", arg))
+			}
+		default:
+			if f, ok := a.Stat(arg); ok {
+				add(f)
+				continue
+			}
+			if under(arg+"/") > 0 {
+				continue
+			}
+			if id, ok := a.DeleteMarker(arg); ok {
+				missing = append(missing, fmt.Sprintf("%s: no such file (deleted by upload %s)", arg, id))
+			} else {
+				missing = append(missing, fmt.Sprintf("%s: no such file or directory in the archive", arg))
+			}
+		}
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].Key < files[j].Key })
+	return files, missing
+}
+
+// getToStdout streams one verified file to w.
+func getToStdout(ctx context.Context, a *archiveview.Archive, f archiveview.File, w io.Writer, pf *progressFlags) error {
+	rep := pf.start("get", "files")
+	rep.SetTotal(f.Size, 1)
+	r, err := a.Open(ctx, f, 0, f.Size)
+	if err == nil {
+		var n int64
+		n, err = io.Copy(progressWriter{w: w, add: rep.Add}, r)
+		r.Close()
+		if err == nil && n != f.Size {
+			err = fmt.Errorf("key %s: wrote %d of %d bytes", f.Key, n, f.Size)
+		}
+	}
+	if err == nil {
+		rep.ItemDone()
+	}
+	snap := rep.Done(err)
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("interrupted after %s of %s of %s", formatBytes(snap.Bytes), formatBytes(f.Size), f.Key)
+	}
+	return err
+}
+
+// progressWriter passes writes through to w, counting them.
+type progressWriter struct {
+	w   io.Writer
+	add func(int64)
+}
+
+func (p progressWriter) Write(b []byte) (int, error) {
+	n, err := p.w.Write(b)
+	p.add(int64(n))
+	return n, err
+}
+
+// getter extracts files into a directory.
+type getter struct {
+	a      *archiveview.Archive
+	dir    string
+	root   *os.Root
+	stderr io.Writer
+	pf     *progressFlags
+	rep    *progress.Reporter
+
+	mu                     sync.Mutex
+	written, skipped, fail int
+	writtenBytes           int64
+}
+
+// filesFailed is get's error when some files failed: each was named on
+// stderr already.
+type filesFailed struct{ failed, of int }
+
+func (e filesFailed) Error() string {
+	return fmt.Sprintf("%d of %d files failed (named above); run the same command again to retry them", e.failed, e.of)
+}
+
+func (g *getter) run(ctx context.Context, files []archiveview.File, missing []string, parallel int) error {
+	start := time.Now()
+	if err := os.MkdirAll(g.dir, 0o755); err != nil {
+		return fmt.Errorf("target directory: %w", err)
+	}
+	root, err := os.OpenRoot(g.dir)
+	if err != nil {
+		return fmt.Errorf("target directory: %w", err)
+	}
+	defer root.Close()
+	g.root = root
+
+	for _, m := range missing {
+		fmt.Fprintf(g.stderr, "wharf get: failed: %s\n", m)
+	}
+	var total int64
+	for _, f := range files {
+		total += f.Size
+	}
+	g.rep = g.pf.start("get", "files")
+	g.rep.SetTotal(total, int64(len(files)))
+
+	work := make(chan archiveview.File)
+	var wg sync.WaitGroup
+	for range min(parallel, max(len(files), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for f := range work {
+				g.one(ctx, f)
+			}
+		}()
+	}
+feed:
+	for _, f := range files {
+		select {
+		case work <- f:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(work)
+	wg.Wait()
+	snap := g.rep.Done(ctx.Err())
+
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if ctx.Err() != nil {
+		left := len(files) - g.written - g.skipped - g.fail
+		fmt.Fprintf(g.stderr, "wharf get: interrupted after %s: %d of %d files written (%s), %d already present, %d failed; %d not written (%s of %s done); run the same command again to resume\n",
+			time.Since(start).Round(time.Millisecond), g.written, len(files), formatBytes(g.writtenBytes), g.skipped, g.fail, left,
+			formatBytes(snap.Bytes), formatBytes(total))
+		return fmt.Errorf("interrupted: %d of %d files not written", left, len(files))
+	}
+	fmt.Fprintf(g.stderr, "wharf get: %d files written (%s), %d already present, %d failed, in %s\n",
+		g.written, formatBytes(g.writtenBytes), g.skipped, g.fail+len(missing), time.Since(start).Round(time.Millisecond))
+	if n := g.fail + len(missing); n > 0 {
+		return filesFailed{failed: n, of: len(files) + len(missing)}
+	}
+	return nil
+}
+
+// one extracts one file, reporting its outcome.
+func (g *getter) one(ctx context.Context, f archiveview.File) {
+	if ctx.Err() != nil {
+		return
+	}
+	skipped, err := g.extract(ctx, f)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case err != nil && ctx.Err() != nil:
+		// interrupted: counted as not written
+	case err != nil:
+		g.fail++
+		fmt.Fprintf(g.stderr, "wharf get: failed: %v\n", err)
+	case skipped:
+		g.skipped++
+		g.rep.ItemDone()
+	default:
+		g.written++
+		g.writtenBytes += f.Size
+		g.rep.ItemDone()
+	}
+}
+
+// errOutside is returned for a key that cannot be written under DIR as
+// itself.
+var errOutside = errors.New("refused: the key would be written outside the target directory")
+
+// localPath checks that key names a path inside the target directory: a
+// relative "/"-separated path with no empty, "." or ".." segment and no
+// NUL. (Archive keys are sanitized when the archive is opened; this is the
+// second line, and os.Root the third.)
+func localPath(key string) (string, error) {
+	if key == "" || strings.HasPrefix(key, "/") || strings.ContainsRune(key, 0) {
+		return "", errOutside
+	}
+	for seg := range strings.SplitSeq(key, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return "", errOutside
+		}
+	}
+	return key, nil
+}
+
+// extract writes f to DIR/key atomically, or skips it when the file there
+// already has its content.
+func (g *getter) extract(ctx context.Context, f archiveview.File) (skipped bool, err error) {
+	name, err := localPath(f.Key)
+	if err != nil {
+		return false, fmt.Errorf("key %q: %w", f.Key, err)
+	}
+	fail := func(what string, err error) (bool, error) {
+		return false, fmt.Errorf("key %s: %s %s: %w", f.Key, what, path.Join(g.dir, name), err)
+	}
+	if ok, err := g.present(name, f); err != nil {
+		return fail("check", err)
+	} else if ok {
+		g.rep.Add(f.Size)
+		return true, nil
+	}
+	dir := path.Dir(name)
+	if dir != "." {
+		if err := g.root.MkdirAll(dir, 0o755); err != nil {
+			return fail("mkdir for", err)
+		}
+	}
+	var rnd [8]byte
+	rand.Read(rnd[:])
+	tmp := path.Join(dir, ".wharf-get-"+hex.EncodeToString(rnd[:])+".tmp")
+	tf, err := g.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fail("create", err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			tf.Close()
+			g.root.Remove(tmp)
+		}
+	}()
+	r, err := g.a.Open(ctx, f, 0, f.Size)
+	if err != nil {
+		return false, err
+	}
+	n, err := io.Copy(progressWriter{w: tf, add: g.rep.Add}, r)
+	r.Close()
+	if err != nil {
+		return false, err // the read path's error names the archive, key and chunk
+	}
+	if n != f.Size {
+		return fail("write", fmt.Errorf("%d of %d bytes", n, f.Size))
+	}
+	if err := tf.Sync(); err != nil {
+		return fail("fsync", err)
+	}
+	if err := tf.Close(); err != nil {
+		return fail("close", err)
+	}
+	done = true
+	if err := g.root.Chtimes(tmp, f.ModTime, f.ModTime); err != nil {
+		g.root.Remove(tmp)
+		return fail("set mtime of", err)
+	}
+	if err := g.root.Rename(tmp, name); err != nil {
+		g.root.Remove(tmp)
+		return fail("rename into", err)
+	}
+	if d, err := g.root.Open(dir); err == nil { // make the rename durable
+		d.Sync()
+		d.Close()
+	}
+	return false, nil
+}
+
+// present reports whether DIR/name already holds f: a regular file of f's
+// size whose sha256 matches the manifest's, or, when the manifest has no
+// sha256 for it, whose mtime matches (whole seconds).
+func (g *getter) present(name string, f archiveview.File) (bool, error) {
+	fi, err := g.root.Lstat(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() != f.Size {
+		return false, nil // replaced by the rename (or the rename says why not)
+	}
+	sameTime := fi.ModTime().Unix() == f.ModTime.Unix()
+	if f.SHA256 == "" {
+		return sameTime, nil
+	}
+	h := sha256.New()
+	rf, err := g.root.Open(name)
+	if err != nil {
+		return false, err
+	}
+	defer rf.Close()
+	if _, err := io.Copy(h, rf); err != nil {
+		return false, err
+	}
+	if hex.EncodeToString(h.Sum(nil)) != strings.ToLower(f.SHA256) {
+		return false, nil
+	}
+	if !sameTime { // the right content with another mtime: keep the content, fix the time
+		if err := g.root.Chtimes(name, f.ModTime, f.ModTime); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}

@@ -1,0 +1,264 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/wharf-s3/wharf/archiveview"
+)
+
+const lsUsage = `usage: wharf ls [--store URL] [--s3-endpoint URL --s3-region R --s3-path-style --s3-access-key AK --s3-secret-key SK]
+                [--recursive] [--versions] [--json] [--human-readable] [--summarize] MANIFEST_URL [PREFIX]
+
+Lists the archive's effective tree (what wharf serve shows) like "aws s3 ls",
+reading only the manifests:
+
+  - without --recursive, PREFIX is a key prefix and "/" the delimiter:
+    directories print as "                           PRE name/" and files as
+    "DATE TIME SIZE name", names relative to PREFIX's last "/";
+  - with --recursive, every file under PREFIX, with its full key;
+  - --versions prints every version of a chain's keys, newest first:
+    "DATE TIME SIZE VERSION_ID L key", where L is "*" for the latest
+    version and SIZE is "DELETED" for a delete marker;
+  - times are the files' mtimes in the local time zone, as aws s3 ls does;
+  - --json prints one JSON object per line (JSON Lines) instead, with the
+    stable fields: key, size, last_modified (RFC 3339, UTC), etag,
+    version_id, sha256 and content_type (omitted when unknown); with
+    --versions also is_latest and delete_marker; a directory is
+    {"prefix": "dir/"}.
+
+Like aws s3 ls, the exit status is 1 when nothing matched.`
+
+// lsEntry is one --json line. Field names are part of the CLI contract
+// (README, lsUsage): add fields, never rename them.
+type lsEntry struct {
+	Prefix       string `json:"prefix,omitempty"`
+	Key          string `json:"key,omitempty"`
+	Size         *int64 `json:"size,omitempty"`
+	LastModified string `json:"last_modified,omitempty"`
+	ETag         string `json:"etag,omitempty"`
+	VersionID    string `json:"version_id,omitempty"`
+	SHA256       string `json:"sha256,omitempty"`
+	ContentType  string `json:"content_type,omitempty"`
+	IsLatest     *bool  `json:"is_latest,omitempty"`
+	DeleteMarker *bool  `json:"delete_marker,omitempty"`
+}
+
+func fileEntry(f archiveview.File) lsEntry {
+	size := f.Size
+	return lsEntry{
+		Key: f.Key, Size: &size, LastModified: f.ModTime.UTC().Format(time.RFC3339Nano),
+		ETag: f.ETag, VersionID: f.VersionID, SHA256: f.SHA256, ContentType: f.ContentType,
+	}
+}
+
+// runLs lists an archive's tree.
+func runLs(ctx context.Context, args []string) error {
+	return lsCmd(ctx, args, os.Stdout)
+}
+
+func lsCmd(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("ls", flag.ContinueOnError)
+	sf := addStoreFlags(fs)
+	recursive := fs.Bool("recursive", false, "list every file under PREFIX (no directories)")
+	fs.BoolVar(recursive, "r", false, "same as --recursive")
+	versions := fs.Bool("versions", false, "list every version of each key (an incremental chain's uploads)")
+	asJSON := fs.Bool("json", false, "one JSON object per line")
+	human := fs.Bool("human-readable", false, "sizes in KiB, MiB, GiB")
+	summarize := fs.Bool("summarize", false, "end with the number of files and their total size")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), lsUsage)
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return usageErr(err)
+	}
+	if len(pos) < 1 || len(pos) > 2 {
+		fs.Usage()
+		return usageErr(fmt.Errorf("want MANIFEST_URL [PREFIX], got %d arguments", len(pos)))
+	}
+	prefix := ""
+	if len(pos) == 2 {
+		prefix = pos[1]
+	}
+	a, err := sf.openArchive(ctx, pos[0], archiveview.Options{})
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+
+	l := &lister{out: out, json: *asJSON, human: *human, recursive: *recursive, prefix: prefix}
+	if i := strings.LastIndex(prefix, "/"); i >= 0 && !*recursive {
+		l.strip = i + 1
+	}
+	delim := "/"
+	if *recursive {
+		delim = ""
+	}
+	if *versions {
+		err = l.versions(ctx, a, delim)
+	} else {
+		err = l.files(a, delim)
+	}
+	if err != nil {
+		return err
+	}
+	if *summarize && !*asJSON {
+		fmt.Fprintf(out, "\nTotal Objects: %d\n   Total Size: %s\n", l.count, l.size(l.bytes))
+	}
+	if l.entries == 0 {
+		return fmt.Errorf("nothing matches prefix %q", prefix)
+	}
+	return nil
+}
+
+type lister struct {
+	out                    io.Writer
+	json, human, recursive bool
+	prefix                 string
+	strip                  int   // bytes of each name not shown (non-recursive: up to PREFIX's last "/")
+	entries, count, bytes  int64 // lines, files (or versions), their bytes
+	idWidth                int
+	enc                    *json.Encoder
+}
+
+func (l *lister) size(n int64) string {
+	if l.human {
+		return formatBytes(n)
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+func (l *lister) emit(e lsEntry) error {
+	if l.enc == nil {
+		l.enc = json.NewEncoder(l.out)
+		l.enc.SetEscapeHTML(false)
+	}
+	return l.enc.Encode(e)
+}
+
+func (l *lister) prefixLine(p string) error {
+	l.entries++
+	if l.json {
+		return l.emit(lsEntry{Prefix: p})
+	}
+	_, err := fmt.Fprintf(l.out, "%30s %s\n", "PRE", p[l.strip:])
+	return err
+}
+
+func (l *lister) fileLine(f archiveview.File) error {
+	l.entries++
+	l.count++
+	l.bytes += f.Size
+	if l.json {
+		return l.emit(fileEntry(f))
+	}
+	_, err := fmt.Fprintf(l.out, "%s %10s %s\n", f.ModTime.Local().Format("2006-01-02 15:04:05"), l.size(f.Size), f.Key[l.strip:])
+	return err
+}
+
+// files lists the tree, page by page.
+func (l *lister) files(a *archiveview.Archive, delim string) error {
+	p := archiveview.ListParams{Prefix: l.prefix, Delimiter: delim, MaxKeys: 1000}
+	for {
+		page := a.List(p)
+		for _, e := range page.Entries {
+			var err error
+			if e.Prefix != "" {
+				err = l.prefixLine(e.Prefix)
+			} else {
+				err = l.fileLine(e.File)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if !page.Truncated {
+			return nil
+		}
+		p.After = page.NextAfter
+	}
+}
+
+// versions lists every version of every key (a single upload has one).
+func (l *lister) versions(ctx context.Context, a *archiveview.Archive, delim string) error {
+	v, err := a.Versions(ctx)
+	if err != nil {
+		return err
+	}
+	for _, id := range a.Info().Chain {
+		l.idWidth = max(l.idWidth, len(id))
+	}
+	p := archiveview.VersionListParams{Prefix: l.prefix, Delimiter: delim, MaxKeys: 1000}
+	for {
+		page, err := v.ListVersions(p)
+		if err != nil {
+			return err
+		}
+		for _, e := range page.Entries {
+			if e.Prefix != "" {
+				err = l.prefixLine(e.Prefix)
+			} else {
+				err = l.versionLine(e.Version)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if !page.Truncated {
+			return nil
+		}
+		p.KeyMarker, p.VersionIDMarker = page.NextKeyMarker, page.NextVersionIDMarker
+	}
+}
+
+func (l *lister) versionLine(v archiveview.Version) error {
+	l.entries++
+	if !v.DeleteMarker {
+		l.count++
+		l.bytes += v.Size
+	}
+	if l.json {
+		e := lsEntry{Key: v.Key, LastModified: v.ModTime.UTC().Format(time.RFC3339Nano), VersionID: v.VersionID}
+		if !v.DeleteMarker {
+			e = fileEntry(v.File)
+			e.VersionID = v.VersionID
+		}
+		latest, marker := v.IsLatest, v.DeleteMarker
+		e.IsLatest, e.DeleteMarker = &latest, &marker
+		return l.emit(e)
+	}
+	size, mark := "DELETED", " "
+	if !v.DeleteMarker {
+		size = l.size(v.Size)
+	}
+	if v.IsLatest {
+		mark = "*"
+	}
+	_, err := fmt.Fprintf(l.out, "%s %10s %-*s %s %s\n", v.ModTime.Local().Format("2006-01-02 15:04:05"), size, l.idWidth, v.VersionID, mark, v.Key[l.strip:])
+	return err
+}
+
+// usageError marks a command-line mistake: the command exits with status 2.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// usageErr wraps err as a usage error (flag.ErrHelp stays itself: -h is
+// not a mistake).
+func usageErr(err error) error {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	return usageError{err}
+}
