@@ -13,7 +13,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 FUZZTIME=${WHARF_FUZZTIME:-5s}
 GO_TEST_TIMEOUT=${WHARF_GO_TEST_TIMEOUT:-40m}
-PACKAGES=(awscli python3-boto3 rclone s3cmd python3-zarr python3-xarray python3-fsspec python3-aiohttp zstd docker-compose)
+PACKAGES=(awscli python3-boto3 rclone s3cmd python3-zarr python3-xarray python3-fsspec python3-aiohttp zstd docker-compose curl chromium)
 
 failed=()
 passed=0
