@@ -560,12 +560,18 @@ func FuzzConfigYAML(f *testing.F) {
 	f.Add([]byte("aliases: [{name: x, target: s3://a/b@latest}]\ncache_bytes: 1KiB\n"))
 	f.Add([]byte("cache_bytes: [1]\n"))
 	f.Add([]byte("archives: [{name: '', manifest: x}]\n"))
+	f.Add([]byte("store: s3://\ndiscover: [s3://a/b]\ntls_cert: a\ntls_key: b\nadmin_plain: true\ncors_allow_origins: ['*', 'http://x:1']\ncors_max_age: 1s\nindex_cache_dir: s3://i/p\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg := defaultServeConfig()
 		if err := applyConfigYAML(data, &cfg); err != nil {
 			return
 		}
 		cfg.KeysFile = "" // never read arbitrary paths
+		for _, p := range []*string{&cfg.TLSCert, &cfg.TLSKey, &cfg.AdminTLSCert, &cfg.AdminTLSKey} {
+			if *p != "" {
+				*p = "/nonexistent/fuzz.pem"
+			}
+		}
 		_, _ = cfg.checkConfig()
 	})
 }

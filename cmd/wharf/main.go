@@ -26,7 +26,7 @@ usage:
   wharf index   build [--store URL] MANIFEST_URL -o FILE | show FILE
   wharf pack    DIR --store URL --bucket B --prefix P [--frame-size N]
   wharf bench   [--soak] [flags]
-  wharf demo    [--listen HOST:PORT]
+  wharf demo    [--listen HOST:PORT] [--tls]
   wharf version
 
 Run "wharf COMMAND -h" for a command's flags.

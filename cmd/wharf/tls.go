@@ -83,14 +83,19 @@ func readPairFiles(src certSource) (certPEM, keyPEM []byte, sum [sha256.Size]byt
 
 // readPEMFile reads a certificate or key file, naming it in every error.
 func readPEMFile(flagName, path string) ([]byte, error) {
+	// Checked before opening: opening a FIFO would block.
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", flagName, path, err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s %s: not a regular file", flagName, path)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", flagName, path, err)
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err == nil && !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s %s: not a regular file", flagName, path)
-	}
 	data, err := io.ReadAll(io.LimitReader(f, maxPEMFile+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", flagName, path, err)

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -124,6 +125,10 @@ func TestReadKeyPair(t *testing.T) {
 	garbage := writeFile(t, "garbage.pem", "this is not PEM\n")
 	keyPEM, _ := os.ReadFile(key)
 	certPEM, _ := os.ReadFile(cert)
+	fifo := filepath.Join(t.TempDir(), "fifo.pem")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	encrypted := writeFile(t, "enc.key", "-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----\n")
 	src := func(c, k string) certSource {
 		return certSource{listener: "s3", certFlag: "--tls-cert", keyFlag: "--tls-key", certFile: c, keyFile: k}
@@ -140,6 +145,7 @@ func TestReadKeyPair(t *testing.T) {
 		{"missing certificate", "/nonexistent/tls.crt", key, []string{"--tls-cert /nonexistent/tls.crt", "no such file"}, ""},
 		{"missing key", cert, "/nonexistent/tls.key", []string{"--tls-key /nonexistent/tls.key", "no such file"}, ""},
 		{"certificate is a directory", dir, key, []string{"--tls-cert " + dir, "not a regular file"}, ""},
+		{"key is a FIFO (never opened: it would block)", cert, fifo, []string{"--tls-key " + fifo, "not a regular file"}, ""},
 		{"certificate is not PEM", garbage, key, []string{"--tls-cert " + garbage, "no PEM CERTIFICATE"}, ""},
 		{"key is not PEM", cert, garbage, []string{"--tls-key " + garbage, "no PEM private key"}, ""},
 		{"key file holds the certificate", cert, cert, []string{"--tls-key " + cert, "holds a certificate but no PEM private key"}, ""},
