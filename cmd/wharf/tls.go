@@ -265,7 +265,8 @@ func (r *certReloader) install(kp *keyPair, why string) {
 }
 
 // warnExpiry warns, at most once a day, while the served certificate
-// expires within expiryWarning.
+// expires within expiryWarning, and logs an error once it has expired
+// (a certificate is checked at load, but it can expire while served).
 func (r *certReloader) warnExpiry() {
 	now := r.now()
 	kp := r.cur.Load()
@@ -274,6 +275,11 @@ func (r *certReloader) warnExpiry() {
 		return
 	}
 	r.warned = now
+	if left <= 0 {
+		r.log.Error().Time("not_after", kp.notAfter).
+			Msgf("TLS certificate %s has expired: clients refuse it; renew it (the new files are picked up without a restart)", r.src.certFile)
+		return
+	}
 	r.log.Warn().Time("not_after", kp.notAfter).Dur("left", left.Round(time.Second)).
 		Msgf("TLS certificate %s expires in %s; renew it (the new files are picked up without a restart)", r.src.certFile, left.Round(time.Minute))
 }

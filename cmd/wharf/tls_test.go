@@ -18,6 +18,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
 )
 
 // testPKI is a private CA for the TLS tests, with its files in a temp dir.
@@ -544,5 +547,43 @@ func TestServeIndexCacheValues(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(wd); len(ents) != 0 {
 		t.Errorf("serve created %v in the working directory", ents)
+	}
+}
+
+// TestCertExpiryWarnings: with a clock that moves, a certificate within 7
+// days of its expiry is warned about at load and then once a day, and one
+// that expires while served is logged as an error.
+func TestCertExpiryWarnings(t *testing.T) {
+	pki := newTestPKI(t)
+	cert, key := pki.pair(t, "soon", expiresSoon) // expires in 50h
+	m, err := newTLSMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs lockedBuffer
+	now := time.Now()
+	r, err := newCertReloader(certSource{listener: "s3", certFlag: "--tls-cert", keyFlag: "--tls-key", certFile: cert, keyFile: key},
+		zerolog.New(&logs), m, func() time.Time { return now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func() int { return strings.Count(logs.String(), "expires in") }
+	if count() != 1 {
+		t.Fatalf("no warning at load:\n%s", logs.String())
+	}
+	for _, step := range []struct {
+		advance time.Duration
+		warns   int
+	}{{time.Hour, 1}, {22 * time.Hour, 1}, {2 * time.Hour, 2}, {time.Hour, 2}, {22 * time.Hour, 2}, {time.Hour, 3}} {
+		now = now.Add(step.advance)
+		r.check(false, "poll")
+		if count() != step.warns {
+			t.Fatalf("after +%s: %d warnings, want %d:\n%s", step.advance, count(), step.warns, logs.String())
+		}
+	}
+	now = now.Add(48 * time.Hour)
+	r.check(false, "poll")
+	if !strings.Contains(logs.String(), `"level":"error"`) || !strings.Contains(logs.String(), "has expired") {
+		t.Errorf("no error for the expired certificate:\n%s", logs.String())
 	}
 }
