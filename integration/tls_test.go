@@ -438,7 +438,7 @@ func TestTLSBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"missing certificate", []string{"--tls-cert", "/nonexistent/tls.crt", "--tls-key", keyFile}, "--tls-cert /nonexistent/tls.crt: open /nonexistent/tls.crt: no such file or directory"},
+		{"missing certificate", []string{"--tls-cert", "/nonexistent/tls.crt", "--tls-key", keyFile}, "--tls-cert /nonexistent/tls.crt: stat /nonexistent/tls.crt: no such file or directory"},
 		{"missing key", []string{"--tls-cert", certFile, "--tls-key", "/nonexistent/tls.key"}, "--tls-key /nonexistent/tls.key"},
 		{"unreadable certificate (a directory)", []string{"--tls-cert", ca.dir, "--tls-key", keyFile}, "--tls-cert " + ca.dir + ": not a regular file"},
 		{"certificate not PEM", []string{"--tls-cert", garbage, "--tls-key", keyFile}, "--tls-cert " + garbage + ": no PEM CERTIFICATE block"},
