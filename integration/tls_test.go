@@ -408,8 +408,11 @@ func TestTLSRotationUnderLoad(t *testing.T) {
 			if !regexp.MustCompile(`"reason":"` + map[string]string{"SIGHUP": "SIGHUP", "poll": "poll"}[mode] + `".*TLS certificate loaded`).MatchString(logs) {
 				t.Errorf("no reload logged with reason %s:\n%s", mode, tail(logs, 20))
 			}
-			if mode == "poll" && strings.Count(logs, "TLS certificate reload failed") != 1 {
-				t.Errorf("the half-written rotation was logged %d times, want once:\n%s", strings.Count(logs, "TLS certificate reload failed"), tail(logs, 20))
+			// The half-written pair is logged once however many polls see it
+			// (none may, on a machine slow enough to skip every poll in the
+			// 700 ms; cmd/wharf's TestServeTLSPoll waits for the polls).
+			if n := strings.Count(logs, "TLS certificate reload failed"); mode == "poll" && n > 1 {
+				t.Errorf("the half-written rotation was logged %d times, want once:\n%s", n, tail(logs, 20))
 			}
 			t.Logf("%s rotation under load: %d requests (new connections: %v; keep-alive: %v), 0 failed", mode, l.ok.Load(), l.serials, l.keptSerial)
 		})

@@ -384,7 +384,9 @@ func TestServeTLSPoll(t *testing.T) {
 	pki := newTestPKI(t)
 	cert, key := pki.pair(t, "s3", validNow)
 	first := fileSerial(t, cert)
-	addr, _, logs, _, _ := startTLSServe(t, frontDoorConfig{TLSCert: cert, TLSKey: key, TLSReloadInterval: 100 * time.Millisecond}, false)
+	var rounds atomic.Int64
+	addr, _, logs, _, _ := startTLSServe(t, frontDoorConfig{TLSCert: cert, TLSKey: key, TLSReloadInterval: 100 * time.Millisecond,
+		tlsChecked: func() { rounds.Add(1) }}, false)
 	newCert, newKey := pki.pair(t, "new", validNow)
 	second := fileSerial(t, newCert)
 
@@ -423,7 +425,13 @@ func TestServeTLSPoll(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	b, _ := os.ReadFile(newCert)
 	writeAtomic(t, cert, b) // certificate first: a mismatch until the key follows
-	time.Sleep(400 * time.Millisecond)
+	// At least two polls see the half-written pair (one log line).
+	for r0, end := rounds.Load(), time.Now().Add(10*time.Second); rounds.Load() < r0+3; {
+		if time.Now().After(end) {
+			t.Fatal("the poll stopped")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	b, _ = os.ReadFile(newKey)
 	writeAtomic(t, key, b)
 	deadline := time.Now().Add(5 * time.Second)
