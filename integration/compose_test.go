@@ -17,7 +17,9 @@ import (
 // TestComposeCommands runs the `seed` (wharf pack) and `wharf` (wharf serve)
 // commands of docker-compose.yml as written, with the MinIO endpoint
 // replaced by gofakes3 and the listeners moved to loopback, so the compose
-// file's wiring is checked even though CI does not run containers.
+// file's wiring is checked even though CI does not run containers. The
+// `wharf-tls` service's command runs too, with a certificate of a private CA
+// in place of the mounted ./certs.
 func TestComposeCommands(t *testing.T) {
 	raw, err := os.ReadFile("../docker-compose.yml")
 	if err != nil {
@@ -26,6 +28,7 @@ func TestComposeCommands(t *testing.T) {
 	var doc struct {
 		Services map[string]struct {
 			Command []string `yaml:"command"`
+			Volumes []string `yaml:"volumes"`
 		} `yaml:"services"`
 	}
 	if err := yaml.Unmarshal(raw, &doc); err != nil {
@@ -113,4 +116,49 @@ func TestComposeCommands(t *testing.T) {
 		assertSameBytes(t, "compose", k, b, w)
 	}
 	t.Logf("docker-compose.yml: seed's `wharf pack` printed %s, wharf's `wharf serve` serves it as bucket %q: %d sample files byte-identical", printed, name, len(order))
+
+	// wharf-tls: the same archive over TLS from the mounted certificate
+	// directory, with CORS for its viewer origin.
+	tlsSvc, ok := doc.Services["wharf-tls"]
+	if !ok {
+		t.Fatal("docker-compose.yml: no wharf-tls service")
+	}
+	var certDir string
+	for _, v := range tlsSvc.Volumes {
+		if host, ctr, ok := strings.Cut(v, ":"); ok && host == "./certs" {
+			certDir, _, _ = strings.Cut(ctr, ":")
+		}
+	}
+	if certDir == "" || flag(tlsSvc.Command, "tls-cert") != certDir+"/tls.crt" || flag(tlsSvc.Command, "tls-key") != certDir+"/tls.key" {
+		t.Fatalf("docker-compose.yml: wharf-tls does not read tls.crt and tls.key from the ./certs mount (volumes %q)", tlsSvc.Volumes)
+	}
+	ca := newPrivateCA(t)
+	certFile, keyFile, serial := ca.pair(t, "tls")
+	args := rewrite(tlsSvc.Command)
+	for i, a := range args {
+		args[i] = strings.NewReplacer(certDir+"/tls.crt", certFile, certDir+"/tls.key", keyFile).Replace(a)
+	}
+	tsrv, err := startWharfClient(suite.bin, "compose-tls", args, env, ca.client(true, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopOrFail(t, tsrv)
+	origin := flag(tlsSvc.Command, "cors-allow-origin")
+	req, _ := http.NewRequest("GET", tsrv.url+"/"+name+"/README.md", nil)
+	req.Header.Set("Origin", origin)
+	resp, err := ca.client(true, true).Do(req)
+	if err != nil {
+		t.Fatalf("compose wharf-tls: %v", err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 || resp.Proto != "HTTP/2.0" || resp.TLS.PeerCertificates[0].SerialNumber.Text(16) != serial {
+		t.Fatalf("compose wharf-tls: GET README.md: %s %s %v", resp.Proto, resp.Status, err)
+	}
+	if resp.Header.Get("Access-Control-Allow-Origin") != origin {
+		t.Errorf("compose wharf-tls: Access-Control-Allow-Origin %q, want %q", resp.Header.Get("Access-Control-Allow-Origin"), origin)
+	}
+	w, _ := os.ReadFile(filepath.Join(sample, "README.md"))
+	assertSameBytes(t, "compose wharf-tls", "README.md", b, w)
+	t.Logf("docker-compose.yml: wharf-tls serves %s over %s with the certificate from %s, CORS for %s", name, resp.Proto, certDir, origin)
 }

@@ -19,8 +19,8 @@ import (
 // wharfServer is one `wharf serve` subprocess.
 type wharfServer struct {
 	name      string // "keyed" or "anonymous"
-	url       string // http://127.0.0.1:PORT
-	adminURL  string // http://127.0.0.1:PORT of --admin-listen, "" if none
+	url       string // http://127.0.0.1:PORT (https:// with --tls-cert)
+	adminURL  string // http(s)://127.0.0.1:PORT of --admin-listen, "" if none
 	accessKey string // "" for an anonymous server
 	secretKey string
 
@@ -31,17 +31,24 @@ type wharfServer struct {
 	err  error        // Wait's result, valid after done
 }
 
-// listenRE finds the S3 address in the log line `listening on HOST:PORT`;
-// addrRE the admin address in a line that mentions "admin".
+// listenRE finds the S3 address in the log line `listening on HOST:PORT`
+// (or https://HOST:PORT); addrRE the admin address in a line that mentions
+// "admin". The first group is the scheme, if any.
 var (
-	listenRE = regexp.MustCompile(`listening on (?:http://)?(127\.0\.0\.1:[0-9]+)`)
-	addrRE   = regexp.MustCompile(`(127\.0\.0\.1:[0-9]+)`)
+	listenRE = regexp.MustCompile(`listening on (https?://)?(127\.0\.0\.1:[0-9]+)`)
+	addrRE   = regexp.MustCompile(`(https?://)?(127\.0\.0\.1:[0-9]+)`)
 )
 
 // startWharf runs the wharf binary with args (the subcommand first, e.g.
 // "serve") and waits until it logs the bound address(es). env is the
 // subprocess's complete environment.
 func startWharf(bin, name string, args, env []string) (*wharfServer, error) {
+	return startWharfClient(bin, name, args, env, http.DefaultClient)
+}
+
+// startWharfClient is startWharf probing the server with client (for TLS:
+// one that trusts the server's CA).
+func startWharfClient(bin, name string, args, env []string, client *http.Client) (*wharfServer, error) {
 	s := &wharfServer{name: name, done: make(chan struct{})}
 	cmd := exec.Command(bin, args...)
 	cmd.Env = env
@@ -72,10 +79,16 @@ func startWharf(bin, name string, args, env []string) (*wharfServer, error) {
 			s.logs.WriteByte('\n')
 			s.mu.Unlock()
 			var found [2]string
-			if m := addrRE.FindStringSubmatch(line); m != nil && strings.Contains(strings.ToLower(line), "admin") {
-				found = [2]string{"admin", m[1]}
+			if ms := addrRE.FindAllStringSubmatch(line, -1); ms != nil && strings.Contains(strings.ToLower(line), "admin") {
+				m := ms[0] // the address, with its scheme where the line gives one
+				for _, x := range ms {
+					if x[1] != "" {
+						m = x
+					}
+				}
+				found = [2]string{"admin", withScheme(m[1], m[2])}
 			} else if m := listenRE.FindStringSubmatch(line); m != nil {
-				found = [2]string{"s3", m[1]}
+				found = [2]string{"s3", withScheme(m[1], m[2])}
 			}
 			if found[0] != "" {
 				select {
@@ -96,9 +109,9 @@ func startWharf(bin, name string, args, env []string) (*wharfServer, error) {
 		select {
 		case a := <-addrs:
 			if a[0] == "admin" {
-				s.adminURL = "http://" + a[1]
+				s.adminURL = a[1]
 			} else {
-				s.url = "http://" + a[1]
+				s.url = a[1]
 			}
 		case <-s.done:
 			return nil, fmt.Errorf("wharf serve (%s) exited before listening: %v\n%s", name, s.err, s.Logs())
@@ -115,19 +128,27 @@ func startWharf(bin, name string, args, env []string) (*wharfServer, error) {
 		}
 	}
 	// The address is logged once the listener is bound; confirm it answers.
-	if err := waitHTTP(s.url); err != nil {
+	if err := waitHTTP(client, s.url); err != nil {
 		s.Stop()
 		return nil, fmt.Errorf("wharf serve (%s) at %s: %w\n%s", name, s.url, err, s.Logs())
 	}
 	return s, nil
 }
 
-func waitHTTP(url string) error {
+// withScheme is addr as a URL: the logged scheme, else http://.
+func withScheme(scheme, addr string) string {
+	if scheme == "" {
+		scheme = "http://"
+	}
+	return scheme + addr
+}
+
+func waitHTTP(client *http.Client, url string) error {
 	var last error
 	for i := 0; i < 100; i++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/", nil)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := client.Do(req)
 		cancel()
 		if err == nil {
 			resp.Body.Close()

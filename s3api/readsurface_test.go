@@ -21,6 +21,8 @@ import (
 	"github.com/minio/minio-go/v7"
 	miniocreds "github.com/minio/minio-go/v7/pkg/credentials"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/wharf-s3/wharf/s3api"
 )
 
 // The read API surface of issue 12 §4, each item with S3's codes and
@@ -386,6 +388,20 @@ func (p testCORS) Preflight(bucket, origin, method string, headers []string) (ht
 	}
 	return http.Header{"Access-Control-Allow-Origin": {origin}, "Access-Control-Allow-Methods": {"GET, HEAD"},
 		"Access-Control-Allow-Headers": {strings.Join(headers, ", ")}}, true
+}
+
+func (p testCORS) Actual(bucket, origin, method string) http.Header {
+	if bucket != testBucket || origin != p.origin {
+		return nil
+	}
+	return http.Header{"Access-Control-Allow-Origin": {origin}}
+}
+
+func (p testCORS) Rules(bucket string) []s3api.CORSRule {
+	if bucket != testBucket {
+		return nil
+	}
+	return []s3api.CORSRule{{AllowedOrigins: []string{p.origin}, AllowedMethods: []string{"GET"}}}
 }
 
 // Issue 12 §4: OPTIONS is a CORS preflight: 400 without Origin, 403 with

@@ -186,7 +186,7 @@ func (s *server) route(req *request) {
 	case opGetBucketPolicy:
 		s.writeError(req, &apiError{Code: errNoSuchBucketPolicy, Bucket: req.bucket})
 	case opGetBucketCORS:
-		s.writeError(req, &apiError{Code: errNoSuchCORS, Bucket: req.bucket})
+		s.getBucketCORS(req)
 	case opGetBucketVersioning:
 		s.getBucketVersioning(req)
 	case opGetBucketTagging:

@@ -5,9 +5,9 @@
 // request ids first (so every response, even a failure, carries
 // x-amz-request-id and x-amz-id-2), then access log + metrics, addressing
 // (path-style, virtual-host only under a configured base domain) with the
-// query parsed once (auth.ParseQuery) and the operation named, write
-// rejection and the CORS preflight (OPTIONS, unauthenticated),
-// authentication (auth.Verifier, over the parsed query), per-bucket
+// query parsed once (auth.ParseQuery) and the operation named, the CORS
+// response headers (cors.go), write rejection and the CORS preflight
+// (OPTIONS, unauthenticated), authentication (auth.Verifier, over the parsed query), per-bucket
 // authorization, the expected bucket owner check and the per-key
 // concurrency limit (limits.go) —
 // and one file per operation family: bucket.go (ListBuckets, HeadBucket,
@@ -50,19 +50,6 @@ type Authenticator interface {
 	AllowsAnonymous() bool
 }
 
-// CORSPolicy decides CORS preflight (OPTIONS) requests. A bucket CORS
-// configuration implements it; wharf has none yet, so Config.CORS is nil.
-type CORSPolicy interface {
-	// Preflight decides a preflight on bucket from origin (never ""),
-	// asking for method (Access-Control-Request-Method, "" when absent)
-	// and headers (Access-Control-Request-Headers, split on ','). enabled
-	// is false when bucket has no CORS configuration (403 AccessForbidden,
-	// "CORS is not enabled for this bucket"); otherwise allow holds the
-	// Access-Control-* headers of the 200 answer, or is nil when no rule
-	// matches (403 AccessForbidden, "This CORS request is not allowed").
-	Preflight(bucket, origin, method string, headers []string) (allow http.Header, enabled bool)
-}
-
 // Config configures the S3 handler.
 type Config struct {
 	// Catalog maps bucket names to archives. Required.
@@ -90,8 +77,11 @@ type Config struct {
 	// access key (anonymous callers: per client IP); more get 503 SlowDown
 	// at once. 0 = unlimited. See limits.go.
 	MaxInflightPerKey int
-	// CORS answers CORS preflight (OPTIONS) requests. nil = no bucket has
-	// a CORS configuration: every preflight is refused as S3 refuses it.
+	// CORS is the buckets' CORS configuration (cors.go): it answers
+	// preflights (OPTIONS) and adds Access-Control-* headers to the
+	// responses of allowed origins. nil = no bucket has a CORS
+	// configuration: every preflight is refused as S3 refuses it and no
+	// response carries CORS headers.
 	CORS CORSPolicy
 }
 
@@ -206,6 +196,12 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	req.hasKey = req.key != ""
 	req.query, req.queryErr = auth.ParseQuery(r.URL.RawQuery)
 	req.op = operationName(r.Method, req.bucket, req.hasKey, req.query)
+
+	// CORS headers for an allowed origin, on every answer from here on,
+	// errors included, so a page can read why a request failed (cors.go).
+	if r.Method != http.MethodOptions {
+		s.corsActual(req)
+	}
 
 	// A body is never read; its connection is not reused (limits.go).
 	if carriesBody(r) {

@@ -24,7 +24,7 @@ STATICCHECK_VERSION=v0.8.2
 # npm is checked as a command (nodejs builds may bundle it), and the
 # recipe's npm package is installed by the test into tmp/npm-recipes.
 PACKAGES=(awscli python3-boto3 rclone s3cmd python3-zarr python3-xarray python3-fsspec python3-aiohttp zstd docker-compose
-	s3fs fuse3 gdal-bin python3-rasterio curl nodejs)
+	s3fs fuse3 gdal-bin python3-rasterio curl nodejs chromium)
 
 failed=()
 passed=0

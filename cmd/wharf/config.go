@@ -80,6 +80,8 @@ type fileConfig struct {
 	MaxFrameBytes    yamlBytes `yaml:"max_frame_bytes"`
 	TrustUnframed    bool      `yaml:"trust_unframed"`
 	AllowKeyPrefixes []string  `yaml:"allow_key_prefixes"`
+	// TLS and CORS (frontdoor.go).
+	frontDoorConfig `yaml:",inline"`
 }
 
 // yamlBytes is a size in YAML: an integer or a string such as "512MiB".
@@ -113,6 +115,8 @@ func defaultServeConfig() serveConfig {
 		ReadTimeout:       defaultReadTimeout,
 		IdleTimeout:       defaultIdleTimeout,
 		MaxHeaderBytes:    defaultMaxHeaderBytes,
+
+		frontDoorConfig: defaultFrontDoor(),
 	}
 }
 
@@ -144,14 +148,15 @@ func applyConfigYAML(data []byte, cfg *serveConfig) error {
 		Listen: cfg.Listen, AdminListen: cfg.AdminListen, Store: cfg.StoreURL,
 		Discover: cfg.Discover, Aliases: cfg.Aliases, Rescan: cfg.Rescan, RetireGrace: cfg.RetireGrace,
 		Anonymous: cfg.Anonymous, Keys: cfg.Keys, KeysFile: cfg.KeysFile, CacheBytes: yamlBytes(cfg.CacheBytes),
-		IndexCacheDir: cfg.IndexCacheDir, VirtualHostBase: cfg.VirtualHostBase, Region: cfg.Region,
+		IndexCacheDir: cfg.indexCache(), VirtualHostBase: cfg.VirtualHostBase, Region: cfg.Region,
 		LogFormat: cfg.LogFormat, ShutdownTimeout: cfg.ShutdownTimeout,
 		MaxInflightPerKey: cfg.MaxInflightPerKey, ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 		ReadTimeout: cfg.ReadTimeout, IdleTimeout: cfg.IdleTimeout, MaxHeaderBytes: yamlBytes(cfg.MaxHeaderBytes),
 		ReadMemory: yamlBytes(cfg.Read.ReadMemory), PartSize: yamlBytes(cfg.Read.PartSize),
 		StreamParts: cfg.Read.StreamParts, MaxParts: cfg.Read.MaxParts,
 		TrustUnframed: cfg.Read.TrustUnframed, AllowKeyPrefixes: cfg.Read.AllowKeyPrefixes,
-		MaxFrameBytes: yamlBytes(cfg.Read.MaxFrameBytes),
+		MaxFrameBytes:   yamlBytes(cfg.Read.MaxFrameBytes),
+		frontDoorConfig: cfg.frontDoorConfig,
 	}
 	fc.S3.Endpoint, fc.S3.Region, fc.S3.PathStyle = cfg.S3.Endpoint, cfg.S3.Region, cfg.S3.PathStyle
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -172,7 +177,11 @@ func applyConfigYAML(data []byte, cfg *serveConfig) error {
 	}
 	cfg.Discover, cfg.Aliases, cfg.Rescan, cfg.RetireGrace = fc.Discover, fc.Aliases, fc.Rescan, fc.RetireGrace
 	cfg.Anonymous, cfg.Keys, cfg.KeysFile = fc.Anonymous, fc.Keys, fc.KeysFile
-	cfg.CacheBytes, cfg.IndexCacheDir, cfg.VirtualHostBase = int64(fc.CacheBytes), fc.IndexCacheDir, fc.VirtualHostBase
+	cfg.CacheBytes, cfg.VirtualHostBase = int64(fc.CacheBytes), fc.VirtualHostBase
+	if err := cfg.setIndexCache(fc.IndexCacheDir); err != nil {
+		return fmt.Errorf("index_cache_dir: %w", err)
+	}
+	cfg.frontDoorConfig = fc.frontDoorConfig
 	cfg.Region, cfg.LogFormat, cfg.ShutdownTimeout = fc.Region, fc.LogFormat, fc.ShutdownTimeout
 	cfg.MaxInflightPerKey = fc.MaxInflightPerKey
 	cfg.ReadHeaderTimeout, cfg.ReadTimeout, cfg.IdleTimeout = fc.ReadHeaderTimeout, fc.ReadTimeout, fc.IdleTimeout
@@ -262,7 +271,7 @@ func serveFlags(cfg *serveConfig, configPath *string, check *bool) *flag.FlagSet
 	fs.StringVar(&cfg.S3.Region, "s3-region", cfg.S3.Region, "backend S3 region (empty = from environment, else us-east-1)")
 	fs.BoolVar(&cfg.S3.PathStyle, "s3-path-style", cfg.S3.PathStyle, "use path-style addressing for the backend S3")
 	fs.Var((*byteSize)(&cfg.CacheBytes), "cache-bytes", "decoded frame cache budget (e.g. 512MiB)")
-	fs.StringVar(&cfg.IndexCacheDir, "index-cache", cfg.IndexCacheDir, "`DIR` for persistent archive indexes (empty = off); restarts then load indexes with HEADs only")
+	fs.Var(indexCacheFlag{cfg}, "index-cache", "existing `DIR` for persistent archive indexes (empty = off); restarts then load indexes with HEADs only")
 	fs.StringVar(&cfg.VirtualHostBase, "virtual-host-base", cfg.VirtualHostBase, "serve virtual-hosted requests for Host BUCKET.DOMAIN (empty = path-style only)")
 	fs.StringVar(&cfg.Region, "region", cfg.Region, "region reported to clients (GetBucketLocation, HeadBucket)")
 	fs.StringVar(&cfg.LogFormat, "log-format", cfg.LogFormat, "log format: json or console")
@@ -273,6 +282,7 @@ func serveFlags(cfg *serveConfig, configPath *string, check *bool) *flag.FlagSet
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", cfg.IdleTimeout, "close a keep-alive connection idle this long")
 	fs.Var(maxHeaderFlag{&cfg.MaxHeaderBytes}, "max-header-bytes", "largest request line plus headers (e.g. 64KiB); larger is answered 431")
 	cfg.Read.addReadFlags(fs)
+	frontDoorFlags(fs, &cfg.frontDoorConfig)
 	return fs
 }
 
@@ -358,8 +368,10 @@ func (cfg *serveConfig) resolveKeys() ([]auth.Key, error) {
 
 // checkSummary is what --check-config prints for a valid configuration.
 func (cfg *serveConfig) checkSummary(keys []auth.Key) string {
-	return fmt.Sprintf("config ok: store %s, %d archives, %d discovery roots, %d aliases, %d keys, anonymous %v, cache %d bytes, listen %s, admin %q\n",
-		cfg.StoreURL, len(cfg.Archives), len(cfg.Discover), len(cfg.Aliases), len(keys), cfg.Anonymous, cfg.CacheBytes, cfg.Listen, cfg.AdminListen)
+	adminTLS, _ := cfg.adminTLS()
+	return fmt.Sprintf("config ok: store %s, %d archives, %d discovery roots, %d aliases, %d keys, anonymous %v, cache %d bytes, listen %s, admin %q, tls %v, admin tls %v, cors origins %d\n",
+		cfg.StoreURL, len(cfg.Archives), len(cfg.Discover), len(cfg.Aliases), len(keys), cfg.Anonymous, cfg.CacheBytes, cfg.Listen, cfg.AdminListen,
+		cfg.tlsEnabled(), adminTLS && cfg.AdminListen != "", len(cfg.CORSAllowOrigins))
 }
 
 // checkConfig validates cfg without opening the store or listening:

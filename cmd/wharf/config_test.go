@@ -46,7 +46,7 @@ keys:
     buckets: [photos]
 keys_file: KEYS_FILE
 cache_bytes: 2GiB
-index_cache_dir: /var/cache/wharf
+index_cache_dir: INDEX_DIR
 virtual_host_base: s3.example.org
 region: eu-central-1
 log_format: console
@@ -63,6 +63,15 @@ max_parts: 96
 trust_unframed: true
 allow_key_prefixes: [shared/chunks/, legacy/]
 max_frame_bytes: 32MiB
+tls_cert: TLS_CERT
+tls_key: TLS_KEY
+admin_tls_cert: ADMIN_CERT
+admin_tls_key: ADMIN_KEY
+tls_reload_interval: 2s
+cors_allow_origins:
+  - https://viewer.example.org
+  - http://localhost:8080
+cors_max_age: 1h
 `
 
 // fullConfigFlags says the same as fullConfigYAML, except keys (a flag
@@ -74,12 +83,15 @@ var fullConfigFlags = []string{
 	"--discover", "s3://lake/datasets", "--discover", "s3://other",
 	"--alias", "photos-latest=s3://lake/photos@latest",
 	"--rescan", "10m", "--retire-grace", "30s", "--anonymous", "--keys-file", "KEYS_FILE",
-	"--cache-bytes", "2GiB", "--index-cache", "/var/cache/wharf", "--virtual-host-base", "s3.example.org",
+	"--cache-bytes", "2GiB", "--index-cache", "INDEX_DIR", "--virtual-host-base", "s3.example.org",
 	"--region", "eu-central-1", "--log-format", "console", "--shutdown-timeout", "45s",
 	"--max-inflight-per-key", "8", "--read-header-timeout", "5s", "--read-timeout", "30s", "--idle-timeout", "90s",
 	"--max-header-bytes", "32KiB",
 	"--read-memory", "4GiB", "--part-size", "16MiB", "--stream-parts", "12", "--max-parts", "96",
 	"--trust-unframed", "--allow-key-prefix", "shared/chunks/", "--allow-key-prefix", "legacy/", "--max-frame-bytes", "32MiB",
+	"--tls-cert", "TLS_CERT", "--tls-key", "TLS_KEY", "--admin-tls-cert", "ADMIN_CERT", "--admin-tls-key", "ADMIN_KEY",
+	"--tls-reload-interval", "2s", "--cors-allow-origin", "https://viewer.example.org", "--cors-allow-origin", "http://localhost:8080",
+	"--cors-max-age", "1h",
 }
 
 func writeFile(t *testing.T, name, content string) string {
@@ -93,14 +105,20 @@ func writeFile(t *testing.T, name, content string) string {
 
 func TestConfigRoundTrip(t *testing.T) {
 	keysFile := writeFile(t, "keys.yaml", "keys:\n  - access_key: AK2\n    secret_key: SK2\n")
-	cfgFile := writeFile(t, "wharf.yaml", strings.ReplaceAll(fullConfigYAML, "KEYS_FILE", keysFile))
+	indexDir := t.TempDir()
+	pki := newTestPKI(t)
+	tlsCert, tlsKey := pki.pair(t, "s3", validNow)
+	adminCert, adminKey := pki.pair(t, "admin", validNow)
+	fill := strings.NewReplacer("KEYS_FILE", keysFile, "INDEX_DIR", indexDir, "TLS_CERT", tlsCert, "TLS_KEY", tlsKey,
+		"ADMIN_CERT", adminCert, "ADMIN_KEY", adminKey)
+	cfgFile := writeFile(t, "wharf.yaml", fill.Replace(fullConfigYAML))
 	fromFile, check, err := parseServeArgs([]string{"--config", cfgFile})
 	if err != nil || check {
 		t.Fatalf("parse config: %v %v", err, check)
 	}
 	args := append([]string(nil), fullConfigFlags...)
 	for i := range args {
-		args[i] = strings.ReplaceAll(args[i], "KEYS_FILE", keysFile)
+		args[i] = fill.Replace(args[i])
 	}
 	fromFlags, _, err := parseServeArgs(args)
 	if err != nil {
@@ -118,12 +136,15 @@ func TestConfigRoundTrip(t *testing.T) {
 		Aliases:  []serveAlias{{Name: "photos-latest", Target: "s3://lake/photos@latest"}},
 		Rescan:   10 * time.Minute, RetireGrace: 30 * time.Second, Anonymous: true,
 		Keys:     []auth.Key{{AccessKey: "AK1", SecretKey: "SK1", Buckets: []string{"photos"}}},
-		KeysFile: keysFile, CacheBytes: 2 << 30, IndexCacheDir: "/var/cache/wharf", VirtualHostBase: "s3.example.org",
+		KeysFile: keysFile, CacheBytes: 2 << 30, IndexCacheDir: indexDir, VirtualHostBase: "s3.example.org",
 		Region: "eu-central-1", LogFormat: "console", ShutdownTimeout: 45 * time.Second, LogOut: os.Stderr,
 		MaxInflightPerKey: 8, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
 		IdleTimeout: 90 * time.Second, MaxHeaderBytes: 32 << 10,
 		Read: readOptions{ReadMemory: 4 << 30, PartSize: 16 << 20, StreamParts: 12, MaxParts: 96,
 			TrustUnframed: true, AllowKeyPrefixes: []string{"shared/chunks/", "legacy/"}, MaxFrameBytes: 32 << 20},
+		frontDoorConfig: frontDoorConfig{TLSCert: tlsCert, TLSKey: tlsKey, AdminTLSCert: adminCert, AdminTLSKey: adminKey,
+			TLSReloadInterval: 2 * time.Second, CORSAllowOrigins: []string{"https://viewer.example.org", "http://localhost:8080"},
+			CORSMaxAge: time.Hour},
 	}
 	if !reflect.DeepEqual(fromFile, want) {
 		t.Errorf("config file:\n got %+v\nwant %+v", fromFile, want)
@@ -190,6 +211,35 @@ func TestCheckConfig(t *testing.T) {
 		{"key prefix with ..", "store: s3://\ndiscover: [s3://a/b]\n", []string{"--allow-key-prefix", "a/../b/"}, ".."},
 		{"max frame too small", "store: s3://\ndiscover: [s3://a/b]\nmax_frame_bytes: 1KiB\n", nil, "--max-frame-bytes 1024"},
 		{"read memory not a size", "store: s3://\ndiscover: [s3://a/b]\n", []string{"--read-memory", "lots"}, "lots"},
+		// TLS (the file-based cases: TestCheckConfigTLSFiles).
+		{"tls cert without key", "store: s3://\ndiscover: [s3://a/b]\ntls_cert: /x/tls.crt\n", nil, "--tls-cert and --tls-key"},
+		{"tls key flag alone", "store: s3://\ndiscover: [s3://a/b]\n", []string{"--tls-key", "/x/tls.key"}, "--tls-cert and --tls-key"},
+		{"missing tls cert", "store: s3://\ndiscover: [s3://a/b]\ntls_cert: /nonexistent/tls.crt\ntls_key: /nonexistent/tls.key\n", nil, "--tls-cert /nonexistent/tls.crt"},
+		{"admin cert without key", "store: s3://\ndiscover: [s3://a/b]\nadmin_listen: 127.0.0.1:9001\nadmin_tls_cert: /x.crt\n", nil, "--admin-tls-cert and --admin-tls-key"},
+		{"admin cert without admin listener", "store: s3://\ndiscover: [s3://a/b]\nadmin_tls_cert: /x.crt\nadmin_tls_key: /x.key\n", nil, "--admin-listen"},
+		{"admin plain without tls", "store: s3://\ndiscover: [s3://a/b]\nadmin_listen: 127.0.0.1:9001\nadmin_plain: true\n", nil, "no TLS"},
+		{"admin plain without admin listener", "store: s3://\ndiscover: [s3://a/b]\ntls_cert: /x.crt\ntls_key: /x.key\nadmin_plain: true\n", nil, "no admin listener"},
+		{"admin plain off loopback", "store: s3://\ndiscover: [s3://a/b]\ntls_cert: /x.crt\ntls_key: /x.key\nadmin_listen: 0.0.0.0:9001\nadmin_plain: true\n", nil, "0.0.0.0:9001 is not loopback"},
+		{"admin plain and admin cert", "store: s3://\ndiscover: [s3://a/b]\ntls_cert: /x.crt\ntls_key: /x.key\nadmin_listen: 127.0.0.1:9001\nadmin_plain: true\nadmin_tls_cert: /a.crt\nadmin_tls_key: /a.key\n", nil, "contradicts"},
+		{"negative reload interval", "store: s3://\ndiscover: [s3://a/b]\ntls_reload_interval: -1s\n", nil, "--tls-reload-interval -1s"},
+		{"tiny reload interval", "store: s3://\ndiscover: [s3://a/b]\n", []string{"--tls-reload-interval", "10ms"}, "--tls-reload-interval 10ms"},
+		{"bad reload interval", "store: s3://\ndiscover: [s3://a/b]\ntls_reload_interval: often\n", nil, "often"},
+		// CORS.
+		{"cors origin with a path", "store: s3://\ndiscover: [s3://a/b]\ncors_allow_origins: [https://viewer.example.org/app]\n", nil, `"https://viewer.example.org/app"`},
+		{"cors origin with a slash", "store: s3://\ndiscover: [s3://a/b]\n", []string{"--cors-allow-origin", "https://viewer.example.org/"}, `"https://viewer.example.org/"`},
+		{"cors origin with junk", "store: s3://\ndiscover: [s3://a/b]\n", []string{"--cors-allow-origin", "https://a.example junk"}, `"https://a.example junk"`},
+		{"cors origin without scheme", "store: s3://\ndiscover: [s3://a/b]\ncors_allow_origins: [viewer.example.org]\n", nil, `"viewer.example.org"`},
+		{"cors origin null", "store: s3://\ndiscover: [s3://a/b]\ncors_allow_origins: ['null']\n", nil, `"null"`},
+		{"cors origin twice", "store: s3://\ndiscover: [s3://a/b]\ncors_allow_origins: [https://a.example, 'HTTPS://A.example:443']\n", nil, "same origin"},
+		{"cors origins not a list", "store: s3://\ndiscover: [s3://a/b]\ncors_allow_origins: https://a.example\n", nil, "line 3: cannot unmarshal"},
+		{"negative cors max age", "store: s3://\ndiscover: [s3://a/b]\ncors_max_age: -5s\n", nil, "--cors-max-age -5s"},
+		{"fractional cors max age", "store: s3://\ndiscover: [s3://a/b]\n", []string{"--cors-max-age", "1500ms"}, "--cors-max-age 1.5s"},
+		// --index-cache: an existing directory or s3://BUCKET/PREFIX.
+		{"index cache dir missing", "store: s3://\ndiscover: [s3://a/b]\nindex_cache_dir: /nonexistent/wharf-idx\n", nil, `"/nonexistent/wharf-idx"`},
+		{"index cache is a file", "store: s3://\ndiscover: [s3://a/b]\n", []string{"--index-cache", "/dev/null"}, `"/dev/null": not a directory`},
+		{"index cache other URL", "store: s3://\ndiscover: [s3://a/b]\n", []string{"--index-cache", "gs://idx/wharf"}, `"gs://idx/wharf"`},
+		{"index cache s3 without bucket", "store: s3://\ndiscover: [s3://a/b]\nindex_cache_dir: s3:///wharf\n", nil, `"s3:///wharf"`},
+		{"index cache s3 one slash", "store: s3://\ndiscover: [s3://a/b]\n", []string{"--index-cache", "s3:/idx/wharf"}, `"s3:/idx/wharf"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := []string{"--config", writeFile(t, "c.yaml", tc.yaml), "--check-config"}
@@ -208,6 +258,46 @@ func TestCheckConfig(t *testing.T) {
 				t.Error("wharf serve --check-config exited 0")
 			}
 		})
+	}
+}
+
+// TestCheckConfigTLSFiles: certificate files that exist but cannot serve
+// fail --check-config and the start, with the file named.
+func TestCheckConfigTLSFiles(t *testing.T) {
+	t.Setenv("WHARF_ACCESS_KEY", "")
+	t.Setenv("WHARF_SECRET_KEY", "")
+	pki := newTestPKI(t)
+	cert, key := pki.pair(t, "good", validNow)
+	_, otherKey := pki.pair(t, "other", validNow)
+	oldCert, oldKey := pki.pair(t, "old", expired)
+	dir := t.TempDir()
+	base := []string{"serve", "--check-config", "--store", "s3://", "--discover", "s3://a/b"}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"key of another certificate", []string{"--tls-cert", cert, "--tls-key", otherKey}, "--tls-key " + otherKey + ": the private key does not match the certificate in --tls-cert " + cert},
+		{"expired", []string{"--tls-cert", oldCert, "--tls-key", oldKey}, "--tls-cert " + oldCert + ": the certificate (CN=localhost,O=wharf) expired at"},
+		{"unreadable (a directory)", []string{"--tls-cert", dir, "--tls-key", key}, "--tls-cert " + dir + ": not a regular file"},
+		{"admin key of another certificate", []string{"--tls-cert", cert, "--tls-key", key, "--admin-listen", "127.0.0.1:0",
+			"--admin-tls-cert", cert, "--admin-tls-key", otherKey}, "--admin-tls-key " + otherKey + ": the private key does not match the certificate in --admin-tls-cert " + cert},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, _, err := parseServeArgs(append(base[1:], tc.args...))
+			if err == nil {
+				_, err = cfg.checkConfig()
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one with %q", err, tc.want)
+			}
+			if code := run(append(append([]string(nil), base...), tc.args...)); code == 0 {
+				t.Error("wharf serve --check-config exited 0")
+			}
+		})
+	}
+	if code := run(append(base, "--tls-cert", cert, "--tls-key", key)); code != 0 {
+		t.Errorf("--check-config with a good pair exited %d", code)
 	}
 }
 
@@ -248,8 +338,9 @@ type k8sDoc struct {
 
 type k8sProbe struct {
 	HTTPGet *struct {
-		Path string `yaml:"path"`
-		Port string `yaml:"port"`
+		Path   string `yaml:"path"`
+		Port   string `yaml:"port"`
+		Scheme string `yaml:"scheme"`
 	} `yaml:"httpGet"`
 }
 
@@ -383,6 +474,24 @@ func TestDeployManifests(t *testing.T) {
 		if vol, _, ok := mountOf(cfg.IndexCacheDir); !ok || pod.Volumes[volumes[vol]].EmptyDir == nil {
 			t.Errorf("index_cache_dir %s is not on a writable volume", cfg.IndexCacheDir)
 		}
+		cfg.IndexCacheDir = t.TempDir() // the emptyDir exists in the pod
+	}
+	// TLS files come from a Secret mounted as a directory (a subPath
+	// mount never sees a renewed secret).
+	pki := newTestPKI(t)
+	testCert, testKey := pki.pair(t, "deploy", validNow)
+	for _, f := range []struct {
+		path *string
+		test string
+	}{{&cfg.TLSCert, testCert}, {&cfg.TLSKey, testKey}, {&cfg.AdminTLSCert, testCert}, {&cfg.AdminTLSKey, testKey}} {
+		if *f.path == "" {
+			continue
+		}
+		vol, sub, ok := mountOf(*f.path)
+		if !ok || pod.Volumes[volumes[vol]].Secret == nil || sub != "" {
+			t.Errorf("TLS file %s is not in a Secret mounted as a directory", *f.path)
+		}
+		*f.path = f.test
 	}
 	if !c.SecurityContext.ReadOnlyRootFilesystem {
 		t.Error("the root filesystem is writable")
@@ -416,13 +525,17 @@ func TestDeployManifests(t *testing.T) {
 		}
 	}
 
-	// Probes.
+	// Probes, over HTTPS when the admin listener serves TLS.
+	wantScheme := ""
+	if on, _ := cfg.adminTLS(); on {
+		wantScheme = "HTTPS"
+	}
 	for name, tc := range map[string]struct {
 		p    k8sProbe
 		path string
 	}{"readiness": {c.ReadinessProbe, "/readyz"}, "liveness": {c.LivenessProbe, "/healthz"}} {
-		if tc.p.HTTPGet == nil || tc.p.HTTPGet.Path != tc.path || tc.p.HTTPGet.Port != "admin" {
-			t.Errorf("%s probe %+v, want GET %s on the admin port", name, tc.p.HTTPGet, tc.path)
+		if tc.p.HTTPGet == nil || tc.p.HTTPGet.Path != tc.path || tc.p.HTTPGet.Port != "admin" || tc.p.HTTPGet.Scheme != wantScheme {
+			t.Errorf("%s probe %+v, want GET %s on the admin port, scheme %q", name, tc.p.HTTPGet, tc.path, wantScheme)
 		}
 	}
 
@@ -468,17 +581,21 @@ func configDump(t testing.TB, cfg serveConfig) []byte {
 		Listen: cfg.Listen, AdminListen: cfg.AdminListen, Store: cfg.StoreURL,
 		Discover: cfg.Discover, Aliases: cfg.Aliases, Rescan: cfg.Rescan, RetireGrace: cfg.RetireGrace,
 		Anonymous: cfg.Anonymous, Keys: cfg.Keys, KeysFile: cfg.KeysFile, CacheBytes: yamlBytes(cfg.CacheBytes),
-		IndexCacheDir: cfg.IndexCacheDir, VirtualHostBase: cfg.VirtualHostBase, Region: cfg.Region,
+		IndexCacheDir: cfg.indexCache(), VirtualHostBase: cfg.VirtualHostBase, Region: cfg.Region,
 		LogFormat: cfg.LogFormat, ShutdownTimeout: cfg.ShutdownTimeout, MaxInflightPerKey: cfg.MaxInflightPerKey,
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout, ReadTimeout: cfg.ReadTimeout, IdleTimeout: cfg.IdleTimeout,
 		MaxHeaderBytes: yamlBytes(cfg.MaxHeaderBytes),
 		ReadMemory:     yamlBytes(cfg.Read.ReadMemory), PartSize: yamlBytes(cfg.Read.PartSize),
 		StreamParts: cfg.Read.StreamParts, MaxParts: cfg.Read.MaxParts,
 		TrustUnframed: cfg.Read.TrustUnframed, AllowKeyPrefixes: cfg.Read.AllowKeyPrefixes,
-		MaxFrameBytes: yamlBytes(cfg.Read.MaxFrameBytes),
+		MaxFrameBytes:   yamlBytes(cfg.Read.MaxFrameBytes),
+		frontDoorConfig: cfg.frontDoorConfig,
 	}
 	if fc.AllowKeyPrefixes == nil {
 		fc.AllowKeyPrefixes = []string{}
+	}
+	if fc.CORSAllowOrigins == nil {
+		fc.CORSAllowOrigins = []string{}
 	}
 	fc.S3.Endpoint, fc.S3.Region, fc.S3.PathStyle = cfg.S3.Endpoint, cfg.S3.Region, cfg.S3.PathStyle
 	for _, a := range cfg.Archives {
@@ -507,14 +624,17 @@ func fileSettable(cfg serveConfig) serveConfig {
 	out := serveConfig{
 		Listen: cfg.Listen, AdminListen: cfg.AdminListen, StoreURL: cfg.StoreURL,
 		Rescan: cfg.Rescan, RetireGrace: cfg.RetireGrace, Anonymous: cfg.Anonymous, KeysFile: cfg.KeysFile,
-		CacheBytes: cfg.CacheBytes, IndexCacheDir: cfg.IndexCacheDir, VirtualHostBase: cfg.VirtualHostBase,
+		CacheBytes: cfg.CacheBytes, IndexCacheDir: cfg.IndexCacheDir, IndexCacheURL: cfg.IndexCacheURL, VirtualHostBase: cfg.VirtualHostBase,
 		Region: cfg.Region, LogFormat: cfg.LogFormat, ShutdownTimeout: cfg.ShutdownTimeout,
 		MaxInflightPerKey: cfg.MaxInflightPerKey, ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 		ReadTimeout: cfg.ReadTimeout, IdleTimeout: cfg.IdleTimeout, MaxHeaderBytes: cfg.MaxHeaderBytes,
-		Read: cfg.Read,
+		Read: cfg.Read, frontDoorConfig: cfg.frontDoorConfig,
 	}
 	if len(out.Read.AllowKeyPrefixes) == 0 {
 		out.Read.AllowKeyPrefixes = nil
+	}
+	if len(out.CORSAllowOrigins) == 0 {
+		out.CORSAllowOrigins = nil
 	}
 	out.S3.Endpoint, out.S3.Region, out.S3.PathStyle = cfg.S3.Endpoint, cfg.S3.Region, cfg.S3.PathStyle
 	if len(cfg.Archives) > 0 {
@@ -556,6 +676,9 @@ func configBase(variant int) serveConfig {
 	c.CacheBytes, c.MaxInflightPerKey, c.MaxHeaderBytes = 7001+int64(variant), 7+variant, 9001+variant
 	c.Read = readOptions{ReadMemory: 3<<30 + int64(variant), PartSize: 5<<20 + int64(variant), StreamParts: 5 + variant, MaxParts: 50 + variant,
 		TrustUnframed: variant == 0, AllowKeyPrefixes: []string{"base" + v + "/"}, MaxFrameBytes: 2<<20 + int64(variant)}
+	c.frontDoorConfig = frontDoorConfig{TLSCert: "/base/cert" + v, TLSKey: "/base/key" + v,
+		AdminTLSCert: "/base/admin-cert" + v, AdminTLSKey: "/base/admin-key" + v, AdminPlain: variant == 0,
+		TLSReloadInterval: d + 6, CORSAllowOrigins: []string{"https://base" + v + ".invalid"}, CORSMaxAge: d + 7}
 	return c
 }
 
@@ -571,6 +694,11 @@ func checkConfigRoundTrip(t testing.TB, data []byte) {
 		t.Fatalf("the document does not apply: %v", err)
 	}
 	cfg.KeysFile = "" // checkConfig must never read arbitrary paths
+	for _, p := range []*string{&cfg.TLSCert, &cfg.TLSKey, &cfg.AdminTLSCert, &cfg.AdminTLSKey} {
+		if *p != "" {
+			*p = "/nonexistent/fuzz.pem"
+		}
+	}
 	_, wantErr := cfg.checkConfig()
 	dump := configDump(t, cfg)
 	for variant := range 2 {
@@ -610,6 +738,7 @@ func FuzzConfigYAML(f *testing.F) {
 	f.Add([]byte("archives: [{name: '', manifest: x}]\n"))
 	f.Add([]byte("max_header_bytes: 2GiB\n"))
 	f.Add([]byte("keys: [{access_key: a, secret_key: b, buckets: []}]\nrescan: -1s\n"))
+	f.Add([]byte("store: s3://\ndiscover: [s3://a/b]\ntls_cert: a\ntls_key: b\nadmin_plain: true\ncors_allow_origins: ['*', 'http://x:1']\ncors_max_age: 1s\nindex_cache_dir: s3://i/p\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg := defaultServeConfig()
 		err := applyConfigYAML(data, &cfg)

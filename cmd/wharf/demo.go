@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"path"
+	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/wharf-s3/wharf/archiveview/cargopack"
@@ -27,10 +30,13 @@ func runDemo(ctx context.Context, args []string) error {
 	fl := flag.NewFlagSet("demo", flag.ContinueOnError)
 	listen := fl.String("listen", "127.0.0.1:9000", "`HOST:PORT` to serve the sample bucket on")
 	frameSize := fl.Int64("frame-size", 16<<10, "zstd frame size in `BYTES` for the packed sample")
+	withTLS := fl.Bool("tls", false, "serve HTTPS (HTTP/2 and HTTP/1.1) with a certificate from a private CA made for this run; the CA file to trust is printed")
 	fl.Usage = func() {
-		fmt.Fprintf(fl.Output(), "usage: wharf demo [--listen HOST:PORT]\n\n"+
+		fmt.Fprintf(fl.Output(), "usage: wharf demo [--listen HOST:PORT] [--tls]\n\n"+
 			"Packs the built-in sample tree into a temporary CargoShip archive and\n"+
-			"serves it anonymously as the S3 bucket \"sample\" until interrupted.\n\n")
+			"serves it anonymously as the S3 bucket \"sample\" until interrupted.\n"+
+			"With --tls it also makes a private CA and a server certificate for\n"+
+			"localhost, 127.0.0.1 and ::1 (and the --listen host) and serves HTTPS.\n\n")
 		fl.PrintDefaults()
 	}
 	if err := fl.Parse(args); err != nil {
@@ -62,28 +68,44 @@ func runDemo(ctx context.Context, args []string) error {
 		return fmt.Errorf("packing the sample tree: %w", err)
 	}
 	manifestURL := "s3://demo-store/" + res.ManifestKey
+	serveArgs := []string{
+		"--listen", *listen,
+		"--store", "file://" + dir,
+		"--anonymous",
+		"--archive", "sample=" + manifestURL,
+	}
 
 	ep := "http://" + *listen
 	aws := "aws --endpoint-url " + ep + " --no-sign-request"
+	curl := "curl -s"
+	rclone := ""
+	tlsNote := ""
+	if *withTLS {
+		caFile, certFile, keyFile, err := demoTLS(dir, *listen)
+		if err != nil {
+			return err
+		}
+		serveArgs = append(serveArgs, "--tls-cert", certFile, "--tls-key", keyFile)
+		ep = "https://" + *listen
+		aws = "aws --endpoint-url " + ep + " --ca-bundle " + caFile + " --no-sign-request"
+		curl = "curl -s --http2 --cacert " + caFile
+		rclone = " --ca-cert " + caFile
+		tlsNote = fmt.Sprintf("wharf demo: TLS certificate %s from a private CA made for this run; trust %s (boto3: verify=%q)\n", certFile, caFile, caFile)
+	}
 	fmt.Fprintf(os.Stderr, `wharf demo: packed %d sample files into %d objects (%d zstd frames, %d bytes) under %s
-wharf demo: serving them anonymously as bucket "sample" on %s (Ctrl-C to stop). Try:
+%swharf demo: serving them anonymously as bucket "sample" on %s (Ctrl-C to stop). Try:
 
   %s s3 ls s3://sample/
   %s s3 ls --recursive s3://sample/
   %s s3 cp s3://sample/README.md -
   %s s3 sync s3://sample/ ./sample-copy/
-  curl -s %s/sample/README.md
-  curl -s -r 0-99 %s/sample/data/vessels.csv
-  rclone lsf -R ":s3,provider=Other,endpoint='%s':sample"
+  %s %s/sample/README.md
+  %s -r 0-99 %s/sample/data/vessels.csv
+  rclone lsf -R%s ":s3,provider=Other,endpoint='%s':sample"
 
-`, len(files), len(res.ObjectKeys), res.Frames, res.CompressedBytes, dir, ep, aws, aws, aws, aws, ep, ep, ep)
+`, len(files), len(res.ObjectKeys), res.Frames, res.CompressedBytes, dir, tlsNote, ep, aws, aws, aws, aws, curl, ep, curl, ep, rclone, ep)
 
-	return runServe(ctx, []string{
-		"--listen", *listen,
-		"--store", "file://" + dir,
-		"--anonymous",
-		"--archive", "sample=" + manifestURL,
-	})
+	return runServe(ctx, serveArgs)
 }
 
 // sampleFiles lists the embedded sample tree as cargopack files, in lexical
@@ -112,4 +134,27 @@ func sampleFiles(mtime time.Time) ([]cargopack.File, error) {
 		return nil, fmt.Errorf("reading the embedded sample tree: %w", err)
 	}
 	return files, nil
+}
+
+// demoTLS writes the demo's private CA and server certificate (valid 30
+// days, for localhost, 127.0.0.1, ::1 and the --listen host) into
+// dir/tls, which the demo removes on exit.
+func demoTLS(dir, listen string) (caFile, certFile, keyFile string, err error) {
+	hosts := []string{"localhost", "127.0.0.1", "::1"}
+	if h, _, err := net.SplitHostPort(listen); err == nil && h != "" && !slices.Contains(hosts, h) {
+		if ip := net.ParseIP(h); ip == nil || !ip.IsUnspecified() {
+			hosts = append(hosts, h)
+		} else if name, err := os.Hostname(); err == nil {
+			hosts = append(hosts, name)
+		}
+	}
+	tdir := filepath.Join(dir, "tls")
+	if err := os.Mkdir(tdir, 0o700); err != nil {
+		return "", "", "", fmt.Errorf("demo TLS: %w", err)
+	}
+	caFile, certFile, keyFile, err = writeDevTLS(tdir, hosts, 30*24*time.Hour)
+	if err != nil {
+		return "", "", "", fmt.Errorf("demo TLS: %w", err)
+	}
+	return caFile, certFile, keyFile, nil
 }

@@ -9,56 +9,115 @@ import (
 	"github.com/wharf-s3/wharf/backend"
 )
 
+// The --index-cache value (YAML index_cache_dir) is either a local
+// directory, which must exist, or an s3://BUCKET/PREFIX URL in the backing
+// store's account: the index shared by a fleet of replicas. Any other URL is
+// an error naming it; so is a path that is not an existing directory (wharf
+// used to create it, which turned a mistyped "s3:/idx" into a local folder
+// "s3:").
+
 // indexCacheKind checks the form of an --index-cache value without
-// touching anything (--check-config): a local path or s3://BUCKET/PREFIX
-// (in the backing store's account). A URL of another scheme is an error
-// naming the value, never taken as a directory name.
+// touching anything (--check-config): a local path or s3://BUCKET/PREFIX.
+// A URL of another scheme is an error naming the value, never taken as a
+// directory name.
 func indexCacheKind(v string) (s3URL bool, err error) {
 	if v == "" {
 		return false, nil
 	}
 	if _, _, ok, err := archiveview.ParseIndexCacheURL(v); ok || err != nil {
-		return ok, err
+		if err != nil {
+			return ok, fmt.Errorf("--index-cache: %w", err)
+		}
+		return ok, nil
 	}
 	if strings.Contains(v, "://") {
-		return false, fmt.Errorf("--index-cache %q: want an existing local directory or s3://BUCKET/PREFIX", v)
+		return false, fmt.Errorf("--index-cache %q: neither a local directory nor an s3://BUCKET/PREFIX URL", v)
 	}
 	return false, nil
 }
 
-// checkIndexDir checks at start that a local --index-cache is an existing
-// directory (wharf does not create it: a mistyped path must not silently
-// become a new cache).
-func checkIndexDir(v string) error {
-	fi, err := os.Stat(v)
+// setIndexCache routes an --index-cache value to IndexCacheDir or
+// IndexCacheURL; "" turns the cache off. Only the form is checked here;
+// validateIndexCache checks that the directory exists.
+func (cfg *serveConfig) setIndexCache(v string) error {
+	cfg.IndexCacheDir, cfg.IndexCacheURL = "", ""
+	s3URL, err := indexCacheKind(v)
 	if err != nil {
-		return fmt.Errorf("--index-cache %q: want an existing local directory or s3://BUCKET/PREFIX: %w", v, err)
+		return err
 	}
-	if !fi.IsDir() {
-		return fmt.Errorf("--index-cache %q: not a directory", v)
+	if s3URL {
+		cfg.IndexCacheURL = v
+	} else {
+		cfg.IndexCacheDir = v
 	}
 	return nil
 }
 
-// openIndexCache turns --index-cache into the cache archives are opened
-// with: a local directory, or a prefix of the backing store shared by every
-// replica (read with the same client and credentials as the archives, and
-// spooled to a private temporary directory, removed by cleanup).
-func openIndexCache(v string, store backend.Store) (c archiveview.IndexCache, cleanup func(), err error) {
-	s3URL, err := indexCacheKind(v)
-	if err != nil || v == "" {
-		return nil, func() {}, err
+// indexCache is the --index-cache value as given.
+func (cfg *serveConfig) indexCache() string {
+	if cfg.IndexCacheURL != "" {
+		return cfg.IndexCacheURL
 	}
-	if !s3URL {
-		if err := checkIndexDir(v); err != nil {
+	return cfg.IndexCacheDir
+}
+
+// validateIndexCache checks at start that a local index cache is an
+// existing directory (wharf does not create it: a mistyped path must not
+// silently become a new cache).
+func (cfg *serveConfig) validateIndexCache() error {
+	if cfg.IndexCacheDir == "" {
+		return nil
+	}
+	st, err := os.Stat(cfg.IndexCacheDir)
+	if err != nil {
+		return fmt.Errorf("--index-cache %q: neither an existing local directory nor an s3://BUCKET/PREFIX URL: %w", cfg.IndexCacheDir, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("--index-cache %q: not a directory", cfg.IndexCacheDir)
+	}
+	return nil
+}
+
+// indexCacheFlag is --index-cache.
+type indexCacheFlag struct{ cfg *serveConfig }
+
+func (f indexCacheFlag) String() string {
+	if f.cfg == nil {
+		return ""
+	}
+	return f.cfg.indexCache()
+}
+
+func (f indexCacheFlag) Set(v string) error { return f.cfg.setIndexCache(v) }
+
+// openIndexCache turns the validated --index-cache into the cache archives
+// are opened with: a local directory, or a prefix of the backing store
+// shared by every replica (read with the same client and credentials as the
+// archives, and spooled to a private temporary directory, removed by
+// cleanup).
+func (cfg *serveConfig) openIndexCache(store backend.Store) (c archiveview.IndexCache, cleanup func(), err error) {
+	switch {
+	case cfg.IndexCacheDir != "":
+		if err := cfg.validateIndexCache(); err != nil {
 			return nil, nil, err
 		}
-		return archiveview.DirIndexCache{Dir: v}, func() {}, nil
+		return archiveview.DirIndexCache{Dir: cfg.IndexCacheDir}, func() {}, nil
+	case cfg.IndexCacheURL != "":
+		return openIndexCache(cfg.IndexCacheURL, store)
+	}
+	return nil, func() {}, nil
+}
+
+// openIndexCache opens the shared index cache at s3://BUCKET/PREFIX v of
+// store (also wharf index build -o).
+func openIndexCache(v string, store backend.Store) (c archiveview.IndexCache, cleanup func(), err error) {
+	bucket, prefix, ok, err := archiveview.ParseIndexCacheURL(v)
+	if err != nil || !ok {
+		return nil, nil, fmt.Errorf("--index-cache %q: want s3://BUCKET/PREFIX", v)
 	}
 	if _, ok := store.(backend.Putter); !ok {
 		return nil, nil, fmt.Errorf("--index-cache %s: the store cannot write", v)
 	}
-	bucket, prefix, _, _ := archiveview.ParseIndexCacheURL(v)
 	spool, err := os.MkdirTemp("", "wharf-index-")
 	if err != nil {
 		return nil, nil, fmt.Errorf("--index-cache %s: spool directory: %w", v, err)

@@ -30,7 +30,7 @@ usage:
   wharf index   build [--store URL] MANIFEST_URL -o FILE | show FILE
   wharf pack    DIR --store URL --bucket B --prefix P [--frame-size N] [--quiet]
   wharf bench   [--soak] [flags]
-  wharf demo    [--listen HOST:PORT]
+  wharf demo    [--listen HOST:PORT] [--tls]
   wharf version
 
 Run "wharf COMMAND -h" for a command's flags. verify, pack, index build and

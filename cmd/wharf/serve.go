@@ -56,7 +56,8 @@ type serveConfig struct {
 	KeysFile        string
 	CacheBytes      int64
 	Read            readOptions // read planner and memory budget
-	IndexCacheDir   string
+	IndexCacheDir   string      // a local --index-cache (indexcache.go)
+	IndexCacheURL   string      // an s3://BUCKET/PREFIX --index-cache
 	VirtualHostBase string
 	Region          string
 	LogFormat       string // json | console
@@ -74,6 +75,9 @@ type serveConfig struct {
 	ReadTimeout       time.Duration // the whole request, headers and any body; default 1m
 	IdleTimeout       time.Duration // an idle keep-alive connection; default 2m
 	MaxHeaderBytes    int           // request line plus headers; default 64 KiB
+
+	// TLS and CORS (frontdoor.go).
+	frontDoorConfig
 
 	// Test hooks: wrapStore wraps the opened store (faults.NewFaulty);
 	// rescanNow triggers a rescan like SIGHUP; scanned is called after
@@ -223,9 +227,6 @@ func (cfg *serveConfig) validate(keys []auth.Key) error {
 	if err := cfg.Read.validate(cfg.CacheBytes); err != nil {
 		return err
 	}
-	if _, err := indexCacheKind(cfg.IndexCacheDir); err != nil {
-		return err
-	}
 	if cfg.Rescan < 0 || cfg.RetireGrace < 0 || cfg.ShutdownTimeout < 0 {
 		return errors.New("--rescan, --retire-grace and --shutdown-timeout must not be negative")
 	}
@@ -238,7 +239,10 @@ func (cfg *serveConfig) validate(keys []auth.Key) error {
 	if cfg.MaxHeaderBytes < 0 {
 		return errors.New("--max-header-bytes must not be negative")
 	}
-	return nil
+	if err := cfg.validateIndexCache(); err != nil {
+		return err
+	}
+	return cfg.frontDoorConfig.validate(cfg.AdminListen, time.Now())
 }
 
 // serve opens every archive (configured, discovered, aliased), then serves
@@ -268,6 +272,14 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	front, err := newFrontDoor(&cfg.frontDoorConfig, cfg.AdminListen != "", log, reg)
+	if err != nil {
+		return err
+	}
+	cors, err := cfg.corsPolicy()
+	if err != nil {
+		return err
+	}
 
 	store, err := backend.OpenStore(ctx, cfg.StoreURL, cfg.S3)
 	if err != nil {
@@ -277,7 +289,7 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 		store = cfg.wrapStore(store)
 	}
 	store = backend.Instrument(store, backend.NewMetrics(reg))
-	indexCache, dropIndexSpool, err := openIndexCache(cfg.IndexCacheDir, store)
+	indexCache, dropIndexSpool, err := cfg.openIndexCache(store)
 	if err != nil {
 		return err
 	}
@@ -325,6 +337,7 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 		Region:            cfg.Region,
 		VirtualHostBase:   cfg.VirtualHostBase,
 		MaxInflightPerKey: cfg.MaxInflightPerKey,
+		CORS:              cors,
 	})
 
 	ln, err := net.Listen("tcp", cfg.Listen)
@@ -332,6 +345,7 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
 	}
 	srv := newHTTPServer(handler, &cfg)
+	front.configure(srv, front.s3, log)
 	servers := []*http.Server{srv}
 	errc := make(chan error, 2)
 	var ready atomic.Bool
@@ -345,9 +359,14 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 		}
 		adminAddr = aln.Addr().String()
 		asrv := newHTTPServer(adminMux(reg, &ready, cm), &cfg)
+		front.configure(asrv, front.admin, log)
 		servers = append(servers, asrv)
 		go func() { errc <- serveOn(asrv, aln) }()
-		log.Info().Str("addr", adminAddr).Msg("admin endpoints (/healthz /readyz /metrics /-/archives /debug/pprof/) on " + adminAddr)
+		adminURL := adminAddr
+		if front.admin != nil {
+			adminURL = "https://" + adminAddr
+		}
+		log.Info().Str("addr", adminAddr).Bool("tls", front.admin != nil).Msg("admin endpoints (/healthz /readyz /metrics /-/archives /debug/pprof/) on " + adminURL)
 	}
 
 	// Rescans: SIGHUP, the --rescan interval, and the test trigger. The
@@ -378,13 +397,23 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 		defer close(loopDone)
 		cm.RescanLoop(loopCtx, cfg.Rescan, trigger, cfg.scanned)
 	}()
+	tlsDone := make(chan struct{})
+	go func() { // certificate reloads: SIGHUP and the poll (tls.go)
+		defer close(tlsDone)
+		front.run(loopCtx)
+	}()
 
 	addr := ln.Addr().String()
 	go func() { errc <- serveOn(srv, ln) }()
 	ready.Store(true)
+	listenURL := addr
+	if front.s3 != nil {
+		listenURL = "https://" + addr
+	}
 	log.Info().Str("addr", addr).Int("buckets", len(cm.Catalog().BucketNames())).
-		Bool("anonymous", cfg.Anonymous).Int("keys", len(keys)).
-		Msg("listening on " + addr)
+		Bool("anonymous", cfg.Anonymous).Int("keys", len(keys)).Bool("tls", front.s3 != nil).
+		Strs("cors_allow_origins", cfg.CORSAllowOrigins).
+		Msg("listening on " + listenURL)
 	if cfg.Ready != nil {
 		cfg.Ready(addr, adminAddr)
 	}
@@ -397,6 +426,7 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 	ready.Store(false)
 	stopLoop()
 	<-loopDone
+	<-tlsDone
 	timeout := cfg.ShutdownTimeout
 	if timeout <= 0 {
 		timeout = 30 * time.Second
@@ -415,8 +445,16 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 	return serveErr
 }
 
+// serveOn serves srv on ln: TLS when front.configure gave srv a TLS
+// config (the certificate comes from its GetCertificate), else plain HTTP.
 func serveOn(srv *http.Server, ln net.Listener) error {
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	var err error
+	if srv.TLSConfig != nil {
+		err = srv.ServeTLS(ln, "", "")
+	} else {
+		err = srv.Serve(ln)
+	}
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil

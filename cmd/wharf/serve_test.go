@@ -566,7 +566,7 @@ func TestServeAliasUnresolvable(t *testing.T) {
 func TestServeIndexCache(t *testing.T) {
 	data := bytes.Repeat([]byte("cached index "), 3000)
 	store, man := packServeTree(t, map[string][]byte{"a.txt": []byte("hello\n"), "b.bin": data})
-	dir := t.TempDir() // must exist: wharf does not create it
+	dir := t.TempDir() // must exist (TestServeIndexCacheValues)
 	cfg := serveConfig{Listen: "127.0.0.1:0", StoreURL: store, Anonymous: true, CacheBytes: 1 << 20, IndexCacheDir: dir,
 		Archives: []serveArchive{{Name: "data", ManifestURL: man}}}
 	_, _, logs, stop := startServe(t, cfg)
