@@ -321,3 +321,8 @@ func manifestFailure(me *manifest.Error) string {
 	}
 	return s
 }
+
+// ErrOpening is wrapped by the error a catalog returns for a bucket whose
+// archive is still being opened after the caller waited as long as it may
+// (s3api answers 503 SlowDown with Retry-After).
+var ErrOpening = errors.New("archive still opening")

@@ -3,11 +3,8 @@ package s3api
 import (
 	"encoding/xml"
 	"net/http"
-	"sort"
 	"strings"
 	"time"
-
-	"github.com/wharf-s3/wharf/archiveview"
 )
 
 // isoMillis is the XML timestamp format S3 uses (gofakes3 ContentTime).
@@ -33,37 +30,20 @@ type bucketRecord struct {
 	BucketRegion string `xml:"BucketRegion,omitempty"`
 }
 
-// namedCatalog is implemented by catalogs whose bucket names may differ
-// from the archives' display names (StaticCatalog).
-type namedCatalog interface {
-	BucketNames() []string
-}
-
-// listBuckets answers GET /: one Bucket per readable archive, by name.
+// listBuckets answers GET /: one Bucket per served bucket the caller may
+// read, in byte order of name, those whose archive is still opening included.
 func (s *server) listBuckets(req *request) {
 	res := listAllMyBucketsResult{Xmlns: xmlNS, Owner: s.owner, Buckets: []bucketRecord{}}
-	add := func(name string, a *archiveview.Archive) {
+	s.cfg.Catalog.EachBucket(func(name string, created time.Time) {
 		if name == "" || !req.identity.CanRead(name) {
 			return
 		}
 		res.Buckets = append(res.Buckets, bucketRecord{
 			Name:         name,
-			CreationDate: xmlTime(a.Created()),
+			CreationDate: xmlTime(created),
 			BucketRegion: s.cfg.Region,
 		})
-	}
-	if nc, ok := s.cfg.Catalog.(namedCatalog); ok {
-		for _, name := range nc.BucketNames() {
-			if a, ok := s.cfg.Catalog.Bucket(name); ok {
-				add(name, a)
-			}
-		}
-	} else {
-		for _, a := range s.cfg.Catalog.Buckets() {
-			add(a.Name(), a)
-		}
-	}
-	sort.Slice(res.Buckets, func(i, j int) bool { return res.Buckets[i].Name < res.Buckets[j].Name })
+	})
 	s.writeXML(req, http.StatusOK, &res)
 }
 

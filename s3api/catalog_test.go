@@ -2,6 +2,7 @@ package s3api_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -182,5 +183,73 @@ func TestCatalogCollector(t *testing.T) {
 	cat.Swap(map[string]*archiveview.Archive{"two": b})
 	if got, _ := count(); got != 4 {
 		t.Errorf("after swap %d series, want 4", got)
+	}
+}
+
+// unopenedCatalog serves two buckets whose archives are not open: one
+// still opening, one that failed.
+type unopenedCatalog struct{ created time.Time }
+
+var errBrokenOpen = fmt.Errorf(`archive "broken": manifest s3://lake/base/uploads/broken/manifest.json.gz: not a manifest`)
+
+func (c unopenedCatalog) Bucket(_ context.Context, name string) (*archiveview.Archive, bool, error) {
+	switch name {
+	case "opening":
+		return nil, true, fmt.Errorf("archive opening: %w", archiveview.ErrOpening)
+	case "broken":
+		return nil, true, errBrokenOpen
+	}
+	return nil, false, nil
+}
+
+func (c unopenedCatalog) EachBucket(fn func(string, time.Time)) {
+	fn("broken", c.created)
+	fn("opening", c.created)
+}
+
+// TestCatalogUnopenedBuckets: buckets whose archive is still opening are
+// listed and answer 503 SlowDown with Retry-After (every SDK retries it);
+// one whose archive failed to open answers 500 with the open error, which
+// names the manifest; HEAD answers the same statuses without a body.
+func TestCatalogUnopenedBuckets(t *testing.T) {
+	created := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	v, err := auth.New(auth.Config{Anonymous: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s3api.New(s3api.Config{Catalog: unopenedCatalog{created}, Verifier: v, Logger: zerolog.Nop()}))
+	t.Cleanup(srv.Close)
+	for _, tc := range []struct {
+		method, path string
+		status       int
+		want         []string
+		retryAfter   bool
+	}{
+		{"GET", "/", 200, []string{"<Name>broken</Name>", "<Name>opening</Name>", "<CreationDate>2026-03-04T05:06:07.000Z</CreationDate>"}, false},
+		{"GET", "/opening/a.txt", 503, []string{"<Code>SlowDown</Code>", "still being opened"}, true},
+		{"GET", "/opening?list-type=2", 503, []string{"<Code>SlowDown</Code>"}, true},
+		{"HEAD", "/opening", 503, nil, true},
+		{"GET", "/broken/a.txt", 500, []string{"<Code>InternalError</Code>", "s3://lake/base/uploads/broken/manifest.json.gz", "not a manifest"}, false},
+		{"HEAD", "/broken/a.txt", 500, nil, false},
+		{"GET", "/other/a.txt", 404, []string{"<Code>NoSuchBucket</Code>"}, false},
+	} {
+		req, _ := http.NewRequest(tc.method, srv.URL+tc.path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.status {
+			t.Errorf("%s %s: %d %s, want %d", tc.method, tc.path, resp.StatusCode, body, tc.status)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(string(body), w) {
+				t.Errorf("%s %s: body lacks %q: %s", tc.method, tc.path, w, body)
+			}
+		}
+		if got := resp.Header.Get("Retry-After") != ""; got != tc.retryAfter {
+			t.Errorf("%s %s: Retry-After %q", tc.method, tc.path, resp.Header.Get("Retry-After"))
+		}
 	}
 }

@@ -3,10 +3,12 @@ package s3api
 import (
 	"bytes"
 	"encoding/xml"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
 
+	"github.com/wharf-s3/wharf/archiveview"
 	"github.com/wharf-s3/wharf/auth"
 )
 
@@ -171,9 +173,13 @@ func (s *server) route(req *request) {
 		s.writeError(req, &apiError{Code: errNotImplemented, Bucket: req.bucket, Key: req.key})
 		return
 	}
-	a, ok := s.cfg.Catalog.Bucket(req.bucket)
+	a, ok, err := s.cfg.Catalog.Bucket(req.r.Context(), req.bucket)
 	if !ok {
 		s.writeError(req, &apiError{Code: errNoSuchBucket, Bucket: req.bucket})
+		return
+	}
+	if err != nil {
+		s.bucketUnavailable(req, err)
 		return
 	}
 	switch req.op {
@@ -293,4 +299,29 @@ func (s *server) writeError(req *request, e *apiError) {
 	h.Set("Content-Length", strconv.Itoa(buf.Len()))
 	req.w.WriteHeader(status)
 	_, _ = req.w.Write(buf.Bytes())
+}
+
+// retryAfterOpening is the Retry-After (seconds) of a 503 for a bucket
+// whose archive is still opening.
+const retryAfterOpening = "2"
+
+// bucketUnavailable answers a request for a served bucket whose archive is
+// not open: still opening after the catalog's wait (503 SlowDown with
+// Retry-After, which every SDK retries), or failed to open (500 whose
+// message is the open error: it names the archive and its manifest, so the
+// client can tell the operator what to fix).
+func (s *server) bucketUnavailable(req *request, err error) {
+	switch {
+	case req.r.Context().Err() != nil:
+		req.cause = err
+		panic(http.ErrAbortHandler) // the client went away while waiting
+	case errors.Is(err, archiveview.ErrOpening):
+		s.writeError(req, &apiError{Code: errSlowDown, Bucket: req.bucket, Key: req.key, Cause: err,
+			Message: "The archive served as this bucket is still being opened; retry shortly.",
+			Header:  http.Header{"Retry-After": []string{retryAfterOpening}}})
+	default:
+		s.cfg.Logger.Error().Str("request_id", req.id).Str("bucket", req.bucket).Err(err).Msg("bucket's archive failed to open")
+		s.writeError(req, &apiError{Code: errInternalError, Bucket: req.bucket, Key: req.key, Cause: err,
+			Message: "The archive served as this bucket could not be opened: " + err.Error()})
+	}
 }

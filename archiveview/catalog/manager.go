@@ -1,14 +1,35 @@
 package catalog
 
 // The manager: which archives are served under which bucket names, kept
-// current. It opens the configured archives once, lists the discovery roots
-// and re-resolves the aliases at every scan (at start, on a rescan trigger,
-// on the rescan interval), swaps the Dynamic catalog in one step, and closes
-// archives a scan replaced after a grace period. Listing the store happens
-// only here (and in Discover, which Scan calls), never on the read path.
+// current. It opens the configured archives once (in parallel, before
+// serving), lists the discovery roots and re-resolves the aliases at every
+// scan (at start, on a rescan trigger, on the rescan interval), and swaps
+// the Dynamic catalog in one step. Listing the store happens only here (and
+// in Discover, which Scan calls), never on the read path.
+//
+// Opening is parallel and, at start, in the background:
+//
+//   - Every archive is opened by a job holding one of OpenConcurrency slots.
+//   - The initial Scan lists the roots, publishes every discovered bucket
+//     and alias as a pending entry and returns: the server listens at once.
+//     ListBuckets shows every bucket; a request for one still opening waits
+//     up to OpenWait, then gets 503 SlowDown. An archive that fails to open
+//     stays listed and answers its open error (naming its manifest). Ready
+//     turns true once every job of the initial scan has ended. With
+//     WaitOpen, the initial Scan returns only then (and an alias that
+//     cannot be resolved is fatal), as before.
+//   - A rescan reuses every entry whose manifest is listed with the same
+//     key and ETag (open or still opening: no manifest is read again), opens
+//     only what is new, and swaps the catalog once every open has ended, so
+//     a client never sees a rescanned bucket pending. An alias that cannot
+//     be resolved keeps its previous target.
+//   - Entries no longer served are retired: their open is cancelled, and
+//     after RetireGrace (requests already reading finish) their archive is
+//     closed unless another served entry holds it.
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -47,13 +68,27 @@ func (a Alias) Root() (bucket, prefix string, err error) {
 	return b, p, nil
 }
 
+// DefaultOpenConcurrency is Config.OpenConcurrency's default: archives
+// opened at once. Opening is dominated by first-byte latency (a manifest GET,
+// or HEADs with the persistent index), so many run side by side.
+const DefaultOpenConcurrency = 32
+
 // Config is what a Manager serves.
 type Config struct {
 	Store    backend.Store
 	Options  archiveview.Options // for every archive opened; Name is set per bucket
-	Archives []Source            // opened once at start; a failure is fatal
+	Archives []Source            // opened at start, before serving; a failure is fatal
 	Discover []string            // s3://BUCKET/PREFIX discovery roots
 	Aliases  []Alias
+	// OpenConcurrency bounds the archives opened at once (0 =
+	// DefaultOpenConcurrency).
+	OpenConcurrency int
+	// WaitOpen makes the initial Scan return only once every archive has
+	// opened (or failed), and an alias unresolved at start fatal.
+	WaitOpen bool
+	// OpenWait bounds a request's wait for a bucket still opening (0 =
+	// DefaultOpenWait); then 503 SlowDown.
+	OpenWait time.Duration
 	// RetireGrace is how long an archive a scan replaced keeps running
 	// (requests already reading it finish) before it is closed.
 	RetireGrace time.Duration
@@ -71,11 +106,19 @@ type Manager struct {
 	log     zerolog.Logger
 	catalog *Dynamic
 
-	static        map[string]*archiveview.Archive // --archive: never replaced
+	static        map[string]*Entry // --archive: never replaced
 	staticSources map[string]string
 
-	mu      sync.Mutex                      // one scan at a time; guards open
-	open    map[string]*archiveview.Archive // discovery/alias archives by bucket\x00key\x00etag
+	slots chan struct{}      // OpenConcurrency open slots
+	base  context.Context    // every background open runs under it
+	stop  context.CancelFunc // cancels them (CloseAll)
+	jobs  sync.WaitGroup     // background opens and alias resolutions
+
+	mu      sync.Mutex        // one scan at a time; guards open and initial
+	open    map[string]*Entry // upload entries by bucket\x00key\x00etag, open or opening: reused by the next scan
+	initial *scanOp           // the initial scan, until its background work is settled
+	ready   atomic.Bool       // every open of the initial scan has ended
+	held    atomic.Pointer[map[*archiveview.Archive]bool]
 	report  atomic.Pointer[scanReport]
 	retired sync.WaitGroup
 	done    chan struct{} // closed at shutdown: retire now
@@ -94,22 +137,48 @@ type scanReport struct {
 // NewManager returns a manager serving nothing yet: call OpenStatic, then
 // Scan.
 func NewManager(cfg Config) *Manager {
+	if cfg.OpenConcurrency <= 0 {
+		cfg.OpenConcurrency = DefaultOpenConcurrency
+	}
 	cm := &Manager{
 		cfg: cfg, store: cfg.Store, opts: cfg.Options, log: cfg.Logger,
 		catalog:       NewDynamic(nil),
-		static:        map[string]*archiveview.Archive{},
+		static:        map[string]*Entry{},
 		staticSources: map[string]string{},
-		open:          map[string]*archiveview.Archive{},
+		slots:         make(chan struct{}, cfg.OpenConcurrency),
+		open:          map[string]*Entry{},
 		done:          make(chan struct{}),
 	}
+	if cfg.OpenWait > 0 {
+		cm.catalog.OpenWait = cfg.OpenWait
+	}
+	cm.base, cm.stop = context.WithCancel(context.Background())
 	cm.report.Store(&scanReport{Sources: map[string]string{}})
+	cm.held.Store(&map[*archiveview.Archive]bool{})
 	return cm
 }
 
 // Catalog is the catalog requests read (s3api.Catalog).
 func (cm *Manager) Catalog() *Dynamic { return cm.catalog }
 
-// logArchive writes the per-archive start line.
+// Ready reports whether every archive of the initial scan has been opened
+// (or has failed to open: that one answers its error, and /-/archives
+// shows it). It stays true after.
+func (cm *Manager) Ready() bool { return cm.ready.Load() }
+
+// Opening returns how many served buckets are still opening and how many
+// are served.
+func (cm *Manager) Opening() (pending, total int) {
+	for _, e := range cm.catalog.Entries() {
+		total++
+		if _, _, done := e.State(); !done {
+			pending++
+		}
+	}
+	return pending, total
+}
+
+// logArchive writes the per-archive line.
 func (cm *Manager) logArchive(name, source string, a *archiveview.Archive) {
 	info := a.Info()
 	cm.log.Info().Str("archive", name).Str("source", source).
@@ -121,40 +190,256 @@ func (cm *Manager) logArchive(name, source string, a *archiveview.Archive) {
 		Msg("serving archive")
 }
 
-// OpenStatic opens every configured archive. Any failure is fatal: a configured
-// archive that cannot be served is a configuration error.
+// openArchive opens one manifest holding an open slot.
+func (cm *Manager) openArchive(ctx context.Context, name, bucket, key string) (*archiveview.Archive, error) {
+	select {
+	case cm.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-cm.slots }()
+	o := cm.opts
+	o.Name = name
+	return archiveview.Open(ctx, cm.store, bucket, key, o)
+}
+
+// startOpen returns a pending entry for the manifest bucket/key and opens
+// it in the background.
+func (cm *Manager) startOpen(name, bucket, key string, created time.Time) *Entry {
+	e := pendingEntry(name, "s3://"+bucket+"/"+key, created)
+	ctx, cancel := context.WithCancel(cm.base)
+	e.cancel = cancel
+	cm.jobs.Add(1)
+	go func() {
+		defer cm.jobs.Done()
+		a, err := cm.openArchive(ctx, name, bucket, key)
+		e.finish(a, err)
+	}()
+	return e
+}
+
+// OpenStatic opens every configured archive, OpenConcurrency at a time,
+// and serves them. Any failure is fatal: a configured archive that cannot
+// be served is a configuration error.
 func (cm *Manager) OpenStatic(ctx context.Context) error {
-	for _, sa := range cm.cfg.Archives {
+	if len(cm.cfg.Archives) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type result struct {
+		a   *archiveview.Archive
+		err error
+	}
+	results := make([]result, len(cm.cfg.Archives))
+	var wg sync.WaitGroup
+	for i, sa := range cm.cfg.Archives {
 		bucket, key, err := backend.ParseObjectURL(sa.ManifestURL)
 		if err != nil {
-			return fmt.Errorf("archive %q: %w", sa.Name, err) // the parse error names the URL
+			results[i].err = fmt.Errorf("archive %q: %w", sa.Name, err) // the parse error names the URL
+			continue
 		}
-		o := cm.opts
-		o.Name = sa.Name
-		a, err := archiveview.Open(ctx, cm.store, bucket, key, o)
-		if err != nil {
-			return err // an *archiveview.OpenError: it names the archive and the manifest
-		}
-		cm.static[sa.Name] = a
-		cm.staticSources[sa.Name] = "archive " + sa.ManifestURL
-		cm.logArchive(sa.Name, "archive "+sa.ManifestURL, a)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a, err := cm.openArchive(ctx, sa.Name, bucket, key)
+			results[i] = result{a, err} // an *archiveview.OpenError names the archive and the manifest
+			if err != nil {
+				cancel() // the start fails anyway: stop the others
+			}
+		}()
 	}
-	cm.catalog.Swap(cm.static)
+	wg.Wait()
+	var errs, cancelled []error
+	for _, r := range results {
+		switch {
+		case r.err == nil:
+		case errors.Is(r.err, context.Canceled):
+			cancelled = append(cancelled, r.err) // stopped because another failed
+		default:
+			errs = append(errs, r.err)
+		}
+	}
+	if len(errs) == 0 {
+		errs = cancelled
+	}
+	if len(errs) > 0 {
+		for _, r := range results {
+			if r.a != nil {
+				_ = r.a.Close()
+			}
+		}
+		return errors.Join(errs...)
+	}
+	entries := map[string]*Entry{}
+	for i, sa := range cm.cfg.Archives {
+		e := readyEntry(sa.Name, results[i].a)
+		cm.static[sa.Name] = e
+		entries[sa.Name] = e
+		cm.staticSources[sa.Name] = "archive " + sa.ManifestURL
+		cm.logArchive(sa.Name, "archive "+sa.ManifestURL, results[i].a)
+	}
+	cm.catalog.swapEntries(entries)
+	cm.setHeld(entries, nil)
 	return nil
+}
+
+// scanOp is one scan's work: the upload entries it serves or tried (alias
+// candidates), reused from the previous scan or opened anew.
+type scanOp struct {
+	cm      *Manager
+	start   time.Time
+	initial bool
+	prev    map[string]*Entry // the previous scan's open entries by upload key
+	before  map[string]*Entry // the catalog before this scan
+	entries map[string]*Entry // what this scan serves, by bucket name
+	rep     *scanReport
+	cols    []Collision
+
+	mu      sync.Mutex
+	byKey   map[string]*Entry // upload entries by upload key
+	reused  int
+	aliases map[string]aliasOutcome // by alias name
+	settled bool
+}
+
+// aliasOutcome is how one alias was resolved.
+type aliasOutcome struct {
+	source string // "alias TARGET -> URL", or the previous source when kept
+	err    error  // unresolved (with no previous target to keep)
+}
+
+func uploadKey(u Upload) string { return u.Bucket + "\x00" + u.ManifestKey + "\x00" + u.ETag }
+
+// entry returns the entry of upload u: this scan's, the previous scan's
+// when it is open or still opening (never a failed one: that is retried),
+// or a new one opening in the background.
+func (op *scanOp) entry(u Upload, name string) *Entry {
+	k := uploadKey(u)
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	if e := op.byKey[k]; e != nil {
+		return e
+	}
+	if e := op.prev[k]; e != nil && !e.failed() {
+		op.byKey[k] = e
+		op.reused++
+		return e
+	}
+	e := op.cm.startOpen(name, u.Bucket, u.ManifestKey, u.LastModified)
+	op.byKey[k] = e
+	return e
+}
+
+// resolveAlias returns a pending entry for alias al over the uploads listed
+// under its root, resolved in the background: the newest finished upload
+// that opens (Latest), its candidates' entries shared with discovery. When
+// nothing can be resolved and keep holds an open archive, the alias keeps
+// it (a rescan); otherwise the entry fails with an error naming the alias.
+func (op *scanOp) resolveAlias(al Alias, uploads []Upload, keep *Entry, keepSource string) *Entry {
+	cm := op.cm
+	created := op.start
+	for _, u := range uploads {
+		if u.LastModified.After(created) || created.Equal(op.start) {
+			created = u.LastModified
+		}
+	}
+	e := pendingEntry(al.Name, al.Target, created)
+	ctx, cancel := context.WithCancel(cm.base)
+	e.cancel = cancel
+	cm.jobs.Add(1)
+	go func() {
+		defer cm.jobs.Done()
+		a, u, skipped, err := Latest(ctx, uploads, 0, func(ctx context.Context, u Upload) (*archiveview.Archive, error) {
+			return op.entry(u, al.Name).wait(ctx, 0)
+		})
+		out := aliasOutcome{}
+		if err != nil {
+			err = fmt.Errorf("alias %s=%s: %w", al.Name, al.Target, err)
+			if ka, _, _ := keep.stateOrNil(); ka != nil && ctx.Err() == nil {
+				cm.log.Error().Err(err).Str("alias", al.Name).Msg("alias unresolved; keeping its previous target")
+				a, err, out.source = ka, nil, keepSource
+			} else {
+				out.err = err
+			}
+		} else {
+			out.source = "alias " + al.Target + " -> " + u.URL()
+		}
+		op.mu.Lock()
+		op.rep.Skipped = append(op.rep.Skipped, skipped...)
+		op.aliases[al.Name] = out
+		op.mu.Unlock()
+		e.finish(a, err)
+	}()
+	return e
+}
+
+// stateOrNil is State on a possibly nil entry.
+func (e *Entry) stateOrNil() (*archiveview.Archive, error, bool) {
+	if e == nil {
+		return nil, nil, false
+	}
+	return e.State()
+}
+
+// wait waits until every entry of the scan (served or tried) has ended.
+func (op *scanOp) wait(ctx context.Context) error {
+	for {
+		op.mu.Lock()
+		var pending *Entry
+		for _, e := range op.entries {
+			if _, _, done := e.State(); !done {
+				pending = e
+				break
+			}
+		}
+		if pending == nil {
+			for _, e := range op.byKey {
+				if _, _, done := e.State(); !done {
+					pending = e
+					break
+				}
+			}
+		}
+		op.mu.Unlock()
+		if pending == nil {
+			return nil
+		}
+		if _, err := pending.wait(ctx, 0); err != nil && ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
 }
 
 // Scan lists every discovery root, names the uploads, re-resolves every
 // alias, opens what is new (reusing archives whose manifest is listed with
-// the same key and ETag), swaps the catalog in one step and retires the
-// archives no longer served. At start (initial) any failure is returned;
-// later a listing failure keeps the previous catalog and an alias that
-// cannot be resolved keeps its previous target.
+// the same key and ETag) OpenConcurrency at a time, and swaps the catalog.
+//
+// The initial scan (initial) publishes every bucket as soon as the roots
+// are listed, pending while its archive opens, and returns; Ready turns
+// true when every open has ended. With Config.WaitOpen it returns only
+// then, and an alias that cannot be resolved is an error. A listing
+// failure at start is returned.
+//
+// A rescan first lets the initial scan's opens end, then swaps the catalog
+// once all of its own opens have ended. A listing failure keeps the
+// previous catalog, and an alias that cannot be resolved keeps its
+// previous target.
 func (cm *Manager) Scan(ctx context.Context, initial bool) error {
 	if len(cm.cfg.Discover)+len(cm.cfg.Aliases) == 0 {
+		if initial {
+			cm.ready.Store(true)
+		}
 		return nil
 	}
 	cm.mu.Lock()
 	defer cm.mu.Unlock()
+	if op := cm.initial; op != nil {
+		if err := op.wait(ctx); err != nil {
+			return err
+		}
+		cm.settle(op)
+	}
 	start := time.Now()
 	rep := &scanReport{Time: start, Sources: map[string]string{}}
 	fail := func(err error) error {
@@ -191,6 +476,18 @@ func (cm *Manager) Scan(ctx context.Context, initial bool) error {
 		}
 		uploads = append(uploads, d.Uploads...)
 	}
+	aliasUploads := make([][]Upload, len(cm.cfg.Aliases))
+	for i, al := range cm.cfg.Aliases {
+		b, p, err := al.Root()
+		if err != nil {
+			return fail(err)
+		}
+		d, err := list(b, p)
+		if err != nil {
+			return fail(fmt.Errorf("alias %s: %w", al.Name, err))
+		}
+		aliasUploads[i] = d.Uploads
+	}
 	reserved := map[string]bool{}
 	for n := range cm.static {
 		reserved[n] = true
@@ -201,143 +498,218 @@ func (cm *Manager) Scan(ctx context.Context, initial bool) error {
 	named, cols := NameUploads(uploads, func(n string) bool { return reserved[n] })
 	rep.Collisions = cols
 
-	fresh := map[string]*archiveview.Archive{}
-	reused := 0
-	// A scan that fails from here on keeps the previous catalog, so the
-	// archives it opened itself (not reused from cm.open) are closed.
-	abandon := func(err error) error {
-		for k, a := range fresh {
-			if cm.open[k] != a {
-				a.Close()
-			}
-		}
-		return fail(err)
-	}
-	get := func(ctx context.Context, u Upload, name string) (*archiveview.Archive, error) {
-		k := u.Bucket + "\x00" + u.ManifestKey + "\x00" + u.ETag
-		if a := fresh[k]; a != nil {
-			return a, nil
-		}
-		if a := cm.open[k]; a != nil {
-			fresh[k] = a
-			reused++
-			return a, nil
-		}
-		o := cm.opts
-		o.Name = name
-		a, err := archiveview.Open(ctx, cm.store, u.Bucket, u.ManifestKey, o)
-		if err != nil {
-			return nil, err
-		}
-		fresh[k] = a
-		return a, nil
-	}
-	next := make(map[string]*archiveview.Archive, len(cm.static)+len(named)+len(cm.cfg.Aliases))
-	for n, a := range cm.static {
-		next[n] = a
+	// Nothing below can fail before the opens: every bucket gets an entry.
+	op := &scanOp{cm: cm, start: start, initial: initial, prev: cm.open, before: cm.catalog.Entries(),
+		entries: map[string]*Entry{}, rep: rep, cols: cols,
+		byKey: map[string]*Entry{}, aliases: map[string]aliasOutcome{}}
+	for n, e := range cm.static {
+		op.entries[n] = e
 		rep.Sources[n] = cm.staticSources[n]
 	}
 	for _, u := range named {
-		a, err := get(ctx, u, u.Name)
-		if err != nil {
-			if ctx.Err() != nil {
-				return abandon(ctx.Err())
-			}
-			rep.Skipped = append(rep.Skipped, Skipped{Bucket: u.Bucket, Key: u.ManifestKey, Reason: err.Error()})
-			continue
-		}
-		next[u.Name] = a
+		op.entries[u.Name] = op.entry(u, u.Name)
 		rep.Sources[u.Name] = "discover s3://" + u.Bucket + "/" + u.Root + " (" + u.URL() + ")"
 	}
-	prev := cm.catalog.Map()
-	for _, al := range cm.cfg.Aliases {
-		b, p, err := al.Root()
-		if err != nil {
-			return abandon(err)
+	prevSources := cm.report.Load().Sources
+	for i, al := range cm.cfg.Aliases {
+		var keep *Entry
+		if !initial {
+			keep = op.before[al.Name]
 		}
-		d, err := list(b, p)
-		if err != nil {
-			return abandon(fmt.Errorf("alias %s: %w", al.Name, err))
-		}
-		a, u, skipped, err := Latest(ctx, d.Uploads, 0, func(ctx context.Context, u Upload) (*archiveview.Archive, error) {
-			return get(ctx, u, al.Name)
-		})
-		rep.Skipped = append(rep.Skipped, skipped...)
-		if err != nil {
-			err = fmt.Errorf("alias %s=%s: %w", al.Name, al.Target, err)
-			if initial || prev[al.Name] == nil {
-				if initial {
-					return abandon(err)
-				}
-				cm.log.Error().Err(err).Str("alias", al.Name).Msg("alias unresolved; not served")
-				continue
-			}
-			cm.log.Error().Err(err).Str("alias", al.Name).Msg("alias unresolved; keeping its previous target")
-			next[al.Name] = prev[al.Name]
-			rep.Sources[al.Name] = cm.report.Load().Sources[al.Name]
-			continue
-		}
-		next[al.Name] = a
-		rep.Sources[al.Name] = "alias " + al.Target + " -> " + u.URL()
+		op.entries[al.Name] = op.resolveAlias(al, aliasUploads[i], keep, prevSources[al.Name])
+		rep.Sources[al.Name] = "alias " + al.Target + " (resolving)"
 	}
 
-	// Swap, then retire what is no longer served.
-	served := map[*archiveview.Archive]bool{}
-	for _, a := range next {
-		served[a] = true
+	if initial && !cm.cfg.WaitOpen {
+		// Serve every bucket now; settle when the opens have ended.
+		cm.catalog.swapEntries(op.entries)
+		cm.report.Store(rep)
+		cm.initial = op
+		cm.log.Info().Int("roots", len(cm.cfg.Discover)).Int("aliases", len(cm.cfg.Aliases)).
+			Int("buckets", len(op.entries)).Dur("took", time.Since(start)).
+			Msg("discovery listed; opening archives in the background")
+		go func() {
+			if op.wait(cm.base) != nil {
+				return // shutting down
+			}
+			cm.mu.Lock()
+			defer cm.mu.Unlock()
+			cm.settle(op)
+		}()
+		return nil
 	}
-	old := cm.catalog.Swap(next)
-	var retire []*archiveview.Archive
-	seen := map[*archiveview.Archive]bool{}
-	// Archives opened by this scan but not served (an alias candidate that
-	// lost) are retired too.
-	for _, m := range []map[string]*archiveview.Archive{old, cm.open, fresh} {
-		for _, a := range m {
-			if !served[a] && !seen[a] {
-				seen[a] = true
-				retire = append(retire, a)
+	if err := op.wait(ctx); err != nil {
+		cm.abandon(op)
+		return fail(err)
+	}
+	if initial {
+		var errs []error
+		for _, al := range cm.cfg.Aliases {
+			if o := op.aliases[al.Name]; o.err != nil {
+				errs = append(errs, o.err)
 			}
 		}
-	}
-	for k, a := range fresh {
-		if !served[a] {
-			delete(fresh, k)
+		if len(errs) > 0 {
+			cm.abandon(op)
+			return fail(errors.Join(errs...))
 		}
 	}
-	cm.open = fresh
+	cm.catalog.swapEntries(op.entries)
+	cm.settle(op)
+	return nil
+}
+
+// abandon retires every entry op started (the upload entries it opened
+// and its aliases): the scan failed and the previous catalog stays.
+func (cm *Manager) abandon(op *scanOp) {
+	op.mu.Lock()
+	op.settled = true
+	var retire []*Entry
+	for k, e := range op.byKey {
+		if op.prev[k] != e {
+			retire = append(retire, e)
+		}
+	}
+	for _, al := range cm.cfg.Aliases {
+		if e := op.entries[al.Name]; e != nil {
+			retire = append(retire, e)
+		}
+	}
+	op.mu.Unlock()
+	cm.retire(retire...)
+}
+
+// settle ends scan op once its opens have ended (op's catalog is
+// served): it records what op found, keeps the open upload entries for the
+// next scan, logs, and retires what is no longer served. Called with cm.mu
+// held; a second call is a no-op.
+func (cm *Manager) settle(op *scanOp) {
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	if op.settled {
+		return
+	}
+	op.settled = true
+	if cm.initial == op {
+		cm.initial = nil
+	}
+	rep := op.rep
+	for _, al := range cm.cfg.Aliases {
+		o := op.aliases[al.Name]
+		if o.err != nil {
+			cm.log.Error().Err(o.err).Str("alias", al.Name).Msg("alias unresolved; it answers that error")
+			rep.Sources[al.Name] = "alias " + al.Target + " (unresolved)"
+		} else if o.source != "" {
+			rep.Sources[al.Name] = o.source
+		}
+	}
+
+	// Keep the upload entries that hold an archive a bucket serves.
+	served := map[*archiveview.Archive]bool{}
+	for _, e := range op.entries {
+		if a, _, _ := e.State(); a != nil {
+			served[a] = true
+		}
+	}
+	open := map[string]*Entry{}
+	var failed int
+	for k, e := range op.byKey {
+		a, err, _ := e.State()
+		if err != nil {
+			failed++
+		}
+		if a != nil && served[a] {
+			open[k] = e
+		}
+	}
+	cm.open = open
+	cm.setHeld(op.entries, open)
 	cm.report.Store(rep)
 
-	for n, a := range next {
-		if prev[n] != a {
+	// Retire every entry no longer served or kept.
+	live := map[*Entry]bool{}
+	for _, e := range op.entries {
+		live[e] = true
+	}
+	for _, e := range open {
+		live[e] = true
+	}
+	var retire []*Entry
+	for _, m := range []map[string]*Entry{op.before, op.prev, op.byKey} {
+		for _, e := range m {
+			if !live[e] {
+				live[e] = true // once
+				retire = append(retire, e)
+			}
+		}
+	}
+
+	for n, e := range op.entries {
+		a, err, _ := e.State()
+		var was *archiveview.Archive
+		if b := op.before[n]; b != nil {
+			was, _, _ = b.State()
+		}
+		switch {
+		case err != nil:
+			cm.log.Error().Str("archive", n).Str("source", rep.Sources[n]).Err(err).Msg("archive could not be opened; its bucket answers this error")
+		case a != was:
 			cm.logArchive(n, rep.Sources[n], a)
 		}
 	}
-	for n := range prev {
-		if next[n] == nil {
+	for n := range op.before {
+		if op.entries[n] == nil {
 			cm.log.Info().Str("archive", n).Msg("no longer serving archive")
 		}
 	}
 	for _, s := range rep.Skipped {
 		cm.log.Warn().Str("bucket", s.Bucket).Str("key", s.Key).Str("reason", s.Reason).Msg("discovery skipped")
 	}
-	for _, c := range cols {
+	for _, c := range op.cols {
 		cm.log.Warn().Str("name", c.Name).Str("kept_by", c.Winner).Strs("renamed", c.Renamed).Msg("bucket name collision")
 	}
 	cm.log.Info().Int("roots", len(cm.cfg.Discover)).Int("aliases", len(cm.cfg.Aliases)).
-		Int("buckets", len(next)).Int("skipped", len(rep.Skipped)).Int("collisions", len(cols)).
-		Int("retired", len(retire)).Int("reused", reused).
-		Dur("took", time.Since(start)).Msg("discovery scan")
-	for _, a := range retire {
-		cm.retire(a)
+		Int("buckets", len(op.entries)).Int("failed", failed).Int("skipped", len(rep.Skipped)).Int("collisions", len(op.cols)).
+		Int("retired", len(retire)).Int("reused", op.reused).
+		Dur("took", time.Since(op.start)).Msg("discovery scan")
+	cm.retire(retire...)
+	if op.initial {
+		cm.ready.Store(true)
 	}
-	return nil
 }
 
-// retire closes a after the retire grace (or at shutdown, whichever is
-// first). Requests that looked the archive up before the swap keep reading
-// it: Close only stops prefetch and releases parked decoders, and reads
-// still open afterwards complete (without readahead).
-func (cm *Manager) retire(a *archiveview.Archive) {
+// setHeld records the archives served entries and kept ones hold: a
+// retired entry's archive is closed only if it is not among them.
+func (cm *Manager) setHeld(maps ...map[string]*Entry) {
+	held := map[*archiveview.Archive]bool{}
+	for _, m := range maps {
+		for _, e := range m {
+			if a, _, _ := e.State(); a != nil {
+				held[a] = true
+			}
+		}
+	}
+	for _, e := range cm.static {
+		held[e.arc] = true
+	}
+	cm.held.Store(&held)
+}
+
+// retire stops the opens of entries still running and, after the retire
+// grace (or at shutdown, whichever is first), closes their archives that
+// no served entry holds, each once. Requests that looked an archive up
+// before the swap keep reading it: Close only stops prefetch and releases
+// parked decoders, and reads still open afterwards complete (without
+// readahead).
+func (cm *Manager) retire(entries ...*Entry) {
+	if len(entries) == 0 {
+		return
+	}
+	for _, e := range entries {
+		if _, _, done := e.State(); !done && e.cancel != nil {
+			e.cancel()
+		}
+	}
 	cm.retired.Add(1)
 	go func() {
 		defer cm.retired.Done()
@@ -347,8 +719,17 @@ func (cm *Manager) retire(a *archiveview.Archive) {
 		case <-t.C:
 		case <-cm.done:
 		}
-		_ = a.Close()
-		cm.log.Debug().Str("archive", a.Name()).Msg("retired archive closed")
+		closed := map[*archiveview.Archive]bool{}
+		for _, e := range entries {
+			<-e.done // the open was cancelled, or ends with the manager's base context
+			a := e.arc
+			if a == nil || closed[a] || (*cm.held.Load())[a] {
+				continue
+			}
+			closed[a] = true
+			_ = a.Close()
+			cm.log.Debug().Str("archive", a.Name()).Msg("retired archive closed")
+		}
 	}()
 }
 
@@ -386,17 +767,20 @@ func (cm *Manager) RescanLoop(ctx context.Context, interval time.Duration, trigg
 	}
 }
 
-// CloseAll closes every archive (at shutdown, after in-flight requests).
+// CloseAll stops every open still running and closes every archive (at
+// shutdown, after in-flight requests).
 func (cm *Manager) CloseAll() {
 	cm.closed.Do(func() {
+		cm.stop()
 		close(cm.done)
+		cm.jobs.Wait()
 		cm.retired.Wait()
 		cm.mu.Lock()
 		defer cm.mu.Unlock()
 		seen := map[*archiveview.Archive]bool{}
-		for _, m := range []map[string]*archiveview.Archive{cm.catalog.Map(), cm.static, cm.open} {
-			for _, a := range m {
-				if !seen[a] {
+		for _, m := range []map[string]*Entry{cm.catalog.Entries(), cm.static, cm.open} {
+			for _, e := range m {
+				if a, _, _ := e.State(); a != nil && !seen[a] {
 					seen[a] = true
 					_ = a.Close()
 				}
@@ -414,10 +798,14 @@ type Page struct {
 	Collisions []Collision   `json:"collisions"`
 }
 
-// BucketEntry is one served bucket on the /-/archives page.
+// BucketEntry is one served bucket on the /-/archives page. State is
+// "open", "opening" (its figures are zero until it opens) or "failed"
+// (Error says why; the bucket answers that error).
 type BucketEntry struct {
 	Bucket            string   `json:"bucket"`
 	Source            string   `json:"source"`
+	State             string   `json:"state"`
+	Error             string   `json:"error,omitempty"`
 	Archive           string   `json:"archive"`
 	UploadID          string   `json:"upload_id"`
 	Version           string   `json:"version"`
@@ -450,23 +838,33 @@ func (cm *Manager) Page() Page {
 	if p.Collisions == nil {
 		p.Collisions = []Collision{}
 	}
+	entries := cm.catalog.Entries()
 	for _, name := range cm.catalog.BucketNames() {
-		a, ok := cm.catalog.Bucket(name)
-		if !ok {
+		e := entries[name]
+		if e == nil {
 			continue
 		}
-		info := a.Info()
 		src := rep.Sources[name]
 		if src == "" {
 			src = cm.staticSources[name]
 		}
-		p.Buckets = append(p.Buckets, BucketEntry{
-			Bucket: name, Source: src, Archive: info.Name, UploadID: info.UploadID, Version: info.Version,
-			ManifestKey: info.ManifestKey, Chain: info.Chain, Files: info.Files, Chunks: info.Chunks, Frames: info.Frames,
-			CompressedBytes: info.CompressedBytes, UncompressedBytes: info.UncompressedBytes,
-			Shapes: info.Shapes, Warnings: info.Warnings,
-			Unverifiable: info.Unverifiable, UnverifiableSample: info.UnverifiableSample,
-		})
+		be := BucketEntry{Bucket: name, Source: src, Archive: e.Name, Chain: []string{}, Shapes: []string{}, Warnings: []string{}}
+		a, err, done := e.State()
+		switch {
+		case !done:
+			be.State = "opening"
+		case err != nil:
+			be.State, be.Error = "failed", err.Error()
+		default:
+			info := a.Info()
+			be.State = "open"
+			be.Archive, be.UploadID, be.Version, be.ManifestKey = info.Name, info.UploadID, info.Version, info.ManifestKey
+			be.Chain, be.Files, be.Chunks, be.Frames = info.Chain, info.Files, info.Chunks, info.Frames
+			be.CompressedBytes, be.UncompressedBytes = info.CompressedBytes, info.UncompressedBytes
+			be.Shapes, be.Warnings = info.Shapes, info.Warnings
+			be.Unverifiable, be.UnverifiableSample = info.Unverifiable, info.UnverifiableSample
+		}
+		p.Buckets = append(p.Buckets, be)
 	}
 	if p.Buckets == nil {
 		p.Buckets = []BucketEntry{}

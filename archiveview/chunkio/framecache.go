@@ -354,6 +354,9 @@ func (c *FrameCache) get(ctx context.Context, k cacheKey, m *Metrics, fill func(
 		if err != nil && isContextErr(err) && ctx.Err() == nil && attempt < 3 {
 			continue // the filler's context ended, not ours: try again
 		}
+		if err == nil && !mine {
+			m.cacheHit() // joined another read's fetch: no fetch of its own
+		}
 		return b, err
 	}
 }

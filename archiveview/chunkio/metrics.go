@@ -27,7 +27,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		cacheHits: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "wharf_frame_cache_hits_total",
-			Help: "Frame (or small extent) reads served from the decoded-frame cache.",
+			Help: "Frame (or small extent) reads served from the decoded-frame cache, or by joining another read's fetch of the same frame (no fetch of their own).",
 		}),
 		checksumFailures: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "wharf_checksum_failures_total",

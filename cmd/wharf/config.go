@@ -26,6 +26,14 @@ import (
 // maxConfigFile bounds how much of a config file is read.
 const maxConfigFile = 1 << 20
 
+// Bounds of the opening options: more opens at once than this only queue
+// in the store's connection pool; a longer request wait outlasts every
+// client's timeout.
+const (
+	maxOpenConcurrency = 1024
+	maxOpenWait        = 5 * time.Minute
+)
+
 // serveAlias is one --alias NAME=s3://BUCKET/PREFIX@latest: bucket NAME
 // serves the newest finished upload under PREFIX.
 type serveAlias struct {
@@ -57,6 +65,9 @@ type fileConfig struct {
 	Aliases         []serveAlias  `yaml:"aliases"`
 	Rescan          time.Duration `yaml:"rescan"`
 	RetireGrace     time.Duration `yaml:"retire_grace"`
+	OpenConcurrency int           `yaml:"open_concurrency"`
+	WaitOpen        bool          `yaml:"wait_open"`
+	OpenWait        time.Duration `yaml:"open_wait"`
 	Anonymous       bool          `yaml:"anonymous"`
 	Keys            []auth.Key    `yaml:"keys"`
 	KeysFile        string        `yaml:"keys_file"`
@@ -107,6 +118,8 @@ func defaultServeConfig() serveConfig {
 		Region:          "us-east-1",
 		LogFormat:       "json",
 		RetireGrace:     time.Minute,
+		OpenConcurrency: catalog.DefaultOpenConcurrency,
+		OpenWait:        catalog.DefaultOpenWait,
 		ShutdownTimeout: 30 * time.Second,
 		LogOut:          os.Stderr,
 
@@ -147,6 +160,7 @@ func applyConfigYAML(data []byte, cfg *serveConfig) error {
 	fc := fileConfig{
 		Listen: cfg.Listen, AdminListen: cfg.AdminListen, Store: cfg.StoreURL,
 		Discover: cfg.Discover, Aliases: cfg.Aliases, Rescan: cfg.Rescan, RetireGrace: cfg.RetireGrace,
+		OpenConcurrency: cfg.OpenConcurrency, WaitOpen: cfg.WaitOpen, OpenWait: cfg.OpenWait,
 		Anonymous: cfg.Anonymous, Keys: cfg.Keys, KeysFile: cfg.KeysFile, CacheBytes: yamlBytes(cfg.CacheBytes),
 		IndexCacheDir: cfg.indexCache(), VirtualHostBase: cfg.VirtualHostBase, Region: cfg.Region,
 		LogFormat: cfg.LogFormat, ShutdownTimeout: cfg.ShutdownTimeout,
@@ -176,6 +190,7 @@ func applyConfigYAML(data []byte, cfg *serveConfig) error {
 		}
 	}
 	cfg.Discover, cfg.Aliases, cfg.Rescan, cfg.RetireGrace = fc.Discover, fc.Aliases, fc.Rescan, fc.RetireGrace
+	cfg.OpenConcurrency, cfg.WaitOpen, cfg.OpenWait = fc.OpenConcurrency, fc.WaitOpen, fc.OpenWait
 	cfg.Anonymous, cfg.Keys, cfg.KeysFile = fc.Anonymous, fc.Keys, fc.KeysFile
 	cfg.CacheBytes, cfg.VirtualHostBase = int64(fc.CacheBytes), fc.VirtualHostBase
 	if err := cfg.setIndexCache(fc.IndexCacheDir); err != nil {
@@ -263,6 +278,9 @@ func serveFlags(cfg *serveConfig, configPath *string, check *bool) *flag.FlagSet
 		"alias", "NAME=s3://BUCKET/PREFIX@latest: bucket NAME serves the newest finished upload under PREFIX, re-resolved at every rescan; repeatable")
 	fs.DurationVar(&cfg.Rescan, "rescan", cfg.Rescan, "re-list discovery roots and re-resolve aliases this often (0 = only at start and on SIGHUP)")
 	fs.DurationVar(&cfg.RetireGrace, "retire-grace", cfg.RetireGrace, "after a rescan replaces an archive, wait this long before closing the old one")
+	fs.IntVar(&cfg.OpenConcurrency, "open-concurrency", cfg.OpenConcurrency, "archives opened at once (manifest GETs, or HEADs with --index-cache)")
+	fs.BoolVar(&cfg.WaitOpen, "wait-open", cfg.WaitOpen, "listen only once every discovered and aliased archive is open (an unresolvable alias is then fatal); default: listen at once, buckets still opening answer after --open-wait")
+	fs.DurationVar(&cfg.OpenWait, "open-wait", cfg.OpenWait, "a request for a bucket whose archive is still opening waits this long, then gets 503 SlowDown with Retry-After")
 	fs.BoolVar(&cfg.Anonymous, "anonymous", cfg.Anonymous, "allow unsigned requests (read-only, every bucket)")
 	fs.StringVar(&cfg.AccessKey, "access-key", "", "access key clients sign with (also env WHARF_ACCESS_KEY)")
 	fs.StringVar(&cfg.SecretKey, "secret-key", "", "secret key clients sign with (also env WHARF_SECRET_KEY)")

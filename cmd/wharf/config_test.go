@@ -39,6 +39,9 @@ aliases:
     target: s3://lake/photos@latest
 rescan: 10m
 retire_grace: 30s
+open_concurrency: 64
+wait_open: true
+open_wait: 3s
 anonymous: true
 keys:
   - access_key: AK1
@@ -82,7 +85,7 @@ var fullConfigFlags = []string{
 	"--archive", "photos=s3://lake/photos/uploads/20260101-aaaa/manifest.json.gz",
 	"--discover", "s3://lake/datasets", "--discover", "s3://other",
 	"--alias", "photos-latest=s3://lake/photos@latest",
-	"--rescan", "10m", "--retire-grace", "30s", "--anonymous", "--keys-file", "KEYS_FILE",
+	"--rescan", "10m", "--retire-grace", "30s", "--open-concurrency", "64", "--wait-open", "--open-wait", "3s", "--anonymous", "--keys-file", "KEYS_FILE",
 	"--cache-bytes", "2GiB", "--index-cache", "INDEX_DIR", "--virtual-host-base", "s3.example.org",
 	"--region", "eu-central-1", "--log-format", "console", "--shutdown-timeout", "45s",
 	"--max-inflight-per-key", "8", "--read-header-timeout", "5s", "--read-timeout", "30s", "--idle-timeout", "90s",
@@ -135,6 +138,7 @@ func TestConfigRoundTrip(t *testing.T) {
 		Discover: []string{"s3://lake/datasets", "s3://other"},
 		Aliases:  []serveAlias{{Name: "photos-latest", Target: "s3://lake/photos@latest"}},
 		Rescan:   10 * time.Minute, RetireGrace: 30 * time.Second, Anonymous: true,
+		OpenConcurrency: 64, WaitOpen: true, OpenWait: 3 * time.Second,
 		Keys:     []auth.Key{{AccessKey: "AK1", SecretKey: "SK1", Buckets: []string{"photos"}}},
 		KeysFile: keysFile, CacheBytes: 2 << 30, IndexCacheDir: indexDir, VirtualHostBase: "s3.example.org",
 		Region: "eu-central-1", LogFormat: "console", ShutdownTimeout: 45 * time.Second, LogOut: os.Stderr,
@@ -201,6 +205,10 @@ func TestCheckConfig(t *testing.T) {
 		{"bad listen", "store: s3://\ndiscover: [s3://a/b]\nadmin_listen: nocolon\n", nil, "nocolon"},
 		{"flag error", "store: s3://\ndiscover: [s3://a/b]\n", []string{"--alias", "noequals"}, "noequals"},
 		{"missing config", "", []string{"--config", "/nonexistent/wharf.yaml"}, "/nonexistent/wharf.yaml"},
+		{"negative open concurrency", "store: s3://\ndiscover: [s3://a/b]\nopen_concurrency: -2\n", nil, "--open-concurrency -2"},
+		{"open concurrency huge", "store: s3://\ndiscover: [s3://a/b]\n", []string{"--open-concurrency", "100000"}, "--open-concurrency 100000"},
+		{"negative open wait", "store: s3://\ndiscover: [s3://a/b]\nopen_wait: -1s\n", nil, "--open-wait -1s"},
+		{"open wait beyond clients", "store: s3://\ndiscover: [s3://a/b]\n", []string{"--open-wait", "1h"}, "--open-wait 1h0m0s"},
 		{"part size too small", "store: s3://\ndiscover: [s3://a/b]\npart_size: 64KiB\n", nil, "--part-size 65536"},
 		{"part size too large", "store: s3://\ndiscover: [s3://a/b]\n", []string{"--part-size", "1GiB"}, "--part-size"},
 		{"negative stream parts", "store: s3://\ndiscover: [s3://a/b]\nstream_parts: -1\n", nil, "--stream-parts -1"},
@@ -580,6 +588,7 @@ func configDump(t testing.TB, cfg serveConfig) []byte {
 	fc := fileConfig{
 		Listen: cfg.Listen, AdminListen: cfg.AdminListen, Store: cfg.StoreURL,
 		Discover: cfg.Discover, Aliases: cfg.Aliases, Rescan: cfg.Rescan, RetireGrace: cfg.RetireGrace,
+		OpenConcurrency: cfg.OpenConcurrency, WaitOpen: cfg.WaitOpen, OpenWait: cfg.OpenWait,
 		Anonymous: cfg.Anonymous, Keys: cfg.Keys, KeysFile: cfg.KeysFile, CacheBytes: yamlBytes(cfg.CacheBytes),
 		IndexCacheDir: cfg.indexCache(), VirtualHostBase: cfg.VirtualHostBase, Region: cfg.Region,
 		LogFormat: cfg.LogFormat, ShutdownTimeout: cfg.ShutdownTimeout, MaxInflightPerKey: cfg.MaxInflightPerKey,
@@ -624,6 +633,7 @@ func fileSettable(cfg serveConfig) serveConfig {
 	out := serveConfig{
 		Listen: cfg.Listen, AdminListen: cfg.AdminListen, StoreURL: cfg.StoreURL,
 		Rescan: cfg.Rescan, RetireGrace: cfg.RetireGrace, Anonymous: cfg.Anonymous, KeysFile: cfg.KeysFile,
+		OpenConcurrency: cfg.OpenConcurrency, WaitOpen: cfg.WaitOpen, OpenWait: cfg.OpenWait,
 		CacheBytes: cfg.CacheBytes, IndexCacheDir: cfg.IndexCacheDir, IndexCacheURL: cfg.IndexCacheURL, VirtualHostBase: cfg.VirtualHostBase,
 		Region: cfg.Region, LogFormat: cfg.LogFormat, ShutdownTimeout: cfg.ShutdownTimeout,
 		MaxInflightPerKey: cfg.MaxInflightPerKey, ReadHeaderTimeout: cfg.ReadHeaderTimeout,
@@ -668,6 +678,7 @@ func configBase(variant int) serveConfig {
 	c.Discover = []string{"s3://base/discover" + v}
 	c.Aliases = []serveAlias{{Name: "alias" + v, Target: "s3://base/" + v + "@latest"}}
 	c.Rescan, c.RetireGrace, c.ShutdownTimeout = d, d+1, d+2
+	c.OpenConcurrency, c.WaitOpen, c.OpenWait = 40+variant, variant == 0, d+8
 	c.ReadHeaderTimeout, c.ReadTimeout, c.IdleTimeout = d+3, d+4, d+5
 	c.Anonymous = variant == 1
 	c.Keys = []auth.Key{{AccessKey: "BASE" + v, SecretKey: "base-secret-" + v}}

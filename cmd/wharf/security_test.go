@@ -688,10 +688,18 @@ func TestServeKeysConfined(t *testing.T) {
 		Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0", StoreURL: "file://" + dir,
 		Discover: []string{"s3://lake/tenant-a"}, Anonymous: true, CacheBytes: 1 << 20,
 	})
+	// The archive is refused whole: its bucket is listed and every
+	// request answers the refusal (naming the key and the manifest),
+	// never the other tenant's bytes.
 	resp, body := sendReq(t, mustReq(t, "GET", "http://"+addr+"/"+bucket+"/leak.txt"))
-	wantS3Error(t, "GET of the leaking key", resp, body, 404, "NoSuchBucket")
+	wantS3Error(t, "GET of the leaking key", resp, body, 500, "InternalError")
+	if !strings.Contains(string(body), "tenant-b/secret.txt") || !strings.Contains(string(body), res.ManifestKey) || bytes.Contains(body, secret) {
+		t.Errorf("the refusal does not name the key and the manifest: %s", body)
+	}
+	waitReady(t, admin)
 	resp, body = sendReq(t, mustReq(t, "GET", "http://"+admin+"/-/archives"))
-	if resp.StatusCode != 200 || !strings.Contains(string(body), `tenant-b/secret.txt`) || !strings.Contains(string(body), "outside the archive") {
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `tenant-b/secret.txt`) || !strings.Contains(string(body), "outside the archive") ||
+		!strings.Contains(string(body), `"state": "failed"`) {
 		t.Fatalf("/-/archives does not name the refused key: %s", body)
 	}
 	if !strings.Contains(logs.String(), "tenant-b/secret.txt") {

@@ -40,15 +40,21 @@ type serveArchive struct {
 // config file and flags (config.go) and other commands (demo) may fill it
 // directly and call serve.
 type serveConfig struct {
-	Listen          string
-	AdminListen     string
-	StoreURL        string
-	S3              backend.S3Config
-	Archives        []serveArchive
-	Discover        []string      // s3://BUCKET/PREFIX discovery roots
-	Aliases         []serveAlias  // NAME=s3://BUCKET/PREFIX@latest
-	Rescan          time.Duration // 0 = rescan only on SIGHUP
-	RetireGrace     time.Duration // wait before closing a replaced archive
+	Listen      string
+	AdminListen string
+	StoreURL    string
+	S3          backend.S3Config
+	Archives    []serveArchive
+	Discover    []string      // s3://BUCKET/PREFIX discovery roots
+	Aliases     []serveAlias  // NAME=s3://BUCKET/PREFIX@latest
+	Rescan      time.Duration // 0 = rescan only on SIGHUP
+	RetireGrace time.Duration // wait before closing a replaced archive
+	// Opening archives (catalog.Config): how many at once, whether start
+	// waits for all of them, how long a request waits for one (0 = the
+	// defaults).
+	OpenConcurrency int
+	WaitOpen        bool
+	OpenWait        time.Duration
 	Anonymous       bool
 	AccessKey       string
 	SecretKey       string
@@ -227,6 +233,12 @@ func (cfg *serveConfig) validate(keys []auth.Key) error {
 	if err := cfg.Read.validate(cfg.CacheBytes); err != nil {
 		return err
 	}
+	if cfg.OpenConcurrency < 0 || cfg.OpenConcurrency > maxOpenConcurrency {
+		return fmt.Errorf("--open-concurrency %d: want 1 to %d (0 = the default, %d)", cfg.OpenConcurrency, maxOpenConcurrency, catalog.DefaultOpenConcurrency)
+	}
+	if cfg.OpenWait < 0 || cfg.OpenWait > maxOpenWait {
+		return fmt.Errorf("--open-wait %s: want 1ms to %s (a request for a bucket still opening waits this long, then gets 503 SlowDown; 0 = the default, %s)", cfg.OpenWait, maxOpenWait, catalog.DefaultOpenWait)
+	}
 	if cfg.Rescan < 0 || cfg.RetireGrace < 0 || cfg.ShutdownTimeout < 0 {
 		return errors.New("--rescan, --retire-grace and --shutdown-timeout must not be negative")
 	}
@@ -305,11 +317,14 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 			Logger:           log,
 			IndexCache:       indexCache,
 		},
-		Archives:    cfg.catalogSources(),
-		Discover:    cfg.Discover,
-		Aliases:     cfg.catalogAliases(),
-		RetireGrace: cfg.RetireGrace,
-		Logger:      log,
+		Archives:        cfg.catalogSources(),
+		Discover:        cfg.Discover,
+		Aliases:         cfg.catalogAliases(),
+		RetireGrace:     cfg.RetireGrace,
+		OpenConcurrency: cfg.OpenConcurrency,
+		WaitOpen:        cfg.WaitOpen,
+		OpenWait:        cfg.OpenWait, // 0 = the default
+		Logger:          log,
 	})
 	defer func() {
 		if retErr != nil {
@@ -507,6 +522,11 @@ func adminMux(reg *prometheus.Registry, ready *atomic.Bool, cm *catalog.Manager)
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		if !ready.Load() {
 			http.Error(w, "not ready", http.StatusServiceUnavailable)
+			return
+		}
+		if !cm.Ready() {
+			pending, total := cm.Opening()
+			http.Error(w, fmt.Sprintf("not ready: %d of %d archives still opening", pending, total), http.StatusServiceUnavailable)
 			return
 		}
 		_, _ = io.WriteString(w, "ready\n")

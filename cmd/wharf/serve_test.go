@@ -41,6 +41,23 @@ func packServeTree(t *testing.T, files map[string][]byte) (string, string) {
 	return "file://" + dir, "s3://src/" + res.ManifestKey
 }
 
+// waitReady polls the admin listener's /readyz until it answers 200 (every
+// archive of the initial scan has opened or failed).
+func waitReady(t *testing.T, admin string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, body := get(t, "http://"+admin+"/readyz")
+		if code == 200 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz never turned ready: %d %s", code, body)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // startServe runs serve in-process and returns the bound addresses and a
 // stop function that cancels it and returns serve's error.
 func startServe(t *testing.T, cfg serveConfig) (addr, admin string, logs *lockedBuffer, stop func() error) {
@@ -369,6 +386,7 @@ func TestServeDiscoverAndAlias(t *testing.T) {
 	})
 
 	// Which buckets, which skips.
+	waitReady(t, admin)
 	var page catalog.Page
 	_, body := get(t, "http://"+admin+"/-/archives")
 	if err := json.Unmarshal(body, &page); err != nil {
@@ -547,17 +565,34 @@ func TestServeDiscoverAndAlias(t *testing.T) {
 	}
 }
 
-// TestServeAliasUnresolvable: an alias with nothing behind it is an error at
-// start naming the alias.
+// TestServeAliasUnresolvable: an alias with nothing behind it is an error
+// at start naming the alias with --wait-open; without it, wharf serves, lists
+// the alias, and answers its requests with that error (and /readyz turns
+// ready: the alias's resolution has ended).
 func TestServeAliasUnresolvable(t *testing.T) {
 	lake := newLakeFake(t)
-	err := serve(context.Background(), serveConfig{
-		Listen: "127.0.0.1:0", StoreURL: "s3://", S3: lake.s3Config(), Anonymous: true, CacheBytes: 1 << 20, LogOut: io.Discard,
+	cfg := serveConfig{
+		Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0", StoreURL: "s3://", S3: lake.s3Config(), Anonymous: true, CacheBytes: 1 << 20,
 		Aliases: []serveAlias{{Name: "latest", Target: "s3://lake/empty@latest"}},
-		Ready:   func(string, string) { t.Error("serve started") },
-	})
+	}
+	waitCfg := cfg
+	waitCfg.WaitOpen, waitCfg.LogOut = true, io.Discard
+	waitCfg.Ready = func(string, string) { t.Error("serve started") }
+	err := serve(context.Background(), waitCfg)
 	if err == nil || !strings.Contains(err.Error(), "alias latest=s3://lake/empty@latest") {
-		t.Fatalf("serve: %v", err)
+		t.Fatalf("serve --wait-open: %v", err)
+	}
+
+	addr, admin, _, stop := startServe(t, cfg)
+	defer stop()
+	waitReady(t, admin)
+	code, body := get(t, "http://"+addr+"/")
+	if code != 200 || !strings.Contains(string(body), "<Name>latest</Name>") {
+		t.Errorf("ListBuckets: %d %s", code, body)
+	}
+	code, body = get(t, "http://"+addr+"/latest/x.txt")
+	if code != 500 || !strings.Contains(string(body), "alias latest=s3://lake/empty@latest") || !strings.Contains(string(body), "no finished upload") {
+		t.Errorf("GET through the unresolved alias: %d %s", code, body)
 	}
 }
 

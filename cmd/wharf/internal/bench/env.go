@@ -21,7 +21,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -30,34 +29,13 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/wharf-s3/wharf/archiveview"
+	"github.com/wharf-s3/wharf/archiveview/catalog"
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
 	"github.com/wharf-s3/wharf/auth"
 	"github.com/wharf-s3/wharf/backend"
 	"github.com/wharf-s3/wharf/backend/faults"
 	"github.com/wharf-s3/wharf/s3api"
 )
-
-// swapCatalog serves one bucket whose archive can be replaced between
-// measurements (a cold cache per run) without restarting the listener.
-type swapCatalog struct {
-	name string
-	cur  atomic.Pointer[archiveview.Archive]
-}
-
-func (c *swapCatalog) Bucket(name string) (*archiveview.Archive, bool) {
-	a := c.cur.Load()
-	if name != c.name || a == nil {
-		return nil, false
-	}
-	return a, true
-}
-
-func (c *swapCatalog) Buckets() []*archiveview.Archive {
-	if a := c.cur.Load(); a != nil {
-		return []*archiveview.Archive{a}
-	}
-	return nil
-}
 
 // env is one backing store plus one in-process wharf endpoint.
 type env struct {
@@ -67,7 +45,7 @@ type env struct {
 	reg     *prometheus.Registry
 	bmet    *backend.Metrics
 	avmet   *chunkio.Metrics
-	catalog *swapCatalog
+	catalog *catalog.Dynamic // serves "wharf"; swapped between measurements (a cold cache per run)
 	srv     *http.Server
 	url     string
 	client  *s3.Client
@@ -98,7 +76,7 @@ func newEnv(cfg Config) (*env, error) {
 	e.readOpts = cfg.ReadOptions
 	e.bmet = backend.NewMetrics(e.reg)
 	e.avmet = chunkio.NewMetrics(e.reg)
-	e.catalog = &swapCatalog{name: "wharf"}
+	e.catalog = catalog.NewDynamic(nil)
 	verifier, err := auth.New(auth.Config{Anonymous: true})
 	if err != nil {
 		return nil, err
@@ -172,7 +150,7 @@ func (e *env) serveArchive(ctx context.Context, manifestKey string, cacheBytes i
 func (e *env) swap(a *archiveview.Archive) {
 	old := e.cur
 	e.cur = a
-	e.catalog.cur.Store(a)
+	e.catalog.Swap(map[string]*archiveview.Archive{"wharf": a})
 	if old != nil {
 		old.Close()
 	}
