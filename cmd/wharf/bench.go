@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"time"
@@ -37,6 +38,8 @@ func runBench(ctx context.Context, args []string) error {
 	soak := fs.Bool("soak", false, "run the load test instead: random reads and listings across several archives with faults injected")
 	soakFor := fs.Duration("soak-duration", bench.DefaultSoakConfig().Duration, "with --soak: how long the load runs")
 	soakClients := fs.Int("soak-clients", bench.DefaultSoakConfig().Clients, "with --soak: concurrent clients")
+	discovery := fs.Int("discovery", 0, "run the discovery-at-start workload instead: N uploads under one root, at --latency per request (issue 16: 2000 at 50ms)")
+	openConc := fs.Int("open-concurrency", 0, "with --discovery: archives opened at once (0 = serve's default)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -51,6 +54,19 @@ func runBench(ctx context.Context, args []string) error {
 			return err
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if *discovery < 0 || *openConc < 0 {
+		return errors.New("bench: --discovery and --open-concurrency must not be negative")
+	}
+	if *discovery > 0 {
+		rep := &bench.Report{Header: []string{"command: wharf bench " + strings.Join(args, " "),
+			fmt.Sprintf("machine: %s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())}}
+		if err := bench.Discovery(ctx, bench.DiscoveryConfig{Uploads: *discovery, Latency: *latency, OpenConcurrency: *openConc,
+			Progress: os.Stderr}, rep); err != nil {
+			return err
+		}
+		rep.WriteMarkdown(os.Stdout)
+		return nil
 	}
 	if *soak {
 		sc := bench.DefaultSoakConfig()
