@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -66,6 +67,16 @@ type countingHandler struct {
 	lists atomic.Int64
 	gets  atomic.Int64
 	total atomic.Int64
+	paths sync.Map // object GET path → *atomic.Int64
+}
+
+// getsOf returns how many GETs of the object at path (/BUCKET/KEY) the
+// backend received.
+func (c *countingHandler) getsOf(path string) int64 {
+	if n, ok := c.paths.Load(path); ok {
+		return n.(*atomic.Int64).Load()
+	}
+	return 0
 }
 
 func (c *countingHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -78,6 +89,8 @@ func (c *countingHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		} else {
 			c.gets.Add(1)
+			n, _ := c.paths.LoadOrStore(r.URL.Path, new(atomic.Int64))
+			n.(*atomic.Int64).Add(1)
 		}
 	}
 	c.h.ServeHTTP(w, r)
