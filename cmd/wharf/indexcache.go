@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -95,7 +97,7 @@ func (f indexCacheFlag) Set(v string) error { return f.cfg.setIndexCache(v) }
 // shared by every replica (read with the same client and credentials as the
 // archives, and spooled to a private temporary directory, removed by
 // cleanup).
-func (cfg *serveConfig) openIndexCache(store backend.Store) (c archiveview.IndexCache, cleanup func(), err error) {
+func (cfg *serveConfig) openIndexCache(ctx context.Context, store backend.Store) (c archiveview.IndexCache, cleanup func(), err error) {
 	switch {
 	case cfg.IndexCacheDir != "":
 		if err := cfg.validateIndexCache(); err != nil {
@@ -103,9 +105,43 @@ func (cfg *serveConfig) openIndexCache(store backend.Store) (c archiveview.Index
 		}
 		return archiveview.DirIndexCache{Dir: cfg.IndexCacheDir}, func() {}, nil
 	case cfg.IndexCacheURL != "":
+		if err := probeIndexCache(ctx, cfg.IndexCacheURL, store); err != nil {
+			return nil, nil, err
+		}
 		return openIndexCache(cfg.IndexCacheURL, store)
 	}
 	return nil, func() {}, nil
+}
+
+// indexProbeKey is the object probeIndexCache asks for under the prefix
+// (it need not exist).
+const indexProbeKey = ".wharf-index-probe"
+
+// probeIndexCache checks at start that an s3:// index cache can be used: a
+// GET of a key under the prefix must answer "no such key" (or the object).
+// A missing bucket, a refusal (the prefix needs s3:GetObject, s3:PutObject
+// and s3:ListBucket, without which S3 answers 403 for a missing index) or
+// an unreachable store is a startup error naming the value, not a silent
+// fallback to reading every manifest.
+func probeIndexCache(ctx context.Context, v string, store backend.Store) error {
+	bucket, prefix, _, err := archiveview.ParseIndexCacheURL(v)
+	if err != nil {
+		return err
+	}
+	rc, _, err := store.Get(ctx, bucket, prefix+indexProbeKey)
+	if err == nil {
+		return rc.Close()
+	}
+	f, _ := backend.Describe(err)
+	switch {
+	case errors.Is(err, backend.ErrNotFound) && (strings.Contains(f.Detail, "no such bucket") || strings.Contains(f.Detail, "no bucket directory")):
+		return fmt.Errorf("--index-cache %s: bucket %q does not exist", v, bucket)
+	case errors.Is(err, backend.ErrNotFound):
+		return nil
+	case errors.Is(err, backend.ErrAccessDenied):
+		return fmt.Errorf("--index-cache %s: access denied (the prefix needs s3:GetObject, s3:PutObject and s3:ListBucket): %w", v, err)
+	}
+	return fmt.Errorf("--index-cache %s: %w", v, err)
 }
 
 // openIndexCache opens the shared index cache at s3://BUCKET/PREFIX v of

@@ -301,7 +301,7 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 		store = cfg.wrapStore(store)
 	}
 	store = backend.Instrument(store, backend.NewMetrics(reg))
-	indexCache, dropIndexSpool, err := cfg.openIndexCache(store)
+	indexCache, dropIndexSpool, err := cfg.openIndexCache(ctx, store)
 	if err != nil {
 		return err
 	}

@@ -606,3 +606,20 @@ func TestCertExpiryWarnings(t *testing.T) {
 		t.Errorf("no error for the expired certificate:\n%s", logs.String())
 	}
 }
+
+// TestServeIndexCacheProbe: an s3:// index cache whose bucket does not
+// exist is a startup error naming it (not a cache that silently never
+// works).
+func TestServeIndexCacheProbe(t *testing.T) {
+	store, man := packServeTree(t, map[string][]byte{"a.txt": []byte("hello\n")})
+	cfg, _, err := parseServeArgs([]string{"--store", store, "--archive", "data=" + man, "--anonymous", "--listen", "127.0.0.1:0",
+		"--index-cache", "s3://nobucket/wharf-index"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.LogOut = io.Discard
+	cfg.Ready = func(string, string) { t.Error("serve started") }
+	if err := serve(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), `--index-cache s3://nobucket/wharf-index: bucket "nobucket" does not exist`) {
+		t.Errorf("serve with a missing index cache bucket: %v", err)
+	}
+}
