@@ -233,4 +233,3 @@ func TestInstrumentKeepsRestorer(t *testing.T) {
 		t.Fatal("Instrument(FileStore) claims to restore")
 	}
 }
-

@@ -270,7 +270,7 @@ func TestGlacierHTTP(t *testing.T) {
 		{"/bkt/a/z%201?restore", "<RestoreRequest><Days>1", 400, "MalformedXML"},
 		{"/bkt/a/z%201?restore", restoreBody("0", ""), 400, "InvalidArgument"},
 		{"/bkt/a/z%201?restore", restoreBody("1", "Expedited"), 400, "InvalidArgument"},
-		{"/bkt/a/z%201?restore", restoreBody("", "Bulk"), 400, "InvalidArgument"}, // Days required
+		{"/bkt/a/z%201?restore", restoreBody("", "Bulk"), 400, "InvalidArgument"},  // Days required
 		{"/bkt/a/x%20&%20y?restore", restoreBody("2", ""), 400, "InvalidArgument"}, // no Days for IT
 		{"/bkt/a/z%201?restore", restoreBody("2", "Bulk"), 202, ""},
 		{"/bkt/a/z%201?restore", restoreBody("2", "Bulk"), 409, "RestoreAlreadyInProgress"},
