@@ -20,15 +20,39 @@ var ErrBrokenChain = errors.New("broken manifest chain")
 // Open loads the manifest at bucket/manifestKey from store (gzip sniffed),
 // validates it, follows the previous_manifest_id chain, resolves the tree and
 // builds the index. It reads the manifests only (one GET each, newest first)
-// and never lists the bucket. Every error names the archive (opts.Name, else
+// and never lists the bucket, unless opts.StorageClasses asks it to learn
+// the objects' storage classes (one listing of each upload prefix;
+// RefreshStorageClasses). Every error names the archive (opts.Name, else
 // the upload id) and the manifest key. With opts.IndexCacheDir set, Open
 // first tries the persistent index recorded for the manifest (persist.go):
 // HEAD requests only, no manifest GET, when every manifest it was built
 // from is unchanged.
 func Open(ctx context.Context, store backend.Store, bucket, manifestKey string, opts Options) (*Archive, error) {
+	var (
+		a   *Archive
+		err error
+	)
 	if opts.IndexCacheDir != "" {
-		return openIndexCached(ctx, store, bucket, manifestKey, opts) // persist.go
+		a, err = openIndexCached(ctx, store, bucket, manifestKey, opts) // persist.go
+	} else {
+		a, err = openManifests(ctx, store, bucket, manifestKey, opts)
 	}
+	if err != nil || !opts.StorageClasses {
+		return a, err
+	}
+	if err := a.RefreshStorageClasses(ctx); err != nil {
+		if ctx.Err() != nil {
+			a.Close()
+			return nil, err
+		}
+		// Not fatal: objects the listing did not cover are HEADed when needed.
+		a.log.Warn().Err(err).Str("archive", a.name).Msg("storage classes: listing failed; using HEAD requests")
+	}
+	return a, nil
+}
+
+// openManifests is Open without a persistent index.
+func openManifests(ctx context.Context, store backend.Store, bucket, manifestKey string, opts Options) (*Archive, error) {
 	name := opts.Name
 	fail := func(err error) error {
 		n := name

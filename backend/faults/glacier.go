@@ -72,6 +72,7 @@ type Glacier struct {
 	prefixes []prefixClass
 	restores map[string]*restoreRec // bucket\x00key
 	calls    []RestoreCall
+	refused  int // reads refused as archived
 }
 
 type objClass struct{ class, tier string }
@@ -117,13 +118,14 @@ func (g *Glacier) SetPrefixClass(bucket, prefix, class, tier string) {
 	g.prefixes = append(g.prefixes, prefixClass{bucket, prefix, objClass{class, tier}})
 }
 
-// Forget drops every restore (restored copies and running restores) and the
-// log of RestoreObject calls; classes stay.
+// Forget drops every restore (restored copies and running restores), the
+// log of RestoreObject calls and the refusal count; classes stay.
 func (g *Glacier) Forget() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.restores = map[string]*restoreRec{}
 	g.calls = nil
+	g.refused = 0
 }
 
 // Calls returns every RestoreObject the model answered, in order.
@@ -131,6 +133,20 @@ func (g *Glacier) Calls() []RestoreCall {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return slices.Clone(g.calls)
+}
+
+// Refusals is the number of reads (GET, ranged or whole) refused because
+// the object was archived: zero means nobody tried to fetch archived bytes.
+func (g *Glacier) Refusals() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.refused
+}
+
+func (g *Glacier) countRefusal() {
+	g.mu.Lock()
+	g.refused++
+	g.mu.Unlock()
 }
 
 // Started returns the keys (bucket/key) whose restore was started (202),
@@ -282,6 +298,7 @@ func (s *GlacierStore) refuse(ctx context.Context, op, bucket, key string) error
 		}
 		return err
 	}
+	s.g.countRefusal()
 	return &backend.Error{Op: op, Bucket: bucket, Key: key,
 		Err: &backend.ArchivedError{StorageClass: st.Class, AccessTier: st.Tier, Restore: st.Restore}}
 }

@@ -107,6 +107,7 @@ func (h *glacierHandler) object(w http.ResponseWriter, r *http.Request, bucket, 
 			h.next.ServeHTTP(w, r) // the server's own 404 (or other) answer
 			return
 		}
+		h.g.countRefusal()
 		writeGlacierError(w, r, http.StatusForbidden, "InvalidObjectState",
 			"The operation is not valid for the object's storage class", st.Class, st.Tier)
 		return
