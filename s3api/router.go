@@ -32,6 +32,7 @@ const (
 	opGetObjectAttributes   = "GetObjectAttributes"
 	opGetObjectRetention    = "GetObjectRetention"
 	opGetObjectLegalHold    = "GetObjectLegalHold"
+	opRestoreObject         = "RestoreObject"
 	opCORSPreflight         = "CORSPreflight"
 	opNotImplemented        = "NotImplemented"
 	opWrite                 = "Write"
@@ -45,7 +46,7 @@ var allOps = []string{
 	opGetBucketPolicyStatus, opGetObjectLockConfig,
 	opListObjects, opListObjectsV2, opListObjectVersions, opHeadObject, opGetObject, opGetObjectACL,
 	opGetObjectTagging, opGetObjectAttributes, opGetObjectRetention, opGetObjectLegalHold,
-	opCORSPreflight, opNotImplemented, opWrite, opMethodNotAllowed,
+	opRestoreObject, opCORSPreflight, opNotImplemented, opWrite, opMethodNotAllowed,
 }
 
 // subResources are the S3 query sub-resources that select an operation other
@@ -99,7 +100,12 @@ func (s *server) address(r *http.Request) (bucket, key string) {
 func operationName(method, bucket string, hasKey bool, q auth.Query) string {
 	switch method {
 	case http.MethodGet, http.MethodHead:
-	case http.MethodPut, http.MethodPost, http.MethodDelete:
+	case http.MethodPost:
+		if hasKey && bucket != "" && subResource(q) == "restore" {
+			return opRestoreObject
+		}
+		return opWrite
+	case http.MethodPut, http.MethodDelete:
 		return opWrite
 	case http.MethodOptions:
 		return opCORSPreflight
@@ -161,7 +167,8 @@ func operationName(method, bucket string, hasKey bool, q auth.Query) string {
 	return opNotImplemented
 }
 
-// route dispatches an authenticated, authorized GET or HEAD.
+// route dispatches an authenticated, authorized GET or HEAD (or the one
+// POST wharf serves, RestoreObject).
 func (s *server) route(req *request) {
 	switch req.op {
 	case opListBuckets:
@@ -220,6 +227,8 @@ func (s *server) route(req *request) {
 		}
 	case opHeadObject, opGetObject:
 		s.getObject(req, a)
+	case opRestoreObject:
+		s.restoreObject(req, a)
 	default:
 		s.writeError(req, &apiError{Code: errNotImplemented, Bucket: req.bucket, Key: req.key})
 	}
@@ -276,6 +285,7 @@ func (s *server) writeError(req *request, e *apiError) {
 		size := e.Range.size
 		body.RangeRequested, body.ActualObjectSize = e.Range.requested, &size
 	}
+	body.StorageClass, body.AccessTier = e.StorageClass, e.AccessTier
 	var buf bytes.Buffer
 	buf.WriteString(xml.Header)
 	if err := xml.NewEncoder(&buf).Encode(body); err != nil {
