@@ -44,6 +44,7 @@ keys:
   - access_key: AK1
     secret_key: SK1
     buckets: [photos]
+    restore: [photos]
 keys_file: KEYS_FILE
 cache_bytes: 2GiB
 index_cache_dir: /var/cache/wharf
@@ -63,6 +64,8 @@ max_parts: 96
 trust_unframed: true
 allow_key_prefixes: [shared/chunks/, legacy/]
 max_frame_bytes: 32MiB
+allow_restore: true
+restore_status_ttl: 30s
 `
 
 // fullConfigFlags says the same as fullConfigYAML, except keys (a flag
@@ -80,6 +83,7 @@ var fullConfigFlags = []string{
 	"--max-header-bytes", "32KiB",
 	"--read-memory", "4GiB", "--part-size", "16MiB", "--stream-parts", "12", "--max-parts", "96",
 	"--trust-unframed", "--allow-key-prefix", "shared/chunks/", "--allow-key-prefix", "legacy/", "--max-frame-bytes", "32MiB",
+	"--allow-restore", "--restore-status-ttl", "30s",
 }
 
 func writeFile(t *testing.T, name, content string) string {
@@ -106,7 +110,7 @@ func TestConfigRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fromFlags.Keys = []auth.Key{{AccessKey: "AK1", SecretKey: "SK1", Buckets: []string{"photos"}}}
+	fromFlags.Keys = []auth.Key{{AccessKey: "AK1", SecretKey: "SK1", Buckets: []string{"photos"}, Restore: auth.RestoreGrant{Buckets: []string{"photos"}}}}
 	if !reflect.DeepEqual(fromFile, fromFlags) {
 		t.Errorf("config file and flags differ:\nfile  %+v\nflags %+v", fromFile, fromFlags)
 	}
@@ -117,13 +121,14 @@ func TestConfigRoundTrip(t *testing.T) {
 		Discover: []string{"s3://lake/datasets", "s3://other"},
 		Aliases:  []serveAlias{{Name: "photos-latest", Target: "s3://lake/photos@latest"}},
 		Rescan:   10 * time.Minute, RetireGrace: 30 * time.Second, Anonymous: true,
-		Keys:     []auth.Key{{AccessKey: "AK1", SecretKey: "SK1", Buckets: []string{"photos"}}},
+		Keys:     []auth.Key{{AccessKey: "AK1", SecretKey: "SK1", Buckets: []string{"photos"}, Restore: auth.RestoreGrant{Buckets: []string{"photos"}}}},
 		KeysFile: keysFile, CacheBytes: 2 << 30, IndexCacheDir: "/var/cache/wharf", VirtualHostBase: "s3.example.org",
 		Region: "eu-central-1", LogFormat: "console", ShutdownTimeout: 45 * time.Second, LogOut: os.Stderr,
 		MaxInflightPerKey: 8, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
 		IdleTimeout: 90 * time.Second, MaxHeaderBytes: 32 << 10,
 		Read: readOptions{ReadMemory: 4 << 30, PartSize: 16 << 20, StreamParts: 12, MaxParts: 96,
 			TrustUnframed: true, AllowKeyPrefixes: []string{"shared/chunks/", "legacy/"}, MaxFrameBytes: 32 << 20},
+		AllowRestore: true, RestoreStatusTTL: 30 * time.Second,
 	}
 	if !reflect.DeepEqual(fromFile, want) {
 		t.Errorf("config file:\n got %+v\nwant %+v", fromFile, want)
@@ -190,6 +195,12 @@ func TestCheckConfig(t *testing.T) {
 		{"key prefix with ..", "store: s3://\ndiscover: [s3://a/b]\n", []string{"--allow-key-prefix", "a/../b/"}, ".."},
 		{"max frame too small", "store: s3://\ndiscover: [s3://a/b]\nmax_frame_bytes: 1KiB\n", nil, "--max-frame-bytes 1024"},
 		{"read memory not a size", "store: s3://\ndiscover: [s3://a/b]\n", []string{"--read-memory", "lots"}, "lots"},
+		{"restore from a file store", "store: file:///srv\ndiscover: [s3://a/b]\nallow_restore: true\nkeys: [{access_key: A, secret_key: S}]\n", nil, "--allow-restore: a file:// store"},
+		{"restore without keys", "store: s3://\ndiscover: [s3://a/b]\nanonymous: true\n", []string{"--allow-restore"}, "anonymous callers never restore"},
+		{"restore ttl too long", "store: s3://\ndiscover: [s3://a/b]\nrestore_status_ttl: 48h\n", nil, "--restore-status-ttl 48h0m0s"},
+		{"negative restore ttl", "store: s3://\ndiscover: [s3://a/b]\n", []string{"--restore-status-ttl", "-1s"}, "--restore-status-ttl -1s"},
+		{"restore grant not readable", "store: s3://\ndiscover: [s3://a/b]\nkeys: [{access_key: A, secret_key: S, buckets: [x], restore: [y]}]\n", nil, `restore grant for bucket "y"`},
+		{"restore grant not a list", "store: s3://\ndiscover: [s3://a/b]\nkeys: [{access_key: A, secret_key: S, restore: maybe}]\n", nil, "restore: want true, false"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := []string{"--config", writeFile(t, "c.yaml", tc.yaml), "--check-config"}
@@ -476,6 +487,7 @@ func configDump(t testing.TB, cfg serveConfig) []byte {
 		StreamParts: cfg.Read.StreamParts, MaxParts: cfg.Read.MaxParts,
 		TrustUnframed: cfg.Read.TrustUnframed, AllowKeyPrefixes: cfg.Read.AllowKeyPrefixes,
 		MaxFrameBytes: yamlBytes(cfg.Read.MaxFrameBytes),
+		AllowRestore:  cfg.AllowRestore, RestoreStatusTTL: cfg.RestoreStatusTTL,
 	}
 	if fc.AllowKeyPrefixes == nil {
 		fc.AllowKeyPrefixes = []string{}
@@ -511,7 +523,7 @@ func fileSettable(cfg serveConfig) serveConfig {
 		Region: cfg.Region, LogFormat: cfg.LogFormat, ShutdownTimeout: cfg.ShutdownTimeout,
 		MaxInflightPerKey: cfg.MaxInflightPerKey, ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 		ReadTimeout: cfg.ReadTimeout, IdleTimeout: cfg.IdleTimeout, MaxHeaderBytes: cfg.MaxHeaderBytes,
-		Read: cfg.Read,
+		Read: cfg.Read, AllowRestore: cfg.AllowRestore, RestoreStatusTTL: cfg.RestoreStatusTTL,
 	}
 	if len(out.Read.AllowKeyPrefixes) == 0 {
 		out.Read.AllowKeyPrefixes = nil
@@ -556,6 +568,7 @@ func configBase(variant int) serveConfig {
 	c.CacheBytes, c.MaxInflightPerKey, c.MaxHeaderBytes = 7001+int64(variant), 7+variant, 9001+variant
 	c.Read = readOptions{ReadMemory: 3<<30 + int64(variant), PartSize: 5<<20 + int64(variant), StreamParts: 5 + variant, MaxParts: 50 + variant,
 		TrustUnframed: variant == 0, AllowKeyPrefixes: []string{"base" + v + "/"}, MaxFrameBytes: 2<<20 + int64(variant)}
+	c.AllowRestore, c.RestoreStatusTTL = variant == 1, d+6
 	return c
 }
 

@@ -75,6 +75,13 @@ type serveConfig struct {
 	IdleTimeout       time.Duration // an idle keep-alive connection; default 2m
 	MaxHeaderBytes    int           // request line plus headers; default 64 KiB
 
+	// AllowRestore serves RestoreObject (POST ?restore) for keys whose
+	// grant allows it; off by default (restores cost money).
+	AllowRestore bool
+	// RestoreStatusTTL is how long an archived object's restore state is
+	// trusted before a HEAD asks again; 0 = one minute.
+	RestoreStatusTTL time.Duration
+
 	// Test hooks: wrapStore wraps the opened store (faults.NewFaulty);
 	// rescanNow triggers a rescan like SIGHUP; scanned is called after
 	// every rescan with its error.
@@ -235,8 +242,23 @@ func (cfg *serveConfig) validate(keys []auth.Key) error {
 	if cfg.MaxHeaderBytes < 0 {
 		return errors.New("--max-header-bytes must not be negative")
 	}
+	if cfg.RestoreStatusTTL < 0 || cfg.RestoreStatusTTL > maxRestoreStatusTTL {
+		return fmt.Errorf("--restore-status-ttl %s: want 0 (the default, one minute) to %s", cfg.RestoreStatusTTL, maxRestoreStatusTTL)
+	}
+	if cfg.AllowRestore {
+		if strings.HasPrefix(cfg.StoreURL, "file://") {
+			return errors.New("--allow-restore: a file:// store has no storage classes, so there is nothing to restore")
+		}
+		if len(keys) == 0 {
+			return errors.New("--allow-restore: anonymous callers never restore; configure access keys (--keys-file, --access-key) for the callers that may")
+		}
+	}
 	return nil
 }
+
+// maxRestoreStatusTTL bounds --restore-status-ttl: an archived object's
+// restore state older than this is stale for any purpose.
+const maxRestoreStatusTTL = 24 * time.Hour
 
 // serve opens every archive (configured, discovered, aliased), then serves
 // S3 (and the admin endpoints) until ctx is cancelled, then shuts down
@@ -274,6 +296,12 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 		store = cfg.wrapStore(store)
 	}
 	store = backend.Instrument(store, backend.NewMetrics(reg))
+	// Storage classes are tracked where objects can be archived: stores
+	// that restore (S3). A file store has none, so nothing is listed.
+	_, restorer := backend.AsRestorer(store)
+	if cfg.AllowRestore && !restorer {
+		return fmt.Errorf("--allow-restore: the store %s cannot restore objects", cfg.StoreURL)
+	}
 	if cfg.IndexCacheDir != "" {
 		if err := os.MkdirAll(cfg.IndexCacheDir, 0o700); err != nil {
 			return fmt.Errorf("--index-cache: %w", err)
@@ -286,6 +314,8 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 			TrustUnframed:    cfg.Read.TrustUnframed,
 			MaxFrameBytes:    cfg.Read.MaxFrameBytes,
 			AllowKeyPrefixes: cfg.Read.AllowKeyPrefixes,
+			StorageClasses:   restorer,
+			RestoreTTL:       cfg.RestoreStatusTTL,
 			Metrics:          chunkio.NewMetrics(reg),
 			Logger:           log,
 			IndexCacheDir:    cfg.IndexCacheDir,
@@ -322,6 +352,7 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 		Region:            cfg.Region,
 		VirtualHostBase:   cfg.VirtualHostBase,
 		MaxInflightPerKey: cfg.MaxInflightPerKey,
+		AllowRestore:      cfg.AllowRestore,
 	})
 
 	ln, err := net.Listen("tcp", cfg.Listen)
@@ -380,7 +411,7 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 	go func() { errc <- serveOn(srv, ln) }()
 	ready.Store(true)
 	log.Info().Str("addr", addr).Int("buckets", len(cm.Catalog().BucketNames())).
-		Bool("anonymous", cfg.Anonymous).Int("keys", len(keys)).
+		Bool("anonymous", cfg.Anonymous).Int("keys", len(keys)).Bool("allow_restore", cfg.AllowRestore).
 		Msg("listening on " + addr)
 	if cfg.Ready != nil {
 		cfg.Ready(addr, adminAddr)
