@@ -181,6 +181,25 @@ func TestArchivedFilesSDK(t *testing.T) {
 			t.Fatalf("GET %s: %v; want InvalidObjectState %s/%s", tc.key, err, tc.class, tc.tier)
 		}
 	}
+	// The refusal carries none of the object's headers: a client that
+	// validates x-amz-checksum-* (x-amz-checksum-mode: ENABLED) would
+	// apply them to the error document.
+	req, _ := http.NewRequest("GET", f.url+"/"+testBucket+"/cold.bin", nil)
+	req.Header.Set("x-amz-checksum-mode", "ENABLED")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, h := range []string{"x-amz-checksum-sha256", "x-amz-checksum-type", "x-amz-storage-class", "ETag", "Last-Modified", "x-amz-meta-mtime"} {
+		if v := resp.Header.Get(h); v != "" {
+			t.Errorf("InvalidObjectState response carries %s: %q", h, v)
+		}
+	}
+	if resp.StatusCode != 403 || !strings.Contains(string(body), "<StorageClass>GLACIER</StorageClass>") || strings.Contains(string(body), "AccessTier") {
+		t.Fatalf("raw GET: %d %s", resp.StatusCode, body)
+	}
 	if b, err := get("warm.txt", ""); err != nil || !bytes.Equal(b, f.files["warm.txt"]) {
 		t.Fatalf("GET warm: %v", err)
 	}

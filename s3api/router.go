@@ -258,6 +258,15 @@ func (s *server) writeBody(req *request, status int, contentType string, body []
 	}
 }
 
+// objectHeaders are the headers GetObject/HeadObject set for an object,
+// removed from an error response.
+var objectHeaders = []string{
+	"ETag", "Last-Modified", "Accept-Ranges", "Content-Range", "x-amz-version-id",
+	"x-amz-checksum-sha256", "x-amz-checksum-type", "x-amz-mp-parts-count", "x-amz-meta-mtime",
+	"x-amz-storage-class", "x-amz-archive-status", "x-amz-restore",
+	"Content-Language", "Expires", "Cache-Control", "Content-Disposition", "Content-Encoding",
+}
+
 // writeError writes an S3 error response. HEAD responses carry no body.
 // RequestId in the body equals the x-amz-request-id header.
 func (s *server) writeError(req *request, e *apiError) {
@@ -268,6 +277,12 @@ func (s *server) writeError(req *request, e *apiError) {
 		return
 	}
 	h := req.w.Header()
+	// An error has no object: drop the object headers a handler may have
+	// set before it failed (a client validating x-amz-checksum-* or
+	// decoding Content-Encoding would apply them to the error document).
+	for _, k := range objectHeaders {
+		h.Del(k)
+	}
 	for k, vs := range e.Header {
 		h[k] = vs
 	}
@@ -291,9 +306,6 @@ func (s *server) writeError(req *request, e *apiError) {
 	if err := xml.NewEncoder(&buf).Encode(body); err != nil {
 		buf.Reset()
 	}
-	h.Del("ETag")
-	h.Del("Last-Modified")
-	h.Del("Accept-Ranges")
 	h.Set("Content-Type", "application/xml")
 	if req.method == http.MethodHead {
 		h.Del("Content-Length")
