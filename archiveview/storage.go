@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
@@ -96,22 +97,50 @@ func (a *Archive) fileChunks(f File) (*Archive, []int32, error) {
 	if f.idx < 0 || int(f.idx) >= a.idx.n() {
 		return nil, nil, fmt.Errorf("archive %s: key %s: not a file of this archive: %w", a.name, f.Key, ErrBadRange)
 	}
-	var out []int32
+	var (
+		out  []int32
+		seen chunkSet
+	)
 	for _, e := range a.fileExtents(f.idx) {
 		if e.chunk < 0 || int(e.chunk) >= len(a.tree.chunks) {
 			return nil, nil, fmt.Errorf("archive %s: key %s: extent of chunk %d: %w", a.name, f.Key, e.chunk, ErrCorrupt)
 		}
-		if len(out) == 0 || out[len(out)-1] != e.chunk {
-			dup := false
-			for _, c := range out {
-				dup = dup || c == e.chunk
-			}
-			if !dup {
-				out = append(out, e.chunk)
-			}
+		if seen.add(e.chunk) {
+			out = append(out, e.chunk)
 		}
 	}
 	return a, out, nil
+}
+
+// chunkSet is a set of chunk indexes: a short list while small (most
+// files lie in one or two chunks), a map beyond.
+type chunkSet struct {
+	list []int32
+	m    map[int32]bool
+}
+
+// add adds ci and reports whether it was new.
+func (s *chunkSet) add(ci int32) bool {
+	if s.m != nil {
+		if s.m[ci] {
+			return false
+		}
+		s.m[ci] = true
+		return true
+	}
+	for _, c := range s.list {
+		if c == ci {
+			return false
+		}
+	}
+	s.list = append(s.list, ci)
+	if len(s.list) > 16 {
+		s.m = make(map[int32]bool, 2*len(s.list))
+		for _, c := range s.list {
+			s.m[c] = true
+		}
+	}
+	return true
 }
 
 // StorageClass returns f's storage class from what is already known (no
@@ -123,6 +152,9 @@ func (a *Archive) StorageClass(f File) string {
 		return backend.ClassStandard
 	}
 	cl := arc.set.Classes()
+	if !cl.AnyNonStandard() {
+		return backend.ClassStandard // the common case: nothing archived
+	}
 	class, tier := backend.ClassStandard, ""
 	for _, ci := range cis {
 		oc := cl.Cached(arc.tree.chunks[ci].Key)
@@ -145,10 +177,10 @@ func (a *Archive) FileStorage(ctx context.Context, f File) (FileStorage, error) 
 	objs := make([]StorageObject, 0, len(cis))
 	for _, ci := range cis {
 		c := &arc.tree.chunks[ci]
-		oc, err := arc.set.Classes().Cached(c.Key), error(nil)
+		oc := arc.set.Classes().Cached(c.Key)
 		if oc.Archived() || oc.Class == "" {
-			oc, err = arc.set.Classes().Object(ctx, c.Key, true)
-			if err != nil {
+			var err error
+			if oc, err = arc.set.Classes().Object(ctx, c.Key, true); err != nil {
 				return FileStorage{}, fmt.Errorf("archive %s: key %s: %w", a.name, f.Key, err)
 			}
 		}
@@ -159,6 +191,49 @@ func (a *Archive) FileStorage(ctx context.Context, f File) (FileStorage, error) 
 		objs = append(objs, so)
 	}
 	return summarize(objs, arc.set.Classes().Now()), nil
+}
+
+// maxStorageHeads bounds the HEADs PrepareStorage runs at once.
+const maxStorageHeads = 16
+
+// PrepareStorage refreshes, concurrently (at most 16 HEADs at a time), the
+// restore state of the archived objects holding the bytes of files that
+// FileStorage would HEAD one by one: a listing page asking for
+// RestoreStatus calls it first, so that a page of archived files costs one
+// round of parallel HEADs, not one HEAD after another. Failures are left
+// for FileStorage to report.
+func (a *Archive) PrepareStorage(ctx context.Context, files []File) {
+	type job struct {
+		cl  *chunkio.Classes
+		key string
+	}
+	var jobs []job
+	seen := map[string]bool{}
+	for _, f := range files {
+		arc, cis, err := a.fileChunks(f)
+		if err != nil {
+			continue
+		}
+		cl := arc.set.Classes()
+		for _, ci := range cis {
+			key := arc.tree.chunks[ci].Key
+			if oc := cl.Cached(key); !seen[key] && (oc.Archived() || oc.Class == "") {
+				seen[key] = true
+				jobs = append(jobs, job{cl, key})
+			}
+		}
+	}
+	sem := make(chan struct{}, maxStorageHeads)
+	var wg sync.WaitGroup
+	for _, j := range jobs {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			_, _ = j.cl.Object(ctx, j.key, true)
+		}()
+	}
+	wg.Wait()
 }
 
 // summarize aggregates objects into a FileStorage at now.
@@ -320,19 +395,11 @@ func (a *Archive) StorageObjects(ctx context.Context, files []File) (objs []Stor
 // holding them cannot be read now (before any fetch).
 func (a *Archive) checkReadable(ctx context.Context, f File, exts []extent, off, n int64) error {
 	end := off + n
-	var checked []int32
+	var checked chunkSet
 	for _, e := range exts {
-		if e.fileOff >= end || e.fileOff+e.length <= off || n == 0 {
+		if e.fileOff >= end || e.fileOff+e.length <= off || n == 0 || !checked.add(e.chunk) {
 			continue
 		}
-		dup := false
-		for _, c := range checked {
-			dup = dup || c == e.chunk
-		}
-		if dup {
-			continue
-		}
-		checked = append(checked, e.chunk)
 		if err := a.set.CheckReadable(ctx, e.chunk); err != nil {
 			return fmt.Errorf("archive %s: key %s: chunk %s: %w", a.name, f.Key, a.tree.chunks[e.chunk].Key, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -291,5 +292,50 @@ func TestStorageSummarize(t *testing.T) {
 		if got.Class != tc.class || got.Tier != tc.tier || got.Readable != tc.readable || got.Restore != tc.restore {
 			t.Errorf("%s: %+v, want class %s/%s readable %v restore %+v", tc.name, got, tc.class, tc.tier, tc.readable, tc.restore)
 		}
+	}
+}
+
+// TestStoragePrepare: PrepareStorage HEADs each archived object of a page
+// of files once (in parallel), after which FileStorage makes no request;
+// STANDARD objects are never HEADed.
+func TestStoragePrepare(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string][]byte{}
+	for i := range 40 {
+		files[fmt.Sprintf("f%02d", i)] = rvText(uint64(i), 100+i)
+	}
+	res := rvPack(t, dir, files, cargopack.Options{Prefix: "pre", UploadID: "u1", Direct: true})
+	ck := &stClock{t: time.Date(2033, 3, 3, 0, 0, 0, 0, time.UTC)}
+	g := faults.NewGlacier(faults.GlacierConfig{Now: ck.Now})
+	for i := range 30 { // f00..f29 archived, f30..f39 STANDARD
+		g.SetClass(rvBucket, fmt.Sprintf("pre/uploads/u1/files/f%02d", i), backend.ClassGlacier, "")
+	}
+	faulty := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{Latency: 20 * time.Millisecond})
+	a, err := Open(context.Background(), g.Store(faulty), rvBucket, res.ManifestKey, Options{StorageClasses: true, clock: ck.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	var fs []File
+	for i := range 40 {
+		fs = append(fs, a.mustStat(t, fmt.Sprintf("f%02d", i)))
+	}
+	faulty.Reset()
+	t0 := time.Now()
+	a.PrepareStorage(context.Background(), fs)
+	if n := faulty.Requests("stat"); n != 30 {
+		t.Fatalf("PrepareStorage made %d HEADs, want 30 (one per archived object)", n)
+	}
+	if d := time.Since(t0); d > 400*time.Millisecond {
+		t.Errorf("PrepareStorage took %v for 30 HEADs of 20 ms: not parallel", d)
+	}
+	for i, f := range fs {
+		st, err := a.FileStorage(context.Background(), f)
+		if err != nil || (i < 30) != st.Archived {
+			t.Fatalf("%s: %+v %v", f.Key, st, err)
+		}
+	}
+	if n := faulty.Requests(""); n != 30 {
+		t.Fatalf("%d requests in all, want the 30 HEADs of PrepareStorage", n)
 	}
 }

@@ -294,6 +294,18 @@ func (s *server) entryStorage(req *request, a *archiveview.Archive, f archivevie
 	return st.Class, st.Restore, nil
 }
 
+// prepareStorage refreshes the restore states a listing page with
+// RestoreStatus needs, in parallel, before its entries are written.
+func prepareStorage[E any](s *server, req *request, a *archiveview.Archive, entries []E, file func(E) (archiveview.File, bool)) {
+	files := make([]archiveview.File, 0, len(entries))
+	for _, e := range entries {
+		if f, ok := file(e); ok {
+			files = append(files, f)
+		}
+	}
+	a.PrepareStorage(req.r.Context(), files)
+}
+
 // restoreObject answers RestoreObject.
 func (s *server) restoreObject(req *request, a *archiveview.Archive) {
 	fail := func(e *apiError) {

@@ -35,6 +35,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -67,6 +68,10 @@ type Classes struct {
 	now    func() time.Time
 	log    zerolog.Logger
 	name   string
+
+	// nonStandard counts the objects known to be in a class other than
+	// STANDARD, so that archives with none answer without a lookup.
+	nonStandard atomic.Int64
 
 	mu       sync.Mutex
 	objs     map[string]*objState
@@ -251,13 +256,30 @@ func (c *Classes) obj(key string) *objState {
 	return o
 }
 
+// AnyNonStandard reports whether any object is known to be in a class
+// other than STANDARD (when not, every file's class is STANDARD).
+func (c *Classes) AnyNonStandard() bool { return c.nonStandard.Load() > 0 }
+
+// setClassLocked sets o's class and tier, keeping nonStandard (c.mu held).
+func (c *Classes) setClassLocked(o *objState, class, tier string) {
+	if class == "" {
+		class = backend.ClassStandard
+	}
+	was := o.classKnown && o.class != backend.ClassStandard
+	o.class, o.tier, o.classKnown = class, tier, true
+	switch now := class != backend.ClassStandard; {
+	case now && !was:
+		c.nonStandard.Add(1)
+	case !now && was:
+		c.nonStandard.Add(-1)
+	}
+}
+
 // recordLocked stores what a listing or a HEAD reported (c.mu held).
 func (c *Classes) recordLocked(key string, oi backend.ObjectInfo, now time.Time) {
 	o := c.obj(key)
-	o.class, o.tier, o.classKnown, o.present = oi.StorageClass, oi.AccessTier, true, true
-	if o.class == "" {
-		o.class = backend.ClassStandard
-	}
+	c.setClassLocked(o, oi.StorageClass, oi.AccessTier)
+	o.present = true
 	if oi.Size > 0 {
 		o.size = oi.Size
 	}
@@ -287,9 +309,9 @@ func (c *Classes) Refused(key string, ae *backend.ArchivedError) {
 	defer c.mu.Unlock()
 	o := c.obj(key)
 	if ae.StorageClass != "" {
-		o.class, o.tier, o.classKnown = ae.StorageClass, ae.AccessTier, true
+		c.setClassLocked(o, ae.StorageClass, ae.AccessTier)
 	} else if !o.classKnown || !backend.NeedsRestore(o.class, o.tier) {
-		o.class, o.tier, o.classKnown = backend.ClassGlacier, "", true // S3 said archived without naming the class
+		c.setClassLocked(o, backend.ClassGlacier, "") // S3 said archived without naming the class
 	}
 	o.present = true
 	o.restore, o.restoreKnown, o.restoreAt = backend.RestoreStatus{}, false, c.now()
@@ -391,6 +413,9 @@ func (c *Classes) Object(ctx context.Context, key string, wantRestore bool) (Obj
 				o.restoreKnown, o.restoreAt = true, c.now()
 			}
 		case errors.Is(err, backend.ErrNotFound):
+			if o.classKnown && o.class != backend.ClassStandard {
+				c.nonStandard.Add(-1)
+			}
 			o.present = false
 			o.classKnown = false
 			err = nil

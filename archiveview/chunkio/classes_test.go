@@ -135,8 +135,14 @@ func TestClassesLifecycle(t *testing.T) {
 	if err := c.CheckReadable(ctx, "a/uploads/u1/chunks/c0"); err != nil || cs.n("stat")+cs.n("list") != 0 {
 		t.Fatalf("before Load: %v, %v", err, cs.ops)
 	}
+	if c.AnyNonStandard() {
+		t.Fatal("classes known before Load")
+	}
 	if err := c.Load(ctx, keys); err != nil {
 		t.Fatal(err)
+	}
+	if !c.AnyNonStandard() {
+		t.Fatal("no archived class known after Load")
 	}
 	if cs.n("list") != 2 {
 		t.Fatalf("%d listings for two upload prefixes", cs.n("list"))
@@ -294,5 +300,33 @@ func TestSetRefusesArchivedBeforeFetch(t *testing.T) {
 	b.Close()
 	if string(got) != "01234" {
 		t.Fatalf("%q", got)
+	}
+}
+
+// TestClassesNonStandardCount: AnyNonStandard follows every change of a
+// known class (listing, HEAD, refusal, a missing object).
+func TestClassesNonStandardCount(t *testing.T) {
+	c := NewClasses(nil, "bkt", ClassOptions{})
+	steps := []struct {
+		do   func()
+		want bool
+	}{
+		{func() { c.Observe(backend.ObjectInfo{Key: "a", StorageClass: "STANDARD"}) }, false},
+		{func() { c.Observe(backend.ObjectInfo{Key: "a", StorageClass: "GLACIER"}) }, true},
+		{func() { c.Observe(backend.ObjectInfo{Key: "b", StorageClass: "STANDARD_IA"}) }, true},
+		{func() { c.Observe(backend.ObjectInfo{Key: "a", StorageClass: "STANDARD"}) }, true},
+		{func() { c.Observe(backend.ObjectInfo{Key: "b", StorageClass: "STANDARD"}) }, false},
+		{func() { c.Observe(backend.ObjectInfo{Key: "b", StorageClass: ""}) }, false}, // no classes: ignored
+		{func() { c.Refused("c", &backend.ArchivedError{}) }, true},
+		{func() { c.Observe(backend.ObjectInfo{Key: "c", StorageClass: "STANDARD"}) }, false},
+	}
+	for i, st := range steps {
+		st.do()
+		if got := c.AnyNonStandard(); got != st.want {
+			t.Fatalf("step %d: AnyNonStandard = %v", i, got)
+		}
+	}
+	if oc := c.Cached("c"); oc.Class != "STANDARD" {
+		t.Fatalf("c: %+v", oc)
 	}
 }
