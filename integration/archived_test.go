@@ -527,14 +527,3 @@ func archivedRestoreCommand(t *testing.T, f *archivedFixture) {
 	}
 	t.Logf("wharf restore --dry-run:\n%s", out)
 }
-
-func stUnionKeys(a, b []string) []string {
-	out := slices.Clone(a)
-	for _, k := range b {
-		if !slices.Contains(out, k) {
-			out = append(out, k)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
