@@ -76,7 +76,10 @@ func newArchive(t tree, store backend.Store, bucket, manifestKey string, opts Op
 		opts.Cache = chunkio.NewFrameCache(chunkio.DefaultCacheBudget)
 	}
 	if set == nil {
-		set = chunkio.NewSet(store, bucket, t.chunks, opts.chunkOptions())
+		co := opts.chunkOptions()
+		co.Classes = chunkio.NewClasses(store, bucket, chunkio.ClassOptions{
+			RestoreTTL: opts.RestoreTTL, Logger: opts.Logger, Name: opts.Name, Now: opts.clock})
+		set = chunkio.NewSet(store, bucket, t.chunks, co)
 	}
 	t.idx.ids = t.chain
 	return &Archive{
@@ -116,6 +119,19 @@ type Options struct {
 	// under which its chunk and direct-upload keys may lie. Any other key
 	// is refused at open.
 	AllowKeyPrefixes []string
+	// StorageClasses makes Open learn each object's storage class and
+	// restore state with one listing of each upload prefix the archive's
+	// objects lie under (RefreshStorageClasses), so that listings, HEAD,
+	// GET and restores know which objects are archived without a request
+	// per file. Without it nothing is listed: objects read as STANDARD
+	// until the store refuses one as archived.
+	StorageClasses bool
+	// RestoreTTL is how long the restore state of an archived object is
+	// trusted before it is asked for again with a HEAD; 0 =
+	// chunkio.DefaultRestoreTTL (one minute).
+	RestoreTTL time.Duration
+	// clock is the storage classes' clock (tests); nil = time.Now.
+	clock func() time.Time
 	// IndexCache, when set, makes Open keep a persistent index of the
 	// archive there (persist.go, indexcache.go): if the file recorded for
 	// (bucket, manifest key) is intact and every manifest it was built from

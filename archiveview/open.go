@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wharf-s3/wharf/archiveview/chunkio"
 	"github.com/wharf-s3/wharf/archiveview/manifest"
 	"github.com/wharf-s3/wharf/backend"
 )
@@ -20,16 +21,52 @@ var ErrBrokenChain = errors.New("broken manifest chain")
 // Open loads the manifest at bucket/manifestKey from store (gzip sniffed),
 // validates it, follows the previous_manifest_id chain, resolves the tree and
 // builds the index. It reads the manifests only (one GET each, newest first)
-// and never lists the bucket. Every error is an *OpenError naming the
-// archive (opts.Name, else the upload id) and the manifest. With
-// opts.IndexCache set, Open
+// and never lists the bucket, unless opts.StorageClasses asks it to learn
+// the objects' storage classes (one listing of each upload prefix;
+// RefreshStorageClasses). Every error is an *OpenError naming the archive
+// (opts.Name, else the upload id) and the manifest. With opts.IndexCache
+// set, Open
 // first tries the persistent index recorded for the manifest (persist.go):
 // HEAD requests only, no manifest GET, when every manifest it was built
 // from is unchanged.
 func Open(ctx context.Context, store backend.Store, bucket, manifestKey string, opts Options) (*Archive, error) {
-	if opts.IndexCache != nil {
-		return openIndexCached(ctx, store, bucket, manifestKey, opts) // persist.go
+	var (
+		a     *Archive
+		err   error
+		ahead chan chunkio.Listing
+	)
+	if opts.StorageClasses {
+		// The manifest's own upload prefix holds its chunks (and, for a
+		// chain, the newest ones): list it while the manifests are read,
+		// so the storage classes cost no extra round trip.
+		ahead = make(chan chunkio.Listing, 1)
+		go func() { ahead <- chunkio.ListAhead(ctx, store, bucket, chunkio.UploadPrefixOf(manifestKey)) }()
 	}
+	if opts.IndexCache != nil {
+		a, err = openIndexCached(ctx, store, bucket, manifestKey, opts) // persist.go
+	} else {
+		a, err = openManifests(ctx, store, bucket, manifestKey, opts)
+	}
+	if !opts.StorageClasses {
+		return a, err
+	}
+	listed := <-ahead
+	if err != nil {
+		return a, err
+	}
+	if err := a.refreshStorageClasses(ctx, listed); err != nil {
+		if ctx.Err() != nil {
+			a.Close()
+			return nil, err
+		}
+		// Not fatal: objects the listing did not cover are HEADed when needed.
+		a.log.Warn().Err(err).Str("archive", a.name).Msg("storage classes: listing failed; using HEAD requests")
+	}
+	return a, nil
+}
+
+// openManifests is Open without a persistent index.
+func openManifests(ctx context.Context, store backend.Store, bucket, manifestKey string, opts Options) (*Archive, error) {
 	name := opts.Name
 	fail := func(err error) error {
 		n := name

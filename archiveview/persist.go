@@ -222,6 +222,7 @@ func BuildIndex(ctx context.Context, store backend.Store, bucket, manifestKey st
 	rec := &recordingStore{Store: store, max: opts.Limits.WithDefaults().MaxStoredBytes}
 	o := opts
 	o.IndexCache = nil
+	o.StorageClasses = false // Open lists once, around the index (open.go)
 	a, err := Open(ctx, rec, bucket, manifestKey, o)
 	if err != nil {
 		return nil, err

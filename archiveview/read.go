@@ -93,7 +93,9 @@ type check struct {
 // (0 <= off, off+n <= f.Size; n = 0 is valid). Reading happens lazily under
 // ctx; cancelling it stops the backend requests. The reader implements
 // io.WriterTo, writing cached frame slices directly. Errors name the
-// archive, the key and the chunk. Close the reader when done.
+// archive, the key and the chunk. A range whose bytes lie in an archived
+// object without a finished restore fails here, before any fetch, with an
+// error wrapping ErrArchived. Close the reader when done.
 func (a *Archive) Open(ctx context.Context, f File, off, n int64) (io.ReadCloser, error) {
 	if f.ver != 0 { // an older version (versions.go): its upload's history index
 		sh, vf, err := a.openVersion(f)
@@ -115,6 +117,11 @@ func (a *Archive) Open(ctx context.Context, f File, off, n int64) (io.ReadCloser
 	}
 	if at != f.Size {
 		return nil, fmt.Errorf("archive %s: key %s: extents cover %d bytes of %d: %w", a.name, f.Key, at, f.Size, ErrCorrupt)
+	}
+	// Bytes in an archived object without a finished restore: refused
+	// before any fetch (storage.go); a range elsewhere is served.
+	if err := a.checkReadable(ctx, f, exts, off, n); err != nil {
+		return nil, err
 	}
 	_, fileSum := parseSum(f.SHA256)
 	rctx, cancel := context.WithCancel(ctx)

@@ -273,7 +273,9 @@ func (a *Archive) buildVersions(ctx context.Context) (*Versions, error) {
 			continue
 		}
 		if v.set == nil {
-			v.set = chunkio.NewSet(a.store, a.bucket, chunks, a.opts.chunkOptions())
+			co := a.opts.chunkOptions()
+			co.Classes = a.set.Classes() // one storage state for every version
+			v.set = chunkio.NewSet(a.store, a.bucket, chunks, co)
 		}
 		l := &chain[li]
 		o := a.opts

@@ -25,11 +25,13 @@ import (
 	"time"
 )
 
-// Key is one access key and the buckets it may read (empty Buckets = all).
+// Key is one access key, the buckets it may read (empty Buckets = all) and
+// where it may ask for restores of archived objects (restore.go).
 type Key struct {
-	AccessKey string   `yaml:"access_key"`
-	SecretKey string   `yaml:"secret_key"`
-	Buckets   []string `yaml:"buckets,omitempty"`
+	AccessKey string       `yaml:"access_key"`
+	SecretKey string       `yaml:"secret_key"`
+	Buckets   []string     `yaml:"buckets,omitempty"`
+	Restore   RestoreGrant `yaml:"restore,omitempty"`
 }
 
 // Config configures a Verifier.
@@ -50,6 +52,7 @@ type Config struct {
 type Identity struct {
 	AccessKey string
 	buckets   map[string]bool // nil = every bucket
+	restore   RestoreGrant
 }
 
 // Error is an authentication or authorization failure, with the S3 error code
@@ -72,12 +75,14 @@ type Verifier struct {
 type keyEntry struct {
 	secret  string
 	buckets map[string]bool // nil = every bucket
+	restore RestoreGrant
 }
 
 // New builds a Verifier. It rejects an empty access or secret key, an access
 // key containing characters that cannot be carried in an Authorization header
-// (whitespace, control characters, ',', '/', ':', '='), and duplicate access
-// keys. Secrets may contain any characters.
+// (whitespace, control characters, ',', '/', ':', '='), duplicate access
+// keys, and a restore grant naming a bucket the key may not read. Secrets
+// may contain any characters.
 func New(cfg Config) (*Verifier, error) {
 	v := &Verifier{cfg: cfg, keys: make(map[string]keyEntry, len(cfg.Keys))}
 	for i, k := range cfg.Keys {
@@ -103,6 +108,10 @@ func New(cfg Config) (*Verifier, error) {
 				e.buckets[b] = true
 			}
 		}
+		if err := k.Restore.check(e.buckets); err != nil {
+			return nil, fmt.Errorf("auth: access key %q: %w", k.AccessKey, err)
+		}
+		e.restore = k.Restore
 		v.keys[k.AccessKey] = e
 	}
 	if cfg.Now == nil {
@@ -189,7 +198,8 @@ func (v *Verifier) AllowsAnonymous() bool { return v.cfg.Anonymous }
 
 // identity returns the Identity for a verified access key.
 func (v *Verifier) identity(ak string) Identity {
-	return Identity{AccessKey: ak, buckets: v.keys[ak].buckets}
+	e := v.keys[ak]
+	return Identity{AccessKey: ak, buckets: e.buckets, restore: e.restore}
 }
 
 // lookup finds the key entry, or returns InvalidAccessKeyId.

@@ -24,6 +24,10 @@ type keysFile struct {
 //	  - access_key: AKIA...
 //	    secret_key: "..."
 //	    buckets: [photos, logs]   # optional; absent or empty = every bucket
+//	    restore: [photos]         # optional: true (default), false, or buckets
+//
+// restore says where the key may ask for restores of archived objects when
+// the server allows them (RestoreGrant).
 //
 // Unknown fields are errors (a misspelt "bucket:" must not silently grant
 // every bucket). The result is checked the way New checks a Config. The file

@@ -290,7 +290,31 @@ func (s *FileStore) List(ctx context.Context, bucket, prefix string, fn func(Obj
 		}
 		return nil
 	}
-	return walk(".", "")
+	// Start at the deepest directory the prefix names whole ("a/b/" of
+	// "a/b/c"), so a listing of one upload's prefix reads only its own
+	// directories, not every sibling's (S3 answers a prefix without
+	// scanning the bucket either). Every level must be a real directory:
+	// the walk never follows a directory link, and a missing level holds
+	// no key.
+	dir, keyPrefix := ".", ""
+	if i := strings.LastIndexByte(prefix, '/'); i > 0 {
+		for _, seg := range strings.Split(prefix[:i], "/") {
+			if seg == "" || seg == "." || seg == ".." {
+				dir, keyPrefix = ".", "" // not a plain path: walk it all
+				break
+			}
+			next := path.Join(dir, seg)
+			fi, err := root.Lstat(next)
+			if errors.Is(err, fs.ErrNotExist) || (err == nil && !fi.IsDir()) {
+				return nil
+			}
+			if err != nil {
+				return fail(classifyFSErr(err))
+			}
+			dir, keyPrefix = next, keyPrefix+seg+"/"
+		}
+	}
+	return walk(dir, keyPrefix)
 }
 
 // sectionCloser reads a section of an open file, closing the file on Close

@@ -9,12 +9,12 @@ import (
 
 // Metrics holds the wharf_backend_* series:
 //
-//	wharf_backend_requests_total{op="get"|"head"|"list"}
+//	wharf_backend_requests_total{op="get"|"head"|"list"|"restore"}
 //	wharf_backend_bytes_total
 //
 // A ranged read or whole-object read counts as op="get", a Stat as
-// op="head", and one List call as op="list" (whatever the number of pages
-// behind it). Every request counts, failed ones too. bytes_total counts body
+// op="head", one List call as op="list" (whatever the number of pages
+// behind it) and a Restore (RestoreObject) as op="restore". Every request counts, failed ones too. bytes_total counts body
 // bytes read from the store through the returned readers. Every label value
 // exists at zero from registration, so a series stuck at 0 means "none",
 // never "not wired".
@@ -24,6 +24,7 @@ type Metrics struct {
 	get      prometheus.Counter
 	head     prometheus.Counter
 	list     prometheus.Counter
+	restore  prometheus.Counter
 }
 
 // NewMetrics creates the series and registers them on reg. It panics if
@@ -42,13 +43,30 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.get = m.requests.WithLabelValues("get")
 	m.head = m.requests.WithLabelValues("head")
 	m.list = m.requests.WithLabelValues("list")
+	m.restore = m.requests.WithLabelValues("restore")
 	reg.MustRegister(m.requests, m.bytes)
 	return m
 }
 
-// Instrument wraps s so that every call feeds m.
+// Instrument wraps s so that every call feeds m. The wrapper is a
+// Restorer exactly when s is one.
 func Instrument(s Store, m *Metrics) Store {
-	return &instrumented{inner: s, m: m}
+	i := &instrumented{inner: s, m: m}
+	if r, ok := s.(Restorer); ok {
+		return &instrumentedRestorer{instrumented: i, r: r}
+	}
+	return i
+}
+
+// instrumentedRestorer is instrumented over a Store that restores.
+type instrumentedRestorer struct {
+	*instrumented
+	r Restorer
+}
+
+func (i *instrumentedRestorer) Restore(ctx context.Context, bucket, key string, req RestoreRequest) (RestoreResult, error) {
+	i.m.restore.Inc()
+	return i.r.Restore(ctx, bucket, key, req)
 }
 
 type instrumented struct {

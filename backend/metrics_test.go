@@ -49,10 +49,11 @@ func TestMetricsZeroAtStart(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	backend.NewMetrics(reg)
 	want := map[string]float64{
-		"wharf_backend_bytes_total":               0,
-		`wharf_backend_requests_total{op="get"}`:  0,
-		`wharf_backend_requests_total{op="head"}`: 0,
-		`wharf_backend_requests_total{op="list"}`: 0,
+		"wharf_backend_bytes_total":                  0,
+		`wharf_backend_requests_total{op="get"}`:     0,
+		`wharf_backend_requests_total{op="head"}`:    0,
+		`wharf_backend_requests_total{op="list"}`:    0,
+		`wharf_backend_requests_total{op="restore"}`: 0,
 	}
 	if got := gather(t, reg); !maps.Equal(got, want) {
 		t.Fatalf("series %v, want %v", got, want)
@@ -107,10 +108,11 @@ func TestMetricsCounts(t *testing.T) {
 
 	wantBytes := float64(1000 + len(data) + 777)
 	want := map[string]float64{
-		"wharf_backend_bytes_total":               wantBytes,
-		`wharf_backend_requests_total{op="get"}`:  4,
-		`wharf_backend_requests_total{op="head"}`: 2,
-		`wharf_backend_requests_total{op="list"}`: 1,
+		"wharf_backend_bytes_total":                  wantBytes,
+		`wharf_backend_requests_total{op="get"}`:     4,
+		`wharf_backend_requests_total{op="head"}`:    2,
+		`wharf_backend_requests_total{op="list"}`:    1,
+		`wharf_backend_requests_total{op="restore"}`: 0,
 	}
 	if got := gather(t, reg); !maps.Equal(got, want) {
 		t.Fatalf("series %v, want %v", got, want)

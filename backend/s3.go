@@ -22,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
@@ -335,13 +336,27 @@ func (s *S3Store) Stat(ctx context.Context, bucket, key string) (ObjectInfo, err
 		return ObjectInfo{}, &Error{Op: "stat", Bucket: bucket, Key: key,
 			Err: fmt.Errorf("%w: no Content-Length in HEAD response", ErrBadResponse)}
 	}
-	return ObjectInfo{Key: key, Size: *out.ContentLength, ETag: trimETag(aws.ToString(out.ETag)),
-		LastModified: aws.ToTime(out.LastModified)}, nil
+	info := ObjectInfo{Key: key, Size: *out.ContentLength, ETag: trimETag(aws.ToString(out.ETag)),
+		LastModified: aws.ToTime(out.LastModified), StorageClass: string(out.StorageClass),
+		AccessTier: string(out.ArchiveStatus), RestoreKnown: true}
+	if info.StorageClass == "" {
+		info.StorageClass = ClassStandard // S3 sends x-amz-storage-class for every other class
+	}
+	if info.Restore, err = ParseRestoreHeader(aws.ToString(out.Restore)); err != nil {
+		return ObjectInfo{}, &Error{Op: "stat", Bucket: bucket, Key: key, Err: err}
+	}
+	return info, nil
 }
 
 // List implements Store with ListObjectsV2 pagination (1000 keys a page).
+// Each object's StorageClass comes from the listing ("" = STANDARD), and
+// its restore state too: the listing asks for the optional RestoreStatus
+// attribute (x-amz-optional-object-attributes), which S3 gives for objects
+// that have a restore (RestoreKnown); a server that ignores the header
+// gives none, so RestoreKnown stays false and callers ask with Stat.
 func (s *S3Store) List(ctx context.Context, bucket, prefix string, fn func(ObjectInfo) error) error {
-	in := &s3.ListObjectsV2Input{Bucket: aws.String(bucket)}
+	in := &s3.ListObjectsV2Input{Bucket: aws.String(bucket),
+		OptionalObjectAttributes: []types.OptionalObjectAttributes{types.OptionalObjectAttributesRestoreStatus}}
 	if s.listPageSize > 0 {
 		in.MaxKeys = aws.Int32(s.listPageSize)
 	}
@@ -356,13 +371,71 @@ func (s *S3Store) List(ctx context.Context, bucket, prefix string, fn func(Objec
 		}
 		for _, o := range page.Contents {
 			info := ObjectInfo{Key: aws.ToString(o.Key), Size: aws.ToInt64(o.Size),
-				ETag: trimETag(aws.ToString(o.ETag)), LastModified: aws.ToTime(o.LastModified)}
+				ETag: trimETag(aws.ToString(o.ETag)), LastModified: aws.ToTime(o.LastModified),
+				StorageClass: string(o.StorageClass)}
+			if info.StorageClass == "" {
+				info.StorageClass = ClassStandard
+			}
+			if rs := o.RestoreStatus; rs != nil {
+				info.RestoreKnown = true
+				info.Restore = RestoreStatus{Requested: true, Ongoing: aws.ToBool(rs.IsRestoreInProgress)}
+				if rs.RestoreExpiryDate != nil {
+					info.Restore.Expiry = rs.RestoreExpiryDate.UTC()
+				}
+			}
 			if err := fn(info); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// Restore implements Restorer with RestoreObject: 202 is RestoreStarted,
+// 200 RestoreAlreadyRestored, 409 RestoreAlreadyInProgress
+// RestoreInProgress; 403 InvalidObjectState or ObjectAlreadyInActiveTierError
+// (the object needs no restore) is ErrNotArchived, and a 400 (S3 refused
+// the request's Days or tier) ErrInvalidRestore. The request is checked
+// for a valid tier and Days range before it is sent (CheckRestore's class-
+// independent rules); tier "" is sent as Standard.
+func (s *S3Store) Restore(ctx context.Context, bucket, key string, req RestoreRequest) (RestoreResult, error) {
+	fail := func(err error) (RestoreResult, error) {
+		return 0, &Error{Op: "restore", Bucket: bucket, Key: key, Err: err}
+	}
+	if err := CheckRestore("", "", req); err != nil {
+		return fail(err)
+	}
+	tier := req.Tier
+	if tier == "" {
+		tier = RetrievalStandard
+	}
+	rr := &types.RestoreRequest{GlacierJobParameters: &types.GlacierJobParameters{Tier: types.Tier(tier)}}
+	if req.Days > 0 {
+		rr.Days = aws.Int32(int32(req.Days))
+	}
+	out, err := s.client.RestoreObject(ctx, &s3.RestoreObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), RestoreRequest: rr})
+	if err != nil {
+		var ae smithy.APIError
+		if errors.As(err, &ae) {
+			switch ae.ErrorCode() {
+			case "RestoreAlreadyInProgress":
+				return RestoreInProgress, nil
+			case "InvalidObjectState", "ObjectAlreadyInActiveTierError":
+				return fail(fmt.Errorf("%w: %w", ErrNotArchived, err))
+			case "InvalidArgument", "MalformedXML", "InvalidRequest":
+				return fail(fmt.Errorf("%w: %w", ErrInvalidRestore, err))
+			}
+		}
+		return fail(classifyS3Err(err))
+	}
+	switch status := rawStatus(out.ResultMetadata); status {
+	case http.StatusAccepted:
+		return RestoreStarted, nil
+	case http.StatusOK:
+		return RestoreAlreadyRestored, nil
+	default:
+		return fail(fmt.Errorf("%w: status %d for RestoreObject", ErrBadResponse, status))
+	}
 }
 
 // resumingReader yields the want bytes of bucket/key starting at base. When
@@ -533,9 +606,16 @@ func classifyS3Err(err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
+	var ios *types.InvalidObjectState
+	if errors.As(err, &ios) {
+		// A GET of an archived object: never a generic failure.
+		return fmt.Errorf("%w (%w)", &ArchivedError{StorageClass: string(ios.StorageClass), AccessTier: string(ios.AccessTier)}, err)
+	}
 	var ae smithy.APIError
 	if errors.As(err, &ae) {
 		switch ae.ErrorCode() {
+		case "InvalidObjectState":
+			return fmt.Errorf("%w (%w)", &ArchivedError{}, err)
 		case "NoSuchKey", "NoSuchBucket", "NotFound":
 			return wrap(ErrNotFound)
 		case "AccessDenied", "Forbidden", "InvalidAccessKeyId", "SignatureDoesNotMatch", "AllAccessDisabled":

@@ -9,6 +9,11 @@
 //   - S3Store: aws-sdk-go-v2 against AWS S3 or any S3-compatible server (s3://).
 //   - Instrument: a wrapper that feeds the wharf_backend_* Prometheus series.
 //
+// Objects may be archived (S3 Glacier classes): ObjectInfo reports the
+// storage class and restore state, a read refused because the object is
+// archived fails with ErrArchived (an *ArchivedError naming the class), and
+// Restorer, a separate small interface, starts restores (archive.go).
+//
 // OpenStore picks FileStore or S3Store from a --store URL, and
 // ParseObjectURL splits a manifest URL into bucket and key. The
 // fault-injecting wrappers used by tests and "wharf bench" live in
@@ -48,11 +53,22 @@ var (
 )
 
 // ObjectInfo describes one stored object.
+//
+// StorageClass, AccessTier and Restore say whether the object can be read
+// (archive.go). A store without storage classes (FileStore) leaves them
+// empty, which means STANDARD. A Stat of an S3 object always reports the
+// restore state (RestoreKnown); a listing reports it only for objects that
+// have a restore, so there RestoreKnown is false for the others.
 type ObjectInfo struct {
 	Key          string
 	Size         int64
 	ETag         string // without quotes
 	LastModified time.Time
+
+	StorageClass string        // S3's class name; "" = STANDARD (or no classes)
+	AccessTier   string        // Intelligent-Tiering archive tier (x-amz-archive-status), else ""
+	Restore      RestoreStatus // the restore state, when RestoreKnown
+	RestoreKnown bool          // the store reported the restore state
 }
 
 // Store is a read-only view of an object store.
@@ -76,7 +92,7 @@ type Store interface {
 
 // Error is the error type every Store returns.
 type Error struct {
-	Op     string // "get", "range", "stat", "list"
+	Op     string // "get", "range", "stat", "list", "restore"
 	Bucket string
 	Key    string
 	Err    error // wraps one of the sentinel errors, possibly with detail

@@ -274,7 +274,11 @@ func TestReliability(t *testing.T) {
 			"--s3-endpoint", suite.s3url, "--s3-path-style", "--s3-region", "us-east-1", "--anonymous",
 			"--archive", "main="+suite.archives["main"].manifestURL, "--archive", "broken="+bad)
 		cmd.Env = suite.serverEnv()
-		out, err := cmd.CombinedOutput()
+		var (
+			out []byte
+			err error
+		)
+		suite.backend.startup(func() { out, err = cmd.CombinedOutput() }) // it opens "main" first
 		if err == nil || ctx.Err() != nil {
 			t.Fatalf("wharf serve with a missing manifest: err %v (ctx %v), want a non-zero exit before listening\n%s", err, ctx.Err(), out)
 		}

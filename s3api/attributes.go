@@ -68,7 +68,8 @@ type attributesChecksum struct {
 //     stored without a checksum;
 //   - ObjectParts: never present: every object is served as one part, and
 //     S3 omits ObjectParts for an object not uploaded in parts;
-//   - StorageClass: STANDARD;
+//   - StorageClass: the file's class, the coldest of the objects holding
+//     its bytes (STANDARD unless they are known to be in another);
 //   - ObjectSize: the size in bytes.
 //
 // Last-Modified and, when the version is known, x-amz-version-id are sent
@@ -99,7 +100,7 @@ func (s *server) getObjectAttributes(req *request, a *archiveview.Archive) {
 		}
 	}
 	if want["StorageClass"] {
-		res.StorageClass = "STANDARD"
+		res.StorageClass = a.StorageClass(f)
 	}
 	if want["ObjectSize"] {
 		size := f.Size

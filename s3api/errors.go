@@ -29,6 +29,14 @@ const (
 	errNotImplemented     errorCode = "NotImplemented"
 	errPreconditionFailed errorCode = "PreconditionFailed"
 	errSlowDown           errorCode = "SlowDown"
+
+	errInvalidObjectState        errorCode = "InvalidObjectState"
+	errRestoreAlreadyInProgress  errorCode = "RestoreAlreadyInProgress"
+	errMalformedXML              errorCode = "MalformedXML"
+	errBadDigest                 errorCode = "BadDigest"
+	errInvalidDigest             errorCode = "InvalidDigest"
+	errXAmzContentSHA256Mismatch errorCode = "XAmzContentSHA256Mismatch"
+	errIncompleteBody            errorCode = "IncompleteBody"
 )
 
 type errorInfo struct {
@@ -57,6 +65,14 @@ var errorTable = map[errorCode]errorInfo{
 	errNotImplemented:     {http.StatusNotImplemented, "A header or query you provided implies functionality that is not implemented."},
 	errPreconditionFailed: {http.StatusPreconditionFailed, "At least one of the pre-conditions you specified did not hold"},
 	errSlowDown:           {http.StatusServiceUnavailable, "Please reduce your request rate."},
+
+	errInvalidObjectState:        {http.StatusForbidden, "The operation is not valid for the object's storage class"},
+	errRestoreAlreadyInProgress:  {http.StatusConflict, "Object restore is already in progress"},
+	errMalformedXML:              {http.StatusBadRequest, "The XML you provided was not well-formed or did not validate against our published schema"},
+	errBadDigest:                 {http.StatusBadRequest, "The Content-MD5 you specified did not match what we received."},
+	errInvalidDigest:             {http.StatusBadRequest, "The Content-MD5 you specified is not valid."},
+	errXAmzContentSHA256Mismatch: {http.StatusBadRequest, "The provided 'x-amz-content-sha256' header does not match what was computed."},
+	errIncompleteBody:            {http.StatusBadRequest, "You did not provide the number of bytes specified by the Content-Length HTTP header"},
 }
 
 // apiError is one error response to write.
@@ -71,6 +87,10 @@ type apiError struct {
 	// Range is set for InvalidRange: the body then carries RangeRequested
 	// and ActualObjectSize, as S3's does (smart_open reads the size there).
 	Range *rangeDetail
+	// StorageClass and AccessTier are set for InvalidObjectState on a read
+	// of archived bytes: the body carries them, as S3's does (the SDKs
+	// model both fields on the error).
+	StorageClass, AccessTier string
 	// Cause is logged, never sent to the client.
 	Cause error
 }
@@ -109,6 +129,8 @@ type errorResponse struct {
 	Message          string   `xml:"Message"`
 	RangeRequested   string   `xml:"RangeRequested,omitempty"`
 	ActualObjectSize *int64   `xml:"ActualObjectSize,omitempty"` // nil = absent; 0 is written
+	StorageClass     string   `xml:"StorageClass,omitempty"`
+	AccessTier       string   `xml:"AccessTier,omitempty"`
 	Key              string   `xml:"Key,omitempty"`
 	BucketName       string   `xml:"BucketName,omitempty"`
 	Resource         string   `xml:"Resource,omitempty"`

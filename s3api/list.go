@@ -23,6 +23,9 @@ type listQuery struct {
 	hasToken          bool
 	fetchOwner        bool
 	after             string // the effective exclusive start
+	// restoreStatus: x-amz-optional-object-attributes asked for
+	// RestoreStatus (restore.go).
+	restoreStatus bool
 }
 
 // parseListQuery validates a listing query. Empty prefix=, delimiter= and
@@ -82,6 +85,9 @@ func parseListQuery(q auth.Query, v2 bool) (listQuery, *apiError) {
 // through archiveview.List.
 func (s *server) listObjects(req *request, a *archiveview.Archive, v2 bool) {
 	lq, apiErr := parseListQuery(req.query, v2)
+	if apiErr == nil {
+		lq.restoreStatus, apiErr = parseOptionalAttributes(req.r.Header)
+	}
 	if apiErr != nil {
 		apiErr.Bucket = req.bucket
 		s.writeError(req, apiErr)
@@ -118,18 +124,27 @@ func (s *server) listObjects(req *request, a *archiveview.Archive, v2 bool) {
 		}
 	}
 	w.common(lq, res.Truncated)
+	if lq.restoreStatus {
+		prepareStorage(s, req, a, res.Entries, func(e archiveview.ListEntry) (archiveview.File, bool) { return e.File, e.Prefix == "" })
+	}
 	for _, e := range res.Entries {
 		if e.Prefix != "" {
 			continue
 		}
 		f := e.File
+		class, restore, err := s.entryStorage(req, a, f, lq.restoreStatus)
+		if err != nil {
+			s.readFailed(req, a, req.r.Context(), err)
+			return
+		}
 		w.WriteString("<Contents>")
 		w.key(f.Key)
 		w.lastModified(f.ModTime)
 		w.etag(f.ETag)
 		w.size(f.Size)
 		w.ownerElem()
-		w.storageClass()
+		w.storageClass(class)
+		w.restoreStatus(restore)
 		w.WriteString("</Contents>")
 	}
 	for _, e := range res.Entries {

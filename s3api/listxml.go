@@ -15,8 +15,8 @@ import (
 //
 // A page is open (root element, Name, Prefix), the operation's own marker
 // elements, common (MaxKeys, Delimiter, IsTruncated, EncodingType), the
-// entries built from key, lastModified, etag, size, storageClass and
-// owner, commonPrefixes, and close. Keys, prefixes, markers and the
+// entries built from key, lastModified, etag, size, storageClass, owner and
+// restoreStatus (restore.go), commonPrefixes, and close. Keys, prefixes, markers and the
 // delimiter go through enc, which is encoding-type=url when asked for.
 type listXML struct {
 	xmlWriter
@@ -80,7 +80,14 @@ func (w *listXML) etag(e string) {
 
 func (w *listXML) size(n int64) { w.elem("Size", strconv.FormatInt(n, 10)) }
 
-func (w *listXML) storageClass() { w.WriteString("<StorageClass>STANDARD</StorageClass>") }
+// storageClass writes an entry's StorageClass (the file's coldest class).
+func (w *listXML) storageClass(class string) {
+	if class == "" || class == "STANDARD" {
+		w.WriteString("<StorageClass>STANDARD</StorageClass>")
+		return
+	}
+	w.elem("StorageClass", class)
+}
 
 // ownerElem writes the Owner element when the page carries owners.
 func (w *listXML) ownerElem() { w.WriteString(w.owner) }

@@ -10,13 +10,18 @@ import (
 
 // metrics are the s3api series, registered on the injected Registerer.
 type metrics struct {
-	requests    *prometheus.CounterVec
-	duration    *prometheus.HistogramVec
-	servedBytes prometheus.Counter
+	requests     *prometheus.CounterVec
+	duration     *prometheus.HistogramVec
+	servedBytes  prometheus.Counter
+	restores     *prometheus.CounterVec
+	restoreBytes *prometheus.CounterVec
 }
 
 // statusCodes pre-initialized per op so dashboards see zeros from the start.
-var statusCodes = []int{200, 206, 304, 400, 403, 404, 405, 412, 416, 500, 501, 503}
+var statusCodes = []int{200, 202, 206, 304, 400, 403, 404, 405, 409, 412, 416, 500, 501, 503}
+
+// restoreTiers are the tier label values of the restore series.
+var restoreTiers = []string{"Standard", "Bulk", "Expedited"}
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
@@ -33,6 +38,18 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "wharf_served_bytes_total",
 			Help: "Object body bytes sent to S3 clients.",
 		}),
+		restores: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wharf_restores_total",
+			Help: "Backend objects whose restore (RestoreObject) wharf started for clients, by retrieval tier.",
+		}, []string{"tier"}),
+		restoreBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wharf_restore_bytes_total",
+			Help: "Stored bytes of the backend objects whose restore wharf started for clients, by retrieval tier (what retrieval is billed on).",
+		}, []string{"tier"}),
+	}
+	for _, t := range restoreTiers {
+		m.restores.WithLabelValues(t)
+		m.restoreBytes.WithLabelValues(t)
 	}
 	for _, op := range allOps {
 		m.duration.WithLabelValues(op)
@@ -41,7 +58,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.requests, m.duration, m.servedBytes} {
+		for _, c := range []prometheus.Collector{m.requests, m.duration, m.servedBytes, m.restores, m.restoreBytes} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("register metrics: %w", err)
 			}
@@ -56,4 +73,10 @@ func (m *metrics) observe(op string, status int, d time.Duration, bytes int64, g
 	if get && op == opGetObject && (status == 200 || status == 206) && bytes > 0 {
 		m.servedBytes.Add(float64(bytes))
 	}
+}
+
+// restored counts n backend restores started at tier, of bytes stored bytes.
+func (m *metrics) restored(tier string, n, bytes int64) {
+	m.restores.WithLabelValues(tier).Add(float64(n))
+	m.restoreBytes.WithLabelValues(tier).Add(float64(bytes))
 }

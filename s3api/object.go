@@ -73,7 +73,20 @@ func (s *server) getObject(req *request, a *archiveview.Archive) {
 	if !f.ModTime.IsZero() {
 		h.Set("x-amz-meta-mtime", fmt.Sprintf("%d.%09d", f.ModTime.Unix(), f.ModTime.Nanosecond()))
 	}
-	h.Set("x-amz-storage-class", "STANDARD")
+	// The storage of the objects holding the file's bytes (restore.go):
+	// its coldest class, and the restore state when it is archived.
+	st, err := a.FileStorage(r.Context(), f)
+	if err != nil {
+		s.readFailed(req, a, r.Context(), err)
+		return
+	}
+	h.Set("x-amz-storage-class", st.Class)
+	if st.Tier != "" {
+		h.Set("x-amz-archive-status", st.Tier)
+	}
+	if v := backend.FormatRestoreHeader(st.Restore); v != "" {
+		h.Set("x-amz-restore", v)
+	}
 
 	// Conditionals come before Range (AWS precedence, §2.5).
 	switch conditionsFrom(r.Header).evaluate(f.ETag, mod) {
@@ -83,6 +96,8 @@ func (s *server) getObject(req *request, a *archiveview.Archive) {
 	case condNotModified:
 		h.Del("x-amz-meta-mtime")
 		h.Del("x-amz-storage-class")
+		h.Del("x-amz-archive-status")
+		h.Del("x-amz-restore")
 		h.Del("Accept-Ranges")
 		req.w.WriteHeader(http.StatusNotModified)
 		return
@@ -261,13 +276,20 @@ func (s *server) readFailed(req *request, a *archiveview.Archive, ctx context.Co
 		req.cause = err
 		panic(http.ErrAbortHandler)
 	}
+	if e, ok := archivedError(err); ok {
+		// Archived bytes: the client's to restore, not a server failure.
+		e.Bucket, e.Key = req.bucket, req.key
+		s.writeError(req, e)
+		return
+	}
 	code := readErrorCode(err)
 	s.cfg.Logger.Error().Str("request_id", req.id).Str("bucket", req.bucket).Str("key", req.key).Err(err).Msg("read failed")
 	s.writeError(req, &apiError{Code: code, Bucket: req.bucket, Key: req.key, Cause: err})
 }
 
-// readErrorCode maps a read error to its S3 code: a retryable backend
-// failure is 503 SlowDown; everything else (the read path's ErrChecksum,
+// readErrorCode maps a read error to its S3 code (archived bytes are 403
+// InvalidObjectState, archivedError): a retryable backend failure is 503
+// SlowDown; everything else (the read path's ErrChecksum,
 // ErrCorrupt, ErrWrongMember, ErrNotInChunk, ErrBadRange, a missing chunk,
 // a broken chain) is 500 InternalError: the server's fault, never the
 // client's.

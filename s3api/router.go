@@ -34,6 +34,7 @@ const (
 	opGetObjectAttributes   = "GetObjectAttributes"
 	opGetObjectRetention    = "GetObjectRetention"
 	opGetObjectLegalHold    = "GetObjectLegalHold"
+	opRestoreObject         = "RestoreObject"
 	opCORSPreflight         = "CORSPreflight"
 	opNotImplemented        = "NotImplemented"
 	opWrite                 = "Write"
@@ -47,7 +48,7 @@ var allOps = []string{
 	opGetBucketPolicyStatus, opGetObjectLockConfig,
 	opListObjects, opListObjectsV2, opListObjectVersions, opHeadObject, opGetObject, opGetObjectACL,
 	opGetObjectTagging, opGetObjectAttributes, opGetObjectRetention, opGetObjectLegalHold,
-	opCORSPreflight, opNotImplemented, opWrite, opMethodNotAllowed,
+	opRestoreObject, opCORSPreflight, opNotImplemented, opWrite, opMethodNotAllowed,
 }
 
 // subResources are the S3 query sub-resources that select an operation other
@@ -101,7 +102,12 @@ func (s *server) address(r *http.Request) (bucket, key string) {
 func operationName(method, bucket string, hasKey bool, q auth.Query) string {
 	switch method {
 	case http.MethodGet, http.MethodHead:
-	case http.MethodPut, http.MethodPost, http.MethodDelete:
+	case http.MethodPost:
+		if hasKey && bucket != "" && subResource(q) == "restore" {
+			return opRestoreObject
+		}
+		return opWrite
+	case http.MethodPut, http.MethodDelete:
 		return opWrite
 	case http.MethodOptions:
 		return opCORSPreflight
@@ -163,7 +169,8 @@ func operationName(method, bucket string, hasKey bool, q auth.Query) string {
 	return opNotImplemented
 }
 
-// route dispatches an authenticated, authorized GET or HEAD.
+// route dispatches an authenticated, authorized GET or HEAD (or the one
+// POST wharf serves, RestoreObject).
 func (s *server) route(req *request) {
 	switch req.op {
 	case opListBuckets:
@@ -226,6 +233,8 @@ func (s *server) route(req *request) {
 		}
 	case opHeadObject, opGetObject:
 		s.getObject(req, a)
+	case opRestoreObject:
+		s.restoreObject(req, a)
 	default:
 		s.writeError(req, &apiError{Code: errNotImplemented, Bucket: req.bucket, Key: req.key})
 	}
@@ -255,6 +264,15 @@ func (s *server) writeBody(req *request, status int, contentType string, body []
 	}
 }
 
+// objectHeaders are the headers GetObject/HeadObject set for an object,
+// removed from an error response.
+var objectHeaders = []string{
+	"ETag", "Last-Modified", "Accept-Ranges", "Content-Range", "x-amz-version-id",
+	"x-amz-checksum-sha256", "x-amz-checksum-type", "x-amz-mp-parts-count", "x-amz-meta-mtime",
+	"x-amz-storage-class", "x-amz-archive-status", "x-amz-restore",
+	"Content-Language", "Expires", "Cache-Control", "Content-Disposition", "Content-Encoding",
+}
+
 // writeError writes an S3 error response. HEAD responses carry no body.
 // RequestId in the body equals the x-amz-request-id header.
 func (s *server) writeError(req *request, e *apiError) {
@@ -265,6 +283,12 @@ func (s *server) writeError(req *request, e *apiError) {
 		return
 	}
 	h := req.w.Header()
+	// An error has no object: drop the object headers a handler may have
+	// set before it failed (a client validating x-amz-checksum-* or
+	// decoding Content-Encoding would apply them to the error document).
+	for _, k := range objectHeaders {
+		h.Del(k)
+	}
 	for k, vs := range e.Header {
 		h[k] = vs
 	}
@@ -282,14 +306,12 @@ func (s *server) writeError(req *request, e *apiError) {
 		size := e.Range.size
 		body.RangeRequested, body.ActualObjectSize = e.Range.requested, &size
 	}
+	body.StorageClass, body.AccessTier = e.StorageClass, e.AccessTier
 	var buf bytes.Buffer
 	buf.WriteString(xml.Header)
 	if err := xml.NewEncoder(&buf).Encode(body); err != nil {
 		buf.Reset()
 	}
-	h.Del("ETag")
-	h.Del("Last-Modified")
-	h.Del("Accept-Ranges")
 	h.Set("Content-Type", "application/xml")
 	if req.method == http.MethodHead {
 		h.Del("Content-Length")

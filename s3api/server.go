@@ -15,7 +15,8 @@
 // versions.go (ListObjectVersions: each upload of a chain is an object
 // version, VersionId = upload id), listxml.go (the one writer of those
 // listings), object.go (HeadObject/GetObject, with ?versionId),
-// attributes.go (GetObjectAttributes). Errors come from one table
+// attributes.go (GetObjectAttributes), restore.go (RestoreObject and the
+// storage class and restore state of archived files). Errors come from one table
 // (errors.go). Header parsers are small pure functions (range.go,
 // conditional.go, token.go).
 //
@@ -83,6 +84,11 @@ type Config struct {
 	// configuration: every preflight is refused as S3 refuses it and no
 	// response carries CORS headers.
 	CORS CORSPolicy
+	// AllowRestore serves RestoreObject (POST /bucket/key?restore) for
+	// keys whose grant allows it (auth.Identity.CanRestore): restores of
+	// archived objects cost money, so it is off by default and every such
+	// POST is then refused (403 AccessDenied) like a write.
+	AllowRestore bool
 }
 
 // server is the S3 handler that New returns.
@@ -209,11 +215,19 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	// 4. Writes are refused before the body is read (so Expect: 100-continue
-	// never makes the client send it); OPTIONS is a CORS preflight, which
-	// browsers send unsigned; other methods are not allowed.
+	// never makes the client send it), except RestoreObject (POST ?restore
+	// on a key) when restores are allowed: it goes on to authentication
+	// like a read, and its handler reads the body (restore.go); OPTIONS is
+	// a CORS preflight, which browsers send unsigned; other methods are
+	// not allowed.
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
-	case http.MethodPut, http.MethodPost, http.MethodDelete:
+	case http.MethodPost:
+		if req.op != opRestoreObject || !s.cfg.AllowRestore {
+			s.writeError(req, &apiError{Code: errAccessDenied, Bucket: req.bucket, Key: req.key})
+			return
+		}
+	case http.MethodPut, http.MethodDelete:
 		s.writeError(req, &apiError{Code: errAccessDenied, Bucket: req.bucket, Key: req.key})
 		return
 	case http.MethodOptions:

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/wharf-s3/wharf/archiveview"
+	"github.com/wharf-s3/wharf/backend"
 )
 
 // listObjectVersions answers GET /bucket?versions: every upload of the
@@ -19,6 +20,9 @@ import (
 func (s *server) listObjectVersions(req *request, a *archiveview.Archive) {
 	q := req.query
 	lq, apiErr := parseListQuery(q, false)
+	if apiErr == nil {
+		lq.restoreStatus, apiErr = parseOptionalAttributes(req.r.Header)
+	}
 	if apiErr != nil {
 		apiErr.Bucket = req.bucket
 		s.writeError(req, apiErr)
@@ -62,11 +66,26 @@ func (s *server) listObjectVersions(req *request, a *archiveview.Archive) {
 		}
 	}
 	w.common(lq, res.Truncated)
+	if lq.restoreStatus {
+		prepareStorage(s, req, a, res.Entries, func(e archiveview.VersionEntry) (archiveview.File, bool) {
+			return e.Version.File, e.Prefix == "" && !e.Version.DeleteMarker
+		})
+	}
 	for _, e := range res.Entries {
 		if e.Prefix != "" {
 			continue
 		}
 		v := e.Version
+		var (
+			class   string
+			restore backend.RestoreStatus
+		)
+		if !v.DeleteMarker {
+			if class, restore, err = s.entryStorage(req, a, v.File, lq.restoreStatus); err != nil {
+				s.readFailed(req, a, ctx, err)
+				return
+			}
+		}
 		if v.DeleteMarker {
 			w.WriteString("<DeleteMarker>")
 		} else {
@@ -83,8 +102,9 @@ func (s *server) listObjectVersions(req *request, a *archiveview.Archive) {
 		}
 		w.etag(v.ETag)
 		w.size(v.Size)
-		w.storageClass()
+		w.storageClass(class)
 		w.ownerElem()
+		w.restoreStatus(restore)
 		w.WriteString("</Version>")
 	}
 	for _, e := range res.Entries {

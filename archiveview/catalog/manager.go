@@ -5,7 +5,9 @@ package catalog
 // serving), lists the discovery roots and re-resolves the aliases at every
 // scan (at start, on a rescan trigger, on the rescan interval), and swaps
 // the Dynamic catalog in one step. Listing the store happens only here (and
-// in Discover, which Scan calls), never on the read path.
+// in Discover, which Scan calls) and, when Options.StorageClasses is set,
+// once per upload prefix at every open and rescan (the archives' storage
+// classes), never on the read path.
 //
 // Opening is parallel and, at start, in the background:
 //
@@ -734,8 +736,10 @@ func (cm *Manager) retire(entries ...*Entry) {
 }
 
 // RescanLoop rescans every interval (0 = never) and whenever trigger
-// delivers a reason (SIGHUP, a test), until ctx ends. scanned, when not
-// nil, is called after every rescan with its error.
+// delivers a reason (SIGHUP, a test), until ctx ends. After each scan the
+// archives still served re-list their storage classes
+// (Options.StorageClasses). scanned, when not nil, is called after every
+// rescan (and that refresh) with the scan's error.
 func (cm *Manager) RescanLoop(ctx context.Context, interval time.Duration, trigger <-chan string, scanned func(error)) {
 	var tick <-chan time.Time
 	if interval > 0 {
@@ -757,14 +761,44 @@ func (cm *Manager) RescanLoop(ctx context.Context, interval time.Duration, trigg
 		} else {
 			cm.log.Info().Str("why", why).Msg("rescan")
 		}
+		before := cm.catalog.Map()
 		err := cm.Scan(ctx, false)
 		if err != nil {
 			cm.log.Error().Err(err).Msg("rescan failed; still serving the previous catalog")
 		}
+		cm.refreshStorageClasses(ctx, before)
 		if scanned != nil {
 			scanned(err)
 		}
 	}
+}
+
+// refreshStorageClasses re-lists the storage classes and restore states of
+// every archive still served that was served before the scan (archives the
+// scan opened listed theirs at open), when Options.StorageClasses is set.
+// A failure is logged: the archive keeps what it knew and HEADs objects
+// when needed.
+func (cm *Manager) refreshStorageClasses(ctx context.Context, before map[string]*archiveview.Archive) {
+	if !cm.opts.StorageClasses {
+		return
+	}
+	was := map[*archiveview.Archive]bool{}
+	for _, a := range before {
+		was[a] = true
+	}
+	done := map[*archiveview.Archive]bool{}
+	n := 0
+	for _, a := range cm.catalog.Map() {
+		if !was[a] || done[a] || ctx.Err() != nil {
+			continue
+		}
+		done[a] = true
+		n++
+		if err := a.RefreshStorageClasses(ctx); err != nil {
+			cm.log.Warn().Err(err).Str("archive", a.Name()).Msg("rescan: storage classes not refreshed")
+		}
+	}
+	cm.log.Info().Int("archives", n).Msg("rescan: storage classes refreshed")
 }
 
 // CloseAll stops every open still running and closes every archive (at

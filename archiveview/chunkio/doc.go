@@ -18,18 +18,29 @@
 //     is never returned. Framed zstd: each frame's sha256 is checked before
 //     any of its bytes is used. Giant frames and unframed zstd: decoded as
 //     a stream, checked at the end (the caller holds back the last segment).
+//
 //   - Errors wrap ErrChecksum, ErrCorrupt, ErrWrongMember, ErrNotInChunk, a
 //     backend sentinel (backend.ErrNotFound for a missing chunk,
 //     backend.ErrChanged for a replaced one) or the context's error, and
 //     name the frame or object bytes concerned; the archive layer adds the
 //     archive and key.
+//
 //   - A failure of the data itself (a corrupt tar, a checksum mismatch of a
 //     whole unframed object) is remembered per chunk; backend and context
 //     failures are retried by the next read.
+//
 //   - Memory: a reader holds at most GOMAXPROCS+2 decoded frames ahead of
 //     its consumer; giant frames are streamed through a 256 KiB segment; a
 //     compressed span too large for one zstd frame of its decoded size is
 //     refused unread (manifest.CheckFramePlausible).
 //
-// The package never sees HTTP and never lists the bucket.
+//   - Storage classes (classes.go): a range GET of an object that is
+//     archived (S3 Glacier classes) without a finished restore fails with
+//     an error wrapping backend.ErrArchived before any fetch. Classes keeps
+//     each object's class and restore state (from one listing of each
+//     upload prefix when the archive asks for it with Load, else from HEADs
+//     and refused GETs) and sends restores once per object.
+//
+// The package never sees HTTP. It lists the bucket only in Classes.Load,
+// which the archive layer calls at open and on rescans when asked to.
 package chunkio

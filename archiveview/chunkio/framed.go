@@ -16,9 +16,10 @@ import (
 // producer looked (the consumer takes it from the cache then, so frames
 // far ahead are not pinned).
 type frameFuture struct {
-	i    int
-	fl   *flight
-	last int64 // > 0 on the last frame of a part this source launched: the bytes it reserved
+	i      int
+	fl     *flight
+	last   int64 // > 0 on the last frame of a part this source launched: the bytes it reserved
+	joined bool  // fl is another read's fetch (served as a cache hit)
 }
 
 func (fu frameFuture) abandon(c *FrameCache) {
@@ -133,7 +134,7 @@ func (fs *framedSource) produce() {
 			fu, pending = *pending, nil
 		} else {
 			buf, fl, m := c.lookup(s.frameKey(fs.ci, i), true)
-			fu, mine = frameFuture{i: i, fl: fl}, m
+			fu, mine = frameFuture{i: i, fl: fl, joined: fl != nil && !m}, m
 			if buf != nil {
 				buf.Release()
 			}
@@ -154,7 +155,7 @@ func (fs *framedSource) produce() {
 				if buf != nil {
 					buf.Release()
 				}
-				pending = &frameFuture{i: j + 1, fl: fl}
+				pending = &frameFuture{i: j + 1, fl: fl, joined: fl != nil}
 				break
 			}
 			j++
@@ -356,6 +357,8 @@ func (fs *framedSource) Next() ([]byte, *Buf, error) {
 		buf, err = fs.set.cache.waitFlight(fs.ctx, fu.fl)
 		if err != nil && isContextErr(err) && fs.ctx.Err() == nil {
 			buf, err = fs.set.fillFrame(fs.ctx, fs.ci, fu.i) // the fetcher's context ended, not ours
+		} else if err == nil && fu.joined {
+			fs.set.metrics.cacheHit() // joined another read's fetch: no fetch of its own
 		}
 	}
 	if fu.last > 0 {

@@ -2,6 +2,7 @@ package chunkio
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -53,6 +54,11 @@ type Options struct {
 	// frames) without reading them whole first (verified.go): the operator
 	// accepts S3's own integrity for these shapes. Off by default.
 	TrustUnframed bool
+	// Classes is the storage class and restore state of the objects
+	// (classes.go), shared by the Sets of one archive; nil gives the Set
+	// its own, empty one (nothing known: objects are read as STANDARD until
+	// the store refuses one as archived).
+	Classes *Classes
 }
 
 // MaxFrame is the giant-frame threshold these options give: frames whose
@@ -87,6 +93,7 @@ type Set struct {
 	chunks  []Chunk
 	states  []atomic.Pointer[chunkState]
 	cache   *FrameCache
+	classes *Classes
 	storeID string
 	metrics *Metrics
 	log     zerolog.Logger
@@ -132,6 +139,10 @@ func NewSet(store backend.Store, bucket string, chunks []Chunk, o Options) *Set 
 	if s.cache == nil {
 		s.cache = NewFrameCache(DefaultCacheBudget)
 	}
+	s.classes = o.Classes
+	if s.classes == nil {
+		s.classes = NewClasses(store, bucket, ClassOptions{Logger: o.Logger, Name: o.Name})
+	}
 	s.storeID = s.cache.storeID(store)
 	switch {
 	case s.readahead == 0:
@@ -156,6 +167,17 @@ func (s *Set) Store() backend.Store { return s.store }
 
 // Bucket is the bucket the chunks are read from.
 func (s *Set) Bucket() string { return s.bucket }
+
+// Classes is the storage class and restore state of the Set's objects.
+func (s *Set) Classes() *Classes { return s.classes }
+
+// CheckReadable returns nil when chunk ci can be read now, and an error
+// wrapping backend.ErrArchived when it is archived without a finished
+// restore (Classes.CheckReadable). Every range GET of a chunk is checked
+// this way first, so a read of archived bytes fails before any fetch.
+func (s *Set) CheckReadable(ctx context.Context, ci int32) error {
+	return s.classes.CheckReadable(ctx, s.chunks[ci].Key)
+}
 
 // Cache is the decoded-frame cache the Set reads through.
 func (s *Set) Cache() *FrameCache { return s.cache }
@@ -290,9 +312,16 @@ func (rs *chunkState) objectSize() int64 {
 // chunk's first response.
 func (s *Set) rangeGet(ctx context.Context, ci int32, off, length int64) (io.ReadCloser, error) {
 	c := &s.chunks[ci]
+	if err := s.classes.CheckReadable(ctx, c.Key); err != nil {
+		return nil, err
+	}
 	rs := s.state(ci)
 	b, info, err := s.store.ReadRange(ctx, s.bucket, c.Key, off, length, rs.ifMatch())
 	if err != nil {
+		var ae *backend.ArchivedError
+		if errors.As(err, &ae) {
+			s.classes.Refused(c.Key, ae) // the next read fails without a request
+		}
 		return nil, err
 	}
 	if err := rs.observe(info); err != nil {
@@ -319,6 +348,7 @@ func (s *Set) objectSize(ctx context.Context, ci int32) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	s.classes.Observe(info)
 	if err := rs.observe(info); err != nil {
 		return 0, err
 	}

@@ -3,7 +3,7 @@
 // tests and by "wharf bench" (S3-like latency and bandwidth, and the soak's
 // injected faults); the serving path never builds one.
 //
-// Two wrappers, both safe for concurrent use:
+// The wrappers, all safe for concurrent use:
 //
 //   - Faulty wraps a backend.Store. It adds first-byte latency to every
 //     request and caps each body stream at a bandwidth (a model of S3's
@@ -14,6 +14,12 @@
 //     flipped bytes (silent corruption) or a ranged read answered with the
 //     whole object. Errors are *backend.Error values wrapping the backend
 //     sentinels, exactly as a real store reports them.
+//   - Glacier (glacier.go) models S3's archive storage classes and
+//     restores: a class per object, reads refused (InvalidObjectState)
+//     until a restore finished after a configurable delay, x-amz-restore on
+//     HEAD, classes and RestoreStatus in listings, RestoreObject's status
+//     codes and a log of restores. Glacier.Store puts it in front of a
+//     backend.Store, Glacier.HTTP in front of an S3 server's handler.
 //   - FaultyHTTP wraps an S3 server's http.Handler (gofakes3 in tests) and
 //     applies the HTTPFault a hook chooses to real protocol traffic: S3
 //     error documents, connection resets and truncation mid-body, stalls,

@@ -93,6 +93,9 @@ type fileConfig struct {
 	AllowKeyPrefixes []string  `yaml:"allow_key_prefixes"`
 	// TLS and CORS (frontdoor.go).
 	frontDoorConfig `yaml:",inline"`
+	// Archived uploads.
+	AllowRestore     bool          `yaml:"allow_restore"`
+	RestoreStatusTTL time.Duration `yaml:"restore_status_ttl"`
 }
 
 // yamlBytes is a size in YAML: an integer or a string such as "512MiB".
@@ -171,6 +174,7 @@ func applyConfigYAML(data []byte, cfg *serveConfig) error {
 		TrustUnframed: cfg.Read.TrustUnframed, AllowKeyPrefixes: cfg.Read.AllowKeyPrefixes,
 		MaxFrameBytes:   yamlBytes(cfg.Read.MaxFrameBytes),
 		frontDoorConfig: cfg.frontDoorConfig,
+		AllowRestore:    cfg.AllowRestore, RestoreStatusTTL: cfg.RestoreStatusTTL,
 	}
 	fc.S3.Endpoint, fc.S3.Region, fc.S3.PathStyle = cfg.S3.Endpoint, cfg.S3.Region, cfg.S3.PathStyle
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -206,6 +210,7 @@ func applyConfigYAML(data []byte, cfg *serveConfig) error {
 	cfg.MaxHeaderBytes = int(fc.MaxHeaderBytes)
 	cfg.Read = readOptions{ReadMemory: int64(fc.ReadMemory), PartSize: int64(fc.PartSize), StreamParts: fc.StreamParts, MaxParts: fc.MaxParts,
 		TrustUnframed: fc.TrustUnframed, AllowKeyPrefixes: fc.AllowKeyPrefixes, MaxFrameBytes: int64(fc.MaxFrameBytes)}
+	cfg.AllowRestore, cfg.RestoreStatusTTL = fc.AllowRestore, fc.RestoreStatusTTL
 	return nil
 }
 
@@ -284,7 +289,7 @@ func serveFlags(cfg *serveConfig, configPath *string, check *bool) *flag.FlagSet
 	fs.BoolVar(&cfg.Anonymous, "anonymous", cfg.Anonymous, "allow unsigned requests (read-only, every bucket)")
 	fs.StringVar(&cfg.AccessKey, "access-key", "", "access key clients sign with (also env WHARF_ACCESS_KEY)")
 	fs.StringVar(&cfg.SecretKey, "secret-key", "", "secret key clients sign with (also env WHARF_SECRET_KEY)")
-	fs.StringVar(&cfg.KeysFile, "keys-file", cfg.KeysFile, "YAML `FILE` of access keys with optional per-bucket grants (keys: [{access_key, secret_key, buckets}])")
+	fs.StringVar(&cfg.KeysFile, "keys-file", cfg.KeysFile, "YAML `FILE` of access keys with optional per-bucket grants (keys: [{access_key, secret_key, buckets, restore}])")
 	fs.StringVar(&cfg.S3.Endpoint, "s3-endpoint", cfg.S3.Endpoint, "backend S3 endpoint URL (empty = AWS)")
 	fs.StringVar(&cfg.S3.Region, "s3-region", cfg.S3.Region, "backend S3 region (empty = from environment, else us-east-1)")
 	fs.BoolVar(&cfg.S3.PathStyle, "s3-path-style", cfg.S3.PathStyle, "use path-style addressing for the backend S3")
@@ -301,6 +306,8 @@ func serveFlags(cfg *serveConfig, configPath *string, check *bool) *flag.FlagSet
 	fs.Var(maxHeaderFlag{&cfg.MaxHeaderBytes}, "max-header-bytes", "largest request line plus headers (e.g. 64KiB); larger is answered 431")
 	cfg.Read.addReadFlags(fs)
 	frontDoorFlags(fs, &cfg.frontDoorConfig)
+	fs.BoolVar(&cfg.AllowRestore, "allow-restore", cfg.AllowRestore, "serve RestoreObject (POST /BUCKET/KEY?restore): restore the archived chunks holding a file's bytes, for keys whose grant allows it (keys file: restore: true|false|[buckets]); restores cost money, so this is off by default")
+	fs.DurationVar(&cfg.RestoreStatusTTL, "restore-status-ttl", cfg.RestoreStatusTTL, "trust an archived chunk's restore state this long before asking S3 again with a HEAD (0 = 1m; at most 24h)")
 	return fs
 }
 

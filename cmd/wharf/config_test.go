@@ -47,6 +47,7 @@ keys:
   - access_key: AK1
     secret_key: SK1
     buckets: [photos]
+    restore: [photos]
 keys_file: KEYS_FILE
 cache_bytes: 2GiB
 index_cache_dir: INDEX_DIR
@@ -75,6 +76,8 @@ cors_allow_origins:
   - https://viewer.example.org
   - http://localhost:8080
 cors_max_age: 1h
+allow_restore: true
+restore_status_ttl: 30s
 `
 
 // fullConfigFlags says the same as fullConfigYAML, except keys (a flag
@@ -95,6 +98,7 @@ var fullConfigFlags = []string{
 	"--tls-cert", "TLS_CERT", "--tls-key", "TLS_KEY", "--admin-tls-cert", "ADMIN_CERT", "--admin-tls-key", "ADMIN_KEY",
 	"--tls-reload-interval", "2s", "--cors-allow-origin", "https://viewer.example.org", "--cors-allow-origin", "http://localhost:8080",
 	"--cors-max-age", "1h",
+	"--allow-restore", "--restore-status-ttl", "30s",
 }
 
 func writeFile(t *testing.T, name, content string) string {
@@ -127,7 +131,7 @@ func TestConfigRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fromFlags.Keys = []auth.Key{{AccessKey: "AK1", SecretKey: "SK1", Buckets: []string{"photos"}}}
+	fromFlags.Keys = []auth.Key{{AccessKey: "AK1", SecretKey: "SK1", Buckets: []string{"photos"}, Restore: auth.RestoreGrant{Buckets: []string{"photos"}}}}
 	if !reflect.DeepEqual(fromFile, fromFlags) {
 		t.Errorf("config file and flags differ:\nfile  %+v\nflags %+v", fromFile, fromFlags)
 	}
@@ -139,7 +143,7 @@ func TestConfigRoundTrip(t *testing.T) {
 		Aliases:  []serveAlias{{Name: "photos-latest", Target: "s3://lake/photos@latest"}},
 		Rescan:   10 * time.Minute, RetireGrace: 30 * time.Second, Anonymous: true,
 		OpenConcurrency: 64, WaitOpen: true, OpenWait: 3 * time.Second,
-		Keys:     []auth.Key{{AccessKey: "AK1", SecretKey: "SK1", Buckets: []string{"photos"}}},
+		Keys:     []auth.Key{{AccessKey: "AK1", SecretKey: "SK1", Buckets: []string{"photos"}, Restore: auth.RestoreGrant{Buckets: []string{"photos"}}}},
 		KeysFile: keysFile, CacheBytes: 2 << 30, IndexCacheDir: indexDir, VirtualHostBase: "s3.example.org",
 		Region: "eu-central-1", LogFormat: "console", ShutdownTimeout: 45 * time.Second, LogOut: os.Stderr,
 		MaxInflightPerKey: 8, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
@@ -149,6 +153,7 @@ func TestConfigRoundTrip(t *testing.T) {
 		frontDoorConfig: frontDoorConfig{TLSCert: tlsCert, TLSKey: tlsKey, AdminTLSCert: adminCert, AdminTLSKey: adminKey,
 			TLSReloadInterval: 2 * time.Second, CORSAllowOrigins: []string{"https://viewer.example.org", "http://localhost:8080"},
 			CORSMaxAge: time.Hour},
+		AllowRestore: true, RestoreStatusTTL: 30 * time.Second,
 	}
 	if !reflect.DeepEqual(fromFile, want) {
 		t.Errorf("config file:\n got %+v\nwant %+v", fromFile, want)
@@ -248,6 +253,12 @@ func TestCheckConfig(t *testing.T) {
 		{"index cache other URL", "store: s3://\ndiscover: [s3://a/b]\n", []string{"--index-cache", "gs://idx/wharf"}, `"gs://idx/wharf"`},
 		{"index cache s3 without bucket", "store: s3://\ndiscover: [s3://a/b]\nindex_cache_dir: s3:///wharf\n", nil, `"s3:///wharf"`},
 		{"index cache s3 one slash", "store: s3://\ndiscover: [s3://a/b]\n", []string{"--index-cache", "s3:/idx/wharf"}, `"s3:/idx/wharf"`},
+		{"restore from a file store", "store: file:///srv\ndiscover: [s3://a/b]\nallow_restore: true\nkeys: [{access_key: A, secret_key: S}]\n", nil, "--allow-restore: a file:// store"},
+		{"restore without keys", "store: s3://\ndiscover: [s3://a/b]\nanonymous: true\n", []string{"--allow-restore"}, "anonymous callers never restore"},
+		{"restore ttl too long", "store: s3://\ndiscover: [s3://a/b]\nrestore_status_ttl: 48h\n", nil, "--restore-status-ttl 48h0m0s"},
+		{"negative restore ttl", "store: s3://\ndiscover: [s3://a/b]\n", []string{"--restore-status-ttl", "-1s"}, "--restore-status-ttl -1s"},
+		{"restore grant not readable", "store: s3://\ndiscover: [s3://a/b]\nkeys: [{access_key: A, secret_key: S, buckets: [x], restore: [y]}]\n", nil, `restore grant for bucket "y"`},
+		{"restore grant not a list", "store: s3://\ndiscover: [s3://a/b]\nkeys: [{access_key: A, secret_key: S, restore: maybe}]\n", nil, "restore: want true, false"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := []string{"--config", writeFile(t, "c.yaml", tc.yaml), "--check-config"}
@@ -599,6 +610,7 @@ func configDump(t testing.TB, cfg serveConfig) []byte {
 		TrustUnframed: cfg.Read.TrustUnframed, AllowKeyPrefixes: cfg.Read.AllowKeyPrefixes,
 		MaxFrameBytes:   yamlBytes(cfg.Read.MaxFrameBytes),
 		frontDoorConfig: cfg.frontDoorConfig,
+		AllowRestore:    cfg.AllowRestore, RestoreStatusTTL: cfg.RestoreStatusTTL,
 	}
 	if fc.AllowKeyPrefixes == nil {
 		fc.AllowKeyPrefixes = []string{}
@@ -638,7 +650,7 @@ func fileSettable(cfg serveConfig) serveConfig {
 		Region: cfg.Region, LogFormat: cfg.LogFormat, ShutdownTimeout: cfg.ShutdownTimeout,
 		MaxInflightPerKey: cfg.MaxInflightPerKey, ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 		ReadTimeout: cfg.ReadTimeout, IdleTimeout: cfg.IdleTimeout, MaxHeaderBytes: cfg.MaxHeaderBytes,
-		Read: cfg.Read, frontDoorConfig: cfg.frontDoorConfig,
+		Read: cfg.Read, frontDoorConfig: cfg.frontDoorConfig, AllowRestore: cfg.AllowRestore, RestoreStatusTTL: cfg.RestoreStatusTTL,
 	}
 	if len(out.Read.AllowKeyPrefixes) == 0 {
 		out.Read.AllowKeyPrefixes = nil
@@ -690,6 +702,7 @@ func configBase(variant int) serveConfig {
 	c.frontDoorConfig = frontDoorConfig{TLSCert: "/base/cert" + v, TLSKey: "/base/key" + v,
 		AdminTLSCert: "/base/admin-cert" + v, AdminTLSKey: "/base/admin-key" + v, AdminPlain: variant == 0,
 		TLSReloadInterval: d + 6, CORSAllowOrigins: []string{"https://base" + v + ".invalid"}, CORSMaxAge: d + 7}
+	c.AllowRestore, c.RestoreStatusTTL = variant == 1, d+9
 	return c
 }
 

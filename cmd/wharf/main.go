@@ -1,6 +1,6 @@
 // Command wharf serves CargoShip archives as read-only S3 buckets of their
 // original files. Subcommands: serve, inspect, ls, get, verify, index,
-// pack, bench, demo, version.
+// restore, pack, bench, demo, version.
 // This package is flags and wiring only; the work lives in archiveview,
 // backend, s3api and auth.
 package main
@@ -28,6 +28,7 @@ usage:
   wharf get     [--store URL] [--parallel N] MANIFEST_URL KEY|PREFIX/ ... -o DIR|-
   wharf verify  [--store URL] [--quiet] MANIFEST_URL
   wharf index   build [--store URL] MANIFEST_URL -o FILE | show FILE
+  wharf restore [--store URL] MANIFEST_URL [--path GLOB ...] --days N --tier Standard|Bulk|Expedited [--dry-run]
   wharf pack    DIR --store URL --bucket B --prefix P [--frame-size N] [--quiet]
   wharf bench   [--soak] [flags]
   wharf demo    [--listen HOST:PORT] [--tls]
@@ -64,6 +65,8 @@ func run(args []string) int {
 		err = runIndex(ctx, args[1:])
 	case "verify":
 		err = runVerify(ctx, args[1:])
+	case "restore":
+		err = runRestore(ctx, args[1:])
 	case "pack":
 		err = runPack(ctx, args[1:])
 	case "bench":

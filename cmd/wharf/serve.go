@@ -85,6 +85,13 @@ type serveConfig struct {
 	// TLS and CORS (frontdoor.go).
 	frontDoorConfig
 
+	// AllowRestore serves RestoreObject (POST ?restore) for keys whose
+	// grant allows it; off by default (restores cost money).
+	AllowRestore bool
+	// RestoreStatusTTL is how long an archived object's restore state is
+	// trusted before a HEAD asks again; 0 = one minute.
+	RestoreStatusTTL time.Duration
+
 	// Test hooks: wrapStore wraps the opened store (faults.NewFaulty);
 	// rescanNow triggers a rescan like SIGHUP; scanned is called after
 	// every rescan with its error.
@@ -254,8 +261,23 @@ func (cfg *serveConfig) validate(keys []auth.Key) error {
 	if err := cfg.validateIndexCache(); err != nil {
 		return err
 	}
+	if cfg.RestoreStatusTTL < 0 || cfg.RestoreStatusTTL > maxRestoreStatusTTL {
+		return fmt.Errorf("--restore-status-ttl %s: want 0 (the default, one minute) to %s", cfg.RestoreStatusTTL, maxRestoreStatusTTL)
+	}
+	if cfg.AllowRestore {
+		if strings.HasPrefix(cfg.StoreURL, "file://") {
+			return errors.New("--allow-restore: a file:// store has no storage classes, so there is nothing to restore")
+		}
+		if len(keys) == 0 {
+			return errors.New("--allow-restore: anonymous callers never restore; configure access keys (--keys-file, --access-key) for the callers that may")
+		}
+	}
 	return cfg.frontDoorConfig.validate(cfg.AdminListen, time.Now())
 }
+
+// maxRestoreStatusTTL bounds --restore-status-ttl: an archived object's
+// restore state older than this is stale for any purpose.
+const maxRestoreStatusTTL = 24 * time.Hour
 
 // serve opens every archive (configured, discovered, aliased), then serves
 // S3 (and the admin endpoints) until ctx is cancelled, then shuts down
@@ -301,6 +323,12 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 		store = cfg.wrapStore(store)
 	}
 	store = backend.Instrument(store, backend.NewMetrics(reg))
+	// Storage classes are tracked where objects can be archived: stores
+	// that restore (S3). A file store has none, so nothing is listed.
+	_, restorer := backend.AsRestorer(store)
+	if cfg.AllowRestore && !restorer {
+		return fmt.Errorf("--allow-restore: the store %s cannot restore objects", cfg.StoreURL)
+	}
 	indexCache, dropIndexSpool, err := cfg.openIndexCache(ctx, store)
 	if err != nil {
 		return err
@@ -313,6 +341,8 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 			TrustUnframed:    cfg.Read.TrustUnframed,
 			MaxFrameBytes:    cfg.Read.MaxFrameBytes,
 			AllowKeyPrefixes: cfg.Read.AllowKeyPrefixes,
+			StorageClasses:   restorer,
+			RestoreTTL:       cfg.RestoreStatusTTL,
 			Metrics:          chunkio.NewMetrics(reg),
 			Logger:           log,
 			IndexCache:       indexCache,
@@ -353,6 +383,7 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 		VirtualHostBase:   cfg.VirtualHostBase,
 		MaxInflightPerKey: cfg.MaxInflightPerKey,
 		CORS:              cors,
+		AllowRestore:      cfg.AllowRestore,
 	})
 
 	ln, err := net.Listen("tcp", cfg.Listen)
@@ -426,7 +457,7 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 		listenURL = "https://" + addr
 	}
 	log.Info().Str("addr", addr).Int("buckets", len(cm.Catalog().BucketNames())).
-		Bool("anonymous", cfg.Anonymous).Int("keys", len(keys)).Bool("tls", front.s3 != nil).
+		Bool("anonymous", cfg.Anonymous).Int("keys", len(keys)).Bool("tls", front.s3 != nil).Bool("allow_restore", cfg.AllowRestore).
 		Strs("cors_allow_origins", cfg.CORSAllowOrigins).
 		Msg("listening on " + listenURL)
 	if cfg.Ready != nil {

@@ -144,7 +144,9 @@ func discoveryStart(ctx context.Context, dir, cacheDir string, cfg DiscoveryConf
 	cm := catalog.NewManager(catalog.Config{
 		Store: store, Discover: []string{"s3://lab/nightly"}, OpenConcurrency: cfg.OpenConcurrency,
 		OpenWait: 5 * time.Minute, Logger: zerolog.Nop(),
-		Options: archiveview.Options{IndexCache: archiveview.DirIndexCache{Dir: cacheDir}},
+		// As serve runs over S3: every open lists its upload prefix once for
+		// the storage classes.
+		Options: archiveview.Options{IndexCache: archiveview.DirIndexCache{Dir: cacheDir}, StorageClasses: true},
 	})
 	defer cm.CloseAll()
 	verifier, err := auth.New(auth.Config{Anonymous: true})

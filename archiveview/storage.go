@@ -1,0 +1,414 @@
+package archiveview
+
+// storage.go: files of archived uploads. A file's bytes live in one or
+// more backend objects (chunks, direct objects; for chains and dedup,
+// possibly an ancestor upload's), whose storage class and restore state
+// the chunk layer keeps (chunkio.Classes). From those this file answers:
+//
+//   - a file's storage class: the coldest among the objects holding its
+//     bytes (backend.Coldness), STANDARD when nothing else is known;
+//   - a file's restore state, aggregated: a restore is "ongoing" while any
+//     of its archived objects is being restored, "done" with the earliest
+//     expiry once every archived object is restored, and absent otherwise
+//     (no archived object, or one that nobody asked to restore);
+//   - restores: RestoreObject to each object holding the file's bytes that
+//     needs a restore and has none, once each (chunkio.Classes.Restore);
+//   - reads: Open refuses a range whose bytes lie in an object that cannot
+//     be read now with an error wrapping ErrArchived, before any fetch; a
+//     range touching only readable objects is served.
+//
+// Versions served through versionId follow the same rules: an older
+// version's objects are the ones its own extents point at.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/wharf-s3/wharf/archiveview/chunkio"
+	"github.com/wharf-s3/wharf/backend"
+)
+
+// ErrArchived is wrapped by a read of bytes in an archived object without
+// a finished restore (backend.ErrArchived; the chain holds an
+// *backend.ArchivedError naming the class and tier).
+var ErrArchived = backend.ErrArchived
+
+// ErrNotArchived is returned by Restore for a file none of whose objects
+// needs a restore (backend.ErrNotArchived).
+var ErrNotArchived = backend.ErrNotArchived
+
+// RefreshStorageClasses lists the upload prefixes holding the archive's
+// objects (one ListObjectsV2 per 1000 objects of each prefix) and records
+// each object's storage class and restore state (chunkio.Classes.Load).
+// Open calls it when Options.StorageClasses is set; the catalog calls it
+// again on every rescan. A failed listing is returned (and logged) but
+// never fatal: the objects it did not cover are HEADed when needed.
+func (a *Archive) RefreshStorageClasses(ctx context.Context) error {
+	return a.refreshStorageClasses(ctx)
+}
+
+// refreshStorageClasses is RefreshStorageClasses using the prefixes Open
+// listed ahead (while it read the manifests).
+func (a *Archive) refreshStorageClasses(ctx context.Context, ahead ...chunkio.Listing) error {
+	keys := make([]string, len(a.tree.chunks))
+	for i := range a.tree.chunks {
+		keys[i] = a.tree.chunks[i].Key
+	}
+	if err := a.set.Classes().Load(ctx, keys, ahead...); err != nil {
+		return fmt.Errorf("archive %s: storage classes: %w", a.name, err)
+	}
+	return nil
+}
+
+// StorageObject is one backend object holding bytes of a file, with what
+// is known of its storage.
+type StorageObject struct {
+	chunkio.ObjectClass
+	// Size is the object's stored (compressed) size: the manifest's, else
+	// the store's (0 = unknown).
+	Size int64
+}
+
+// FileStorage is the storage of one file.
+type FileStorage struct {
+	// Class is the coldest storage class among the file's objects
+	// ("STANDARD" when none is known); Tier its Intelligent-Tiering access
+	// tier when that object is in an archive tier.
+	Class, Tier string
+	// Archived: some object needs a restore (whatever its restore state).
+	Archived bool
+	// Readable: every object can be read now.
+	Readable bool
+	// Restore is the aggregated restore state (see the file comment).
+	Restore backend.RestoreStatus
+	// Objects are the distinct objects holding the file's bytes, in the
+	// order the file's bytes use them.
+	Objects []StorageObject
+}
+
+// fileChunks returns the distinct chunk indexes of f's extents, in file
+// order, and the archive whose chunk table they index (a version's shadow).
+func (a *Archive) fileChunks(f File) (*Archive, []int32, error) {
+	if f.ver != 0 {
+		sh, vf, err := a.openVersion(f)
+		if err != nil {
+			return nil, nil, err
+		}
+		return sh.fileChunks(vf)
+	}
+	if f.idx < 0 || int(f.idx) >= a.idx.n() {
+		return nil, nil, fmt.Errorf("archive %s: key %s: not a file of this archive: %w", a.name, f.Key, ErrBadRange)
+	}
+	var (
+		out  []int32
+		seen chunkSet
+	)
+	for _, e := range a.fileExtents(f.idx) {
+		if e.chunk < 0 || int(e.chunk) >= len(a.tree.chunks) {
+			return nil, nil, fmt.Errorf("archive %s: key %s: extent of chunk %d: %w", a.name, f.Key, e.chunk, ErrCorrupt)
+		}
+		if seen.add(e.chunk) {
+			out = append(out, e.chunk)
+		}
+	}
+	return a, out, nil
+}
+
+// chunkSet is a set of chunk indexes: a short list while small (most
+// files lie in one or two chunks), a map beyond.
+type chunkSet struct {
+	list []int32
+	m    map[int32]bool
+}
+
+// add adds ci and reports whether it was new.
+func (s *chunkSet) add(ci int32) bool {
+	if s.m != nil {
+		if s.m[ci] {
+			return false
+		}
+		s.m[ci] = true
+		return true
+	}
+	for _, c := range s.list {
+		if c == ci {
+			return false
+		}
+	}
+	s.list = append(s.list, ci)
+	if len(s.list) > 16 {
+		s.m = make(map[int32]bool, 2*len(s.list))
+		for _, c := range s.list {
+			s.m[c] = true
+		}
+	}
+	return true
+}
+
+// StorageClass returns f's storage class from what is already known (no
+// request): the coldest class of the objects holding its bytes, STANDARD
+// when none is known. Listings use it.
+func (a *Archive) StorageClass(f File) string {
+	arc, cis, err := a.fileChunks(f)
+	if err != nil {
+		return backend.ClassStandard
+	}
+	cl := arc.set.Classes()
+	if !cl.AnyNonStandard() {
+		return backend.ClassStandard // the common case: nothing archived
+	}
+	class, tier := backend.ClassStandard, ""
+	for _, ci := range cis {
+		oc := cl.Cached(arc.tree.chunks[ci].Key)
+		if backend.Coldness(oc.Class, oc.Tier) > backend.Coldness(class, tier) {
+			class, tier = oc.Class, oc.Tier
+		}
+	}
+	return class
+}
+
+// FileStorage returns f's storage: its class, readability, aggregated
+// restore state and objects. Archived objects whose restore state is stale
+// (older than the restore TTL) or was never reported are HEADed first;
+// nothing else makes a request.
+func (a *Archive) FileStorage(ctx context.Context, f File) (FileStorage, error) {
+	arc, cis, err := a.fileChunks(f)
+	if err != nil {
+		return FileStorage{}, err
+	}
+	objs := make([]StorageObject, 0, len(cis))
+	for _, ci := range cis {
+		c := &arc.tree.chunks[ci]
+		oc := arc.set.Classes().Cached(c.Key)
+		if oc.Archived() || oc.Class == "" {
+			var err error
+			if oc, err = arc.set.Classes().Object(ctx, c.Key, true); err != nil {
+				return FileStorage{}, fmt.Errorf("archive %s: key %s: %w", a.name, f.Key, err)
+			}
+		}
+		so := StorageObject{ObjectClass: oc, Size: c.Size}
+		if so.Size <= 0 {
+			so.Size = oc.Size
+		}
+		objs = append(objs, so)
+	}
+	return summarize(objs, arc.set.Classes().Now()), nil
+}
+
+// maxStorageHeads bounds the HEADs PrepareStorage runs at once.
+const maxStorageHeads = 16
+
+// PrepareStorage refreshes, concurrently (at most 16 HEADs at a time), the
+// restore state of the archived objects holding the bytes of files that
+// FileStorage would HEAD one by one: a listing page asking for
+// RestoreStatus calls it first, so that a page of archived files costs one
+// round of parallel HEADs, not one HEAD after another. Failures are left
+// for FileStorage to report.
+func (a *Archive) PrepareStorage(ctx context.Context, files []File) {
+	type job struct {
+		cl  *chunkio.Classes
+		key string
+	}
+	var jobs []job
+	seen := map[string]bool{}
+	for _, f := range files {
+		arc, cis, err := a.fileChunks(f)
+		if err != nil {
+			continue
+		}
+		cl := arc.set.Classes()
+		for _, ci := range cis {
+			key := arc.tree.chunks[ci].Key
+			if oc := cl.Cached(key); !seen[key] && (oc.Archived() || oc.Class == "") {
+				seen[key] = true
+				jobs = append(jobs, job{cl, key})
+			}
+		}
+	}
+	sem := make(chan struct{}, maxStorageHeads)
+	var wg sync.WaitGroup
+	for _, j := range jobs {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			_, _ = j.cl.Object(ctx, j.key, true)
+		}()
+	}
+	wg.Wait()
+}
+
+// summarize aggregates objects into a FileStorage at now.
+func summarize(objs []StorageObject, now time.Time) FileStorage {
+	fs := FileStorage{Class: backend.ClassStandard, Readable: true, Objects: objs}
+	var (
+		archived, done, ongoing int
+		expiry                  time.Time
+	)
+	for _, o := range objs {
+		if backend.Coldness(o.Class, o.Tier) > backend.Coldness(fs.Class, fs.Tier) {
+			fs.Class, fs.Tier = o.Class, o.Tier
+		}
+		if !o.Readable(now) {
+			fs.Readable = false
+		}
+		if !o.Archived() {
+			continue
+		}
+		archived++
+		switch {
+		case o.Restore.Ongoing:
+			ongoing++
+		case o.Restore.Done(now):
+			done++
+			if e := o.Restore.Expiry; !e.IsZero() && (expiry.IsZero() || e.Before(expiry)) {
+				expiry = e
+			}
+		}
+	}
+	if fs.Class != backend.ClassIntelligentTiering {
+		fs.Tier = ""
+	}
+	fs.Archived = archived > 0
+	switch {
+	case ongoing > 0:
+		fs.Restore = backend.RestoreStatus{Requested: true, Ongoing: true}
+	case archived > 0 && done == archived:
+		fs.Restore = backend.RestoreStatus{Requested: true, Expiry: expiry}
+	}
+	return fs
+}
+
+// ObjectRestore is what Restore did for one object.
+type ObjectRestore struct {
+	StorageObject
+	Sent   bool                  // a RestoreObject was sent
+	Result backend.RestoreResult // started, already restored, in progress
+}
+
+// RestoreReport is what Restore did for a file (or a set of objects).
+type RestoreReport struct {
+	// Result is the answer S3 would give for the whole: RestoreStarted
+	// when any restore started, else RestoreInProgress when any is still
+	// running, else RestoreAlreadyRestored (every archived object is
+	// restored).
+	Result backend.RestoreResult
+	// Objects are the archived objects, with what was done for each;
+	// objects that need no restore are not listed.
+	Objects []ObjectRestore
+}
+
+// Restore restores the objects holding f's bytes that need it: one
+// RestoreObject per archived object that has no restore, none for objects
+// already restored or being restored (chunkio.Classes.Restore). The request
+// is checked against every archived object's class first
+// (backend.CheckRestore: Days, tier, no Expedited for Deep Archive), so an
+// invalid request sends nothing. A file none of whose objects is archived
+// is ErrNotArchived.
+func (a *Archive) Restore(ctx context.Context, f File, req backend.RestoreRequest) (RestoreReport, error) {
+	st, err := a.FileStorage(ctx, f)
+	if err != nil {
+		return RestoreReport{}, err
+	}
+	arc, _, err := a.fileChunks(f)
+	if err != nil {
+		return RestoreReport{}, err
+	}
+	rep, err := arc.RestoreObjects(ctx, st.Objects, req)
+	if err != nil {
+		return rep, fmt.Errorf("archive %s: key %s: %w", a.name, f.Key, err)
+	}
+	return rep, nil
+}
+
+// RestoreObjects is Restore for a set of objects of this archive (wharf
+// restore: the objects of many files), each restored at most once.
+func (a *Archive) RestoreObjects(ctx context.Context, objs []StorageObject, req backend.RestoreRequest) (RestoreReport, error) {
+	var rep RestoreReport
+	var archived []StorageObject
+	seen := map[string]bool{}
+	for _, o := range objs {
+		if seen[o.Key] || !o.Archived() {
+			continue
+		}
+		seen[o.Key] = true
+		if err := backend.CheckRestore(o.Class, o.Tier, req); err != nil {
+			return rep, fmt.Errorf("object %s: %w", o.Key, err)
+		}
+		archived = append(archived, o)
+	}
+	if len(archived) == 0 {
+		return rep, fmt.Errorf("none of its objects is archived: %w", ErrNotArchived)
+	}
+	started, inProgress := 0, 0
+	for _, o := range archived {
+		out, err := a.set.Classes().Restore(ctx, o.Key, req)
+		if errors.Is(err, backend.ErrNotArchived) {
+			continue // restored to a readable class since: nothing to do
+		}
+		if err != nil {
+			return rep, err
+		}
+		rep.Objects = append(rep.Objects, ObjectRestore{StorageObject: o, Sent: out.Sent, Result: out.Result})
+		switch out.Result {
+		case backend.RestoreStarted:
+			started++
+		case backend.RestoreInProgress:
+			inProgress++
+		}
+	}
+	switch {
+	case started > 0:
+		rep.Result = backend.RestoreStarted
+	case inProgress > 0:
+		rep.Result = backend.RestoreInProgress
+	default:
+		rep.Result = backend.RestoreAlreadyRestored
+	}
+	return rep, nil
+}
+
+// StorageObjects returns the distinct objects holding the bytes of files
+// (sorted by key), with their storage refreshed as FileStorage does, and
+// the stored size of every object of the archive's tree (the whole upload,
+// with the ancestors' objects it uses).
+func (a *Archive) StorageObjects(ctx context.Context, files []File) (objs []StorageObject, total int64, err error) {
+	byKey := map[string]StorageObject{}
+	for _, f := range files {
+		st, err := a.FileStorage(ctx, f)
+		if err != nil {
+			return nil, 0, err
+		}
+		for _, o := range st.Objects {
+			byKey[o.Key] = o
+		}
+	}
+	for _, o := range byKey {
+		objs = append(objs, o)
+	}
+	sort.Slice(objs, func(i, j int) bool { return objs[i].Key < objs[j].Key })
+	for i := range a.tree.chunks {
+		total += a.tree.chunks[i].Size
+	}
+	return objs, total, nil
+}
+
+// checkReadable refuses a read of f's bytes [off, off+n) when any object
+// holding them cannot be read now (before any fetch).
+func (a *Archive) checkReadable(ctx context.Context, f File, exts []extent, off, n int64) error {
+	end := off + n
+	var checked chunkSet
+	for _, e := range exts {
+		if e.fileOff >= end || e.fileOff+e.length <= off || n == 0 || !checked.add(e.chunk) {
+			continue
+		}
+		if err := a.set.CheckReadable(ctx, e.chunk); err != nil {
+			return fmt.Errorf("archive %s: key %s: chunk %s: %w", a.name, f.Key, a.tree.chunks[e.chunk].Key, err)
+		}
+	}
+	return nil
+}

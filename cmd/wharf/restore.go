@@ -1,0 +1,267 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/wharf-s3/wharf/archiveview"
+	"github.com/wharf-s3/wharf/backend"
+)
+
+// runRestore is "wharf restore": restore the archived chunks that hold
+// selected files of an upload, and nothing else.
+func runRestore(ctx context.Context, args []string) error {
+	return restoreCmd(ctx, args, os.Stdout)
+}
+
+// pathFlags collects repeated --path globs.
+type pathFlags []string
+
+func (p *pathFlags) String() string { return strings.Join(*p, ",") }
+
+func (p *pathFlags) Set(v string) error {
+	if v == "" {
+		return errors.New("empty glob")
+	}
+	if _, err := path.Match(v, ""); err != nil {
+		return fmt.Errorf("glob %q: %w", v, err)
+	}
+	*p = append(*p, v)
+	return nil
+}
+
+// globSelects reports whether glob selects key: it matches the key
+// (path.Match: '*' and '?' do not cross '/'), or one of its directories,
+// so "data/2024" and "data/*" select everything under them.
+func globSelects(glob, key string) bool {
+	for p := key; ; {
+		if ok, _ := path.Match(glob, p); ok {
+			return true
+		}
+		i := strings.LastIndexByte(p, '/')
+		if i < 0 {
+			return false
+		}
+		p = p[:i]
+	}
+}
+
+// restoreFlags are "wharf restore"'s own flags, validated.
+type restoreFlags struct {
+	paths  pathFlags
+	days   int
+	tier   string
+	dryRun bool
+}
+
+func (rf *restoreFlags) validate() error {
+	if rf.days < 1 || rf.days > backend.MaxRestoreDays {
+		return fmt.Errorf("--days %d: want 1 to %d (how long the restored copies stay; ignored for Intelligent-Tiering, whose restores have no expiry)", rf.days, backend.MaxRestoreDays)
+	}
+	if !backend.ValidRetrievalTier(rf.tier) {
+		return fmt.Errorf("--tier %q: want Standard, Bulk or Expedited", rf.tier)
+	}
+	return nil
+}
+
+func restoreCmd(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("restore", flag.ContinueOnError)
+	sf := addStoreFlags(fs)
+	var rf restoreFlags
+	fs.Var(&rf.paths, "path", "`GLOB` of the files to restore (path.Match on the file's key or one of its directories); repeatable; default every file")
+	fs.IntVar(&rf.days, "days", 0, "how many days the restored copies stay (required, >= 1)")
+	fs.StringVar(&rf.tier, "tier", backend.RetrievalStandard, "retrieval tier: Standard, Bulk or Expedited (not for DEEP_ARCHIVE)")
+	fs.BoolVar(&rf.dryRun, "dry-run", false, "report the chunks, their sizes and the retrieval estimate; start no restore")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: wharf restore MANIFEST_URL [--path GLOB ...] --days N [--tier Standard|Bulk|Expedited] [--dry-run] [--store URL --s3-endpoint URL ...]")
+		fs.PrintDefaults()
+	}
+	// Flags may follow the manifest URL.
+	var positional []string
+	for rest := args; ; {
+		if err := fs.Parse(rest); err != nil {
+			return err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		positional = append(positional, fs.Arg(0))
+		rest = fs.Args()[1:]
+	}
+	if len(positional) != 1 {
+		fs.Usage()
+		return fmt.Errorf("want exactly one MANIFEST_URL, got %d arguments", len(positional))
+	}
+	if err := rf.validate(); err != nil {
+		return err
+	}
+	store, bucket, key, err := sf.openManifest(ctx, positional[0])
+	if err != nil {
+		return err
+	}
+	a, err := archiveview.Open(ctx, store, bucket, key, archiveview.Options{StorageClasses: true})
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	return restoreReport(ctx, a, positional[0], rf, out)
+}
+
+// selectGlobs returns the files the globs select (every file without
+// globs); a glob that selects nothing is an error.
+func selectGlobs(a *archiveview.Archive, globs []string) ([]archiveview.File, int64, error) {
+	var (
+		files []archiveview.File
+		bytes int64
+		used  = make([]bool, len(globs))
+		after string
+	)
+	for {
+		page := a.List(archiveview.ListParams{After: after, MaxKeys: 1000})
+		for _, e := range page.Entries {
+			f := e.File
+			sel := len(globs) == 0
+			for i, g := range globs {
+				if globSelects(g, f.Key) {
+					sel, used[i] = true, true
+				}
+			}
+			if sel {
+				files = append(files, f)
+				bytes += f.Size
+			}
+		}
+		if !page.Truncated {
+			break
+		}
+		after = page.NextAfter
+	}
+	for i, g := range globs {
+		if !used[i] {
+			return nil, 0, fmt.Errorf("--path %q selects no file of the archive", g)
+		}
+	}
+	return files, bytes, nil
+}
+
+// objectState is one object's restore state in words.
+func objectState(o archiveview.StorageObject, now time.Time) string {
+	switch {
+	case !o.Archived():
+		return "readable"
+	case o.Restore.Ongoing:
+		return "restore in progress"
+	case o.Restore.Done(now) && !o.Restore.Expiry.IsZero():
+		return "restored until " + o.Restore.Expiry.UTC().Format(time.RFC3339)
+	case o.Restore.Done(now):
+		return "restored"
+	}
+	return "archived: needs a restore"
+}
+
+func classOf(o archiveview.StorageObject) string {
+	c := o.Class
+	if c == "" {
+		c = backend.ClassStandard
+	}
+	if o.Tier != "" {
+		c += "/" + o.Tier
+	}
+	return c
+}
+
+func percent(part, whole int64) string {
+	if whole <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%%", 100*float64(part)/float64(whole))
+}
+
+// restoreReport prints the selection, its chunks and sizes, the retrieval
+// estimate, and (unless a dry run) starts the restores.
+func restoreReport(ctx context.Context, a *archiveview.Archive, manifestURL string, rf restoreFlags, out io.Writer) error {
+	files, fileBytes, err := selectGlobs(a, rf.paths)
+	if err != nil {
+		return err
+	}
+	objs, total, err := a.StorageObjects(ctx, files)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	var (
+		held, need, needBytes int64
+		it, glacier           []archiveview.StorageObject
+	)
+	fmt.Fprintf(out, "archive:        %s (%s)\n", a.UploadID(), manifestURL)
+	fmt.Fprintf(out, "selected files: %d (%d bytes)\n", len(files), fileBytes)
+	fmt.Fprintf(out, "objects:        %d of the %d holding the upload\n", len(objs), a.Info().Chunks)
+	for _, o := range objs {
+		held += o.Size
+		state := objectState(o, now)
+		fmt.Fprintf(out, "  %s\t%s\t%d bytes\t%s\n", o.Key, classOf(o), o.Size, state)
+		if o.Archived() && !o.Restore.Ongoing && !o.Restore.Done(now) {
+			need++
+			needBytes += o.Size
+			req := backend.RestoreRequest{Days: rf.days, Tier: rf.tier}
+			if o.Class == backend.ClassIntelligentTiering {
+				req.Days = 0 // its restore has no expiry
+				it = append(it, o)
+			} else {
+				glacier = append(glacier, o)
+			}
+			// S3's rules (Expedited is not for Deep Archive), before
+			// anything is sent.
+			if err := backend.CheckRestore(o.Class, o.Tier, req); err != nil {
+				return fmt.Errorf("object %s: %w", o.Key, err)
+			}
+		}
+	}
+	fmt.Fprintf(out, "compressed:     %d bytes of %d in the upload (%s)\n", held, total, percent(held, total))
+	fmt.Fprintf(out, "to restore:     %d objects, %d bytes (estimated retrieval size, %s of the upload)\n", need, needBytes, percent(needBytes, total))
+	if rf.dryRun {
+		fmt.Fprintln(out, "dry run: no restore requested")
+		return nil
+	}
+	if need == 0 {
+		fmt.Fprintln(out, "nothing to restore: every selected object is readable, restored or being restored")
+		return nil
+	}
+	fmt.Fprintf(out, "restoring:      tier %s, %d days\n", rf.tier, rf.days)
+	var started, inProgress, restored int
+	for _, batch := range []struct {
+		objs []archiveview.StorageObject
+		req  backend.RestoreRequest
+	}{
+		{glacier, backend.RestoreRequest{Days: rf.days, Tier: rf.tier}},
+		{it, backend.RestoreRequest{Tier: rf.tier}}, // Intelligent-Tiering: no Days
+	} {
+		if len(batch.objs) == 0 {
+			continue
+		}
+		rep, err := a.RestoreObjects(ctx, batch.objs, batch.req)
+		for _, o := range rep.Objects {
+			fmt.Fprintf(out, "  %s\t%s\n", o.Key, o.Result)
+			switch o.Result {
+			case backend.RestoreStarted:
+				started++
+			case backend.RestoreInProgress:
+				inProgress++
+			default:
+				restored++
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(out, "restores:       %d started, %d already in progress, %d already restored\n", started, inProgress, restored)
+	return nil
+}
