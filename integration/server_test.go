@@ -48,7 +48,22 @@ func startWharf(bin, name string, args, env []string) (*wharfServer, error) {
 
 // startWharfClient is startWharf probing the server with client (for TLS:
 // one that trusts the server's CA).
+// Listings the backend receives meanwhile are booked as start-up listings
+// (each archive lists its upload prefixes once at open for the storage
+// classes), so the suite's "no listing while serving" check sees only the
+// read path.
 func startWharfClient(bin, name string, args, env []string, client *http.Client) (*wharfServer, error) {
+	if startupBooks == nil {
+		return startWharfProc(bin, name, args, env, client)
+	}
+	return startupBooks.starting(func() (*wharfServer, error) { return startWharfProc(bin, name, args, env, client) })
+}
+
+// startupBooks is the backend whose listings server start-ups book (set by
+// TestMain before the first server starts).
+var startupBooks *countingHandler
+
+func startWharfProc(bin, name string, args, env []string, client *http.Client) (*wharfServer, error) {
 	s := &wharfServer{name: name, done: make(chan struct{})}
 	cmd := exec.Command(bin, args...)
 	cmd.Env = env

@@ -32,12 +32,20 @@ func TestBackendFaults(t *testing.T) {
 			case 2:
 				return faults.Fault{Kind: faults.FaultError, Err: backend.ErrAccessDenied}
 			case 3:
-				// The first read's body resets after 2 MiB; every later
-				// read (a resume or a retry) fails for good.
-				if firstOff.CompareAndSwap(-1, r.Off) {
-					return faults.Fault{Kind: faults.FaultReset, After: 2 << 20}
+				// A read at the lowest offset seen so far resets after
+				// 2 MiB; every other read (a resume, a retry, a later
+				// part) fails for good. The planner sends a file's first
+				// parts concurrently, so the read of its first bytes may
+				// arrive second: it is still the lowest and is served.
+				for {
+					cur := firstOff.Load()
+					if cur != -1 && r.Off > cur {
+						return faults.Fault{Kind: faults.FaultError, Err: backend.ErrAccessDenied}
+					}
+					if firstOff.CompareAndSwap(cur, r.Off) {
+						return faults.Fault{Kind: faults.FaultReset, After: 2 << 20}
+					}
 				}
-				return faults.Fault{Kind: faults.FaultError, Err: backend.ErrAccessDenied}
 			}
 			return faults.Fault{}
 		}})
