@@ -72,6 +72,9 @@ type countingHandler struct {
 	gets       atomic.Int64
 	total      atomic.Int64
 	paths      sync.Map // object GET path → *atomic.Int64
+
+	mu      sync.Mutex
+	listLog []string // every listing, for the failure message
 }
 
 // getsOf returns how many GETs of the object at path (/BUCKET/KEY) the
@@ -109,6 +112,9 @@ func (c *countingHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if len(parts) == 1 || parts[1] == "" {
 			if _, loc := r.URL.Query()["location"]; !loc {
 				c.lists.Add(1)
+				c.mu.Lock()
+				c.listLog = append(c.listLog, time.Now().Format("15:04:05.000")+" "+r.URL.RequestURI())
+				c.mu.Unlock()
 			}
 		} else {
 			c.gets.Add(1)
@@ -200,7 +206,8 @@ func runSuite(m *testing.M) (code int, err error) {
 	// path (only servers starting list, once per upload prefix), and both
 	// servers shut down gracefully on SIGTERM.
 	if n := f.backend.lists.Load() - listsBefore - (f.backend.startLists.Load() - startListsBefore); n != 0 {
-		fmt.Fprintf(os.Stderr, "FAIL: wharf sent %d ListObjects requests to the backend while serving (want 0)\n", n)
+		fmt.Fprintf(os.Stderr, "FAIL: wharf sent %d ListObjects requests to the backend while serving (want 0); every listing:\n  %s\n",
+			n, strings.Join(f.backend.listLog, "\n  "))
 		code = 1
 	}
 	fmt.Fprintf(os.Stderr, "integration: backend saw %d requests (%d object GETs) in total\n", f.backend.total.Load(), f.backend.gets.Load())
