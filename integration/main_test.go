@@ -404,7 +404,13 @@ func runErr(env []string, dir string, name string, args ...string) (stdout, stde
 	cmd.Dir = dir
 	var o, e strings.Builder
 	cmd.Stdout, cmd.Stderr = &o, &e
-	err = cmd.Run()
+	if suite != nil && name == suite.bin {
+		// A wharf command (ls, get, restore ...) reads archives itself,
+		// outside any server's read path: its listings are booked apart.
+		suite.backend.startup(func() { err = cmd.Run() })
+	} else {
+		err = cmd.Run()
+	}
 	return o.String(), e.String(), err
 }
 

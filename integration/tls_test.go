@@ -467,7 +467,11 @@ func TestTLSBadInput(t *testing.T) {
 			defer cancel()
 			cmd := exec.CommandContext(ctx, suite.bin, append(append([]string(nil), base...), tc.args...)...)
 			cmd.Env, cmd.Dir = suite.serverEnv(), wd
-			out, err := cmd.CombinedOutput()
+			var (
+				out []byte
+				err error
+			)
+			suite.backend.startup(func() { out, err = cmd.CombinedOutput() }) // a start that fails
 			if ctx.Err() != nil {
 				t.Fatalf("wharf serve %q kept running (it started):\n%s", tc.args, tail(string(out), 10))
 			}
