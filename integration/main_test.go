@@ -73,8 +73,9 @@ type countingHandler struct {
 	total      atomic.Int64
 	paths      sync.Map // object GET path → *atomic.Int64
 
+	starts  atomic.Int64 // start-ups under way
 	mu      sync.Mutex
-	listLog []string // every listing, for the failure message
+	listLog []string // every listing, for the failure message ("!" outside any start-up)
 }
 
 // getsOf returns how many GETs of the object at path (/BUCKET/KEY) the
@@ -101,6 +102,8 @@ func (c *countingHandler) starting(start func() (*wharfServer, error)) (*wharfSe
 // listings made meanwhile as start-up listings.
 func (c *countingHandler) startup(fn func()) {
 	before := c.lists.Load()
+	c.starts.Add(1)
+	defer c.starts.Add(-1)
 	fn()
 	c.startLists.Add(c.lists.Load() - before)
 }
@@ -113,7 +116,11 @@ func (c *countingHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if _, loc := r.URL.Query()["location"]; !loc {
 				c.lists.Add(1)
 				c.mu.Lock()
-				c.listLog = append(c.listLog, time.Now().Format("15:04:05.000")+" "+r.URL.RequestURI())
+				mark := " "
+				if c.starts.Load() == 0 {
+					mark = "!"
+				}
+				c.listLog = append(c.listLog, mark+time.Now().Format("15:04:05.000")+" "+r.URL.RequestURI())
 				c.mu.Unlock()
 			}
 		} else {
