@@ -75,6 +75,9 @@ import (
 	"github.com/wharf-s3/wharf/backend"
 )
 
+// indexMapping is a mapped index file (placeholder).
+type indexMapping struct{}
+
 // ErrBadIndex is wrapped by every error about an index file that cannot be
 // used: wrong magic, unknown version, checksum mismatch, truncation,
 // impossible counts or a tree that violates the index invariants.
@@ -511,8 +514,8 @@ func (a *Archive) LearnedOffsets() int {
 			}
 		}
 	}
-	for _, e := range x.exts {
-		if e.off < 0 {
+	for i := range x.exts {
+		if e := x.exts[i].extent(x); e.off < 0 {
 			if _, ok := a.learnedOffset(e.chunk, e.tarName, e.length); ok {
 				n++
 			}
@@ -670,7 +673,8 @@ func (a *Archive) WriteIndex(w io.Writer) error {
 	}
 	iw.strs(x.roots)
 	iw.strs(x.ctypes)
-	for _, e := range x.exts {
+	for i := range x.exts {
+		e := x.exts[i].extent(x)
 		off := e.off
 		if off < 0 {
 			if lo, ok := a.learnedOffset(e.chunk, e.tarName, e.length); ok {
@@ -1131,10 +1135,11 @@ func (d *indexDecoder) files(x *index, chunks []chunkio.Chunk, uncomp []int64) e
 		return d.errf("roots: %v", c.err)
 	}
 	if d.nExts > 0 {
-		x.exts = make([]extent, d.nExts)
+		x.exts = make([]extRec, d.nExts)
 	}
+	var extNames []byte
 	for i := range x.exts {
-		e := &x.exts[i]
+		var e extent
 		e.chunk = int32(c.u32())
 		e.fileOff, e.off, e.length = c.i64(), c.i64(), c.i64()
 		e.hasSum = c.flag()
@@ -1143,10 +1148,17 @@ func (d *indexDecoder) files(x *index, chunks []chunkio.Chunk, uncomp []int64) e
 		if c.err != nil {
 			return d.errf("extent %d: %v", i, c.err)
 		}
-		if err := checkExtent(e, chunks, uncomp); err != nil {
+		if err := checkExtent(&e, chunks, uncomp); err != nil {
 			return d.errf("extent %d: %v", i, err)
 		}
+		x.exts[i] = extRec{fileOff: e.fileOff, off: e.off, length: e.length, sum: e.sum, chunk: e.chunk,
+			name: uint32(len(extNames)), nameLen: uint32(len(e.tarName))}
+		if e.hasSum {
+			x.exts[i].hasSum = 1
+		}
+		extNames = append(extNames, e.tarName...)
 	}
+	x.extNames = string(extNames)
 	if err := d.tombstones(&x.tombs); err != nil {
 		return err
 	}
@@ -1203,8 +1215,8 @@ func (d *indexDecoder) files(x *index, chunks []chunkio.Chunk, uncomp []int64) e
 		if end < prevEnd || uint64(end) > d.namesLen {
 			return d.errf("file %d: key end %d (previous %d, %d name bytes)", i, end, prevEnd, d.namesLen)
 		}
-		if i > 0 && x.names[x.ends[i-1]:end] <= x.key(i-1, x.names) {
-			return d.errf("file %d: key %q does not sort after %q", i, x.names[x.ends[i-1]:end], x.key(i-1, x.names))
+		if i > 0 && x.names[x.ends[i-1]:end] <= x.rawKey(i-1) {
+			return d.errf("file %d: key %q does not sort after %q", i, x.names[x.ends[i-1]:end], x.rawKey(i-1))
 		}
 		x.ends[i] = end
 		prevEnd = end
@@ -1262,6 +1274,7 @@ func (d *indexDecoder) files(x *index, chunks []chunkio.Chunk, uncomp []int64) e
 		nextExt += int64(ch)
 		var at int64
 		for _, e := range x.exts[off : off+int64(ch)] {
+			e := e.extent(x)
 			if e.fileOff != at || e.length > fsize-at {
 				return d.errf("file %d: extent at %d+%d does not continue at %d within %d bytes", i, e.fileOff, e.length, at, fsize)
 			}

@@ -34,6 +34,10 @@ type decoder struct {
 	// st is set when streaming (Stream): file entries go to a callback
 	// instead of Manifest.Files.
 	st *streamState
+	// m and topBits are the manifest being decoded and its top-level
+	// members seen so far (bits by position in manifestFields).
+	m       *Manifest
+	topBits uint64
 }
 
 // decode reads the manifest JSON from r. Counts are capped as entries
@@ -48,8 +52,9 @@ func decode(r io.Reader, key string, lim Limits, bufSize int) (*Manifest, error)
 func decodeWith(r io.Reader, key string, lim Limits, bufSize int, st *streamState) (*Manifest, error) {
 	d := &decoder{l: newLexer(r, bufSize), key: key, lim: lim, zones: map[int]*time.Location{}, st: st}
 	m := &Manifest{}
+	d.m = m
 	sawFiles := false
-	var seen uint64
+	seen := &d.topBits
 	err := d.l.object(func(name []byte) error {
 		switch string(name) {
 		case "encrypted_data", "encrypted_dek":
@@ -76,7 +81,7 @@ func decodeWith(r io.Reader, key string, lim Limits, bufSize int, st *streamStat
 		if bit == bitFiles {
 			sawFiles = true
 		}
-		return d.dup(&seen, bit, name, err)
+		return d.dup(seen, bit, name, err)
 	})
 	if err == nil {
 		err = d.l.finish()

@@ -18,17 +18,28 @@ type FileFunc func(i int, f *FileEntry) error
 // returns.
 type DeletedFunc func(i int, p string) error
 
+// HeadFunc is called once, before the first file entry, with the manifest
+// as decoded so far: the top-level members the document has before
+// "files" (seen reports which; a member not seen yet may still come).
+// Writers put every scalar member first, but a reader that needs one of
+// them to use the entries (source_path, to derive keys) must check.
+type HeadFunc func(m *Manifest, seen func(member string) bool) error
+
 // StreamFuncs are Stream's callbacks. Files is required; with Deleted nil
-// the deleted paths are kept in Manifest.DeletedPaths.
+// the deleted paths are kept in Manifest.DeletedPaths; Head is optional.
+// Path, when set, returns file entry i's path for the archive_offset error
+// (Stream holds no paths; nil names the entry by index only).
 type StreamFuncs struct {
+	Head    HeadFunc
 	Files   FileFunc
 	Deleted DeletedFunc
+	Path    func(i int) string
 }
 
 // Stream is Load for manifests too large to hold as a Manifest: the file
 // entries (and, with funcs.Deleted, the deleted paths) are handed to
 // callbacks one at a time instead of being collected, so the memory Stream
-// needs does not grow with the number of files beyond 16 bytes per file
+// needs does not grow with the number of files beyond 24 bytes per file
 // that has an archive_offset (kept for the check below).
 //
 // Contract, beyond Load's (which holds for everything else: caps, gzip,
@@ -48,14 +59,16 @@ type StreamFuncs struct {
 //   - A callback may have seen entries of a manifest that is then
 //     refused: a caller must discard what it built when Stream fails.
 //
-// The archive_offset error names the entry by index (the path is no
-// longer held); every other error is Load's.
+// The archive_offset error is Load's when funcs.Path gives the entry's
+// path, else it names the entry by index; every other error is Load's.
 func Stream(r io.Reader, key string, lim Limits, funcs StreamFuncs) (*Manifest, error) {
 	if funcs.Files == nil {
 		return nil, newErr(key, ErrInvalid, nil, "Stream without a file callback")
 	}
 	lim = lim.WithDefaults()
 	st := &streamState{
+		path:    funcs.Path,
+		head:    funcs.Head,
 		files:   funcs.Files,
 		deleted: funcs.Deleted,
 		meta:    map[string]string{},
@@ -71,6 +84,8 @@ func Stream(r io.Reader, key string, lim Limits, funcs StreamFuncs) (*Manifest, 
 
 // streamState is the decoder's state while streaming.
 type streamState struct {
+	path    func(int) string
+	head    HeadFunc
 	files   FileFunc
 	deleted DeletedFunc
 
@@ -94,7 +109,8 @@ type streamState struct {
 type pendingOffset struct {
 	entry uint32
 	key   uint32
-	end   int64 // archive_offset + data length; -1 when that overflows
+	off   int64 // archive_offset
+	n     int64 // data length
 }
 
 // keep copies b into the current entry's string memory and returns it as a
@@ -149,6 +165,11 @@ func (d *decoder) streamFiles() error {
 		if i >= d.lim.MaxFiles {
 			return capErr("files", d.lim.MaxFiles)
 		}
+		if i == 0 && st.head != nil {
+			if err := st.head(d.m, d.topSeen); err != nil {
+				return &callbackError{err}
+			}
+		}
 		st.nFiles++
 		st.f = FileEntry{}
 		st.buf = st.buf[:0]
@@ -197,11 +218,7 @@ func (st *streamState) addPending(i int, f *FileEntry) {
 		st.keys = append(st.keys, k)
 		st.keyID[k] = id
 	}
-	end, ok := addOK(*f.ArchiveOffset, fileDataLen(f))
-	if !ok {
-		end = -1
-	}
-	*st.pending.next() = pendingOffset{entry: uint32(i), key: id, end: end}
+	*st.pending.next() = pendingOffset{entry: uint32(i), key: id, off: *f.ArchiveOffset, n: fileDataLen(f)}
 }
 
 // streamDeleted hands deleted_paths to the callback one at a time.
@@ -256,13 +273,12 @@ func (st *streamState) validate(m *Manifest, key string, lim Limits) error {
 		if t < 0 {
 			continue
 		}
-		if p.end < 0 || p.end > t {
-			end := "overflows"
-			if p.end >= 0 {
-				end = fmt.Sprintf("ends at byte %d", p.end)
+		if end, ok := addOK(p.off, p.n); !ok || end > t {
+			msg := fmt.Sprintf("archive_offset %d + %d bytes runs past chunk %q's uncompressed end %d", p.off, p.n, clip(st.keys[p.key]), t)
+			if st.path != nil {
+				return newErr(key, ErrInvalid, nil, fmt.Sprintf("files[%d] %q: %s", p.entry, clip(st.path(int(p.entry))), msg))
 			}
-			return newErr(key, ErrInvalid, nil, fmt.Sprintf("files[%d]: its data (archive_offset + size) %s, past chunk %q's uncompressed end %d",
-				p.entry, end, clip(st.keys[p.key]), t))
+			return newErr(key, ErrInvalid, nil, fmt.Sprintf("files[%d]: %s", p.entry, msg))
 		}
 	}
 	st.pending = blocks[pendingOffset]{}
@@ -280,4 +296,17 @@ func (st *streamState) validate(m *Manifest, key string, lim Limits) error {
 	validateTail(m, st.nFiles, w)
 	m.Warnings = w.list()
 	return nil
+}
+
+// topSeen reports whether the top-level member (by its canonical name) has
+// been decoded.
+func (d *decoder) topSeen(member string) bool {
+	i := 0
+	for f := range strings.FieldsSeq(manifestFields) {
+		if f == member {
+			return d.topBits&(1<<i) != 0
+		}
+		i++
+	}
+	return false
 }
