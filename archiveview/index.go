@@ -107,7 +107,7 @@ type extRec struct {
 	name    uint32 // the tar name is extNames[name : name+nameLen]
 	nameLen uint32
 	hasSum  uint8
-	_       [3]uint8
+	pad     [3]uint8 // zero
 }
 
 // treeBuilder gathers an index from a fileStore: the survivors' keys
