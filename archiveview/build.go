@@ -587,7 +587,7 @@ func unsafeString(b []byte) string {
 
 // bigBuild is the number of file entries from which a build hands the
 // memory of each finished phase back at once (releaseBuildMemory).
-const bigBuild = 1 << 18
+const bigBuild = 1 << 17
 
 // releaseBuildMemory runs a collection and returns freed memory to the
 // operating system, for a build of files entries of at least bigBuild.

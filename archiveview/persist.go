@@ -233,13 +233,18 @@ func openIndexCached(ctx context.Context, store backend.Store, bucket, manifestK
 		a.log.Warn().Err(err).Str("archive", a.name).Str("index", where).Msg("index cache not written; serving the index from memory")
 		return a, nil
 	}
+	// The index built in memory is no longer used: give it back now.
+	files := a.idx.n()
+	a.Close()
+	a = nil // the last reference goes before the collection
+	releaseBuildMemory(files)
 	return served, nil
 }
 
 // publishAndServe writes a's index to a temporary file of c, maps it and
 // loads it (the same checks as any index file), publishes it in c under
-// name, and returns the archive served from the file: the index built in
-// memory is dropped. The temporary file stays while mapped: published by
+// name, and returns the archive served from the file (the caller drops
+// the one built in memory). The temporary file stays while mapped: published by
 // rename (a local cache) it is the cache's file; else (a shared cache's
 // spool) it is removed once unmapped.
 func (a *Archive) publishAndServe(ctx context.Context, c IndexCache, name string) (*Archive, error) {
@@ -278,9 +283,6 @@ func (a *Archive) publishAndServe(ctx context.Context, c IndexCache, name string
 		renamed.Store(!c.Shared())
 		b.log.Info().Str("archive", b.name).Str("index", where).Msg("index cache: published")
 	}
-	files := a.idx.n()
-	a.Close()
-	releaseBuildMemory(files)
 	return b, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,6 +18,11 @@ import (
 
 // runBench is "wharf bench": flags and wiring for package cmd/wharf/internal/bench.
 func runBench(ctx context.Context, args []string) error {
+	if len(args) > 0 && args[0] == "--scale-child" {
+		// The build child of --scale (a process of its own, so that its
+		// memory figures are the build's alone); not for direct use.
+		return bench.ScaleChild(ctx, args[1:])
+	}
 	def := bench.DefaultConfig()
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	latency := fs.Duration("latency", def.Latency, "first-byte latency added to every backend request")
@@ -37,6 +43,11 @@ func runBench(ctx context.Context, args []string) error {
 	soak := fs.Bool("soak", false, "run the load test instead: random reads and listings across several archives with faults injected")
 	soakFor := fs.Duration("soak-duration", bench.DefaultSoakConfig().Duration, "with --soak: how long the load runs")
 	soakClients := fs.Int("soak-clients", bench.DefaultSoakConfig().Clients, "with --soak: concurrent clients")
+	scale := fs.Bool("scale", false, "run the scale workload instead: archives of millions of files built, restarted from the index and listed, each in wharf processes of their own (not part of the default run)")
+	scaleDef := bench.DefaultScaleConfig()
+	scaleKeys := fs.String("scale-keys", joinInts(scaleDef.Keys), "with --scale: archive sizes in files, comma-separated")
+	scalePages := fs.Int("scale-pages", scaleDef.Pages, "with --scale: listing pages of the partial walk")
+	scaleRepeat := fs.Int("scale-repeat", scaleDef.Repeat, "with --scale: build runs per size (the median is reported)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -51,6 +62,28 @@ func runBench(ctx context.Context, args []string) error {
 			return err
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if *scale {
+		sc := scaleDef
+		sc.Pages, sc.Repeat = *scalePages, *scaleRepeat
+		sc.Keys = nil
+		for _, v := range strings.Split(*scaleKeys, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(strings.ReplaceAll(v, "_", "")))
+			if err != nil {
+				return fmt.Errorf("--scale-keys: bad value %q", v)
+			}
+			sc.Keys = append(sc.Keys, n)
+		}
+		sc.Command = "wharf bench " + strings.Join(args, " ")
+		sc.Progress = os.Stderr
+		rep, err := bench.Scale(ctx, sc)
+		if rep != nil {
+			if werr := writeReport(*out, rep); werr != nil && err == nil {
+				err = werr
+			}
+			rep.WriteMarkdown(os.Stdout)
+		}
+		return err
 	}
 	if *soak {
 		sc := bench.DefaultSoakConfig()
@@ -129,4 +162,36 @@ func runBench(ctx context.Context, args []string) error {
 	rep.WriteMarkdown(os.Stdout)
 	fmt.Fprintf(os.Stderr, "bench: wrote %s/report.md, report.csv, walk.svg\n", *out)
 	return nil
+}
+
+// writeReport writes report.md and report.csv of rep into dir.
+func writeReport(dir string, rep *bench.Report) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for name, fn := range map[string]func(f *os.File) error{
+		"report.md":  func(f *os.File) error { rep.WriteMarkdown(f); return nil },
+		"report.csv": func(f *os.File) error { return rep.WriteCSV(f) },
+	} {
+		f, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			return err
+		}
+		if err := fn(f); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
 }
