@@ -448,6 +448,28 @@ func putExtRec(b []byte, r *extRec) {
 	b[69], b[70], b[71] = 0, 0, 0
 }
 
+// indexFileBytes is the size WriteIndex writes, from the counts alone.
+func (a *Archive) indexFileBytes() int64 {
+	x := &a.idx
+	h := fileHeader{files: uint64(x.n()), namesLen: uint64(len(x.names)), exts: uint64(len(x.exts)),
+		extNamesLen: uint64(len(x.extNames)), tombs: uint64(x.tombs.n()), tombNamesLen: uint64(len(x.tombs.names)),
+		metaLen: uint64(len(a.encodeMeta()))}
+	if x.md5 != nil {
+		h.cols |= colMD5
+	}
+	if x.ctype != nil {
+		h.cols |= colCtype
+	}
+	if x.link != nil {
+		h.cols |= colLink
+	}
+	_, _, end, ok := h.layout()
+	if !ok {
+		return -1
+	}
+	return int64(end) + indexTrailerBytes
+}
+
 // WriteIndex writes the archive's resolved tree in the persistent index
 // format (indexfile.go). Offsets the read path has learned by walking
 // legacy chunks are recorded. An archive opened by Open without

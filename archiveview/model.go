@@ -149,6 +149,8 @@ type Info struct {
 	Shapes, Warnings                     []string
 	Unverifiable                         int      // files no checksum covers (served as stored)
 	UnverifiableSample                   []string // some of their keys
+	IndexBytes                           int64    // the index's size in the persistent format
+	IndexInPlace                         bool     // served from its index file mapped in place
 }
 
 // Close stops the archive's background work: in-flight prefetches are
