@@ -10,15 +10,21 @@ package archiveview
 // type) per file only when some file of the archive has them. Files with a
 // single extent whose tar name is root+key (the common case) store the
 // extent inline; split files, duplicates and files whose tar name is not
-// root+key keep their extents in one shared slice (~80 bytes each plus the
-// tar name). Measured by BenchmarkOpen1M (index_bench_test.go, keys of
-// ~36 bytes, 1000 chunks, 16000 frames): 109 bytes per file retained,
-// 104 MB for 1,000,000 files, everything of the Archive included.
+// root+key keep their extents in one table of fixed-size records (72 bytes
+// each) and their tar names in one string. Measured by BenchmarkOpen1M
+// (index_bench_test.go, keys of ~36 bytes, 1000 chunks, 16000 frames): 109
+// bytes per file retained, 104 MB for 1,000,000 files, everything of the
+// Archive included; building it peaks at 1.5x that (build.go).
+//
+// Every column is a plain slice, so the same index serves from memory (a
+// fresh build) and from an index file mapped in place (persist.go). Keys
+// and tar names handed out of the index are copies when it is mapped.
 
 import (
 	"encoding/hex"
 	"fmt"
 	"math"
+	"runtime"
 	"strings"
 	"time"
 
@@ -57,7 +63,12 @@ type index struct {
 	off   []int64  // single extent: tar offset (-1 unknown); flagMulti: first index into exts
 	root  []uint32 // single extent: the tar name is roots[root[i]] + key
 	roots []string
-	exts  []extent
+
+	// exts are the extents of multi-extent files (split files, duplicates,
+	// files whose tar name is not root+key), fixed-size records whose tar
+	// names are in extNames.
+	exts     []extRec
+	extNames string
 
 	md5    [][16]byte // nil unless some file has a content_hash
 	ctype  []uint32   // nil unless some file has a content type; index into ctypes
@@ -77,72 +88,85 @@ type index struct {
 	// Totals for Info.
 	frames                   int
 	compressed, uncompressed int64
+
+	// mm is the index file the columns are read from in place (persist.go;
+	// nil for an index in memory). Strings and slices handed out of the
+	// index are copies, so nothing outlives the mapping.
+	mm *indexMapping
 }
 
-// fileRec is one resolved file on its way into the index.
-type fileRec struct {
-	key      string
-	size     int64
-	mtime    time.Time
-	sum      [32]byte
-	hasSum   bool
-	md5      [16]byte
-	hasMD5   bool
-	identity [16]byte // used when !hasSum
-	ctype    string
-	split    bool
-	link     int32 // chain link that decided the file (indexBuilder.links only)
-
-	// Either a single extent whose tar name is root+key, or exts.
-	isSingle bool
-	single   extent
-	root     string
-	exts     []extent
+// extRec is one stored piece of a multi-extent file. Its layout is fixed
+// (72 bytes, little-endian in an index file, see persist.go) so that an
+// index file's extent table is used in place.
+type extRec struct {
+	fileOff int64
+	off     int64 // data offset in the chunk's tar stream (object offset for direct); -1 = unknown
+	length  int64
+	sum     [32]byte // sha256 of exactly this piece, when hasSum
+	chunk   int32
+	name    uint32 // the tar name is extNames[name : name+nameLen]
+	nameLen uint32
+	hasSum  uint8
+	pad     [3]uint8 // zero
 }
 
-type indexBuilder struct {
-	idx    index
-	names  strings.Builder
-	roots  map[string]uint32
-	ctypes map[string]uint32
-	n      int
-	links  bool // keep the link column (the tree of a chain)
+// treeBuilder gathers an index from a fileStore: the survivors' keys
+// first, then the placed files (flags, chunks, offsets, roots, extents),
+// then the other columns, each gathered in key order and (when consuming
+// the store) released from the store once gathered.
+type treeBuilder struct {
+	x        index
+	fs       *fileStore
+	roots    map[uint32]uint32 // store root id -> index root id
+	extNames []byte
+	anyMD5   bool
+	ctypeMap map[uint32]uint32 // store content type id -> index id
 }
 
-func (b *indexBuilder) init(n, nameBytes int) {
-	b.idx = index{
-		ends:  make([]uint32, 0, n),
-		size:  make([]int64, 0, n),
-		msec:  make([]int64, 0, n),
-		mnsec: make([]uint32, 0, n),
-		sum:   make([][32]byte, 0, n),
-		flags: make([]uint8, 0, n),
-		chunk: make([]int32, 0, n),
-		off:   make([]int64, 0, n),
-		root:  make([]uint32, 0, n),
+// gatherNames sets the index's keys: those of files (in key order, whose
+// keys are mentions fileMention(f)).
+func (b *treeBuilder) gatherNames(files []uint32, fileMention func(int) int) error {
+	total := 0
+	for _, f := range files {
+		total += len(b.fs.key(fileMention(int(f))))
+		if total > math.MaxUint32 {
+			return fmt.Errorf("%w: keys exceed 4 GiB in total", ErrInvalidTree)
+		}
 	}
-	b.names.Grow(nameBytes)
-	b.roots = map[string]uint32{}
-	b.ctypes = map[string]uint32{"": 0}
-	b.idx.ctypes = []string{""}
-	b.n = n
+	names := make([]byte, 0, total)
+	ends := make([]uint32, len(files))
+	var prev []byte
+	for i, f := range files {
+		k := b.fs.key(fileMention(int(f)))
+		if i > 0 && string(k) <= string(prev) {
+			return fmt.Errorf("%w: keys out of order at %q", ErrInvalidTree, k)
+		}
+		names = append(names, k...)
+		ends[i] = uint32(len(names))
+		prev = names[len(names)-len(k):]
+	}
+	b.x.names = unsafeString(names) // never written again
+	b.x.ends = ends
+	return nil
 }
 
-func (b *indexBuilder) add(rec fileRec) error {
-	x := &b.idx
-	i := len(x.ends)
-	if i > 0 && rec.key <= x.key(i-1, b.names.String()) {
-		return fmt.Errorf("%w: keys out of order at %q", ErrInvalidTree, rec.key)
-	}
-	if b.names.Len()+len(rec.key) > math.MaxUint32 {
-		return fmt.Errorf("%w: keys exceed 4 GiB in total", ErrInvalidTree)
-	}
-	b.names.WriteString(rec.key)
-	x.ends = append(x.ends, uint32(b.names.Len()))
-	x.size = append(x.size, rec.size)
-	x.msec = append(x.msec, rec.mtime.Unix())
-	x.mnsec = append(x.mnsec, uint32(rec.mtime.Nanosecond()))
+// startPlacing allocates the columns add fills, for n files.
+func (b *treeBuilder) startPlacing(n int) {
+	b.x.flags = make([]uint8, n)
+	b.x.chunk = make([]int32, n)
+	b.x.off = make([]int64, n)
+	b.x.root = make([]uint32, n)
+	b.roots = map[uint32]uint32{}
+}
 
+// add records survivor s (file f) as placed. Its final sha256 (or
+// identity digest) is written over the store's sum of f, and a split
+// file's newest part time over f's time: f is this key's alone, and no
+// later placement reads them (a duplicate reads its original's sum only
+// when the original's manifest verifies checksums, and such an original
+// keeps its sum).
+func (b *treeBuilder) add(s, f int, rec fileRec) error {
+	x := &b.x
 	var fl uint8
 	var sum [32]byte
 	switch {
@@ -155,86 +179,147 @@ func (b *indexBuilder) add(rec fileRec) error {
 	}
 	if rec.hasMD5 {
 		fl |= flagMD5
-		if x.md5 == nil {
-			x.md5 = make([][16]byte, i, b.n)
-		}
+		b.anyMD5 = true
 	}
-	if x.md5 != nil {
-		x.md5 = append(x.md5, rec.md5)
-	}
-	if rec.ctype != "" && x.ctype == nil {
-		x.ctype = make([]uint32, i, b.n)
-	}
-	if x.ctype != nil {
-		ci, ok := b.ctypes[rec.ctype]
-		if !ok {
-			ci = uint32(len(x.ctypes))
-			b.ctypes[rec.ctype] = ci
-			x.ctypes = append(x.ctypes, rec.ctype)
-		}
-		x.ctype = append(x.ctype, ci)
-	}
-	x.sum = append(x.sum, sum)
-	if b.links {
-		if rec.link < 0 || rec.link > math.MaxUint16 {
-			return fmt.Errorf("%w: chain link %d of %q out of range", ErrInvalidTree, rec.link, rec.key)
-		}
-		x.link = append(x.link, uint16(rec.link))
-	}
-
+	b.fs.sum.set(f, sum)
+	b.fs.msec.set(f, rec.msec)
+	b.fs.mnsec.set(f, rec.mnsec)
 	if rec.isSingle {
 		ri, ok := b.roots[rec.root]
 		if !ok {
 			ri = uint32(len(x.roots))
 			b.roots[rec.root] = ri
-			x.roots = append(x.roots, rec.root)
+			x.roots = append(x.roots, b.fs.roots[rec.root])
 		}
-		x.chunk = append(x.chunk, rec.single.chunk)
-		x.off = append(x.off, rec.single.off)
-		x.root = append(x.root, ri)
+		x.chunk[s], x.off[s], x.root[s] = rec.single.chunk, rec.single.off, ri
 	} else {
 		fl |= flagMulti
 		if rec.split {
 			fl |= flagSplit
 		}
-		x.chunk = append(x.chunk, int32(len(rec.exts)))
-		x.off = append(x.off, int64(len(x.exts)))
-		x.root = append(x.root, 0)
-		x.exts = append(x.exts, rec.exts...)
+		if len(x.exts)+len(rec.exts) > math.MaxInt32 || len(b.extNames) > math.MaxUint32-len(rec.exts)*maxArenaKey*2 {
+			return fmt.Errorf("%w: too many extents", ErrInvalidTree)
+		}
+		x.chunk[s] = int32(len(rec.exts))
+		x.off[s] = int64(len(x.exts))
+		for _, e := range rec.exts {
+			r := extRec{fileOff: e.fileOff, off: e.off, length: e.length, sum: e.sum, chunk: e.chunk,
+				name: uint32(len(b.extNames)), nameLen: uint32(len(e.tarName))}
+			if e.hasSum {
+				r.hasSum = 1
+			}
+			b.extNames = append(b.extNames, e.tarName...)
+			x.exts = append(x.exts, r)
+		}
 	}
-	x.flags = append(x.flags, fl)
+	x.flags[s] = fl
 	return nil
 }
 
-func (b *indexBuilder) finish() (index, error) {
-	b.idx.names = b.names.String()
-	if len(b.idx.ctypes) == 1 {
-		b.idx.ctypes = nil
+// gatherColumns sets the remaining columns from the store, in key order
+// (files). With release set, each store column is dropped once gathered
+// and release is called (the store is consumed). linkOf, when not nil,
+// gives the link column.
+func (b *treeBuilder) gatherColumns(files []uint32, release func(), linkOf func(int) int32) error {
+	fs, x := b.fs, &b.x
+	consume := release != nil
+	x.size = gather(&fs.size, files)
+	x.msec = gather(&fs.msec, files)
+	if consume {
+		fs.size, fs.msec = pages[int64]{}, pages[int64]{}
+		fs.bits, fs.s3, fs.aoff, fs.root = pages[uint16]{}, pages[uint32]{}, pages[int64]{}, pages[uint32]{}
+		release()
 	}
-	return b.idx, nil
+	x.mnsec = gather(&fs.mnsec, files)
+	x.sum = gather(&fs.sum, files)
+	if consume {
+		fs.mnsec, fs.sum = pages[uint32]{}, pages[[32]byte]{}
+		release()
+	}
+	if b.anyMD5 {
+		x.md5 = make([][16]byte, len(files))
+		for s, f := range files {
+			if x.flags[s]&flagMD5 != 0 {
+				x.md5[s] = fs.md5.atOr(int(f))
+			}
+		}
+	}
+	b.ctypeMap = map[uint32]uint32{0: 0}
+	for s, f := range files {
+		c := fs.ctype.atOr(int(f))
+		if c == 0 && x.ctype == nil {
+			continue
+		}
+		if x.ctype == nil {
+			x.ctype = make([]uint32, len(files))
+			x.ctypes = []string{""}
+		}
+		ci, ok := b.ctypeMap[c]
+		if !ok {
+			ci = uint32(len(x.ctypes))
+			b.ctypeMap[c] = ci
+			x.ctypes = append(x.ctypes, fs.ctypes[c])
+		}
+		x.ctype[s] = ci
+	}
+	if linkOf != nil {
+		x.link = make([]uint16, len(files))
+		for s, f := range files {
+			l := linkOf(int(f))
+			if l < 0 || l > math.MaxUint16 {
+				return fmt.Errorf("%w: chain link %d out of range", ErrInvalidTree, l)
+			}
+			x.link[s] = uint16(l)
+		}
+	}
+	x.extNames = string(b.extNames)
+	return nil
+}
+
+// gather returns c's elements at files, in order.
+func gather[T any](c *pages[T], files []uint32) []T {
+	out := make([]T, len(files))
+	for s, f := range files {
+		out[s] = c.at(int(f))
+	}
+	return out
 }
 
 // n is the number of files.
 func (x *index) n() int { return len(x.ends) }
 
-// key returns key i of names (names is x.names except while building).
-func (x *index) key(i int, names string) string {
+// rawKey returns key i as a view of the index: of its mapping, for a
+// mapped index. Only for use inside a method of the index that keeps x
+// alive (runtime.KeepAlive) while it uses the string.
+func (x *index) rawKey(i int) string {
 	start := uint32(0)
 	if i > 0 {
 		start = x.ends[i-1]
 	}
-	return names[start:x.ends[i]]
+	return x.names[start:x.ends[i]]
 }
 
-// keyAt returns key i.
-func (x *index) keyAt(i int) string { return x.key(i, x.names) }
+// keyAt returns key i, safe to keep: a copy when the index is mapped.
+func (x *index) keyAt(i int) string {
+	defer runtime.KeepAlive(x)
+	return x.own(x.rawKey(i))
+}
+
+// own returns s (a view of the index) as a string safe to keep.
+func (x *index) own(s string) string {
+	if x.mm != nil {
+		return strings.Clone(s)
+	}
+	return s
+}
 
 // search returns the first index whose key is >= k.
 func (x *index) search(k string) int {
+	defer runtime.KeepAlive(x)
 	lo, hi := 0, x.n()
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if x.keyAt(m) < k {
+		if x.rawKey(m) < k {
 			lo = m + 1
 		} else {
 			hi = m
@@ -245,10 +330,11 @@ func (x *index) search(k string) int {
 
 // searchAfter returns the first index whose key is > k.
 func (x *index) searchAfter(k string) int {
+	defer runtime.KeepAlive(x)
 	lo, hi := 0, x.n()
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if x.keyAt(m) <= k {
+		if x.rawKey(m) <= k {
 			lo = m + 1
 		} else {
 			hi = m
@@ -259,6 +345,7 @@ func (x *index) searchAfter(k string) int {
 
 // file builds the File value of index i.
 func (x *index) file(i int) File {
+	defer runtime.KeepAlive(x)
 	fl := x.flags[i]
 	f := File{
 		Key:     x.keyAt(i),
@@ -309,6 +396,7 @@ func (t *tombTable) key(i int) string {
 
 // find returns the link that deleted key, if a tombstone decided it.
 func (t *tombTable) find(key string) (uint16, bool) {
+	defer runtime.KeepAlive(t)
 	lo, hi := 0, t.n()
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
@@ -324,25 +412,38 @@ func (t *tombTable) find(key string) (uint16, bool) {
 	return 0, false
 }
 
-// extents returns the pieces of file i in file order.
+// extents returns the pieces of file i in file order (a fresh slice).
 func (x *index) extents(i int) []extent {
+	defer runtime.KeepAlive(x)
 	if x.flags[i]&flagMulti != 0 {
 		start := x.off[i]
 		end := start + int64(x.chunk[i])
-		return x.exts[start:end:end]
+		out := make([]extent, 0, end-start)
+		for _, r := range x.exts[start:end] {
+			out = append(out, r.extent(x))
+		}
+		return out
 	}
 	return []extent{{
 		chunk:   x.chunk[i],
 		off:     x.off[i],
 		length:  x.size[i],
-		tarName: x.roots[x.root[i]] + x.keyAt(i),
+		tarName: x.roots[x.root[i]] + x.rawKey(i),
 	}}
+}
+
+// extent is the read path's view of an extent record (its tar name
+// copied out of the index).
+func (r *extRec) extent(x *index) extent {
+	return extent{chunk: r.chunk, fileOff: r.fileOff, off: r.off, length: r.length,
+		tarName: strings.Clone(x.extNames[r.name : r.name+r.nameLen]), sum: r.sum, hasSum: r.hasSum == 1}
 }
 
 // Stat looks a key up in O(log n).
 func (a *Archive) Stat(key string) (File, bool) {
+	defer runtime.KeepAlive(a)
 	i := a.idx.search(key)
-	if i < a.idx.n() && a.idx.keyAt(i) == key {
+	if i < a.idx.n() && a.idx.rawKey(i) == key {
 		return a.idx.file(i), true
 	}
 	return File{}, false

@@ -18,6 +18,9 @@ const maxUnverifiableSample = 10
 // objects). Unverifiable counts the files no checksum covers at all (no
 // file, part, chunk or frame sha256: old uploads, direct files without
 // one), which are served as stored; UnverifiableSample names a few.
+// IndexBytes is the size of the archive's index in the persistent format
+// (computed, not written); IndexInPlace says it is served from its file
+// mapped in place (then its columns cost page cache, not heap).
 func (a *Archive) Info() Info {
 	u := a.unverifiable()
 	return Info{
@@ -35,6 +38,8 @@ func (a *Archive) Info() Info {
 		Warnings:           slices.Clone(a.warnings),
 		Unverifiable:       u.n,
 		UnverifiableSample: slices.Clone(u.sample),
+		IndexBytes:         a.indexFileBytes(),
+		IndexInPlace:       a.idx.mm != nil,
 	}
 }
 

@@ -1,6 +1,9 @@
 package archiveview
 
-import "strings"
+import (
+	"runtime"
+	"strings"
+)
 
 // List returns one page of the archive's keys and, with a Delimiter, common
 // prefixes, merged in byte order, in O(log n + page):
@@ -20,6 +23,7 @@ func (a *Archive) List(p ListParams) ListResult {
 }
 
 func (x *index) list(p ListParams) ListResult {
+	defer runtime.KeepAlive(x)
 	var res ListResult
 	if p.MaxKeys <= 0 {
 		return res
@@ -30,7 +34,7 @@ func (x *index) list(p ListParams) ListResult {
 		i = x.searchAfter(p.After)
 	}
 	for i < n {
-		k := x.keyAt(i)
+		k := x.rawKey(i)
 		if !strings.HasPrefix(k, p.Prefix) {
 			break
 		}
@@ -44,7 +48,7 @@ func (x *index) list(p ListParams) ListResult {
 					i = next
 					continue
 				}
-				e.Prefix = cp
+				e.Prefix = x.own(cp)
 			}
 		}
 		if len(res.Entries) == p.MaxKeys {
@@ -67,10 +71,11 @@ func (x *index) list(p ListParams) ListResult {
 // the binary search, so a small directory costs O(log its size), not
 // O(log n).
 func (x *index) skipPrefix(i int, cp string) int {
+	defer runtime.KeepAlive(x)
 	n := x.n()
 	lo, step := i+1, 1
 	hi := lo
-	for hi < n && strings.HasPrefix(x.keyAt(hi), cp) {
+	for hi < n && strings.HasPrefix(x.rawKey(hi), cp) {
 		lo = hi + 1
 		hi += step
 		step *= 2
@@ -80,7 +85,7 @@ func (x *index) skipPrefix(i int, cp string) int {
 	}
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if strings.HasPrefix(x.keyAt(m), cp) {
+		if strings.HasPrefix(x.rawKey(m), cp) {
 			lo = m + 1
 		} else {
 			hi = m

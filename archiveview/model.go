@@ -165,12 +165,16 @@ type Info struct {
 	Shapes, Warnings                     []string
 	Unverifiable                         int      // files no checksum covers (served as stored)
 	UnverifiableSample                   []string // some of their keys
+	IndexBytes                           int64    // the index's size in the persistent format
+	IndexInPlace                         bool     // served from its index file mapped in place
 }
 
 // Close stops the archive's background work: in-flight prefetches are
 // cancelled (and waited for) and parked decoders are released. Reads that
-// are already open keep working; later reads work without prefetch. Close
-// is idempotent and safe for concurrent use.
+// are already open keep working; later reads work without prefetch. An
+// index served from its file in place stays mapped until the archive is
+// unreachable (indexmap.go), so listings and reads after Close work too.
+// Close is idempotent and safe for concurrent use.
 func (a *Archive) Close() error {
 	a.closeVersions()
 	a.set.Close()

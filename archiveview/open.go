@@ -77,19 +77,20 @@ func openManifests(ctx context.Context, store backend.Store, bucket, manifestKey
 		}
 		return &OpenError{Archive: n, Manifest: objectURL(bucket, manifestKey), Err: err}
 	}
-	top, err := fetchManifest(ctx, store, bucket, manifestKey, opts.Limits)
+	fs := newFileStore()
+	top, err := fetchManifest(ctx, store, bucket, manifestKey, opts.Limits, fs)
 	if err != nil {
 		return nil, fail(err)
 	}
 	if name == "" {
 		name = top.uploadID
 	}
-	chain, err := loadChain(ctx, store, bucket, top, opts.Limits)
+	chain, err := loadChain(ctx, store, bucket, top, opts.Limits, fs)
 	if err != nil {
 		return nil, fail(err)
 	}
 
-	r := newResolver(bucket, manifestKey, chain, opts)
+	r := newResolver(bucket, manifestKey, chain, fs, opts)
 	for _, l := range chain {
 		for _, w := range l.m.Warnings {
 			r.warnf("manifest %s: %s", l.key, w)
@@ -133,18 +134,24 @@ func openManifests(ctx context.Context, store backend.Store, bucket, manifestKey
 	return a, nil
 }
 
-// fetchManifest GETs and parses one manifest.
-func fetchManifest(ctx context.Context, store backend.Store, bucket, key string, lim manifest.Limits) (chainLink, error) {
+// fetchManifest GETs one manifest and streams its entries into fs (the
+// chain's next link).
+func fetchManifest(ctx context.Context, store backend.Store, bucket, key string, lim manifest.Limits, fs *fileStore) (chainLink, error) {
 	rc, _, err := store.Get(ctx, bucket, key)
 	if err != nil {
 		return chainLink{}, err // the store's error names the object
 	}
 	defer rc.Close()
-	m, err := manifest.Load(rc, key, lim)
+	l := chainLink{key: key}
+	sink := newLinkSink(fs, &l)
+	m, err := manifest.Stream(rc, key, lim, manifest.StreamFuncs{Head: sink.head, Files: sink.file, Deleted: sink.deleted, Path: sink.path})
 	if err != nil {
 		return chainLink{}, err
 	}
-	l := chainLink{key: key, uploadID: m.UploadID, m: m}
+	if err := sink.finish(m); err != nil {
+		return chainLink{}, err
+	}
+	l.uploadID, l.m = m.UploadID, m
 	if l.uploadID == "" {
 		if _, id, ok := manifest.UploadDir(key); ok {
 			l.uploadID = id
@@ -160,7 +167,7 @@ func fetchManifest(ctx context.Context, store backend.Store, bucket, key string,
 // that names them (ManifestKeyCandidates of UploadDir of its key, else of
 // its prefix field). A cycle, a missing ancestor or more ancestors than
 // lim.MaxChainDepth is an error naming both manifests.
-func loadChain(ctx context.Context, store backend.Store, bucket string, top chainLink, lim manifest.Limits) ([]chainLink, error) {
+func loadChain(ctx context.Context, store backend.Store, bucket string, top chainLink, lim manifest.Limits, fs *fileStore) ([]chainLink, error) {
 	maxDepth := lim.WithDefaults().MaxChainDepth
 	chain := []chainLink{top}
 	seen := map[string]string{top.uploadID: top.key}
@@ -198,7 +205,7 @@ func loadChain(ctx context.Context, store backend.Store, bucket string, top chai
 			found bool
 		)
 		for _, k := range cands {
-			l, err := fetchManifest(ctx, store, bucket, k, lim)
+			l, err := fetchManifest(ctx, store, bucket, k, lim, fs)
 			if errors.Is(err, backend.ErrNotFound) {
 				continue
 			}

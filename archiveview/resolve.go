@@ -1,7 +1,8 @@
 package archiveview
 
-// Resolution: from a chain of loaded manifests (newest first) to the
-// effective virtual tree, the chunks it needs and the compact index.
+// Resolution: from a chain of streamed manifests (newest first, their
+// entries in a fileStore, build.go) to the effective virtual tree, the
+// chunks it needs and the compact index.
 //
 // Rules (CargoShip format notes §2–§11, "Edge cases a reader must get right"):
 //
@@ -36,13 +37,19 @@ package archiveview
 //     that checksum and size anywhere in the chain; placeholders, no
 //     original, or a duplicate whose own checksum differs from its
 //     duplicate_of_hash: error.
+//
+// Errors come in this order: chunks (collectChunks), paths that are no
+// keys (files before deleted paths, link by link), then the decisions in
+// key order, the duplicates, and each surviving file in key order.
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -57,54 +64,44 @@ import (
 // (Chain problems wrap ErrBrokenChain.)
 var ErrInvalidTree = errors.New("invalid archive tree")
 
-// chainLink is one loaded manifest of an archive's chain.
+// chainLink is one streamed manifest of an archive's chain.
 type chainLink struct {
-	key      string // manifest object key
+	key      string
 	uploadID string
-	m        *manifest.Manifest
-	verify   bool // checksum_algorithm is sha256 (or absent): checksums are usable
-}
+	m        *manifest.Manifest // Files is nil: the entries are in the chain's fileStore
+	verify   bool               // checksum_algorithm is sha256 (or absent): checksums are usable
 
-// fileRef points at one FileEntry of one chain link.
-type fileRef struct {
-	link  int32
-	entry int32
-}
-
-// survivor is one decided virtual key: the file entries (one, or the parts of
-// a split file) that make it up.
-type survivor struct {
-	key   string
-	first fileRef
-	parts []int32 // entry indices of a split file's parts (same link), unsorted
-	split bool
+	mStart, fStart int // first mention, first file of this manifest in the store
+	nFiles, nTombs int
+	s3keys         []string // raw s3_keys; the store's s3 column holds index+1
+	s3res          []int32  // per raw s3_key: its resolved key (resolver.rkeys)
+	keyErr         error    // first file path that is no key
+	tombErr        error    // first deleted path that is no key
 }
 
 // chunkCand is a chunks[] entry seen somewhere in the chain.
 type chunkCand struct {
-	link  int32
+	link  int32 // -1: none
 	entry int32
 }
 
 type resolver struct {
 	bucket string
 	chain  []chainLink
+	fs     *fileStore
 	opts   Options
 	root   string // keys must lie under root+"/" ("" = the whole bucket)
 
-	cands    map[string]chunkCand // resolved chunk key -> chosen entry
-	chunkIdx map[string]int32     // resolved key -> index in chunks (materialized)
+	rkeys    []string // resolved object keys
+	rkeyIdx  map[string]int32
+	cands    []chunkCand // per resolved key: the chosen chunk entry
+	chunkIdx []int32     // per resolved key: index in chunks, -1 = not materialized
 	chunks   []chunkio.Chunk
 	uncomp   []int64 // per chunk: uncompressed tar bytes (frames or manifest)
+	bounds   map[int32]int64
 
 	shapes   map[string]bool
 	warnings []string
-
-	memo struct { // resolveKey's last answer
-		link     int32
-		raw, key string
-		ok       bool
-	}
 
 	tombs tombTable // keys a tombstone decided (decide; chains only)
 
@@ -115,10 +112,10 @@ type resolver struct {
 	splitFiles    int
 }
 
-// newResolver returns a resolver of chain (newest first), whose newest
-// manifest is manifestKey in bucket.
-func newResolver(bucket, manifestKey string, chain []chainLink, opts Options) *resolver {
-	return &resolver{bucket: bucket, chain: chain, opts: opts, root: keyRoot(manifestKey)}
+// newResolver returns a resolver of chain (newest first, streamed into
+// fs), whose newest manifest is manifestKey in bucket.
+func newResolver(bucket, manifestKey string, chain []chainLink, fs *fileStore, opts Options) *resolver {
+	return &resolver{bucket: bucket, chain: chain, fs: fs, opts: opts, root: keyRoot(manifestKey)}
 }
 
 // keyRoot is the prefix an archive's keys must lie under: the part of the
@@ -160,42 +157,138 @@ func treeErr(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalidTree, fmt.Sprintf(format, args...))
 }
 
-// where names a file entry for errors: "path (manifest KEY)".
-func (r *resolver) where(ref fileRef) string {
-	l := &r.chain[ref.link]
-	return fmt.Sprintf("%q (manifest %s)", l.m.Files[ref.entry].Path, l.key)
+// linkOfFile returns the chain link that file f belongs to.
+func (r *resolver) linkOfFile(f int) int32 {
+	i, _ := slices.BinarySearchFunc(r.chain, f, func(l chainLink, f int) int {
+		switch {
+		case f < l.fStart:
+			return 1
+		case f >= l.fStart+l.nFiles:
+			return -1
+		}
+		return 0
+	})
+	return int32(i)
 }
 
-func (r *resolver) entry(ref fileRef) *manifest.FileEntry {
-	return &r.chain[ref.link].m.Files[ref.entry]
-}
-
-// resolveKey resolves an s3_key of link li against the serving bucket.
-// Consecutive files usually share a chunk key, so the last answer is kept.
-func (r *resolver) resolveKey(li int32, s3key string) string {
-	if r.memo.ok && r.memo.link == li && r.memo.raw == s3key {
-		return r.memo.key
+// mention returns mention m's link and, for a file entry, its file (-1
+// for a tombstone).
+func (r *resolver) mention(m int) (int32, int) {
+	i, _ := slices.BinarySearchFunc(r.chain, m, func(l chainLink, m int) int {
+		switch {
+		case m < l.mStart:
+			return 1
+		case m >= l.mStart+l.nFiles+l.nTombs:
+			return -1
+		}
+		return 0
+	})
+	l := &r.chain[i]
+	if m-l.mStart < l.nFiles {
+		return int32(i), l.fStart + (m - l.mStart)
 	}
-	key := manifest.ResolveObjectKey(r.bucket, r.chain[li].m.Prefix, s3key)
-	r.memo.link, r.memo.raw, r.memo.key, r.memo.ok = li, s3key, key, true
-	return key
+	return int32(i), -1
 }
 
-// build resolves the chain into the index and the chunk table.
+// fileMention is file f's mention (whose key is f's key).
+func (r *resolver) fileMention(f int) int {
+	l := &r.chain[r.linkOfFile(f)]
+	return l.mStart + (f - l.fStart)
+}
+
+// where names file f for errors: "path (manifest KEY)", with the path as
+// the store still has it (while the key arena lives).
+func (r *resolver) where(f int) string {
+	l := &r.chain[r.linkOfFile(f)]
+	return fmt.Sprintf("%q (manifest %s)", r.fs.pathOf(l, f), l.key)
+}
+
+// rkey returns file f's resolved s3_key id, or -1 when it has none.
+func (r *resolver) rkey(f int) int32 {
+	s3 := r.fs.s3.at(f)
+	if s3 == 0 {
+		return -1
+	}
+	return r.chain[r.linkOfFile(f)].s3res[s3-1]
+}
+
+// rawS3Key returns file f's s3_key as the manifest wrote it.
+func (r *resolver) rawS3Key(f int) string {
+	s3 := r.fs.s3.at(f)
+	if s3 == 0 {
+		return ""
+	}
+	return r.chain[r.linkOfFile(f)].s3keys[s3-1]
+}
+
+// internKey returns the id of resolved object key k.
+func (r *resolver) internKey(k string) int32 {
+	if id, ok := r.rkeyIdx[k]; ok {
+		return id
+	}
+	id := int32(len(r.rkeys))
+	r.rkeys = append(r.rkeys, k)
+	r.rkeyIdx[k] = id
+	r.cands = append(r.cands, chunkCand{link: -1})
+	r.chunkIdx = append(r.chunkIdx, -1)
+	return id
+}
+
+// init prepares the resolver's tables and resolves every link's s3_keys
+// (before collectChunks).
+func (r *resolver) init() {
+	r.shapes = map[string]bool{}
+	r.rkeyIdx = map[string]int32{}
+	r.bounds = map[int32]int64{}
+	if len(r.chain) > 1 {
+		r.shapes["chain"] = true
+	}
+	for li := range r.chain {
+		l := &r.chain[li]
+		l.s3res = make([]int32, len(l.s3keys))
+		for i, k := range l.s3keys {
+			l.s3res[i] = r.internKey(manifest.ResolveObjectKey(r.bucket, l.m.Prefix, k))
+		}
+	}
+}
+
+// keyErrors returns the first path of the chain that is no key: files
+// before deleted paths, link by link.
+func (r *resolver) keyErrors() error {
+	for _, l := range r.chain {
+		if l.keyErr != nil {
+			return l.keyErr
+		}
+		if l.tombErr != nil {
+			return l.tombErr
+		}
+	}
+	return nil
+}
+
+// build resolves the chain into the index and the chunk table. It
+// consumes the store: its columns are released as the index is gathered.
 func (r *resolver) build() (index, []chunkio.Chunk, error) {
 	r.init()
 	if err := r.collectChunks(); err != nil {
 		return index{}, nil, err
 	}
-	survivors, err := r.decide()
+	if err := r.keyErrors(); err != nil {
+		return index{}, nil, err
+	}
+	order, starts := r.fs.sortMentions()
+	surv, err := r.decide(order, starts)
+	order, starts = nil, nil
 	if err != nil {
 		return index{}, nil, err
 	}
-	origins, err := r.findOriginals(survivors)
+	releaseBuildMemory(r.fs.files())
+	origins, err := r.findOriginals(surv.files)
 	if err != nil {
 		return index{}, nil, err
 	}
-	idx, err := r.buildIndex(survivors, origins, len(r.chain) > 1)
+	r.streamBounds()
+	idx, err := r.buildIndex(surv, origins, len(r.chain) > 1, true)
 	if err != nil {
 		return index{}, nil, err
 	}
@@ -226,43 +319,51 @@ func (r *resolver) build() (index, []chunkio.Chunk, error) {
 	return idx, r.chunkTable(), nil
 }
 
-// init prepares the resolver's maps (before collectChunks).
-func (r *resolver) init() {
-	r.shapes = map[string]bool{}
-	r.chunkIdx = map[string]int32{}
-	if len(r.chain) > 1 {
-		r.shapes["chain"] = true
+// buildIndex resolves survivors (in key order) into an index. With links
+// the index records, per file, the chain link that decided it (its S3
+// version id); the tree of a chain has them, the per-upload history
+// indexes of versions.go do not (all their files are of one upload). With
+// consume, the store's columns are released as they are gathered (Open's
+// build); without, the store stays whole for further indexes (the
+// version history builds one per upload).
+func (r *resolver) buildIndex(surv survivors, origins map[uint32]origin, links, consume bool) (index, error) {
+	b := &treeBuilder{fs: r.fs}
+	if err := b.gatherNames(surv.files, r.fileMention); err != nil {
+		return index{}, err
 	}
-}
-
-// buildIndex resolves survivors (in key order) into an index. Each
-// survivor is cleared once added.
-// With links the index records, per file, the chain link that decided it
-// (its S3 version id); the tree of a chain has them, the per-upload history
-// indexes of versions.go do not (all their files are of one upload).
-func (r *resolver) buildIndex(survivors []survivor, origins map[fileRef]fileRef, links bool) (index, error) {
-	nameBytes := 0
-	for i := range survivors {
-		nameBytes += len(survivors[i].key)
+	n := r.fs.files()
+	if consume {
+		// Every key is in the index now; paths are built from it.
+		r.fs.keys, r.fs.kpos = byteArena{}, pages[uint64]{}
+		releaseBuildMemory(n)
 	}
-	var b indexBuilder
-	b.init(len(survivors), nameBytes)
-	b.links = links
-	for i := range survivors {
-		if err := r.addFile(&b, &survivors[i], origins); err != nil {
+	b.startPlacing(len(surv.files))
+	p := placer{r: r, b: b, origins: origins}
+	for s, f := range surv.files {
+		if err := p.addFile(s, int(f), surv.parts[int32(s)]); err != nil {
 			return index{}, err
 		}
-		survivors[i] = survivor{} // release the key's only other reference early
 	}
-	return b.finish()
+	var linkOf func(int) int32
+	if links {
+		linkOf = r.linkOfFile
+	}
+	var release func()
+	if consume {
+		release = func() { releaseBuildMemory(n) }
+	}
+	if err := b.gatherColumns(surv.files, release, linkOf); err != nil {
+		return index{}, err
+	}
+	return b.x, nil
 }
 
 // chunkTable materializes the chunks resolved so far.
 func (r *resolver) chunkTable() []chunkio.Chunk {
 	chunks := slices.Clone(r.chunks)
-	if bounds := r.streamBounds(); bounds != nil {
-		for i := range chunks {
-			chunks[i].MaxTar = bounds[i]
+	for rk, b := range r.bounds {
+		if ci := r.chunkIdx[rk]; ci >= 0 && chunks[ci].Kind == chunkio.StreamZstd {
+			chunks[ci].MaxTar = b
 		}
 	}
 	return chunks
@@ -274,65 +375,78 @@ const (
 	tarBoundSlack     = 16 << 20 // added to twice the computed tar length
 )
 
-// streamBounds returns, per chunk, a bound on the tar stream an unframed
-// zstd chunk can decode to (0 for other chunks), or nil when there are no
-// such chunks. A chunk's members are the file entries of the chain that
-// name it (a chunk is written by one upload, which lists every member);
-// each needs at most its data rounded up to 512 bytes plus its headers. The
-// bound is twice that sum plus 16 MiB, so that a manifest that leaves out
-// a few members is still read, while a zstd bomb stops after a bounded
-// decode instead of expanding to whatever it claims.
-func (r *resolver) streamBounds() []int64 {
-	any := false
-	for _, c := range r.chunks {
-		any = any || c.Kind == chunkio.StreamZstd
+// streamBounds computes, per resolved key of an unframed zstd chunk, a
+// bound on the tar stream it can decode to (chunkTable applies it). A
+// chunk's members are the file entries of the chain that name it (a chunk
+// is written by one upload, which lists every member); each needs at most
+// its data rounded up to 512 bytes plus its headers. The bound is twice
+// that sum plus 16 MiB, so that a manifest that leaves out a few members
+// is still read, while a zstd bomb stops after a bounded decode instead of
+// expanding to whatever it claims. It reads every file's path length, so
+// it runs while the key arena lives.
+func (r *resolver) streamBounds() {
+	stream := map[int32]bool{}
+	for rk, c := range r.cands {
+		if c.link < 0 {
+			continue
+		}
+		l := &r.chain[c.link]
+		ce := &l.m.Chunks[c.entry]
+		if k, err := chunkKindOf(r.rkeys[rk], l.m.CompressionType, len(ce.Frames) > 0); err == nil && k == chunkio.StreamZstd {
+			stream[int32(rk)] = true
+		}
 	}
-	if !any {
-		return nil
+	if len(stream) == 0 {
+		return
 	}
-	sums := make([]int64, len(r.chunks))
-	add := func(ci int32, v int64) {
-		if v < 0 || sums[ci] < 0 || sums[ci] > math.MaxInt64/4-v {
-			sums[ci] = -1 // overflow: unbounded
+	sums := map[int32]int64{}
+	add := func(rk int32, v int64) {
+		s := sums[rk]
+		if v < 0 || s < 0 || s > math.MaxInt64/4-v {
+			sums[rk] = -1 // overflow: unbounded
 			return
 		}
-		sums[ci] += v
+		sums[rk] = s + v
 	}
+	fs := r.fs
 	for li := range r.chain {
-		for ei := range r.chain[li].m.Files {
-			fe := &r.chain[li].m.Files[ei]
-			if fe.S3Key == "" || fe.IsDuplicate {
+		l := &r.chain[li]
+		for f := l.fStart; f < l.fStart+l.nFiles; f++ {
+			bits := fs.bits.at(f)
+			s3 := fs.s3.at(f)
+			if s3 == 0 || bits&bDup != 0 {
 				continue
 			}
-			ci, ok := r.chunkIdx[r.resolveKey(int32(li), fe.S3Key)]
-			if !ok || r.chunks[ci].Kind != chunkio.StreamZstd {
+			rk := l.s3res[s3-1]
+			if !stream[rk] {
 				continue
 			}
-			n := fe.Size
-			if fe.TotalParts > 1 {
-				n = fe.Length
+			n := fs.size.at(f)
+			if bits&bSplit != 0 {
+				n = fs.sideOf(f).length
 			}
 			if n < 0 || n > math.MaxInt64/4 {
-				add(ci, -1)
+				add(rk, -1)
 				continue
 			}
-			add(ci, (n+511)/512*512+tarMemberOverhead+2*int64(len(fe.Path)))
+			pathLen := len(fs.key(l.mStart + (f - l.fStart)))
+			if bits&bOdd != 0 {
+				pathLen = len(fs.odd[uint32(f)])
+			} else {
+				pathLen += len(fs.roots[fs.root.at(f)])
+			}
+			add(rk, (n+511)/512*512+tarMemberOverhead+2*int64(pathLen))
 		}
 	}
-	for i := range sums {
-		switch {
-		case r.chunks[i].Kind != chunkio.StreamZstd || sums[i] < 0:
-			sums[i] = 0
-		default:
-			sums[i] = 2*(sums[i]+1024) + tarBoundSlack
+	for rk, s := range sums {
+		if s >= 0 {
+			r.bounds[rk] = 2*(s+1024) + tarBoundSlack
 		}
 	}
-	return sums
 }
 
 // collectChunks records every chunks[] entry of the chain by resolved key.
 func (r *resolver) collectChunks() error {
-	r.cands = map[string]chunkCand{}
 	for li := range r.chain {
 		m := r.chain[li].m
 		for ci := range m.Chunks {
@@ -340,16 +454,17 @@ func (r *resolver) collectChunks() error {
 			if ce.S3Key == "" {
 				return treeErr("manifest %s: chunk %d (shard %d) has no s3_key", r.chain[li].key, ce.ID, ce.ShardID)
 			}
-			key := r.resolveKey(int32(li), ce.S3Key)
+			key := manifest.ResolveObjectKey(r.bucket, m.Prefix, ce.S3Key)
 			if err := manifest.CheckObjectKey(key); err != nil {
 				return fmt.Errorf("%w: manifest %s: chunk %d (s3_key %q): %w", ErrInvalidTree, r.chain[li].key, ce.ID, ce.S3Key, err)
 			}
 			if err := r.confine(key); err != nil {
 				return fmt.Errorf("manifest %s: chunk %d: %w", r.chain[li].key, ce.ID, err)
 			}
-			prev, ok := r.cands[key]
-			if !ok {
-				r.cands[key] = chunkCand{int32(li), int32(ci)}
+			rk := r.internKey(key)
+			prev := r.cands[rk]
+			if prev.link < 0 {
+				r.cands[rk] = chunkCand{int32(li), int32(ci)}
 				continue
 			}
 			pe := &r.chain[prev.link].m.Chunks[prev.entry]
@@ -360,282 +475,299 @@ func (r *resolver) collectChunks() error {
 			r.warnf("chunk %s is listed more than once with different sizes (%d and %d bytes): keeping the largest (staging snapshot)",
 				key, pe.CompressedSize, ce.CompressedSize)
 			if ce.CompressedSize > pe.CompressedSize {
-				r.cands[key] = chunkCand{int32(li), int32(ci)}
+				r.cands[rk] = chunkCand{int32(li), int32(ci)}
 			}
 		}
 	}
 	return nil
 }
 
-// mention is one file entry or tombstone of the chain, under its virtual key.
-type mention struct {
-	key   string
-	link  int32
-	entry int32 // index into Files; tombstones: -1
+// survivors are the decided files in key order: files[i] is the (first)
+// entry of key i; parts[i] lists a split file's parts (its entries in
+// its manifest, in mention order).
+type survivors struct {
+	files []uint32
+	parts map[int32][]uint32
 }
 
-// decide resolves the chain newest first and returns the surviving files in
-// key order. Instead of a map it sorts every mention by (key, link, file
-// before tombstone, entry): the first mention of each key then decides it.
-// Sorting is cheap for the (usually already sorted) manifest order and
-// keeps the peak small: 24 bytes per mention plus the key.
-func (r *resolver) decide() ([]survivor, error) {
-	ms, err := r.mentions()
-	if err != nil {
-		return nil, err
+// decide walks the mentions in (key, link, file before tombstone, entry)
+// order (fileStore.sortMentions): the first mention of each key decides it.
+// A tombstone hides the key (and, in a chain, is recorded); a file
+// survives, with the parts of a split file from the same manifest.
+func (r *resolver) decide(order, starts []uint64) (survivors, error) {
+	groups := 0
+	for _, w := range starts {
+		groups += bits.OnesCount64(w)
 	}
-	var survivors []survivor
+	out := survivors{files: make([]uint32, 0, groups), parts: map[int32][]uint32{}}
 	var tb strings.Builder
-	for i := 0; i < len(ms); {
-		j := mentionGroupEnd(ms, i)
-		s, ok, err := r.decideMention(ms[i:j])
+	for i := 0; i < len(order); {
+		j := i + 1
+		for j < len(order) && !isStart(starts, j) {
+			j++
+		}
+		f, parts, ok, err := r.decideGroup(order[i:j])
 		if err != nil {
-			return nil, err
+			return survivors{}, err
 		}
 		if !ok {
 			r.tombstones++ // decided by a tombstone
 			if len(r.chain) > 1 {
-				if ms[i].link > math.MaxUint16 || tb.Len()+len(ms[i].key) > math.MaxUint32 {
-					return nil, treeErr("too many tombstones or chain links")
+				link, _ := r.mention(int(uint32(order[i])))
+				key := r.fs.key(int(uint32(order[i])))
+				if link > math.MaxUint16 || tb.Len()+len(key) > math.MaxUint32 {
+					return survivors{}, treeErr("too many tombstones or chain links")
 				}
-				tb.WriteString(ms[i].key)
+				tb.Write(key)
 				r.tombs.ends = append(r.tombs.ends, uint32(tb.Len()))
-				r.tombs.link = append(r.tombs.link, uint16(ms[i].link))
+				r.tombs.link = append(r.tombs.link, uint16(link))
 			}
 		} else {
-			survivors = append(survivors, s)
+			if parts != nil {
+				out.parts[int32(len(out.files))] = parts
+			}
+			out.files = append(out.files, uint32(f))
 		}
 		i = j
 	}
 	r.tombs.names = tb.String()
-	return survivors, nil
+	return out, nil
 }
 
-// mentions returns every file entry and tombstone of the chain under its
-// virtual key, sorted by (key, link, file before tombstone, entry).
-func (r *resolver) mentions() ([]mention, error) {
-	n := 0
-	for li := range r.chain {
-		n += len(r.chain[li].m.Files) + len(r.chain[li].m.DeletedPaths)
+// decideGroup decides one key from its sorted mentions ms, of which the
+// first is the deciding one: a tombstone gives ok == false; a file gives
+// its file (and the parts of a split file, from the same manifest).
+// Mentions from other manifests, or this manifest's tombstone, are
+// shadowed.
+func (r *resolver) decideGroup(ms []uint64) (file int, parts []uint32, ok bool, err error) {
+	link, f := r.mention(int(uint32(ms[0])))
+	if f < 0 {
+		return 0, nil, false, nil
 	}
-	ms := make([]mention, 0, n)
-	for li := range r.chain {
-		l := &r.chain[li]
-		for ei := range l.m.Files {
-			fe := &l.m.Files[ei]
-			key, err := manifest.RelativeKey(l.m.SourcePath, fe.Path)
-			if err != nil {
-				return nil, fmt.Errorf("%w: manifest %s: file %q: %w", ErrInvalidTree, l.key, fe.Path, err)
-			}
-			ms = append(ms, mention{key, int32(li), int32(ei)})
-		}
-		for _, p := range l.m.DeletedPaths {
-			key, err := manifest.RelativeKey(l.m.SourcePath, p)
-			if err != nil {
-				return nil, fmt.Errorf("%w: manifest %s: deleted path %q: %w", ErrInvalidTree, l.key, p, err)
-			}
-			ms = append(ms, mention{key, int32(li), -1})
-		}
-	}
-	slices.SortFunc(ms, func(a, b mention) int {
-		if c := strings.Compare(a.key, b.key); c != 0 {
-			return c
-		}
-		if a.link != b.link {
-			return int(a.link - b.link)
-		}
-		// files (entry >= 0) before tombstones, then manifest order
-		ae, be := a.entry, b.entry
-		if (ae < 0) != (be < 0) {
-			return int(be>>31) - int(ae>>31)
-		}
-		return int(ae - be)
-	})
-	return ms, nil
-}
-
-// mentionGroupEnd returns the end of the run of mentions of ms[i].key.
-func mentionGroupEnd(ms []mention, i int) int {
-	j := i + 1
-	for j < len(ms) && ms[j].key == ms[i].key {
-		j++
-	}
-	return j
-}
-
-// decideMention decides one key from its sorted mentions, of which the
-// first (ms[0]) is the deciding one: a tombstone gives ok == false; a file
-// gives its survivor (with the parts of a split file from the same
-// manifest). Mentions from other manifests, or this manifest's tombstone,
-// are shadowed.
-func (r *resolver) decideMention(ms []mention) (survivor, bool, error) {
-	first := ms[0]
-	if first.entry < 0 {
-		return survivor{}, false, nil
-	}
-	l := &r.chain[first.link]
-	fe := &l.m.Files[first.entry]
-	s := survivor{key: first.key, first: fileRef{first.link, first.entry}, split: fe.TotalParts > 1}
-	if s.split {
-		s.parts = []int32{first.entry}
+	fs := r.fs
+	l := &r.chain[link]
+	split := fs.bits.at(f)&bSplit != 0
+	if split {
+		parts = []uint32{uint32(f)}
 	}
 	for _, o := range ms[1:] {
-		if o.link != first.link || o.entry < 0 {
+		ol, of := r.mention(int(uint32(o)))
+		if ol != link || of < 0 {
 			break // older manifests, or this manifest's tombstone: shadowed
 		}
-		other := &l.m.Files[o.entry]
-		switch {
-		case other.Path != fe.Path:
-			return survivor{}, false, treeErr("manifest %s: files %q and %q both map to key %q", l.key, fe.Path, other.Path, first.key)
-		case !s.split || other.TotalParts <= 1:
-			return survivor{}, false, treeErr("manifest %s: file %q is listed more than once (not as parts of a split file)", l.key, fe.Path)
+		if !r.samePath(l, f, of) {
+			return 0, nil, false, treeErr("manifest %s: files %q and %q both map to key %q", l.key, fs.pathOf(l, f), fs.pathOf(l, of), fs.key(int(uint32(ms[0]))))
 		}
-		s.parts = append(s.parts, o.entry)
+		if !split || fs.bits.at(of)&bSplit == 0 {
+			return 0, nil, false, treeErr("manifest %s: file %q is listed more than once (not as parts of a split file)", l.key, fs.pathOf(l, f))
+		}
+		parts = append(parts, uint32(of))
 	}
-	return s, true, nil
+	return f, parts, true, nil
+}
+
+// samePath reports whether files a and b (of link l, same key) have the
+// same path.
+func (r *resolver) samePath(l *chainLink, a, b int) bool {
+	fs := r.fs
+	if fs.bits.at(a)&bOdd == 0 && fs.bits.at(b)&bOdd == 0 {
+		return fs.root.at(a) == fs.root.at(b)
+	}
+	return fs.pathOf(l, a) == fs.pathOf(l, b)
+}
+
+// origin is a duplicate's original: its file and its path (kept, since
+// the key arena is released before the files are placed).
+type origin struct {
+	file uint32
+	path string
 }
 
 // findOriginals maps every surviving duplicate to its original entry.
-func (r *resolver) findOriginals(survivors []survivor) (map[fileRef]fileRef, error) {
+func (r *resolver) findOriginals(surv []uint32) (map[uint32]origin, error) {
+	fs := r.fs
 	wanted := map[[32]byte]bool{}
 	type dup struct {
-		ref  fileRef
+		file uint32
 		hash [32]byte
 	}
 	var dups []dup
-	for i := range survivors {
-		s := &survivors[i]
-		fe := r.entry(s.first)
-		if !fe.IsDuplicate {
+	for _, f32 := range surv {
+		f := int(f32)
+		bits := fs.bits.at(f)
+		if bits&bDup == 0 {
 			continue
 		}
-		if s.split {
-			return nil, treeErr("file %s is both a duplicate and a split file", r.where(s.first))
+		if bits&bSplit != 0 {
+			return nil, treeErr("file %s is both a duplicate and a split file", r.where(f))
 		}
 		r.duplicates++
-		if fe.S3Key == "" || fe.ChunkID < 0 {
+		d := fs.dupOf(f)
+		if fs.s3.at(f) == 0 || d.chunkID < 0 {
 			return nil, treeErr("duplicate file %s was never patched with its original's location (s3_key %q, chunk_id %d): unreadable",
-				r.where(s.first), fe.S3Key, fe.ChunkID)
+				r.where(f), r.rawS3Key(f), d.chunkID)
 		}
-		h := fe.DuplicateOfHash
-		if h == "" {
-			h = fe.Checksum
-		}
-		sum, ok, err := manifest.ParseChecksum(h)
-		if err != nil || !ok {
-			return nil, treeErr("duplicate file %s has no usable duplicate_of_hash (%q)", r.where(s.first), h)
+		if !d.hashOK {
+			return nil, treeErr("duplicate file %s has no usable duplicate_of_hash (%q)", r.where(f), d.raw)
 		}
 		// The duplicate's own checksum, when it has one, is a claim about
 		// its bytes: it must name the same content as duplicate_of_hash,
 		// or the original's bytes would be served under another checksum.
-		if own, ok, err := manifest.ParseChecksum(fe.Checksum); err == nil && ok && own != sum {
-			return nil, treeErr("duplicate file %s: its checksum %x differs from its duplicate_of_hash %x", r.where(s.first), own, sum)
+		if bits&bSum != 0 && fs.sum.at(f) != d.hash {
+			own := fs.sum.at(f)
+			return nil, treeErr("duplicate file %s: its checksum %x differs from its duplicate_of_hash %x", r.where(f), own, d.hash)
 		}
-		wanted[sum] = true
-		dups = append(dups, dup{s.first, sum})
+		wanted[d.hash] = true
+		dups = append(dups, dup{f32, d.hash})
 	}
 	if len(dups) == 0 {
 		return nil, nil
 	}
 	// Candidates: every non-duplicate, non-split entry of the chain whose
 	// checksum is wanted, newest first.
-	cands := map[[32]byte][]fileRef{}
-	for li := range r.chain {
-		for ei := range r.chain[li].m.Files {
-			fe := &r.chain[li].m.Files[ei]
-			if fe.IsDuplicate || fe.TotalParts > 1 || fe.S3Key == "" || fe.Checksum == "" {
-				continue
-			}
-			sum, ok, err := manifest.ParseChecksum(fe.Checksum)
-			if err != nil || !ok || !wanted[sum] {
-				continue
-			}
-			cands[sum] = append(cands[sum], fileRef{int32(li), int32(ei)})
+	cands := map[[32]byte][]uint32{}
+	for f := 0; f < fs.files(); f++ {
+		bits := fs.bits.at(f)
+		if bits&(bDup|bSplit) != 0 || bits&bSum == 0 || fs.s3.at(f) == 0 {
+			continue
+		}
+		if sum := fs.sum.at(f); wanted[sum] {
+			cands[sum] = append(cands[sum], uint32(f))
 		}
 	}
-	out := make(map[fileRef]fileRef, len(dups))
+	out := make(map[uint32]origin, len(dups))
 	for _, d := range dups {
-		fe := r.entry(d.ref)
-		want := r.resolveKey(d.ref.link, fe.S3Key)
-		var found, fallback fileRef
-		ok, okFallback := false, false
+		f := int(d.file)
+		want := r.rkey(f)
+		size := fs.size.at(f)
+		found, fallback := -1, -1
 		for _, c := range cands[d.hash] {
-			ce := r.entry(c)
-			if ce.Size != fe.Size {
+			if fs.size.at(int(c)) != size {
 				continue
 			}
-			if r.resolveKey(c.link, ce.S3Key) == want {
-				found, ok = c, true
+			if r.rkey(int(c)) == want {
+				found = int(c)
 				break
 			}
-			if !okFallback {
-				fallback, okFallback = c, true
+			if fallback < 0 {
+				fallback = int(c)
 			}
 		}
-		if !ok && okFallback {
-			found, ok = fallback, true
-			r.warnf("duplicate %s: no original in %s, using %s with the same checksum", r.where(d.ref), want, r.where(found))
+		if found < 0 && fallback >= 0 {
+			found = fallback
+			r.warnf("duplicate %s: no original in %s, using %s with the same checksum", r.where(f), r.rkeys[want], r.where(found))
 		}
-		if !ok {
-			return nil, treeErr("duplicate file %s: original (checksum %x, %d bytes) not found in the manifest chain", r.where(d.ref), d.hash, fe.Size)
+		if found < 0 {
+			return nil, treeErr("duplicate file %s: original (checksum %x, %d bytes) not found in the manifest chain", r.where(f), d.hash, size)
 		}
-		out[d.ref] = found
+		out[d.file] = origin{file: uint32(found), path: fs.pathOf(&r.chain[r.linkOfFile(found)], found)}
 	}
 	return out, nil
 }
 
-// addFile resolves one surviving key and appends it to the index builder.
-func (r *resolver) addFile(b *indexBuilder, s *survivor, origins map[fileRef]fileRef) error {
-	fe := r.entry(s.first)
-	l := &r.chain[s.first.link]
-	rec := fileRec{key: s.key, size: fe.Size, mtime: fe.ModTime, link: s.first.link}
-	if fe.Size < 0 {
-		return treeErr("file %s has negative size %d", r.where(s.first), fe.Size)
+// sum parses a sha256 checksum stored for file f. A malformed value
+// (fixtures and old tools wrote placeholders) counts as absent, never as
+// verified; what, when not nil, names the owner in the warning (called
+// only then).
+func (r *resolver) sum(f int, what func() string) ([32]byte, bool) {
+	bits := r.fs.bits.at(f)
+	if bits&bSumBad != 0 {
+		if what != nil {
+			r.warnf("%s: unusable checksum ignored: %v", what(), r.fs.badSum[uint32(f)])
+		}
+		return [32]byte{}, false
 	}
-	if mime := fe.Metadata["magika_mime"]; mime != "" {
-		rec.ctype = mime
+	if bits&bSum == 0 {
+		return [32]byte{}, false
 	}
-	if s.split {
-		return r.addSplit(b, s, rec)
+	return r.fs.sum.at(f), true
+}
+
+// fileRec is one resolved file on its way into the index.
+type fileRec struct {
+	size     int64
+	msec     int64
+	mnsec    uint32
+	sum      [32]byte
+	hasSum   bool
+	hasMD5   bool
+	identity [16]byte // used when !hasSum
+	split    bool
+
+	// Either a single extent whose tar name is root+key, or exts.
+	isSingle bool
+	single   extent
+	root     uint32 // the store's root id
+	exts     []extent
+}
+
+// placer places the survivors, in key order, into the index being built
+// (treeBuilder, index.go).
+type placer struct {
+	r       *resolver
+	b       *treeBuilder
+	origins map[uint32]origin
+}
+
+// pathOf is survivor s's (file f's) path: its key is index key s.
+func (p *placer) pathOf(s int, f int) string {
+	fs := p.r.fs
+	if fs.bits.at(f)&bOdd != 0 {
+		return fs.odd[uint32(f)]
 	}
-	if fe.Length != 0 && fe.Length != fe.Size {
-		return treeErr("file %s: length %d differs from size %d on a file that is not split", r.where(s.first), fe.Length, fe.Size)
+	return fs.roots[fs.root.at(f)] + p.b.x.keyAt(s)
+}
+
+// addFile resolves survivor s (file f) into the index builder.
+func (p *placer) addFile(s int, f int, parts []uint32) error {
+	r, fs := p.r, p.r.fs
+	li := r.linkOfFile(f)
+	l := &r.chain[li]
+	where := func() string { return fmt.Sprintf("%q (manifest %s)", p.pathOf(s, f), l.key) }
+	bits := fs.bits.at(f)
+	rec := fileRec{size: fs.size.at(f), msec: fs.msec.at(f), mnsec: fs.mnsec.at(f)}
+	if rec.size < 0 {
+		return treeErr("file %s has negative size %d", where(), rec.size)
 	}
-	if fe.Offset != 0 {
-		return treeErr("file %s: offset %d on a file that is not split", r.where(s.first), fe.Offset)
+	if parts != nil {
+		return p.addSplit(s, f, l, parts, rec, where)
+	}
+	side := fs.sideOf(f)
+	if side.length != 0 && side.length != rec.size {
+		return treeErr("file %s: length %d differs from size %d on a file that is not split", where(), side.length, rec.size)
+	}
+	if side.offset != 0 {
+		return treeErr("file %s: offset %d on a file that is not split", where(), side.offset)
 	}
 	if l.verify {
-		rec.sum, rec.hasSum = r.sum(fe.Checksum, func() string { return "file " + r.where(s.first) })
+		rec.sum, rec.hasSum = r.sum(f, func() string { return "file " + where() })
 	}
-	ch := fe.ContentHash
-	if ch == "" {
-		ch = fe.Metadata["content_hash"]
+	if bits&bMD5Bad != 0 {
+		r.warnf("file %s: ignoring malformed content_hash %q", where(), fs.badMD5[uint32(f)])
 	}
-	if ch != "" {
-		md5, ok, err := manifest.ParseMD5(ch)
-		if err != nil {
-			r.warnf("file %s: ignoring malformed content_hash %q", r.where(s.first), ch)
-		} else {
-			rec.md5, rec.hasMD5 = md5, ok
-		}
-	}
+	rec.hasMD5 = bits&bMD5 != 0
 
-	src := s.first
-	if fe.IsDuplicate {
-		src = origins[s.first]
-	}
-	se := r.entry(src)
-	if fe.IsDuplicate && !rec.hasSum && r.chain[src.link].verify {
-		// The original was chosen for its checksum (== duplicate_of_hash):
-		// whole reads of the duplicate are checked against it.
-		rec.sum, rec.hasSum = r.sum(se.Checksum, nil)
-	}
-	ext, err := r.place(src, se, se.Size, se.Path)
+	src, srcPath := f, ""
+	srcWhere := where
+	if bits&bDup != 0 {
+		o := p.origins[uint32(f)]
+		src, srcPath = int(o.file), o.path
+		sl := &r.chain[r.linkOfFile(src)]
+		srcWhere = func() string { return fmt.Sprintf("%q (manifest %s)", o.path, sl.key) }
+		if !rec.hasSum && sl.verify {
+			// The original was chosen for its checksum (== duplicate_of_hash):
+			// whole reads of the duplicate are checked against it.
+			rec.sum, rec.hasSum = r.sum(src, nil)
+		}
+	} else if bits&bOdd != 0 {
+		srcPath = p.pathOf(s, f)
+	} // else: a single extent, whose tar name is root+key (not stored)
+	ext, err := r.place(src, srcWhere, fs.size.at(src), srcPath)
 	if err != nil {
 		return err
 	}
-	if src == s.first && strings.HasSuffix(se.Path, s.key) {
-		rec.root = se.Path[:len(se.Path)-len(s.key)]
+	if src == f && bits&bOdd == 0 {
+		rec.root = fs.root.at(f)
 		rec.single = ext
 		rec.isSingle = true
 	} else {
@@ -644,95 +776,97 @@ func (r *resolver) addFile(b *indexBuilder, s *survivor, origins map[fileRef]fil
 	if !rec.hasSum && !rec.hasMD5 {
 		rec.identity = r.identity(rec, []extent{ext})
 	}
-	return b.add(rec)
+	return p.b.add(s, f, rec)
 }
 
 // addSplit validates and appends a split file.
-func (r *resolver) addSplit(b *indexBuilder, s *survivor, rec fileRec) error {
-	l := &r.chain[s.first.link]
-	parts := s.parts
-	files := l.m.Files
-	slices.SortFunc(parts, func(a, b int32) int { return files[a].PartIndex - files[b].PartIndex })
-	first := &files[parts[0]]
-	if len(parts) != first.TotalParts {
-		return treeErr("split file %s: %d part(s) listed, total_parts says %d", r.where(s.first), len(parts), first.TotalParts)
+func (p *placer) addSplit(s int, f int, l *chainLink, parts []uint32, rec fileRec, where func() string) error {
+	r, fs := p.r, p.r.fs
+	sides := make([]sideInfo, len(parts))
+	for i, pf := range parts {
+		sides[i] = fs.sideOf(int(pf))
+	}
+	slices.SortFunc(sides, func(a, b sideInfo) int { return cmp.Compare(a.partIndex, b.partIndex) })
+	first := sides[0]
+	if len(parts) != first.total {
+		return treeErr("split file %s: %d part(s) listed, total_parts says %d", where(), len(parts), first.total)
 	}
 	r.splitFiles++
+	firstSize := fs.size.at(int(first.file))
 	var at int64
 	exts := make([]extent, 0, len(parts))
-	for i, pi := range parts {
-		ref := fileRef{s.first.link, pi}
-		p := &files[pi]
+	path := p.pathOf(s, f)
+	for i, sd := range sides {
+		pf := int(sd.file)
+		partWhere := func() string { return fmt.Sprintf("%q (manifest %s)", path, l.key) }
 		switch {
-		case p.PartIndex != i:
-			return treeErr("split file %s: part_index %d where %d was expected (missing or repeated part)", r.where(ref), p.PartIndex, i)
-		case p.TotalParts != first.TotalParts:
-			return treeErr("split file %s: part %d says total_parts %d, part 0 says %d", r.where(ref), i, p.TotalParts, first.TotalParts)
-		case p.Size != first.Size:
-			return treeErr("split file %s: part %d says size %d, part 0 says %d (size is the whole-file size on every part)", r.where(ref), i, p.Size, first.Size)
-		case p.IsDuplicate:
-			return treeErr("split file %s: part %d is marked as a duplicate", r.where(ref), i)
-		case p.Length <= 0:
-			return treeErr("split file %s: part %d has length %d", r.where(ref), i, p.Length)
-		case p.Offset != at:
-			return treeErr("split file %s: part %d starts at %d, expected %d (parts must tile the file)", r.where(ref), i, p.Offset, at)
+		case sd.partIndex != i:
+			return treeErr("split file %s: part_index %d where %d was expected (missing or repeated part)", partWhere(), sd.partIndex, i)
+		case sd.total != first.total:
+			return treeErr("split file %s: part %d says total_parts %d, part 0 says %d", partWhere(), i, sd.total, first.total)
+		case fs.size.at(pf) != firstSize:
+			return treeErr("split file %s: part %d says size %d, part 0 says %d (size is the whole-file size on every part)", partWhere(), i, fs.size.at(pf), firstSize)
+		case fs.bits.at(pf)&bDup != 0:
+			return treeErr("split file %s: part %d is marked as a duplicate", partWhere(), i)
+		case sd.length <= 0:
+			return treeErr("split file %s: part %d has length %d", partWhere(), i, sd.length)
+		case sd.offset != at:
+			return treeErr("split file %s: part %d starts at %d, expected %d (parts must tile the file)", partWhere(), i, sd.offset, at)
 		}
-		at += p.Length
-		if at > first.Size || at < 0 {
-			return treeErr("split file %s: parts run past the file size %d", r.where(ref), first.Size)
+		at += sd.length
+		if at > firstSize || at < 0 {
+			return treeErr("split file %s: parts run past the file size %d", partWhere(), firstSize)
 		}
-		ext, err := r.place(ref, p, p.Length, p.Path+".part"+strconv.Itoa(i))
+		ext, err := r.place(pf, partWhere, sd.length, path+".part"+strconv.Itoa(i))
 		if err != nil {
 			return err
 		}
-		ext.fileOff = p.Offset
+		ext.fileOff = sd.offset
 		if l.verify {
-			ext.sum, ext.hasSum = r.sum(p.Checksum, func() string { return fmt.Sprintf("split file %s part %d", r.where(ref), i) })
+			ext.sum, ext.hasSum = r.sum(pf, func() string { return fmt.Sprintf("split file %s part %d", partWhere(), i) })
 		}
 		exts = append(exts, ext)
-		if p.ModTime.After(rec.mtime) {
-			rec.mtime = p.ModTime
+		if ps, pn := fs.mtime(pf); ps > rec.msec || ps == rec.msec && pn > rec.mnsec {
+			rec.msec, rec.mnsec = ps, pn
 		}
 	}
-	if at != first.Size {
-		return treeErr("split file %s: parts cover %d of %d bytes", r.where(s.first), at, first.Size)
+	if at != firstSize {
+		return treeErr("split file %s: parts cover %d of %d bytes", where(), at, firstSize)
 	}
 	rec.exts = exts
 	rec.split = true
 	rec.identity = r.identity(rec, exts)
-	return b.add(rec)
+	return p.b.add(s, f, rec)
 }
 
 // place locates one stored piece (a whole file or one split part) of
-// length bytes, whose tar entry is named tarName.
-func (r *resolver) place(ref fileRef, fe *manifest.FileEntry, length int64, tarName string) (extent, error) {
-	if fe.S3Key == "" {
-		return extent{}, treeErr("file %s has no s3_key", r.where(ref))
+// file f, length bytes, whose tar entry is named tarName.
+func (r *resolver) place(f int, where func() string, length int64, tarName string) (extent, error) {
+	rk := r.rkey(f)
+	if rk < 0 {
+		return extent{}, treeErr("file %s has no s3_key", where())
 	}
-	key := r.resolveKey(ref.link, fe.S3Key)
+	key := r.rkeys[rk]
 	if err := manifest.CheckObjectKey(key); err != nil {
-		return extent{}, fmt.Errorf("%w: file %s (s3_key %q): %w", ErrInvalidTree, r.where(ref), fe.S3Key, err)
+		return extent{}, fmt.Errorf("%w: file %s (s3_key %q): %w", ErrInvalidTree, where(), r.rawS3Key(f), err)
 	}
-	if _, ok := r.cands[key]; !ok {
+	if r.cands[rk].link < 0 {
 		if err := r.confine(key); err != nil {
-			return extent{}, fmt.Errorf("direct-upload file %s: %w", r.where(ref), err)
+			return extent{}, fmt.Errorf("direct-upload file %s: %w", where(), err)
 		}
-		ci, err := r.directChunk(ref, key, length, fe)
+		ci, err := r.directChunk(f, where, rk, length)
 		if err != nil {
 			return extent{}, err
 		}
 		return extent{chunk: ci, off: 0, length: length}, nil
 	}
-	ci, err := r.chunkFor(key)
+	ci, err := r.chunkFor(rk)
 	if err != nil {
-		return extent{}, fmt.Errorf("file %s: %w", r.where(ref), err)
+		return extent{}, fmt.Errorf("file %s: %w", where(), err)
 	}
-	off := int64(-1)
-	if fe.ArchiveOffset != nil && *fe.ArchiveOffset != 0 {
-		off = *fe.ArchiveOffset
-		if off < 0 {
-			return extent{}, treeErr("file %s: negative archive_offset %d", r.where(ref), off)
-		}
+	off := r.fs.aoff.at(f)
+	if off < -1 {
+		return extent{}, treeErr("file %s: negative archive_offset %d", where(), off)
 	}
 	if off < 0 {
 		r.legacyOffsets++
@@ -742,7 +876,7 @@ func (r *resolver) place(ref fileRef, fe *manifest.FileEntry, length int64, tarN
 		total := r.uncomp[ci]
 		if off > total || length > total-off {
 			return extent{}, treeErr("file %s: bytes [%d,%d) lie outside chunk %s, whose frames cover %d bytes",
-				r.where(ref), off, off+length, key, total)
+				where(), off, off+length, key, total)
 		}
 		fi, _ := slices.BinarySearchFunc(c.Frames, off, func(f chunkio.Frame, o int64) int {
 			switch {
@@ -760,39 +894,43 @@ func (r *resolver) place(ref fileRef, fe *manifest.FileEntry, length int64, tarN
 	return extent{chunk: ci, off: off, length: length, tarName: tarName}, nil
 }
 
-// directChunk returns the chunk for a direct-upload object.
-func (r *resolver) directChunk(ref fileRef, key string, length int64, fe *manifest.FileEntry) (int32, error) {
+// directChunk returns the chunk for a direct-upload object (resolved key
+// rk) holding file f's bytes.
+func (r *resolver) directChunk(f int, where func() string, rk int32, length int64) (int32, error) {
 	var sum [32]byte
 	hasSum := false
-	if r.chain[ref.link].verify && fe.TotalParts <= 1 {
-		sum, hasSum = r.sum(fe.Checksum, nil)
+	if r.chain[r.linkOfFile(f)].verify && r.fs.bits.at(f)&bSplit == 0 {
+		sum, hasSum = r.sum(f, nil)
 	}
-	if ci, ok := r.chunkIdx[key]; ok {
+	key := r.rkeys[rk]
+	if ci := r.chunkIdx[rk]; ci >= 0 {
 		c := &r.chunks[ci]
 		if c.Kind != chunkio.Direct {
-			return 0, treeErr("file %s: object %s is used both as a chunk and as a direct object", r.where(ref), key)
+			return 0, treeErr("file %s: object %s is used both as a chunk and as a direct object", where(), key)
 		}
 		if c.Size != length || (hasSum && c.HasSum && sum != c.Sum) {
-			return 0, treeErr("file %s: direct object %s is claimed by files of different size or checksum", r.where(ref), key)
+			return 0, treeErr("file %s: direct object %s is claimed by files of different size or checksum", where(), key)
 		}
 		return ci, nil
 	}
 	ci := int32(len(r.chunks))
 	r.chunks = append(r.chunks, chunkio.Chunk{Key: key, Kind: chunkio.Direct, Size: length, Sum: sum, HasSum: hasSum})
 	r.uncomp = append(r.uncomp, length)
-	r.chunkIdx[key] = ci
+	r.chunkIdx[rk] = ci
 	return ci, nil
 }
 
-// chunkFor materializes the chunk with resolved key (which has a candidate).
-func (r *resolver) chunkFor(key string) (int32, error) {
-	if ci, ok := r.chunkIdx[key]; ok {
+// chunkFor materializes the chunk with resolved key rk (which has a
+// candidate).
+func (r *resolver) chunkFor(rk int32) (int32, error) {
+	key := r.rkeys[rk]
+	if ci := r.chunkIdx[rk]; ci >= 0 {
 		if r.chunks[ci].Kind == chunkio.Direct {
 			return 0, treeErr("object %s is used both as a chunk and as a direct object", key)
 		}
 		return ci, nil
 	}
-	cand := r.cands[key]
+	cand := r.cands[rk]
 	l := &r.chain[cand.link]
 	ce := &l.m.Chunks[cand.entry]
 	where := fmt.Sprintf("chunk %s (manifest %s)", key, l.key)
@@ -818,27 +956,18 @@ func (r *resolver) chunkFor(key string) (int32, error) {
 			c.Size = t.End
 		}
 	} else if l.verify {
-		c.Sum, c.HasSum = r.sum(ce.Checksum, func() string { return where })
+		sum, ok, err := manifest.ParseChecksum(ce.Checksum)
+		if err != nil {
+			r.warnf("%s: unusable checksum ignored: %v", where, err)
+		} else {
+			c.Sum, c.HasSum = sum, ok
+		}
 	}
 	ci := int32(len(r.chunks))
 	r.chunks = append(r.chunks, c)
 	r.uncomp = append(r.uncomp, uncomp)
-	r.chunkIdx[key] = ci
+	r.chunkIdx[rk] = ci
 	return ci, nil
-}
-
-// sum parses a sha256 checksum. A malformed value (fixtures and old tools
-// wrote placeholders) counts as absent, never as verified; what, when not
-// nil, names the owner in the warning (called only then).
-func (r *resolver) sum(s string, what func() string) ([32]byte, bool) {
-	sum, ok, err := manifest.ParseChecksum(s)
-	if err != nil {
-		if what != nil {
-			r.warnf("%s: unusable checksum ignored: %v", what(), err)
-		}
-		return [32]byte{}, false
-	}
-	return sum, ok
 }
 
 // chunkKindOf decides a chunk's decoding from its key, as CargoShip does:
@@ -919,9 +1048,10 @@ func (r *resolver) identity(rec fileRec, exts []extent) [16]byte {
 		binary.BigEndian.PutUint64(buf[:], uint64(v))
 		h.Write(buf[:])
 	}
+	mt := timeOf(rec.msec, rec.mnsec)
 	put(rec.size)
-	put(rec.mtime.Unix())
-	put(int64(rec.mtime.Nanosecond()))
+	put(mt.Unix())
+	put(int64(mt.Nanosecond()))
 	for _, e := range exts {
 		h.Write([]byte(r.chunks[e.chunk].Key))
 		h.Write([]byte{0})

@@ -25,6 +25,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -167,11 +168,13 @@ func (a *Archive) openVersion(f File) (*Archive, File, error) {
 // buildVersions reads the chain's manifests again and resolves every
 // (key, upload) mention.
 func (a *Archive) buildVersions(ctx context.Context) (*Versions, error) {
-	top, err := fetchManifest(ctx, a.store, a.bucket, a.manifestKey, a.opts.Limits)
+	defer runtime.KeepAlive(a)
+	fs := newFileStore()
+	top, err := fetchManifest(ctx, a.store, a.bucket, a.manifestKey, a.opts.Limits, fs)
 	if err != nil {
 		return nil, err
 	}
-	chain, err := loadChain(ctx, a.store, a.bucket, top, a.opts.Limits)
+	chain, err := loadChain(ctx, a.store, a.bucket, top, a.opts.Limits, fs)
 	if err != nil {
 		return nil, err
 	}
@@ -187,43 +190,54 @@ func (a *Archive) buildVersions(ctx context.Context) (*Versions, error) {
 		v.linkOf[l.uploadID] = int32(i)
 	}
 
-	r := newResolver(a.bucket, a.manifestKey, chain, a.opts)
+	r := newResolver(a.bucket, a.manifestKey, chain, fs, a.opts)
 	r.init()
 	if err := r.collectChunks(); err != nil {
 		return nil, err
 	}
-	ms, err := r.mentions()
-	if err != nil {
+	if err := r.keyErrors(); err != nil {
 		return nil, err
 	}
+	order, starts := fs.sortMentions()
 	var (
 		names   strings.Builder
 		ends    []uint32
-		olds    = make([][]survivor, len(chain))
+		olds    = make([]survivors, len(chain))
 		mi      int // position in the archive's tree
 		matched int
 	)
+	for li := range olds {
+		olds[li].parts = map[int32][]uint32{}
+	}
 	cur := &a.idx
-	for i := 0; i < len(ms); {
-		j := mentionGroupEnd(ms, i)
-		key := ms[i].key
+	linkOf := func(o uint64) int32 {
+		l, _ := r.mention(int(uint32(o)))
+		return l
+	}
+	for i := 0; i < len(order); {
+		j := i + 1
+		for j < len(order) && !isStart(starts, j) {
+			j++
+		}
+		key := string(fs.key(int(uint32(order[i]))))
 		names.WriteString(key)
 		ends = append(ends, uint32(names.Len()))
 		v.vstart = append(v.vstart, uint32(len(v.vers)))
-		for mi < cur.n() && cur.keyAt(mi) < key {
+		for mi < cur.n() && cur.rawKey(mi) < key {
 			mi++
 		}
-		inTree := mi < cur.n() && cur.keyAt(mi) == key
+		inTree := mi < cur.n() && cur.rawKey(mi) == key
 		for k := i; k < j; {
+			link := linkOf(order[k])
 			l := k + 1
-			for l < j && ms[l].link == ms[k].link {
+			for l < j && linkOf(order[l]) == link {
 				l++
 			}
-			s, isFile, err := r.decideMention(ms[k:l])
+			f, parts, isFile, err := r.decideGroup(order[k:l])
 			if err != nil {
 				return nil, err
 			}
-			e := verEnt{link: ms[k].link, file: -1}
+			e := verEnt{link: link, file: -1}
 			latest := k == i
 			switch {
 			case latest && isFile != inTree:
@@ -232,8 +246,12 @@ func (a *Archive) buildVersions(ctx context.Context) (*Versions, error) {
 				e.file = int32(mi)
 				matched++
 			case isFile:
-				e.file = int32(len(olds[e.link]))
-				olds[e.link] = append(olds[e.link], s)
+				o := &olds[link]
+				e.file = int32(len(o.files))
+				if parts != nil {
+					o.parts[e.file] = parts
+				}
+				o.files = append(o.files, uint32(f))
 			}
 			v.vers = append(v.vers, e)
 			k = l
@@ -245,26 +263,27 @@ func (a *Archive) buildVersions(ctx context.Context) (*Versions, error) {
 		return nil, fmt.Errorf("%w: %d key(s) of the opened tree are not in the manifests read again (changed since open?)", ErrInvalidTree, cur.n()-matched)
 	}
 	v.keys = &index{names: names.String(), ends: ends}
-	ms = nil
+	order, starts = nil, nil
 
-	var all []survivor
+	var all []uint32
 	for _, o := range olds {
-		all = append(all, o...)
+		all = append(all, o.files...)
 	}
 	origins, err := r.findOriginals(all)
 	if err != nil {
 		return nil, err
 	}
 	all = nil
+	r.streamBounds()
 	idxs := make([]index, len(chain))
 	for li, o := range olds {
-		if len(o) == 0 {
+		if len(o.files) == 0 {
 			continue
 		}
-		if idxs[li], err = r.buildIndex(o, origins, false); err != nil {
+		if idxs[li], err = r.buildIndex(o, origins, false, false); err != nil {
 			return nil, err
 		}
-		olds[li] = nil
+		olds[li] = survivors{}
 	}
 	chunks := r.chunkTable()
 	v.shadows = make([]*Archive, len(chain))
@@ -339,8 +358,9 @@ func (v *Versions) version(k, j int) Version {
 // which may be a delete marker) in O(log n + versions of the key).
 func (v *Versions) StatVersion(key, versionID string) (Version, bool) {
 	x := v.keyIndex()
+	defer runtime.KeepAlive(x)
 	k := x.search(key)
-	if k >= x.n() || x.keyAt(k) != key {
+	if k >= x.n() || x.rawKey(k) != key {
 		return Version{}, false
 	}
 	if versionID == "" {
@@ -384,6 +404,7 @@ func (v *Versions) ListVersions(p VersionListParams) (VersionListResult, error) 
 		return res, nil
 	}
 	x := v.keyIndex()
+	defer runtime.KeepAlive(x)
 	n := x.n()
 	i := x.search(p.Prefix)
 	startVer := 0
@@ -391,7 +412,7 @@ func (v *Versions) ListVersions(p VersionListParams) (VersionListResult, error) 
 		if p.VersionIDMarker != "" {
 			k := x.search(p.KeyMarker)
 			j := -1
-			if k < n && x.keyAt(k) == p.KeyMarker {
+			if k < n && x.rawKey(k) == p.KeyMarker {
 				j = v.find(k, p.VersionIDMarker)
 			}
 			if j < 0 {
@@ -416,7 +437,7 @@ func (v *Versions) ListVersions(p VersionListParams) (VersionListResult, error) 
 		return true
 	}
 	for ; i < n; i, startVer = i+1, 0 {
-		k := x.keyAt(i)
+		k := x.rawKey(i)
 		if !strings.HasPrefix(k, p.Prefix) {
 			break
 		}
@@ -428,7 +449,7 @@ func (v *Versions) ListVersions(p VersionListParams) (VersionListResult, error) 
 					if full() {
 						return res, nil
 					}
-					res.Entries = append(res.Entries, VersionEntry{Prefix: cp})
+					res.Entries = append(res.Entries, VersionEntry{Prefix: x.own(cp)})
 				}
 				i = next - 1
 				continue

@@ -3,11 +3,9 @@ package catalog
 import (
 	"context"
 	"fmt"
-	"io"
 	"maps"
 	"slices"
 	"sort"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -235,17 +233,14 @@ func (c *Dynamic) BucketNames() []string { return slices.Clone(c.cur.Load().name
 // serves at scrape time (so buckets that disappear on a rescan stop being
 // exported): wharf_archive_files, wharf_archive_chunks, wharf_archive_frames
 // and wharf_archive_index_bytes, labelled by bucket and upload_id. Index
-// bytes is the size of the archive's tree in the persistent index format
-// (Archive.WriteIndex), a close proxy for the memory it holds; it is computed
-// once per archive and remembered.
+// bytes is the size of the archive's index in the persistent format
+// (Info.IndexBytes, computed from its counts): the heap it holds, or the
+// file it is served from in place.
 type Collector struct {
 	cat interface {
 		Map() map[string]*archiveview.Archive
 	}
 	files, chunks, frames, index *prometheus.Desc
-
-	mu        sync.Mutex
-	indexSize map[*archiveview.Archive]int64
 }
 
 // NewCollector returns a collector over c; register it on the
@@ -255,12 +250,11 @@ func NewCollector(c interface {
 }) *Collector {
 	labels := []string{"bucket", "upload_id"}
 	return &Collector{
-		cat:       c,
-		files:     prometheus.NewDesc("wharf_archive_files", "Virtual files of the archive served as the bucket.", labels, nil),
-		chunks:    prometheus.NewDesc("wharf_archive_chunks", "Backing objects (chunks and direct objects) of the archive.", labels, nil),
-		frames:    prometheus.NewDesc("wharf_archive_frames", "Zstd frames in the archive's frame tables.", labels, nil),
-		index:     prometheus.NewDesc("wharf_archive_index_bytes", "Size of the archive's index (persistent format), a proxy for its memory.", labels, nil),
-		indexSize: map[*archiveview.Archive]int64{},
+		cat:    c,
+		files:  prometheus.NewDesc("wharf_archive_files", "Virtual files of the archive served as the bucket.", labels, nil),
+		chunks: prometheus.NewDesc("wharf_archive_chunks", "Backing objects (chunks and direct objects) of the archive.", labels, nil),
+		frames: prometheus.NewDesc("wharf_archive_frames", "Zstd frames in the archive's frame tables.", labels, nil),
+		index:  prometheus.NewDesc("wharf_archive_index_bytes", "Size of the archive's index (persistent format): its heap, or the file it is served from in place.", labels, nil),
 	}
 }
 
@@ -274,43 +268,12 @@ func (cc *Collector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (cc *Collector) Collect(ch chan<- prometheus.Metric) {
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	live := map[*archiveview.Archive]bool{}
 	served := cc.cat.Map() // open archives only: one still opening has no figures yet
 	for _, name := range slices.Sorted(maps.Keys(served)) {
-		a := served[name]
-		live[a] = true
-		info := a.Info()
+		info := served[name].Info()
 		ch <- prometheus.MustNewConstMetric(cc.files, prometheus.GaugeValue, float64(info.Files), name, info.UploadID)
 		ch <- prometheus.MustNewConstMetric(cc.chunks, prometheus.GaugeValue, float64(info.Chunks), name, info.UploadID)
 		ch <- prometheus.MustNewConstMetric(cc.frames, prometheus.GaugeValue, float64(info.Frames), name, info.UploadID)
-		n, ok := cc.indexSize[a]
-		if !ok {
-			cw := &countWriter{}
-			if err := a.WriteIndex(cw); err != nil {
-				n = -1
-			} else {
-				n = cw.n
-			}
-			cc.indexSize[a] = n
-		}
-		if n >= 0 {
-			ch <- prometheus.MustNewConstMetric(cc.index, prometheus.GaugeValue, float64(n), name, info.UploadID)
-		}
-	}
-	for a := range cc.indexSize {
-		if !live[a] {
-			delete(cc.indexSize, a)
-		}
+		ch <- prometheus.MustNewConstMetric(cc.index, prometheus.GaugeValue, float64(info.IndexBytes), name, info.UploadID)
 	}
 }
-
-type countWriter struct{ n int64 }
-
-func (w *countWriter) Write(p []byte) (int, error) {
-	w.n += int64(len(p))
-	return len(p), nil
-}
-
-var _ io.Writer = (*countWriter)(nil)

@@ -1,5 +1,7 @@
 package manifest
 
+import "iter"
+
 // blocks accumulates a growing array in fixed blocks, then assembles it
 // into one exactly sized slice. Appending a million 250-byte FileEntries to
 // a slice copies ~2x their size and can hold 3x at peak; blocks copy once
@@ -53,4 +55,22 @@ func (b *blocks[T]) slice() []T {
 	out = append(out, b.cur...)
 	*b = blocks[T]{}
 	return out
+}
+
+// all yields the elements in order, by pointer.
+func (b *blocks[T]) all() iter.Seq[*T] {
+	return func(yield func(*T) bool) {
+		for _, blk := range b.full {
+			for i := range blk {
+				if !yield(&blk[i]) {
+					return
+				}
+			}
+		}
+		for i := range b.cur {
+			if !yield(&b.cur[i]) {
+				return
+			}
+		}
+	}
 }

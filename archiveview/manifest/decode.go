@@ -30,16 +30,31 @@ type decoder struct {
 
 	encMarker bool
 	wrapper   encryptedWrapper
+
+	// st is set when streaming (Stream): file entries go to a callback
+	// instead of Manifest.Files.
+	st *streamState
+	// m and topBits are the manifest being decoded and its top-level
+	// members seen so far (bits by position in manifestFields).
+	m       *Manifest
+	topBits uint64
 }
 
 // decode reads the manifest JSON from r. Counts are capped as entries
 // arrive and each file entry is checked (checkFile) as soon as it is
 // decoded, so hostile input fails at its first bad entry or at the cap.
 func decode(r io.Reader, key string, lim Limits, bufSize int) (*Manifest, error) {
-	d := &decoder{l: newLexer(r, bufSize), key: key, lim: lim, zones: map[int]*time.Location{}}
+	return decodeWith(r, key, lim, bufSize, nil)
+}
+
+// decodeWith is decode, streaming file entries (and deleted paths) to st
+// when st is not nil.
+func decodeWith(r io.Reader, key string, lim Limits, bufSize int, st *streamState) (*Manifest, error) {
+	d := &decoder{l: newLexer(r, bufSize), key: key, lim: lim, zones: map[int]*time.Location{}, st: st}
 	m := &Manifest{}
+	d.m = m
 	sawFiles := false
-	var seen uint64
+	seen := &d.topBits
 	err := d.l.object(func(name []byte) error {
 		switch string(name) {
 		case "encrypted_data", "encrypted_dek":
@@ -66,7 +81,7 @@ func decode(r io.Reader, key string, lim Limits, bufSize int) (*Manifest, error)
 		if bit == bitFiles {
 			sawFiles = true
 		}
-		return d.dup(&seen, bit, name, err)
+		return d.dup(seen, bit, name, err)
 	})
 	if err == nil {
 		err = d.l.finish()
@@ -74,6 +89,9 @@ func decode(r io.Reader, key string, lim Limits, bufSize int) (*Manifest, error)
 	if err != nil {
 		if me, ok := err.(*Error); ok {
 			return nil, me
+		}
+		if ce, ok := err.(*callbackError); ok {
+			return nil, ce.err
 		}
 		return nil, readErr(key, err, "decoding JSON")
 	}
@@ -136,6 +154,9 @@ func (d *decoder) manifestField(m *Manifest, name []byte) (int, error) {
 	case "sync_type":
 		return 7, l.str(&m.SyncType)
 	case "deleted_paths":
+		if d.st != nil && d.st.deleted != nil {
+			return 8, d.streamDeleted()
+		}
 		return 8, d.strings(&m.DeletedPaths, d.lim.MaxFiles, "deleted_paths")
 	case "bucket":
 		return 9, l.str(&m.Bucket)
@@ -224,6 +245,9 @@ func (d *decoder) files(m *Manifest) error {
 		}
 		return err
 	}
+	if d.st != nil {
+		return d.streamFiles()
+	}
 	var bl blocks[FileEntry]
 	err := d.l.array(func() error {
 		i := bl.len()
@@ -265,6 +289,21 @@ func (d *decoder) filePaths(c *ChunkEntry) error {
 		}
 		return err
 	}
+	if d.st != nil {
+		// Streaming keeps no file list to share paths with, and no reader
+		// uses them: checked (strings, capped) but not kept.
+		n := 0
+		return d.l.array(func() error {
+			if n++; n > d.lim.MaxFiles {
+				return capErr("file_paths", d.lim.MaxFiles)
+			}
+			if isNull, err := d.l.null(); isNull || err != nil {
+				return err
+			}
+			_, err := d.l.readString()
+			return err
+		})
+	}
 	out := []string{}
 	err := d.l.array(func() error {
 		if len(out) >= d.lim.MaxFiles {
@@ -294,7 +333,7 @@ func (d *decoder) fileField(f *FileEntry, name []byte) (int, error) {
 	l := d.l
 	switch string(name) {
 	case "path":
-		return 0, l.str(&f.Path)
+		return 0, d.fstr(&f.Path)
 	case "size":
 		return 1, l.i64(&f.Size)
 	case "mod_time":
@@ -304,6 +343,9 @@ func (d *decoder) fileField(f *FileEntry, name []byte) (int, error) {
 	case "shard_id":
 		return 4, l.int(&f.ShardID)
 	case "s3_key":
+		if d.st != nil {
+			return 5, d.fstr(&f.S3Key)
+		}
 		return 5, l.strLike(&f.S3Key, d.lastKey)
 	case "offset":
 		return 6, l.i64(&f.Offset)
@@ -314,23 +356,26 @@ func (d *decoder) fileField(f *FileEntry, name []byte) (int, error) {
 	case "total_parts":
 		return 9, l.int(&f.TotalParts)
 	case "archive_offset":
+		if d.st != nil {
+			return 10, d.st.offset(l, &f.ArchiveOffset)
+		}
 		return 10, l.i64ptr(&f.ArchiveOffset, &d.slab)
 	case "checksum":
-		return 11, l.str(&f.Checksum)
+		return 11, d.fstr(&f.Checksum)
 	case "content_hash":
-		return 12, l.str(&f.ContentHash)
+		return 12, d.fstr(&f.ContentHash)
 	case "metadata":
 		return 13, d.strMap(&f.Metadata)
 	case "is_duplicate":
 		return 14, l.boolean(&f.IsDuplicate)
 	case "duplicate_of_hash":
-		return 15, l.str(&f.DuplicateOfHash)
+		return 15, d.fstr(&f.DuplicateOfHash)
 	case "original_chunk_id":
 		return 16, l.int(&f.OriginalChunkID)
 	case "original_shard_id":
 		return 17, l.int(&f.OriginalShardID)
 	case "original_s3_key":
-		return 18, l.str(&f.OriginalS3Key)
+		return 18, d.fstr(&f.OriginalS3Key)
 	case "deduplication_refs":
 		return 19, l.i32(&f.DeduplicationRefs)
 	}
@@ -349,16 +394,25 @@ func (d *decoder) strMap(dst *map[string]string) error {
 		return err
 	}
 	if *dst == nil {
-		*dst = map[string]string{}
+		if d.st != nil {
+			*dst = d.st.meta // cleared for each entry
+		} else {
+			*dst = map[string]string{}
+		}
 	}
 	n := 0
 	return d.l.object(func(name []byte) error {
 		if n++; n > d.lim.MaxFiles {
 			return capErr("metadata entries", d.lim.MaxFiles)
 		}
-		k := string(name)
+		var k string
+		if d.st != nil {
+			k = d.st.keep(name)
+		} else {
+			k = string(name)
+		}
 		var v string
-		if err := d.l.str(&v); err != nil {
+		if err := d.fstr(&v); err != nil {
 			return err
 		}
 		(*dst)[k] = v
@@ -620,20 +674,20 @@ func (d *decoder) fileRefs(dst *map[string]FileReference) error {
 		}
 		return err
 	}
-	if *dst == nil {
+	if *dst == nil && d.st == nil {
 		*dst = map[string]FileReference{}
 	}
 	var field func(r *FileReference, name []byte) (int, error)
 	field = func(r *FileReference, name []byte) (int, error) {
 		switch string(name) {
 		case "hash":
-			return 0, d.l.str(&r.Hash)
+			return 0, d.fstr(&r.Hash)
 		case "shard_id":
 			return 1, d.l.int(&r.ShardID)
 		case "chunk_id":
 			return 2, d.l.int(&r.ChunkID)
 		case "s3_key":
-			return 3, d.l.str(&r.S3Key)
+			return 3, d.fstr(&r.S3Key)
 		case "size":
 			return 4, d.l.i64(&r.Size)
 		case "ref_count":
@@ -648,6 +702,20 @@ func (d *decoder) fileRefs(dst *map[string]FileReference) error {
 	return d.l.object(func(name []byte) error {
 		if n++; n > d.lim.MaxFiles {
 			return capErr("file_references", d.lim.MaxFiles)
+		}
+		if d.st != nil {
+			// Streaming: checked (types, caps, repeats) but not kept; no
+			// reader uses the references.
+			d.st.buf = d.st.buf[:0]
+			var r FileReference
+			if isNull, err := d.l.null(); isNull || err != nil {
+				return err
+			}
+			var seen uint64
+			return d.l.object(func(name []byte) error {
+				bit, err := field(&r, name)
+				return d.dup(&seen, bit, name, err)
+			})
 		}
 		k := string(name)
 		var r FileReference

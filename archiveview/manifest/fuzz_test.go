@@ -15,7 +15,8 @@ import (
 // key and wrapping a sentinel; whatever it accepts (a) Validate accepts
 // again, (b) survives a JSON round trip unchanged, and (c) encoding/json
 // decodes identically (the hand decoder never accepts what the reference
-// rejects, nor reads it differently).
+// rejects, nor reads it differently); and (d) Stream agrees with Load: the
+// same verdict and kind, the same entries and warnings.
 func FuzzLoad(f *testing.F) {
 	files, _ := filepath.Glob(filepath.Join("testdata", "*.json"))
 	for _, p := range files {
@@ -41,6 +42,7 @@ func FuzzLoad(f *testing.F) {
 	const key = "fuzz/uploads/u/manifest.json.gz"
 	lim := Limits{MaxStoredBytes: 1 << 20, MaxJSONBytes: 4 << 20, MaxFiles: 1000, MaxChunks: 100, MaxFrames: 1000}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		checkStreamAgrees(t, data, key, lim, len(data)%2 == 0)
 		m, err := Parse(data, key, lim)
 		if err != nil {
 			var me *Error

@@ -111,53 +111,76 @@ var ErrUnsafePath = errors.New("unsafe path")
 // reliably as an S3 key), or when nothing is left. The result never starts
 // with "/", never contains "//", "\\", or a "." or ".." segment.
 func RelativeKey(sourcePath, p string) (string, error) {
+	key, err := AppendRelativeKey(nil, sourcePath, p)
+	if err != nil {
+		return "", err
+	}
+	return string(key), nil
+}
+
+// AppendRelativeKey appends RelativeKey(sourcePath, p) to dst and returns
+// the extended slice; on error dst is returned unchanged (as to its
+// length). It allocates nothing when dst has room and p holds no
+// backslash, so that a streaming reader can derive millions of keys
+// straight into one arena.
+func AppendRelativeKey(dst []byte, sourcePath, p string) ([]byte, error) {
 	src := strings.TrimRight(strings.ReplaceAll(sourcePath, `\`, "/"), "/")
-	q := strings.ReplaceAll(p, `\`, "/")
+	q := p
+	if strings.IndexByte(q, '\\') >= 0 {
+		q = strings.ReplaceAll(q, `\`, "/")
+	}
 	switch {
 	case src != "" && q == src:
 		q = path.Base(q)
-	case src != "" && strings.HasPrefix(q, src+"/"):
+	case src != "" && len(q) > len(src) && q[len(src)] == '/' && q[:len(src)] == src:
 		q = q[len(src)+1:]
 	}
-	key, err := sanitizeKey(q)
+	out, err := appendSanitizedKey(dst, q)
 	if err != nil {
-		return "", fmt.Errorf("path %q: %w", clip(p), err)
+		return dst, fmt.Errorf("path %q: %w", clip(p), err)
 	}
-	return key, nil
+	return out, nil
 }
 
-// sanitizeKey applies RelativeKey's cleaning to a "/"-separated path.
-func sanitizeKey(q string) (string, error) {
+// appendSanitizedKey appends RelativeKey's cleaning of the "/"-separated
+// path q to dst.
+func appendSanitizedKey(dst []byte, q string) ([]byte, error) {
 	if !utf8.ValidString(q) {
-		return "", fmt.Errorf("%w: invalid UTF-8", ErrUnsafePath)
+		return dst, fmt.Errorf("%w: invalid UTF-8", ErrUnsafePath)
 	}
 	for i := 0; i < len(q); i++ {
 		if c := q[i]; c < 0x20 || c == 0x7f {
-			return "", fmt.Errorf("%w: control character 0x%02x at byte %d", ErrUnsafePath, c, i)
+			return dst, fmt.Errorf("%w: control character 0x%02x at byte %d", ErrUnsafePath, c, i)
 		}
 	}
-	var b strings.Builder
-	b.Grow(len(q))
+	start := len(dst)
 	first := true
-	for seg := range strings.SplitSeq(q, "/") {
+	for rest := q; ; {
+		seg := rest
+		j := strings.IndexByte(rest, '/')
+		if j >= 0 {
+			seg, rest = rest[:j], rest[j+1:]
+		}
 		switch {
 		case seg == "" || seg == ".":
-			continue
 		case seg == "..":
-			return "", fmt.Errorf("%w: \"..\" segment", ErrUnsafePath)
+			return dst[:start], fmt.Errorf("%w: \"..\" segment", ErrUnsafePath)
 		case first && isVolume(seg):
-			continue
+		default:
+			if !first {
+				dst = append(dst, '/')
+			}
+			dst = append(dst, seg...)
+			first = false
 		}
-		if !first {
-			b.WriteByte('/')
+		if j < 0 {
+			break
 		}
-		b.WriteString(seg)
-		first = false
 	}
-	if b.Len() == 0 {
-		return "", fmt.Errorf("%w: empty key", ErrUnsafePath)
+	if len(dst) == start {
+		return dst, fmt.Errorf("%w: empty key", ErrUnsafePath)
 	}
-	return b.String(), nil
+	return dst, nil
 }
 
 // isVolume reports a Windows drive name such as "C:".

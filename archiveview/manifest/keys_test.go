@@ -155,6 +155,14 @@ func FuzzRelativeKey(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, source, p string) {
 		key, err := RelativeKey(source, p)
+		// AppendRelativeKey appends exactly RelativeKey's answer after what
+		// dst holds, and leaves dst's content alone on error.
+		dst := []byte("prefix|")
+		got, aerr := AppendRelativeKey(dst, source, p)
+		if (aerr == nil) != (err == nil) || string(got[:len(dst)]) != "prefix|" ||
+			err == nil && string(got[len(dst):]) != key || err != nil && len(got) != len(dst) {
+			t.Fatalf("AppendRelativeKey(%q, %q) = %q, %v; RelativeKey = %q, %v", source, p, got, aerr, key, err)
+		}
 		if err != nil {
 			if !errors.Is(err, ErrUnsafePath) {
 				t.Fatalf("error %v does not wrap ErrUnsafePath", err)

@@ -37,6 +37,20 @@ func Load(r io.Reader, key string, lim Limits) (*Manifest, error) {
 // load is Load with the decoder's initial buffer size (it grows on demand).
 func load(r io.Reader, key string, lim Limits, bufSize int) (*Manifest, error) {
 	lim = lim.WithDefaults()
+	m, err := readManifest(r, key, lim, bufSize, nil)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := Validate(m, key, lim); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// readManifest reads and decodes one manifest object (Load's contract up
+// to Validate), streaming the files to st when it is not nil. lim has its
+// defaults.
+func readManifest(r io.Reader, key string, lim Limits, bufSize int, st *streamState) (*Manifest, error) {
 	stored := &capReader{r: ioReader{r}, left: lim.MaxStoredBytes, limit: lim.MaxStoredBytes, what: "stored manifest object"}
 	br := bufio.NewReaderSize(stored, min(bufSize, 32<<10))
 	var src io.Reader = br
@@ -57,14 +71,7 @@ func load(r io.Reader, key string, lim Limits, bufSize int) (*Manifest, error) {
 		// message's algorithm and binding_version.
 		return nil, encryptedErr(key, sniffBinding(js))
 	}
-	m, err := decode(js, key, lim, bufSize)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := Validate(m, key, lim); err != nil {
-		return nil, err
-	}
-	return m, nil
+	return decodeWith(js, key, lim, bufSize, st)
 }
 
 // Parse is Load over a byte slice.

@@ -10,10 +10,13 @@
 // manifests rejected, then Validate checks the structure a reader relies on
 // (frame tiling, split-part ranges, archive offsets, safe paths). Errors
 // name the manifest key and wrap ErrTooLarge, ErrEncrypted, ErrVersion or
-// ErrInvalid. The key helpers turn manifest strings into keys:
-// ResolveObjectKey (s3_key to object key), RelativeKey (path to virtual
-// key), ManifestKeyCandidates and UploadDir (where an upload's manifest
-// lives); ParseChecksum and ParseMD5 decode the hex digests.
+// ErrInvalid. Stream reads a manifest too large to hold: the same checks,
+// with the file entries handed to a callback one at a time instead of
+// collected. The key helpers turn manifest strings into keys:
+// ResolveObjectKey (s3_key to object key), RelativeKey and
+// AppendRelativeKey (path to virtual key), ManifestKeyCandidates and
+// UploadDir (where an upload's manifest lives); ParseChecksum and ParseMD5
+// decode the hex digests.
 package manifest
 
 import "time"

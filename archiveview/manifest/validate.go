@@ -60,43 +60,10 @@ func Validate(m *Manifest, key string, lim Limits) (warnings []string, err error
 	}
 	lim = lim.WithDefaults()
 	w := newWarner()
-	if err := checkVersion(m.Version, key, w); err != nil {
+	framedTotal, err := validateHead(m, len(m.Files), len(m.DeletedPaths), key, lim, w)
+	if err != nil {
 		return nil, err
 	}
-	if len(m.Files) > lim.MaxFiles {
-		return nil, newErr(key, ErrTooLarge, nil, fmt.Sprintf("%d files, limit %d", len(m.Files), lim.MaxFiles))
-	}
-	if len(m.Chunks) > lim.MaxChunks {
-		return nil, newErr(key, ErrTooLarge, nil, fmt.Sprintf("%d chunks, limit %d", len(m.Chunks), lim.MaxChunks))
-	}
-	if len(m.Shards) > lim.MaxChunks {
-		return nil, newErr(key, ErrTooLarge, nil, fmt.Sprintf("%d shards, limit %d", len(m.Shards), lim.MaxChunks))
-	}
-	if len(m.DeletedPaths) > lim.MaxFiles {
-		return nil, newErr(key, ErrTooLarge, nil, fmt.Sprintf("%d deleted_paths, limit %d", len(m.DeletedPaths), lim.MaxFiles))
-	}
-	frames := 0
-	for i := range m.Chunks {
-		frames += len(m.Chunks[i].Frames)
-		if frames > lim.MaxFrames {
-			return nil, newErr(key, ErrTooLarge, nil, fmt.Sprintf("more than %d frames", lim.MaxFrames))
-		}
-	}
-
-	m.Chunks = dedupeChunks(m.Chunks, w)
-
-	// Uncompressed tar-stream length of each framed chunk, by s3_key.
-	framedTotal := make(map[string]int64)
-	for i := range m.Chunks {
-		total, err := checkChunk(&m.Chunks[i], i, key, w)
-		if err != nil {
-			return nil, err
-		}
-		if len(m.Chunks[i].Frames) > 0 {
-			framedTotal[m.Chunks[i].S3Key] = total
-		}
-	}
-
 	for i := range m.Files {
 		f := &m.Files[i]
 		if err := checkFile(f, i, key, lim); err != nil {
@@ -110,24 +77,86 @@ func Validate(m *Manifest, key string, lim Limits) (warnings []string, err error
 		if !ok {
 			continue
 		}
-		n := f.Size
-		if f.TotalParts > 1 {
-			n = f.Length
-		}
-		if end, ok := addOK(*f.ArchiveOffset, n); !ok || end > total {
+		if end, ok := addOK(*f.ArchiveOffset, fileDataLen(f)); !ok || end > total {
 			return nil, fileErr(key, i, f, fmt.Sprintf("archive_offset %d + %d bytes runs past chunk %q's uncompressed end %d",
-				*f.ArchiveOffset, n, clip(f.S3Key), total))
+				*f.ArchiveOffset, fileDataLen(f), clip(f.S3Key), total))
 		}
 	}
-
 	for i, p := range m.DeletedPaths {
-		if err := checkPath(p, lim); err != nil {
-			return nil, newErr(key, ErrInvalid, nil, fmt.Sprintf("deleted_paths[%d] %q: %s", i, clip(p), err))
+		if err := checkDeletedPath(i, p, key, lim); err != nil {
+			return nil, err
+		}
+	}
+	validateTail(m, len(m.Files), w)
+	m.Warnings = w.list()
+	return m.Warnings, nil
+}
+
+// fileDataLen is the number of bytes a file entry stores: its size, or its
+// length for a split part.
+func fileDataLen(f *FileEntry) int64 {
+	if f.TotalParts > 1 {
+		return f.Length
+	}
+	return f.Size
+}
+
+// validateHead is the part of Validate that runs before the files: the
+// version, the count caps (nFiles file entries, nDeleted deleted paths),
+// and the chunks (collapsed by s3_key, each checked). It returns the
+// uncompressed tar-stream length of each framed chunk, by s3_key.
+func validateHead(m *Manifest, nFiles, nDeleted int, key string, lim Limits, w *warner) (map[string]int64, error) {
+	if err := checkVersion(m.Version, key, w); err != nil {
+		return nil, err
+	}
+	if nFiles > lim.MaxFiles {
+		return nil, newErr(key, ErrTooLarge, nil, fmt.Sprintf("%d files, limit %d", nFiles, lim.MaxFiles))
+	}
+	if len(m.Chunks) > lim.MaxChunks {
+		return nil, newErr(key, ErrTooLarge, nil, fmt.Sprintf("%d chunks, limit %d", len(m.Chunks), lim.MaxChunks))
+	}
+	if len(m.Shards) > lim.MaxChunks {
+		return nil, newErr(key, ErrTooLarge, nil, fmt.Sprintf("%d shards, limit %d", len(m.Shards), lim.MaxChunks))
+	}
+	if nDeleted > lim.MaxFiles {
+		return nil, newErr(key, ErrTooLarge, nil, fmt.Sprintf("%d deleted_paths, limit %d", nDeleted, lim.MaxFiles))
+	}
+	frames := 0
+	for i := range m.Chunks {
+		frames += len(m.Chunks[i].Frames)
+		if frames > lim.MaxFrames {
+			return nil, newErr(key, ErrTooLarge, nil, fmt.Sprintf("more than %d frames", lim.MaxFrames))
 		}
 	}
 
-	if m.TotalFiles != int64(len(m.Files)) {
-		w.add("total-files", fmt.Sprintf("total_files %d disagrees with %d file entries", m.TotalFiles, len(m.Files)))
+	m.Chunks = dedupeChunks(m.Chunks, w)
+
+	framedTotal := make(map[string]int64)
+	for i := range m.Chunks {
+		total, err := checkChunk(&m.Chunks[i], i, key, w)
+		if err != nil {
+			return nil, err
+		}
+		if len(m.Chunks[i].Frames) > 0 {
+			framedTotal[m.Chunks[i].S3Key] = total
+		}
+	}
+	return framedTotal, nil
+}
+
+// checkDeletedPath checks deleted_paths[i].
+func checkDeletedPath(i int, p, key string, lim Limits) error {
+	if err := checkPath(p, lim); err != nil {
+		return newErr(key, ErrInvalid, nil, fmt.Sprintf("deleted_paths[%d] %q: %s", i, clip(p), err))
+	}
+	return nil
+}
+
+// validateTail is the part of Validate after the files and deleted paths:
+// warnings only.
+func validateTail(m *Manifest, nFiles int, w *warner) {
+	if m.TotalFiles != int64(nFiles) {
+		w.add("total-files", fmt.Sprintf("total_files %d disagrees with %d file entries", m.TotalFiles, nFiles))
 	}
 	if m.TotalChunks != len(m.Chunks) {
 		w.add("total-chunks", fmt.Sprintf("total_chunks %d disagrees with %d chunk entries", m.TotalChunks, len(m.Chunks)))
@@ -140,8 +169,6 @@ func Validate(m *Manifest, key string, lim Limits) (warnings []string, err error
 	if a := m.ChecksumAlgorithm; a != "" && !strings.EqualFold(a, "sha256") {
 		w.add("algorithm", fmt.Sprintf("unknown checksum_algorithm %q", clip(a)))
 	}
-	m.Warnings = w.list()
-	return m.Warnings, nil
 }
 
 // checkVersion accepts "MAJOR(.MINOR)*" with major 1 or 2; it warns on
@@ -320,6 +347,18 @@ func (w *warner) add(kind, msg string) {
 		w.first[kind] = msg
 	}
 	w.count[kind]++
+}
+
+// merge appends o's kinds (and counts) after w's, as if o's warnings had
+// been added to w in their order.
+func (w *warner) merge(o *warner) {
+	for _, k := range o.order {
+		if _, ok := w.first[k]; !ok {
+			w.order = append(w.order, k)
+			w.first[k] = o.first[k]
+		}
+		w.count[k] += o.count[k]
+	}
 }
 
 func (w *warner) list() []string {

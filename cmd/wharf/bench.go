@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,6 +19,11 @@ import (
 
 // runBench is "wharf bench": flags and wiring for package cmd/wharf/internal/bench.
 func runBench(ctx context.Context, args []string) error {
+	if len(args) > 0 && args[0] == "--scale-child" {
+		// The build child of --scale (a process of its own, so that its
+		// memory figures are the build's alone); not for direct use.
+		return bench.ScaleChild(ctx, args[1:])
+	}
 	def := bench.DefaultConfig()
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	latency := fs.Duration("latency", def.Latency, "first-byte latency added to every backend request")
@@ -40,6 +46,12 @@ func runBench(ctx context.Context, args []string) error {
 	soakClients := fs.Int("soak-clients", bench.DefaultSoakConfig().Clients, "with --soak: concurrent clients")
 	discovery := fs.Int("discovery", 0, "run the discovery-at-start workload instead: N uploads under one root, at --latency per request (issue 16: 2000 at 50ms)")
 	openConc := fs.Int("open-concurrency", 0, "with --discovery: archives opened at once (0 = serve's default)")
+	scale := fs.Bool("scale", false, "run the scale workload instead: archives of millions of files built, restarted from the index and listed, each in wharf processes of their own (not part of the default run)")
+	scaleDef := bench.DefaultScaleConfig()
+	scaleKeys := fs.String("scale-keys", joinInts(scaleDef.Keys), "with --scale: archive sizes in files, comma-separated")
+	scalePages := fs.Int("scale-pages", scaleDef.Pages, "with --scale: listing pages of the partial walk")
+	scaleRepeat := fs.Int("scale-repeat", scaleDef.Repeat, "with --scale: build runs per size (the median is reported)")
+	scaleUploads := fs.Int("scale-uploads", 2000, "with --scale: also time discovery of this many uploads at 50ms per request (0 skips it)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -55,8 +67,8 @@ func runBench(ctx context.Context, args []string) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	if *discovery < 0 || *openConc < 0 {
-		return errors.New("bench: --discovery and --open-concurrency must not be negative")
+	if *discovery < 0 || *openConc < 0 || *scaleUploads < 0 {
+		return errors.New("bench: --discovery, --scale-uploads and --open-concurrency must not be negative")
 	}
 	if *discovery > 0 {
 		rep := &bench.Report{Header: []string{"command: wharf bench " + strings.Join(args, " "),
@@ -67,6 +79,35 @@ func runBench(ctx context.Context, args []string) error {
 		}
 		rep.WriteMarkdown(os.Stdout)
 		return nil
+	}
+	if *scale {
+		sc := scaleDef
+		sc.Pages, sc.Repeat = *scalePages, *scaleRepeat
+		sc.Keys = nil
+		for _, v := range strings.Split(*scaleKeys, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(strings.ReplaceAll(v, "_", "")))
+			if err != nil {
+				return fmt.Errorf("--scale-keys: bad value %q", v)
+			}
+			sc.Keys = append(sc.Keys, n)
+		}
+		sc.Command = "wharf bench " + strings.Join(args, " ")
+		sc.Progress = os.Stderr
+		rep, err := bench.Scale(ctx, sc)
+		if err == nil && *scaleUploads > 0 {
+			if rep == nil {
+				rep = &bench.Report{}
+			}
+			err = bench.Discovery(ctx, bench.DiscoveryConfig{Uploads: *scaleUploads, Latency: 50 * time.Millisecond,
+				OpenConcurrency: *openConc, Progress: os.Stderr}, rep)
+		}
+		if rep != nil {
+			if werr := writeReport(*out, rep); werr != nil && err == nil {
+				err = werr
+			}
+			rep.WriteMarkdown(os.Stdout)
+		}
+		return err
 	}
 	if *soak {
 		sc := bench.DefaultSoakConfig()
@@ -145,4 +186,36 @@ func runBench(ctx context.Context, args []string) error {
 	rep.WriteMarkdown(os.Stdout)
 	fmt.Fprintf(os.Stderr, "bench: wrote %s/report.md, report.csv, walk.svg\n", *out)
 	return nil
+}
+
+// writeReport writes report.md and report.csv of rep into dir.
+func writeReport(dir string, rep *bench.Report) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for name, fn := range map[string]func(f *os.File) error{
+		"report.md":  func(f *os.File) error { rep.WriteMarkdown(f); return nil },
+		"report.csv": func(f *os.File) error { return rep.WriteCSV(f) },
+	} {
+		f, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			return err
+		}
+		if err := fn(f); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
 }

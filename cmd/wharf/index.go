@@ -125,13 +125,8 @@ func indexShow(ctx context.Context, args []string, out io.Writer) error {
 	if len(args) != 1 {
 		return fmt.Errorf("want exactly one FILE\n%s", indexUsage)
 	}
-	f, err := os.Open(args[0])
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	// No store: show reads nothing but the file.
-	a, err := archiveview.OpenIndex(ctx, nil, f, archiveview.Options{})
+	// No store: show reads nothing but the file (mapped, not loaded).
+	a, err := archiveview.OpenIndexFile(ctx, nil, args[0], archiveview.Options{})
 	if err != nil {
 		return err
 	}
