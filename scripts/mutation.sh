@@ -9,7 +9,11 @@
 #   bash scripts/mutation.sh --recheck auth/sigv2.go:162:16 CONDITIONALS_BOUNDARY
 #       # one mutant, as Gremlins reported it, against the current tests
 #       # (tracked and new files of the work tree, copied to a temporary
-#       # directory): prints KILLED, LIVED or NOT VIABLE (exit 0, 1, 0)
+#       # directory): prints KILLED, LIVED or NOT VIABLE (exit 0, 1, 0).
+#       # It runs the tests of the first row of the table with the file's
+#       # directory; WHARF_MUTATION_ROW=<name> picks another row (e.g.
+#       # chunkio-via-archiveview); WHARF_MUTATION_TIMEOUT (default 10m) is
+#       # go test's -timeout (a hang fails the test binary: KILLED).
 #
 # What it does:
 #   1. installs Gremlins (github.com/go-gremlins/gremlins, a pinned version,
@@ -69,15 +73,23 @@ OUT_DIR="$PWD/.mutation"
 # about half of the package's test time.
 ARCHIVEVIEW_SKIP='^(TestCancelledFetcherDoesNotFailWaiters|TestPlannerBytesPerWorkload|TestBudgetStalledGiantReaders|TestHostile100kManifestOpens|TestHostileJSONSize)$'
 
+# The chunkio files whose mutants also run archiveview's tests (the
+# chunkio-via-archiveview row): the frame cache, framed reads, extent
+# verification and the memory of verified extents. The other files are
+# excluded from that row.
+CHUNKIO_VIA_EXCLUDE='^(chunk|doc|fetch|memo|memory|metrics|parked|part|plan|set|stream|tarwalk|verify|zstream)\.go$'
+
 # name ; directory ; floor (efficacy %) ; timeout coefficient ; extra gremlins
-# flags ; go test flags (passed through GOFLAGS)
+# flags ; go test flags (passed through GOFLAGS) ; other package directories
+# whose tests also run for every mutant (through the go wrapper below)
 PACKAGES=(
-	"auth;auth;0;10;--invert-logical;"
-	"s3api;s3api;0;6;--invert-logical;"
-	"chunkio;archiveview/chunkio;0;10;;"
-	"manifest;archiveview/manifest;0;10;;"
-	"archiveview;archiveview;0;4;--exclude-files / --exclude-files ^(persist|versions)\.go$;-skip=$ARCHIVEVIEW_SKIP"
-	"archiveview-index;archiveview;0;4;--exclude-files / --exclude-files ^(api|index|info|list|model|open|read|resolve|verify)\.go$;-skip=$ARCHIVEVIEW_SKIP"
+	"auth;auth;0;30;--invert-logical;;"
+	"s3api;s3api;0;6;--invert-logical;;"
+	"chunkio;archiveview/chunkio;0;30;;;"
+	"manifest;archiveview/manifest;0;30;;;"
+	"archiveview;archiveview;0;4;--exclude-files / --exclude-files ^(persist|versions)\.go$;-skip=$ARCHIVEVIEW_SKIP;"
+	"archiveview-index;archiveview;0;4;--exclude-files / --exclude-files ^(api|index|info|list|model|open|read|resolve|verify)\.go$;-skip=$ARCHIVEVIEW_SKIP;"
+	"chunkio-via-archiveview;archiveview/chunkio;0;4;--exclude-files $CHUNKIO_VIA_EXCLUDE;-skip=$ARCHIVEVIEW_SKIP;archiveview"
 )
 
 install_gremlins() {
@@ -110,7 +122,27 @@ summarize() {
 		  ($m | map(select(.status == "TIMED OUT")) | sort_by(.file, .line, .column)[]
 		   | "  \(.file):\(.line):\(.column) \(.type)")
 	' "$json" >"$OUT_DIR/$name.txt" || return 1
+	# NOT COVERED, with the source line. Gremlins takes coverage from Go's
+	# cover blocks, which hold statements but not the expressions of a
+	# switch's case clauses nor package-level declarations: mutants there are
+	# NOT COVERED however well tested. Those on a "case" line are counted
+	# apart.
+	local spec type src f l ncase=0 nother=0 list
+	list=$(jq -r --arg dir "$dir" '.files[] | .file_name as $f | .mutations[]
+		| select(.status == "NOT COVERED") | "\($dir)/\($f):\(.line):\(.column) \(.type)"' "$json" | sort -t: -k1,1 -k2,2n -k3,3n)
+	{
+		echo "NOT COVERED:"
+		while read -r spec type; do
+			[ -n "$spec" ] || continue
+			IFS=: read -r f l _ <<<"$spec"
+			src=$(sed -n "${l}p" "$f" | sed 's/^[[:space:]]*//')
+			if [[ $src == case\ * ]]; then ncase=$((ncase + 1)); else nother=$((nother + 1)); fi
+			echo "  $spec $type | $src"
+		done <<<"$list"
+		echo "NOT COVERED on case lines (never run by Gremlins): $ncase; elsewhere: $nother"
+	} >>"$OUT_DIR/$name.txt"
 	echo "    $(head -1 "$OUT_DIR/$name.txt")"
+	echo "    $(tail -1 "$OUT_DIR/$name.txt")"
 }
 
 # efficacy NAME: the efficacy of NAME.json in whole percent, rounded down.
@@ -121,15 +153,51 @@ efficacy() {
 		| if $k + $l > 0 then ($k * 100 / ($k + $l) | floor) else 0 end' "$OUT_DIR/$1.json"
 }
 
+# write_go_wrapper: Gremlins runs `go test ... <package>` for each mutant
+# and `go test -cover ... ./<dir>/...` once for coverage. For a row with
+# other packages to test, a `go` earlier on PATH adds them: to each mutant's
+# run, and to the coverage run with -coverpkg=<package>, so that code those
+# packages' tests reach counts as covered. Every other go command passes
+# through unchanged.
+write_go_wrapper() {
+	mkdir -p "$BIN_DIR/wrap"
+	cat >"$BIN_DIR/wrap/go" <<'WRAPPER'
+#!/usr/bin/env bash
+# Written by scripts/mutation.sh: adds $WHARF_MUTATION_ALSO to the go test
+# runs of $WHARF_MUTATION_PKG (see write_go_wrapper there).
+if [ "${1:-}" = test ] && [ $# -gt 1 ]; then
+	last=${!#}
+	set -- "${@:1:$#-1}"
+	case $last in
+	"$WHARF_MUTATION_PKG")
+		exec "$WHARF_MUTATION_GO" "$@" "$last" $WHARF_MUTATION_ALSO ;;
+	"./$WHARF_MUTATION_DIR/...")
+		exec "$WHARF_MUTATION_GO" "$@" -coverpkg="$WHARF_MUTATION_PKG" "./$WHARF_MUTATION_DIR" $WHARF_MUTATION_ALSO ;;
+	esac
+	set -- "$@" "$last"
+fi
+exec "$WHARF_MUTATION_GO" "$@"
+WRAPPER
+	chmod +x "$BIN_DIR/wrap/go"
+}
+
 run_package() {
-	local name=$1 dir=$2 coef=$3 flags=$4 goflags=$5
-	local -a extra=()
+	local name=$1 dir=$2 coef=$3 flags=$4 goflags=$5 also=$6
+	local -a extra=() env=()
 	[ -n "$flags" ] && read -r -a extra <<<"$flags"
-	echo "==> $name ($dir): gremlins unleash, 1 worker, timeout coefficient $coef${flags:+, $flags}${goflags:+, go test $goflags}"
+	if [ -n "$also" ]; then
+		local mod d pkgs=""
+		mod=$(go list -m)
+		for d in $also; do pkgs+=" $mod/$d"; done
+		write_go_wrapper
+		env=(PATH="$BIN_DIR/wrap:$PATH" WHARF_MUTATION_GO="$(command -v go)" WHARF_MUTATION_PKG="$mod/$dir"
+			WHARF_MUTATION_DIR="$dir" WHARF_MUTATION_ALSO="${pkgs# }")
+	fi
+	echo "==> $name ($dir): gremlins unleash, 1 worker, timeout coefficient $coef${flags:+, $flags}${goflags:+, go test $goflags}${also:+, also the tests of $also}"
 	local t0=$SECONDS
 	# -count=1: the coverage run's duration sets every mutant's timeout, so it
 	# must not come from the test cache.
-	(cd "$dir" && GOFLAGS="-count=1${goflags:+ $goflags}" "$BIN_DIR/gremlins" unleash \
+	(cd "$dir" && env "${env[@]}" GOFLAGS="-count=1${goflags:+ $goflags}" "$BIN_DIR/gremlins" unleash \
 		--workers 1 --timeout-coefficient "$coef" "${extra[@]}" \
 		--output "$OUT_DIR/$name.json") >"$OUT_DIR/$name.log" 2>&1
 	local rc=$?
@@ -137,38 +205,106 @@ run_package() {
 	return $rc
 }
 
-# mutate_line TYPE COL: reads one line of Go on stdin and writes it with the
-# operator at byte column COL (1-based, as Gremlins reports it) replaced the
-# way Gremlins' TYPE replaces it; fails if TYPE does not apply there.
-mutate_line() {
-	LC_ALL=C awk -v type="$1" -v col="$2" '
-	{
-		pre = substr($0, 1, col - 1); two = substr($0, col, 2); one = substr($0, col, 1)
-		op = ""
-		if (two ~ /^(<=|>=|==|!=|&&|\|\||\+\+|--)$/) op = two
-		else if (one ~ /^[<>+*\/%-]$/) op = one
-		else if (substr($0, col, 5) == "break") op = "break"
-		else if (substr($0, col, 8) == "continue") op = "continue"
-		m["ARITHMETIC_BASE", "+"] = "-"; m["ARITHMETIC_BASE", "-"] = "+"; m["ARITHMETIC_BASE", "*"] = "/"
-		m["ARITHMETIC_BASE", "/"] = "*"; m["ARITHMETIC_BASE", "%"] = "*"
-		m["CONDITIONALS_BOUNDARY", "<"] = "<="; m["CONDITIONALS_BOUNDARY", "<="] = "<"
-		m["CONDITIONALS_BOUNDARY", ">"] = ">="; m["CONDITIONALS_BOUNDARY", ">="] = ">"
-		m["CONDITIONALS_NEGATION", "=="] = "!="; m["CONDITIONALS_NEGATION", "!="] = "=="
-		m["CONDITIONALS_NEGATION", "<"] = ">="; m["CONDITIONALS_NEGATION", ">="] = "<"
-		m["CONDITIONALS_NEGATION", ">"] = "<="; m["CONDITIONALS_NEGATION", "<="] = ">"
-		m["INCREMENT_DECREMENT", "++"] = "--"; m["INCREMENT_DECREMENT", "--"] = "++"
-		m["INVERT_NEGATIVES", "-"] = "+"
-		m["INVERT_LOGICAL", "&&"] = "||"; m["INVERT_LOGICAL", "||"] = "&&"
-		m["INVERT_LOOPCTRL", "break"] = "continue"; m["INVERT_LOOPCTRL", "continue"] = "break"
-		if (op == "" || !((type, op) in m)) exit 1
-		print pre m[type, op] substr($0, col + length(op))
-	}'
+# build_mutator: builds bin/mutation/mutate-one, a small Go program (its
+# source is below, in a module of its own under bin/) that applies one
+# mutant the way Gremlins does: it changes the operator of the AST node at
+# FILE:LINE:COL and prints the file with go/printer, which adds the
+# parentheses the changed tree needs (so `a && b && c` with its first `&&`
+# inverted is `(a || b) && c`, not `a || b && c`).
+build_mutator() {
+	local src="$BIN_DIR/mutate-src"
+	[ -x "$BIN_DIR/mutate-one" ] && [ "$BIN_DIR/mutate-one" -nt "${BASH_SOURCE[0]}" ] && return 0
+	mkdir -p "$src"
+	printf 'module wharfmutate\n\ngo 1.26\n' >"$src/go.mod"
+	cat >"$src/main.go" <<'GOSRC'
+// Command mutate-one prints FILE with the operator at LINE:COL changed as
+// Gremlins' mutant TYPE changes it. It exits 1 if TYPE does not apply there.
+package main
+
+import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/printer"
+	"go/token"
+	"os"
+	"strconv"
+)
+
+var swaps = map[string]map[token.Token]token.Token{
+	"ARITHMETIC_BASE":       {token.ADD: token.SUB, token.SUB: token.ADD, token.MUL: token.QUO, token.QUO: token.MUL, token.REM: token.MUL},
+	"CONDITIONALS_BOUNDARY": {token.LSS: token.LEQ, token.LEQ: token.LSS, token.GTR: token.GEQ, token.GEQ: token.GTR},
+	"CONDITIONALS_NEGATION": {token.EQL: token.NEQ, token.NEQ: token.EQL, token.LSS: token.GEQ, token.GEQ: token.LSS, token.GTR: token.LEQ, token.LEQ: token.GTR},
+	"INCREMENT_DECREMENT":   {token.INC: token.DEC, token.DEC: token.INC},
+	"INVERT_NEGATIVES":      {token.SUB: token.ADD},
+	"INVERT_LOGICAL":        {token.LAND: token.LOR, token.LOR: token.LAND},
+	"INVERT_LOOPCTRL":       {token.BREAK: token.CONTINUE, token.CONTINUE: token.BREAK},
+}
+
+func main() {
+	if len(os.Args) != 5 {
+		fmt.Fprintln(os.Stderr, "usage: mutate-one FILE LINE COL TYPE")
+		os.Exit(2)
+	}
+	file, typ := os.Args[1], os.Args[4]
+	line, err1 := strconv.Atoi(os.Args[2])
+	col, err2 := strconv.Atoi(os.Args[3])
+	sw, ok := swaps[typ]
+	if err1 != nil || err2 != nil || !ok {
+		fmt.Fprintln(os.Stderr, "mutate-one: bad LINE, COL or TYPE")
+		os.Exit(2)
+	}
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, file, nil, parser.ParseComments)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mutate-one:", err)
+		os.Exit(2)
+	}
+	at := func(p token.Pos) bool {
+		pos := fset.Position(p)
+		return pos.Line == line && pos.Column == col
+	}
+	done := false
+	ast.Inspect(f, func(n ast.Node) bool {
+		if done {
+			return false
+		}
+		switch n := n.(type) {
+		case *ast.BinaryExpr:
+			if to, ok := sw[n.Op]; ok && at(n.OpPos) {
+				n.Op, done = to, true
+			}
+		case *ast.UnaryExpr:
+			if to, ok := sw[n.Op]; ok && typ == "INVERT_NEGATIVES" && at(n.OpPos) {
+				n.Op, done = to, true
+			}
+		case *ast.IncDecStmt:
+			if to, ok := sw[n.Tok]; ok && at(n.TokPos) {
+				n.Tok, done = to, true
+			}
+		case *ast.BranchStmt:
+			if to, ok := sw[n.Tok]; ok && at(n.TokPos) {
+				n.Tok, done = to, true
+			}
+		}
+		return true
+	})
+	if !done {
+		os.Exit(1)
+	}
+	if err := printer.Fprint(os.Stdout, fset, f); err != nil {
+		fmt.Fprintln(os.Stderr, "mutate-one:", err)
+		os.Exit(2)
+	}
+}
+GOSRC
+	(cd "$src" && GOFLAGS= GOWORK=off go build -o "$BIN_DIR/mutate-one" .)
 }
 
 # recheck FILE:LINE:COL TYPE: applies one mutant to a copy of the work tree
 # and runs its package's tests there (with the package's GOFLAGS).
 recheck() {
-	local spec=$1 type=$2 file line col dir goflags="" row name d fl co f g tmp mutated rc
+	local spec=$1 type=$2 file line col dir goflags="" also="" row name d fl co f g a tmp rc pkgs
 	IFS=: read -r file line col <<<"$spec"
 	dir=$(dirname "$file")
 	if [ ! -f "$file" ] || ! [[ $line =~ ^[0-9]+$ && $col =~ ^[0-9]+$ ]]; then
@@ -176,27 +312,35 @@ recheck() {
 		return 2
 	fi
 	for row in "${PACKAGES[@]}"; do
-		IFS=';' read -r name d fl co f g <<<"$row"
-		[ "$d" = "$dir" ] && goflags=$g
+		IFS=';' read -r name d fl co f g a <<<"$row"
+		if [ -n "${WHARF_MUTATION_ROW:-}" ] && [ "$name" = "$WHARF_MUTATION_ROW" ] ||
+			[ -z "${WHARF_MUTATION_ROW:-}" ] && [ "$d" = "$dir" ]; then
+			goflags=$g also=$a
+			break
+		fi
 	done
-	mutated=$(sed -n "${line}p" "$file" | mutate_line "$type" "$col") || {
+	pkgs="./$dir"
+	for a in $also; do pkgs+=" ./$a"; done
+	build_mutator || return 2
+	tmp=$(mktemp -d)
+	RECHECK_TMP=$tmp
+	trap 'rm -rf "$RECHECK_TMP"' EXIT
+	git ls-files -co --exclude-standard -z | tar --null -T - -cf - | tar -xf - -C "$tmp"
+	if ! "$BIN_DIR/mutate-one" "$file" "$line" "$col" "$type" >"$tmp/$file"; then
 		echo "mutation: $type does not apply at $spec: $(sed -n "${line}p" "$file")" >&2
 		return 2
-	}
-	tmp=$(mktemp -d)
-	git ls-files -co --exclude-standard -z | tar --null -T - -cf - | tar -xf - -C "$tmp"
-	MUTATED=$mutated awk -v n="$line" 'NR == n { print ENVIRON["MUTATED"]; next } { print }' "$file" >"$tmp/$file"
+	fi
 	echo "    $spec $type:"
-	echo "      - $(sed -n "${line}p" "$file" | sed 's/^[[:space:]]*//')"
-	echo "      + $(printf '%s\n' "$mutated" | sed 's/^[[:space:]]*//')"
+	diff <(gofmt "$file") <(gofmt "$tmp/$file") | sed -n 's/^<[[:space:]]*/      - /p; s/^>[[:space:]]*/      + /p'
+
 	if ! (cd "$tmp" && go build "./$dir" >/dev/null 2>&1); then
 		echo "    NOT VIABLE (does not compile)"
 		rc=0
-	elif (cd "$tmp" && GOFLAGS="-count=1${goflags:+ $goflags}" go test -failfast -timeout 20m "./$dir" >"$tmp/.test.log" 2>&1); then
-		echo "    LIVED (every test of ./$dir passes)"
+	elif (cd "$tmp" && GOFLAGS="-count=1${goflags:+ $goflags}" go test -failfast -timeout "${WHARF_MUTATION_TIMEOUT:-10m}" $pkgs >"$tmp/.test.log" 2>&1); then
+		echo "    LIVED (every test of $pkgs passes)"
 		rc=1
 	else
-		echo "    KILLED: $(grep -m1 -E -- '^[[:space:]]*--- FAIL|panic:' "$tmp/.test.log" | sed 's/^[[:space:]]*//')"
+		echo "    KILLED: $({ grep -m1 -E -- '^[[:space:]]*--- FAIL|panic:|^FAIL|vet:' "$tmp/.test.log" || tail -1 "$tmp/.test.log"; } | sed 's/^[[:space:]]*//')"
 		rc=0
 	fi
 	rm -rf "$tmp"
@@ -222,12 +366,12 @@ mkdir -p "$OUT_DIR"
 want=("$@")
 failed=()
 for row in "${PACKAGES[@]}"; do
-	IFS=';' read -r name dir floor coef flags goflags <<<"$row"
+	IFS=';' read -r name dir floor coef flags goflags also <<<"$row"
 	if [ ${#want[@]} -gt 0 ] && ! printf '%s\n' "${want[@]}" | grep -qxF "$name"; then
 		continue
 	fi
 	rm -f "$OUT_DIR/$name.json" "$OUT_DIR/$name.txt"
-	if ! run_package "$name" "$dir" "$coef" "$flags" "$goflags" || [ ! -s "$OUT_DIR/$name.json" ]; then
+	if ! run_package "$name" "$dir" "$coef" "$flags" "$goflags" "$also" || [ ! -s "$OUT_DIR/$name.json" ]; then
 		tail -20 "$OUT_DIR/$name.log"
 		failed+=("$name (gremlins failed)")
 		continue
