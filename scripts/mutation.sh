@@ -73,11 +73,11 @@ OUT_DIR="$PWD/.mutation"
 # about half of the package's test time.
 ARCHIVEVIEW_SKIP='^(TestCancelledFetcherDoesNotFailWaiters|TestPlannerBytesPerWorkload|TestBudgetStalledGiantReaders|TestHostile100kManifestOpens|TestHostileJSONSize)$'
 
-# The chunkio files whose mutants also run archiveview's tests (the
-# chunkio-via-archiveview row): the frame cache, framed reads, extent
-# verification and the memory of verified extents. The other files are
-# excluded from that row.
-CHUNKIO_VIA_EXCLUDE='^(chunk|doc|fetch|memo|memory|metrics|parked|part|plan|set|stream|tarwalk|verify|zstream)\.go$'
+# chunkio files whose mutants also run archiveview's tests: the frame cache,
+# extent verification and the memory of verified extents
+# (chunkio-via-archiveview), and framed reads (chunkio-framed-via-archiveview).
+CHUNKIO_VIA_EXCLUDE='^(chunk|doc|fetch|framed|memo|memory|metrics|parked|part|plan|set|stream|tarwalk|verify|zstream)\.go$'
+CHUNKIO_FRAMED_EXCLUDE='^(chunk|doc|extent|fetch|framecache|memo|memory|metrics|parked|part|plan|set|stream|tarwalk|verified|verify|zstream)\.go$'
 
 # name ; directory ; floor (efficacy %) ; timeout coefficient ; extra gremlins
 # flags ; go test flags (passed through GOFLAGS) ; other package directories
@@ -87,9 +87,11 @@ PACKAGES=(
 	"s3api;s3api;0;6;--invert-logical;;"
 	"chunkio;archiveview/chunkio;0;30;;;"
 	"manifest;archiveview/manifest;0;30;;;"
-	"archiveview;archiveview;0;4;--exclude-files / --exclude-files ^(persist|versions)\.go$;-skip=$ARCHIVEVIEW_SKIP;"
-	"archiveview-index;archiveview;0;4;--exclude-files / --exclude-files ^(api|index|info|list|model|open|read|resolve|verify)\.go$;-skip=$ARCHIVEVIEW_SKIP;"
+	"archiveview;archiveview;0;4;--exclude-files / --exclude-files ^(index|list|persist|resolve|versions)\.go$;-skip=$ARCHIVEVIEW_SKIP;"
 	"chunkio-via-archiveview;archiveview/chunkio;0;4;--exclude-files $CHUNKIO_VIA_EXCLUDE;-skip=$ARCHIVEVIEW_SKIP;archiveview"
+	"archiveview-resolve;archiveview;0;4;--exclude-files / --exclude-files ^(api|index|info|list|model|open|persist|read|verify|versions)\.go$;-skip=$ARCHIVEVIEW_SKIP;"
+	"chunkio-framed-via-archiveview;archiveview/chunkio;0;4;--exclude-files $CHUNKIO_FRAMED_EXCLUDE;-skip=$ARCHIVEVIEW_SKIP;archiveview"
+	"archiveview-index;archiveview;0;4;--exclude-files / --exclude-files ^(api|info|model|open|read|resolve|verify)\.go$;-skip=$ARCHIVEVIEW_SKIP;"
 )
 
 install_gremlins() {
