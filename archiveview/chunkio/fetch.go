@@ -104,7 +104,7 @@ func (s *Set) fetchFrame(ctx context.Context, ci int32, i int) (*Buf, error) {
 	f := s.chunks[ci].Frames[i]
 	plan := partPlan{off: f.COff, end: f.COff + f.CSize, lo: i, hi: i}
 	out := bufSize(f.USize)
-	p, err := s.launch(ctx, ci, plan, s.cache.streamParts, out, 0, demand, nil)
+	p, err := s.launch(ctx, nil, ci, plan, s.cache.streamParts, out, 0, demand, nil)
 	if err != nil {
 		return nil, fmt.Errorf("frame %d (object bytes %d-%d): %w", i, f.COff, f.COff+f.CSize, err)
 	}

@@ -218,7 +218,7 @@ func (fs *framedSource) start(plan partPlan, fls []*flight) (int64, bool) {
 			mode = demand
 		}
 		var err error
-		p, err = s.launch(fs.ctx, fs.ci, plan, waysFor(c.streamParts, ahead+1), decoded, held, mode, fs.slots)
+		p, err = s.launch(fs.ctx, nil, fs.ci, plan, waysFor(c.streamParts, ahead+1), decoded, held, mode, fs.slots)
 		if err != nil {
 			fail(fmt.Errorf("frames %d-%d (object bytes %d-%d): %w", plan.lo, plan.hi, plan.off, plan.end, err))
 			return 0, true // the consumer reads the error from the flights
@@ -513,7 +513,7 @@ func (s *Set) prefetch(ctx context.Context, ci int32, lo, hi int, budget, held *
 			fls = append(fls, fl2)
 		}
 		plan := partPlan{off: fr[i].COff, end: fr[j].COff + fr[j].CSize, lo: i, hi: j}
-		p, _ := s.launch(ctx, ci, plan, 1, decoded, *held, speculative, slots)
+		p, _ := s.launch(ctx, nil, ci, plan, 1, decoded, *held, speculative, slots)
 		if p == nil {
 			for k, fl := range fls {
 				c.complete(s.frameKey(ci, i+k), fl, nil, errGaveUp)

@@ -5,14 +5,24 @@ package chunkio
 // where the last one stopped, so the series costs O(size) decode work in
 // total. Parked decoders are kept by the FrameCache for every Set: at most
 // maxParked per Set, and, since each holds its window in the memory budget,
-// they are dropped (oldest first) whenever memory is needed. A parked
-// decoder holds no connection and no part in flight.
+// they are dropped (oldest first) whenever memory is needed. A decoder
+// parked by a read that ended where its client asked keeps the parts its
+// reader had fetched or launched ahead (at most its window, charged to the
+// budget), so a client reading a giant frame as sequential ranges (the
+// SDK downloaders) fetches each byte once; one parked by an abandoned
+// read holds no connection and no part.
 
 // park keeps a healthy stream decoder of s for a later read that continues
-// where it stopped. The Set's oldest parked decoder is dropped past
-// maxParked; a closed Set parks nothing.
-func (c *FrameCache) park(s *Set, z *zstream) {
-	z.src.suspend()
+// where it stopped. With keepParts its parts already fetched or in flight
+// stay with it (charged to the budget, dropped with it); otherwise they are
+// dropped now. The Set's oldest parked decoder is dropped past maxParked; a
+// closed Set parks nothing.
+func (c *FrameCache) park(s *Set, z *zstream, keepParts bool) {
+	if keepParts {
+		z.src.pause()
+	} else {
+		z.src.suspend()
+	}
 	s.mu.Lock()
 	closed := s.closed
 	s.mu.Unlock()

@@ -198,8 +198,10 @@ func (c *FrameCache) putSlots(n int) {
 // the decoded frames a worker will write). held is the stream's bytes in
 // flight: a speculative launch that would take the stream past its fair
 // share of the budget, or finds no memory or no slots, returns (nil, nil).
-// On success the caller owns the extra reserved bytes.
-func (s *Set) launch(ctx context.Context, ci int32, plan partPlan, ways int, extra, held int64, mode allocMode, slots chan struct{}) (*part, error) {
+// On success the caller owns the extra reserved bytes. ctx bounds the
+// waits; the part's GETs live under life (nil: ctx), so a part can outlive
+// the request that launched it (a parked stream's parts, partReader.pause).
+func (s *Set) launch(ctx, life context.Context, ci int32, plan partPlan, ways int, extra, held int64, mode allocMode, slots chan struct{}) (*part, error) {
 	c := s.cache
 	need := bufSize(plan.size()) + extra
 	if mode == speculative && held+need > c.mem.share() {
@@ -230,7 +232,10 @@ func (s *Set) launch(ctx context.Context, ci int32, plan partPlan, ways int, ext
 		c.unreserve(need)
 		return nil, err
 	}
-	return s.startPart(ctx, ci, plan, c.bufReserved(plan.size()), slots), nil
+	if life == nil {
+		life = ctx
+	}
+	return s.startPart(life, ci, plan, c.bufReserved(plan.size()), slots), nil
 }
 
 // takeStreamSlots takes up to want of a stream's GET slots: the first

@@ -20,7 +20,13 @@ import (
 // sum with want when the last byte has been delivered; a mismatch fails the
 // read that delivered that byte. suspend drops the parts in flight (no
 // connection, no buffer is held) and the next read resumes where it
-// stopped, under the context then in r.ctx.
+// stopped, under the context then in r.ctx. pause keeps them (a parked
+// decoder whose read ended where its client asked: the client's next
+// sequential range continues from the parts already fetched; see park).
+//
+// A detached reader's parts live past the request that launched them
+// (context.WithoutCancel of r.ctx: its values, not its end); they stop
+// when the reader is suspended. Waits always follow r.ctx.
 type partReader struct {
 	set        *Set
 	ci         int32
@@ -33,6 +39,7 @@ type partReader struct {
 	win        window
 	slots      chan struct{} // GETs in flight for this reader (StreamParts)
 	counted    bool          // counted as a stream of the budget
+	detached   bool          // parts outlive r.ctx (stream decoders, which park)
 
 	h        hash.Hash
 	want     [32]byte
@@ -61,7 +68,11 @@ func (r *partReader) fill() error {
 			mode = demand
 		}
 		plan := planRange(r.planned, r.end, c.partSize)[0]
-		p, err := r.set.launch(r.ctx, r.ci, plan, waysFor(c.streamParts, r.win.n), 0, r.held, mode, r.slots)
+		var life context.Context
+		if r.detached {
+			life = context.WithoutCancel(r.ctx)
+		}
+		p, err := r.set.launch(r.ctx, life, r.ci, plan, waysFor(c.streamParts, r.win.n), 0, r.held, mode, r.slots)
 		if err != nil {
 			return err
 		}
@@ -184,6 +195,15 @@ func (r *partReader) suspend() {
 	r.planned = r.pos
 	r.held = 0
 	r.win = newWindow(r.win.max)
+	r.pause()
+}
+
+// pause stops counting the reader as a stream of the budget and keeps its
+// parts (those in flight finish; a detached reader's parts do not stop
+// with the request). Their memory stays charged until the reader is
+// suspended: a paused reader's decoder is parked, and parked decoders are
+// evicted when memory is short (evictForMemory).
+func (r *partReader) pause() {
 	if r.counted {
 		r.counted = false
 		r.set.cache.streamEnded()

@@ -73,7 +73,7 @@ func (s *Set) verifyFrames(ctx context.Context, ci int32, problem func(string)) 
 			if len(queue) == 0 {
 				mode = demand
 			}
-			p, err := s.launch(ctx, ci, plan, waysFor(s.cache.streamParts, len(queue)+1), 0, 0, mode, slots)
+			p, err := s.launch(ctx, nil, ci, plan, waysFor(s.cache.streamParts, len(queue)+1), 0, 0, mode, slots)
 			if p == nil && err == nil {
 				break // no room to read ahead: finish what is in flight first
 			}

@@ -74,6 +74,7 @@ func (s *Set) newZstream(ctx context.Context, ci int32, frame int) (*zstream, er
 			src.h, src.want = sha256.New(), c.Sum
 		}
 	}
+	src.detached = true
 	z.src = src
 	// Charge the decoder's window (its history buffer) before decoding:
 	// read the frame header from the first part.
@@ -241,7 +242,10 @@ func (zs *zSource) Close() {
 	if z := zs.z; z != nil {
 		zs.z = nil
 		if z.ulen < 0 || z.pos < z.ulen {
-			s.cache.park(s, z)
+			// A read that got all it asked for keeps its parts ahead:
+			// the client's next sequential range continues from them.
+			// One abandoned midway drops them.
+			s.cache.park(s, z, z.pos == zs.u1)
 		} else {
 			z.discard(s.cache, true)
 		}

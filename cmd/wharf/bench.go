@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wharf-s3/wharf/archiveview"
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
 	"github.com/wharf-s3/wharf/cmd/wharf/internal/bench"
 )
@@ -141,6 +142,8 @@ func runBench(ctx context.Context, args []string) error {
 	cfg.ReadOptions = []chunkio.CacheOption{chunkio.WithMemory(ro.ReadMemory), chunkio.WithPartSize(ro.PartSize),
 		chunkio.WithStreamParts(ro.StreamParts), chunkio.WithMaxParts(ro.MaxParts)}
 	cfg.ReadMemory = chunkio.NewFrameCache(cfg.CacheBytes, cfg.ReadOptions...).MemoryBudget()
+	cfg.Archive = archiveview.Options{MaxFrameBytes: ro.MaxFrameBytes, TrustUnframed: ro.TrustUnframed,
+		AllowKeyPrefixes: ro.AllowKeyPrefixes}
 	cfg.Concurrency = nil
 	for _, c := range strings.Split(*conc, ",") {
 		var n int

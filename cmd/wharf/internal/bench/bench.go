@@ -24,6 +24,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/wharf-s3/wharf/archiveview"
 	"github.com/wharf-s3/wharf/archiveview/cargopack"
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
 	"github.com/wharf-s3/wharf/archiveview/manifest"
@@ -46,10 +47,15 @@ type Config struct {
 	CacheBytes  int64                 // decoded-frame cache budget
 	ReadOptions []chunkio.CacheOption // read planner and memory budget (serve's flags)
 	ReadMemory  int64                 // the memory budget those options give (for the RSS target)
-	ColdFiles   int                   // files of the cold 16 MiB-frame workload (0 skips it)
-	Seed        uint64
-	TempDir     string // "" = os.TempDir()
-	Command     string // the command line, for the header
+	// Archive holds serve's per-archive read options (--max-frame-bytes,
+	// --trust-unframed, --allow-key-prefix) for the archives the
+	// workloads serve; Name, Cache, Metrics and Readahead are set per
+	// workload.
+	Archive   archiveview.Options
+	ColdFiles int // files of the cold 16 MiB-frame workload (0 skips it)
+	Seed      uint64
+	TempDir   string // "" = os.TempDir()
+	Command   string // the command line, for the header
 	// Progress, when set, receives one line per step.
 	Progress io.Writer
 }
@@ -140,7 +146,21 @@ func header(cfg Config) []string {
 		fmt.Sprintf("backing store: local directory behind faults.Faulty, %v first-byte latency per request, bandwidth %s", cfg.Latency, bw),
 		"wharf: in-process s3api handler on a loopback listener, anonymous; clients: aws-sdk-go-v2",
 		fmt.Sprintf("frame cache budget: %d MiB", cfg.CacheBytes>>20),
+		checkLine(cfg.Archive),
 	}
+}
+
+// checkLine says how the served archives check ranged reads of the shapes
+// whose checksums cover more than the range.
+func checkLine(o archiveview.Options) string {
+	mf := "64 MiB (default)"
+	if o.MaxFrameBytes > 0 {
+		mf = fmt.Sprintf("%d MiB", o.MaxFrameBytes>>20)
+	}
+	if o.TrustUnframed {
+		return "ranged reads of giant frames (over " + mf + "), plain tar, direct objects and unframed zstd: trusted (--trust-unframed), not checked whole first"
+	}
+	return "ranged reads of giant frames (over " + mf + "), plain tar, direct objects and unframed zstd: each checked whole on its first ranged read (the default)"
 }
 
 // ---------------------------------------------------------------------------
@@ -668,9 +688,26 @@ func giantFrame(ctx context.Context, cfg Config, e *env, rep *Report) error {
 	v := "SDK downloader, 8 MiB ranges, 1 at a time"
 	rep.add(Row{Workload: wl, System: "wharf", Variant: v, Concurrency: 1, Metric: "throughput", Value: float64(size) / 1e6 / secs, Unit: "MB/s"})
 	rep.add(Row{Workload: wl, System: "wharf", Variant: v, Concurrency: 1, Metric: "backend bytes / compressed", Value: ratio})
-	rep.target("giant frame, sequential ranged download: decode work (backend bytes / compressed)", fmt.Sprintf("%.2f", ratio), "O(size): <= 1.5", ratio <= 1.5)
+	// Each compressed byte is fetched once by the decode that serves the
+	// ranges (parked decoders keep their place and the parts they fetched
+	// ahead); by default the first ranged read also checks the frame
+	// whole (one more pass), unless --trust-unframed.
+	goal, what := 2.05, "O(size): <= 2.05 (the first-read check of the whole frame, then one decode pass)"
+	if cfg.Archive.TrustUnframed || size <= maxFrameOf(cfg.Archive) {
+		goal, what = 1.05, "O(size): <= 1.05 (one pass)"
+	}
+	rep.target("giant frame, sequential ranged download: backend bytes / compressed", fmt.Sprintf("%.2f", ratio), what, ratio <= goal)
 	os.RemoveAll(filepath.Join(e.dir, benchBucket, "large"))
 	return nil
+}
+
+// maxFrameOf is the decoded size above which a frame is streamed (a giant
+// frame) rather than cached whole.
+func maxFrameOf(o archiveview.Options) int64 {
+	if o.MaxFrameBytes > 0 {
+		return o.MaxFrameBytes
+	}
+	return chunkio.DefaultMaxFrameBytes
 }
 
 // fmtSecs formats run times for the log.

@@ -61,6 +61,7 @@ type env struct {
 	plainSrv    *http.Server
 	plainClient *s3.Client
 	readOpts    []chunkio.CacheOption
+	archOpts    archiveview.Options // Config.Archive
 }
 
 const benchBucket = "bench"
@@ -74,6 +75,7 @@ func newEnv(cfg Config) (*env, error) {
 	e.faulty = faults.NewFaulty(e.store, faults.FaultConfig{Latency: cfg.Latency, Bandwidth: cfg.Bandwidth})
 	e.nolat = faults.NewFaulty(e.store, faults.FaultConfig{})
 	e.readOpts = cfg.ReadOptions
+	e.archOpts = cfg.Archive
 	e.bmet = backend.NewMetrics(e.reg)
 	e.avmet = chunkio.NewMetrics(e.reg)
 	e.catalog = catalog.NewDynamic(nil)
@@ -133,12 +135,12 @@ func newClient(url string, hc *http.Client) *s3.Client {
 // other backend request; callers reset the counters after it when they want
 // the read path alone.
 func (e *env) serveArchive(ctx context.Context, manifestKey string, cacheBytes int64, readahead int) (*archiveview.Archive, error) {
-	a, err := archiveview.Open(ctx, backend.Instrument(e.faulty, e.bmet), benchBucket, manifestKey, archiveview.Options{
-		Name:      "wharf",
-		Cache:     chunkio.NewFrameCache(cacheBytes, e.readOpts...),
-		Metrics:   e.avmet,
-		Readahead: readahead,
-	})
+	opts := e.archOpts
+	opts.Name = "wharf"
+	opts.Cache = chunkio.NewFrameCache(cacheBytes, e.readOpts...)
+	opts.Metrics = e.avmet
+	opts.Readahead = readahead
+	a, err := archiveview.Open(ctx, backend.Instrument(e.faulty, e.bmet), benchBucket, manifestKey, opts)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", manifestKey, err)
 	}
