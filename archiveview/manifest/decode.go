@@ -255,19 +255,8 @@ func (d *decoder) files(m *Manifest) error {
 			return capErr("files", d.lim.MaxFiles)
 		}
 		f := bl.next()
-		if isNull, err := d.l.null(); isNull || err != nil {
-			if err != nil {
-				return err
-			}
-		} else {
-			var seen uint64
-			err := d.l.object(func(name []byte) error {
-				bit, err := d.fileField(f, name)
-				return d.dup(&seen, bit, name, err)
-			})
-			if err != nil {
-				return elemErr("files", i, err)
-			}
+		if err := d.fileEntry(f, i); err != nil {
+			return err
 		}
 		d.lastKey = f.S3Key
 		return checkFile(f, i, d.key, d.lim)
@@ -328,6 +317,24 @@ func (d *decoder) filePaths(c *ChunkEntry) error {
 }
 
 const fileFields = "path size mod_time chunk_id shard_id s3_key offset length part_index total_parts archive_offset checksum content_hash metadata is_duplicate duplicate_of_hash original_chunk_id original_shard_id original_s3_key deduplication_refs"
+
+// fileEntry decodes element i of "files" into f: null (left zero, for the
+// checks to refuse) or an object of known fields, each at most once. Load
+// and Stream share it.
+func (d *decoder) fileEntry(f *FileEntry, i int) error {
+	if isNull, err := d.l.null(); isNull || err != nil {
+		return err
+	}
+	var seen uint64
+	err := d.l.object(func(name []byte) error {
+		bit, err := d.fileField(f, name)
+		return d.dup(&seen, bit, name, err)
+	})
+	if err != nil {
+		return elemErr("files", i, err)
+	}
+	return nil
+}
 
 func (d *decoder) fileField(f *FileEntry, name []byte) (int, error) {
 	l := d.l

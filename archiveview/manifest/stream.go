@@ -175,19 +175,8 @@ func (d *decoder) streamFiles() error {
 		st.buf = st.buf[:0]
 		clear(st.meta)
 		f := &st.f
-		if isNull, err := d.l.null(); isNull || err != nil {
-			if err != nil {
-				return err
-			}
-		} else {
-			var seen uint64
-			err := d.l.object(func(name []byte) error {
-				bit, err := d.fileField(f, name)
-				return d.dup(&seen, bit, name, err)
-			})
-			if err != nil {
-				return elemErr("files", i, err)
-			}
+		if err := d.fileEntry(f, i); err != nil {
+			return err
 		}
 		if err := checkFile(f, i, d.key, d.lim); err != nil {
 			return err
