@@ -323,17 +323,26 @@ func (k *linkSink) file(i int, fe *manifest.FileEntry) error {
 	return nil
 }
 
-// addKey derives file f's key from path (mention f of link l) into the
-// arena and records how path relates to it (root, or odd).
-func (s *fileStore) addKey(l *chainLink, f int, path, src string, bits *uint16) {
+// relKey derives the bucket key of a manifest path (a file's or a
+// deleted path's, what says which) relative to source_path src into the
+// store's scratch buffer. A path that has no key records the link's first
+// such error in *first and gives an empty key.
+func (s *fileStore) relKey(l *chainLink, first *error, what, src, path string) []byte {
 	key, err := manifest.AppendRelativeKey(s.scratch[:0], src, path)
 	s.scratch = key
 	if err != nil {
-		if l.keyErr == nil {
-			l.keyErr = fmt.Errorf("%w: manifest %s: file %q: %w", ErrInvalidTree, l.key, path, err)
+		if *first == nil {
+			*first = fmt.Errorf("%w: manifest %s: %s %q: %w", ErrInvalidTree, l.key, what, path, err)
 		}
 		key = key[:0]
 	}
+	return key
+}
+
+// addKey derives file f's key from path (mention f of link l) into the
+// arena and records how path relates to it (root, or odd).
+func (s *fileStore) addKey(l *chainLink, f int, path, src string, bits *uint16) {
+	key := s.relKey(l, &l.keyErr, "file", src, path)
 	s.kpos.add(s.keys.add(key))
 	s.root.add(s.rootOf(f, path, key, bits))
 }
@@ -388,14 +397,7 @@ func (k *linkSink) finish(m *manifest.Manifest) error {
 			m := l.mStart + (f - l.fStart)
 			pos := s.kpos.at(m)
 			path := string(s.keys.at(pos)) // a copy: the key overwrites it
-			key, err := manifest.AppendRelativeKey(s.scratch[:0], src, path)
-			s.scratch = key
-			if err != nil {
-				if l.keyErr == nil {
-					l.keyErr = fmt.Errorf("%w: manifest %s: file %q: %w", ErrInvalidTree, l.key, path, err)
-				}
-				key = key[:0]
-			}
+			key := s.relKey(l, &l.keyErr, "file", src, path)
 			copy(s.keys.at(pos), key)
 			s.kpos.set(m, shrinkPos(pos, len(key)))
 			b := s.bits.at(f)
@@ -408,26 +410,12 @@ func (k *linkSink) finish(m *manifest.Manifest) error {
 			return fmt.Errorf("%w: more than %d mentions in the chain", ErrInvalidTree, math.MaxUint32-2)
 		}
 		p := k.tombs.at(pos)
-		key, err := manifest.AppendRelativeKey(s.scratch[:0], src, string(p))
-		s.scratch = key
-		if err != nil {
-			if l.tombErr == nil {
-				l.tombErr = fmt.Errorf("%w: manifest %s: deleted path %q: %w", ErrInvalidTree, l.key, p, err)
-			}
-			key = key[:0]
-		}
+		key := s.relKey(l, &l.tombErr, "deleted path", src, string(p))
 		s.kpos.add(s.keys.add(key))
 	}
 	if k.tombPos == nil {
 		for _, p := range m.DeletedPaths { // not streamed (versions of an old chain)
-			key, err := manifest.AppendRelativeKey(s.scratch[:0], src, p)
-			s.scratch = key
-			if err != nil {
-				if l.tombErr == nil {
-					l.tombErr = fmt.Errorf("%w: manifest %s: deleted path %q: %w", ErrInvalidTree, l.key, p, err)
-				}
-				key = key[:0]
-			}
+			key := s.relKey(l, &l.tombErr, "deleted path", src, p)
 			s.kpos.add(s.keys.add(key))
 			l.nTombs++
 		}

@@ -448,12 +448,13 @@ func putExtRec(b []byte, r *extRec) {
 	b[69], b[70], b[71] = 0, 0, 0
 }
 
-// indexFileBytes is the size WriteIndex writes, from the counts alone.
-func (a *Archive) indexFileBytes() int64 {
+// indexHeader is the header of the archive's index file: its counts and
+// optional columns, with meta the encoded meta section.
+func (a *Archive) indexHeader(meta []byte) fileHeader {
 	x := &a.idx
 	h := fileHeader{files: uint64(x.n()), namesLen: uint64(len(x.names)), exts: uint64(len(x.exts)),
 		extNamesLen: uint64(len(x.extNames)), tombs: uint64(x.tombs.n()), tombNamesLen: uint64(len(x.tombs.names)),
-		metaLen: uint64(len(a.encodeMeta()))}
+		metaLen: uint64(len(meta))}
 	if x.md5 != nil {
 		h.cols |= colMD5
 	}
@@ -463,6 +464,12 @@ func (a *Archive) indexFileBytes() int64 {
 	if x.link != nil {
 		h.cols |= colLink
 	}
+	return h
+}
+
+// indexFileBytes is the size WriteIndex writes, from the counts alone.
+func (a *Archive) indexFileBytes() int64 {
+	h := a.indexHeader(a.encodeMeta())
 	_, _, end, ok := h.layout()
 	if !ok {
 		return -1
@@ -482,18 +489,7 @@ func (a *Archive) WriteIndex(w io.Writer) error {
 		return fmt.Errorf("archive %q: too large for the index format", a.name)
 	}
 	meta := a.encodeMeta()
-	h := fileHeader{files: uint64(x.n()), namesLen: uint64(len(x.names)), exts: uint64(len(x.exts)),
-		extNamesLen: uint64(len(x.extNames)), tombs: uint64(x.tombs.n()), tombNamesLen: uint64(len(x.tombs.names)),
-		metaLen: uint64(len(meta))}
-	if x.md5 != nil {
-		h.cols |= colMD5
-	}
-	if x.ctype != nil {
-		h.cols |= colCtype
-	}
-	if x.link != nil {
-		h.cols |= colLink
-	}
+	h := a.indexHeader(meta)
 	off, _, end, ok := h.layout()
 	if !ok {
 		return fmt.Errorf("archive %q: too large for the index format", a.name)
