@@ -836,17 +836,24 @@ func downloadCRCConc(ctx context.Context, e *env, c *s3.Client, bucket, key stri
 }
 
 // sampleRSS samples the process's resident set every 10 ms until the
-// returned function is called, which returns the largest seen.
+// returned function is called, which returns the peak.
 func sampleRSS() func() int64 {
+	return samplePeak(10*time.Millisecond, func() int64 { return procStatus("VmRSS") })
+}
+
+// samplePeak samples read (at once, then every period) on a goroutine of
+// its own until the returned function is called, which stops it and
+// returns the largest value read.
+func samplePeak(period time.Duration, read func() int64) func() int64 {
 	var peak atomic.Int64
 	done := make(chan struct{})
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
-		t := time.NewTicker(10 * time.Millisecond)
+		t := time.NewTicker(period)
 		defer t.Stop()
 		for {
-			if v := procStatus("VmRSS"); v > peak.Load() {
+			if v := read(); v > peak.Load() {
 				peak.Store(v)
 			}
 			select {

@@ -38,7 +38,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -381,34 +380,16 @@ func ScaleChild(ctx context.Context, args []string) error {
 	store := backend.NewFileStore(*dir)
 	var rep scaleBuild
 	base := liveHeap()
-	var peak atomic.Int64
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(5 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				if h := int64(heapObjects()); h > peak.Load() {
-					peak.Store(h)
-				}
-			}
-		}
-	}()
+	stopPeak := samplePeak(5*time.Millisecond, func() int64 { return int64(heapObjects()) })
 	t0, c0 := time.Now(), cpuSeconds()
 	a, err := archiveview.Open(ctx, store, benchBucket, *key, archiveview.Options{Name: "wharf", Cache: chunkio.NewFrameCache(64 << 20)})
 	rep.BuildSec, rep.BuildCPU = time.Since(t0).Seconds(), cpuSeconds()-c0
-	close(stop)
-	<-done
+	peak := stopPeak()
 	if err != nil {
 		return err
 	}
 	rep.Files = a.Files()
-	rep.PeakHeap = peak.Load() - int64(base)
+	rep.PeakHeap = peak - int64(base)
 	rep.Retained = int64(liveHeap()) - int64(base)
 	rep.BuildMaxRSS = maxRSS()
 
