@@ -57,13 +57,9 @@ func indexBuild(ctx context.Context, args []string, out io.Writer) error {
 		fmt.Fprintln(fs.Output(), "usage: wharf index build [--store URL] [--s3-endpoint URL --s3-region R --s3-path-style --s3-access-key AK --s3-secret-key SK] [--quiet] [--progress-interval 5s] MANIFEST_URL -o FILE|s3://BUCKET/PREFIX")
 		fs.PrintDefaults()
 	}
-	pos, err := parseInterspersed(fs, args)
+	manifestURL, err := manifestArg(fs, args)
 	if err != nil {
 		return err
-	}
-	if len(pos) != 1 {
-		fs.Usage()
-		return fmt.Errorf("want exactly one MANIFEST_URL, got %d arguments", len(pos))
 	}
 	if *output == "" {
 		fs.Usage()
@@ -72,7 +68,7 @@ func indexBuild(ctx context.Context, args []string, out io.Writer) error {
 	if err := pf.check(); err != nil {
 		return err
 	}
-	store, bucket, key, err := sf.openManifest(ctx, pos[0])
+	store, bucket, key, err := sf.openManifest(ctx, manifestURL)
 	if err != nil {
 		return err
 	}

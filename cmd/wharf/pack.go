@@ -137,6 +137,21 @@ func runPack(ctx context.Context, args []string) error {
 
 // parseInterspersed parses flags that may come before or after positional
 // arguments ("wharf pack DIR --store ..."), returning the positionals.
+// manifestArg parses args (flags may follow the argument) for a command
+// that takes exactly one MANIFEST_URL, printing the usage when it does not
+// get one.
+func manifestArg(fs *flag.FlagSet, args []string) (string, error) {
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return "", err
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return "", fmt.Errorf("want exactly one MANIFEST_URL, got %d arguments", len(pos))
+	}
+	return pos[0], nil
+}
+
 func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {

@@ -83,26 +83,14 @@ func restoreCmd(ctx context.Context, args []string, out io.Writer) error {
 		fmt.Fprintln(fs.Output(), "usage: wharf restore MANIFEST_URL [--path GLOB ...] --days N [--tier Standard|Bulk|Expedited] [--dry-run] [--store URL --s3-endpoint URL ...]")
 		fs.PrintDefaults()
 	}
-	// Flags may follow the manifest URL.
-	var positional []string
-	for rest := args; ; {
-		if err := fs.Parse(rest); err != nil {
-			return err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		positional = append(positional, fs.Arg(0))
-		rest = fs.Args()[1:]
-	}
-	if len(positional) != 1 {
-		fs.Usage()
-		return fmt.Errorf("want exactly one MANIFEST_URL, got %d arguments", len(positional))
+	manifestURL, err := manifestArg(fs, args)
+	if err != nil {
+		return err
 	}
 	if err := rf.validate(); err != nil {
 		return err
 	}
-	store, bucket, key, err := sf.openManifest(ctx, positional[0])
+	store, bucket, key, err := sf.openManifest(ctx, manifestURL)
 	if err != nil {
 		return err
 	}
@@ -111,7 +99,7 @@ func restoreCmd(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer a.Close()
-	return restoreReport(ctx, a, positional[0], rf, out)
+	return restoreReport(ctx, a, manifestURL, rf, out)
 }
 
 // selectGlobs returns the files the globs select (every file without

@@ -29,18 +29,14 @@ func runVerify(ctx context.Context, args []string) error {
 		fmt.Fprintln(fs.Output(), "--quiet prints only problems and the summary line, with no progress")
 		fs.PrintDefaults()
 	}
-	pos, err := parseInterspersed(fs, args)
+	manifestURL, err := manifestArg(fs, args)
 	if err != nil {
 		return err
-	}
-	if len(pos) != 1 {
-		fs.Usage()
-		return fmt.Errorf("want exactly one MANIFEST_URL, got %d arguments", len(pos))
 	}
 	if err := pf.check(); err != nil {
 		return err
 	}
-	store, bucket, key, err := sf.openManifest(ctx, pos[0])
+	store, bucket, key, err := sf.openManifest(ctx, manifestURL)
 	if err != nil {
 		return err
 	}
