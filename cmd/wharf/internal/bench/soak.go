@@ -65,7 +65,10 @@ type SoakReport struct {
 	Errors            map[string]int64 // by kind
 	WrongBytes        int64            // responses that completed cleanly with bytes differing from the source: must be 0
 	P50, P99          time.Duration
-	PeakRSS, BaseRSS  int64 // bytes (VmHWM at the end, VmRSS before load)
+	PeakRSS, BaseRSS  int64 // bytes: VmRSS sampled every 10 ms during the load (peak), VmRSS before it
+	// ReadMemory is the read memory budget (cache + parts in flight +
+	// decoders); MemoryPeak the most of it ever charged at once.
+	ReadMemory, MemoryPeak int64
 	GoroutinesBefore  int
 	GoroutinesAfter   int
 	FDsBefore         int
@@ -229,6 +232,7 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 	})
 
 	rep.BaseRSS = procStatus("VmRSS")
+	stopRSS := sampleRSS()
 	logf("%d archives, %d objects; %d clients for %v (cap %d requests), fault rate %.3f, cache %d MiB",
 		len(archives), rep.Objects, cfg.Clients, cfg.Duration, cfg.MaxRequests, cfg.FaultRate, cfg.CacheBytes>>20)
 	faulting.Store(true)
@@ -293,7 +297,9 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 	rep.Requests = int64(len(all))
 	rep.Bytes = served64.Load()
 	rep.WrongBytes = wrong.Load()
-	rep.PeakRSS = procStatus("VmHWM")
+	rep.PeakRSS = stopRSS()
+	_, rep.MemoryPeak = cache.MemoryInUse()
+	rep.ReadMemory = cache.MemoryBudget()
 	rep.BackendRequests = flaky.Requests("")
 	rep.BackendFaults = backendFaults.Load()
 	rep.ChecksumFailures = int64(counterValue(reg, "wharf_checksum_failures_total"))
@@ -477,8 +483,14 @@ func (r *SoakReport) WriteMarkdown(w io.Writer) {
 	fmt.Fprintf(w, "| backend requests / faults injected | %d / %d |\n", r.BackendRequests, r.BackendFaults)
 	fmt.Fprintf(w, "| checksum failures caught (wharf_checksum_failures_total) | %d |\n", r.ChecksumFailures)
 	fmt.Fprintf(w, "| latency p50 / p99 | %v / %v |\n", r.P50.Round(time.Microsecond), r.P99.Round(time.Microsecond))
-	fmt.Fprintf(w, "| RSS before load / peak (VmHWM, whole process incl. the clients and the sources they compare against) | %d MB / %d MB |\n", r.BaseRSS>>20, r.PeakRSS>>20)
-	fmt.Fprintf(w, "| frame cache budget | %d MB |\n", r.CacheBudget>>20)
+	fmt.Fprintf(w, "| RSS before load / peak during it (whole process incl. the clients and the sources they compare against) | %d MiB / %d MiB |\n", r.BaseRSS>>20, r.PeakRSS>>20)
+	growth, bound := r.PeakRSS-r.BaseRSS, r.ReadMemory+100<<20
+	met := "yes"
+	if growth > bound {
+		met = "**NO**"
+	}
+	fmt.Fprintf(w, "| RSS growth under load, against the read memory budget + 100 MiB | %d MiB of %d MiB: %s |\n", growth>>20, bound>>20, met)
+	fmt.Fprintf(w, "| frame cache budget / read memory budget / most of it in use at once | %d MiB / %d MiB / %d MiB |\n", r.CacheBudget>>20, r.ReadMemory>>20, r.MemoryPeak>>20)
 	fmt.Fprintf(w, "| goroutines before / after | %d / %d |\n", r.GoroutinesBefore, r.GoroutinesAfter)
 	fmt.Fprintf(w, "| file descriptors before / after | %d / %d |\n", r.FDsBefore, r.FDsAfter)
 	var kinds []string
