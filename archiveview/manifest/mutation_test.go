@@ -4,8 +4,9 @@ package manifest
 // lists them): every count cap at exactly the cap and one past it, in the
 // decoder and in Validate; the time fast path taken for the forms it exists
 // for and UnmarshalJSON for the others; the lexer at its buffer's edges,
-// at its nesting limit and at the integer limits; key cleaning at the ends
-// of each character range; the encrypted envelope's message.
+// at its nesting limit, at the integer limits and cut inside a number; key
+// cleaning at the ends of each character range; the encrypted envelope's
+// message.
 
 import (
 	"bytes"
@@ -486,5 +487,15 @@ func TestValidateLimitsExact(t *testing.T) {
 	m.Chunks[0].UncompressedSize = 0
 	if _, err := Validate(m, key, DefaultLimits()); err != nil {
 		t.Fatalf("uncompressed_size 0: %v", err)
+	}
+}
+
+// TestTruncatedInsideNumber: a document that ends inside a number is
+// refused with an error (the input is cut short), never a panic.
+func TestTruncatedInsideNumber(t *testing.T) {
+	for _, doc := range []string{`{"files":[{"size":12`, `{"total_files":-3`, `{"compression_ratio":0.5`} {
+		if _, err := Parse([]byte(doc), "p/uploads/u/manifest.json", DefaultLimits()); err == nil {
+			t.Errorf("%s: no error", doc)
+		}
 	}
 }
