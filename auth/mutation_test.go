@@ -348,3 +348,36 @@ func TestHostBucketOutsideBase(t *testing.T) {
 		}
 	}
 }
+
+// TestSigningCandidatesOnlyWhenDifferent: a second signed host or canonical
+// URI is tried only when it differs from the first and is not empty: a
+// default port stripped from a named host, a path the client escaped other
+// than the AWS way. A bare ":443" yields no empty host, and a request with
+// no path (absolute form) no empty canonical URI.
+func TestSigningCandidatesOnlyWhenDifferent(t *testing.T) {
+	for _, c := range []struct {
+		host string
+		want []string
+	}{
+		{"s3.example.com", []string{"s3.example.com"}},
+		{"s3.example.com:443", []string{"s3.example.com:443", "s3.example.com"}},
+		{"s3.example.com:80", []string{"s3.example.com:80", "s3.example.com"}},
+		{"s3.example.com:9000", []string{"s3.example.com:9000"}},
+		{":443", []string{":443"}},
+		{":80", []string{":80"}},
+	} {
+		if got := hostCandidates(c.host); strings.Join(got, " ") != strings.Join(c.want, " ") || len(got) != len(c.want) {
+			t.Errorf("hostCandidates(%q) = %q, want %q", c.host, got, c.want)
+		}
+	}
+	for _, uri := range []string{"/b/k", "http://s3.example.com"} {
+		r, err := http.NewRequest("GET", uri, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.RequestURI = uri
+		if got := uriCandidates(r); len(got) != 1 || got[0] == "" {
+			t.Errorf("uriCandidates(%q) = %q, want one non-empty canonical URI", uri, got)
+		}
+	}
+}

@@ -1,16 +1,19 @@
 package chunkio
 
 // Written for mutants that survived scripts/mutation.sh (TESTING.md): the
-// memory budget at exactly its limit, buffer rounding, the planner's
-// sub-range split without a minimum, and tar header checks one field at a
-// time.
+// memory budget at exactly its limit and its peak, buffer rounding and the
+// buffer pool's size classes, a frame of exactly the cache budget, the
+// cache's option defaults, the planner's sub-range split without a
+// minimum, and tar header checks one field at a time.
 
 import (
 	"archive/tar"
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestBufSizeRounding(t *testing.T) {
@@ -100,5 +103,89 @@ func TestTarNameMatchesEdges(t *testing.T) {
 	}
 	if !tarNameMatches("/src/ab", len("/src/ab"), "/src/a\u0080b") {
 		t.Error("the name without U+0080 (as Go's PAX writer puts it in the ustar field) refused")
+	}
+}
+
+// TestMemoryPeakFollowsEachCharge: the peak is raised by the charge that
+// reaches it, the first one included, and a release does not lower it.
+func TestMemoryPeakFollowsEachCharge(t *testing.T) {
+	m := newMemory(1000, 0)
+	for _, s := range []struct{ charge, release, peak int64 }{
+		{600, 600, 600}, // the first charge sets the peak
+		{100, 0, 600},   // below the peak: unchanged
+		{600, 700, 700}, // 100 + 600 raises it
+	} {
+		if !m.tryCharge(s.charge) {
+			t.Fatalf("charge of %d refused", s.charge)
+		}
+		if p := m.peak.Load(); p != s.peak {
+			t.Fatalf("after charging %d: peak %d, want %d", s.charge, p, s.peak)
+		}
+		m.release(s.release)
+	}
+}
+
+// TestBufPoolClassesFitTheirSizes: every buffer the pool hands out, new or
+// reused, has the length asked for and the capacity bufSize charges for,
+// whatever sizes were returned to the pool before (sizes in neighbouring
+// 64 KiB classes, exact multiples and not).
+func TestBufPoolClassesFitTheirSizes(t *testing.T) {
+	var p bufPool
+	for round := 0; round < 4; round++ {
+		for _, n := range []int64{1000, poolStep, 2 * poolStep, 100 << 10, 150 << 10, 3 * poolStep} {
+			b := p.getBuf(n, nil)
+			if int64(len(b.b)) != n || int64(cap(b.b)) != bufSize(n) {
+				t.Fatalf("round %d: getBuf(%d) has len %d cap %d, want len %d cap %d", round, n, len(b.b), cap(b.b), n, bufSize(n))
+			}
+			p.put(b.b)
+		}
+	}
+}
+
+// TestFrameCacheKeepsFrameOfExactlyTheBudget: a frame whose buffer is
+// exactly the cache budget is kept (the budget is "at most", not "less
+// than").
+func TestFrameCacheKeepsFrameOfExactlyTheBudget(t *testing.T) {
+	const sz = 64 << 10
+	c := NewFrameCache(sz)
+	var calls atomic.Int32
+	for i := 0; i < 2; i++ {
+		b, err := c.get(context.Background(), fcKey(0), nil, fcFill(c, sz, 7, &calls))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b.b) != sz || b.b[sz-1] != 7 {
+			t.Fatalf("get %d: %d bytes", i, len(b.b))
+		}
+		b.Release()
+	}
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("a frame of exactly the budget was filled %d times, want 1 (kept after the first)", n)
+	}
+}
+
+// TestNewFrameCacheDefaults: options left out, zero or negative take their
+// defaults; positive ones are kept.
+func TestNewFrameCacheDefaults(t *testing.T) {
+	type cfg struct {
+		partSize           int64
+		streamParts, slots int
+		wait               time.Duration
+	}
+	got := func(c *FrameCache) cfg { return cfg{c.partSize, c.streamParts, cap(c.getSlots), c.mem.wait} }
+	defaults := cfg{DefaultPartSize, DefaultStreamParts, DefaultMaxParts, DefaultMemoryWait}
+	if g := got(NewFrameCache(1 << 20)); g != defaults {
+		t.Errorf("no options: %+v, want %+v", g, defaults)
+	}
+	for _, n := range []int{0, -1} {
+		c := NewFrameCache(1<<20, WithPartSize(int64(n)), WithStreamParts(n), WithMaxParts(n), WithMemoryWait(time.Duration(n)))
+		if g := got(c); g != defaults {
+			t.Errorf("options %d: %+v, want %+v", n, g, defaults)
+		}
+	}
+	want := cfg{3 << 20, 3, 5, 7 * time.Second}
+	c := NewFrameCache(1<<20, WithPartSize(want.partSize), WithStreamParts(want.streamParts), WithMaxParts(want.slots), WithMemoryWait(want.wait))
+	if g := got(c); g != want {
+		t.Errorf("positive options: %+v, want %+v", g, want)
 	}
 }
