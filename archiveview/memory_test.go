@@ -100,9 +100,6 @@ func memProc(field string) int64 {
 // millisecond, garbage included, against the live heap the archive holds
 // after a collection). The pre-streaming build peaked at 6-7x.
 func TestBuildMemory(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a 200,000-file build")
-	}
 	dir, key := memManifest(t, memFiles)
 	store := backend.NewFileStore(dir)
 	runtime.GC()
@@ -155,9 +152,6 @@ func TestBuildMemory(t *testing.T) {
 // listing every key: the columns are the file's pages (page cache), not
 // copies.
 func TestServeFromIndexMemory(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a 200,000-file build")
-	}
 	dir, key := memManifest(t, memFiles)
 	store := backend.NewFileStore(dir)
 	a, err := Open(context.Background(), store, "bkt", key, Options{})
