@@ -59,25 +59,25 @@ func DefaultSoakConfig() SoakConfig {
 
 // SoakReport is what Soak measured.
 type SoakReport struct {
-	Header            []string
-	Requests          int64
-	Bytes             int64
-	Errors            map[string]int64 // by kind
-	WrongBytes        int64            // responses that completed cleanly with bytes differing from the source: must be 0
-	P50, P99          time.Duration
-	PeakRSS, BaseRSS  int64 // bytes: VmRSS sampled every 10 ms during the load (peak), VmRSS before it
+	Header           []string
+	Requests         int64
+	Bytes            int64
+	Errors           map[string]int64 // by kind
+	WrongBytes       int64            // responses that completed cleanly with bytes differing from the source: must be 0
+	P50, P99         time.Duration
+	PeakRSS, BaseRSS int64 // bytes: VmRSS sampled every 10 ms during the load (peak), VmRSS before it
 	// ReadMemory is the read memory budget (cache + parts in flight +
 	// decoders); MemoryPeak the most of it ever charged at once.
 	ReadMemory, MemoryPeak int64
-	GoroutinesBefore  int
-	GoroutinesAfter   int
-	FDsBefore         int
-	FDsAfter          int
-	BackendRequests   int64
-	BackendFaults     int64
-	ChecksumFailures  int64 // frames or files whose checksum caught injected corruption
-	CacheBudget       int64
-	Archives, Objects int
+	GoroutinesBefore       int
+	GoroutinesAfter        int
+	FDsBefore              int
+	FDsAfter               int
+	BackendRequests        int64
+	BackendFaults          int64
+	ChecksumFailures       int64 // frames or files whose checksum caught injected corruption
+	CacheBudget            int64
+	Archives, Objects      int
 }
 
 // soakArchive is one packed archive with its source files.
