@@ -113,6 +113,18 @@ func runBench(ctx context.Context, args []string) error {
 	if *soak {
 		sc := bench.DefaultSoakConfig()
 		sc.Duration, sc.Clients = *soakFor, *soakClients
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name == "cache-bytes" {
+				sc.CacheBytes = int64(cache)
+			}
+		})
+		if *soakFor <= 0 || *soakClients < 1 || sc.CacheBytes <= 0 {
+			return errors.New("bench --soak: --soak-duration and --cache-bytes must be positive, --soak-clients at least 1")
+		}
+		if err := ro.validate(sc.CacheBytes); err != nil {
+			return err
+		}
+		sc.ReadOptions = ro.cacheOptions()
 		sc.Command = "wharf bench " + strings.Join(args, " ")
 		sc.Progress = os.Stderr
 		rep, err := bench.Soak(ctx, sc)
@@ -139,8 +151,7 @@ func runBench(ctx context.Context, args []string) error {
 	if err := ro.validate(cfg.CacheBytes); err != nil {
 		return err
 	}
-	cfg.ReadOptions = []chunkio.CacheOption{chunkio.WithMemory(ro.ReadMemory), chunkio.WithPartSize(ro.PartSize),
-		chunkio.WithStreamParts(ro.StreamParts), chunkio.WithMaxParts(ro.MaxParts)}
+	cfg.ReadOptions = ro.cacheOptions()
 	cfg.ReadMemory = chunkio.NewFrameCache(cfg.CacheBytes, cfg.ReadOptions...).MemoryBudget()
 	cfg.Archive = archiveview.Options{MaxFrameBytes: ro.MaxFrameBytes, TrustUnframed: ro.TrustUnframed,
 		AllowKeyPrefixes: ro.AllowKeyPrefixes}

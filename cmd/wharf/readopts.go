@@ -102,9 +102,15 @@ func (o readOptions) validate(cacheBytes int64) error {
 
 // frameCache builds the shared frame cache and read budget.
 func (o readOptions) frameCache(cacheBytes int64) *chunkio.FrameCache {
-	return chunkio.NewFrameCache(cacheBytes,
+	return chunkio.NewFrameCache(cacheBytes, o.cacheOptions()...)
+}
+
+// cacheOptions are the options as chunkio's FrameCache takes them.
+func (o readOptions) cacheOptions() []chunkio.CacheOption {
+	return []chunkio.CacheOption{
 		chunkio.WithMemory(o.ReadMemory),
 		chunkio.WithPartSize(o.PartSize),
 		chunkio.WithStreamParts(o.StreamParts),
-		chunkio.WithMaxParts(o.MaxParts))
+		chunkio.WithMaxParts(o.MaxParts),
+	}
 }

@@ -42,6 +42,8 @@ type SoakConfig struct {
 	MaxRequests int64   // stop after this many requests (0 = no cap)
 	FaultRate   float64 // probability that a backend request is faulted
 	CacheBytes  int64
+	// ReadOptions are serve's read planner and memory budget flags.
+	ReadOptions []chunkio.CacheOption
 	Seed        uint64
 	TempDir     string // where the backing directory is made; "" = os.TempDir()
 	Command     string
@@ -52,9 +54,12 @@ type SoakConfig struct {
 // wharf answers with 500 InternalError.
 var errSoakInternal = errors.New("injected internal store error")
 
-// DefaultSoakConfig is what "wharf bench --soak" runs.
+// DefaultSoakConfig is what "wharf bench --soak" runs. The cache is
+// smaller than the archives' data (about 40 MB decoded), so frames are
+// evicted and fetched again under load and the store's faults keep
+// reaching the read path.
 func DefaultSoakConfig() SoakConfig {
-	return SoakConfig{Clients: 64, Duration: 10 * time.Minute, MaxRequests: 5_000_000, FaultRate: 0.05, CacheBytes: 64 << 20, Seed: 1}
+	return SoakConfig{Clients: 64, Duration: 10 * time.Minute, MaxRequests: 5_000_000, FaultRate: 0.05, CacheBytes: 16 << 20, Seed: 1}
 }
 
 // SoakReport is what Soak measured.
@@ -198,7 +203,7 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 	}})
 	reg := prometheus.NewRegistry()
 	avm := chunkio.NewMetrics(reg)
-	cache := chunkio.NewFrameCache(cfg.CacheBytes)
+	cache := chunkio.NewFrameCache(cfg.CacheBytes, cfg.ReadOptions...)
 	served := map[string]*archiveview.Archive{}
 	for name, key := range manifests {
 		a, err := archiveview.Open(ctx, flaky, "backing", key, archiveview.Options{Name: name, Cache: cache, Metrics: avm})

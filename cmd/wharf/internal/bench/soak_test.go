@@ -63,9 +63,24 @@ func TestSoakShort(t *testing.T) {
 	// collector's headroom
 	// (GOGC=100); bodies stream. Measured on an idle 2-core machine: about
 	// 11 MiB per client.
-	if bound := rep.BaseRSS + cfg.CacheBytes + 64<<20 + int64(cfg.Clients)*(12<<20); rep.PeakRSS > bound {
-		t.Errorf("peak RSS %d MiB above the bound %d MiB (base %d MiB + cache %d MiB + 64 MiB + %d clients x 12 MiB)",
-			rep.PeakRSS>>20, bound>>20, rep.BaseRSS>>20, cfg.CacheBytes>>20, cfg.Clients)
+	// The read path's own bound (issue 11): what the load adds stays
+	// within the read memory budget plus 100 MiB. Under the race detector
+	// RSS measures the detector's shadow memory, so only the budget's
+	// exact accounting is checked there.
+	switch {
+	case raceDetector:
+		t.Logf("race detector: RSS %d MiB -> %d MiB not held to a bound", rep.BaseRSS>>20, rep.PeakRSS>>20)
+	default:
+		if bound := rep.BaseRSS + cfg.CacheBytes + 64<<20 + int64(cfg.Clients)*(12<<20); rep.PeakRSS > bound {
+			t.Errorf("peak RSS %d MiB above the bound %d MiB (base %d MiB + cache %d MiB + 64 MiB + %d clients x 12 MiB)",
+				rep.PeakRSS>>20, bound>>20, rep.BaseRSS>>20, cfg.CacheBytes>>20, cfg.Clients)
+		}
+		if grew, bound := rep.PeakRSS-rep.BaseRSS, rep.ReadMemory+100<<20; grew > bound {
+			t.Errorf("RSS grew %d MiB under load, above the read memory budget %d MiB + 100 MiB", grew>>20, rep.ReadMemory>>20)
+		}
+	}
+	if rep.MemoryPeak > rep.ReadMemory || rep.MemoryPeak <= 0 {
+		t.Errorf("read memory peak %d bytes, budget %d", rep.MemoryPeak, rep.ReadMemory)
 	}
 	if rep.GoroutinesAfter > rep.GoroutinesBefore+2 {
 		t.Errorf("goroutines: %d before, %d after teardown", rep.GoroutinesBefore, rep.GoroutinesAfter)
