@@ -364,7 +364,11 @@ type k8sProbe struct {
 }
 
 type k8sContainer struct {
-	Args  []string `yaml:"args"`
+	Args []string `yaml:"args"`
+	Env  []struct {
+		Name  string `yaml:"name"`
+		Value string `yaml:"value"`
+	} `yaml:"env"`
 	Ports []struct {
 		Name          string `yaml:"name"`
 		ContainerPort int    `yaml:"containerPort"`
@@ -569,6 +573,21 @@ func TestDeployManifests(t *testing.T) {
 	}
 	if limit < cfg.CacheBytes+512<<20 {
 		t.Errorf("memory limit %d is below cache_bytes %d + 512 MiB", limit, cfg.CacheBytes)
+	}
+	// GOMEMLIMIT (the runtime's soft limit) sits between the read
+	// budget and the container's limit, with room for the runtime.
+	var gomem string
+	for _, e := range c.Env {
+		if e.Name == "GOMEMLIMIT" {
+			gomem = e.Value
+		}
+	}
+	soft, err := parseK8sQuantity(strings.TrimSuffix(gomem, "B"))
+	if err != nil {
+		t.Fatalf("GOMEMLIMIT %q: %v", gomem, err)
+	}
+	if read := cfg.Read.frameCache(cfg.CacheBytes).MemoryBudget(); soft < read+128<<20 || soft > limit*95/100 {
+		t.Errorf("GOMEMLIMIT %s: want between read memory %d + 128 MiB and 95%% of the limit %d", gomem, read, limit)
 	}
 
 	// Non-root.
