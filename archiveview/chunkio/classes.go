@@ -326,6 +326,15 @@ func (c *Classes) setClassLocked(o *objState, class, tier string) {
 	}
 }
 
+// forgetClassLocked marks o's class unknown, keeping nonStandard (c.mu
+// held).
+func (c *Classes) forgetClassLocked(o *objState) {
+	if o.classKnown && o.class != backend.ClassStandard {
+		c.nonStandard.Add(-1)
+	}
+	o.classKnown = false
+}
+
 // recordLocked stores what a listing or a HEAD reported (c.mu held).
 func (c *Classes) recordLocked(key string, oi backend.ObjectInfo, now time.Time) {
 	o := c.obj(key)
@@ -461,11 +470,8 @@ func (c *Classes) Object(ctx context.Context, key string, wantRestore bool) (Obj
 				o.restoreKnown, o.restoreAt = true, c.now()
 			}
 		case errors.Is(err, backend.ErrNotFound):
-			if o.classKnown && o.class != backend.ClassStandard {
-				c.nonStandard.Add(-1)
-			}
+			c.forgetClassLocked(o)
 			o.present = false
-			o.classKnown = false
 			err = nil
 		}
 		oc := c.snapshotLocked(key)
