@@ -115,9 +115,6 @@ func NewClasses(store backend.Store, bucket string, o ClassOptions) *Classes {
 // Now is the clock the state is judged by.
 func (c *Classes) Now() time.Time { return c.now() }
 
-// RestoreTTL is how long a learned restore state is trusted.
-func (c *Classes) RestoreTTL() time.Duration { return c.ttl }
-
 // ObjectClass is what is known of one object at one moment.
 type ObjectClass struct {
 	Key string
@@ -329,6 +326,15 @@ func (c *Classes) setClassLocked(o *objState, class, tier string) {
 	}
 }
 
+// forgetClassLocked marks o's class unknown, keeping nonStandard (c.mu
+// held).
+func (c *Classes) forgetClassLocked(o *objState) {
+	if o.classKnown && o.class != backend.ClassStandard {
+		c.nonStandard.Add(-1)
+	}
+	o.classKnown = false
+}
+
 // recordLocked stores what a listing or a HEAD reported (c.mu held).
 func (c *Classes) recordLocked(key string, oi backend.ObjectInfo, now time.Time) {
 	o := c.obj(key)
@@ -457,32 +463,24 @@ func (c *Classes) Object(ctx context.Context, key string, wantRestore bool) (Obj
 		switch {
 		case err == nil:
 			info.Key = key
-			if info.StorageClass == "" {
-				info.StorageClass = backend.ClassStandard
-			}
-			c.recordLocked(key, info, c.now())
+			c.recordLocked(key, info, c.now()) // no class = STANDARD
 			if !info.RestoreKnown {
 				// A store that reports no restore state: trust it as
 				// "none" for the TTL rather than asking again at once.
 				o.restoreKnown, o.restoreAt = true, c.now()
 			}
 		case errors.Is(err, backend.ErrNotFound):
-			if o.classKnown && o.class != backend.ClassStandard {
-				c.nonStandard.Add(-1)
-			}
+			c.forgetClassLocked(o)
 			o.present = false
-			o.classKnown = false
 			err = nil
 		}
+		oc := c.snapshotLocked(key)
 		c.mu.Unlock()
 		r.err = err
 		close(r.done)
 		if err != nil {
 			return ObjectClass{Key: key}, fmt.Errorf("storage class of %s: %w", key, err)
 		}
-		c.mu.Lock()
-		oc := c.snapshotLocked(key)
-		c.mu.Unlock()
 		return oc, nil
 	}
 }

@@ -370,3 +370,40 @@ func TestClassesLoadAhead(t *testing.T) {
 		t.Errorf("a failed listing ahead was used: %d listings by Load", cs.n("list")-before)
 	}
 }
+
+// TestClassesMissingObjectForgetsClass: an archived object that is gone
+// when its stale state is refreshed (HEAD answers 404) no longer counts as
+// non-STANDARD, and its class is unknown again.
+func TestClassesMissingObjectForgetsClass(t *testing.T) {
+	key := "a/uploads/u1/chunks/c0"
+	dir := t.TempDir()
+	path := filepath.Join(dir, "bkt", filepath.FromSlash(key))
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("0123456789"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ck := &clock{t: time.Date(2032, 2, 2, 0, 0, 0, 0, time.UTC)}
+	g := faults.NewGlacier(faults.GlacierConfig{Now: ck.Now})
+	g.SetClass("bkt", key, backend.ClassGlacier, "")
+	c := NewClasses(g.Store(backend.NewFileStore(dir)), "bkt", ClassOptions{RestoreTTL: time.Minute, Now: ck.Now})
+	ctx := context.Background()
+	if err := c.Load(ctx, []string{key}); err != nil {
+		t.Fatal(err)
+	}
+	if !c.AnyNonStandard() || c.Cached(key).Class != backend.ClassGlacier {
+		t.Fatalf("after Load: %+v", c.Cached(key))
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	ck.Add(2 * time.Minute) // the restore state is stale: the next need HEADs
+	oc, err := c.Object(ctx, key, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if oc.Class != "" || c.AnyNonStandard() {
+		t.Fatalf("after a 404: %+v, AnyNonStandard %v", oc, c.AnyNonStandard())
+	}
+}

@@ -67,30 +67,19 @@ type unitState struct {
 }
 
 // units returns the units whose checks make extent e (data at base)
-// verified, or nil when no checksum covers it (ok false).
+// verified, or nil when no checksum covers it (ok false). The extent's own
+// sum is the fallback of every kind; a chunk sum (or, for framed chunks,
+// the frames' sums) is preferred where hashing it needs no decoding.
 func (s *Set) units(ci int32, base int64, e Extent) (units []Unit, ok bool) {
 	c := &s.chunks[ci]
 	switch c.Kind {
-	case Direct:
-		if e.HasSum {
-			return []Unit{{Kind: UnitExtent, Off: base, N: e.Length, Sum: e.Sum}}, true
-		}
-		if c.HasSum {
-			return []Unit{{Kind: UnitObject, Sum: c.Sum}}, true
-		}
-	case PlainTar:
-		if e.HasSum {
-			return []Unit{{Kind: UnitExtent, Off: base, N: e.Length, Sum: e.Sum}}, true
-		}
-		if c.HasSum {
+	case Direct, PlainTar:
+		if !e.HasSum && c.HasSum {
 			return []Unit{{Kind: UnitObject, Sum: c.Sum}}, true
 		}
 	case StreamZstd:
 		if c.HasSum {
 			return []Unit{{Kind: UnitObject, Sum: c.Sum}}, true
-		}
-		if e.HasSum {
-			return []Unit{{Kind: UnitExtent, Off: base, N: e.Length, Sum: e.Sum}}, true
 		}
 	case FramedZstd:
 		if len(c.Frames) == 0 {
@@ -117,9 +106,6 @@ func (s *Set) units(ci int32, base int64, e Extent) (units []Unit, ok bool) {
 		}
 		if spansOK {
 			return units, true
-		}
-		if e.HasSum {
-			return []Unit{{Kind: UnitExtent, Off: base, N: e.Length, Sum: e.Sum}}, true
 		}
 	}
 	if e.HasSum {

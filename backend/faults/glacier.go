@@ -291,16 +291,23 @@ func (s *GlacierStore) refuse(ctx context.Context, op, bucket, key string) error
 	if st.Readable {
 		return nil
 	}
-	if _, err := s.inner.Stat(ctx, bucket, key); err != nil {
-		var be *backend.Error
-		if errors.As(err, &be) {
-			return &backend.Error{Op: op, Bucket: bucket, Key: key, Err: be.Err}
-		}
+	if err := s.exists(ctx, op, bucket, key); err != nil {
 		return err
 	}
 	s.g.countRefusal()
 	return &backend.Error{Op: op, Bucket: bucket, Key: key,
 		Err: &backend.ArchivedError{StorageClass: st.Class, AccessTier: st.Tier, Restore: st.Restore}}
+}
+
+// exists stats the object in the inner store, as S3 answers 404 before
+// anything else; a store error is told as one of operation op.
+func (s *GlacierStore) exists(ctx context.Context, op, bucket, key string) error {
+	_, err := s.inner.Stat(ctx, bucket, key)
+	var be *backend.Error
+	if errors.As(err, &be) {
+		return &backend.Error{Op: op, Bucket: bucket, Key: key, Err: be.Err}
+	}
+	return err
 }
 
 // ReadRange implements backend.Store.
@@ -351,11 +358,7 @@ func (s *GlacierStore) Restore(ctx context.Context, bucket, key string, req back
 	if err := ctx.Err(); err != nil {
 		return 0, &backend.Error{Op: "restore", Bucket: bucket, Key: key, Err: err}
 	}
-	if _, err := s.inner.Stat(ctx, bucket, key); err != nil {
-		var be *backend.Error
-		if errors.As(err, &be) {
-			return 0, &backend.Error{Op: "restore", Bucket: bucket, Key: key, Err: be.Err}
-		}
+	if err := s.exists(ctx, "restore", bucket, key); err != nil {
 		return 0, err
 	}
 	res, err := s.g.restore(bucket, key, req)

@@ -345,24 +345,5 @@ func (h *glacierHandler) restore(w http.ResponseWriter, r *http.Request, bucket,
 // writeGlacierError writes an S3 error document with the InvalidObjectState
 // fields (StorageClass, AccessTier) when given.
 func writeGlacierError(w http.ResponseWriter, r *http.Request, status int, code, msg, class, tier string) {
-	reqID := "glacier-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	w.Header().Set("x-amz-request-id", reqID)
-	if r.Method == http.MethodHead {
-		w.WriteHeader(status)
-		return
-	}
-	body, _ := xml.Marshal(struct {
-		XMLName      xml.Name `xml:"Error"`
-		Code         string
-		Message      string
-		StorageClass string `xml:",omitempty"`
-		AccessTier   string `xml:",omitempty"`
-		Resource     string
-		RequestID    string `xml:"RequestId"`
-	}{Code: code, Message: msg, StorageClass: class, AccessTier: tier, Resource: r.URL.Path, RequestID: reqID})
-	w.Header().Set("Content-Type", "application/xml")
-	w.Header().Set("Content-Length", strconv.Itoa(len(xml.Header)+len(body)))
-	w.WriteHeader(status)
-	_, _ = w.Write([]byte(xml.Header))
-	_, _ = w.Write(body)
+	writeErrorDoc(w, r, status, "glacier-"+strconv.FormatInt(time.Now().UnixNano(), 36), code, msg, class, tier)
 }

@@ -207,24 +207,32 @@ func writeS3Error(w http.ResponseWriter, r *http.Request, status int, code strin
 			code = "InternalError"
 		}
 	}
-	reqID := "fault-" + strconv.Itoa(n)
+	writeErrorDoc(w, r, status, "fault-"+strconv.Itoa(n), code, "injected fault", "", "")
+}
+
+// writeErrorDoc writes an S3 error document (headers only for a HEAD),
+// with the InvalidObjectState fields StorageClass and AccessTier when
+// given.
+func writeErrorDoc(w http.ResponseWriter, r *http.Request, status int, reqID, code, msg, class, tier string) {
 	w.Header().Set("x-amz-request-id", reqID)
 	if r.Method == http.MethodHead {
 		w.WriteHeader(status)
 		return
 	}
 	body, _ := xml.Marshal(struct {
-		XMLName   xml.Name `xml:"Error"`
-		Code      string
-		Message   string
-		Resource  string
-		RequestID string `xml:"RequestId"`
-	}{Code: code, Message: "injected fault", Resource: r.URL.Path, RequestID: reqID})
+		XMLName      xml.Name `xml:"Error"`
+		Code         string
+		Message      string
+		StorageClass string `xml:",omitempty"`
+		AccessTier   string `xml:",omitempty"`
+		Resource     string
+		RequestID    string `xml:"RequestId"`
+	}{Code: code, Message: msg, StorageClass: class, AccessTier: tier, Resource: r.URL.Path, RequestID: reqID})
 	w.Header().Set("Content-Type", "application/xml")
 	w.Header().Set("Content-Length", strconv.Itoa(len(xml.Header)+len(body)))
 	w.WriteHeader(status)
-	w.Write([]byte(xml.Header))
-	w.Write(body)
+	_, _ = w.Write([]byte(xml.Header))
+	_, _ = w.Write(body)
 }
 
 // errCut is what the wrapped handler's writes get after a cut.
