@@ -516,20 +516,7 @@ func tail(b []byte, n int) []byte {
 
 // status reads a kB field of the child's /proc/PID/status, in bytes.
 func (s *serveChild) status(field string) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
-	if err != nil {
-		return -1
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, field+":") {
-			f := strings.Fields(l[len(field)+1:])
-			if len(f) > 0 {
-				v, _ := strconv.ParseInt(f[0], 10, 64)
-				return v << 10
-			}
-		}
-	}
-	return -1
+	return statusField(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid), field)
 }
 
 // stop ends the child (SIGTERM) and returns its peak RSS (getrusage).

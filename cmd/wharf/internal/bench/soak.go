@@ -456,10 +456,22 @@ func countFDs() int {
 
 // procStatus reads a "kB" field of /proc/self/status, in bytes.
 func procStatus(field string) int64 {
-	b, err := os.ReadFile("/proc/self/status")
+	return statusField("/proc/self/status", field)
+}
+
+// statusField reads a "kB" field of a /proc/PID/status file, in bytes (-1
+// when the file or the field is missing).
+func statusField(path, field string) int64 {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return -1
 	}
+	return parseStatusField(b, field)
+}
+
+// parseStatusField finds "field:  N kB" in a /proc/PID/status text and
+// returns N KiB in bytes (-1 when the field is missing).
+func parseStatusField(b []byte, field string) int64 {
 	for _, l := range strings.Split(string(b), "\n") {
 		if strings.HasPrefix(l, field+":") {
 			f := strings.Fields(l[len(field)+1:])

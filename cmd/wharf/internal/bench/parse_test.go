@@ -1,0 +1,56 @@
+package bench
+
+import "testing"
+
+// TestParseStatusField: kB fields of /proc/PID/status come back in bytes;
+// a missing field (or a prefix of another one) is -1.
+func TestParseStatusField(t *testing.T) {
+	const status = "Name:\twharf\nVmPeak:\t  123456 kB\nVmRSS:\t    2048 kB\nRssAnon:\t     100 kB\nRssFile:\t       0 kB\n"
+	for _, c := range []struct {
+		field string
+		want  int64
+	}{
+		{"VmRSS", 2048 << 10},
+		{"VmPeak", 123456 << 10},
+		{"RssAnon", 100 << 10},
+		{"RssFile", 0},
+		{"Rss", -1},
+		{"VmHWM", -1},
+	} {
+		if got := parseStatusField([]byte(status), c.field); got != c.want {
+			t.Errorf("%s: got %d, want %d", c.field, got, c.want)
+		}
+	}
+	if got := statusField(t.TempDir()+"/missing", "VmRSS"); got != -1 {
+		t.Errorf("missing file: got %d, want -1", got)
+	}
+}
+
+// TestPlainRange: every case the per-object baseline's Range parser
+// documents, on a 100-byte object.
+func TestPlainRange(t *testing.T) {
+	for _, c := range []struct {
+		h                  string
+		off, n             int64
+		partial, satisfied bool
+	}{
+		{"", 0, 100, false, true},
+		{"bytes=0-9", 0, 10, true, true},
+		{"bytes=90-200", 90, 10, true, true},
+		{"bytes=50-", 50, 50, true, true},
+		{"bytes=-10", 90, 10, true, true},
+		{"bytes=-500", 0, 100, true, true},
+		{"bytes=-0", 0, 0, false, false},
+		{"bytes=100-", 0, 0, false, false},
+		{"bytes=9-3", 0, 0, false, false},
+		{"bytes=x-3", 0, 0, false, false},
+		{"bytes=0-1,5-6", 0, 100, false, true}, // several ranges: the whole object
+		{"items=0-9", 0, 100, false, true},
+		{"bytes=7", 0, 100, false, true},
+	} {
+		off, n, partial, ok := plainRange(c.h, 100)
+		if off != c.off || n != c.n || partial != c.partial || ok != c.satisfied {
+			t.Errorf("%q: got (%d, %d, %v, %v), want (%d, %d, %v, %v)", c.h, off, n, partial, ok, c.off, c.n, c.partial, c.satisfied)
+		}
+	}
+}
