@@ -227,14 +227,8 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 	wsrv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 30 * time.Second}
 	go wsrv.Serve(ln)
 	ctr := &http.Transport{MaxIdleConnsPerHost: 256, DisableCompression: true}
-	client := s3.New(s3.Options{
-		BaseEndpoint: aws.String("http://" + ln.Addr().String()), Region: "us-east-1", UsePathStyle: true,
-		Credentials:                aws.AnonymousCredentials{},
-		HTTPClient:                 &http.Client{Transport: ctr},
-		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
-		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
-		RetryMaxAttempts:           1, // every failure is seen and classified
-	})
+	// newClient makes no retries: every failure is seen and classified.
+	client := newClient("http://"+ln.Addr().String(), &http.Client{Transport: ctr})
 
 	rep.BaseRSS = procStatus("VmRSS")
 	stopRSS := sampleRSS()
