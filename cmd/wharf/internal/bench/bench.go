@@ -85,8 +85,53 @@ func (c Config) logf(format string, args ...any) {
 	}
 }
 
-// Run measures every workload and returns the report.
+// minLargeSize is the smallest LargeSize the large-file workloads can
+// run: the first-read workload reads two 1 MiB ranges from the middle of a
+// file of half of it.
+const minLargeSize = 8 << 20
+
+// validate refuses, before any work, a configuration a workload would
+// fail on late, panic on, or measure nothing with.
+func (c Config) validate() error {
+	switch {
+	case c.Latency < 0 || c.Bandwidth < 0 || c.Files < 0 || c.ColdFiles < 0 || c.ListKeys < 0 || c.LargeSize < 0:
+		return errors.New("bench: sizes, counts and durations must not be negative")
+	case c.CacheBytes <= 0:
+		return fmt.Errorf("bench: frame cache budget %d: want a positive size", c.CacheBytes)
+	case c.LargeSize > 0 && c.LargeSize < minLargeSize:
+		return fmt.Errorf("bench: --large-size %d: want 0 (skip the large-file workloads) or at least %d MiB", c.LargeSize, minLargeSize>>20)
+	}
+	if c.Files == 0 {
+		return nil
+	}
+	if len(c.FrameSizes) == 0 || len(c.Concurrency) == 0 {
+		return errors.New("bench: the tree walk needs at least one frame size and one client concurrency")
+	}
+	for _, fs := range c.FrameSizes {
+		if fs <= 0 {
+			return fmt.Errorf("bench: walk frame size %d: want a positive size", fs)
+		}
+	}
+	for _, n := range c.Concurrency {
+		if n < 1 {
+			return fmt.Errorf("bench: walk concurrency %d: want at least 1", n)
+		}
+	}
+	if c.RandomReads < 1 {
+		return fmt.Errorf("bench: the cold random-read workload needs at least one file")
+	}
+	if c.WarmFor <= 0 {
+		return fmt.Errorf("bench: warm-cache measurement time %v: want a positive duration", c.WarmFor)
+	}
+	return nil
+}
+
+// Run measures every workload and returns the report. It refuses a
+// configuration it cannot run before doing any work.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
 	rep := &Report{}
 	rep.Header = header(cfg)
 	e, err := newEnv(cfg)
@@ -275,10 +320,7 @@ func walkAndRandom(ctx context.Context, cfg Config, e *env, rep *Report) error {
 	var totGets, totBytes, totCover int64
 	worstGets := int64(0)
 	over := 0
-	n := min(cfg.RandomReads, len(tr.rels))
-	if n == 0 {
-		return fmt.Errorf("bench: the cold random-read workload needs at least one file")
-	}
+	n := min(cfg.RandomReads, len(tr.rels)) // >= 1: Config.validate
 	for i := 0; i < n; i++ {
 		rel := tr.rels[rng.IntN(len(tr.rels))]
 		cover, err := coveringBytes(m, rel, int64(len(tr.data[rel])))
