@@ -79,9 +79,12 @@ func DefaultConfig() Config {
 	}
 }
 
-func (c Config) logf(format string, args ...any) {
-	if c.Progress != nil {
-		fmt.Fprintf(c.Progress, "bench: "+format+"\n", args...)
+func (c Config) logf(format string, args ...any) { progressf(c.Progress, "bench: ", format, args...) }
+
+// progressf writes one progress line, prefix first, to w (nil: nowhere).
+func progressf(w io.Writer, prefix, format string, args ...any) {
+	if w != nil {
+		fmt.Fprintf(w, prefix+format+"\n", args...)
 	}
 }
 

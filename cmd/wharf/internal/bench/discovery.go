@@ -79,11 +79,7 @@ type DiscoveryResult struct {
 // (cold, then with a persistent index cache filled by the first start) and
 // reports each start.
 func Discovery(ctx context.Context, cfg DiscoveryConfig, rep *Report) error {
-	logf := func(format string, args ...any) {
-		if cfg.Progress != nil {
-			fmt.Fprintf(cfg.Progress, "bench: "+format+"\n", args...)
-		}
-	}
+	logf := func(format string, args ...any) { progressf(cfg.Progress, "bench: ", format, args...) }
 	dir, err := os.MkdirTemp(cfg.TempDir, "wharf-bench-discovery-")
 	if err != nil {
 		return err

@@ -65,9 +65,7 @@ func DefaultScaleConfig() ScaleConfig {
 }
 
 func (c ScaleConfig) logf(format string, args ...any) {
-	if c.Progress != nil {
-		fmt.Fprintf(c.Progress, "bench: "+format+"\n", args...)
-	}
+	progressf(c.Progress, "bench: ", format, args...)
 }
 
 // scaleBuild is what the build child reports (JSON on its stdout).

@@ -106,11 +106,7 @@ type soakArchive struct {
 // S3Store's own retries and resumes under HTTP faults are not part of the
 // soak; backend's tests drive them against a real S3 protocol server.
 func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
-	logf := func(format string, args ...any) {
-		if cfg.Progress != nil {
-			fmt.Fprintf(cfg.Progress, "soak: "+format+"\n", args...)
-		}
-	}
+	logf := func(format string, args ...any) { progressf(cfg.Progress, "soak: ", format, args...) }
 	rep := &SoakReport{Errors: map[string]int64{}, CacheBudget: cfg.CacheBytes}
 	runtime.GC()
 	rep.GoroutinesBefore = runtime.NumGoroutine()
