@@ -113,15 +113,14 @@ func timedGet(ctx context.Context, c *s3.Client, bucket, key string, want []byte
 		return 0, 0, fmt.Errorf("get %s: %w", key, err)
 	}
 	defer out.Body.Close()
-	got := make([]byte, 0, len(want))
+	var buf bytes.Buffer
+	buf.Grow(len(want) + bytes.MinRead) // the body and the read that sees its end
 	var b [1]byte
 	if k, err := io.ReadFull(out.Body, b[:]); err != nil || k != 1 {
 		return 0, 0, fmt.Errorf("get %s: first byte: %v", key, err)
 	}
 	first = time.Since(t0).Seconds()
-	got = append(got, b[0])
-	var buf bytes.Buffer
-	buf.Write(got)
+	buf.WriteByte(b[0])
 	if _, err := io.Copy(&buf, out.Body); err != nil {
 		return 0, 0, fmt.Errorf("get %s: %w", key, err)
 	}
