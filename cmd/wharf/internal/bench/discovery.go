@@ -159,7 +159,11 @@ func discoveryStart(ctx context.Context, dir, cacheDir string, cfg DiscoveryConf
 	defer srv.Close()
 	url := "http://" + ln.Addr().String()
 	get := func(path string) (string, error) {
-		resp, err := http.Get(url + path)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+path, nil)
+		if err != nil {
+			return "", err
+		}
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return "", err
 		}
