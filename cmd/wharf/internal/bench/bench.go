@@ -254,7 +254,7 @@ func walkAndRandom(ctx context.Context, cfg Config, e *env, rep *Report) error {
 			if err != nil {
 				return err
 			}
-			gets := sys.store.Requests("get") + sys.store.Requests("range")
+			gets := getsOf(sys.store)
 			sys.out[c] = secs
 			variant := "plain objects"
 			if sys.store == e.nolat {
@@ -283,13 +283,13 @@ func walkAndRandom(ctx context.Context, cfg Config, e *env, rep *Report) error {
 			if _, err := e.serveArchive(ctx, ar.res.ManifestKey, cfg.CacheBytes, 0); err != nil {
 				return err
 			}
-			manifestGETs := e.faulty.Requests("get") + e.faulty.Requests("range")
+			manifestGETs := getsOf(e.faulty)
 			t0 := time.Now()
 			if err := wharfWalk(ctx, e, tr, c); err != nil {
 				return fmt.Errorf("wharf walk (%s, %d clients): %w", variant, c, err)
 			}
 			secs := time.Since(t0).Seconds()
-			gets := e.faulty.Requests("get") + e.faulty.Requests("range")
+			gets := getsOf(e.faulty)
 			bytesRatio := float64(e.faulty.BytesReturned()) / float64(ar.res.CompressedBytes)
 			speedup := perObject[c] / secs
 			rep.add(Row{Workload: wl, System: "wharf", Variant: variant, Concurrency: c, Metric: "wall", Value: secs, Unit: "s"})
@@ -337,7 +337,7 @@ func walkAndRandom(ctx context.Context, cfg Config, e *env, rep *Report) error {
 		if err := getAndCheck(ctx, e, rel, tr.data[rel]); err != nil {
 			return err
 		}
-		gets := e.faulty.Requests("get") + e.faulty.Requests("range")
+		gets := getsOf(e.faulty)
 		b := e.faulty.BytesReturned()
 		totGets += gets
 		totBytes += b
@@ -637,7 +637,7 @@ func largeFile(ctx context.Context, cfg Config, e *env, rep *Report) error {
 				if rss-before > peak[k]-idle[k] {
 					peak[k], idle[k] = rss, before
 				}
-				gets[k] = e.faulty.Requests("range") + e.faulty.Requests("get")
+				gets[k] = getsOf(e.faulty)
 				mb[k] = float64(e.faulty.BytesReturned()) / 1e6
 			}
 		}
@@ -725,7 +725,7 @@ func giantFrame(ctx context.Context, cfg Config, e *env, rep *Report) error {
 	}
 	rep.add(Row{Workload: wl, System: "wharf", Variant: "one GET", Concurrency: 1, Metric: "throughput", Value: float64(size) / 1e6 / secs, Unit: "MB/s"})
 	rep.add(Row{Workload: wl, System: "wharf", Variant: "one GET", Concurrency: 1, Metric: "of decode limit", Value: 100 * float64(size) / 1e6 / secs / limit, Unit: "%"})
-	rep.add(Row{Workload: wl, System: "wharf", Variant: "one GET", Concurrency: 1, Metric: "backend GETs", Value: float64(e.faulty.Requests("range") + e.faulty.Requests("get"))})
+	rep.add(Row{Workload: wl, System: "wharf", Variant: "one GET", Concurrency: 1, Metric: "backend GETs", Value: float64(getsOf(e.faulty))})
 	cfg.logf("giant frame one GET: %.0f MB/s (decode limit %.0f MB/s)", float64(size)/1e6/secs, limit)
 	// A sequential ranged download (concurrency 1): each backend byte of
 	// the giant frame is decoded once; a reader that restarted the frame

@@ -67,7 +67,7 @@ func coldFrames(ctx context.Context, cfg Config, e *env, rep *Report) error {
 		}
 		wFirst, wWhole = append(wFirst, first), append(wWhole, whole)
 		wBytes += e.faulty.BytesReturned()
-		wGets += e.faulty.Requests("range") + e.faulty.Requests("get")
+		wGets += getsOf(e.faulty)
 		e.plain.use(e.faulty)
 		first, whole, err = timedGet(ctx, e.plainClient, benchBucket, "coldplain/"+rel, files[rel])
 		if err != nil {
