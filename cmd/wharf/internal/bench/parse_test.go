@@ -1,6 +1,12 @@
 package bench
 
-import "testing"
+import (
+	"bytes"
+	"errors"
+	"io"
+	"testing"
+	"testing/iotest"
+)
 
 // TestParseStatusField: kB fields of /proc/PID/status come back in bytes;
 // a missing field (or a prefix of another one) is -1.
@@ -51,6 +57,41 @@ func TestPlainRange(t *testing.T) {
 		off, n, partial, ok := plainRange(c.h, 100)
 		if off != c.off || n != c.n || partial != c.partial || ok != c.satisfied {
 			t.Errorf("%q: got (%d, %d, %v, %v), want (%d, %d, %v, %v)", c.h, off, n, partial, ok, c.off, c.n, c.partial, c.satisfied)
+		}
+	}
+}
+
+// TestCompareStream: the soak's body check counts every byte, reports a
+// body that is short, long or different, and passes on the read error;
+// the buffer's size does not change the answer.
+func TestCompareStream(t *testing.T) {
+	want := bytes.Repeat([]byte("0123456789"), 1000)
+	other := bytes.Clone(want)
+	other[7777] ^= 1
+	cut := errors.New("cut")
+	for _, c := range []struct {
+		name string
+		r    io.Reader
+		n    int64
+		same bool
+		err  error
+	}{
+		{"exact", bytes.NewReader(want), 10000, true, nil},
+		{"short", bytes.NewReader(want[:9000]), 9000, true, nil},
+		{"long", bytes.NewReader(append(bytes.Clone(want), 'x')), 10001, false, nil},
+		{"different", bytes.NewReader(other), 10000, false, nil},
+		{"cut", io.MultiReader(bytes.NewReader(want[:4000]), iotest.ErrReader(cut)), 4000, true, cut},
+	} {
+		for _, size := range []int{1, 7, 4096, 64 << 10} {
+			n, same, err := compareStream(c.r, want, make([]byte, size))
+			if n != c.n || same != c.same || !errors.Is(err, c.err) {
+				t.Errorf("%s, buffer %d: got (%d, %v, %v), want (%d, %v, %v)", c.name, size, n, same, err, c.n, c.same, c.err)
+			}
+			if s, ok := c.r.(io.Seeker); ok {
+				s.Seek(0, io.SeekStart)
+			} else {
+				break
+			}
 		}
 	}
 }

@@ -242,6 +242,7 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 		go func(c int) {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(cfg.Seed+uint64(c), 17))
+			buf := make([]byte, 64<<10) // this client's, for every body it compares
 			for runCtx.Err() == nil {
 				if cfg.MaxRequests > 0 && reqs.Add(1) > cfg.MaxRequests {
 					return
@@ -250,7 +251,7 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 				}
 				a := archives[rng.IntN(len(archives))]
 				t0 := time.Now()
-				n, kind, bad := soakOne(runCtx, client, a, rng)
+				n, kind, bad := soakOne(runCtx, client, a, rng, buf)
 				lat[c] = append(lat[c], time.Since(t0))
 				served64.Add(n)
 				if bad {
@@ -326,10 +327,10 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 	return rep, nil
 }
 
-// soakOne makes one random request against archive a and checks it. It
-// returns the body bytes received, an error kind ("" = success) and whether a
-// response completed cleanly with wrong bytes.
-func soakOne(ctx context.Context, c *s3.Client, a *soakArchive, rng *rand.Rand) (int64, string, bool) {
+// soakOne makes one random request against archive a and checks it (reading
+// the body through buf). It returns the body bytes received, an error kind
+// ("" = success) and whether a response completed cleanly with wrong bytes.
+func soakOne(ctx context.Context, c *s3.Client, a *soakArchive, rng *rand.Rand, buf []byte) (int64, string, bool) {
 	switch p := rng.IntN(10); {
 	case p < 2: // listing
 		prefix := ""
@@ -368,7 +369,7 @@ func soakOne(ctx context.Context, c *s3.Client, a *soakArchive, rng *rand.Rand) 
 		if err != nil {
 			return 0, errKind(err), false
 		}
-		n, same, err := compareStream(out.Body, src[lo:hi])
+		n, same, err := compareStream(out.Body, src[lo:hi], buf)
 		out.Body.Close()
 		if err != nil {
 			return n, "aborted body", !same
@@ -377,16 +378,16 @@ func soakOne(ctx context.Context, c *s3.Client, a *soakArchive, rng *rand.Rand) 
 	}
 }
 
-// compareStream reads r to its end in small pieces (so 64 clients do not
-// hold whole bodies and the process RSS reflects wharf, not the clients) and
-// reports how many bytes came, whether every one of them matched want, and
-// the read error. Bytes past len(want) count as a mismatch.
-func compareStream(r io.Reader, want []byte) (int64, bool, error) {
-	var buf [64 << 10]byte
+// compareStream reads r to its end in pieces of buf (so 64 clients do not
+// hold whole bodies, nor make a buffer per request, and the process RSS
+// reflects wharf, not the clients) and reports how many bytes came, whether
+// every one of them matched want, and the read error. Bytes past len(want)
+// count as a mismatch.
+func compareStream(r io.Reader, want, buf []byte) (int64, bool, error) {
 	var n int64
 	same := true
 	for {
-		k, err := r.Read(buf[:])
+		k, err := r.Read(buf)
 		if k > 0 {
 			if n+int64(k) > int64(len(want)) || !bytes.Equal(buf[:k], want[n:n+int64(k)]) {
 				same = false
