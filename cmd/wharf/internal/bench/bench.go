@@ -644,9 +644,7 @@ func largeFile(ctx context.Context, cfg Config, e *env, rep *Report) error {
 		secs := map[string]float64{}
 		for _, r := range runs {
 			k := r.system + "/" + r.name
-			times := slices.Clone(all[k])
-			slices.Sort(times)
-			d := times[len(times)/2]
+			d := medianOf(all[k])
 			secs[k] = d
 			v := r.name
 			rep.add(Row{Workload: wl, System: r.system, Variant: v, Concurrency: r.conc, Metric: "wall (median of 3)", Value: d, Unit: "s"})
@@ -767,6 +765,14 @@ func maxFrameOf(o archiveview.Options) int64 {
 		return o.MaxFrameBytes
 	}
 	return chunkio.DefaultMaxFrameBytes
+}
+
+// medianOf is the median of v (the upper one of an even count); v is not
+// changed.
+func medianOf(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
 
 // fmtSecs formats run times for the log.

@@ -95,3 +95,18 @@ func TestCompareStream(t *testing.T) {
 		}
 	}
 }
+
+// TestMedianOf: the middle value (the upper one of an even count), the
+// input left as it was.
+func TestMedianOf(t *testing.T) {
+	v := []float64{3, 1, 2}
+	if got := medianOf(v); got != 2 || v[0] != 3 || v[1] != 1 {
+		t.Errorf("medianOf(3, 1, 2) = %v, input now %v", got, v)
+	}
+	if got := medianOf([]float64{4, 1, 3, 2}); got != 3 {
+		t.Errorf("medianOf(4, 1, 3, 2) = %v, want 3", got)
+	}
+	if got := medianOf([]float64{5}); got != 5 {
+		t.Errorf("medianOf(5) = %v", got)
+	}
+}
