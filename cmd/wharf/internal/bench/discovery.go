@@ -79,6 +79,10 @@ type DiscoveryResult struct {
 // (cold, then with a persistent index cache filled by the first start) and
 // reports each start.
 func Discovery(ctx context.Context, cfg DiscoveryConfig, rep *Report) error {
+	if cfg.Uploads < 1 || cfg.Latency < 0 || cfg.OpenConcurrency < 0 {
+		return fmt.Errorf("bench --discovery: %d uploads at %v per request, open concurrency %d: want at least one upload, a latency and a concurrency not negative",
+			cfg.Uploads, cfg.Latency, cfg.OpenConcurrency)
+	}
 	logf := func(format string, args ...any) { progressf(cfg.Progress, "bench: ", format, args...) }
 	dir, err := os.MkdirTemp(cfg.TempDir, "wharf-bench-discovery-")
 	if err != nil {
