@@ -106,6 +106,10 @@ type soakArchive struct {
 // S3Store's own retries and resumes under HTTP faults are not part of the
 // soak; backend's tests drive them against a real S3 protocol server.
 func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
+	if cfg.Clients < 1 || cfg.Duration <= 0 || cfg.CacheBytes <= 0 || cfg.MaxRequests < 0 || !(cfg.FaultRate >= 0 && cfg.FaultRate <= 1) {
+		return nil, fmt.Errorf("bench --soak: %d clients for %v, cache %d bytes, cap %d requests, fault rate %v: want at least one client, a positive duration and cache, a cap not negative and a fault rate from 0 to 1",
+			cfg.Clients, cfg.Duration, cfg.CacheBytes, cfg.MaxRequests, cfg.FaultRate)
+	}
 	logf := func(format string, args ...any) { progressf(cfg.Progress, "soak: ", format, args...) }
 	rep := &SoakReport{Errors: map[string]int64{}, CacheBudget: cfg.CacheBytes}
 	runtime.GC()
