@@ -79,14 +79,62 @@ func DefaultConfig() Config {
 	}
 }
 
-func (c Config) logf(format string, args ...any) {
-	if c.Progress != nil {
-		fmt.Fprintf(c.Progress, "bench: "+format+"\n", args...)
+func (c Config) logf(format string, args ...any) { progressf(c.Progress, "bench: ", format, args...) }
+
+// progressf writes one progress line, prefix first, to w (nil: nowhere).
+func progressf(w io.Writer, prefix, format string, args ...any) {
+	if w != nil {
+		fmt.Fprintf(w, prefix+format+"\n", args...)
 	}
 }
 
-// Run measures every workload and returns the report.
+// minLargeSize is the smallest LargeSize the large-file workloads can
+// run: the first-read workload reads two 1 MiB ranges from the middle of a
+// file of half of it.
+const minLargeSize = 8 << 20
+
+// validate refuses, before any work, a configuration a workload would
+// fail on late, panic on, or measure nothing with.
+func (c Config) validate() error {
+	switch {
+	case c.Latency < 0 || c.Bandwidth < 0 || c.Files < 0 || c.ColdFiles < 0 || c.ListKeys < 0 || c.LargeSize < 0:
+		return errors.New("bench: sizes, counts and durations must not be negative")
+	case c.CacheBytes <= 0:
+		return fmt.Errorf("bench: frame cache budget %d: want a positive size", c.CacheBytes)
+	case c.LargeSize > 0 && c.LargeSize < minLargeSize:
+		return fmt.Errorf("bench: --large-size %d: want 0 (skip the large-file workloads) or at least %d MiB", c.LargeSize, minLargeSize>>20)
+	}
+	if c.Files == 0 {
+		return nil
+	}
+	if len(c.FrameSizes) == 0 || len(c.Concurrency) == 0 {
+		return errors.New("bench: the tree walk needs at least one frame size and one client concurrency")
+	}
+	for _, fs := range c.FrameSizes {
+		if fs <= 0 {
+			return fmt.Errorf("bench: walk frame size %d: want a positive size", fs)
+		}
+	}
+	for _, n := range c.Concurrency {
+		if n < 1 {
+			return fmt.Errorf("bench: walk concurrency %d: want at least 1", n)
+		}
+	}
+	if c.RandomReads < 1 {
+		return fmt.Errorf("bench: the cold random-read workload needs at least one file")
+	}
+	if c.WarmFor <= 0 {
+		return fmt.Errorf("bench: warm-cache measurement time %v: want a positive duration", c.WarmFor)
+	}
+	return nil
+}
+
+// Run measures every workload and returns the report. It refuses a
+// configuration it cannot run before doing any work.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
 	rep := &Report{}
 	rep.Header = header(cfg)
 	e, err := newEnv(cfg)
@@ -206,7 +254,7 @@ func walkAndRandom(ctx context.Context, cfg Config, e *env, rep *Report) error {
 			if err != nil {
 				return err
 			}
-			gets := sys.store.Requests("get") + sys.store.Requests("range")
+			gets := getsOf(sys.store)
 			sys.out[c] = secs
 			variant := "plain objects"
 			if sys.store == e.nolat {
@@ -235,13 +283,13 @@ func walkAndRandom(ctx context.Context, cfg Config, e *env, rep *Report) error {
 			if _, err := e.serveArchive(ctx, ar.res.ManifestKey, cfg.CacheBytes, 0); err != nil {
 				return err
 			}
-			manifestGETs := e.faulty.Requests("get") + e.faulty.Requests("range")
+			manifestGETs := getsOf(e.faulty)
 			t0 := time.Now()
 			if err := wharfWalk(ctx, e, tr, c); err != nil {
 				return fmt.Errorf("wharf walk (%s, %d clients): %w", variant, c, err)
 			}
 			secs := time.Since(t0).Seconds()
-			gets := e.faulty.Requests("get") + e.faulty.Requests("range")
+			gets := getsOf(e.faulty)
 			bytesRatio := float64(e.faulty.BytesReturned()) / float64(ar.res.CompressedBytes)
 			speedup := perObject[c] / secs
 			rep.add(Row{Workload: wl, System: "wharf", Variant: variant, Concurrency: c, Metric: "wall", Value: secs, Unit: "s"})
@@ -275,10 +323,7 @@ func walkAndRandom(ctx context.Context, cfg Config, e *env, rep *Report) error {
 	var totGets, totBytes, totCover int64
 	worstGets := int64(0)
 	over := 0
-	n := min(cfg.RandomReads, len(tr.rels))
-	if n == 0 {
-		return fmt.Errorf("bench: the cold random-read workload needs at least one file")
-	}
+	n := min(cfg.RandomReads, len(tr.rels)) // >= 1: Config.validate
 	for i := 0; i < n; i++ {
 		rel := tr.rels[rng.IntN(len(tr.rels))]
 		cover, err := coveringBytes(m, rel, int64(len(tr.data[rel])))
@@ -292,7 +337,7 @@ func walkAndRandom(ctx context.Context, cfg Config, e *env, rep *Report) error {
 		if err := getAndCheck(ctx, e, rel, tr.data[rel]); err != nil {
 			return err
 		}
-		gets := e.faulty.Requests("get") + e.faulty.Requests("range")
+		gets := getsOf(e.faulty)
 		b := e.faulty.BytesReturned()
 		totGets += gets
 		totBytes += b
@@ -592,16 +637,14 @@ func largeFile(ctx context.Context, cfg Config, e *env, rep *Report) error {
 				if rss-before > peak[k]-idle[k] {
 					peak[k], idle[k] = rss, before
 				}
-				gets[k] = e.faulty.Requests("range") + e.faulty.Requests("get")
+				gets[k] = getsOf(e.faulty)
 				mb[k] = float64(e.faulty.BytesReturned()) / 1e6
 			}
 		}
 		secs := map[string]float64{}
 		for _, r := range runs {
 			k := r.system + "/" + r.name
-			times := slices.Clone(all[k])
-			slices.Sort(times)
-			d := times[len(times)/2]
+			d := medianOf(all[k])
 			secs[k] = d
 			v := r.name
 			rep.add(Row{Workload: wl, System: r.system, Variant: v, Concurrency: r.conc, Metric: "wall (median of 3)", Value: d, Unit: "s"})
@@ -680,7 +723,7 @@ func giantFrame(ctx context.Context, cfg Config, e *env, rep *Report) error {
 	}
 	rep.add(Row{Workload: wl, System: "wharf", Variant: "one GET", Concurrency: 1, Metric: "throughput", Value: float64(size) / 1e6 / secs, Unit: "MB/s"})
 	rep.add(Row{Workload: wl, System: "wharf", Variant: "one GET", Concurrency: 1, Metric: "of decode limit", Value: 100 * float64(size) / 1e6 / secs / limit, Unit: "%"})
-	rep.add(Row{Workload: wl, System: "wharf", Variant: "one GET", Concurrency: 1, Metric: "backend GETs", Value: float64(e.faulty.Requests("range") + e.faulty.Requests("get"))})
+	rep.add(Row{Workload: wl, System: "wharf", Variant: "one GET", Concurrency: 1, Metric: "backend GETs", Value: float64(getsOf(e.faulty))})
 	cfg.logf("giant frame one GET: %.0f MB/s (decode limit %.0f MB/s)", float64(size)/1e6/secs, limit)
 	// A sequential ranged download (concurrency 1): each backend byte of
 	// the giant frame is decoded once; a reader that restarted the frame
@@ -722,6 +765,14 @@ func maxFrameOf(o archiveview.Options) int64 {
 		return o.MaxFrameBytes
 	}
 	return chunkio.DefaultMaxFrameBytes
+}
+
+// medianOf is the median of v (the upper one of an even count); v is not
+// changed.
+func medianOf(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
 
 // fmtSecs formats run times for the log.

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -67,7 +66,7 @@ func coldFrames(ctx context.Context, cfg Config, e *env, rep *Report) error {
 		}
 		wFirst, wWhole = append(wFirst, first), append(wWhole, whole)
 		wBytes += e.faulty.BytesReturned()
-		wGets += e.faulty.Requests("range") + e.faulty.Requests("get")
+		wGets += getsOf(e.faulty)
 		e.plain.use(e.faulty)
 		first, whole, err = timedGet(ctx, e.plainClient, benchBucket, "coldplain/"+rel, files[rel])
 		if err != nil {
@@ -86,19 +85,18 @@ func coldFrames(ctx context.Context, cfg Config, e *env, rep *Report) error {
 		}
 	}
 	v := fmt.Sprintf("%d reads", reads)
-	med := func(x []float64) float64 { s := slices.Clone(x); slices.Sort(s); return s[len(s)/2] }
 	rep.add(Row{Workload: wl, System: "source", Variant: "16 MiB frames", Metric: "compressed MB per frame", Value: frameC / float64(max(frames, 1)) / 1e6, Unit: "MB"})
-	rep.add(Row{Workload: wl, System: "wharf", Variant: v, Concurrency: 1, Metric: "median first byte", Value: 1000 * med(wFirst), Unit: "ms"})
-	rep.add(Row{Workload: wl, System: "wharf", Variant: v, Concurrency: 1, Metric: "median whole body", Value: 1000 * med(wWhole), Unit: "ms"})
+	rep.add(Row{Workload: wl, System: "wharf", Variant: v, Concurrency: 1, Metric: "median first byte", Value: 1000 * medianOf(wFirst), Unit: "ms"})
+	rep.add(Row{Workload: wl, System: "wharf", Variant: v, Concurrency: 1, Metric: "median whole body", Value: 1000 * medianOf(wWhole), Unit: "ms"})
 	rep.add(Row{Workload: wl, System: "wharf", Variant: v, Concurrency: 1, Metric: "backend GETs per read", Value: float64(wGets) / float64(reads)})
 	rep.add(Row{Workload: wl, System: "wharf", Variant: v, Concurrency: 1, Metric: "backend MB per read", Value: float64(wBytes) / float64(reads) / 1e6, Unit: "MB"})
-	rep.add(Row{Workload: wl, System: "per-object", Variant: v, Concurrency: 1, Metric: "median first byte", Value: 1000 * med(pFirst), Unit: "ms"})
-	rep.add(Row{Workload: wl, System: "per-object", Variant: v, Concurrency: 1, Metric: "median whole body", Value: 1000 * med(pWhole), Unit: "ms"})
-	r := med(wWhole) / med(pWhole)
+	rep.add(Row{Workload: wl, System: "per-object", Variant: v, Concurrency: 1, Metric: "median first byte", Value: 1000 * medianOf(pFirst), Unit: "ms"})
+	rep.add(Row{Workload: wl, System: "per-object", Variant: v, Concurrency: 1, Metric: "median whole body", Value: 1000 * medianOf(pWhole), Unit: "ms"})
+	r := medianOf(wWhole) / medianOf(pWhole)
 	rep.add(Row{Workload: wl, System: "wharf", Variant: v, Concurrency: 1, Metric: "median whole body / per-object", Value: r, Unit: "x"})
-	rep.target("cold read of a file in a 16 MiB frame, median whole body vs the plain object", fmt.Sprintf("%.2fx (%.0f ms vs %.0f ms)", r, 1000*med(wWhole), 1000*med(pWhole)), "<= 2.5x", r <= 2.5)
+	rep.target("cold read of a file in a 16 MiB frame, median whole body vs the plain object", fmt.Sprintf("%.2fx (%.0f ms vs %.0f ms)", r, 1000*medianOf(wWhole), 1000*medianOf(pWhole)), "<= 2.5x", r <= 2.5)
 	cfg.logf("cold 16 MiB frames: wharf first byte %.0f ms, whole %.0f ms; plain object %.0f / %.0f ms; %.1f GETs and %.1f MB per read",
-		1000*med(wFirst), 1000*med(wWhole), 1000*med(pFirst), 1000*med(pWhole), float64(wGets)/float64(reads), float64(wBytes)/float64(reads)/1e6)
+		1000*medianOf(wFirst), 1000*medianOf(wWhole), 1000*medianOf(pFirst), 1000*medianOf(pWhole), float64(wGets)/float64(reads), float64(wBytes)/float64(reads)/1e6)
 	os.RemoveAll(filepath.Join(e.dir, benchBucket, "cold"))
 	os.RemoveAll(filepath.Join(e.dir, benchBucket, "coldplain"))
 	return nil
@@ -113,15 +111,14 @@ func timedGet(ctx context.Context, c *s3.Client, bucket, key string, want []byte
 		return 0, 0, fmt.Errorf("get %s: %w", key, err)
 	}
 	defer out.Body.Close()
-	got := make([]byte, 0, len(want))
+	var buf bytes.Buffer
+	buf.Grow(len(want) + bytes.MinRead) // the body and the read that sees its end
 	var b [1]byte
 	if k, err := io.ReadFull(out.Body, b[:]); err != nil || k != 1 {
 		return 0, 0, fmt.Errorf("get %s: first byte: %v", key, err)
 	}
 	first = time.Since(t0).Seconds()
-	got = append(got, b[0])
-	var buf bytes.Buffer
-	buf.Write(got)
+	buf.WriteByte(b[0])
 	if _, err := io.Copy(&buf, out.Body); err != nil {
 		return 0, 0, fmt.Errorf("get %s: %w", key, err)
 	}

@@ -79,11 +79,11 @@ type DiscoveryResult struct {
 // (cold, then with a persistent index cache filled by the first start) and
 // reports each start.
 func Discovery(ctx context.Context, cfg DiscoveryConfig, rep *Report) error {
-	logf := func(format string, args ...any) {
-		if cfg.Progress != nil {
-			fmt.Fprintf(cfg.Progress, "bench: "+format+"\n", args...)
-		}
+	if cfg.Uploads < 1 || cfg.Latency < 0 || cfg.OpenConcurrency < 0 {
+		return fmt.Errorf("bench --discovery: %d uploads at %v per request, open concurrency %d: want at least one upload, a latency and a concurrency not negative",
+			cfg.Uploads, cfg.Latency, cfg.OpenConcurrency)
 	}
+	logf := func(format string, args ...any) { progressf(cfg.Progress, "bench: ", format, args...) }
 	dir, err := os.MkdirTemp(cfg.TempDir, "wharf-bench-discovery-")
 	if err != nil {
 		return err
@@ -163,7 +163,11 @@ func discoveryStart(ctx context.Context, dir, cacheDir string, cfg DiscoveryConf
 	defer srv.Close()
 	url := "http://" + ln.Addr().String()
 	get := func(path string) (string, error) {
-		resp, err := http.Get(url + path)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+path, nil)
+		if err != nil {
+			return "", err
+		}
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return "", err
 		}

@@ -2,6 +2,8 @@ package bench
 
 import (
 	"context"
+	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -26,5 +28,26 @@ func TestDiscoveryWorkload(t *testing.T) {
 	}
 	if first := got["wharf cold/first ListBuckets answered"]; first > got["wharf cold/every archive open"] {
 		t.Errorf("ListBuckets answered after %.2f s, after every open", first)
+	}
+}
+
+// TestDiscoveryRefusesBadConfig: no uploads, a negative latency (which
+// the --discovery path of the command line does not check) or a negative
+// open concurrency is refused before anything is packed.
+func TestDiscoveryRefusesBadConfig(t *testing.T) {
+	for _, cfg := range []DiscoveryConfig{
+		{Uploads: 0},
+		{Uploads: 4, Latency: -time.Millisecond},
+		{Uploads: 4, OpenConcurrency: -1},
+	} {
+		cfg.TempDir = t.TempDir()
+		rep := &Report{}
+		err := Discovery(context.Background(), cfg, rep)
+		if err == nil || !strings.Contains(err.Error(), "bench --discovery") || len(rep.Rows) != 0 {
+			t.Errorf("%+v: got %v and %d rows, want a bench --discovery error and none", cfg, err, len(rep.Rows))
+		}
+		if ents, _ := os.ReadDir(cfg.TempDir); len(ents) != 0 {
+			t.Errorf("%+v: %d entries left in the temp dir", cfg, len(ents))
+		}
 	}
 }

@@ -66,6 +66,9 @@ type env struct {
 
 const benchBucket = "bench"
 
+// getsOf is the backend GETs f has counted, whole and ranged.
+func getsOf(f *faults.Faulty) int64 { return f.Requests("get") + f.Requests("range") }
+
 func newEnv(cfg Config) (*env, error) {
 	dir, err := os.MkdirTemp(cfg.TempDir, "wharf-bench-")
 	if err != nil {

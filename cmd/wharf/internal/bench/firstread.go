@@ -51,7 +51,7 @@ func firstRead(ctx context.Context, cfg Config, e *env, rep *Report) error {
 		}
 		d := time.Since(t0).Seconds()
 		rep.add(Row{Workload: wl, System: "wharf", Variant: what, Concurrency: 1, Metric: "wall", Value: 1000 * d, Unit: "ms"})
-		rep.add(Row{Workload: wl, System: "wharf", Variant: what, Concurrency: 1, Metric: "backend GETs", Value: float64(e.faulty.Requests("range") + e.faulty.Requests("get"))})
+		rep.add(Row{Workload: wl, System: "wharf", Variant: what, Concurrency: 1, Metric: "backend GETs", Value: float64(getsOf(e.faulty))})
 		rep.add(Row{Workload: wl, System: "wharf", Variant: what, Concurrency: 1, Metric: "backend MB", Value: float64(e.faulty.BytesReturned()) / 1e6})
 		cfg.logf("direct %d MiB file, %s: %.0f ms, %.1f MB from the backend", size>>20, what, 1000*d, float64(e.faulty.BytesReturned())/1e6)
 	}

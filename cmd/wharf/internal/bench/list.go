@@ -157,7 +157,6 @@ func listingAtScale(ctx context.Context, cfg Config, e *env, rep *Report) error 
 	e.swap(a)
 
 	mid := probes[len(probes)/2]
-	prefix := "logs/2026-06-15/host-037/"
 	// In-process index cost.
 	idx := []struct {
 		name string
@@ -165,7 +164,7 @@ func listingAtScale(ctx context.Context, cfg Config, e *env, rep *Report) error 
 	}{
 		{"first page (1000)", archiveview.ListParams{MaxKeys: 1000}},
 		{"deep page (1000, after a key at 50%)", archiveview.ListParams{MaxKeys: 1000, After: mid}},
-		{"prefix probe (max-keys=1)", archiveview.ListParams{Prefix: prefix, MaxKeys: 1}},
+		{"prefix probe (max-keys=1)", archiveview.ListParams{Prefix: probePrefix, MaxKeys: 1}},
 		{"delimiter page (1000, '/')", archiveview.ListParams{Prefix: "logs/", Delimiter: "/", MaxKeys: 1000}},
 	}
 	for _, q := range idx {
@@ -177,12 +176,7 @@ func listingAtScale(ctx context.Context, cfg Config, e *env, rep *Report) error 
 	if err != nil {
 		return err
 	}
-	hq := []struct{ name, query string }{
-		{"first page (1000)", "list-type=2&max-keys=1000"},
-		{"middle page by continuation-token (1000)", "list-type=2&max-keys=1000&continuation-token=" + url.QueryEscape(token)},
-		{"prefix probe (max-keys=1)", "list-type=2&max-keys=1&prefix=" + url.QueryEscape(prefix)},
-	}
-	for _, q := range hq {
+	for _, q := range listQueries(token) {
 		var herr error
 		d := median(21, func() {
 			if err := rawGet(ctx, e, "/wharf?"+q.query); err != nil {
@@ -198,6 +192,23 @@ func listingAtScale(ctx context.Context, cfg Config, e *env, rep *Report) error 
 		cfg.logf("1M listing over HTTP, %s: %.2f ms", q.name, ms)
 	}
 	return nil
+}
+
+// probePrefix is a prefix of the scale manifests (scaleKey) that holds a
+// few keys in the middle of the listing.
+const probePrefix = "logs/2026-06-15/host-037/"
+
+// listQuery is one ListObjectsV2 request timed over HTTP at scale.
+type listQuery struct{ name, query string }
+
+// listQueries are the ListObjectsV2 requests timed at scale: the first
+// page, the page that token continues, and a probe of probePrefix.
+func listQueries(token string) []listQuery {
+	return []listQuery{
+		{"first page (1000)", "list-type=2&max-keys=1000"},
+		{"middle page by continuation-token (1000)", "list-type=2&max-keys=1000&continuation-token=" + url.QueryEscape(token)},
+		{"prefix probe (max-keys=1)", "list-type=2&max-keys=1&prefix=" + url.QueryEscape(probePrefix)},
+	}
 }
 
 func median(n int, fn func()) time.Duration {

@@ -65,7 +65,9 @@ func (p *plainServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer body.Close()
 	w.WriteHeader(status)
-	if _, err := io.CopyBuffer(w, body, make([]byte, 256<<10)); err != nil && !errors.Is(err, context.Canceled) {
+	// io.Copy, not a buffer of our own: the ResponseWriter is an
+	// io.ReaderFrom, which would never use it.
+	if _, err := io.Copy(w, body); err != nil && !errors.Is(err, context.Canceled) {
 		panic(http.ErrAbortHandler) // a short body must not look complete
 	}
 }

@@ -65,9 +65,7 @@ func DefaultScaleConfig() ScaleConfig {
 }
 
 func (c ScaleConfig) logf(format string, args ...any) {
-	if c.Progress != nil {
-		fmt.Fprintf(c.Progress, "bench: "+format+"\n", args...)
-	}
+	progressf(c.Progress, "bench: ", format, args...)
 }
 
 // scaleBuild is what the build child reports (JSON on its stdout).
@@ -268,12 +266,8 @@ func scaleOne(ctx context.Context, cfg ScaleConfig, exe string, n int, rep *Repo
 		return b, err
 	}
 	lat := map[string]float64{}
-	latNames := []string{"first page (1000)", "middle page by continuation-token (1000)", "prefix probe (max-keys=1)"}
-	for _, q := range []struct{ name, query string }{
-		{"first page (1000)", "list-type=2&max-keys=1000"},
-		{"middle page by continuation-token (1000)", "list-type=2&max-keys=1000&continuation-token=" + url.QueryEscape(token)},
-		{"prefix probe (max-keys=1)", "list-type=2&max-keys=1&prefix=" + url.QueryEscape("logs/2026-06-15/host-037/")},
-	} {
+	queries := listQueries(token)
+	for _, q := range queries {
 		var herr error
 		d := median(21, func() {
 			if _, err := warm.get(ctx, q.query); err != nil {
@@ -313,8 +307,8 @@ func scaleOne(ctx context.Context, cfg ScaleConfig, exe string, n int, rep *Repo
 	rep.add(scaleRow(Row{Workload: wl, System: "wharf", Variant: v, Metric: "RssFile after a full walk (page cache)", Value: mb(fileWalk), Unit: "MB"}))
 	rep.add(scaleRow(Row{Workload: wl, System: "wharf", Variant: v, Metric: "full walk over HTTP", Value: walk.Seconds(), Unit: "s"}))
 	rep.add(scaleRow(Row{Workload: wl, System: "wharf", Variant: v, Metric: "peak RSS (getrusage, file pages included)", Value: mb(peakWarm), Unit: "MB"}))
-	for _, name := range latNames {
-		rep.add(scaleRow(Row{Workload: wl, System: "wharf", Variant: "ListObjectsV2 over HTTP: " + name, Metric: "median latency", Value: lat[name], Unit: "ms"}))
+	for _, q := range queries {
+		rep.add(scaleRow(Row{Workload: wl, System: "wharf", Variant: "ListObjectsV2 over HTTP: " + q.name, Metric: "median latency", Value: lat[q.name], Unit: "ms"}))
 	}
 	switch {
 	case n == 5_000_000:
@@ -325,8 +319,8 @@ func scaleOne(ctx context.Context, cfg ScaleConfig, exe string, n int, rep *Repo
 		rep.target(fmt.Sprintf("%s files: serving RSS (RssAnon) after start <= 300 MB", human(n)), fmt.Sprintf("%.0f MB", mb(anonStart)), "<= 300 MB", anonStart <= 300e6)
 		rep.target(fmt.Sprintf("%s files: serving RSS (RssAnon) after a full listing walk <= 300 MB", human(n)), fmt.Sprintf("%.0f MB", mb(anonWalk)), "<= 300 MB", anonWalk <= 300e6)
 		rep.target(fmt.Sprintf("%s files: a restart from the index < 2 s", human(n)), fmt.Sprintf("%.2f s", warm.ready.Seconds()), "< 2 s", warm.ready < 2*time.Second)
-		for _, name := range latNames {
-			rep.target(fmt.Sprintf("%s files: ListObjectsV2 %s", human(n), name), fmt.Sprintf("%.2f ms", lat[name]), "< 5 ms", lat[name] < 5)
+		for _, q := range queries {
+			rep.target(fmt.Sprintf("%s files: ListObjectsV2 %s", human(n), q.name), fmt.Sprintf("%.2f ms", lat[q.name]), "< 5 ms", lat[q.name] < 5)
 		}
 	}
 	return b, nil
@@ -516,20 +510,7 @@ func tail(b []byte, n int) []byte {
 
 // status reads a kB field of the child's /proc/PID/status, in bytes.
 func (s *serveChild) status(field string) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
-	if err != nil {
-		return -1
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, field+":") {
-			f := strings.Fields(l[len(field)+1:])
-			if len(f) > 0 {
-				v, _ := strconv.ParseInt(f[0], 10, 64)
-				return v << 10
-			}
-		}
-	}
-	return -1
+	return statusField(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid), field)
 }
 
 // stop ends the child (SIGTERM) and returns its peak RSS (getrusage).

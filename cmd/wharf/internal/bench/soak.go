@@ -106,11 +106,11 @@ type soakArchive struct {
 // S3Store's own retries and resumes under HTTP faults are not part of the
 // soak; backend's tests drive them against a real S3 protocol server.
 func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
-	logf := func(format string, args ...any) {
-		if cfg.Progress != nil {
-			fmt.Fprintf(cfg.Progress, "soak: "+format+"\n", args...)
-		}
+	if cfg.Clients < 1 || cfg.Duration <= 0 || cfg.CacheBytes <= 0 || cfg.MaxRequests < 0 || !(cfg.FaultRate >= 0 && cfg.FaultRate <= 1) {
+		return nil, fmt.Errorf("bench --soak: %d clients for %v, cache %d bytes, cap %d requests, fault rate %v: want at least one client, a positive duration and cache, a cap not negative and a fault rate from 0 to 1",
+			cfg.Clients, cfg.Duration, cfg.CacheBytes, cfg.MaxRequests, cfg.FaultRate)
 	}
+	logf := func(format string, args ...any) { progressf(cfg.Progress, "soak: ", format, args...) }
 	rep := &SoakReport{Errors: map[string]int64{}, CacheBudget: cfg.CacheBytes}
 	runtime.GC()
 	rep.GoroutinesBefore = runtime.NumGoroutine()
@@ -227,14 +227,8 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 	wsrv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 30 * time.Second}
 	go wsrv.Serve(ln)
 	ctr := &http.Transport{MaxIdleConnsPerHost: 256, DisableCompression: true}
-	client := s3.New(s3.Options{
-		BaseEndpoint: aws.String("http://" + ln.Addr().String()), Region: "us-east-1", UsePathStyle: true,
-		Credentials:                aws.AnonymousCredentials{},
-		HTTPClient:                 &http.Client{Transport: ctr},
-		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
-		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
-		RetryMaxAttempts:           1, // every failure is seen and classified
-	})
+	// newClient makes no retries: every failure is seen and classified.
+	client := newClient("http://"+ln.Addr().String(), &http.Client{Transport: ctr})
 
 	rep.BaseRSS = procStatus("VmRSS")
 	stopRSS := sampleRSS()
@@ -252,6 +246,7 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 		go func(c int) {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(cfg.Seed+uint64(c), 17))
+			buf := make([]byte, 64<<10) // this client's, for every body it compares
 			for runCtx.Err() == nil {
 				if cfg.MaxRequests > 0 && reqs.Add(1) > cfg.MaxRequests {
 					return
@@ -260,7 +255,7 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 				}
 				a := archives[rng.IntN(len(archives))]
 				t0 := time.Now()
-				n, kind, bad := soakOne(runCtx, client, a, rng)
+				n, kind, bad := soakOne(runCtx, client, a, rng, buf)
 				lat[c] = append(lat[c], time.Since(t0))
 				served64.Add(n)
 				if bad {
@@ -336,10 +331,10 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 	return rep, nil
 }
 
-// soakOne makes one random request against archive a and checks it. It
-// returns the body bytes received, an error kind ("" = success) and whether a
-// response completed cleanly with wrong bytes.
-func soakOne(ctx context.Context, c *s3.Client, a *soakArchive, rng *rand.Rand) (int64, string, bool) {
+// soakOne makes one random request against archive a and checks it (reading
+// the body through buf). It returns the body bytes received, an error kind
+// ("" = success) and whether a response completed cleanly with wrong bytes.
+func soakOne(ctx context.Context, c *s3.Client, a *soakArchive, rng *rand.Rand, buf []byte) (int64, string, bool) {
 	switch p := rng.IntN(10); {
 	case p < 2: // listing
 		prefix := ""
@@ -378,7 +373,7 @@ func soakOne(ctx context.Context, c *s3.Client, a *soakArchive, rng *rand.Rand) 
 		if err != nil {
 			return 0, errKind(err), false
 		}
-		n, same, err := compareStream(out.Body, src[lo:hi])
+		n, same, err := compareStream(out.Body, src[lo:hi], buf)
 		out.Body.Close()
 		if err != nil {
 			return n, "aborted body", !same
@@ -387,16 +382,16 @@ func soakOne(ctx context.Context, c *s3.Client, a *soakArchive, rng *rand.Rand) 
 	}
 }
 
-// compareStream reads r to its end in small pieces (so 64 clients do not
-// hold whole bodies and the process RSS reflects wharf, not the clients) and
-// reports how many bytes came, whether every one of them matched want, and
-// the read error. Bytes past len(want) count as a mismatch.
-func compareStream(r io.Reader, want []byte) (int64, bool, error) {
-	var buf [64 << 10]byte
+// compareStream reads r to its end in pieces of buf (so 64 clients do not
+// hold whole bodies, nor make a buffer per request, and the process RSS
+// reflects wharf, not the clients) and reports how many bytes came, whether
+// every one of them matched want, and the read error. Bytes past len(want)
+// count as a mismatch.
+func compareStream(r io.Reader, want, buf []byte) (int64, bool, error) {
 	var n int64
 	same := true
 	for {
-		k, err := r.Read(buf[:])
+		k, err := r.Read(buf)
 		if k > 0 {
 			if n+int64(k) > int64(len(want)) || !bytes.Equal(buf[:k], want[n:n+int64(k)]) {
 				same = false
@@ -456,10 +451,22 @@ func countFDs() int {
 
 // procStatus reads a "kB" field of /proc/self/status, in bytes.
 func procStatus(field string) int64 {
-	b, err := os.ReadFile("/proc/self/status")
+	return statusField("/proc/self/status", field)
+}
+
+// statusField reads a "kB" field of a /proc/PID/status file, in bytes (-1
+// when the file or the field is missing).
+func statusField(path, field string) int64 {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return -1
 	}
+	return parseStatusField(b, field)
+}
+
+// parseStatusField finds "field:  N kB" in a /proc/PID/status text and
+// returns N KiB in bytes (-1 when the field is missing).
+func parseStatusField(b []byte, field string) int64 {
 	for _, l := range strings.Split(string(b), "\n") {
 		if strings.HasPrefix(l, field+":") {
 			f := strings.Fields(l[len(field)+1:])

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -87,5 +88,26 @@ func TestSoakShort(t *testing.T) {
 	}
 	if rep.FDsAfter > rep.FDsBefore+2 {
 		t.Errorf("file descriptors: %d before, %d after teardown", rep.FDsBefore, rep.FDsAfter)
+	}
+}
+
+// TestSoakRefusesBadConfig: a soak that could only measure nothing (no
+// client, no time) or with a fault rate outside 0..1 is refused at once.
+func TestSoakRefusesBadConfig(t *testing.T) {
+	for _, edit := range []func(*SoakConfig){
+		func(c *SoakConfig) { c.Clients = 0 },
+		func(c *SoakConfig) { c.Duration = 0 },
+		func(c *SoakConfig) { c.CacheBytes = 0 },
+		func(c *SoakConfig) { c.MaxRequests = -1 },
+		func(c *SoakConfig) { c.FaultRate = 1.5 },
+		func(c *SoakConfig) { c.FaultRate = -0.1 },
+	} {
+		cfg := DefaultSoakConfig()
+		cfg.TempDir = t.TempDir()
+		edit(&cfg)
+		rep, err := Soak(context.Background(), cfg)
+		if err == nil || !strings.Contains(err.Error(), "bench --soak") || rep != nil {
+			t.Errorf("%+v: got (%v, %v), want a bench --soak error and no report", cfg, rep, err)
+		}
 	}
 }
