@@ -750,21 +750,12 @@ func giantFrame(ctx context.Context, cfg Config, e *env, rep *Report) error {
 	// ahead); by default the first ranged read also checks the frame
 	// whole (one more pass), unless --trust-unframed.
 	goal, what := 2.05, "O(size): <= 2.05 (the first-read check of the whole frame, then one decode pass)"
-	if cfg.Archive.TrustUnframed || size <= maxFrameOf(cfg.Archive) {
+	if cfg.Archive.TrustUnframed || size <= (chunkio.Options{MaxFrameBytes: cfg.Archive.MaxFrameBytes}).MaxFrame() {
 		goal, what = 1.05, "O(size): <= 1.05 (one pass)"
 	}
 	rep.target("giant frame, sequential ranged download: backend bytes / compressed", fmt.Sprintf("%.2f", ratio), what, ratio <= goal)
 	os.RemoveAll(filepath.Join(e.dir, benchBucket, "large"))
 	return nil
-}
-
-// maxFrameOf is the decoded size above which a frame is streamed (a giant
-// frame) rather than cached whole.
-func maxFrameOf(o archiveview.Options) int64 {
-	if o.MaxFrameBytes > 0 {
-		return o.MaxFrameBytes
-	}
-	return chunkio.DefaultMaxFrameBytes
 }
 
 // medianOf is the median of v (the upper one of an even count); v is not

@@ -107,7 +107,7 @@ func newEnv(cfg Config) (*env, error) {
 	}
 	e.httpc = &http.Client{Transport: tr}
 	e.client = newClient(e.url, e.httpc)
-	e.plain = &plainServer{}
+	e.plain = &plainServer{meta: e.store}
 	e.plain.use(e.faulty)
 	pln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

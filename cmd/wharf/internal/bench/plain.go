@@ -19,7 +19,13 @@ import (
 // wharf. It models only what those reads need from S3 (sizes, ETags,
 // Content-Range, 206, 404, 416); the store behind it (swappable) adds S3's
 // first-byte latency and per-connection bandwidth.
+//
+// One request costs one round trip, as on S3: a GET takes the object's
+// size and ETag from meta (the same objects with no latency) and pays the
+// latency once, on its body; a HEAD, or a GET with no body, pays it on
+// the store's Stat.
 type plainServer struct {
+	meta  backend.Store
 	store atomic.Pointer[backend.Store]
 }
 
@@ -33,7 +39,11 @@ func (p *plainServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "read-only", http.StatusMethodNotAllowed)
 		return
 	}
-	info, err := store.Stat(ctx, bucket, key)
+	stat := p.meta
+	if r.Method == http.MethodHead {
+		stat = store
+	}
+	info, err := stat.Stat(ctx, bucket, key)
 	if err != nil {
 		plainError(w, err)
 		return
@@ -54,7 +64,15 @@ func (p *plainServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", off, off+n-1, info.Size))
 		status = http.StatusPartialContent
 	}
-	if r.Method == http.MethodHead || n == 0 {
+	if r.Method == http.MethodHead {
+		w.WriteHeader(status)
+		return
+	}
+	if n == 0 {
+		if _, err := store.Stat(ctx, bucket, key); err != nil { // the request's one round trip
+			plainError(w, err)
+			return
+		}
 		w.WriteHeader(status)
 		return
 	}
