@@ -90,11 +90,7 @@ func restoreCmd(ctx context.Context, args []string, out io.Writer) error {
 	if err := rf.validate(); err != nil {
 		return err
 	}
-	store, bucket, key, err := sf.openManifest(ctx, manifestURL)
-	if err != nil {
-		return err
-	}
-	a, err := archiveview.Open(ctx, store, bucket, key, archiveview.Options{StorageClasses: true})
+	a, err := sf.openArchive(ctx, manifestURL, archiveview.Options{StorageClasses: true})
 	if err != nil {
 		return err
 	}
