@@ -296,7 +296,7 @@ func (s *server) entryStorage(req *request, a *archiveview.Archive, f archivevie
 
 // prepareStorage refreshes the restore states a listing page with
 // RestoreStatus needs, in parallel, before its entries are written.
-func prepareStorage[E any](s *server, req *request, a *archiveview.Archive, entries []E, file func(E) (archiveview.File, bool)) {
+func prepareStorage[E any](req *request, a *archiveview.Archive, entries []E, file func(E) (archiveview.File, bool)) {
 	files := make([]archiveview.File, 0, len(entries))
 	for _, e := range entries {
 		if f, ok := file(e); ok {

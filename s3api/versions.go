@@ -67,7 +67,7 @@ func (s *server) listObjectVersions(req *request, a *archiveview.Archive) {
 	}
 	w.common(lq, res.Truncated)
 	if lq.restoreStatus {
-		prepareStorage(s, req, a, res.Entries, func(e archiveview.VersionEntry) (archiveview.File, bool) {
+		prepareStorage(req, a, res.Entries, func(e archiveview.VersionEntry) (archiveview.File, bool) {
 			return e.Version.File, e.Prefix == "" && !e.Version.DeleteMarker
 		})
 	}

@@ -119,18 +119,12 @@ func selectFiles(a *archiveview.Archive, args []string) (files []archiveview.Fil
 	}
 	under := func(prefix string) int {
 		n := 0
-		p := archiveview.ListParams{Prefix: prefix, MaxKeys: 1000}
-		for {
-			page := a.List(p)
-			for _, e := range page.Entries {
-				add(e.File)
-				n++
-			}
-			if !page.Truncated {
-				return n
-			}
-			p.After = page.NextAfter
-		}
+		_ = eachEntry(a, archiveview.ListParams{Prefix: prefix}, func(e archiveview.ListEntry) error {
+			add(e.File)
+			n++
+			return nil
+		})
+		return n
 	}
 	for _, arg := range args {
 		switch {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"sync/atomic"
 
 	"github.com/wharf-s3/wharf/archiveview"
@@ -72,10 +71,7 @@ func indexBuild(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	s3URL, err := indexCacheKind(*output)
-	if err != nil && !strings.Contains(*output, "://") {
-		err, s3URL = nil, false // a new file to write
-	}
+	s3URL, err := indexCacheKind(*output) // not s3://: a file to write
 	if err != nil {
 		return fmt.Errorf("-o: %w", err)
 	}

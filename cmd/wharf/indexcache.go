@@ -26,11 +26,12 @@ func indexCacheKind(v string) (s3URL bool, err error) {
 	if v == "" {
 		return false, nil
 	}
-	if _, _, ok, err := archiveview.ParseIndexCacheURL(v); ok || err != nil {
-		if err != nil {
-			return ok, fmt.Errorf("--index-cache: %w", err)
-		}
-		return ok, nil
+	_, _, ok, err := archiveview.ParseIndexCacheURL(v)
+	if err != nil {
+		return ok, fmt.Errorf("--index-cache: %w", err)
+	}
+	if ok {
+		return true, nil
 	}
 	if strings.Contains(v, "://") {
 		return false, fmt.Errorf("--index-cache %q: neither a local directory nor an s3://BUCKET/PREFIX URL", v)

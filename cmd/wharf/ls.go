@@ -166,19 +166,14 @@ func (l *lister) fileLine(f archiveview.File) error {
 	return err
 }
 
-// files lists the tree, page by page.
-func (l *lister) files(a *archiveview.Archive, delim string) error {
-	p := archiveview.ListParams{Prefix: l.prefix, Delimiter: delim, MaxKeys: 1000}
+// eachEntry calls fn for every entry of the listing p (p.After and
+// p.MaxKeys are eachEntry's), page by page, stopping at fn's first error.
+func eachEntry(a *archiveview.Archive, p archiveview.ListParams, fn func(archiveview.ListEntry) error) error {
+	p.After, p.MaxKeys = "", 1000
 	for {
 		page := a.List(p)
 		for _, e := range page.Entries {
-			var err error
-			if e.Prefix != "" {
-				err = l.prefixLine(e.Prefix)
-			} else {
-				err = l.fileLine(e.File)
-			}
-			if err != nil {
+			if err := fn(e); err != nil {
 				return err
 			}
 		}
@@ -187,6 +182,16 @@ func (l *lister) files(a *archiveview.Archive, delim string) error {
 		}
 		p.After = page.NextAfter
 	}
+}
+
+// files lists the tree.
+func (l *lister) files(a *archiveview.Archive, delim string) error {
+	return eachEntry(a, archiveview.ListParams{Prefix: l.prefix, Delimiter: delim}, func(e archiveview.ListEntry) error {
+		if e.Prefix != "" {
+			return l.prefixLine(e.Prefix)
+		}
+		return l.fileLine(e.File)
+	})
 }
 
 // versions lists every version of every key (a single upload has one).

@@ -135,8 +135,6 @@ func runPack(ctx context.Context, args []string) error {
 	return nil
 }
 
-// parseInterspersed parses flags that may come before or after positional
-// arguments ("wharf pack DIR --store ..."), returning the positionals.
 // manifestArg parses args (flags may follow the argument) for a command
 // that takes exactly one MANIFEST_URL, printing the usage when it does not
 // get one.
@@ -152,6 +150,8 @@ func manifestArg(fs *flag.FlagSet, args []string) (string, error) {
 	return pos[0], nil
 }
 
+// parseInterspersed parses flags that may come before or after positional
+// arguments ("wharf pack DIR --store ..."), returning the positionals.
 func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {

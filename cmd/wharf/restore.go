@@ -90,11 +90,7 @@ func restoreCmd(ctx context.Context, args []string, out io.Writer) error {
 	if err := rf.validate(); err != nil {
 		return err
 	}
-	store, bucket, key, err := sf.openManifest(ctx, manifestURL)
-	if err != nil {
-		return err
-	}
-	a, err := archiveview.Open(ctx, store, bucket, key, archiveview.Options{StorageClasses: true})
+	a, err := sf.openArchive(ctx, manifestURL, archiveview.Options{StorageClasses: true})
 	if err != nil {
 		return err
 	}
@@ -109,28 +105,21 @@ func selectGlobs(a *archiveview.Archive, globs []string) ([]archiveview.File, in
 		files []archiveview.File
 		bytes int64
 		used  = make([]bool, len(globs))
-		after string
 	)
-	for {
-		page := a.List(archiveview.ListParams{After: after, MaxKeys: 1000})
-		for _, e := range page.Entries {
-			f := e.File
-			sel := len(globs) == 0
-			for i, g := range globs {
-				if globSelects(g, f.Key) {
-					sel, used[i] = true, true
-				}
-			}
-			if sel {
-				files = append(files, f)
-				bytes += f.Size
+	_ = eachEntry(a, archiveview.ListParams{}, func(e archiveview.ListEntry) error {
+		f := e.File
+		sel := len(globs) == 0
+		for i, g := range globs {
+			if globSelects(g, f.Key) {
+				sel, used[i] = true, true
 			}
 		}
-		if !page.Truncated {
-			break
+		if sel {
+			files = append(files, f)
+			bytes += f.Size
 		}
-		after = page.NextAfter
-	}
+		return nil
+	})
 	for i, g := range globs {
 		if !used[i] {
 			return nil, 0, fmt.Errorf("--path %q selects no file of the archive", g)

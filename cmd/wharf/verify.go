@@ -40,13 +40,14 @@ func runVerify(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return verifyArchive(ctx, os.Stdout, store, bucket, key, pf.quiet, pf)
+	return verifyArchive(ctx, os.Stdout, store, bucket, key, pf)
 }
 
 // verifyArchive opens and verifies one archive, printing problems and a
-// summary to w and progress through pf (nil: none). It fails if the
-// archive cannot be opened, any problem was found, or ctx ended first.
-func verifyArchive(ctx context.Context, w io.Writer, store backend.Store, bucket, key string, quiet bool, pf *progressFlags) error {
+// summary to w and progress through pf (nil: quiet, no progress). It fails
+// if the archive cannot be opened, any problem was found, or ctx ended
+// first.
+func verifyArchive(ctx context.Context, w io.Writer, store backend.Store, bucket, key string, pf *progressFlags) error {
 	start := time.Now()
 	a, err := archiveview.Open(ctx, store, bucket, key, archiveview.Options{Readahead: -1})
 	if err != nil {
@@ -54,11 +55,11 @@ func verifyArchive(ctx context.Context, w io.Writer, store backend.Store, bucket
 	}
 	defer a.Close()
 	in := a.Info()
-	if !quiet {
-		fmt.Fprintf(w, "verifying %s/%s: %d files, %d chunks, %d frames\n", bucket, key, in.Files, in.Chunks, in.Frames)
-	}
 	if pf == nil {
 		pf = &progressFlags{quiet: true}
+	}
+	if !pf.quiet {
+		fmt.Fprintf(w, "verifying %s/%s: %d files, %d chunks, %d frames\n", bucket, key, in.Files, in.Chunks, in.Frames)
 	}
 	rep := pf.start("verify", "")
 	total := a.VerifyBytes()

@@ -56,7 +56,7 @@ func TestVerifyCommand(t *testing.T) {
 				t.Fatal(err)
 			}
 			var out bytes.Buffer
-			err = verifyArchive(context.Background(), &out, backend.NewFileStore(dir), "bkt", res.ManifestKey, true, nil)
+			err = verifyArchive(context.Background(), &out, backend.NewFileStore(dir), "bkt", res.ManifestKey, nil)
 			if err == nil {
 				t.Fatalf("corrupt archive verified clean:\n%s", out.String())
 			}
