@@ -176,9 +176,16 @@ func (a *Archive) StorageClass(f File) string {
 // (older than the restore TTL) or was never reported are HEADed first;
 // nothing else makes a request.
 func (a *Archive) FileStorage(ctx context.Context, f File) (FileStorage, error) {
+	_, st, err := a.fileStorage(ctx, f)
+	return st, err
+}
+
+// fileStorage is FileStorage, also returning the archive whose chunk
+// table holds f's objects (a version's shadow).
+func (a *Archive) fileStorage(ctx context.Context, f File) (*Archive, FileStorage, error) {
 	arc, cis, err := a.fileChunks(f)
 	if err != nil {
-		return FileStorage{}, err
+		return nil, FileStorage{}, err
 	}
 	objs := make([]StorageObject, 0, len(cis))
 	for _, ci := range cis {
@@ -187,7 +194,7 @@ func (a *Archive) FileStorage(ctx context.Context, f File) (FileStorage, error) 
 		if oc.Archived() || oc.Class == "" {
 			var err error
 			if oc, err = arc.set.Classes().Object(ctx, c.Key, true); err != nil {
-				return FileStorage{}, fmt.Errorf("archive %s: key %s: %w", a.name, f.Key, err)
+				return nil, FileStorage{}, fmt.Errorf("archive %s: key %s: %w", a.name, f.Key, err)
 			}
 		}
 		so := StorageObject{ObjectClass: oc, Size: c.Size}
@@ -196,7 +203,7 @@ func (a *Archive) FileStorage(ctx context.Context, f File) (FileStorage, error) 
 		}
 		objs = append(objs, so)
 	}
-	return summarize(objs, arc.set.Classes().Now()), nil
+	return arc, summarize(objs, arc.set.Classes().Now()), nil
 }
 
 // maxStorageHeads bounds the HEADs PrepareStorage runs at once.
@@ -310,11 +317,7 @@ type RestoreReport struct {
 // invalid request sends nothing. A file none of whose objects is archived
 // is ErrNotArchived.
 func (a *Archive) Restore(ctx context.Context, f File, req backend.RestoreRequest) (RestoreReport, error) {
-	st, err := a.FileStorage(ctx, f)
-	if err != nil {
-		return RestoreReport{}, err
-	}
-	arc, _, err := a.fileChunks(f)
+	arc, st, err := a.fileStorage(ctx, f)
 	if err != nil {
 		return RestoreReport{}, err
 	}
