@@ -433,10 +433,10 @@ func (x *index) extents(i int) []extent {
 }
 
 // extent is the read path's view of an extent record (its tar name
-// copied out of the index).
+// copied out of the index when it is mapped).
 func (r *extRec) extent(x *index) extent {
 	return extent{chunk: r.chunk, fileOff: r.fileOff, off: r.off, length: r.length,
-		tarName: strings.Clone(x.extNames[r.name : r.name+r.nameLen]), sum: r.sum, hasSum: r.hasSum == 1}
+		tarName: x.own(x.extNames[r.name : r.name+r.nameLen]), sum: r.sum, hasSum: r.hasSum == 1}
 }
 
 // Stat looks a key up in O(log n).
