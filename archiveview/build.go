@@ -18,6 +18,7 @@ package archiveview
 // columns column by column, each freed once gathered.
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"runtime/debug"
@@ -438,7 +439,7 @@ func (s *fileStore) sideOf(f int) sideInfo {
 	if s.bits.at(f)&bSide == 0 {
 		return sideInfo{file: uint32(f)}
 	}
-	i, ok := slices.BinarySearchFunc(s.side, uint32(f), func(e sideInfo, f uint32) int { return cmpU32(e.file, f) })
+	i, ok := slices.BinarySearchFunc(s.side, uint32(f), func(e sideInfo, f uint32) int { return cmp.Compare(e.file, f) })
 	if !ok {
 		return sideInfo{file: uint32(f)}
 	}
@@ -447,21 +448,11 @@ func (s *fileStore) sideOf(f int) sideInfo {
 
 // dupOf returns duplicate f's fields.
 func (s *fileStore) dupOf(f int) dupInfo {
-	i, ok := slices.BinarySearchFunc(s.dups, uint32(f), func(e dupInfo, f uint32) int { return cmpU32(e.file, f) })
+	i, ok := slices.BinarySearchFunc(s.dups, uint32(f), func(e dupInfo, f uint32) int { return cmp.Compare(e.file, f) })
 	if !ok {
 		return dupInfo{file: uint32(f)}
 	}
 	return s.dups[i]
-}
-
-func cmpU32(a, b uint32) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // mtime is file f's modification time.
