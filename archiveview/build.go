@@ -81,7 +81,8 @@ func (c *pages[T]) atOr(i int) T {
 // arenaPage is the size of a key arena page; a key never straddles pages.
 const arenaPage = 1 << 20
 
-// byteArena holds keys in pages; a position is page<<24 | offset.
+// byteArena holds keys in pages; a position is page<<40 | offset<<16 |
+// length (add).
 type byteArena struct {
 	p [][]byte
 }
@@ -115,7 +116,7 @@ func (a *byteArena) at(pos uint64) []byte {
 	return a.p[k][off : off+n : off+n]
 }
 
-// shrink sets the length of the bytes at pos to n <= their length (the
+// shrinkPos sets the length of the bytes at pos to n <= their length (the
 // rest of their room stays unused) and returns the new position.
 func shrinkPos(pos uint64, n int) uint64 { return pos&^0xffff | uint64(n) }
 
