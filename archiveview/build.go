@@ -24,7 +24,6 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
-	"time"
 	"unsafe"
 
 	"github.com/wharf-s3/wharf/archiveview/manifest"
@@ -458,9 +457,6 @@ func (s *fileStore) dupOf(f int) dupInfo {
 
 // mtime is file f's modification time.
 func (s *fileStore) mtime(f int) (int64, uint32) { return s.msec.at(f), s.mnsec.at(f) }
-
-// timeOf is (sec, nsec) as a time, for the identity digest.
-func timeOf(sec int64, nsec uint32) time.Time { return time.Unix(sec, int64(nsec)) }
 
 // ---------------------------------------------------------------------------
 // Sorting the mentions by key

@@ -1048,10 +1048,9 @@ func (r *resolver) identity(rec fileRec, exts []extent) [16]byte {
 		binary.BigEndian.PutUint64(buf[:], uint64(v))
 		h.Write(buf[:])
 	}
-	mt := timeOf(rec.msec, rec.mnsec)
 	put(rec.size)
-	put(mt.Unix())
-	put(int64(mt.Nanosecond()))
+	put(rec.msec)         // the mod time's Unix seconds
+	put(int64(rec.mnsec)) // and nanoseconds (< 1e9)
 	for _, e := range exts {
 		h.Write([]byte(r.chunks[e.chunk].Key))
 		h.Write([]byte{0})
