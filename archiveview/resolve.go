@@ -847,10 +847,12 @@ func (r *resolver) place(f int, where func() string, length int64, tarName strin
 		return extent{}, treeErr("file %s has no s3_key", where())
 	}
 	key := r.rkeys[rk]
-	if err := manifest.CheckObjectKey(key); err != nil {
-		return extent{}, fmt.Errorf("%w: file %s (s3_key %q): %w", ErrInvalidTree, where(), r.rawS3Key(f), err)
-	}
 	if r.cands[rk].link < 0 {
+		// A chunk's key was checked once by collectChunks; a direct
+		// object's is checked here.
+		if err := manifest.CheckObjectKey(key); err != nil {
+			return extent{}, fmt.Errorf("%w: file %s (s3_key %q): %w", ErrInvalidTree, where(), r.rawS3Key(f), err)
+		}
 		if err := r.confine(key); err != nil {
 			return extent{}, fmt.Errorf("direct-upload file %s: %w", where(), err)
 		}
