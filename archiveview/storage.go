@@ -191,7 +191,7 @@ func (a *Archive) fileStorage(ctx context.Context, f File) (*Archive, FileStorag
 	for _, ci := range cis {
 		c := &arc.tree.chunks[ci]
 		oc := arc.set.Classes().Cached(c.Key)
-		if oc.Archived() || oc.Class == "" {
+		if storageStale(oc) {
 			var err error
 			if oc, err = arc.set.Classes().Object(ctx, c.Key, true); err != nil {
 				return nil, FileStorage{}, fmt.Errorf("archive %s: key %s: %w", a.name, f.Key, err)
@@ -205,6 +205,12 @@ func (a *Archive) fileStorage(ctx context.Context, f File) (*Archive, FileStorag
 	}
 	return arc, summarize(objs, arc.set.Classes().Now()), nil
 }
+
+// storageStale reports whether FileStorage refreshes an object whose cached
+// state is oc through Classes.Object, which HEADs it unless its state is
+// fresh (PrepareStorage refreshes the same ones ahead): an archived object
+// (its restore state may have moved) or one of unknown class.
+func storageStale(oc chunkio.ObjectClass) bool { return oc.Archived() || oc.Class == "" }
 
 // maxStorageHeads bounds the HEADs PrepareStorage runs at once.
 const maxStorageHeads = 16
@@ -230,7 +236,7 @@ func (a *Archive) PrepareStorage(ctx context.Context, files []File) {
 		cl := arc.set.Classes()
 		for _, ci := range cis {
 			key := arc.tree.chunks[ci].Key
-			if oc := cl.Cached(key); !seen[key] && (oc.Archived() || oc.Class == "") {
+			if !seen[key] && storageStale(cl.Cached(key)) {
 				seen[key] = true
 				jobs = append(jobs, job{cl, key})
 			}
