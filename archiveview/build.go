@@ -18,12 +18,12 @@ package archiveview
 // columns column by column, each freed once gathered.
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"runtime/debug"
 	"slices"
 	"strings"
-	"time"
 	"unsafe"
 
 	"github.com/wharf-s3/wharf/archiveview/manifest"
@@ -80,7 +80,8 @@ func (c *pages[T]) atOr(i int) T {
 // arenaPage is the size of a key arena page; a key never straddles pages.
 const arenaPage = 1 << 20
 
-// byteArena holds keys in pages; a position is page<<24 | offset.
+// byteArena holds keys in pages; a position is page<<40 | offset<<16 |
+// length (add).
 type byteArena struct {
 	p [][]byte
 }
@@ -114,7 +115,7 @@ func (a *byteArena) at(pos uint64) []byte {
 	return a.p[k][off : off+n : off+n]
 }
 
-// shrink sets the length of the bytes at pos to n <= their length (the
+// shrinkPos sets the length of the bytes at pos to n <= their length (the
 // rest of their room stays unused) and returns the new position.
 func shrinkPos(pos uint64, n int) uint64 { return pos&^0xffff | uint64(n) }
 
@@ -438,7 +439,7 @@ func (s *fileStore) sideOf(f int) sideInfo {
 	if s.bits.at(f)&bSide == 0 {
 		return sideInfo{file: uint32(f)}
 	}
-	i, ok := slices.BinarySearchFunc(s.side, uint32(f), func(e sideInfo, f uint32) int { return cmpU32(e.file, f) })
+	i, ok := slices.BinarySearchFunc(s.side, uint32(f), func(e sideInfo, f uint32) int { return cmp.Compare(e.file, f) })
 	if !ok {
 		return sideInfo{file: uint32(f)}
 	}
@@ -447,28 +448,15 @@ func (s *fileStore) sideOf(f int) sideInfo {
 
 // dupOf returns duplicate f's fields.
 func (s *fileStore) dupOf(f int) dupInfo {
-	i, ok := slices.BinarySearchFunc(s.dups, uint32(f), func(e dupInfo, f uint32) int { return cmpU32(e.file, f) })
+	i, ok := slices.BinarySearchFunc(s.dups, uint32(f), func(e dupInfo, f uint32) int { return cmp.Compare(e.file, f) })
 	if !ok {
 		return dupInfo{file: uint32(f)}
 	}
 	return s.dups[i]
 }
 
-func cmpU32(a, b uint32) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
 // mtime is file f's modification time.
 func (s *fileStore) mtime(f int) (int64, uint32) { return s.msec.at(f), s.mnsec.at(f) }
-
-// timeOf is (sec, nsec) as a time, for the identity digest.
-func timeOf(sec int64, nsec uint32) time.Time { return time.Unix(sec, int64(nsec)) }
 
 // ---------------------------------------------------------------------------
 // Sorting the mentions by key

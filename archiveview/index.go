@@ -120,7 +120,6 @@ type treeBuilder struct {
 	roots    map[uint32]uint32 // store root id -> index root id
 	extNames []byte
 	anyMD5   bool
-	ctypeMap map[uint32]uint32 // store content type id -> index id
 }
 
 // gatherNames sets the index's keys: those of files (in key order, whose
@@ -244,7 +243,7 @@ func (b *treeBuilder) gatherColumns(files []uint32, release func(), linkOf func(
 			}
 		}
 	}
-	b.ctypeMap = map[uint32]uint32{0: 0}
+	ctypeMap := map[uint32]uint32{0: 0} // store content type id -> index id
 	for s, f := range files {
 		c := fs.ctype.atOr(int(f))
 		if c == 0 && x.ctype == nil {
@@ -254,10 +253,10 @@ func (b *treeBuilder) gatherColumns(files []uint32, release func(), linkOf func(
 			x.ctype = make([]uint32, len(files))
 			x.ctypes = []string{""}
 		}
-		ci, ok := b.ctypeMap[c]
+		ci, ok := ctypeMap[c]
 		if !ok {
 			ci = uint32(len(x.ctypes))
-			b.ctypeMap[c] = ci
+			ctypeMap[c] = ci
 			x.ctypes = append(x.ctypes, fs.ctypes[c])
 		}
 		x.ctype[s] = ci
@@ -433,10 +432,10 @@ func (x *index) extents(i int) []extent {
 }
 
 // extent is the read path's view of an extent record (its tar name
-// copied out of the index).
+// copied out of the index when it is mapped).
 func (r *extRec) extent(x *index) extent {
 	return extent{chunk: r.chunk, fileOff: r.fileOff, off: r.off, length: r.length,
-		tarName: strings.Clone(x.extNames[r.name : r.name+r.nameLen]), sum: r.sum, hasSum: r.hasSum == 1}
+		tarName: x.own(x.extNames[r.name : r.name+r.nameLen]), sum: r.sum, hasSum: r.hasSum == 1}
 }
 
 // Stat looks a key up in O(log n).

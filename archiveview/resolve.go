@@ -779,7 +779,8 @@ func (p *placer) addFile(s int, f int, parts []uint32) error {
 	return p.b.add(s, f, rec)
 }
 
-// addSplit validates and appends a split file.
+// addSplit validates and appends a split file. where names it and every
+// one of its parts: decideGroup let only parts of the same path through.
 func (p *placer) addSplit(s int, f int, l *chainLink, parts []uint32, rec fileRec, where func() string) error {
 	r, fs := p.r, p.r.fs
 	sides := make([]sideInfo, len(parts))
@@ -798,32 +799,31 @@ func (p *placer) addSplit(s int, f int, l *chainLink, parts []uint32, rec fileRe
 	path := p.pathOf(s, f)
 	for i, sd := range sides {
 		pf := int(sd.file)
-		partWhere := func() string { return fmt.Sprintf("%q (manifest %s)", path, l.key) }
 		switch {
 		case sd.partIndex != i:
-			return treeErr("split file %s: part_index %d where %d was expected (missing or repeated part)", partWhere(), sd.partIndex, i)
+			return treeErr("split file %s: part_index %d where %d was expected (missing or repeated part)", where(), sd.partIndex, i)
 		case sd.total != first.total:
-			return treeErr("split file %s: part %d says total_parts %d, part 0 says %d", partWhere(), i, sd.total, first.total)
+			return treeErr("split file %s: part %d says total_parts %d, part 0 says %d", where(), i, sd.total, first.total)
 		case fs.size.at(pf) != firstSize:
-			return treeErr("split file %s: part %d says size %d, part 0 says %d (size is the whole-file size on every part)", partWhere(), i, fs.size.at(pf), firstSize)
+			return treeErr("split file %s: part %d says size %d, part 0 says %d (size is the whole-file size on every part)", where(), i, fs.size.at(pf), firstSize)
 		case fs.bits.at(pf)&bDup != 0:
-			return treeErr("split file %s: part %d is marked as a duplicate", partWhere(), i)
+			return treeErr("split file %s: part %d is marked as a duplicate", where(), i)
 		case sd.length <= 0:
-			return treeErr("split file %s: part %d has length %d", partWhere(), i, sd.length)
+			return treeErr("split file %s: part %d has length %d", where(), i, sd.length)
 		case sd.offset != at:
-			return treeErr("split file %s: part %d starts at %d, expected %d (parts must tile the file)", partWhere(), i, sd.offset, at)
+			return treeErr("split file %s: part %d starts at %d, expected %d (parts must tile the file)", where(), i, sd.offset, at)
 		}
 		at += sd.length
 		if at > firstSize || at < 0 {
-			return treeErr("split file %s: parts run past the file size %d", partWhere(), firstSize)
+			return treeErr("split file %s: parts run past the file size %d", where(), firstSize)
 		}
-		ext, err := r.place(pf, partWhere, sd.length, path+".part"+strconv.Itoa(i))
+		ext, err := r.place(pf, where, sd.length, path+".part"+strconv.Itoa(i))
 		if err != nil {
 			return err
 		}
 		ext.fileOff = sd.offset
 		if l.verify {
-			ext.sum, ext.hasSum = r.sum(pf, func() string { return fmt.Sprintf("split file %s part %d", partWhere(), i) })
+			ext.sum, ext.hasSum = r.sum(pf, func() string { return fmt.Sprintf("split file %s part %d", where(), i) })
 		}
 		exts = append(exts, ext)
 		if ps, pn := fs.mtime(pf); ps > rec.msec || ps == rec.msec && pn > rec.mnsec {
@@ -847,10 +847,12 @@ func (r *resolver) place(f int, where func() string, length int64, tarName strin
 		return extent{}, treeErr("file %s has no s3_key", where())
 	}
 	key := r.rkeys[rk]
-	if err := manifest.CheckObjectKey(key); err != nil {
-		return extent{}, fmt.Errorf("%w: file %s (s3_key %q): %w", ErrInvalidTree, where(), r.rawS3Key(f), err)
-	}
 	if r.cands[rk].link < 0 {
+		// A chunk's key was checked once by collectChunks; a direct
+		// object's is checked here.
+		if err := manifest.CheckObjectKey(key); err != nil {
+			return extent{}, fmt.Errorf("%w: file %s (s3_key %q): %w", ErrInvalidTree, where(), r.rawS3Key(f), err)
+		}
 		if err := r.confine(key); err != nil {
 			return extent{}, fmt.Errorf("direct-upload file %s: %w", where(), err)
 		}
@@ -1048,10 +1050,9 @@ func (r *resolver) identity(rec fileRec, exts []extent) [16]byte {
 		binary.BigEndian.PutUint64(buf[:], uint64(v))
 		h.Write(buf[:])
 	}
-	mt := timeOf(rec.msec, rec.mnsec)
 	put(rec.size)
-	put(mt.Unix())
-	put(int64(mt.Nanosecond()))
+	put(rec.msec)         // the mod time's Unix seconds
+	put(int64(rec.mnsec)) // and nanoseconds (< 1e9)
 	for _, e := range exts {
 		h.Write([]byte(r.chunks[e.chunk].Key))
 		h.Write([]byte{0})

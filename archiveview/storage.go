@@ -176,18 +176,25 @@ func (a *Archive) StorageClass(f File) string {
 // (older than the restore TTL) or was never reported are HEADed first;
 // nothing else makes a request.
 func (a *Archive) FileStorage(ctx context.Context, f File) (FileStorage, error) {
+	_, st, err := a.fileStorage(ctx, f)
+	return st, err
+}
+
+// fileStorage is FileStorage, also returning the archive whose chunk
+// table holds f's objects (a version's shadow).
+func (a *Archive) fileStorage(ctx context.Context, f File) (*Archive, FileStorage, error) {
 	arc, cis, err := a.fileChunks(f)
 	if err != nil {
-		return FileStorage{}, err
+		return nil, FileStorage{}, err
 	}
 	objs := make([]StorageObject, 0, len(cis))
 	for _, ci := range cis {
 		c := &arc.tree.chunks[ci]
 		oc := arc.set.Classes().Cached(c.Key)
-		if oc.Archived() || oc.Class == "" {
+		if storageStale(oc) {
 			var err error
 			if oc, err = arc.set.Classes().Object(ctx, c.Key, true); err != nil {
-				return FileStorage{}, fmt.Errorf("archive %s: key %s: %w", a.name, f.Key, err)
+				return nil, FileStorage{}, fmt.Errorf("archive %s: key %s: %w", a.name, f.Key, err)
 			}
 		}
 		so := StorageObject{ObjectClass: oc, Size: c.Size}
@@ -196,8 +203,14 @@ func (a *Archive) FileStorage(ctx context.Context, f File) (FileStorage, error) 
 		}
 		objs = append(objs, so)
 	}
-	return summarize(objs, arc.set.Classes().Now()), nil
+	return arc, summarize(objs, arc.set.Classes().Now()), nil
 }
+
+// storageStale reports whether FileStorage refreshes an object whose cached
+// state is oc through Classes.Object, which HEADs it unless its state is
+// fresh (PrepareStorage refreshes the same ones ahead): an archived object
+// (its restore state may have moved) or one of unknown class.
+func storageStale(oc chunkio.ObjectClass) bool { return oc.Archived() || oc.Class == "" }
 
 // maxStorageHeads bounds the HEADs PrepareStorage runs at once.
 const maxStorageHeads = 16
@@ -223,7 +236,7 @@ func (a *Archive) PrepareStorage(ctx context.Context, files []File) {
 		cl := arc.set.Classes()
 		for _, ci := range cis {
 			key := arc.tree.chunks[ci].Key
-			if oc := cl.Cached(key); !seen[key] && (oc.Archived() || oc.Class == "") {
+			if !seen[key] && storageStale(cl.Cached(key)) {
 				seen[key] = true
 				jobs = append(jobs, job{cl, key})
 			}
@@ -310,11 +323,7 @@ type RestoreReport struct {
 // invalid request sends nothing. A file none of whose objects is archived
 // is ErrNotArchived.
 func (a *Archive) Restore(ctx context.Context, f File, req backend.RestoreRequest) (RestoreReport, error) {
-	st, err := a.FileStorage(ctx, f)
-	if err != nil {
-		return RestoreReport{}, err
-	}
-	arc, _, err := a.fileChunks(f)
+	arc, st, err := a.fileStorage(ctx, f)
 	if err != nil {
 		return RestoreReport{}, err
 	}

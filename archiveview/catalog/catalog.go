@@ -204,10 +204,9 @@ func (c *Dynamic) Swap(m map[string]*archiveview.Archive) map[string]*archivevie
 	return c.cur.Swap(readySnapshot(m)).ready()
 }
 
-// swapEntries replaces the mapping with entries and returns the previous
-// snapshot.
-func (c *Dynamic) swapEntries(entries map[string]*Entry) *snapshot {
-	return c.cur.Swap(newSnapshot(entries))
+// swapEntries replaces the mapping with entries.
+func (c *Dynamic) swapEntries(entries map[string]*Entry) {
+	c.cur.Store(newSnapshot(entries))
 }
 
 // Map returns the open archives by bucket name.

@@ -872,12 +872,9 @@ func (cm *Manager) Page() Page {
 	if p.Collisions == nil {
 		p.Collisions = []Collision{}
 	}
-	entries := cm.catalog.Entries()
-	for _, name := range cm.catalog.BucketNames() {
-		e := entries[name]
-		if e == nil {
-			continue
-		}
+	cur := cm.catalog.cur.Load() // one snapshot: names and entries agree
+	for _, name := range cur.names {
+		e := cur.byName[name]
 		src := rep.Sources[name]
 		if src == "" {
 			src = cm.staticSources[name]
