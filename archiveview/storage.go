@@ -153,14 +153,16 @@ func (s *chunkSet) add(ci int32) bool {
 // request): the coldest class of the objects holding its bytes, STANDARD
 // when none is known. Listings use it.
 func (a *Archive) StorageClass(f File) string {
+	// The common case, nothing archived, before any work per file: every
+	// version shares this state (versions.go), so it holds for them too.
+	if !a.set.Classes().AnyNonStandard() {
+		return backend.ClassStandard
+	}
 	arc, cis, err := a.fileChunks(f)
 	if err != nil {
 		return backend.ClassStandard
 	}
 	cl := arc.set.Classes()
-	if !cl.AnyNonStandard() {
-		return backend.ClassStandard // the common case: nothing archived
-	}
 	class, tier := backend.ClassStandard, ""
 	for _, ci := range cis {
 		oc := cl.Cached(arc.tree.chunks[ci].Key)
