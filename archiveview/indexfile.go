@@ -269,18 +269,31 @@ func (t *treeWriter) finish() error {
 // ---------------------------------------------------------------------------
 // Writing
 
-// idxWriter encodes the meta section's fields.
+// idxWriter encodes the meta section's fields into b, or (b nil) only
+// counts their bytes in n.
 type idxWriter struct {
 	b   *bytes.Buffer
+	n   int
 	buf [8]byte
 }
 
-func (w *idxWriter) raw(b []byte) { w.b.Write(b) }
-func (w *idxWriter) u8(v uint8)   { w.b.WriteByte(v) }
+func (w *idxWriter) raw(b []byte) {
+	w.n += len(b)
+	if w.b != nil {
+		w.b.Write(b)
+	}
+}
+func (w *idxWriter) u8(v uint8)   { w.buf[0] = v; w.raw(w.buf[:1]) }
 func (w *idxWriter) u32(v uint32) { binary.LittleEndian.PutUint32(w.buf[:4], v); w.raw(w.buf[:4]) }
 func (w *idxWriter) u64(v uint64) { binary.LittleEndian.PutUint64(w.buf[:8], v); w.raw(w.buf[:8]) }
 func (w *idxWriter) i64(v int64)  { w.u64(uint64(v)) }
-func (w *idxWriter) str(s string) { w.u32(uint32(len(s))); w.b.WriteString(s) }
+func (w *idxWriter) str(s string) {
+	w.u32(uint32(len(s)))
+	w.n += len(s)
+	if w.b != nil {
+		w.b.WriteString(s)
+	}
+}
 func (w *idxWriter) strs(s []string) {
 	w.u32(uint32(len(s)))
 	for _, v := range s {
@@ -326,12 +339,26 @@ func (a *Archive) LearnedOffsets() int {
 
 // encodeMeta encodes the meta section.
 func (a *Archive) encodeMeta() []byte {
+	iw := &idxWriter{b: &bytes.Buffer{}}
+	a.writeMeta(iw)
+	return iw.b.Bytes()
+}
+
+// metaBytes is the length of the meta section, counted without encoding
+// it (Info calls this at every metrics scrape).
+func (a *Archive) metaBytes() int {
+	iw := &idxWriter{}
+	a.writeMeta(iw)
+	return iw.n
+}
+
+// writeMeta writes the meta section to iw.
+func (a *Archive) writeMeta(iw *idxWriter) {
 	x := &a.idx
 	prov := a.prov
 	if prov == nil {
 		prov = &indexProvenance{maxFrame: effectiveMaxFrame(a.opts), limits: a.opts.Limits}
 	}
-	iw := &idxWriter{b: &bytes.Buffer{}}
 	iw.str(a.bucket)
 	iw.str(a.manifestKey)
 	iw.i64(prov.maxFrame)
@@ -398,7 +425,6 @@ func (a *Archive) encodeMeta() []byte {
 		iw.raw(u.Sum[:])
 		iw.str(u.ETag)
 	}
-	return iw.b.Bytes()
 }
 
 // asBytes views a column's memory as bytes (little-endian hosts only).
@@ -449,12 +475,12 @@ func putExtRec(b []byte, r *extRec) {
 }
 
 // indexHeader is the header of the archive's index file: its counts and
-// optional columns, with meta the encoded meta section.
-func (a *Archive) indexHeader(meta []byte) fileHeader {
+// optional columns, with metaLen the length of the meta section.
+func (a *Archive) indexHeader(metaLen int) fileHeader {
 	x := &a.idx
 	h := fileHeader{files: uint64(x.n()), namesLen: uint64(len(x.names)), exts: uint64(len(x.exts)),
 		extNamesLen: uint64(len(x.extNames)), tombs: uint64(x.tombs.n()), tombNamesLen: uint64(len(x.tombs.names)),
-		metaLen: uint64(len(meta))}
+		metaLen: uint64(metaLen)}
 	if x.md5 != nil {
 		h.cols |= colMD5
 	}
@@ -469,7 +495,7 @@ func (a *Archive) indexHeader(meta []byte) fileHeader {
 
 // indexFileBytes is the size WriteIndex writes, from the counts alone.
 func (a *Archive) indexFileBytes() int64 {
-	h := a.indexHeader(a.encodeMeta())
+	h := a.indexHeader(a.metaBytes())
 	_, _, end, ok := h.layout()
 	if !ok {
 		return -1
@@ -489,7 +515,7 @@ func (a *Archive) WriteIndex(w io.Writer) error {
 		return fmt.Errorf("archive %q: too large for the index format", a.name)
 	}
 	meta := a.encodeMeta()
-	h := a.indexHeader(meta)
+	h := a.indexHeader(len(meta))
 	off, _, end, ok := h.layout()
 	if !ok {
 		return fmt.Errorf("archive %q: too large for the index format", a.name)
