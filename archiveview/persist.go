@@ -263,14 +263,8 @@ func (a *Archive) publishAndServe(ctx context.Context, c IndexCache, name string
 	if err != nil {
 		return nil, err
 	}
-	p, err := d.provenance()
+	b, err := d.serveMapped(m, a.store, a.opts, nil)
 	if err != nil {
-		m.st.unmap()
-		return nil, err
-	}
-	b, err := d.archive(a.store, a.opts, p, m)
-	if err != nil {
-		m.st.unmap()
 		return nil, err
 	}
 	where := c.String() + " " + name
@@ -360,12 +354,22 @@ func loadCachedIndex(ctx context.Context, store backend.Store, bucket, manifestK
 	if err != nil {
 		return nil, err
 	}
-	p, err := d.provenance()
-	if err == nil {
-		err = p.matches(ctx, store, d.bucket, d.manifestKey, bucket, manifestKey, opts)
-		if err != nil {
-			err = fmt.Errorf("index %s: %w", path, err)
+	return d.serveMapped(m, store, opts, func(p *indexProvenance) error {
+		if err := p.matches(ctx, store, d.bucket, d.manifestKey, bucket, manifestKey, opts); err != nil {
+			return fmt.Errorf("index %s: %w", path, err)
 		}
+		return nil
+	})
+}
+
+// serveMapped decodes the provenance of d (the file mapped by m), runs
+// check on it (if not nil), then decodes and validates the tree and
+// returns the archive served from the mapping. On any error the file is
+// unmapped (and its release run).
+func (d *indexDecoder) serveMapped(m *indexMapping, store backend.Store, opts Options, check func(*indexProvenance) error) (*Archive, error) {
+	p, err := d.provenance()
+	if err == nil && check != nil {
+		err = check(p)
 	}
 	var a *Archive
 	if err == nil {
@@ -393,16 +397,7 @@ func OpenIndexFile(ctx context.Context, store backend.Store, path string, opts O
 		m.st.unmap()
 		return nil, err
 	}
-	p, err := d.provenance()
-	var a *Archive
-	if err == nil {
-		a, err = d.archive(store, opts, p, m)
-	}
-	if err != nil {
-		m.st.unmap()
-		return nil, err
-	}
-	return a, nil
+	return d.serveMapped(m, store, opts, nil)
 }
 
 // OpenIndex loads an index written by WriteIndex from r into memory and
