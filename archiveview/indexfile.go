@@ -308,10 +308,24 @@ func (w *idxWriter) b1(v bool) {
 	}
 }
 
-// learnedOffset returns the data offset of tar member name in chunk ci if
-// a completed tar walk of the read path found it with length bytes.
-func (a *Archive) learnedOffset(ci int32, name string, length int64) (int64, bool) {
-	return a.set.LearnedOffset(ci, name, length)
+// learnedFileOffset returns the tar offset of file i's single extent when
+// the manifest gave none and a completed tar walk of the read path found
+// the member (name and length).
+func (a *Archive) learnedFileOffset(i int) (int64, bool) {
+	x := &a.idx
+	if x.flags[i]&flagMulti != 0 || x.off[i] >= 0 {
+		return 0, false
+	}
+	return a.set.LearnedOffset(x.chunk[i], x.roots[x.root[i]]+x.rawKey(i), x.size[i])
+}
+
+// learnedExtOffset is learnedFileOffset for extent record r.
+func (a *Archive) learnedExtOffset(r *extRec) (int64, bool) {
+	if r.off >= 0 {
+		return 0, false
+	}
+	x := &a.idx
+	return a.set.LearnedOffset(r.chunk, x.extNames[r.name:r.name+r.nameLen], r.length)
 }
 
 // LearnedOffsets is the number of extents without a manifest archive_offset
@@ -321,17 +335,13 @@ func (a *Archive) LearnedOffsets() int {
 	n := 0
 	x := &a.idx
 	for i := 0; i < x.n(); i++ {
-		if x.flags[i]&flagMulti == 0 && x.off[i] < 0 {
-			if _, ok := a.learnedOffset(x.chunk[i], x.roots[x.root[i]]+x.rawKey(i), x.size[i]); ok {
-				n++
-			}
+		if _, ok := a.learnedFileOffset(i); ok {
+			n++
 		}
 	}
 	for i := range x.exts {
-		if e := &x.exts[i]; e.off < 0 {
-			if _, ok := a.learnedOffset(e.chunk, x.extNames[e.name:e.name+e.nameLen], e.length); ok {
-				n++
-			}
+		if _, ok := a.learnedExtOffset(&x.exts[i]); ok {
+			n++
 		}
 	}
 	return n
@@ -562,10 +572,8 @@ func (a *Archive) WriteIndex(w io.Writer) error {
 	var rec [extRecBytes]byte
 	for i := range x.exts {
 		r := x.exts[i]
-		if r.off < 0 {
-			if lo, ok := a.learnedOffset(r.chunk, x.extNames[r.name:r.name+r.nameLen], r.length); ok {
-				r.off = lo
-			}
+		if lo, ok := a.learnedExtOffset(&r); ok {
+			r.off = lo
 		}
 		putExtRec(rec[:], &r)
 		t.write(rec[:])
@@ -602,10 +610,8 @@ func (a *Archive) writeOffsets(t *treeWriter) {
 	}
 	buf := make([]int64, 0, 512)
 	for i, v := range x.off {
-		if v < 0 && x.flags[i]&flagMulti == 0 {
-			if lo, ok := a.learnedOffset(x.chunk[i], x.roots[x.root[i]]+x.rawKey(i), x.size[i]); ok {
-				v = lo
-			}
+		if lo, ok := a.learnedFileOffset(i); ok {
+			v = lo
 		}
 		buf = append(buf, v)
 		if len(buf) == cap(buf) {
