@@ -64,6 +64,17 @@ func TestStoreIndexCacheReplicas(t *testing.T) {
 	if n := manifestGETs(f2); n != 0 || !strings.Contains(logs.String(), "opened from index cache") {
 		t.Fatalf("second replica made %d manifest GETs (logs %s)", n, logs.String())
 	}
+	// One HEAD of the manifest: the one naming the shared file also
+	// serves the freshness check.
+	manifestHEADs := 0
+	for _, r := range f2.Log() {
+		if r.Op == "stat" && r.Key == key {
+			manifestHEADs++
+		}
+	}
+	if manifestHEADs != 1 {
+		t.Errorf("second replica: %d HEADs of the manifest, want 1", manifestHEADs)
+	}
 	piReadAll(t, b, want, rand.New(rand.NewPCG(1, 2)))
 	piReadAll(t, a, want, rand.New(rand.NewPCG(1, 2)))
 

@@ -269,18 +269,31 @@ func (t *treeWriter) finish() error {
 // ---------------------------------------------------------------------------
 // Writing
 
-// idxWriter encodes the meta section's fields.
+// idxWriter encodes the meta section's fields into b, or (b nil) only
+// counts their bytes in n.
 type idxWriter struct {
 	b   *bytes.Buffer
+	n   int
 	buf [8]byte
 }
 
-func (w *idxWriter) raw(b []byte) { w.b.Write(b) }
-func (w *idxWriter) u8(v uint8)   { w.b.WriteByte(v) }
+func (w *idxWriter) raw(b []byte) {
+	w.n += len(b)
+	if w.b != nil {
+		w.b.Write(b)
+	}
+}
+func (w *idxWriter) u8(v uint8)   { w.buf[0] = v; w.raw(w.buf[:1]) }
 func (w *idxWriter) u32(v uint32) { binary.LittleEndian.PutUint32(w.buf[:4], v); w.raw(w.buf[:4]) }
 func (w *idxWriter) u64(v uint64) { binary.LittleEndian.PutUint64(w.buf[:8], v); w.raw(w.buf[:8]) }
 func (w *idxWriter) i64(v int64)  { w.u64(uint64(v)) }
-func (w *idxWriter) str(s string) { w.u32(uint32(len(s))); w.b.WriteString(s) }
+func (w *idxWriter) str(s string) {
+	w.u32(uint32(len(s)))
+	w.n += len(s)
+	if w.b != nil {
+		w.b.WriteString(s)
+	}
+}
 func (w *idxWriter) strs(s []string) {
 	w.u32(uint32(len(s)))
 	for _, v := range s {
@@ -295,10 +308,24 @@ func (w *idxWriter) b1(v bool) {
 	}
 }
 
-// learnedOffset returns the data offset of tar member name in chunk ci if
-// a completed tar walk of the read path found it with length bytes.
-func (a *Archive) learnedOffset(ci int32, name string, length int64) (int64, bool) {
-	return a.set.LearnedOffset(ci, name, length)
+// learnedFileOffset returns the tar offset of file i's single extent when
+// the manifest gave none and a completed tar walk of the read path found
+// the member (name and length).
+func (a *Archive) learnedFileOffset(i int) (int64, bool) {
+	x := &a.idx
+	if x.flags[i]&flagMulti != 0 || x.off[i] >= 0 {
+		return 0, false
+	}
+	return a.set.LearnedOffset(x.chunk[i], x.roots[x.root[i]]+x.rawKey(i), x.size[i])
+}
+
+// learnedExtOffset is learnedFileOffset for extent record r.
+func (a *Archive) learnedExtOffset(r *extRec) (int64, bool) {
+	if r.off >= 0 {
+		return 0, false
+	}
+	x := &a.idx
+	return a.set.LearnedOffset(r.chunk, x.extNames[r.name:r.name+r.nameLen], r.length)
 }
 
 // LearnedOffsets is the number of extents without a manifest archive_offset
@@ -308,17 +335,13 @@ func (a *Archive) LearnedOffsets() int {
 	n := 0
 	x := &a.idx
 	for i := 0; i < x.n(); i++ {
-		if x.flags[i]&flagMulti == 0 && x.off[i] < 0 {
-			if _, ok := a.learnedOffset(x.chunk[i], x.roots[x.root[i]]+x.rawKey(i), x.size[i]); ok {
-				n++
-			}
+		if _, ok := a.learnedFileOffset(i); ok {
+			n++
 		}
 	}
 	for i := range x.exts {
-		if e := &x.exts[i]; e.off < 0 {
-			if _, ok := a.learnedOffset(e.chunk, x.extNames[e.name:e.name+e.nameLen], e.length); ok {
-				n++
-			}
+		if _, ok := a.learnedExtOffset(&x.exts[i]); ok {
+			n++
 		}
 	}
 	return n
@@ -326,12 +349,26 @@ func (a *Archive) LearnedOffsets() int {
 
 // encodeMeta encodes the meta section.
 func (a *Archive) encodeMeta() []byte {
+	iw := &idxWriter{b: &bytes.Buffer{}}
+	a.writeMeta(iw)
+	return iw.b.Bytes()
+}
+
+// metaBytes is the length of the meta section, counted without encoding
+// it (Info calls this at every metrics scrape).
+func (a *Archive) metaBytes() int {
+	iw := &idxWriter{}
+	a.writeMeta(iw)
+	return iw.n
+}
+
+// writeMeta writes the meta section to iw.
+func (a *Archive) writeMeta(iw *idxWriter) {
 	x := &a.idx
 	prov := a.prov
 	if prov == nil {
 		prov = &indexProvenance{maxFrame: effectiveMaxFrame(a.opts), limits: a.opts.Limits}
 	}
-	iw := &idxWriter{b: &bytes.Buffer{}}
 	iw.str(a.bucket)
 	iw.str(a.manifestKey)
 	iw.i64(prov.maxFrame)
@@ -398,7 +435,6 @@ func (a *Archive) encodeMeta() []byte {
 		iw.raw(u.Sum[:])
 		iw.str(u.ETag)
 	}
-	return iw.b.Bytes()
 }
 
 // asBytes views a column's memory as bytes (little-endian hosts only).
@@ -449,12 +485,12 @@ func putExtRec(b []byte, r *extRec) {
 }
 
 // indexHeader is the header of the archive's index file: its counts and
-// optional columns, with meta the encoded meta section.
-func (a *Archive) indexHeader(meta []byte) fileHeader {
+// optional columns, with metaLen the length of the meta section.
+func (a *Archive) indexHeader(metaLen int) fileHeader {
 	x := &a.idx
 	h := fileHeader{files: uint64(x.n()), namesLen: uint64(len(x.names)), exts: uint64(len(x.exts)),
 		extNamesLen: uint64(len(x.extNames)), tombs: uint64(x.tombs.n()), tombNamesLen: uint64(len(x.tombs.names)),
-		metaLen: uint64(len(meta))}
+		metaLen: uint64(metaLen)}
 	if x.md5 != nil {
 		h.cols |= colMD5
 	}
@@ -469,7 +505,7 @@ func (a *Archive) indexHeader(meta []byte) fileHeader {
 
 // indexFileBytes is the size WriteIndex writes, from the counts alone.
 func (a *Archive) indexFileBytes() int64 {
-	h := a.indexHeader(a.encodeMeta())
+	h := a.indexHeader(a.metaBytes())
 	_, _, end, ok := h.layout()
 	if !ok {
 		return -1
@@ -489,7 +525,7 @@ func (a *Archive) WriteIndex(w io.Writer) error {
 		return fmt.Errorf("archive %q: too large for the index format", a.name)
 	}
 	meta := a.encodeMeta()
-	h := a.indexHeader(meta)
+	h := a.indexHeader(len(meta))
 	off, _, end, ok := h.layout()
 	if !ok {
 		return fmt.Errorf("archive %q: too large for the index format", a.name)
@@ -536,10 +572,8 @@ func (a *Archive) WriteIndex(w io.Writer) error {
 	var rec [extRecBytes]byte
 	for i := range x.exts {
 		r := x.exts[i]
-		if r.off < 0 {
-			if lo, ok := a.learnedOffset(r.chunk, x.extNames[r.name:r.name+r.nameLen], r.length); ok {
-				r.off = lo
-			}
+		if lo, ok := a.learnedExtOffset(&r); ok {
+			r.off = lo
 		}
 		putExtRec(rec[:], &r)
 		t.write(rec[:])
@@ -576,10 +610,8 @@ func (a *Archive) writeOffsets(t *treeWriter) {
 	}
 	buf := make([]int64, 0, 512)
 	for i, v := range x.off {
-		if v < 0 && x.flags[i]&flagMulti == 0 {
-			if lo, ok := a.learnedOffset(x.chunk[i], x.roots[x.root[i]]+x.rawKey(i), x.size[i]); ok {
-				v = lo
-			}
+		if lo, ok := a.learnedFileOffset(i); ok {
+			v = lo
 		}
 		buf = append(buf, v)
 		if len(buf) == cap(buf) {

@@ -190,14 +190,16 @@ func BuildIndex(ctx context.Context, store backend.Store, bucket, manifestKey st
 // openIndexCached serves Open when Options.IndexCache is set: it loads the
 // cached index if every recorded manifest still stats the same, else it
 // builds from the manifests and publishes a fresh index file. A shared
-// cache names the file after the manifest's ETag too (one HEAD), so that an
-// index published for an older manifest never stands in the way.
+// cache names the file after the manifest's ETag too (one HEAD, which
+// also serves the freshness check of the manifest), so that an index
+// published for an older manifest never stands in the way.
 func openIndexCached(ctx context.Context, store backend.Store, bucket, manifestKey string, opts Options) (*Archive, error) {
 	c := opts.IndexCache
 	etag := ""
+	var top *backend.ObjectInfo // the manifest's stat, when made
 	if c.Shared() {
 		if info, err := store.Stat(ctx, bucket, manifestKey); err == nil {
-			etag = info.ETag
+			etag, top = info.ETag, &info
 		}
 	}
 	name := indexName(bucket, manifestKey, etag)
@@ -205,7 +207,7 @@ func openIndexCached(ctx context.Context, store backend.Store, bucket, manifestK
 	path, release, err := c.Fetch(ctx, name)
 	if err == nil {
 		var a *Archive
-		a, err = loadCachedIndex(ctx, store, bucket, manifestKey, path, release, opts)
+		a, err = loadCachedIndex(ctx, store, bucket, manifestKey, top, path, release, opts)
 		if err == nil {
 			opts.Logger.Info().Str("archive", a.name).Str("manifest", manifestKey).Str("index", where).
 				Int("files", a.idx.n()).Msg("archive opened from index cache")
@@ -263,14 +265,8 @@ func (a *Archive) publishAndServe(ctx context.Context, c IndexCache, name string
 	if err != nil {
 		return nil, err
 	}
-	p, err := d.provenance()
+	b, err := d.serveMapped(m, a.store, a.opts, nil)
 	if err != nil {
-		m.st.unmap()
-		return nil, err
-	}
-	b, err := d.archive(a.store, a.opts, p, m)
-	if err != nil {
-		m.st.unmap()
 		return nil, err
 	}
 	where := c.String() + " " + name
@@ -353,19 +349,30 @@ func (a *Archive) publishIndexName(ctx context.Context, c IndexCache, name strin
 }
 
 // loadCachedIndex serves path in place if it is a valid index that still
-// matches the store. release (the cache's) runs once the file is unmapped:
-// at once when it is not used.
-func loadCachedIndex(ctx context.Context, store backend.Store, bucket, manifestKey, path string, release func(), opts Options) (*Archive, error) {
+// matches the store (top: the manifest's stat if already made, else nil).
+// release (the cache's) runs once the file is unmapped: at once when it is
+// not used.
+func loadCachedIndex(ctx context.Context, store backend.Store, bucket, manifestKey string, top *backend.ObjectInfo, path string, release func(), opts Options) (*Archive, error) {
 	d, m, err := openMapped(path, release)
 	if err != nil {
 		return nil, err
 	}
-	p, err := d.provenance()
-	if err == nil {
-		err = p.matches(ctx, store, d.bucket, d.manifestKey, bucket, manifestKey, opts)
-		if err != nil {
-			err = fmt.Errorf("index %s: %w", path, err)
+	return d.serveMapped(m, store, opts, func(p *indexProvenance) error {
+		if err := p.matches(ctx, store, d.bucket, d.manifestKey, bucket, manifestKey, top, opts); err != nil {
+			return fmt.Errorf("index %s: %w", path, err)
 		}
+		return nil
+	})
+}
+
+// serveMapped decodes the provenance of d (the file mapped by m), runs
+// check on it (if not nil), then decodes and validates the tree and
+// returns the archive served from the mapping. On any error the file is
+// unmapped (and its release run).
+func (d *indexDecoder) serveMapped(m *indexMapping, store backend.Store, opts Options, check func(*indexProvenance) error) (*Archive, error) {
+	p, err := d.provenance()
+	if err == nil && check != nil {
+		err = check(p)
 	}
 	var a *Archive
 	if err == nil {
@@ -393,16 +400,7 @@ func OpenIndexFile(ctx context.Context, store backend.Store, path string, opts O
 		m.st.unmap()
 		return nil, err
 	}
-	p, err := d.provenance()
-	var a *Archive
-	if err == nil {
-		a, err = d.archive(store, opts, p, m)
-	}
-	if err != nil {
-		m.st.unmap()
-		return nil, err
-	}
-	return a, nil
+	return d.serveMapped(m, store, opts, nil)
 }
 
 // OpenIndex loads an index written by WriteIndex from r into memory and
@@ -446,8 +444,10 @@ func openIndexBytes(store backend.Store, data []byte, name string, opts Options)
 	return d.archive(store, opts, p, nil)
 }
 
-// matches checks the recorded build against the request and the store.
-func (p *indexProvenance) matches(ctx context.Context, store backend.Store, pBucket, pKey, bucket, manifestKey string, opts Options) error {
+// matches checks the recorded build against the request and the store:
+// one stat per recorded source, but none for the manifest itself when top
+// (its stat, made by the caller) is not nil.
+func (p *indexProvenance) matches(ctx context.Context, store backend.Store, pBucket, pKey, bucket, manifestKey string, top *backend.ObjectInfo, opts Options) error {
 	switch {
 	case pBucket != bucket || pKey != manifestKey:
 		return fmt.Errorf("%w: built for %s/%s", errStaleIndex, pBucket, pKey)
@@ -457,7 +457,13 @@ func (p *indexProvenance) matches(ctx context.Context, store backend.Store, pBuc
 		return fmt.Errorf("%w: built with other limits", errStaleIndex)
 	}
 	for _, s := range p.sources {
-		info, err := store.Stat(ctx, bucket, s.key)
+		var info backend.ObjectInfo
+		var err error
+		if top != nil && s.key == manifestKey {
+			info = *top
+		} else {
+			info, err = store.Stat(ctx, bucket, s.key)
+		}
 		if s.absent {
 			if errors.Is(err, backend.ErrNotFound) {
 				continue

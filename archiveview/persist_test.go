@@ -265,6 +265,11 @@ func TestIndexRoundTrip(t *testing.T) {
 				t.Errorf("LearnedOffsets() = %d, legacy shape %v", learned, sh.legac)
 			}
 			data2 := piIndexBytes(t, a)
+			// Counted, not encoded: the size still agrees once reads
+			// have added verified units to the meta section.
+			if n := a.Info().IndexBytes; n != int64(len(data2)) {
+				t.Errorf("after reads: Info().IndexBytes = %d, WriteIndex wrote %d", n, len(data2))
+			}
 			fc := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{})
 			c := piOpenIndex(t, fc, data2)
 			piSameTree(t, a, c)
@@ -847,5 +852,33 @@ func TestIndexCacheChainCandidates(t *testing.T) {
 	_, err := Open(context.Background(), piCountingStore(dir), rvBucket, res.ManifestKey, Options{IndexCache: DirIndexCache{Dir: cache}})
 	if !errors.Is(err, ErrBrokenChain) {
 		t.Errorf("deleted ancestor: err %v, want ErrBrokenChain", err)
+	}
+}
+
+// TestIndexBytesWithProvenance: the meta section counted (metaBytes) is
+// the one encoded, and Info().IndexBytes is the size WriteIndex writes for an archive built
+// with provenance, before and after reads record verified units.
+func TestIndexBytesWithProvenance(t *testing.T) {
+	for _, sh := range piShapes() {
+		t.Run(sh.name, func(t *testing.T) {
+			dir, key, want := piSetup(t, sh)
+			a, err := BuildIndex(context.Background(), backend.NewFileStore(dir), rvBucket, key, Options{Name: "built"})
+			if err != nil {
+				t.Fatalf("BuildIndex: %v", err)
+			}
+			defer a.Close()
+			if a.prov == nil || len(a.prov.sources) == 0 {
+				t.Fatalf("BuildIndex recorded no sources")
+			}
+			for round := range 2 {
+				if n, meta := a.metaBytes(), a.encodeMeta(); n != len(meta) {
+					t.Errorf("round %d: metaBytes() = %d, encodeMeta() wrote %d", round, n, len(meta))
+				}
+				if data := piIndexBytes(t, a); a.Info().IndexBytes != int64(len(data)) {
+					t.Errorf("round %d: Info().IndexBytes = %d, WriteIndex wrote %d", round, a.Info().IndexBytes, len(data))
+				}
+				piReadAll(t, a, want, rand.New(rand.NewPCG(7, uint64(round))))
+			}
+		})
 	}
 }

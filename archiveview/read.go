@@ -123,7 +123,7 @@ func (a *Archive) Open(ctx context.Context, f File, off, n int64) (io.ReadCloser
 	if err := a.checkReadable(ctx, f, exts, off, n); err != nil {
 		return nil, err
 	}
-	_, fileSum := parseSum(f.SHA256)
+	fileWant, fileSum := parseSum(f.SHA256)
 	rctx, cancel := context.WithCancel(ctx)
 	r := &fileReader{a: a, ctx: rctx, cancel: cancel, f: f}
 	end := off + n
@@ -134,7 +134,7 @@ func (a *Archive) Open(ctx context.Context, f File, off, n int64) (io.ReadCloser
 			continue
 		}
 		ce := chunkio.Extent{Chunk: e.chunk, Off: e.off, Length: e.length, TarName: e.tarName}
-		ce.Sum, ce.HasSum = extentSum(e, f)
+		ce.Sum, ce.HasSum = extentSum(e, f.Size, fileWant, fileSum)
 		// Bytes this reader checks itself as they stream (a whole split
 		// part against its sum, or the whole file against the file's sum)
 		// need no check before their first byte.
@@ -146,12 +146,12 @@ func (a *Archive) Open(ctx context.Context, f File, off, n int64) (io.ReadCloser
 				h: sha256.New(), what: fmt.Sprintf("part at file byte %d (%d bytes)", e.fileOff, e.length)})
 		}
 	}
-	if want, ok := parseSum(f.SHA256); ok && off == 0 && n == f.Size {
+	if fileSum && off == 0 && n == f.Size {
 		ci := int32(-1)
 		if len(exts) > 0 {
 			ci = exts[len(exts)-1].chunk
 		}
-		r.checks = append(r.checks, &check{start: 0, end: n, ci: ci, want: want, h: sha256.New(), what: "file"})
+		r.checks = append(r.checks, &check{start: 0, end: n, ci: ci, want: fileWant, h: sha256.New(), what: "file"})
 	}
 	return r, nil
 }
@@ -162,13 +162,15 @@ func parseSum(s string) ([32]byte, bool) {
 	return sum, ok && err == nil
 }
 
-// extentSum is the sha256 of exactly extent e's bytes, if known.
-func extentSum(e extent, f File) ([32]byte, bool) {
+// extentSum is the sha256 of exactly extent e's bytes, if known: its own,
+// or the file's (fileWant, when hasFile) for an extent that is the whole
+// file of size bytes.
+func extentSum(e extent, size int64, fileWant [32]byte, hasFile bool) ([32]byte, bool) {
 	if e.hasSum {
 		return e.sum, true
 	}
-	if e.fileOff == 0 && e.length == f.Size {
-		return parseSum(f.SHA256)
+	if e.fileOff == 0 && e.length == size {
+		return fileWant, hasFile
 	}
 	return [32]byte{}, false
 }
