@@ -36,12 +36,12 @@ const IndexBytesPerFile = 160
 // manifests open with this cap, so a tiny manifest is never refused).
 const minReserveFiles = 16 << 10
 
-// storedBytesPerFile is the least stored (gzip) manifest bytes per file the
-// first reservation assumes: CargoShip's entries (path, times, a sha256)
-// take 13 bytes each gzipped in the measured manifest. A manifest that
-// compresses better fails its first try on the file cap and is opened again
-// with the whole per-upload reservation.
-const storedBytesPerFile = 4
+// storedBytesPerFile is the stored (gzip) manifest bytes per file the first
+// reservation assumes: measured, CargoShip's entries (path, times, a
+// sha256) take 13 bytes each gzipped, and entries without checksums 10.8.
+// A manifest that compresses better fails its first try on the file cap
+// and is opened again with the whole per-upload reservation.
+const storedBytesPerFile = 8
 
 // indexBudget is a byte budget with waits that end with the caller's
 // context. It is safe for concurrent use.
