@@ -18,6 +18,7 @@ import (
 
 	"github.com/wharf-s3/wharf/archiveview/manifest"
 	"github.com/wharf-s3/wharf/backend"
+	"github.com/wharf-s3/wharf/backend/faults"
 )
 
 // writeWideUpload writes lake/base/uploads/ID/manifest.json.gz: a valid
@@ -193,4 +194,31 @@ func TestManagerIndexBudget(t *testing.T) {
 			t.Errorf("refused opens left %d bytes charged", used)
 		}
 	})
+}
+
+// TestOpenUploadRetriesPastTheEstimate: a manifest that lists more files
+// than its stored size suggests (here: listed as 1 byte, 40,000 files)
+// fails its first try on the estimated file cap and opens on the second,
+// with the whole per-upload reservation; the budget then holds its real
+// index bytes.
+func TestOpenUploadRetriesPastTheEstimate(t *testing.T) {
+	dir := t.TempDir()
+	writeWideUpload(t, dir, "dense", 40_000)
+	store := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{})
+	cm := NewManager(Config{Store: store, IndexMemory: 64 << 20, Logger: zerolog.Nop()})
+	defer cm.CloseAll()
+	a, err := cm.openUpload(context.Background(), "dense", "lake", "base/uploads/dense/manifest.json.gz", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := store.Requests("get"); n != 2 {
+		t.Errorf("%d manifest GETs, want 2 (the estimate, then the whole reservation)", n)
+	}
+	if used, _, _ := cm.IndexMemory(); a.Info().Files != 40_000 || used != a.Info().IndexBytes {
+		t.Errorf("%d files, %d bytes charged for %d index bytes", a.Info().Files, used, a.Info().IndexBytes)
+	}
+	cm.closeArchive(a)
+	if used, _, _ := cm.IndexMemory(); used != 0 {
+		t.Errorf("%d bytes still charged after close", used)
+	}
 }

@@ -281,7 +281,11 @@ func (cm *Manager) openUpload(ctx context.Context, name, bucket, key string, lis
 	files := int(min(max(listed/storedBytesPerFile, minReserveFiles), int64(capAll)))
 	for {
 		a, err := cm.openReserved(ctx, name, bucket, key, files)
-		if err == nil || !errors.Is(err, manifest.ErrTooLarge) || ctx.Err() != nil {
+		// The manifest decoder says "more than N files" (or file_paths,
+		// deleted_paths, metadata entries: all capped at MaxFiles) when
+		// the cap this open set is what stopped it.
+		if err == nil || !errors.Is(err, manifest.ErrTooLarge) || ctx.Err() != nil ||
+			!strings.Contains(err.Error(), fmt.Sprintf("more than %d ", files)) {
 			return a, err
 		}
 		if files >= capAll {
