@@ -209,8 +209,9 @@ func (c unopenedCatalog) EachBucket(fn func(string, time.Time)) {
 
 // TestCatalogUnopenedBuckets: buckets whose archive is still opening are
 // listed and answer 503 SlowDown with Retry-After (every SDK retries it);
-// one whose archive failed to open answers 500 with the open error, which
-// names the manifest; HEAD answers the same statuses without a body.
+// one whose archive failed to open answers 500 with a generic message and
+// never the open error's text (which names the manifest: issue 20, finding
+// 9); HEAD answers the same statuses without a body.
 func TestCatalogUnopenedBuckets(t *testing.T) {
 	created := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 	v, err := auth.New(auth.Config{Anonymous: true})
@@ -229,7 +230,7 @@ func TestCatalogUnopenedBuckets(t *testing.T) {
 		{"GET", "/opening/a.txt", 503, []string{"<Code>SlowDown</Code>", "still being opened"}, true},
 		{"GET", "/opening?list-type=2", 503, []string{"<Code>SlowDown</Code>"}, true},
 		{"HEAD", "/opening", 503, nil, true},
-		{"GET", "/broken/a.txt", 500, []string{"<Code>InternalError</Code>", "s3://lake/base/uploads/broken/manifest.json.gz", "not a manifest"}, false},
+		{"GET", "/broken/a.txt", 500, []string{"<Code>InternalError</Code>", "could not be opened. The server&#39;s log has the details."}, false},
 		{"HEAD", "/broken/a.txt", 500, nil, false},
 		{"GET", "/other/a.txt", 404, []string{"<Code>NoSuchBucket</Code>"}, false},
 	} {
@@ -247,6 +248,9 @@ func TestCatalogUnopenedBuckets(t *testing.T) {
 			if !strings.Contains(string(body), w) {
 				t.Errorf("%s %s: body lacks %q: %s", tc.method, tc.path, w, body)
 			}
+		}
+		if strings.Contains(string(body), "s3://lake") || strings.Contains(string(body), "not a manifest") {
+			t.Errorf("%s %s: the open error's text reaches the client: %s", tc.method, tc.path, body)
 		}
 		if got := resp.Header.Get("Retry-After") != ""; got != tc.retryAfter {
 			t.Errorf("%s %s: Retry-After %q", tc.method, tc.path, resp.Header.Get("Retry-After"))

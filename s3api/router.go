@@ -329,9 +329,10 @@ const retryAfterOpening = "2"
 
 // bucketUnavailable answers a request for a served bucket whose archive is
 // not open: still opening after the catalog's wait (503 SlowDown with
-// Retry-After, which every SDK retries), or failed to open (500 whose
-// message is the open error: it names the archive and its manifest, so the
-// client can tell the operator what to fix).
+// Retry-After, which every SDK retries), or failed to open (500; the log
+// has the open error, the client only the error's PublicMessage when it
+// has one (catalog.OpenFailure: the bucket and the kind of failure, never
+// the store's text), else a generic message).
 func (s *server) bucketUnavailable(req *request, err error) {
 	switch {
 	case req.r.Context().Err() != nil:
@@ -343,7 +344,11 @@ func (s *server) bucketUnavailable(req *request, err error) {
 			Header:  http.Header{"Retry-After": []string{retryAfterOpening}}})
 	default:
 		s.cfg.Logger.Error().Str("request_id", req.id).Str("bucket", req.bucket).Err(err).Msg("bucket's archive failed to open")
-		s.writeError(req, &apiError{Code: errInternalError, Bucket: req.bucket, Key: req.key, Cause: err,
-			Message: "The archive served as this bucket could not be opened: " + err.Error()})
+		msg := "The archive served as this bucket could not be opened. The server's log has the details."
+		var pub interface{ PublicMessage() string }
+		if errors.As(err, &pub) {
+			msg = pub.PublicMessage()
+		}
+		s.writeError(req, &apiError{Code: errInternalError, Bucket: req.bucket, Key: req.key, Cause: err, Message: msg})
 	}
 }

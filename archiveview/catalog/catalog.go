@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -127,6 +128,9 @@ func (s *snapshot) bucket(ctx context.Context, name string, wait time.Duration) 
 		wait = time.Nanosecond // never unbounded on the request path
 	}
 	a, err := e.wait(ctx, wait)
+	if err != nil && !errors.Is(err, archiveview.ErrOpening) && ctx.Err() == nil {
+		err = &OpenFailure{Bucket: name, Err: err} // its PublicMessage is what a client may see
+	}
 	return a, true, err
 }
 

@@ -326,6 +326,9 @@ func NameUploads(uploads []Upload, reserved func(string) bool) ([]Upload, []Coll
 	return out, cols
 }
 
+// ErrNoUpload is Latest's error when no candidate opens (or there is none).
+var ErrNoUpload = errors.New("no finished upload found")
+
 // DefaultLatestSkew is the clock-skew allowance Latest uses when given 0.
 const DefaultLatestSkew = 5 * time.Minute
 
@@ -380,9 +383,9 @@ func Latest(ctx context.Context, uploads []Upload, skew time.Duration,
 	}
 	if best == nil {
 		if len(cands) == 0 {
-			return nil, Upload{}, skipped, errors.New("no finished upload found")
+			return nil, Upload{}, skipped, ErrNoUpload
 		}
-		return nil, Upload{}, skipped, fmt.Errorf("none of %d finished uploads could be opened", len(cands))
+		return nil, Upload{}, skipped, fmt.Errorf("%w: none of %d finished uploads could be opened", ErrNoUpload, len(cands))
 	}
 	return best, bestU, skipped, nil
 }

@@ -20,11 +20,21 @@ package catalog
 //     turns true once every job of the initial scan has ended. With
 //     WaitOpen, the initial Scan returns only then (and an alias that
 //     cannot be resolved is fatal), as before.
+//   - Every open has a deadline (OpenTimeout, from the moment it holds its
+//     slot): a manifest that downloads slowly or never fails its own
+//     upload with an error wrapping ErrOpenTimeout, and nothing else.
+//   - A discovered or aliased upload's open first reserves its index
+//     memory from IndexMemory (budget.go), waiting at most OpenTimeout
+//     while the budget is used, and lists at most MaxFilesPerUpload files
+//     per manifest.
 //   - A rescan reuses every entry whose manifest is listed with the same
 //     key and ETag (open or still opening: no manifest is read again), opens
-//     only what is new, and swaps the catalog once every open has ended, so
-//     a client never sees a rescanned bucket pending. An alias that cannot
-//     be resolved keeps its previous target.
+//     only what is new, and swaps the catalog once the opens it started have
+//     ended (each within OpenTimeout), so a client never sees a rescanned
+//     bucket pending that was open before. It never waits for an open it
+//     did not start: an entry still opening from an earlier scan (the
+//     initial one included) is served as it is, pending, and becomes open
+//     in place. An alias that cannot be resolved keeps its previous target.
 //   - Entries no longer served are retired: their open is cancelled, and
 //     after RetireGrace (requests already reading finish) their archive is
 //     closed unless another served entry holds it.
@@ -33,6 +43,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,8 +52,22 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/wharf-s3/wharf/archiveview"
+	"github.com/wharf-s3/wharf/archiveview/manifest"
 	"github.com/wharf-s3/wharf/backend"
 )
+
+// DefaultOpenTimeout is Config.OpenTimeout's default: how long one open
+// (the manifests' GETs and the index build, or the index cache's HEADs)
+// may take once it holds its slot.
+const DefaultOpenTimeout = time.Minute
+
+// ErrOpenTimeout is wrapped by the error of an open that did not end
+// within Config.OpenTimeout.
+var ErrOpenTimeout = errors.New("archive open timed out")
+
+// ErrIndexMemory is wrapped by the error of an open that could not get its
+// index memory (Config.IndexMemory) within Config.OpenTimeout.
+var ErrIndexMemory = errors.New("index memory budget exhausted")
 
 // Source is one configured archive: bucket Name serves the manifest at
 // ManifestURL (s3://BUCKET/KEY).
@@ -95,6 +120,16 @@ type Config struct {
 	// (requests already reading it finish) before it is closed.
 	RetireGrace time.Duration
 	Logger      zerolog.Logger
+	// OpenTimeout bounds one open once it holds its slot, and an open's
+	// wait for index memory (0 = DefaultOpenTimeout).
+	OpenTimeout time.Duration
+	// IndexMemory is the index memory discovered and aliased uploads may
+	// hold together, open or opening (0 = DefaultIndexMemory).
+	IndexMemory int64
+	// MaxFilesPerUpload caps the files one manifest of a discovered or
+	// aliased upload may list (0 = DefaultMaxFilesPerUpload; never more
+	// than Options.Limits allows).
+	MaxFilesPerUpload int
 }
 
 // Manager owns the served archives: the configured ones (opened once at
@@ -111,10 +146,15 @@ type Manager struct {
 	static        map[string]*Entry // --archive: never replaced
 	staticSources map[string]string
 
-	slots chan struct{}      // OpenConcurrency open slots
-	base  context.Context    // every background open runs under it
-	stop  context.CancelFunc // cancels them (CloseAll)
-	jobs  sync.WaitGroup     // background opens and alias resolutions
+	slots chan struct{} // OpenConcurrency open slots
+	index *indexBudget  // index memory of discovered uploads
+	// charged is the index memory each open discovered archive holds,
+	// returned when it is closed.
+	chargeMu sync.Mutex
+	charged  map[*archiveview.Archive]int64
+	base     context.Context    // every background open runs under it
+	stop     context.CancelFunc // cancels them (CloseAll)
+	jobs     sync.WaitGroup     // background opens and alias resolutions
 
 	mu      sync.Mutex        // one scan at a time; guards open and initial
 	open    map[string]*Entry // upload entries by bucket\x00key\x00etag, open or opening: reused by the next scan
@@ -142,12 +182,26 @@ func NewManager(cfg Config) *Manager {
 	if cfg.OpenConcurrency <= 0 {
 		cfg.OpenConcurrency = DefaultOpenConcurrency
 	}
+	if cfg.OpenTimeout <= 0 {
+		cfg.OpenTimeout = DefaultOpenTimeout
+	}
+	if cfg.IndexMemory <= 0 {
+		cfg.IndexMemory = DefaultIndexMemory
+	}
+	if cfg.MaxFilesPerUpload <= 0 {
+		cfg.MaxFilesPerUpload = DefaultMaxFilesPerUpload
+	}
+	if lim := cfg.Options.Limits.WithDefaults().MaxFiles; cfg.MaxFilesPerUpload > lim {
+		cfg.MaxFilesPerUpload = lim
+	}
 	cm := &Manager{
 		cfg: cfg, store: cfg.Store, opts: cfg.Options, log: cfg.Logger,
 		catalog:       NewDynamic(nil),
 		static:        map[string]*Entry{},
 		staticSources: map[string]string{},
 		slots:         make(chan struct{}, cfg.OpenConcurrency),
+		index:         newIndexBudget(cfg.IndexMemory),
+		charged:       map[*archiveview.Archive]int64{},
 		open:          map[string]*Entry{},
 		done:          make(chan struct{}),
 	}
@@ -192,8 +246,9 @@ func (cm *Manager) logArchive(name, source string, a *archiveview.Archive) {
 		Msg("serving archive")
 }
 
-// openArchive opens one manifest holding an open slot.
-func (cm *Manager) openArchive(ctx context.Context, name, bucket, key string) (*archiveview.Archive, error) {
+// openArchive opens one manifest holding an open slot, within the open
+// deadline; maxFiles > 0 tightens the manifests' file cap.
+func (cm *Manager) openArchive(ctx context.Context, name, bucket, key string, maxFiles int) (*archiveview.Archive, error) {
 	select {
 	case cm.slots <- struct{}{}:
 	case <-ctx.Done():
@@ -202,19 +257,102 @@ func (cm *Manager) openArchive(ctx context.Context, name, bucket, key string) (*
 	defer func() { <-cm.slots }()
 	o := cm.opts
 	o.Name = name
-	return archiveview.Open(ctx, cm.store, bucket, key, o)
+	if maxFiles > 0 {
+		o.Limits = o.Limits.WithDefaults()
+		o.Limits.MaxFiles = min(o.Limits.MaxFiles, maxFiles)
+	}
+	octx, cancel := context.WithTimeout(ctx, cm.cfg.OpenTimeout)
+	defer cancel()
+	a, err := archiveview.Open(octx, cm.store, bucket, key, o)
+	if err != nil && ctx.Err() == nil && errors.Is(octx.Err(), context.DeadlineExceeded) {
+		return nil, fmt.Errorf("%w after %s (--open-timeout): %w", ErrOpenTimeout, cm.cfg.OpenTimeout, err)
+	}
+	return a, err
 }
 
-// startOpen returns a pending entry for the manifest bucket/key and opens
-// it in the background.
-func (cm *Manager) startOpen(name, bucket, key string, created time.Time) *Entry {
+// openUpload opens a discovered or aliased upload within the index memory
+// budget. The first try reserves for the files a manifest of the listed
+// size usually holds (at least minReserveFiles) and caps the manifest's
+// files at that; a manifest that lists more is opened again with the
+// whole per-upload reservation (MaxFilesPerUpload files, at most the
+// budget).
+func (cm *Manager) openUpload(ctx context.Context, name, bucket, key string, listed int64) (*archiveview.Archive, error) {
+	capAll := int(min(int64(cm.cfg.MaxFilesPerUpload), cm.index.limit/IndexBytesPerFile))
+	files := int(min(max(listed/storedBytesPerFile, minReserveFiles), int64(capAll)))
+	for {
+		a, err := cm.openReserved(ctx, name, bucket, key, files)
+		// The manifest decoder says "more than N files" (or file_paths,
+		// deleted_paths, metadata entries: all capped at MaxFiles) when
+		// the cap this open set is what stopped it.
+		if err == nil || !errors.Is(err, manifest.ErrTooLarge) || ctx.Err() != nil ||
+			!strings.Contains(err.Error(), fmt.Sprintf("more than %d ", files)) {
+			return a, err
+		}
+		if files >= capAll {
+			return nil, fmt.Errorf("%w (a discovered upload may list %d files per manifest: --max-files-per-upload %d, --index-memory %d at %d bytes per file)",
+				err, capAll, cm.cfg.MaxFilesPerUpload, cm.index.limit, IndexBytesPerFile)
+		}
+		files = capAll
+	}
+}
+
+// openReserved reserves files' index memory (waiting at most the open
+// timeout), opens with that file cap, and keeps the archive's real index
+// size charged until it is closed.
+func (cm *Manager) openReserved(ctx context.Context, name, bucket, key string, files int) (*archiveview.Archive, error) {
+	wctx, cancel := context.WithTimeout(ctx, cm.cfg.OpenTimeout)
+	got, err := cm.index.reserve(wctx, int64(files)*IndexBytesPerFile)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("archive %q: manifest s3://%s/%s: %w", name, bucket, key, err)
+	}
+	a, err := cm.openArchive(ctx, name, bucket, key, files)
+	if err != nil {
+		cm.index.release(got)
+		return nil, err
+	}
+	var heap int64
+	if info := a.Info(); !info.IndexInPlace {
+		heap = info.IndexBytes
+	}
+	cm.chargeMu.Lock()
+	cm.charged[a] = cm.index.adjust(got, heap)
+	cm.chargeMu.Unlock()
+	return a, nil
+}
+
+// closeArchive closes a and returns its index memory.
+func (cm *Manager) closeArchive(a *archiveview.Archive) {
+	_ = a.Close()
+	cm.chargeMu.Lock()
+	n, ok := cm.charged[a]
+	delete(cm.charged, a)
+	cm.chargeMu.Unlock()
+	if ok {
+		cm.index.release(n)
+	}
+}
+
+// IndexMemory returns the index memory discovered uploads hold (open or
+// reserved by an open in flight), the most they ever held, and the budget.
+func (cm *Manager) IndexMemory() (used, peak, limit int64) {
+	used, peak = cm.index.state()
+	return used, peak, cm.index.limit
+}
+
+// startOpen returns a pending entry for the manifest bucket/key (listed
+// bytes long) and opens it in the background within the index budget.
+func (cm *Manager) startOpen(name, bucket, key string, listed int64, created time.Time) *Entry {
 	e := pendingEntry(name, "s3://"+bucket+"/"+key, created)
 	ctx, cancel := context.WithCancel(cm.base)
 	e.cancel = cancel
 	cm.jobs.Add(1)
 	go func() {
 		defer cm.jobs.Done()
-		a, err := cm.openArchive(ctx, name, bucket, key)
+		a, err := cm.openUpload(ctx, name, bucket, key, listed)
 		e.finish(a, err)
 	}()
 	return e
@@ -244,7 +382,7 @@ func (cm *Manager) OpenStatic(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			a, err := cm.openArchive(ctx, sa.Name, bucket, key)
+			a, err := cm.openArchive(ctx, sa.Name, bucket, key, 0)
 			results[i] = result{a, err} // an *archiveview.OpenError names the archive and the manifest
 			if err != nil {
 				cancel() // the start fails anyway: stop the others
@@ -298,11 +436,13 @@ type scanOp struct {
 	rep     *scanReport
 	cols    []Collision
 
-	mu      sync.Mutex
-	byKey   map[string]*Entry // upload entries by upload key
-	reused  int
-	aliases map[string]aliasOutcome // by alias name
-	settled bool
+	mu         sync.Mutex
+	byKey      map[string]*Entry // upload entries by upload key
+	reused     int
+	reusedSet  map[*Entry]bool         // entries taken from prev: never waited for
+	aliases    map[string]aliasOutcome // by alias name
+	settled    bool
+	superseded bool // the initial scan, replaced by a rescan before its opens ended
 }
 
 // aliasOutcome is how one alias was resolved.
@@ -326,9 +466,10 @@ func (op *scanOp) entry(u Upload, name string) *Entry {
 	if e := op.prev[k]; e != nil && !e.failed() {
 		op.byKey[k] = e
 		op.reused++
+		op.reusedSet[e] = true
 		return e
 	}
-	e := op.cm.startOpen(name, u.Bucket, u.ManifestKey, u.LastModified)
+	e := op.cm.startOpen(name, u.Bucket, u.ManifestKey, u.Size, u.LastModified)
 	op.byKey[k] = e
 	return e
 }
@@ -384,23 +525,23 @@ func (e *Entry) stateOrNil() (*archiveview.Archive, error, bool) {
 	return e.State()
 }
 
-// wait waits until every entry of the scan (served or tried) has ended.
+// wait waits until every entry the scan started (served or tried) has
+// ended; entries it reused from an earlier scan are not waited for (every
+// entry of the initial scan is its own). Each open ends within the open
+// timeout, so the wait is bounded.
 func (op *scanOp) wait(ctx context.Context) error {
 	for {
 		op.mu.Lock()
 		var pending *Entry
-		for _, e := range op.entries {
-			if _, _, done := e.State(); !done {
-				pending = e
-				break
-			}
-		}
-		if pending == nil {
-			for _, e := range op.byKey {
-				if _, _, done := e.State(); !done {
+		for _, m := range []map[string]*Entry{op.entries, op.byKey} {
+			for _, e := range m {
+				if _, _, done := e.State(); !done && !op.reusedSet[e] {
 					pending = e
 					break
 				}
+			}
+			if pending != nil {
+				break
 			}
 		}
 		op.mu.Unlock()
@@ -423,10 +564,12 @@ func (op *scanOp) wait(ctx context.Context) error {
 // then, and an alias that cannot be resolved is an error. A listing
 // failure at start is returned.
 //
-// A rescan first lets the initial scan's opens end, then swaps the catalog
-// once all of its own opens have ended. A listing failure keeps the
-// previous catalog, and an alias that cannot be resolved keeps its
-// previous target.
+// A rescan never waits for opens it did not start: it reuses the entries
+// of the scan before (the initial scan's too, while they are still
+// opening), and swaps the catalog once the opens it started have ended
+// (each within the open timeout). A listing failure keeps the previous
+// catalog, and an alias that cannot be resolved keeps its previous
+// target.
 func (cm *Manager) Scan(ctx context.Context, initial bool) error {
 	if len(cm.cfg.Discover)+len(cm.cfg.Aliases) == 0 {
 		if initial {
@@ -436,11 +579,19 @@ func (cm *Manager) Scan(ctx context.Context, initial bool) error {
 	}
 	cm.mu.Lock()
 	defer cm.mu.Unlock()
+	prev := cm.open
 	if op := cm.initial; op != nil {
-		if err := op.wait(ctx); err != nil {
-			return err
+		// The initial scan's opens may still run: reuse its entries as they
+		// are (open or opening) and settle in its place. Its own settling
+		// then only marks the server ready.
+		prev = maps.Clone(cm.open)
+		op.mu.Lock()
+		for k, e := range op.byKey {
+			prev[k] = e
 		}
-		cm.settle(op)
+		op.superseded = true
+		op.mu.Unlock()
+		cm.initial = nil
 	}
 	start := time.Now()
 	rep := &scanReport{Time: start, Sources: map[string]string{}}
@@ -501,9 +652,9 @@ func (cm *Manager) Scan(ctx context.Context, initial bool) error {
 	rep.Collisions = cols
 
 	// Nothing below can fail before the opens: every bucket gets an entry.
-	op := &scanOp{cm: cm, start: start, initial: initial, prev: cm.open, before: cm.catalog.Entries(),
+	op := &scanOp{cm: cm, start: start, initial: initial, prev: prev, before: cm.catalog.Entries(),
 		entries: map[string]*Entry{}, rep: rep, cols: cols,
-		byKey: map[string]*Entry{}, aliases: map[string]aliasOutcome{}}
+		byKey: map[string]*Entry{}, reusedSet: map[*Entry]bool{}, aliases: map[string]aliasOutcome{}}
 	for n, e := range cm.static {
 		op.entries[n] = e
 		rep.Sources[n] = cm.staticSources[n]
@@ -536,6 +687,15 @@ func (cm *Manager) Scan(ctx context.Context, initial bool) error {
 			}
 			cm.mu.Lock()
 			defer cm.mu.Unlock()
+			op.mu.Lock()
+			superseded := op.superseded
+			op.mu.Unlock()
+			if superseded {
+				// A rescan took over its entries and settled them.
+				cm.log.Info().Dur("took", time.Since(op.start)).Msg("every open of the start has ended")
+				cm.ready.Store(true)
+				return
+			}
 			cm.settle(op)
 		}()
 		return nil
@@ -606,9 +766,13 @@ func (cm *Manager) settle(op *scanOp) {
 		}
 	}
 
-	// Keep the upload entries that hold an archive a bucket serves.
+	// Keep the upload entries that hold an archive a bucket serves, and
+	// those a bucket serves still opening (reused from an earlier scan:
+	// the next scan reuses them too, so a slow open is never restarted).
 	served := map[*archiveview.Archive]bool{}
+	servedEntry := map[*Entry]bool{}
 	for _, e := range op.entries {
+		servedEntry[e] = true
 		if a, _, _ := e.State(); a != nil {
 			served[a] = true
 		}
@@ -616,11 +780,11 @@ func (cm *Manager) settle(op *scanOp) {
 	open := map[string]*Entry{}
 	var failed int
 	for k, e := range op.byKey {
-		a, err, _ := e.State()
+		a, err, done := e.State()
 		if err != nil {
 			failed++
 		}
-		if a != nil && served[a] {
+		if a != nil && served[a] || !done && servedEntry[e] {
 			open[k] = e
 		}
 	}
@@ -653,6 +817,8 @@ func (cm *Manager) settle(op *scanOp) {
 			was, _, _ = b.State()
 		}
 		switch {
+		case err == nil && a == nil:
+			cm.log.Info().Str("archive", n).Str("source", rep.Sources[n]).Msg("archive still opening (from an earlier scan)")
 		case err != nil:
 			cm.log.Error().Str("archive", n).Str("source", rep.Sources[n]).Err(err).Msg("archive could not be opened; its bucket answers this error")
 		case a != was:
@@ -678,6 +844,21 @@ func (cm *Manager) settle(op *scanOp) {
 	if op.initial {
 		cm.ready.Store(true)
 	}
+}
+
+// isHeld reports whether a served or kept entry holds a: one recorded at
+// the last settle, or one served now (an entry that was still opening then
+// and has opened since).
+func (cm *Manager) isHeld(a *archiveview.Archive) bool {
+	if (*cm.held.Load())[a] {
+		return true
+	}
+	for _, e := range cm.catalog.Entries() {
+		if got, _, _ := e.State(); got == a {
+			return true
+		}
+	}
+	return false
 }
 
 // setHeld records the archives served entries and kept ones hold: a
@@ -725,11 +906,11 @@ func (cm *Manager) retire(entries ...*Entry) {
 		for _, e := range entries {
 			<-e.done // the open was cancelled, or ends with the manager's base context
 			a := e.arc
-			if a == nil || closed[a] || (*cm.held.Load())[a] {
+			if a == nil || closed[a] || cm.isHeld(a) {
 				continue
 			}
 			closed[a] = true
-			_ = a.Close()
+			cm.closeArchive(a)
 			cm.log.Debug().Str("archive", a.Name()).Msg("retired archive closed")
 		}
 	}()
@@ -816,7 +997,7 @@ func (cm *Manager) CloseAll() {
 			for _, e := range m {
 				if a, _, _ := e.State(); a != nil && !seen[a] {
 					seen[a] = true
-					_ = a.Close()
+					cm.closeArchive(a)
 				}
 			}
 		}

@@ -355,3 +355,95 @@ func TestManagerRefreshesStorageClasses(t *testing.T) {
 		t.Fatalf("%d listings after one rescan, want 2", n)
 	}
 }
+
+// TestManagerSlowManifest: one manifest that downloads at 16 bytes per
+// second (its whole body would take about a minute) neither holds the
+// others nor readiness nor a rescan. The other buckets open at once; a
+// request for the slow one gets ErrOpening (503 SlowDown) while it opens;
+// a rescan started meanwhile returns at once, serves a new upload, and
+// keeps the slow open running (its manifest is not read again); Ready
+// turns true when the open times out (OpenTimeout), and the slow bucket
+// then answers an error wrapping ErrOpenTimeout (500 InternalError). On
+// the old code the rescan and readiness waited for the slow download.
+func TestManagerSlowManifest(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 5 {
+		packUpload(t, dir, fmt.Sprintf("u%02d", i), time.Date(2026, 1, 1, 0, i, 0, 0, time.UTC))
+	}
+	const slowKey = "base/uploads/u00/manifest.json.gz"
+	store := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{Hook: func(r faults.Request) faults.Fault {
+		if r.Op == "get" && r.Key == slowKey {
+			return faults.Fault{Bandwidth: 16}
+		}
+		return faults.Fault{}
+	}})
+	gets := func(key string) int {
+		n := 0
+		for _, r := range store.Log() {
+			if r.Op == "get" && r.Key == key {
+				n++
+			}
+		}
+		return n
+	}
+	const openTimeout = 2 * time.Second
+	cm := NewManager(Config{Store: store, Discover: []string{"s3://lake/base"}, OpenTimeout: openTimeout,
+		OpenWait: 50 * time.Millisecond, Logger: zerolog.Nop()})
+	defer cm.CloseAll()
+	ctx := context.Background()
+	start := time.Now()
+	if err := cm.Scan(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < 5; i++ {
+		name := fmt.Sprintf("u%02d", i)
+		waitFor(t, name+" open", func() bool { a, _, _ := cm.Catalog().Bucket(ctx, name); return a != nil })
+	}
+	if took := time.Since(start); took > openTimeout/2 {
+		t.Errorf("the other buckets opened after %s: they waited for the slow manifest", took)
+	}
+	if _, _, err := cm.Catalog().Bucket(ctx, "u00"); !errors.Is(err, archiveview.ErrOpening) {
+		t.Fatalf("the slow bucket while opening: %v, want ErrOpening (503)", err)
+	}
+	if cm.Ready() {
+		t.Fatal("ready while the slow open runs")
+	}
+
+	packUpload(t, dir, "u99", time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC))
+	rescanned := time.Now()
+	if err := cm.Scan(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(rescanned); took > openTimeout/2 {
+		t.Errorf("the rescan took %s: it waited for the slow open", took)
+	}
+	if a, _, err := cm.Catalog().Bucket(ctx, "u99"); err != nil || a == nil || a.Info().UploadID != "u99" {
+		t.Errorf("the new upload after the rescan: %v %v", a, err)
+	}
+	if _, _, err := cm.Catalog().Bucket(ctx, "u00"); !errors.Is(err, archiveview.ErrOpening) {
+		t.Errorf("the slow bucket after the rescan: %v, want still opening", err)
+	}
+
+	readyBy := time.Now().Add(openTimeout + 3*time.Second)
+	for !cm.Ready() {
+		if time.Now().After(readyBy) {
+			t.Fatalf("not ready %s after start: the slow open has no deadline", time.Since(start))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	_, ok, err := cm.Catalog().Bucket(ctx, "u00")
+	if !ok || !errors.Is(err, ErrOpenTimeout) || errors.Is(err, archiveview.ErrOpening) {
+		t.Fatalf("the slow bucket after its deadline: %v %v, want ErrOpenTimeout", ok, err)
+	}
+	if !strings.Contains(err.Error(), "s3://lake/"+slowKey) {
+		t.Errorf("the timeout does not name the manifest: %v", err)
+	}
+	if n := gets(slowKey); n != 1 {
+		t.Errorf("the slow manifest was read %d times before its deadline, want 1 (the rescan reuses the open)", n)
+	}
+	for _, b := range cm.Page().Buckets {
+		if want := map[bool]string{true: "failed", false: "open"}[b.Bucket == "u00"]; b.State != want {
+			t.Errorf("/-/archives: %s is %s, want %s", b.Bucket, b.State, want)
+		}
+	}
+}

@@ -88,6 +88,10 @@ type Fault struct {
 	// Delay is added to FaultConfig.Latency before the response (a latency
 	// spike), for any Kind.
 	Delay time.Duration
+	// Bandwidth, when > 0, caps this request's body stream at this many
+	// bytes per second instead of FaultConfig.Bandwidth (one slow
+	// download among fast ones), for any Kind.
+	Bandwidth int64
 }
 
 // FaultConfig configures a Faulty wrapper.
@@ -318,7 +322,11 @@ func (r *faultyReader) Read(p []byte) (int, error) {
 // under TotalBandwidth.
 func (r *faultyReader) throttle(n int) error {
 	var wait time.Duration
-	if bw := r.f.cfg.Bandwidth; bw > 0 {
+	bw := r.f.cfg.Bandwidth
+	if r.fault.Bandwidth > 0 {
+		bw = r.fault.Bandwidth
+	}
+	if bw > 0 {
 		due := r.start.Add(time.Duration(float64(r.pos) / float64(bw) * float64(time.Second)))
 		wait = time.Until(due)
 	}

@@ -93,6 +93,8 @@ type fileConfig struct {
 	AllowKeyPrefixes []string  `yaml:"allow_key_prefixes"`
 	// TLS and CORS (frontdoor.go).
 	frontDoorConfig `yaml:",inline"`
+	// Opening limits (openlimits.go).
+	openLimits `yaml:",inline"`
 	// Archived uploads.
 	AllowRestore     bool          `yaml:"allow_restore"`
 	RestoreStatusTTL time.Duration `yaml:"restore_status_ttl"`
@@ -133,6 +135,7 @@ func defaultServeConfig() serveConfig {
 		MaxHeaderBytes:    defaultMaxHeaderBytes,
 
 		frontDoorConfig: defaultFrontDoor(),
+		openLimits:      defaultOpenLimits(),
 	}
 }
 
@@ -174,6 +177,7 @@ func applyConfigYAML(data []byte, cfg *serveConfig) error {
 		TrustUnframed: cfg.Read.TrustUnframed, AllowKeyPrefixes: cfg.Read.AllowKeyPrefixes,
 		MaxFrameBytes:   yamlBytes(cfg.Read.MaxFrameBytes),
 		frontDoorConfig: cfg.frontDoorConfig,
+		openLimits:      cfg.openLimits,
 		AllowRestore:    cfg.AllowRestore, RestoreStatusTTL: cfg.RestoreStatusTTL,
 	}
 	fc.S3.Endpoint, fc.S3.Region, fc.S3.PathStyle = cfg.S3.Endpoint, cfg.S3.Region, cfg.S3.PathStyle
@@ -201,6 +205,7 @@ func applyConfigYAML(data []byte, cfg *serveConfig) error {
 		return fmt.Errorf("index_cache_dir: %w", err)
 	}
 	cfg.frontDoorConfig = fc.frontDoorConfig
+	cfg.openLimits = fc.openLimits
 	cfg.Region, cfg.LogFormat, cfg.ShutdownTimeout = fc.Region, fc.LogFormat, fc.ShutdownTimeout
 	cfg.MaxInflightPerKey = fc.MaxInflightPerKey
 	cfg.ReadHeaderTimeout, cfg.ReadTimeout, cfg.IdleTimeout = fc.ReadHeaderTimeout, fc.ReadTimeout, fc.IdleTimeout
@@ -306,6 +311,7 @@ func serveFlags(cfg *serveConfig, configPath *string, check *bool) *flag.FlagSet
 	fs.Var(maxHeaderFlag{&cfg.MaxHeaderBytes}, "max-header-bytes", "largest request line plus headers (e.g. 64KiB); larger is answered 431")
 	cfg.Read.addReadFlags(fs)
 	frontDoorFlags(fs, &cfg.frontDoorConfig)
+	openLimitFlags(fs, &cfg.openLimits)
 	fs.BoolVar(&cfg.AllowRestore, "allow-restore", cfg.AllowRestore, "serve RestoreObject (POST /BUCKET/KEY?restore): restore the archived chunks holding a file's bytes, for keys whose grant allows it (keys file: restore: true|false|[buckets]); restores cost money, so this is off by default")
 	fs.DurationVar(&cfg.RestoreStatusTTL, "restore-status-ttl", cfg.RestoreStatusTTL, "trust an archived chunk's restore state this long before asking S3 again with a HEAD (0 = 1m; at most 24h)")
 	return fs

@@ -78,6 +78,9 @@ cors_allow_origins:
 cors_max_age: 1h
 allow_restore: true
 restore_status_ttl: 30s
+open_timeout: 90s
+index_memory: 2GiB
+max_files_per_upload: 2000000
 `
 
 // fullConfigFlags says the same as fullConfigYAML, except keys (a flag
@@ -99,6 +102,7 @@ var fullConfigFlags = []string{
 	"--tls-reload-interval", "2s", "--cors-allow-origin", "https://viewer.example.org", "--cors-allow-origin", "http://localhost:8080",
 	"--cors-max-age", "1h",
 	"--allow-restore", "--restore-status-ttl", "30s",
+	"--open-timeout", "90s", "--index-memory", "2GiB", "--max-files-per-upload", "2000000",
 }
 
 func writeFile(t *testing.T, name, content string) string {
@@ -154,6 +158,7 @@ func TestConfigRoundTrip(t *testing.T) {
 			TLSReloadInterval: 2 * time.Second, CORSAllowOrigins: []string{"https://viewer.example.org", "http://localhost:8080"},
 			CORSMaxAge: time.Hour},
 		AllowRestore: true, RestoreStatusTTL: 30 * time.Second,
+		openLimits: openLimits{OpenTimeout: 90 * time.Second, IndexMemory: 2 << 30, MaxFilesPerUpload: 2_000_000},
 	}
 	if !reflect.DeepEqual(fromFile, want) {
 		t.Errorf("config file:\n got %+v\nwant %+v", fromFile, want)
@@ -214,6 +219,11 @@ func TestCheckConfig(t *testing.T) {
 		{"open concurrency huge", "store: s3://\ndiscover: [s3://a/b]\n", []string{"--open-concurrency", "100000"}, "--open-concurrency 100000"},
 		{"negative open wait", "store: s3://\ndiscover: [s3://a/b]\nopen_wait: -1s\n", nil, "--open-wait -1s"},
 		{"open wait beyond clients", "store: s3://\ndiscover: [s3://a/b]\n", []string{"--open-wait", "1h"}, "--open-wait 1h0m0s"},
+		{"open timeout too short", "store: s3://\ndiscover: [s3://a/b]\nopen_timeout: 10ms\n", nil, "--open-timeout 10ms"},
+		{"open timeout too long", "store: s3://\ndiscover: [s3://a/b]\n", []string{"--open-timeout", "2h"}, "--open-timeout 2h0m0s"},
+		{"index memory tiny", "store: s3://\ndiscover: [s3://a/b]\nindex_memory: 1MiB\n", nil, "--index-memory 1048576"},
+		{"max files per upload negative", "store: s3://\ndiscover: [s3://a/b]\n", []string{"--max-files-per-upload", "-1"}, "--max-files-per-upload -1"},
+		{"max files beyond the index memory", "store: s3://\ndiscover: [s3://a/b]\nindex_memory: 64MiB\n", []string{"--max-files-per-upload", "1000000"}, "more than --index-memory"},
 		{"part size too small", "store: s3://\ndiscover: [s3://a/b]\npart_size: 64KiB\n", nil, "--part-size 65536"},
 		{"part size too large", "store: s3://\ndiscover: [s3://a/b]\n", []string{"--part-size", "1GiB"}, "--part-size"},
 		{"negative stream parts", "store: s3://\ndiscover: [s3://a/b]\nstream_parts: -1\n", nil, "--stream-parts -1"},

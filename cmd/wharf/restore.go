@@ -154,6 +154,29 @@ func classOf(o archiveview.StorageObject) string {
 	return c
 }
 
+// storedSize is what an object costs to retrieve: its size as the store
+// listed it (or a HEAD reported it), which is what S3 bills, else the
+// manifest's compressed_size (listed false).
+func storedSize(o archiveview.StorageObject) (size int64, listed bool) {
+	if o.ObjectClass.Size > 0 {
+		return o.ObjectClass.Size, true
+	}
+	return o.Size, false
+}
+
+// sizeNote is what an object line adds when the manifest disagrees with
+// the store, or when the store did not report the size.
+func sizeNote(o archiveview.StorageObject) string {
+	size, listed := storedSize(o)
+	switch {
+	case !listed:
+		return "\t(size from the manifest: not listed)"
+	case o.Size > 0 && o.Size != size:
+		return fmt.Sprintf("\t(the manifest says %d bytes)", o.Size)
+	}
+	return ""
+}
+
 func percent(part, whole int64) string {
 	if whole <= 0 {
 		return "-"
@@ -162,7 +185,11 @@ func percent(part, whole int64) string {
 }
 
 // restoreReport prints the selection, its chunks and sizes, the retrieval
-// estimate, and (unless a dry run) starts the restores.
+// estimate, and (unless a dry run) starts the restores. Sizes and the
+// estimate are the store's (the storage-class listing knows every
+// object's real size); an object whose manifest compressed_size disagrees
+// is flagged on its line and in a warning, and one the store did not
+// report falls back to the manifest's size, also flagged.
 func restoreReport(ctx context.Context, a *archiveview.Archive, manifestURL string, rf restoreFlags, out io.Writer) error {
 	files, fileBytes, err := selectGlobs(a, rf.paths)
 	if err != nil {
@@ -176,17 +203,25 @@ func restoreReport(ctx context.Context, a *archiveview.Archive, manifestURL stri
 	var (
 		held, need, needBytes int64
 		it, glacier           []archiveview.StorageObject
+		disagree, unlisted    []string
 	)
 	fmt.Fprintf(out, "archive:        %s (%s)\n", a.UploadID(), manifestURL)
 	fmt.Fprintf(out, "selected files: %d (%d bytes)\n", len(files), fileBytes)
 	fmt.Fprintf(out, "objects:        %d of the %d holding the upload\n", len(objs), a.Info().Chunks)
 	for _, o := range objs {
-		held += o.Size
+		size, listed := storedSize(o)
+		held += size
+		switch {
+		case !listed:
+			unlisted = append(unlisted, o.Key)
+		case o.Size > 0 && o.Size != size:
+			disagree = append(disagree, fmt.Sprintf("%s (stored %d, manifest %d)", o.Key, size, o.Size))
+		}
 		state := objectState(o, now)
-		fmt.Fprintf(out, "  %s\t%s\t%d bytes\t%s\n", o.Key, classOf(o), o.Size, state)
+		fmt.Fprintf(out, "  %s\t%s\t%d bytes\t%s%s\n", o.Key, classOf(o), size, state, sizeNote(o))
 		if o.Archived() && !o.Restore.Ongoing && !o.Restore.Done(now) {
 			need++
-			needBytes += o.Size
+			needBytes += size
 			req := backend.RestoreRequest{Days: rf.days, Tier: rf.tier}
 			if o.Class == backend.ClassIntelligentTiering {
 				req.Days = 0 // its restore has no expiry
@@ -201,8 +236,28 @@ func restoreReport(ctx context.Context, a *archiveview.Archive, manifestURL stri
 			}
 		}
 	}
-	fmt.Fprintf(out, "compressed:     %d bytes of %d in the upload (%s)\n", held, total, percent(held, total))
-	fmt.Fprintf(out, "to restore:     %d objects, %d bytes (estimated retrieval size, %s of the upload)\n", need, needBytes, percent(needBytes, total))
+	// The upload's total is the manifest's: a share of it means nothing
+	// once the store has shown the manifest's sizes wrong.
+	share := func(n int64) string {
+		if len(disagree) > 0 {
+			return "no share: the manifest's sizes are wrong"
+		}
+		return percent(n, total)
+	}
+	fmt.Fprintf(out, "compressed:     %d bytes of %d in the upload (%s)\n", held, total, share(held))
+	of := share(needBytes) + " of the upload"
+	if len(disagree) > 0 {
+		of = "from the store's sizes; no share of the upload: the manifest's sizes are wrong"
+	}
+	fmt.Fprintf(out, "to restore:     %d objects, %d bytes (estimated retrieval size, %s)\n", need, needBytes, of)
+	if len(disagree) > 0 {
+		fmt.Fprintf(out, "warning:        %d objects are not the size the manifest's compressed_size says; the estimate uses the sizes the store listed: %s\n",
+			len(disagree), strings.Join(disagree, ", "))
+	}
+	if len(unlisted) > 0 {
+		fmt.Fprintf(out, "warning:        the store did not report the size of %d objects; the estimate uses the manifest's for them: %s\n",
+			len(unlisted), strings.Join(unlisted, ", "))
+	}
 	if rf.dryRun {
 		fmt.Fprintln(out, "dry run: no restore requested")
 		return nil

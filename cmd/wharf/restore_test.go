@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net/http/httptest"
@@ -217,4 +219,87 @@ func stUnion(a, b []string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// TestRestoreDryRunListedSizes: the manifest claims 3,072 bytes for a
+// chunk the store holds (and bills) at 6,294,528 bytes. The dry run
+// estimates from the listed size, prints it on the object's line with the
+// manifest's figure beside it, and warns once about the disagreement. The
+// old code printed and estimated 3,072 bytes.
+func TestRestoreDryRunListedSizes(t *testing.T) {
+	const claimed, stored = 3072, 6_294_528
+	mem := s3mem.New()
+	if err := mem.CreateBucket("lake"); err != nil {
+		t.Fatal(err)
+	}
+	g := faults.NewGlacier(faults.GlacierConfig{Delay: time.Hour})
+	srv := httptest.NewServer(g.HTTP(gofakes3.New(mem, gofakes3.WithLogger(gofakes3.DiscardLog())).Server()))
+	t.Cleanup(srv.Close)
+	t.Setenv("AWS_CONFIG_FILE", "/nonexistent")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+	client := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider("AK", "SK", "")})
+	ctx := context.Background()
+	files := map[string][]byte{"data/a.txt": bytes.Repeat([]byte("a"), 1000), "data/b.txt": []byte("b\n")}
+	res, err := cargopack.Write(ctx, cargopack.S3Sink(client), cargopack.FromMap(files, time.Unix(1700000000, 0)),
+		cargopack.Options{Bucket: "lake", Prefix: "arch", UploadID: "u1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Manifest.Chunks) != 1 {
+		t.Fatalf("test setup: %d chunks, want 1", len(res.Manifest.Chunks))
+	}
+	chunkKey := "arch/" + res.Manifest.Chunks[0].S3Key
+
+	// The manifest says 3,072 bytes; the store holds 6,294,528.
+	obj, err := client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("lake"), Key: aws.String(res.ManifestKey)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(obj.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.NewDecoder(zr).Decode(&doc); err != nil {
+		t.Fatal(err)
+	}
+	obj.Body.Close()
+	doc["chunks"].([]any)[0].(map[string]any)["compressed_size"] = claimed
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	if err := json.NewEncoder(zw).Encode(doc); err != nil {
+		t.Fatal(err)
+	}
+	zw.Close()
+	put := func(key string, body []byte) {
+		t.Helper()
+		if _, err := client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("lake"), Key: aws.String(key), Body: bytes.NewReader(body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(res.ManifestKey, gz.Bytes())
+	put(chunkKey, make([]byte, stored))
+	g.SetPrefixClass("lake", "arch/uploads/u1/", backend.ClassGlacier, "")
+	g.SetClass("lake", res.ManifestKey, backend.ClassStandard, "")
+
+	var out bytes.Buffer
+	err = restoreCmd(ctx, []string{"--store", "s3://", "--s3-endpoint", srv.URL, "--s3-region", "us-east-1", "--s3-path-style",
+		"--s3-access-key", "AK", "--s3-secret-key", "SK", "s3://lake/" + res.ManifestKey, "--days", "1", "--dry-run"}, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("dry run:\n%s", out.String())
+	for _, want := range []string{
+		fmt.Sprintf("  %s\tGLACIER\t%d bytes\tarchived: needs a restore\t(the manifest says %d bytes)\n", chunkKey, stored, claimed),
+		fmt.Sprintf("to restore:     1 objects, %d bytes (estimated retrieval size, from the store's sizes; no share of the upload: the manifest's sizes are wrong)\n", stored),
+		fmt.Sprintf("warning:        1 objects are not the size the manifest's compressed_size says; the estimate uses the sizes the store listed: %s (stored %d, manifest %d)\n", chunkKey, stored, claimed),
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("dry run lacks %q", want)
+		}
+	}
+	if n := len(g.Calls()); n != 0 {
+		t.Fatalf("the dry run sent %d restores", n)
+	}
 }

@@ -85,6 +85,9 @@ type serveConfig struct {
 	// TLS and CORS (frontdoor.go).
 	frontDoorConfig
 
+	// Open deadline and index memory of discovered uploads (openlimits.go).
+	openLimits
+
 	// AllowRestore serves RestoreObject (POST ?restore) for keys whose
 	// grant allows it; off by default (restores cost money).
 	AllowRestore bool
@@ -243,6 +246,9 @@ func (cfg *serveConfig) validate(keys []auth.Key) error {
 	if cfg.OpenConcurrency < 0 || cfg.OpenConcurrency > maxOpenConcurrency {
 		return fmt.Errorf("--open-concurrency %d: want 1 to %d (0 = the default, %d)", cfg.OpenConcurrency, maxOpenConcurrency, catalog.DefaultOpenConcurrency)
 	}
+	if err := cfg.openLimits.validate(); err != nil {
+		return err
+	}
 	if cfg.OpenWait < 0 || cfg.OpenWait > maxOpenWait {
 		return fmt.Errorf("--open-wait %s: want 1ms to %s (a request for a bucket still opening waits this long, then gets 503 SlowDown; 0 = the default, %s)", cfg.OpenWait, maxOpenWait, catalog.DefaultOpenWait)
 	}
@@ -355,6 +361,10 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 		WaitOpen:        cfg.WaitOpen,
 		OpenWait:        cfg.OpenWait, // 0 = the default
 		Logger:          log,
+
+		OpenTimeout:       cfg.OpenTimeout, // openlimits.go; 0 = the defaults
+		IndexMemory:       int64(cfg.IndexMemory),
+		MaxFilesPerUpload: cfg.MaxFilesPerUpload,
 	})
 	defer func() {
 		if retErr != nil {

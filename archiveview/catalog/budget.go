@@ -1,0 +1,108 @@
+package catalog
+
+// The index memory budget of discovered uploads.
+//
+// An open of a discovered (or aliased) upload first reserves the memory
+// its index may take while it is built, waiting (up to its open deadline)
+// while the budget is used, and opens with a file cap that keeps it within
+// that reservation. Once open, the reservation becomes the archive's real
+// index size (its heap; nearly nothing for an index served from its file in
+// place) and is held until the archive is closed; a failed open returns it
+// at once. Configured archives (--archive) are not charged: they are
+// opened before serving, and a failure there is fatal anyway.
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// DefaultIndexMemory is Config.IndexMemory's default: the index heap all
+// discovered uploads may hold together.
+const DefaultIndexMemory int64 = 1 << 30
+
+// DefaultMaxFilesPerUpload is Config.MaxFilesPerUpload's default: files one
+// manifest of a discovered upload may list.
+const DefaultMaxFilesPerUpload = 5_000_000
+
+// IndexBytesPerFile is what an open reserves per file it may list: the
+// index is about 90 bytes per file with paths of ~32 bytes (measured:
+// 45,032,352 bytes for 500,000 one-byte files), and building it from the
+// manifest peaks at about 1.5 times that. Longer paths cost their extra
+// bytes on top; the reservation becomes the real size once open.
+const IndexBytesPerFile = 160
+
+// minReserveFiles is the fewest files an open reserves for (small
+// manifests open with this cap, so a tiny manifest is never refused).
+const minReserveFiles = 16 << 10
+
+// storedBytesPerFile is the stored (gzip) manifest bytes per file the first
+// reservation assumes: measured, CargoShip's entries (path, times, a
+// sha256) take 13 bytes each gzipped, and entries without checksums 10.8.
+// A manifest that compresses better fails its first try on the file cap
+// and is opened again with the whole per-upload reservation.
+const storedBytesPerFile = 8
+
+// indexBudget is a byte budget with waits that end with the caller's
+// context. It is safe for concurrent use.
+type indexBudget struct {
+	limit int64
+
+	mu      sync.Mutex
+	used    int64
+	changed chan struct{} // closed and replaced whenever used shrinks
+	peak    int64
+}
+
+func newIndexBudget(limit int64) *indexBudget {
+	return &indexBudget{limit: limit, changed: make(chan struct{})}
+}
+
+// reserve takes n bytes (at most the whole limit), waiting while the
+// budget cannot hold them, until ctx ends (then an error naming the
+// budget). It returns what it took.
+func (b *indexBudget) reserve(ctx context.Context, n int64) (int64, error) {
+	n = min(max(n, 0), b.limit)
+	for {
+		b.mu.Lock()
+		if b.used+n <= b.limit {
+			b.used += n
+			b.peak = max(b.peak, b.used)
+			b.mu.Unlock()
+			return n, nil
+		}
+		ch, used := b.changed, b.used
+		b.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return 0, fmt.Errorf("%w: waited for %d bytes of index memory (--index-memory %d, %d in use): %w",
+				ErrIndexMemory, n, b.limit, used, ctx.Err())
+		}
+	}
+}
+
+// adjust changes a reservation of had bytes to want (an open archive's
+// real index size, which may exceed what was reserved: it is charged
+// whole, and later opens wait for it) and returns want.
+func (b *indexBudget) adjust(had, want int64) int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.used += want - had
+	b.peak = max(b.peak, b.used)
+	if want < had {
+		close(b.changed)
+		b.changed = make(chan struct{})
+	}
+	return want
+}
+
+// release returns n reserved bytes.
+func (b *indexBudget) release(n int64) { b.adjust(n, 0) }
+
+// state returns the bytes in use and the most ever in use.
+func (b *indexBudget) state() (used, peak int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used, b.peak
+}
