@@ -41,7 +41,11 @@
 package console
 
 import (
+	"bytes"
 	"crypto/rand"
+	"image"
+	"image/color"
+	"image/png"
 	"net/http"
 	"strings"
 	"sync"
@@ -97,6 +101,7 @@ type Console struct {
 	logins   *loginLimiter
 	shares   *shareCache
 	bufs     sync.Pool
+	favicon  []byte
 }
 
 // New returns the console for cfg. It panics if cfg.Catalog is nil.
@@ -131,6 +136,7 @@ func New(cfg Config) *Console {
 		logins:   newLoginLimiter(cfg.LoginBurst, cfg.LoginEvery, maxLimited),
 		shares:   newShareCache(),
 	}
+	c.favicon = favicon()
 	c.bufs.New = func() any { b := make([]byte, 64<<10); return &b }
 	return c
 }
@@ -150,7 +156,9 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Security-Policy", cspPage)
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
-	h.Set("Referrer-Policy", "no-referrer")
+	// same-origin, not no-referrer: with no-referrer a browser sends
+	// "Origin: null" on form POSTs, which sameOrigin must refuse.
+	h.Set("Referrer-Policy", "same-origin")
 	h.Set("Cross-Origin-Opener-Policy", "same-origin")
 	h.Set("Cross-Origin-Resource-Policy", "same-origin")
 	h.Set("Cache-Control", "no-store")
@@ -182,6 +190,11 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.Set("Content-Type", "text/css; charset=utf-8")
 		h.Set("Cache-Control", "max-age=3600")
 		_, _ = w.Write([]byte(styleCSS))
+		return
+	case "favicon.png":
+		h.Set("Content-Type", "image/png")
+		h.Set("Cache-Control", "max-age=86400")
+		_, _ = w.Write(c.favicon)
 		return
 	case "login":
 		c.login(w, r)
@@ -238,4 +251,21 @@ func clientAddr(r *http.Request) string {
 		a = a[:i]
 	}
 	return strings.Trim(a, "[]")
+}
+
+// favicon draws the console's icon: a dark disc on the page colour.
+func favicon() []byte {
+	img := image.NewRGBA(image.Rect(0, 0, 16, 16))
+	for y := 0; y < 16; y++ {
+		for x := 0; x < 16; x++ {
+			c := color.RGBA{0xf7, 0xf8, 0xfa, 0xff}
+			if (x-8)*(x-8)+(y-8)*(y-8) < 40 {
+				c = color.RGBA{0x16, 0x32, 0x4f, 0xff}
+			}
+			img.Set(x, y, c)
+		}
+	}
+	var b bytes.Buffer
+	_ = png.Encode(&b, img) // cannot fail on an in-memory RGBA
+	return b.Bytes()
 }

@@ -261,6 +261,7 @@ type versionRow struct {
 type fileInfo struct {
 	Key, Name, ETag, SHA256, MTime, Class, Tier string
 	VersionID                                   string
+	Asked                                       string // the ?version= the page was asked for
 	Size                                        int64
 	Verified                                    string
 	Archived, Readable                          bool
@@ -285,7 +286,7 @@ func (c *Console) file(w http.ResponseWriter, r *http.Request, v visitor, bucket
 	ctx := r.Context()
 	version := r.URL.Query().Get("version")
 	fi := fileInfo{Key: f.Key, Name: path.Base(f.Key), ETag: f.ETag, SHA256: f.SHA256, MTime: fmtTime(f.ModTime),
-		VersionID: f.VersionID, Size: f.Size, Verified: verification(a, f),
+		VersionID: f.VersionID, Asked: version, Size: f.Size, Verified: verification(a, f),
 		DownloadURL: objURL("dl", bucket, f.Key, version), RawURL: objURL("raw", bucket, f.Key, version),
 		RestoreURL: Prefix + "restore/" + url.PathEscape(bucket), FileURL: fileURL(bucket, f.Key, version)}
 	st, err := a.FileStorage(ctx, f)

@@ -71,7 +71,7 @@ var funcs = template.FuncMap{
 
 const layout = `{{define "top"}}<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{{.Title}} · wharf</title><link rel="stylesheet" href="/-/console/style.css"></head>
+<title>{{.Title}} · wharf</title><link rel="stylesheet" href="/-/console/style.css"><link rel="icon" href="/-/console/favicon.png"></head>
 <body><header><a class="brand" href="/-/console/">wharf</a>
 <nav>{{if .Who}}<span class="who" id="who">{{.Who}}</span>
 <form method="post" action="/-/console/logout" class="inline"><input type="hidden" name="csrf" value="{{.CSRF}}"><button type="submit" id="logout">Log out</button></form>
@@ -122,7 +122,7 @@ const layout = `{{define "top"}}<!doctype html>
 </table>
 <p class="actions">{{if .Readable}}<a href="{{.DownloadURL}}" id="download" download>Download</a>{{else}}<span id="archived-note">Archived: this file must be restored before it can be read or downloaded.</span>{{end}}</p>
 {{if .CanRestore}}<form method="post" action="{{.RestoreURL}}" id="restore-form" class="box">
-<input type="hidden" name="csrf" value="{{$.CSRF}}"><input type="hidden" name="key" value="{{.Key}}"><input type="hidden" name="version" value="{{.VersionID}}">
+<input type="hidden" name="csrf" value="{{$.CSRF}}"><input type="hidden" name="key" value="{{.Key}}">{{if .Asked}}<input type="hidden" name="version" value="{{.Asked}}">{{end}}
 <p>Restoring reads back <strong id="restore-cost">{{.ArchivedObjects}} archived object{{if ne .ArchivedObjects 1}}s{{end}}, {{bytes .ArchivedBytes}} ({{comma .ArchivedBytes}} bytes)</strong> from the archive class; your storage provider bills the retrieval.</p>
 <label>Days <input name="days" value="7" size="3"></label>
 <label>Tier <select name="tier"><option>Standard</option><option>Bulk</option><option>Expedited</option></select></label>
@@ -142,7 +142,7 @@ const layout = `{{define "top"}}<!doctype html>
 {{range .Versions}}<tr{{if .Current}} class="current"{{end}}><td>{{if .URL}}<a class="version" href="{{.URL}}">{{.ID}}</a>{{else}}{{.ID}}{{end}}{{if .Latest}} (latest){{end}}{{if .Deleted}} delete marker{{end}}</td>
 <td>{{.MTime}}</td><td class="num">{{if not .Deleted}}{{comma .Size}}{{end}}</td><td><code>{{.ETag}}</code></td></tr>{{end}}</tbody></table>
 {{if .ShareChoices}}<h2>Share link</h2><form method="get" action="/-/console/f/{{.Bucket}}" id="share-form"><input type="hidden" name="key" value="{{.File.Key}}">
-{{if .File.VersionID}}<input type="hidden" name="version" value="{{.File.VersionID}}">{{end}}
+{{if .File.Asked}}<input type="hidden" name="version" value="{{.File.Asked}}">{{end}}
 <label>Valid for <select name="share">{{range .ShareChoices}}<option value="{{.Seconds}}">{{.Label}}</option>{{end}}</select></label> <button type="submit" id="share-button">Make link</button></form>
 {{if .ShareErr}}<p class="error">{{.ShareErr}}</p>{{end}}{{if .ShareURL}}<p>Anyone with this link can download the file until {{.ShareExpiry}}:</p><pre id="share-url">{{.ShareURL}}</pre>{{end}}{{end}}
 <h2>With an S3 client</h2>{{range .Snippets}}<h3>{{.Client}}</h3><pre class="snippet">{{.Code}}</pre>{{end}}
