@@ -88,6 +88,10 @@ type Config struct {
 	// address: LoginBurst at once, then one per LoginEvery. 0 = 5 and 10s.
 	LoginBurst int
 	LoginEvery time.Duration
+	// MaxStreams bounds the downloads (and inline images) one visitor
+	// (access key, else client address) streams at once; more get 503
+	// with Retry-After. 0 = 8.
+	MaxStreams int
 	Logger     zerolog.Logger
 	// Now is the clock (nil = time.Now).
 	Now func() time.Time
@@ -102,6 +106,35 @@ type Console struct {
 	shares   *shareCache
 	bufs     sync.Pool
 	favicon  []byte
+	streams  streamLimit
+}
+
+// streamLimit counts the streams in flight per visitor.
+type streamLimit struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// acquire takes a stream slot for who; false when who has max already.
+func (l *streamLimit) acquire(who string, max int) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.n == nil {
+		l.n = map[string]int{}
+	}
+	if l.n[who] >= max {
+		return false
+	}
+	l.n[who]++
+	return true
+}
+
+func (l *streamLimit) release(who string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.n[who]--; l.n[who] <= 0 {
+		delete(l.n, who)
+	}
 }
 
 // New returns the console for cfg. It panics if cfg.Catalog is nil.
@@ -123,6 +156,9 @@ func New(cfg Config) *Console {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.MaxStreams <= 0 {
+		cfg.MaxStreams = 8
 	}
 	secret := cfg.Secret
 	if len(secret) == 0 {

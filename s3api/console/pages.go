@@ -397,6 +397,16 @@ func (c *Console) download(w http.ResponseWriter, r *http.Request, v visitor, bu
 	if !ok {
 		return
 	}
+	who := clientAddr(r)
+	if v.sess != nil {
+		who = "key " + v.sess.accessKey
+	}
+	if !c.streams.acquire(who, c.cfg.MaxStreams) {
+		w.Header().Set("Retry-After", "2")
+		c.fail(w, r, &v, http.StatusServiceUnavailable, fmt.Sprintf("You already have %d downloads running; wait for one to finish.", c.cfg.MaxStreams))
+		return
+	}
+	defer c.streams.release(who)
 	ctx := r.Context()
 	rc, err := a.Open(ctx, f, 0, f.Size)
 	if err != nil {
