@@ -109,6 +109,36 @@ func writeMillionManifest(ctx context.Context, client *s3.Client, bucket, prefix
 	return key, err
 }
 
+// consoleSnippets runs the file page's aws CLI, boto3 and rclone
+// snippets, copied as the page shows them, each in an empty directory,
+// and compares the file each writes with the source.
+func consoleSnippets(t *testing.T, snippets []string, want []byte) {
+	t.Helper()
+	if len(snippets) != 3 {
+		t.Errorf("file page snippets: %q, want aws CLI, boto3 and rclone", snippets)
+		return
+	}
+	py := findPython(t, "python3-boto3", "boto3")
+	need(t, "aws", "awscli")
+	need(t, "rclone", "rclone")
+	for i, name := range []string{"aws CLI", "boto3", "rclone"} {
+		dir := t.TempDir()
+		env := append(baseEnv(clientHome(t)), "AWS_DEFAULT_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true",
+			"AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null")
+		var stdout, stderr string
+		var err error
+		if name == "boto3" {
+			stdout, stderr, err = runErr(env, dir, py, "-c", snippets[i])
+		} else {
+			stdout, stderr, err = runErr(env, dir, "sh", "-c", snippets[i])
+		}
+		got, rerr := os.ReadFile(filepath.Join(dir, "README.txt"))
+		if err != nil || rerr != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s snippet %q: %v %v\n%s%s", name, snippets[i], err, rerr, tail(stdout, 10), tail(stderr, 10))
+		}
+	}
+}
+
 func chartPNG(w, h int) []byte {
 	img := image.NewRGBA(image.Rect(0, 0, w, h))
 	for y := 0; y < h; y++ {
@@ -290,11 +320,15 @@ func TestConsoleBrowser(t *testing.T) {
 	if got, err := os.ReadFile(dl.File); err != nil || !bytes.Equal(got, chart) || dl.Name != "chart.png" {
 		t.Errorf("download %q (%s): %d bytes, equal to the source: %v (%v)", dl.Name, dl.File, len(got), bytes.Equal(got, chart), err)
 	}
-	var txt struct{ FirstLine, Facts string }
+	var txt struct {
+		FirstLine, Facts string
+		Snippets         []string
+	}
 	r.step(t, "text", &txt)
 	if txt.FirstLine != "Harbour survey 2025: read me first" || !strings.Contains(txt.Facts, "whole-file sha256") {
 		t.Errorf("text preview: %+v", txt)
 	}
+	consoleSnippets(t, txt.Snippets, files["README.txt"])
 	for name, wantText := range map[string]string{"hostileName": "a file with a hostile name", "html": "<script>alert('html')</script>", "svg": "<script>alert('svg2')</script>"} {
 		var h struct {
 			Listed          bool

@@ -96,7 +96,7 @@ async function main() {
       await clickText("a.file", "README.txt");
       await shot("file");
       const t = await text("#preview-text");
-      return { firstLine: t.split("\n")[0], facts: await text("#facts") };
+      return { firstLine: t.split("\n")[0], facts: await text("#facts"), snippets: await texts("pre.snippet") };
     });
     for (const [name, label] of [["hostileName", cfg.hostile], ["html", "evil.html"], ["svg", "evil.svg"]]) {
       await step(name, async () => {

@@ -415,16 +415,30 @@ func TestHostileContent(t *testing.T) {
 	if cd := resp.Header.Get("Content-Disposition"); strings.ContainsAny(strings.TrimPrefix(cd, "attachment; filename=\""), "<>") {
 		t.Errorf("Content-Disposition %q", cd)
 	}
-	// A POST from another origin is refused.
-	req, _ := http.NewRequest(http.MethodPost, s.URL+"/-/console/logout", strings.NewReader(""))
-	req.Header.Set("Origin", "http://evil.example")
-	r2, err := c.Do(req)
+	// A POST from another origin (or an opaque one) is refused, as is a
+	// cross-site one without Origin.
+	for _, h := range [][2]string{{"Origin", "http://evil.example"}, {"Origin", "null"}, {"Sec-Fetch-Site", "cross-site"}} {
+		req, _ := http.NewRequest(http.MethodPost, s.URL+"/-/console/login", strings.NewReader(""))
+		req.Header.Set(h[0], h[1])
+		r2, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(r2.Body)
+		r2.Body.Close()
+		if r2.StatusCode != 403 || !strings.Contains(string(b), "another site") {
+			t.Errorf("POST with %s: %s: %d", h[0], h[1], r2.StatusCode)
+		}
+	}
+	// Other methods are refused; the console never reaches the S3 write path.
+	req, _ := http.NewRequest(http.MethodPut, s.URL+"/-/console/b/main", strings.NewReader("x"))
+	r3, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r2.Body.Close()
-	if r2.StatusCode != 403 {
-		t.Errorf("cross-origin POST: %d", r2.StatusCode)
+	r3.Body.Close()
+	if r3.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("PUT: %d", r3.StatusCode)
 	}
 }
 
