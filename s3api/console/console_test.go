@@ -153,7 +153,13 @@ func newServer(t testing.TB, o opts) *server {
 	h := s3api.New(s3api.Config{Catalog: cat, Verifier: v, Logger: zerolog.New(s.logs), Registerer: s.reg, AllowRestore: o.allowRestore,
 		Console: func(api http.Handler) http.Handler {
 			return console.New(console.Config{Catalog: cat, Verifier: v, API: api, Logins: len(o.keys) > 0,
-				AllowRestore: o.allowRestore, Logger: zerolog.New(s.logs), LoginBurst: 3, LoginEvery: time.Hour})
+				AllowRestore: o.allowRestore, Logger: zerolog.New(s.logs), LoginBurst: 3, LoginEvery: time.Hour,
+				Source: func(b string) string {
+					if b == "chain" {
+						return "alias s3://src/chain@latest"
+					}
+					return "archive s3://src/..."
+				}})
 		}})
 	s.Server = httptest.NewServer(h)
 	t.Cleanup(s.Close)
@@ -616,4 +622,25 @@ func TestRestoreButton(t *testing.T) {
 	csrf = regexp.MustCompile(`name="csrf" value="([^"]*)"`).FindStringSubmatch(body)[1]
 	resp, body = s.post(t, c2, "/-/console/restore/chain", url.Values{"csrf": {csrf}, "key": {"notes.txt"}, "days": {"2"}, "tier": {"Standard"}})
 	want(t, resp, body, 403)
+}
+
+func TestBucketsPageSummary(t *testing.T) {
+	s := newServer(t, opts{anonymous: true})
+	c := s.client(t)
+	row := regexp.MustCompile(`(?s)<tr><td><a class="bucket" href="/-/console/b/cold">cold</a></td><td>archive</td>.*?</tr>`)
+	var body string
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		_, body = s.get(t, c, "/-/console/")
+		if m := row.FindString(body); m != "" && !strings.Contains(m, "…") {
+			break
+		}
+	}
+	// cold.bin (20,000 bytes) is in GLACIER, warm.txt (5 bytes) is not.
+	m := row.FindString(body)
+	if !strings.Contains(m, "<td class=\"num\">2</td>") || !strings.Contains(m, "19.5 KiB") || !strings.Contains(m, "100.0%") && !strings.Contains(m, "99.9%") {
+		t.Fatalf("cold bucket row: %s\n%s", m, body)
+	}
+	if !regexp.MustCompile(`href="/-/console/b/chain">chain</a></td><td>alias</td>`).MatchString(body) {
+		t.Errorf("chain is not shown as an alias:\n%s", body)
+	}
 }

@@ -96,10 +96,6 @@ func (c *Console) buckets(w http.ResponseWriter, r *http.Request, v visitor) {
 			info := a.Info()
 			row.State, row.Files = "open", info.Files
 			row.Served = "upload " + info.UploadID
-			if info.Version != "" {
-				row.Kind = "dataset version"
-				row.Served = "version " + info.Version + " (upload " + info.UploadID + ")"
-			}
 			if len(info.Chain) > 1 {
 				row.Served += fmt.Sprintf(", a chain of %d uploads", len(info.Chain))
 			}
