@@ -29,7 +29,8 @@ const (
 	previewBytes = 64 << 10
 	// maxShareSeconds is S3's limit on a presigned URL's expiry (7 days).
 	maxShareSeconds = 7 * 24 * 3600
-	// bucketWait bounds how long the buckets page waits for one archive.
+	// bucketWait bounds how long the buckets page waits for archives
+	// still opening.
 	bucketWait = 500 * time.Millisecond
 )
 
@@ -74,6 +75,10 @@ func (c *Console) buckets(w http.ResponseWriter, r *http.Request, v visitor) {
 	})
 	rows := make([]bucketRow, 0, len(names))
 	live := map[*archiveview.Archive]bool{}
+	// One wait for the whole page: buckets still opening after it are
+	// shown as opening, however many there are.
+	ctx, cancel := context.WithTimeout(r.Context(), bucketWait)
+	defer cancel()
 	for _, name := range names {
 		row := bucketRow{Name: name, Kind: "archive"}
 		if c.cfg.Source != nil {
@@ -83,9 +88,7 @@ func (c *Console) buckets(w http.ResponseWriter, r *http.Request, v visitor) {
 				row.Kind = "discovered archive"
 			}
 		}
-		ctx, cancel := context.WithTimeout(r.Context(), bucketWait)
 		a, _, err := c.cfg.Catalog.Bucket(ctx, name)
-		cancel()
 		switch {
 		case errors.Is(err, archiveview.ErrOpening) || errors.Is(err, context.DeadlineExceeded):
 			row.State = "opening"
@@ -215,34 +218,24 @@ func (c *Console) lookup(w http.ResponseWriter, r *http.Request, v visitor, a *a
 		c.fail(w, r, &v, http.StatusBadRequest, "No key given.")
 		return archiveview.File{}, false
 	}
-	if version != "" && version != mustStat(a, key) {
-		vs, err := a.Versions(r.Context())
-		if err != nil {
-			c.fail(w, r, &v, http.StatusInternalServerError, "The version history of "+bucket+" could not be read: "+err.Error())
-			return archiveview.File{}, false
-		}
-		ver, found := vs.StatVersion(key, version)
-		if !found || ver.DeleteMarker {
-			c.fail(w, r, &v, http.StatusNotFound, "No version "+version+" of "+key+" in "+bucket+".")
-			return archiveview.File{}, false
-		}
-		return ver.File, true
+	if f, found := a.Stat(key); found && (version == "" || version == f.VersionID) {
+		return f, true
 	}
-	f, found := a.Stat(key)
-	if !found {
+	if version == "" {
 		c.fail(w, r, &v, http.StatusNotFound, "No file "+key+" in "+bucket+".")
 		return archiveview.File{}, false
 	}
-	return f, true
-}
-
-// mustStat is the latest version id of key, "" when absent.
-func mustStat(a *archiveview.Archive, key string) string {
-	f, ok := a.Stat(key)
-	if !ok {
-		return "\x00"
+	vs, err := a.Versions(r.Context())
+	if err != nil {
+		c.fail(w, r, &v, http.StatusInternalServerError, "The version history of "+bucket+" could not be read: "+err.Error())
+		return archiveview.File{}, false
 	}
-	return f.VersionID
+	ver, found := vs.StatVersion(key, version)
+	if !found || ver.DeleteMarker {
+		c.fail(w, r, &v, http.StatusNotFound, "No version "+version+" of "+key+" in "+bucket+".")
+		return archiveview.File{}, false
+	}
+	return ver.File, true
 }
 
 // versionRow is one version on a file page.
@@ -518,7 +511,7 @@ func (c *Console) restore(w http.ResponseWriter, r *http.Request, v visitor, buc
 		return
 	}
 	body := fmt.Sprintf(`<RestoreRequest xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Days>%d</Days><GlacierJobParameters><Tier>%s</Tier></GlacierJobParameters></RestoreRequest>`, days, tier)
-	status, resp, err := c.sendRestore(r, v.sess, bucket, f, []byte(body))
+	status, resp, err := c.sendRestore(r, v.sess, a, bucket, f, []byte(body))
 	if err != nil {
 		c.fail(w, r, &v, http.StatusInternalServerError, "The restore could not be sent: "+err.Error())
 		return
@@ -540,12 +533,10 @@ func (c *Console) restore(w http.ResponseWriter, r *http.Request, v visitor, buc
 }
 
 // sendRestore serves a signed POST ?restore through the S3 handler.
-func (c *Console) sendRestore(r *http.Request, se *session, bucket string, f archiveview.File, body []byte) (int, []byte, error) {
+func (c *Console) sendRestore(r *http.Request, se *session, a *archiveview.Archive, bucket string, f archiveview.File, body []byte) (int, []byte, error) {
 	u := "http://" + r.Host + "/" + bucket + "/" + auth.URIEncode(f.Key, true) + "?restore"
-	if f.VersionID != "" {
-		if latest, ok := mustStatFile(c, r, bucket, f); !ok || latest != f.VersionID {
-			u += "&versionId=" + auth.URIEncode(f.VersionID, false)
-		}
+	if latest, ok := a.Stat(f.Key); f.VersionID != "" && (!ok || latest.VersionID != f.VersionID) {
+		u += "&versionId=" + auth.URIEncode(f.VersionID, false) // an older version
 	}
 	req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, u, bytes.NewReader(body))
 	if err != nil {
@@ -564,16 +555,6 @@ func (c *Console) sendRestore(r *http.Request, se *session, bucket string, f arc
 		rec.status = http.StatusOK
 	}
 	return rec.status, rec.body.Bytes(), nil
-}
-
-// mustStatFile is the latest version id of f's key in bucket.
-func mustStatFile(c *Console, r *http.Request, bucket string, f archiveview.File) (string, bool) {
-	a, _, err := c.cfg.Catalog.Bucket(r.Context(), bucket)
-	if err != nil || a == nil {
-		return "", false
-	}
-	g, ok := a.Stat(f.Key)
-	return g.VersionID, ok
 }
 
 // s3Message is the Code and Message of an S3 error document.
