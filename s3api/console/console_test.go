@@ -131,7 +131,7 @@ func newServer(t testing.TB, o opts) *server {
 	m["chain"] = open("chain", r2.ManifestKey, store, false)
 
 	// Archived: cold.bin in GLACIER behind the Glacier model.
-	s.g = faults.NewGlacier(faults.GlacierConfig{Delay: 300 * time.Millisecond})
+	s.g = faults.NewGlacier(faults.GlacierConfig{Delay: 1500 * time.Millisecond})
 	ra := pack(t, dir, map[string][]byte{"cold.bin": bytes.Repeat([]byte("cold"), 5000), "warm.txt": []byte("warm\n")},
 		cargopack.Options{Bucket: "src", Prefix: "arch", UploadID: "a1", Direct: true})
 	s.g.SetClass("src", "arch/uploads/a1/files/cold.bin", backend.ClassGlacier, "")
@@ -604,15 +604,16 @@ func TestRestoreButton(t *testing.T) {
 	if !strings.Contains(s.logs.String(), `"op":"RestoreObject"`) || !strings.Contains(s.logs.String(), `"message":"restore"`) {
 		t.Errorf("the restore did not go through the S3 handler's RestoreObject")
 	}
-	time.Sleep(50 * time.Millisecond)
 	resp, body = s.get(t, c, resp.Header.Get("Location"))
 	want(t, resp, body, 200, "Restore started.", "restore in progress")
 	if strings.Contains(body, `id="restore-button"`) {
 		t.Errorf("restore button still offered while restoring")
 	}
 	// The model finishes the restore: the file is readable.
-	time.Sleep(400 * time.Millisecond)
-	resp, body = s.get(t, c, fileURL("cold", "cold.bin"))
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && !strings.Contains(body, "restored until"); {
+		time.Sleep(100 * time.Millisecond)
+		resp, body = s.get(t, c, fileURL("cold", "cold.bin"))
+	}
 	want(t, resp, body, 200, "restored until", `id="download"`)
 
 	// A key whose grant denies restores gets no button, and a POST is refused.
@@ -642,5 +643,67 @@ func TestBucketsPageSummary(t *testing.T) {
 	}
 	if !regexp.MustCompile(`href="/-/console/b/chain">chain</a></td><td>alias</td>`).MatchString(body) {
 		t.Errorf("chain is not shown as an alias:\n%s", body)
+	}
+}
+
+// TestDownloadNeverServesWrongBytes: with a silently flipped byte deep in
+// the chunk, a download starts (its first frame is good) and is then
+// aborted: the client sees a broken body, never a clean body with other
+// bytes. With the flip in the first frame, the download is a clean error
+// page and the preview says it could not be read.
+func TestDownloadNeverServesWrongBytes(t *testing.T) {
+	ctx := context.Background()
+	big := make([]byte, 600<<10)
+	rand.New(rand.NewSource(9)).Read(big)
+	for _, tc := range []struct {
+		name   string
+		flipAt int64
+	}{{"mid-stream", 400 << 10}, {"first frame", 1000}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			res := pack(t, dir, map[string][]byte{"big.bin": big}, cargopack.Options{Bucket: "src", Prefix: "p", UploadID: "u1", FrameSize: 64 << 10, ContentHash: true})
+			fs := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{Hook: func(r faults.Request) faults.Fault {
+				if r.Op == "range" && strings.Contains(r.Key, "chunk") {
+					return faults.Fault{Kind: faults.FaultFlip, FlipAt: []int64{tc.flipAt}}
+				}
+				return faults.Fault{}
+			}})
+			a, err := archiveview.Open(ctx, fs, "src", res.ManifestKey, archiveview.Options{Name: "b"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			v, _ := auth.New(auth.Config{Anonymous: true})
+			cat := catalog.NewStatic(map[string]*archiveview.Archive{"b": a})
+			srv := httptest.NewServer(s3api.New(s3api.Config{Catalog: cat, Verifier: v, Logger: zerolog.Nop(),
+				Console: func(api http.Handler) http.Handler {
+					return console.New(console.Config{Catalog: cat, Verifier: v, API: api, Logger: zerolog.Nop()})
+				}}))
+			defer srv.Close()
+			resp, err := http.Get(srv.URL + "/-/console/dl/b?key=big.bin")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, rerr := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == 200 && rerr == nil {
+				t.Fatalf("a clean 200 of %d bytes (equal to the source: %v) from a corrupted chunk", len(got), bytes.Equal(got, big))
+			}
+			if resp.StatusCode == 200 && len(got) > 0 && !bytes.Equal(got, big[:len(got)]) {
+				t.Fatalf("the aborted body's %d bytes differ from the source", len(got))
+			}
+			t.Logf("status %d, %d bytes, then %v", resp.StatusCode, len(got), rerr)
+			if tc.flipAt < 64<<10 {
+				if resp.StatusCode != 500 {
+					t.Fatalf("flip in the first frame: status %d, want a clean 500", resp.StatusCode)
+				}
+				r2, _ := http.Get(srv.URL + "/-/console/f/b?key=big.bin")
+				page, _ := io.ReadAll(r2.Body)
+				r2.Body.Close()
+				if !strings.Contains(string(page), "The preview could not be read") {
+					t.Fatalf("preview of a corrupted first frame:\n%s", page)
+				}
+			}
+		})
 	}
 }
