@@ -39,6 +39,7 @@ const (
 	opNotImplemented        = "NotImplemented"
 	opWrite                 = "Write"
 	opMethodNotAllowed      = "MethodNotAllowed"
+	opConsole               = "Console"
 )
 
 // allOps lists every op label, for pre-initialized metrics.
@@ -48,7 +49,7 @@ var allOps = []string{
 	opGetBucketPolicyStatus, opGetObjectLockConfig,
 	opListObjects, opListObjectsV2, opListObjectVersions, opHeadObject, opGetObject, opGetObjectACL,
 	opGetObjectTagging, opGetObjectAttributes, opGetObjectRetention, opGetObjectLegalHold,
-	opRestoreObject, opCORSPreflight, opNotImplemented, opWrite, opMethodNotAllowed,
+	opRestoreObject, opCORSPreflight, opNotImplemented, opWrite, opMethodNotAllowed, opConsole,
 }
 
 // subResources are the S3 query sub-resources that select an operation other

@@ -89,6 +89,10 @@ type Config struct {
 	// archived objects cost money, so it is off by default and every such
 	// POST is then refused (403 AccessDenied) like a write.
 	AllowRestore bool
+	// Console, when set, builds the handler of /-/console/ (package
+	// s3api/console) from this S3 handler; its requests are logged and
+	// counted as op "Console".
+	Console func(api http.Handler) http.Handler
 }
 
 // server is the S3 handler that New returns.
@@ -102,6 +106,7 @@ type server struct {
 	// encoding/xml responses and as text for the hand-written listings.
 	owner    *owner
 	ownerXML string
+	console  http.Handler
 }
 
 // New returns the S3 http.Handler for cfg. It panics if cfg.Catalog is nil or
@@ -134,6 +139,9 @@ func New(cfg Config) http.Handler {
 	s := &server{cfg: cfg, metrics: m, limit: lim, now: time.Now,
 		owner:    &owner{ID: cfg.OwnerID, DisplayName: cfg.OwnerName},
 		ownerXML: ownerElement(cfg.OwnerID, cfg.OwnerName)}
+	if cfg.Console != nil {
+		s.console = cfg.Console(s)
+	}
 	size := cfg.BufferSize
 	s.bufs.New = func() any {
 		b := make([]byte, size)
@@ -202,6 +210,11 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	req.hasKey = req.key != ""
 	req.query, req.queryErr = auth.ParseQuery(r.URL.RawQuery)
 	req.op = operationName(r.Method, req.bucket, req.hasKey, req.query)
+	if req.bucket == "-" && s.console != nil { // no S3 bucket is named "-"
+		req.op = opConsole
+		s.console.ServeHTTP(rw, r)
+		return
+	}
 
 	// CORS headers for an allowed origin, on every answer from here on,
 	// errors included, so a page can read why a request failed (cors.go).

@@ -98,6 +98,8 @@ type fileConfig struct {
 	// Archived uploads.
 	AllowRestore     bool          `yaml:"allow_restore"`
 	RestoreStatusTTL time.Duration `yaml:"restore_status_ttl"`
+	// The web console (cmd/wharf/console.go).
+	Console bool `yaml:"console"`
 }
 
 // yamlBytes is a size in YAML: an integer or a string such as "512MiB".
@@ -179,6 +181,7 @@ func applyConfigYAML(data []byte, cfg *serveConfig) error {
 		frontDoorConfig: cfg.frontDoorConfig,
 		openLimits:      cfg.openLimits,
 		AllowRestore:    cfg.AllowRestore, RestoreStatusTTL: cfg.RestoreStatusTTL,
+		Console: cfg.Console,
 	}
 	fc.S3.Endpoint, fc.S3.Region, fc.S3.PathStyle = cfg.S3.Endpoint, cfg.S3.Region, cfg.S3.PathStyle
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -216,6 +219,7 @@ func applyConfigYAML(data []byte, cfg *serveConfig) error {
 	cfg.Read = readOptions{ReadMemory: int64(fc.ReadMemory), PartSize: int64(fc.PartSize), StreamParts: fc.StreamParts, MaxParts: fc.MaxParts,
 		TrustUnframed: fc.TrustUnframed, AllowKeyPrefixes: fc.AllowKeyPrefixes, MaxFrameBytes: int64(fc.MaxFrameBytes)}
 	cfg.AllowRestore, cfg.RestoreStatusTTL = fc.AllowRestore, fc.RestoreStatusTTL
+	cfg.Console = fc.Console
 	return nil
 }
 
@@ -314,6 +318,7 @@ func serveFlags(cfg *serveConfig, configPath *string, check *bool) *flag.FlagSet
 	openLimitFlags(fs, &cfg.openLimits)
 	fs.BoolVar(&cfg.AllowRestore, "allow-restore", cfg.AllowRestore, "serve RestoreObject (POST /BUCKET/KEY?restore): restore the archived chunks holding a file's bytes, for keys whose grant allows it (keys file: restore: true|false|[buckets]); restores cost money, so this is off by default")
 	fs.DurationVar(&cfg.RestoreStatusTTL, "restore-status-ttl", cfg.RestoreStatusTTL, "trust an archived chunk's restore state this long before asking S3 again with a HEAD (0 = 1m; at most 24h)")
+	fs.BoolVar(&cfg.Console, "console", cfg.Console, "serve a read-only web console at /-/console/ on the S3 listener (browse, preview, download; login with an access key unless --anonymous)")
 	return fs
 }
 

@@ -95,6 +95,10 @@ type serveConfig struct {
 	// trusted before a HEAD asks again; 0 = one minute.
 	RestoreStatusTTL time.Duration
 
+	// Console serves the read-only web console at /-/console/ on the S3
+	// listener (package s3api/console).
+	Console bool
+
 	// Test hooks: wrapStore wraps the opened store (faults.NewFaulty);
 	// rescanNow triggers a rescan like SIGHUP; scanned is called after
 	// every rescan with its error.
@@ -278,6 +282,9 @@ func (cfg *serveConfig) validate(keys []auth.Key) error {
 			return errors.New("--allow-restore: anonymous callers never restore; configure access keys (--keys-file, --access-key) for the callers that may")
 		}
 	}
+	if cfg.Console && len(keys) == 0 && !cfg.Anonymous {
+		return errors.New("--console: with neither access keys nor --anonymous nobody could see anything in the console")
+	}
 	return cfg.frontDoorConfig.validate(cfg.AdminListen, time.Now())
 }
 
@@ -394,6 +401,7 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 		MaxInflightPerKey: cfg.MaxInflightPerKey,
 		CORS:              cors,
 		AllowRestore:      cfg.AllowRestore,
+		Console:           consoleHandler(&cfg, cm.Catalog(), verifier, len(keys) > 0, log),
 	})
 
 	ln, err := net.Listen("tcp", cfg.Listen)
