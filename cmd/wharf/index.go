@@ -96,11 +96,7 @@ func indexBuild(ctx context.Context, args []string, out io.Writer) error {
 			return fmt.Errorf("publish index in %s: %w", *output, err)
 		}
 		printInfo(out, a.Info())
-		if published {
-			fmt.Fprintf(out, "index:              published in %s\n", *output)
-		} else {
-			fmt.Fprintf(out, "index:              %s already holds this archive's index (another writer was first)\n", *output)
-		}
+		fmt.Fprintf(out, "index:              %s: %s\n", *output, published)
 		return nil
 	}
 	if err := a.WriteIndexFile(*output); err != nil {
