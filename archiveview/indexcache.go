@@ -196,6 +196,16 @@ type StoreIndexCache struct {
 	Secret *IndexSecret
 	// MaxObjectBytes bounds what Fetch spools (0: 4 GiB).
 	MaxObjectBytes int64
+	// Observe, if set, is told of each object refused by Fetch
+	// ("refused") and of each Publish's outcome (PublishOutcome.String):
+	// the metrics hook. It must not block.
+	Observe func(event string)
+}
+
+func (c StoreIndexCache) observe(event string) {
+	if c.Observe != nil {
+		c.Observe(event)
+	}
 }
 
 // defaultMaxIndexObject is StoreIndexCache's MaxObjectBytes by default.
@@ -211,6 +221,9 @@ func (c StoreIndexCache) where(name IndexName) string {
 // (its MAC verified and stripped, with a Secret).
 func (c StoreIndexCache) Fetch(ctx context.Context, name IndexName) (string, func(), error) {
 	path, _, err := c.fetch(ctx, name)
+	if errors.Is(err, ErrUnauthenticatedIndex) {
+		c.observe("refused")
+	}
 	if err != nil {
 		return "", nil, err
 	}
@@ -259,6 +272,14 @@ func (c StoreIndexCache) fetch(ctx context.Context, name IndexName) (path, etag 
 // write conditional on the ETag it was fetched with (Replaced, or Raced
 // when another writer changed it first).
 func (c StoreIndexCache) Publish(ctx context.Context, name IndexName, path string) (PublishOutcome, error) {
+	out, err := c.publish(ctx, name, path)
+	if err == nil {
+		c.observe(out.String())
+	}
+	return out, err
+}
+
+func (c StoreIndexCache) publish(ctx context.Context, name IndexName, path string) (PublishOutcome, error) {
 	p, ok := c.Store.(backend.Putter)
 	if !ok {
 		return 0, fmt.Errorf("index cache %s: the store cannot write", c)

@@ -11,6 +11,9 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
 	"github.com/wharf-s3/wharf/archiveview"
 	"github.com/wharf-s3/wharf/backend"
 )
@@ -116,7 +119,10 @@ func (f indexCacheFlag) Set(v string) error { return f.cfg.setIndexCache(v) }
 // shared by every replica (read with the same client and credentials as the
 // archives, and spooled to a private temporary directory, removed by
 // cleanup).
-func (cfg *serveConfig) openIndexCache(ctx context.Context, store backend.Store) (c archiveview.IndexCache, cleanup func(), err error) {
+//
+// The shared cache's refusals and publications are counted in reg
+// (wharf_index_cache_objects_total{event}) and its trust mode is logged.
+func (cfg *serveConfig) openIndexCache(ctx context.Context, store backend.Store, reg prometheus.Registerer, log zerolog.Logger) (c archiveview.IndexCache, cleanup func(), err error) {
 	switch {
 	case cfg.IndexCacheDir != "":
 		if err := cfg.validateIndexCache(); err != nil {
@@ -131,7 +137,25 @@ func (cfg *serveConfig) openIndexCache(ctx context.Context, store backend.Store)
 		if err := probeIndexCache(ctx, cfg.IndexCacheURL, store); err != nil {
 			return nil, nil, err
 		}
-		return openIndexCache(cfg.IndexCacheURL, store, secret)
+		c, cleanup, err := openIndexCache(cfg.IndexCacheURL, store, secret)
+		if err != nil {
+			return nil, nil, err
+		}
+		events := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "wharf_index_cache_objects_total",
+			Help: "Shared index cache objects by event: refused (no valid MAC, or too large), published, damaged, replaced, already there, valid, damaged, replaced by another writer first."},
+			[]string{"event"})
+		if err := reg.Register(events); err != nil {
+			cleanup()
+			return nil, nil, err
+		}
+		sc := c.(archiveview.StoreIndexCache)
+		sc.Observe = func(event string) { events.WithLabelValues(event).Inc() }
+		if secret != nil {
+			log.Info().Str("index_cache", cfg.IndexCacheURL).Str("key_id", secret.KeyID()).Msg("shared index cache: objects authenticated with the secret")
+		} else {
+			log.Warn().Str("index_cache", cfg.IndexCacheURL).Msg("shared index cache without a secret (--index-cache-trust-writers): whoever can write the prefix chooses what this replica serves")
+		}
+		return sc, cleanup, nil
 	}
 	return nil, func() {}, nil
 }

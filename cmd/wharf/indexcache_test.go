@@ -240,3 +240,60 @@ func indexCmdOut(t *testing.T, args ...string) (string, error) {
 	err := indexCmd(context.Background(), args, &out)
 	return out.String(), err
 }
+
+// TestServeSharedIndexMetrics: wharf serve with an authenticated shared
+// index cache logs its key id, counts what the cache did
+// (wharf_index_cache_objects_total), refuses a forged object (the index
+// without its MAC) and replaces it. The GET waits for the archive's open,
+// so the counts are final when scraped.
+func TestServeSharedIndexMetrics(t *testing.T) {
+	store, man := packServeTree(t, map[string][]byte{"a.txt": []byte("hello\n")})
+	dir := strings.TrimPrefix(store, "file://")
+	cfg, _, err := parseServeArgs([]string{"--store", store, "--archive", "data=" + man, "--anonymous", "--listen", "127.0.0.1:0",
+		"--admin-listen", "127.0.0.1:0", "--index-cache", "s3://src/idx", "--index-cache-secret-file", testIndexSecretFile(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scrape := func(admin string) string {
+		t.Helper()
+		_, body := get(t, "http://"+admin+"/metrics")
+		var lines []string
+		for _, l := range strings.Split(string(body), "\n") {
+			if strings.HasPrefix(l, "wharf_index_cache_objects_total{") {
+				lines = append(lines, l)
+			}
+		}
+		return strings.Join(lines, "\n")
+	}
+	addr, admin, logs, stop := startServe(t, cfg)
+	if code, b := get(t, "http://"+addr+"/data/a.txt"); code != 200 || string(b) != "hello\n" {
+		t.Fatalf("GET a.txt: %d %q", code, b)
+	}
+	if m := scrape(admin); !strings.Contains(m, `{event="published"} 1`) {
+		t.Errorf("first start: metrics %q", m)
+	}
+	if !strings.Contains(logs.String(), `"key_id"`) {
+		t.Errorf("no key id logged:\n%s", logs.String())
+	}
+	stop()
+
+	objs, _ := filepath.Glob(filepath.Join(dir, "src", "idx", "*.widx"))
+	if len(objs) != 1 {
+		t.Fatalf("objects %v", objs)
+	}
+	good, _ := os.ReadFile(objs[0])
+	os.WriteFile(objs[0], good[:len(good)-48], 0o644) // the index, without its MAC
+	os.Chtimes(objs[0], time.Now().Add(time.Minute), time.Now().Add(time.Minute))
+	addr, admin, logs, stop = startServe(t, cfg)
+	defer stop()
+	if code, b := get(t, "http://"+addr+"/data/a.txt"); code != 200 || string(b) != "hello\n" {
+		t.Fatalf("GET a.txt: %d %q", code, b)
+	}
+	m := scrape(admin)
+	if !strings.Contains(m, `{event="refused"} 1`) || !strings.Contains(m, `{event="damaged, replaced"} 1`) {
+		t.Errorf("after the forgery: metrics %q\n%s", m, logs.String())
+	}
+	if got, _ := os.ReadFile(objs[0]); !bytes.Equal(got, good) {
+		t.Error("the unauthenticated object was not replaced")
+	}
+}

@@ -335,7 +335,7 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 	if cfg.AllowRestore && !restorer {
 		return fmt.Errorf("--allow-restore: the store %s cannot restore objects", cfg.StoreURL)
 	}
-	indexCache, dropIndexSpool, err := cfg.openIndexCache(ctx, store)
+	indexCache, dropIndexSpool, err := cfg.openIndexCache(ctx, store, reg, log)
 	if err != nil {
 		return err
 	}
