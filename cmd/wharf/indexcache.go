@@ -260,6 +260,12 @@ func loadIndexSecret(path string) (*archiveview.IndexSecret, error) {
 	fail := func(format string, args ...any) (*archiveview.IndexSecret, error) {
 		return nil, fmt.Errorf("--index-cache-secret-file %s: "+format, append([]any{path}, args...)...)
 	}
+	// Stat before opening: opening a FIFO would wait for a writer.
+	if fi, err := os.Stat(path); err != nil {
+		return fail("%w", err)
+	} else if !fi.Mode().IsRegular() {
+		return fail("not a regular file")
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return fail("%w", err)

@@ -54,6 +54,10 @@ func TestIndexCacheTrustValidation(t *testing.T) {
 	big := write("big", strings.Repeat("k", 5000), 0o600)
 	unreadable := write("unreadable", strings.Repeat("k", 40), 0o000)
 	missing := filepath.Join(dir, "missing")
+	fifo := filepath.Join(dir, "fifo") // opening it would wait for a writer
+	if !testMkfifo(t, fifo) {
+		fifo = dir // no FIFOs here: the directory case again
+	}
 	cases := []struct {
 		name string
 		args []string
@@ -67,6 +71,7 @@ func TestIndexCacheTrustValidation(t *testing.T) {
 		{"short", []string{"--index-cache", "s3://src/idx", "--index-cache-secret-file", short}, "31 bytes of secret, want at least 32"},
 		{"world-readable", []string{"--index-cache", "s3://src/idx", "--index-cache-secret-file", open}, "readable by every user (mode 0644)"},
 		{"directory", []string{"--index-cache", "s3://src/idx", "--index-cache-secret-file", dir}, "not a regular file"},
+		{"fifo", []string{"--index-cache", "s3://src/idx", "--index-cache-secret-file", fifo}, "not a regular file"},
 		{"too-large", []string{"--index-cache", "s3://src/idx", "--index-cache-secret-file", big}, "larger than 4096 bytes"},
 		{"secret-local-dir", []string{"--index-cache", dir, "--index-cache-secret-file", good}, "a local index directory carries no MAC"},
 		{"trust-no-cache", []string{"--index-cache-trust-writers"}, "without an s3:// --index-cache"},
