@@ -4,6 +4,13 @@ package archiveview
 // Open with Options.IndexCache looks an archive's index up by a name
 // derived from its manifest, loads it after the freshness checks, and on a
 // miss builds the tree from the manifests and publishes a fresh file.
+//
+// A local directory (DirIndexCache) is trusted as the server's own disk. A
+// prefix of the backing store shared by replicas (StoreIndexCache) is
+// written by others too: with an IndexSecret its objects carry a MAC over
+// the file and its IndexName (indexmac.go), and an object that fails it is
+// never used and is replaced, conditional on its ETag. The contract every
+// implementation keeps is checked by archiveview/indexcachetest.
 
 import (
 	"context"
