@@ -20,8 +20,8 @@ import (
 // backing store. The first to open an archive builds its index from the
 // manifest and publishes it; the next loads it and never GETs a manifest
 // (HEADs only), serving the same bytes. A damaged or foreign object under
-// the name is ignored (logged) and the archive is read from its manifest;
-// the first writer's object stays.
+// the name is ignored (logged), the archive is read from its manifest, and
+// the object is replaced (issue 20 item 12; it was kept forever before).
 func TestStoreIndexCacheReplicas(t *testing.T) {
 	dir, key, want := piSetup(t, piShape{opt: cargopack.Options{FrameSize: 16 << 10}})
 	cache := func(spool string) StoreIndexCache {
@@ -90,8 +90,14 @@ func TestStoreIndexCacheReplicas(t *testing.T) {
 		t.Fatalf("damaged shared index: %d manifest GETs, logs %s", manifestGETs(f3), logs.String())
 	}
 	piReadAll(t, c, want, rand.New(rand.NewPCG(1, 2)))
-	if got, _ := os.ReadFile(objs[0]); !bytes.Equal(got, damaged) {
-		t.Error("a replica replaced the object under the name (the first writer wins)")
+	// Issue 20 item 12: the damaged object is replaced (conditional on its
+	// ETag), so the next replica opens from the cache again.
+	if got, _ := os.ReadFile(objs[0]); !bytes.Equal(got, first) || !strings.Contains(logs.String(), `"outcome":"damaged, replaced"`) {
+		t.Errorf("the damaged object was not replaced with the index (logs %s)", logs.String())
+	}
+	logs.Reset()
+	if _, f := replica(t, &logs); manifestGETs(f) != 0 {
+		t.Errorf("after the replacement: %d manifest GETs, want 0 (logs %s)", manifestGETs(f), logs.String())
 	}
 
 	// A foreign object: another archive's valid index under this name.
@@ -114,4 +120,7 @@ func TestStoreIndexCacheReplicas(t *testing.T) {
 		t.Fatalf("foreign shared index: %d manifest GETs, logs %s", manifestGETs(f4), logs.String())
 	}
 	piReadAll(t, d, want, rand.New(rand.NewPCG(1, 2)))
+	if got, _ := os.ReadFile(objs[0]); !bytes.Equal(got, first) {
+		t.Error("the foreign object was not replaced")
+	}
 }

@@ -197,13 +197,13 @@ func openIndexCached(ctx context.Context, store backend.Store, bucket, manifestK
 	c := opts.IndexCache
 	etag := ""
 	var top *backend.ObjectInfo // the manifest's stat, when made
-	if c.Shared() {
+	if c.NamesIncludeETag() {
 		if info, err := store.Stat(ctx, bucket, manifestKey); err == nil {
 			etag, top = info.ETag, &info
 		}
 	}
-	name := indexName(bucket, manifestKey, etag)
-	where := c.String() + " " + name
+	name := IndexName{Bucket: bucket, ManifestKey: manifestKey, ETag: etag}
+	where := c.String() + " " + name.String()
 	path, release, err := c.Fetch(ctx, name)
 	if err == nil {
 		var a *Archive
@@ -250,7 +250,7 @@ func openIndexCached(ctx context.Context, store backend.Store, bucket, manifestK
 // the one built in memory). The temporary file stays while mapped: published by
 // rename (a local cache) it is the cache's file; else (a shared cache's
 // spool) it is removed once unmapped.
-func (a *Archive) publishAndServe(ctx context.Context, c IndexCache, name string) (*Archive, error) {
+func (a *Archive) publishAndServe(ctx context.Context, c IndexCache, name IndexName) (*Archive, error) {
 	tmp, err := a.writeIndexTemp(c.TempDir())
 	if err != nil {
 		return nil, err
@@ -269,16 +269,16 @@ func (a *Archive) publishAndServe(ctx context.Context, c IndexCache, name string
 	if err != nil {
 		return nil, err
 	}
-	where := c.String() + " " + name
+	where := c.String() + " " + name.String()
 	published, err := c.Publish(ctx, name, tmp)
 	switch {
 	case err != nil:
 		b.log.Warn().Err(err).Str("archive", b.name).Str("index", where).Msg("index cache not written")
-	case !published:
-		b.log.Info().Str("archive", b.name).Str("index", where).Msg("index cache: another replica published this index first")
+	case !published.Wrote():
+		b.log.Info().Str("archive", b.name).Str("index", where).Stringer("outcome", published).Msg("index cache: another replica published this index first")
 	default:
-		renamed.Store(!c.Shared())
-		b.log.Info().Str("archive", b.name).Str("index", where).Msg("index cache: published")
+		renamed.Store(c.PublishMovesTempFile())
+		b.log.Info().Str("archive", b.name).Str("index", where).Stringer("outcome", published).Msg("index cache: published")
 	}
 	return b, nil
 }
@@ -311,39 +311,39 @@ func (a *Archive) writeIndexTemp(dir string) (string, error) {
 // looks for (a shared cache's name includes the manifest's ETag recorded
 // when the index was built). The archive must come from BuildIndex or from
 // Open with an IndexCache. It reports whether this call published the
-// file (false: a shared cache already had one).
-func (a *Archive) PublishIndex(ctx context.Context, c IndexCache) (bool, error) {
+// file, and what it found (IndexCache.Publish).
+func (a *Archive) PublishIndex(ctx context.Context, c IndexCache) (PublishOutcome, error) {
 	if a.prov == nil || len(a.prov.sources) == 0 {
-		return false, fmt.Errorf("archive %q: no manifest provenance recorded (build the index with BuildIndex)", a.name)
+		return 0, fmt.Errorf("archive %q: no manifest provenance recorded (build the index with BuildIndex)", a.name)
 	}
 	etag := ""
-	if c.Shared() {
+	if c.NamesIncludeETag() {
 		for _, s := range a.prov.sources {
 			if s.key == a.manifestKey && !s.absent {
 				etag = s.etag
 			}
 		}
 	}
-	name := indexName(a.bucket, a.manifestKey, etag)
+	name := IndexName{Bucket: a.bucket, ManifestKey: a.manifestKey, ETag: etag}
 	return a.publishIndexName(ctx, c, name)
 }
 
 // publishIndexName writes the archive's index to a temporary file and
 // publishes it in c under name (the temporary file is removed after).
-func (a *Archive) publishIndexName(ctx context.Context, c IndexCache, name string) (bool, error) {
+func (a *Archive) publishIndexName(ctx context.Context, c IndexCache, name IndexName) (PublishOutcome, error) {
 	tmp, err := a.writeIndexTemp(c.TempDir())
 	if err != nil {
-		return false, err
+		return 0, err
 	}
 	defer os.Remove(tmp)
 	published, err := c.Publish(ctx, name, tmp)
 	if err != nil {
-		return false, err
+		return 0, err
 	}
-	if !published {
-		a.log.Info().Str("archive", a.name).Str("index", c.String()+" "+name).Msg("index cache: another replica published this index first")
+	if !published.Wrote() {
+		a.log.Info().Str("archive", a.name).Str("index", c.String()+" "+name.String()).Stringer("outcome", published).Msg("index cache: another replica published this index first")
 	} else {
-		a.log.Info().Str("archive", a.name).Str("index", c.String()+" "+name).Msg("index cache: published")
+		a.log.Info().Str("archive", a.name).Str("index", c.String()+" "+name.String()).Stringer("outcome", published).Msg("index cache: published")
 	}
 	return published, nil
 }

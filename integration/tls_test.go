@@ -470,7 +470,7 @@ func TestTLSBadInput(t *testing.T) {
 		{"index cache a file", []string{"--index-cache", notDir}, `"` + notDir + `": not a directory`},
 		{"index cache another URL", []string{"--index-cache", "gs://idx/wharf"}, `"gs://idx/wharf"`},
 		{"index cache s3 with one slash", []string{"--index-cache", "s3:/idx/wharf"}, `"s3:/idx/wharf"`},
-		{"index cache s3 without its bucket", []string{"--index-cache", "s3://idx/wharf"}, `--index-cache s3://idx/wharf: bucket "idx" does not exist`},
+		{"index cache s3 without its bucket", []string{"--index-cache", "s3://idx/wharf", "--index-cache-trust-writers"}, `--index-cache s3://idx/wharf: bucket "idx" does not exist`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			wd := t.TempDir()

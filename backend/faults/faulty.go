@@ -381,3 +381,13 @@ func (f *Faulty) PutIfAbsent(ctx context.Context, bucket, key string, body io.Re
 	}
 	return p.PutIfAbsent(ctx, bucket, key, body, size)
 }
+
+// PutIfMatch passes a conditional replacement through (not counted, no
+// faults) when the inner store can make one.
+func (f *Faulty) PutIfMatch(ctx context.Context, bucket, key, etag string, body io.ReadSeeker, size int64) (bool, error) {
+	p, ok := f.inner.(backend.MatchPutter)
+	if !ok {
+		return false, &backend.Error{Op: "put", Bucket: bucket, Key: key, Err: errors.New("the store cannot replace objects conditionally")}
+	}
+	return p.PutIfMatch(ctx, bucket, key, etag, body, size)
+}

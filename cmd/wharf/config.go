@@ -100,6 +100,10 @@ type fileConfig struct {
 	RestoreStatusTTL time.Duration `yaml:"restore_status_ttl"`
 	// The web console (cmd/wharf/console.go).
 	Console bool `yaml:"console"`
+
+	// Shared index cache authentication (indexcache.go).
+	IndexCacheSecretFile   string `yaml:"index_cache_secret_file"`
+	IndexCacheTrustWriters bool   `yaml:"index_cache_trust_writers"`
 }
 
 // yamlBytes is a size in YAML: an integer or a string such as "512MiB".
@@ -184,6 +188,7 @@ func applyConfigYAML(data []byte, cfg *serveConfig) error {
 		Console: cfg.Console,
 	}
 	fc.S3.Endpoint, fc.S3.Region, fc.S3.PathStyle = cfg.S3.Endpoint, cfg.S3.Region, cfg.S3.PathStyle
+	fc.IndexCacheSecretFile, fc.IndexCacheTrustWriters = cfg.IndexCacheSecretFile, cfg.IndexCacheTrustWriters
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&fc); err != nil && !errors.Is(err, io.EOF) {
@@ -207,6 +212,7 @@ func applyConfigYAML(data []byte, cfg *serveConfig) error {
 	if err := cfg.setIndexCache(fc.IndexCacheDir); err != nil {
 		return fmt.Errorf("index_cache_dir: %w", err)
 	}
+	cfg.IndexCacheSecretFile, cfg.IndexCacheTrustWriters = fc.IndexCacheSecretFile, fc.IndexCacheTrustWriters
 	cfg.frontDoorConfig = fc.frontDoorConfig
 	cfg.openLimits = fc.openLimits
 	cfg.Region, cfg.LogFormat, cfg.ShutdownTimeout = fc.Region, fc.LogFormat, fc.ShutdownTimeout
@@ -304,6 +310,7 @@ func serveFlags(cfg *serveConfig, configPath *string, check *bool) *flag.FlagSet
 	fs.BoolVar(&cfg.S3.PathStyle, "s3-path-style", cfg.S3.PathStyle, "use path-style addressing for the backend S3")
 	fs.Var((*byteSize)(&cfg.CacheBytes), "cache-bytes", "decoded frame cache budget (e.g. 512MiB)")
 	fs.Var(indexCacheFlag{cfg}, "index-cache", "existing `DIR` for persistent archive indexes (empty = off); restarts then load indexes with HEADs only")
+	addIndexCacheTrustFlags(fs, &cfg.IndexCacheSecretFile, &cfg.IndexCacheTrustWriters)
 	fs.StringVar(&cfg.VirtualHostBase, "virtual-host-base", cfg.VirtualHostBase, "serve virtual-hosted requests for Host BUCKET.DOMAIN (empty = path-style only)")
 	fs.StringVar(&cfg.Region, "region", cfg.Region, "region reported to clients (GetBucketLocation, HeadBucket)")
 	fs.StringVar(&cfg.LogFormat, "log-format", cfg.LogFormat, "log format: json or console")

@@ -15,14 +15,17 @@ import (
 )
 
 const indexUsage = `usage:
-  wharf index build [--store URL] [--s3-endpoint URL --s3-region R --s3-path-style] [--quiet] MANIFEST_URL -o FILE|s3://BUCKET/PREFIX
+  wharf index build [--store URL] [--s3-endpoint URL --s3-region R --s3-path-style] [--quiet] MANIFEST_URL -o FILE|s3://BUCKET/PREFIX [--index-cache-secret-file FILE | --index-cache-trust-writers]
   wharf index show FILE
 
 build reads the manifest chain once and writes the archive's resolved
 index (persistent index format, see archiveview/persist.go) to FILE,
 atomically, or publishes it in the shared index cache s3://BUCKET/PREFIX
 (the value replicas give to --index-cache), where a replica then finds it
-and never reads the manifest. It shows the manifest bytes read on stderr
+and never reads the manifest: MACed with the replicas' secret
+(--index-cache-secret-file; --index-cache-trust-writers to publish without
+one). What is already there is checked first, and build says
+"published", "already there, valid" or "damaged, replaced". It shows the manifest bytes read on stderr
 (the total grows as the chain's older manifests are found). show loads and
 validates FILE and prints its summary.`
 
@@ -52,6 +55,9 @@ func indexBuild(ctx context.Context, args []string, out io.Writer) error {
 	sf := addStoreFlags(fs)
 	pf := addProgressFlags(fs)
 	output := fs.String("o", "", "index file to write, or s3://BUCKET/PREFIX: the shared index cache (required)")
+	var secretFile string
+	var trustWriters bool
+	addIndexCacheTrustFlags(fs, &secretFile, &trustWriters)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: wharf index build [--store URL] [--s3-endpoint URL --s3-region R --s3-path-style --s3-access-key AK --s3-secret-key SK] [--quiet] [--progress-interval 5s] MANIFEST_URL -o FILE|s3://BUCKET/PREFIX")
 		fs.PrintDefaults()
@@ -75,6 +81,24 @@ func indexBuild(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("-o: %w", err)
 	}
+	var cache archiveview.IndexCache
+	if s3URL {
+		secret, err := indexCacheTrust(*output, false, secretFile, trustWriters)
+		if err != nil {
+			return fmt.Errorf("-o: %w", err)
+		}
+		if err := probeIndexCache(ctx, *output, store); err != nil {
+			return fmt.Errorf("-o: %w", err)
+		}
+		c, cleanup, err := openIndexCache(*output, store, secret)
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		cache = c
+	} else if _, err := indexCacheTrust("", true, secretFile, trustWriters); err != nil {
+		return fmt.Errorf("-o %s: %w", *output, err)
+	}
 	rep := pf.start("index build", "manifests")
 	a, err := archiveview.BuildIndex(ctx, &countingStore{Store: store, rep: rep}, bucket, key, archiveview.Options{})
 	snap := rep.Done(err)
@@ -85,22 +109,13 @@ func indexBuild(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer a.Close()
-	if s3URL {
-		c, cleanup, err := openIndexCache(*output, store)
-		if err != nil {
-			return err
-		}
-		defer cleanup()
-		published, err := a.PublishIndex(ctx, c)
+	if cache != nil {
+		published, err := a.PublishIndex(ctx, cache)
 		if err != nil {
 			return fmt.Errorf("publish index in %s: %w", *output, err)
 		}
 		printInfo(out, a.Info())
-		if published {
-			fmt.Fprintf(out, "index:              published in %s\n", *output)
-		} else {
-			fmt.Fprintf(out, "index:              %s already holds this archive's index (another writer was first)\n", *output)
-		}
+		fmt.Fprintf(out, "index:              %s: %s\n", *output, published)
 		return nil
 	}
 	if err := a.WriteIndexFile(*output); err != nil {

@@ -64,6 +64,12 @@ type serveConfig struct {
 	Read            readOptions // read planner and memory budget
 	IndexCacheDir   string      // a local --index-cache (indexcache.go)
 	IndexCacheURL   string      // an s3://BUCKET/PREFIX --index-cache
+
+	// The shared index cache's secret file, or the opt-in to trusting
+	// whoever can write its prefix (indexcache.go).
+	IndexCacheSecretFile   string
+	IndexCacheTrustWriters bool
+
 	VirtualHostBase string
 	Region          string
 	LogFormat       string // json | console
@@ -342,7 +348,7 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 	if cfg.AllowRestore && !restorer {
 		return fmt.Errorf("--allow-restore: the store %s cannot restore objects", cfg.StoreURL)
 	}
-	indexCache, dropIndexSpool, err := cfg.openIndexCache(ctx, store)
+	indexCache, dropIndexSpool, err := cfg.openIndexCache(ctx, store, reg, log)
 	if err != nil {
 		return err
 	}

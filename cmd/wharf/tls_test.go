@@ -514,7 +514,7 @@ func TestServeCORS(t *testing.T) {
 func TestServeIndexCacheValues(t *testing.T) {
 	store, man := packServeTree(t, map[string][]byte{"a.txt": []byte("hello\n")})
 	base := []string{"serve", "--store", store, "--archive", "data=" + man, "--anonymous", "--listen", "127.0.0.1:0"}
-	cfg, _, err := parseServeArgs(append(base[1:], "--index-cache", "s3://src/wharf-index"))
+	cfg, _, err := parseServeArgs(append(base[1:], "--index-cache", "s3://src/wharf-index", "--index-cache-secret-file", testIndexSecretFile(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -536,7 +536,7 @@ func TestServeIndexCacheValues(t *testing.T) {
 			t.Errorf("start %d: opened from the s3:// index cache: %v\n%s", start, cached, logs.String())
 		}
 	}
-	ents, err := os.ReadDir(filepath.Join(strings.TrimPrefix(store, "file://"), "src", "wharf-index"))
+	ents, err := filepath.Glob(filepath.Join(strings.TrimPrefix(store, "file://"), "src", "wharf-index", "*.widx"))
 	if err != nil || len(ents) != 1 {
 		t.Errorf("the s3:// index cache holds %v (%v), want one index", ents, err)
 	}
@@ -613,7 +613,7 @@ func TestCertExpiryWarnings(t *testing.T) {
 func TestServeIndexCacheProbe(t *testing.T) {
 	store, man := packServeTree(t, map[string][]byte{"a.txt": []byte("hello\n")})
 	cfg, _, err := parseServeArgs([]string{"--store", store, "--archive", "data=" + man, "--anonymous", "--listen", "127.0.0.1:0",
-		"--index-cache", "s3://nobucket/wharf-index"})
+		"--index-cache", "s3://nobucket/wharf-index", "--index-cache-trust-writers"})
 	if err != nil {
 		t.Fatal(err)
 	}

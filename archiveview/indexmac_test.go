@@ -1,0 +1,92 @@
+package archiveview
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"testing"
+	"testing/iotest"
+)
+
+// FuzzIndexObjectMAC: spoolIndexObject, the parser of a shared index
+// object's trailer. A file sealed under a name spools back to exactly the
+// file (read in any chunking); the same object under another name, with
+// any byte changed, cut, or extended, is refused with
+// ErrUnauthenticatedIndex; arbitrary objects never panic and are accepted
+// only if they are a valid seal.
+func FuzzIndexObjectMAC(f *testing.F) {
+	f.Add([]byte("WHARFIDX index bytes"), "bkt", "pre/manifest.json.gz", "etag", uint16(3))
+	f.Add([]byte{}, "", "", "", uint16(0))
+	f.Add(bytes.Repeat([]byte{0xa5}, 70000), "b", "k", "e", uint16(65535))
+	secret, err := NewIndexSecret(bytes.Repeat([]byte("s"), MinIndexSecretBytes))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, file []byte, bucket, key, etag string, pos uint16) {
+		name := IndexName{Bucket: bucket, ManifestKey: key, ETag: etag}
+		trailer, err := secret.trailerFor(name, bytes.NewReader(file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj := append(bytes.Clone(file), trailer...)
+		spool := func(obj []byte, n IndexName, s *IndexSecret) ([]byte, error) {
+			var out bytes.Buffer
+			err := spoolIndexObject(&out, iotest.OneByteReader(bytes.NewReader(obj)), 1<<20, s, n)
+			return out.Bytes(), err
+		}
+		got, err := spool(obj, name, secret)
+		if err != nil || !bytes.Equal(got, file) {
+			t.Fatalf("a sealed file: err %v, %d bytes back of %d", err, len(got), len(file))
+		}
+		if got, err := spool(obj, name, nil); err != nil || !bytes.Equal(got, file) {
+			t.Fatalf("without a secret the trailer is not stripped: err %v", err)
+		}
+		refused := func(what string, obj []byte, n IndexName) {
+			t.Helper()
+			if _, err := spool(obj, n, secret); !errors.Is(err, ErrUnauthenticatedIndex) {
+				t.Errorf("%s: %v, want ErrUnauthenticatedIndex", what, err)
+			}
+		}
+		flipped := bytes.Clone(obj)
+		flipped[int(pos)%len(flipped)] ^= 1
+		refused("a flipped byte", flipped, name)
+		refused("cut", obj[:len(obj)-1-int(pos)%len(obj)], name)
+		refused("extended", append(bytes.Clone(obj), byte(pos)), name)
+		refused("another ETag", obj, IndexName{Bucket: bucket, ManifestKey: key, ETag: etag + "x"})
+		refused("another key", obj, IndexName{Bucket: bucket, ManifestKey: key + "x", ETag: etag})
+		if key != "" {
+			refused("fields shifted", obj, IndexName{Bucket: bucket + key, ManifestKey: "", ETag: etag})
+		}
+		refused("no trailer", file, name)
+		// Arbitrary bytes: accepted only when they are this seal.
+		if got, err := spool(file, name, secret); err == nil {
+			t.Errorf("unsealed bytes accepted (%d bytes)", len(got))
+		}
+		// The body Publish uploads is the same object, and seeks.
+		body := &trailed{file: io.NewSectionReader(bytes.NewReader(file), 0, int64(len(file))), trailer: trailer}
+		for range 2 {
+			b, err := io.ReadAll(body)
+			if err != nil || !bytes.Equal(b, obj) {
+				t.Fatalf("trailed body: err %v, %d bytes, want %d", err, len(b), len(obj))
+			}
+			body.Seek(0, io.SeekStart)
+		}
+	})
+}
+
+// TestIndexSecretShort: a secret under MinIndexSecretBytes is refused.
+func TestIndexSecretShort(t *testing.T) {
+	if _, err := NewIndexSecret(make([]byte, MinIndexSecretBytes-1)); err == nil {
+		t.Error("a 31-byte secret accepted")
+	}
+}
+
+// TestIndexObjectTooLarge: an object over the limit is refused (the spool
+// stops there).
+func TestIndexObjectTooLarge(t *testing.T) {
+	var out bytes.Buffer
+	err := spoolIndexObject(&out, bytes.NewReader(make([]byte, 1000)), 999, nil, IndexName{})
+	if !errors.Is(err, ErrUnauthenticatedIndex) || out.Len() > 999 {
+		t.Errorf("err %v, %d bytes spooled", err, out.Len())
+	}
+}
