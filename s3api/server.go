@@ -89,6 +89,16 @@ type Config struct {
 	// archived objects cost money, so it is off by default and every such
 	// POST is then refused (403 AccessDenied) like a write.
 	AllowRestore bool
+	// SendTimeout aborts a response that makes no progress for this long:
+	// the deadline is set when the status line goes out and moved on by
+	// every write the client takes (http.ResponseController's
+	// SetWriteDeadline: the connection's write deadline on HTTP/1.1, the
+	// stream's on HTTP/2, where an expired stream is reset with
+	// RST_STREAM while the connection and its other streams go on). A
+	// reader that stops reading, or an HTTP/2 stream whose flow-control
+	// window stays closed, then fails its write, and the handler returns
+	// and releases the buffers and frames it held. 0 = no deadline.
+	SendTimeout time.Duration
 }
 
 // server is the S3 handler that New returns.
@@ -172,7 +182,10 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("x-amz-request-id", req.id)
 	h.Set("x-amz-id-2", req.hostID)
 	h.Set("Server", "wharf")
-	rw := &responseWriter{ResponseWriter: w}
+	rw := &responseWriter{ResponseWriter: w, sendTimeout: s.cfg.SendTimeout}
+	if rw.sendTimeout > 0 {
+		rw.rc = http.NewResponseController(w)
+	}
 	req.w = rw
 
 	// 2. Access log and metrics, also on an aborted body.
@@ -325,12 +338,31 @@ func hostIDFor(id string) string {
 	return hex.EncodeToString(b[:])
 }
 
-// responseWriter records the status and body bytes for the access log.
+// responseWriter records the status and body bytes for the access log,
+// and holds the response's progress deadline (Config.SendTimeout).
 type responseWriter struct {
 	http.ResponseWriter
 	status      int
 	bytes       int64
 	wroteHeader bool
+
+	// The progress deadline: rc sets it, sendTimeout from now, before the
+	// header and before every write; noDeadline records a writer that
+	// takes none (a test recorder), so it is not asked again.
+	rc          *http.ResponseController
+	sendTimeout time.Duration
+	noDeadline  bool
+}
+
+// extend moves the progress deadline to sendTimeout from now: the client
+// took everything written before, which is progress.
+func (w *responseWriter) extend() {
+	if w.rc == nil || w.noDeadline {
+		return
+	}
+	if err := w.rc.SetWriteDeadline(time.Now().Add(w.sendTimeout)); err != nil {
+		w.noDeadline = true
+	}
 }
 
 func (w *responseWriter) WriteHeader(code int) {
@@ -339,16 +371,42 @@ func (w *responseWriter) WriteHeader(code int) {
 	}
 	w.wroteHeader = true
 	w.status = code
+	w.extend()
 	w.ResponseWriter.WriteHeader(code)
 }
+
+// progressStep is the most one write hands the connection under one
+// deadline: a cached frame slice can be many MiB, and a client reading it
+// slowly but steadily makes progress that a single deadline over the
+// whole slice would not see.
+const progressStep = 256 << 10
 
 func (w *responseWriter) Write(p []byte) (int, error) {
 	if !w.wroteHeader {
 		w.WriteHeader(http.StatusOK)
+	} else {
+		w.extend()
 	}
-	n, err := w.ResponseWriter.Write(p)
-	w.bytes += int64(n)
-	return n, err
+	if w.rc == nil || len(p) <= progressStep {
+		n, err := w.ResponseWriter.Write(p)
+		w.bytes += int64(n)
+		return n, err
+	}
+	total := 0
+	for len(p) > 0 {
+		step := min(len(p), progressStep)
+		if total > 0 {
+			w.extend()
+		}
+		n, err := w.ResponseWriter.Write(p[:step])
+		total += n
+		w.bytes += int64(n)
+		if err != nil {
+			return total, err
+		}
+		p = p[step:]
+	}
+	return total, nil
 }
 
 // Unwrap lets http.ResponseController reach the underlying writer.

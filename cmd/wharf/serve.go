@@ -81,6 +81,9 @@ type serveConfig struct {
 	ReadTimeout       time.Duration // the whole request, headers and any body; default 1m
 	IdleTimeout       time.Duration // an idle keep-alive connection; default 2m
 	MaxHeaderBytes    int           // request line plus headers; default 64 KiB
+	// SendTimeout aborts a response that makes no progress this long
+	// (s3api.Config.SendTimeout); default 60s, like nginx's send_timeout.
+	SendTimeout time.Duration
 
 	// TLS and CORS (frontdoor.go).
 	frontDoorConfig
@@ -255,6 +258,9 @@ func (cfg *serveConfig) validate(keys []auth.Key) error {
 	if cfg.MaxInflightPerKey < 0 {
 		return errors.New("--max-inflight-per-key must not be negative (0 = unlimited)")
 	}
+	if cfg.SendTimeout != 0 && (cfg.SendTimeout < minSendTimeout || cfg.SendTimeout > maxSendTimeout) {
+		return fmt.Errorf("--send-timeout %s: want %s to %s (0 = the default, %s)", cfg.SendTimeout, minSendTimeout, maxSendTimeout, defaultSendTimeout)
+	}
 	if cfg.MaxHeaderBytes < 0 {
 		return errors.New("--max-header-bytes must not be negative")
 	}
@@ -384,6 +390,7 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 		MaxInflightPerKey: cfg.MaxInflightPerKey,
 		CORS:              cors,
 		AllowRestore:      cfg.AllowRestore,
+		SendTimeout:       cfg.sendTimeout(),
 	})
 
 	ln, err := net.Listen("tcp", cfg.Listen)
@@ -512,7 +519,18 @@ const (
 	defaultReadTimeout       = time.Minute
 	defaultIdleTimeout       = 2 * time.Minute
 	defaultMaxHeaderBytes    = 64 << 10
+	defaultSendTimeout       = time.Minute
+	minSendTimeout           = 100 * time.Millisecond
+	maxSendTimeout           = time.Hour
 )
+
+// sendTimeout is the response progress deadline (0 = the default).
+func (cfg *serveConfig) sendTimeout() time.Duration {
+	if cfg.SendTimeout > 0 {
+		return cfg.SendTimeout
+	}
+	return defaultSendTimeout
+}
 
 // newHTTPServer sets the limits every listener needs against slow or
 // oversized requests: ReadHeaderTimeout cuts off a client dribbling its
@@ -520,9 +538,10 @@ const (
 // wharf refuses but net/http drains for keep-alive, IdleTimeout closes idle
 // keep-alive connections, and MaxHeaderBytes answers a larger request line
 // plus headers with 431. ReadTimeout does not limit a response: the request
-// context is not cancelled by it. There is no write timeout: object bodies
-// stream for as long as the client reads them (the per-key concurrency limit
-// bounds how many a client can hold open).
+// context is not cancelled by it. There is no overall write timeout: object
+// bodies stream for as long as the client keeps reading them; a response
+// the client stops taking is cut off by the S3 handler's progress deadline
+// (--send-timeout, s3api.Config.SendTimeout), moved on by every write.
 func newHTTPServer(h http.Handler, cfg *serveConfig) *http.Server {
 	or := func(d, def time.Duration) time.Duration {
 		if d > 0 {
