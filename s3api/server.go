@@ -99,6 +99,13 @@ type Config struct {
 	// window stays closed, then fails its write, and the handler returns
 	// and releases the buffers and frames it held. 0 = no deadline.
 	SendTimeout time.Duration
+	// AliasBuckets are the buckets whose content follows the newest upload
+	// (an @latest alias): their objects change under the same key, so
+	// their responses are sent with Cache-Control: no-cache (revalidate
+	// with the ETag on every use). Every other bucket serves a fixed
+	// archive, and a GET or HEAD naming a ?versionId a fixed version:
+	// Cache-Control: max-age=31536000, immutable (object.go).
+	AliasBuckets []string
 }
 
 // server is the S3 handler that New returns.
@@ -112,6 +119,8 @@ type server struct {
 	// encoding/xml responses and as text for the hand-written listings.
 	owner    *owner
 	ownerXML string
+	// aliases is Config.AliasBuckets as a set.
+	aliases map[string]bool
 }
 
 // New returns the S3 http.Handler for cfg. It panics if cfg.Catalog is nil or
@@ -143,7 +152,10 @@ func New(cfg Config) http.Handler {
 	}
 	s := &server{cfg: cfg, metrics: m, limit: lim, now: time.Now,
 		owner:    &owner{ID: cfg.OwnerID, DisplayName: cfg.OwnerName},
-		ownerXML: ownerElement(cfg.OwnerID, cfg.OwnerName)}
+		ownerXML: ownerElement(cfg.OwnerID, cfg.OwnerName), aliases: map[string]bool{}}
+	for _, b := range cfg.AliasBuckets {
+		s.aliases[b] = true
+	}
 	size := cfg.BufferSize
 	s.bufs.New = func() any {
 		b := make([]byte, size)

@@ -391,6 +391,7 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 		CORS:              cors,
 		AllowRestore:      cfg.AllowRestore,
 		SendTimeout:       cfg.sendTimeout(),
+		AliasBuckets:      cfg.aliasNames(),
 	})
 
 	ln, err := net.Listen("tcp", cfg.Listen)
@@ -553,13 +554,22 @@ func newHTTPServer(h http.Handler, cfg *serveConfig) *http.Server {
 	if maxHdr <= 0 {
 		maxHdr = defaultMaxHeaderBytes
 	}
-	return &http.Server{
+	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: or(cfg.ReadHeaderTimeout, defaultReadHeaderTimeout),
 		ReadTimeout:       or(cfg.ReadTimeout, defaultReadTimeout),
 		IdleTimeout:       or(cfg.IdleTimeout, defaultIdleTimeout),
 		MaxHeaderBytes:    maxHdr,
 	}
+	// HTTP/2 advertises no more concurrent streams per connection than one
+	// client may have requests in flight: a browser's burst on one
+	// connection (a Zarr viewer's 128 chunk requests) is then queued by
+	// the browser, as it queues past 6 connections on HTTP/1.1, instead
+	// of being answered 503 SlowDown, which browsers do not retry.
+	if cfg.MaxInflightPerKey > 0 {
+		srv.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: cfg.MaxInflightPerKey}
+	}
+	return srv
 }
 
 // adminMux serves /healthz, /readyz, /metrics, /-/archives and
@@ -601,6 +611,16 @@ func (cfg *serveConfig) catalogSources() []catalog.Source {
 	out := make([]catalog.Source, len(cfg.Archives))
 	for i, a := range cfg.Archives {
 		out[i] = catalog.Source{Name: a.Name, ManifestURL: a.ManifestURL}
+	}
+	return out
+}
+
+// aliasNames are the buckets that follow the newest upload (s3api's
+// Cache-Control).
+func (cfg *serveConfig) aliasNames() []string {
+	out := make([]string, len(cfg.Aliases))
+	for i, a := range cfg.Aliases {
+		out[i] = a.Name
 	}
 	return out
 }
