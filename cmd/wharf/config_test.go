@@ -293,6 +293,15 @@ func TestCheckConfigTLSFiles(t *testing.T) {
 	cert, key := pki.pair(t, "good", validNow)
 	_, otherKey := pki.pair(t, "other", validNow)
 	oldCert, oldKey := pki.pair(t, "old", expired)
+	futureCert, futureKey := pki.pair(t, "future", notYetValid)
+	certPEM, _ := os.ReadFile(cert)
+	caPEM := string(pki.ca.certPEM)
+	torn := writeFile(t, "torn.pem", string(certPEM)+caPEM[:len(caPEM)*2/3])
+	stranger, err := newDevCA("another CA", time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrongChain := writeFile(t, "wrong-chain.pem", string(certPEM)+string(stranger.certPEM))
 	dir := t.TempDir()
 	base := []string{"serve", "--check-config", "--store", "s3://", "--discover", "s3://a/b"}
 	for _, tc := range []struct {
@@ -303,6 +312,9 @@ func TestCheckConfigTLSFiles(t *testing.T) {
 		{"key of another certificate", []string{"--tls-cert", cert, "--tls-key", otherKey}, "--tls-key " + otherKey + ": the private key does not match the certificate in --tls-cert " + cert},
 		{"expired", []string{"--tls-cert", oldCert, "--tls-key", oldKey}, "--tls-cert " + oldCert + ": the certificate (CN=localhost,O=wharf) expired at"},
 		{"unreadable (a directory)", []string{"--tls-cert", dir, "--tls-key", key}, "--tls-cert " + dir + ": not a regular file"},
+		{"not yet valid", []string{"--tls-cert", futureCert, "--tls-key", futureKey}, "--tls-cert " + futureCert + ": the certificate (CN=localhost,O=wharf) is not valid before"},
+		{"chain torn inside the intermediate", []string{"--tls-cert", torn, "--tls-key", key}, "--tls-cert " + torn + ": a PEM block is cut off after certificate 1"},
+		{"chain that does not verify", []string{"--tls-cert", wrongChain, "--tls-key", key}, "--tls-cert " + wrongChain + ": the chain does not verify"},
 		{"admin key of another certificate", []string{"--tls-cert", cert, "--tls-key", key, "--admin-listen", "127.0.0.1:0",
 			"--admin-tls-cert", cert, "--admin-tls-key", otherKey}, "--admin-tls-key " + otherKey + ": the private key does not match the certificate in --admin-tls-cert " + cert},
 	} {
