@@ -12,6 +12,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"testing"
 	"time"
 
@@ -247,4 +248,127 @@ func TestServePresignedPerAddress(t *testing.T) {
 	if err != nil || !bytes.Equal(append(head, rest...), big) {
 		t.Fatalf("held presigned body: %v", err)
 	}
+}
+
+// TestServeHTTP2HeaderTimeout (issue 20, finding 11): over HTTP/2 an
+// unfinished header block, HEADERS without END_HEADERS followed by silence
+// or by a trickle of CONTINUATION frames that never ends it, is cut off
+// within --read-header-timeout (1s here), not --idle-timeout (30s here). A
+// healthy idle HTTP/2 connection (one that answers the PING) stays open
+// past it. On the old code the connection stayed open until IdleTimeout.
+func TestServeHTTP2HeaderTimeout(t *testing.T) {
+	pki := newTestPKI(t)
+	cert, key := pki.pair(t, "s3", validNow)
+	store, man := packServeTree(t, map[string][]byte{"a.txt": []byte("hello\n")})
+	const rht = time.Second
+	addr, _, _, _ := startServe(t, serveConfig{Listen: "127.0.0.1:0", StoreURL: store,
+		Archives: []serveArchive{{Name: "data", ManifestURL: man}}, Anonymous: true, CacheBytes: 16 << 20,
+		ReadHeaderTimeout: rht, IdleTimeout: 30 * time.Second, LogFormat: "json",
+		frontDoorConfig: frontDoorConfig{TLSCert: cert, TLSKey: key}})
+
+	open := func(t *testing.T) (*tls.Conn, *http2.Framer) {
+		c, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: pki.pool(), NextProtos: []string{"h2"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		if _, err := io.WriteString(c, http2.ClientPreface); err != nil {
+			t.Fatal(err)
+		}
+		fr := http2.NewFramer(c, c)
+		if err := fr.WriteSettings(); err != nil {
+			t.Fatal(err)
+		}
+		return c, fr
+	}
+	// closedAfter reads (answering nothing) until the server closes c.
+	closedAfter := func(t *testing.T, c *tls.Conn, fr *http2.Framer, start time.Time) time.Duration {
+		_ = c.SetReadDeadline(start.Add(20 * time.Second))
+		for {
+			if _, err := fr.ReadFrame(); err != nil {
+				if ne, ok := err.(net.Error); ok && ne.Timeout() {
+					t.Fatalf("connection still open after 20s")
+				}
+				return time.Since(start)
+			}
+		}
+	}
+	var hb bytes.Buffer
+	enc := hpack.NewEncoder(&hb)
+	for _, f := range [][2]string{{":method", "GET"}, {":scheme", "https"}, {":authority", addr}, {":path", "/data/a.txt"}} {
+		_ = enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+	}
+	block := hb.Bytes()
+
+	t.Run("silence", func(t *testing.T) {
+		c, fr := open(t)
+		if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block[:len(block)/2], EndStream: true}); err != nil {
+			t.Fatal(err)
+		}
+		d := closedAfter(t, c, fr, time.Now())
+		if d < rht/4 || d > rht+2*time.Second {
+			t.Errorf("unfinished header block closed after %v, want within about %v", d, rht)
+		}
+		t.Logf("unfinished header block, silent: closed after %v (read header timeout %v)", d.Round(time.Millisecond), rht)
+	})
+	t.Run("trickle of CONTINUATION", func(t *testing.T) {
+		c, fr := open(t)
+		if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block[:1], EndStream: true}); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		stop := make(chan struct{})
+		defer close(stop)
+		go func() {
+			for i := 1; ; i++ {
+				select {
+				case <-stop:
+					return
+				case <-time.After(100 * time.Millisecond):
+				}
+				// An empty fragment, never END_HEADERS.
+				if err := fr.WriteContinuation(1, false, nil); err != nil {
+					return
+				}
+			}
+		}()
+		d := closedAfter(t, c, fr, start)
+		if d > rht+2*time.Second {
+			t.Errorf("trickled header block closed after %v, want within about %v", d, rht)
+		}
+		t.Logf("unfinished header block, CONTINUATION every 100ms: closed after %v", d.Round(time.Millisecond))
+	})
+	t.Run("healthy idle connection stays", func(t *testing.T) {
+		tr := &http2.Transport{TLSClientConfig: &tls.Config{RootCAs: pki.pool()}}
+		defer tr.CloseIdleConnections()
+		client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+		var conns []string
+		for range 2 {
+			req, _ := http.NewRequest("GET", "https://"+addr+"/data/a.txt", nil)
+			var local string
+			req = req.WithContext(httptraceConn(req.Context(), &local))
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if string(b) != "hello\n" {
+				t.Fatalf("GET: %q", b)
+			}
+			conns = append(conns, local)
+			time.Sleep(3 * rht) // idle, past the header timeout and the PING
+		}
+		if conns[0] != conns[1] {
+			t.Errorf("the idle connection was closed: %s then %s", conns[0], conns[1])
+		}
+	})
+}
+
+// httptraceConn records the local address of the connection a request
+// used.
+func httptraceConn(ctx context.Context, local *string) context.Context {
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(ci httptrace.GotConnInfo) {
+		*local = ci.Conn.LocalAddr().String()
+	}})
 }

@@ -566,8 +566,22 @@ func newHTTPServer(h http.Handler, cfg *serveConfig) *http.Server {
 	// connection (a Zarr viewer's 128 chunk requests) is then queued by
 	// the browser, as it queues past 6 connections on HTTP/1.1, instead
 	// of being answered 503 SlowDown, which browsers do not retry.
+	//
+	// An unfinished HTTP/2 header block (HEADERS without END_HEADERS, then
+	// silence or a trickle of CONTINUATION frames) is not a stream yet,
+	// so neither ReadHeaderTimeout nor the idle timeout of streams applies
+	// and only IdleTimeout would end it. The HTTP/2 health check does: a
+	// connection that delivers no complete frame for half the header
+	// timeout is sent a PING, and closed when no PING ACK comes within the
+	// other half. A client inside a header block cannot answer (any frame
+	// but CONTINUATION there is a protocol error, and net/http delivers no
+	// frame until the block ends), so the block is bounded by
+	// ReadHeaderTimeout; a healthy idle client answers the PING and stays
+	// until IdleTimeout.
+	half := or(cfg.ReadHeaderTimeout, defaultReadHeaderTimeout) / 2
+	srv.HTTP2 = &http.HTTP2Config{SendPingTimeout: half, PingTimeout: half}
 	if cfg.MaxInflightPerKey > 0 {
-		srv.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: cfg.MaxInflightPerKey}
+		srv.HTTP2.MaxConcurrentStreams = cfg.MaxInflightPerKey
 	}
 	return srv
 }
