@@ -367,3 +367,45 @@ loop:
 	t.Logf("40 zero-window HTTP/2 streams reset %v to %v after their headers (send timeout %v); other client: %d reads, median %v, max %v (baseline median %v)",
 		shortest.Round(time.Millisecond), longest.Round(time.Millisecond), send, len(during), medianDur(during).Round(time.Millisecond), maxDur(during).Round(time.Millisecond), base.Round(time.Millisecond))
 }
+
+// TestServeSendTimeoutKeepAlive: the progress deadline of one response
+// does not outlive it on a keep-alive connection (net/http clears the
+// connection's write deadline after each response; this pins that wharf
+// relies on it): after a response and an idle pause longer than the send
+// timeout, the next request on the same connection is answered, also when
+// net/http answers it itself (431 for oversized headers) before any
+// handler sets a new deadline.
+func TestServeSendTimeoutKeepAlive(t *testing.T) {
+	store, man := packServeTree(t, map[string][]byte{"a.txt": []byte("hello\n")})
+	const send = 300 * time.Millisecond
+	addr, _, _, _ := startServe(t, serveConfig{Listen: "127.0.0.1:0", StoreURL: store,
+		Archives: []serveArchive{{Name: "data", ManifestURL: man}}, Anonymous: true, CacheBytes: 16 << 20,
+		SendTimeout: send, MaxHeaderBytes: 4 << 10})
+	c := rawConn(t, addr)
+	br := bufio.NewReader(c)
+	roundTrip := func(extra string) int {
+		t.Helper()
+		if _, err := fmt.Fprintf(c, "GET /data/a.txt HTTP/1.1\r\nHost: %s\r\n%s\r\n", addr, extra); err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("after an idle pause past the send timeout: %v", err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := roundTrip(""); code != 200 {
+		t.Fatalf("first request: %d", code)
+	}
+	time.Sleep(3 * send)
+	if code := roundTrip(""); code != 200 {
+		t.Errorf("second request after idling: %d", code)
+	}
+	time.Sleep(3 * send)
+	if code := roundTrip("X-Pad: " + strings.Repeat("a", 16<<10) + "\r\n"); code != 431 {
+		t.Errorf("oversized request after idling: %d, want 431", code)
+	}
+}
