@@ -105,3 +105,31 @@ func parseHTTPDate(s string) (time.Time, bool) {
 	}
 	return t.UTC(), true
 }
+
+// ifRangeHolds evaluates If-Range (RFC 9110 §13.1.5) for an object whose
+// unquoted ETag is etag and whose Last-Modified (whole seconds) is mod. No
+// header holds. An entity tag holds when it is strong and equal to the
+// object's (a weak tag never holds); a date holds when it is exactly the
+// object's Last-Modified. Anything else, an unparseable value or a
+// repeated header, does not hold: the Range is ignored and the whole
+// object is sent, which is always a correct answer.
+func ifRangeHolds(values []string, etag string, mod time.Time) bool {
+	switch len(values) {
+	case 0:
+		return true
+	case 1:
+	default:
+		return false
+	}
+	v := strings.TrimSpace(values[0])
+	switch {
+	case v == "":
+		return false
+	case strings.HasPrefix(v, "W/") || strings.HasPrefix(v, "w/"):
+		return false
+	case v[0] == '"':
+		return len(v) >= 2 && v[len(v)-1] == '"' && v[1:len(v)-1] == etag
+	}
+	t, ok := parseHTTPDate(v)
+	return ok && t.Equal(mod.UTC().Truncate(time.Second))
+}

@@ -58,6 +58,8 @@ type fixtureOpts struct {
 	noChecksums bool
 	// cors is the server's Config.CORS.
 	cors s3api.CORSPolicy
+	// aliasBuckets is the server's Config.AliasBuckets.
+	aliasBuckets []string
 }
 
 // randBytes returns n deterministic pseudo-random bytes.
@@ -129,6 +131,7 @@ func newFixtureFromArchive(t testing.TB, a *archiveview.Archive, o fixtureOpts) 
 		Region:          o.region,
 		VirtualHostBase: o.vhostBase,
 		CORS:            o.cors,
+		AliasBuckets:    o.aliasBuckets,
 	})
 	f.srv = httptest.NewServer(h)
 	t.Cleanup(f.srv.Close)

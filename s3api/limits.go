@@ -3,7 +3,8 @@ package s3api
 // Request limits applied by ServeHTTP around the handlers:
 //
 //   - a per-key concurrency limit: at most Config.MaxInflightPerKey requests
-//     of one caller are served at a time; the next one is answered
+//     of one caller (limitKey: an access key; a presigning key per client
+//     address; an anonymous client address) are served at a time; the next one is answered
 //     503 SlowDown at once (never queued), which every S3 SDK retries with
 //     backoff. The slot is taken after authentication and authorization and
 //     held until the handler returns, that is until the response body has
@@ -88,22 +89,34 @@ func (l *keyLimiter) inflightFor(key string) int {
 	return l.inflight[key]
 }
 
-// limitKey is the key a request's concurrency is counted under: the access
-// key for a signed request; for an anonymous one the client's IP address
-// (RemoteAddr as the listener saw it; X-Forwarded-For is not trusted), so
-// that one anonymous client cannot take every other anonymous client's
-// slots. Behind a reverse proxy all anonymous clients share the proxy's
-// address, and therefore one budget. The prefixes keep the two spaces apart
+// limitKey is the key a request's concurrency is counted under:
+//
+//   - a request signed in its Authorization header: the access key (one
+//     key is one client: an SDK, a tool);
+//   - a presigned request (signed in its query, no Authorization header):
+//     the access key AND the client's IP address, because a portal that
+//     signs URLs with one key hands them to many browsers, which must not
+//     share one budget; one address still cannot take more than the
+//     limit of that key;
+//   - an anonymous request: the client's IP address, so that one anonymous
+//     client cannot take every other anonymous client's slots.
+//
+// The address is RemoteAddr as the listener saw it (X-Forwarded-For is not
+// trusted): behind a reverse proxy every client shares the proxy's
+// address, and so one budget per key. The prefixes keep the spaces apart
 // (an access key cannot contain ':' or '/').
 func limitKey(id auth.Identity, r *http.Request) string {
-	if !id.Anonymous() {
-		return "key:" + id.AccessKey
-	}
 	host := r.RemoteAddr
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
-	return "anon/" + host
+	switch {
+	case id.Anonymous():
+		return "anon/" + host
+	case r.Header.Get("Authorization") == "":
+		return "presigned:" + id.AccessKey + "/" + host
+	}
+	return "key:" + id.AccessKey
 }
 
 // carriesBody reports whether r has a request body (a non-zero

@@ -118,8 +118,25 @@ func TestLimitKey(t *testing.T) {
 	}
 	r, _ := http.NewRequest("GET", "http://x/b/k", nil)
 	r.RemoteAddr = "192.0.2.1:5000"
+	r.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential=AK1/...")
 	if got := limitKey(signed("AK1"), r); got != "key:AK1" {
 		t.Errorf("limitKey(AK1) = %q", got)
+	}
+	// Presigned (signed in the query, no Authorization header): per key
+	// and client address, so a portal's browsers do not share one budget,
+	// and one address is still held to the key's limit.
+	for _, tc := range []struct{ remote, want string }{
+		{"192.0.2.1:5000", "presigned:AK1/192.0.2.1"},
+		{"192.0.2.1:6000", "presigned:AK1/192.0.2.1"},
+		{"192.0.2.2:5000", "presigned:AK1/192.0.2.2"},
+		{"[2001:db8::1]:443", "presigned:AK1/2001:db8::1"},
+	} {
+		r, _ := http.NewRequest("GET", "http://x/b/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=00", nil)
+		r.RemoteAddr = tc.remote
+		r.Header.Set("X-Forwarded-For", "203.0.113.9")
+		if got := limitKey(signed("AK1"), r); got != tc.want {
+			t.Errorf("limitKey(presigned AK1 from %s) = %q, want %q", tc.remote, got, tc.want)
+		}
 	}
 }
 

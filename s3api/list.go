@@ -20,7 +20,7 @@ type listQuery struct {
 	marker string
 	// v2
 	token, startAfter string
-	hasToken          bool
+	tokenGiven        bool // continuation-token= was sent, maybe empty
 	fetchOwner        bool
 	after             string // the effective exclusive start
 	// restoreStatus: x-amz-optional-object-attributes asked for
@@ -63,11 +63,11 @@ func parseListQuery(q auth.Query, v2 bool) (listQuery, *apiError) {
 	}
 	lq.startAfter = get("start-after")
 	lq.after = lq.startAfter
-	// An empty continuation-token= is absent, as on S3 (some clients send
-	// the parameter on the first page).
+	// An empty continuation-token= is absent for paging, as on S3 (some
+	// clients send the parameter on the first page), and echoed empty.
+	lq.tokenGiven = q.Has("continuation-token")
 	if tok := get("continuation-token"); tok != "" {
 		lq.token = tok
-		lq.hasToken = true
 		after, err := decodeToken(lq.token)
 		if err != nil {
 			return lq, &apiError{Code: errInvalidArgument, Message: "The continuation token provided is incorrect"}
@@ -108,7 +108,7 @@ func (s *server) listObjects(req *request, a *archiveview.Archive, v2 bool) {
 		if lq.startAfter != "" {
 			w.encElem("StartAfter", lq.startAfter)
 		}
-		if lq.hasToken {
+		if lq.tokenGiven {
 			w.elem("ContinuationToken", lq.token)
 		}
 		if res.Truncated {

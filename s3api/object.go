@@ -42,6 +42,27 @@ func contentType(f archiveview.File) string {
 	return "application/octet-stream"
 }
 
+// Cache-Control values (Config.AliasBuckets).
+const (
+	// cacheFixed: a fixed archive's object, or a pinned version, never
+	// changes under its key; a year is the longest RFC 9111 freshness
+	// clients honour.
+	cacheFixed = "max-age=31536000, immutable"
+	// cacheFollowing: an alias moves to a newer upload at a rescan; a
+	// browser keeps its copy but asks (If-None-Match, a 304 while it is
+	// current) before every use.
+	cacheFollowing = "no-cache"
+)
+
+// cacheControl is the Cache-Control of an object of bucket; pinned says
+// the request named a ?versionId.
+func (s *server) cacheControl(bucket string, pinned bool) string {
+	if s.aliases[bucket] && !pinned {
+		return cacheFollowing
+	}
+	return cacheFixed
+}
+
 // getObject answers GetObject and HeadObject.
 func (s *server) getObject(req *request, a *archiveview.Archive) {
 	r := req.r
@@ -69,6 +90,7 @@ func (s *server) getObject(req *request, a *archiveview.Archive) {
 	}
 	h.Set("ETag", quoteETag(f.ETag))
 	h.Set("Last-Modified", mod.Format(http.TimeFormat))
+	h.Set("Cache-Control", s.cacheControl(req.bucket, req.query.Has("versionId")))
 	h.Set("Accept-Ranges", "bytes")
 	if !f.ModTime.IsZero() {
 		h.Set("x-amz-meta-mtime", fmt.Sprintf("%d.%09d", f.ModTime.Unix(), f.ModTime.Nanosecond()))
@@ -107,6 +129,12 @@ func (s *server) getObject(req *request, a *archiveview.Archive) {
 	status := http.StatusOK
 	off, n := int64(0), size
 	rangeHdr := r.Header.Get("Range")
+	// If-Range (RFC 9110 §13.1.5): a Range is honoured only while the
+	// validator still names this object; a stale one gets the whole
+	// object, 200.
+	if rangeHdr != "" && !ifRangeHolds(r.Header.Values("If-Range"), f.ETag, mod) {
+		rangeHdr = ""
+	}
 	if q.Has("partNumber") {
 		if rangeHdr != "" {
 			s.writeError(req, &apiError{Code: errInvalidRequest, Bucket: req.bucket, Key: req.key,

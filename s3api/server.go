@@ -93,6 +93,23 @@ type Config struct {
 	// s3api/console) from this S3 handler; its requests are logged and
 	// counted as op "Console".
 	Console func(api http.Handler) http.Handler
+	// SendTimeout aborts a response that makes no progress for this long:
+	// the deadline is set when the status line goes out and moved on by
+	// every write the client takes (http.ResponseController's
+	// SetWriteDeadline: the connection's write deadline on HTTP/1.1, the
+	// stream's on HTTP/2, where an expired stream is reset with
+	// RST_STREAM while the connection and its other streams go on). A
+	// reader that stops reading, or an HTTP/2 stream whose flow-control
+	// window stays closed, then fails its write, and the handler returns
+	// and releases the buffers and frames it held. 0 = no deadline.
+	SendTimeout time.Duration
+	// AliasBuckets are the buckets whose content follows the newest upload
+	// (an @latest alias): their objects change under the same key, so
+	// their responses are sent with Cache-Control: no-cache (revalidate
+	// with the ETag on every use). Every other bucket serves a fixed
+	// archive, and a GET or HEAD naming a ?versionId a fixed version:
+	// Cache-Control: max-age=31536000, immutable (object.go).
+	AliasBuckets []string
 }
 
 // server is the S3 handler that New returns.
@@ -107,6 +124,8 @@ type server struct {
 	owner    *owner
 	ownerXML string
 	console  http.Handler
+	// aliases is Config.AliasBuckets as a set.
+	aliases map[string]bool
 }
 
 // New returns the S3 http.Handler for cfg. It panics if cfg.Catalog is nil or
@@ -138,7 +157,10 @@ func New(cfg Config) http.Handler {
 	}
 	s := &server{cfg: cfg, metrics: m, limit: lim, now: time.Now,
 		owner:    &owner{ID: cfg.OwnerID, DisplayName: cfg.OwnerName},
-		ownerXML: ownerElement(cfg.OwnerID, cfg.OwnerName)}
+		ownerXML: ownerElement(cfg.OwnerID, cfg.OwnerName), aliases: map[string]bool{}}
+	for _, b := range cfg.AliasBuckets {
+		s.aliases[b] = true
+	}
 	if cfg.Console != nil {
 		s.console = cfg.Console(s)
 	}
@@ -180,7 +202,10 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("x-amz-request-id", req.id)
 	h.Set("x-amz-id-2", req.hostID)
 	h.Set("Server", "wharf")
-	rw := &responseWriter{ResponseWriter: w}
+	rw := &responseWriter{ResponseWriter: w, sendTimeout: s.cfg.SendTimeout}
+	if rw.sendTimeout > 0 {
+		rw.rc = http.NewResponseController(w)
+	}
 	req.w = rw
 
 	// 2. Access log and metrics, also on an aborted body.
@@ -338,12 +363,31 @@ func hostIDFor(id string) string {
 	return hex.EncodeToString(b[:])
 }
 
-// responseWriter records the status and body bytes for the access log.
+// responseWriter records the status and body bytes for the access log,
+// and holds the response's progress deadline (Config.SendTimeout).
 type responseWriter struct {
 	http.ResponseWriter
 	status      int
 	bytes       int64
 	wroteHeader bool
+
+	// The progress deadline: rc sets it, sendTimeout from now, before the
+	// header and before every write; noDeadline records a writer that
+	// takes none (a test recorder), so it is not asked again.
+	rc          *http.ResponseController
+	sendTimeout time.Duration
+	noDeadline  bool
+}
+
+// extend moves the progress deadline to sendTimeout from now: the client
+// took everything written before, which is progress.
+func (w *responseWriter) extend() {
+	if w.rc == nil || w.noDeadline {
+		return
+	}
+	if err := w.rc.SetWriteDeadline(time.Now().Add(w.sendTimeout)); err != nil {
+		w.noDeadline = true
+	}
 }
 
 func (w *responseWriter) WriteHeader(code int) {
@@ -352,16 +396,42 @@ func (w *responseWriter) WriteHeader(code int) {
 	}
 	w.wroteHeader = true
 	w.status = code
+	w.extend()
 	w.ResponseWriter.WriteHeader(code)
 }
+
+// progressStep is the most one write hands the connection under one
+// deadline: a cached frame slice can be many MiB, and a client reading it
+// slowly but steadily makes progress that a single deadline over the
+// whole slice would not see.
+const progressStep = 256 << 10
 
 func (w *responseWriter) Write(p []byte) (int, error) {
 	if !w.wroteHeader {
 		w.WriteHeader(http.StatusOK)
+	} else {
+		w.extend()
 	}
-	n, err := w.ResponseWriter.Write(p)
-	w.bytes += int64(n)
-	return n, err
+	if w.rc == nil || len(p) <= progressStep {
+		n, err := w.ResponseWriter.Write(p)
+		w.bytes += int64(n)
+		return n, err
+	}
+	total := 0
+	for len(p) > 0 {
+		step := min(len(p), progressStep)
+		if total > 0 {
+			w.extend()
+		}
+		n, err := w.ResponseWriter.Write(p[:step])
+		total += n
+		w.bytes += int64(n)
+		if err != nil {
+			return total, err
+		}
+		p = p[step:]
+	}
+	return total, nil
 }
 
 // Unwrap lets http.ResponseController reach the underlying writer.

@@ -45,6 +45,8 @@ func runBench(ctx context.Context, args []string) error {
 	soak := fs.Bool("soak", false, "run the load test instead: random reads and listings across several archives with faults injected")
 	soakFor := fs.Duration("soak-duration", bench.DefaultSoakConfig().Duration, "with --soak: how long the load runs")
 	soakClients := fs.Int("soak-clients", bench.DefaultSoakConfig().Clients, "with --soak: concurrent clients")
+	soakStalled := fs.Int("soak-stalled", bench.DefaultSoakConfig().Stalled, "with --soak: of the clients, how many open large responses and never read them")
+	soakGreedy := fs.Int("soak-greedy", bench.DefaultSoakConfig().Greedy, "with --soak: of the clients, how many keep many large ranged reads in flight at once")
 	discovery := fs.Int("discovery", 0, "run the discovery-at-start workload instead: N uploads under one root, at --latency per request (issue 16: 2000 at 50ms)")
 	openConc := fs.Int("open-concurrency", 0, "with --discovery: archives opened at once (0 = serve's default)")
 	scale := fs.Bool("scale", false, "run the scale workload instead: archives of millions of files built, restarted from the index and listed, each in wharf processes of their own (not part of the default run)")
@@ -112,7 +114,7 @@ func runBench(ctx context.Context, args []string) error {
 	}
 	if *soak {
 		sc := bench.DefaultSoakConfig()
-		sc.Duration, sc.Clients = *soakFor, *soakClients
+		sc.Duration, sc.Clients, sc.Stalled, sc.Greedy = *soakFor, *soakClients, *soakStalled, *soakGreedy
 		fs.Visit(func(f *flag.Flag) {
 			if f.Name == "cache-bytes" {
 				sc.CacheBytes = int64(cache)

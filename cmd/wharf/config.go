@@ -83,6 +83,7 @@ type fileConfig struct {
 	ReadTimeout       time.Duration `yaml:"read_timeout"`
 	IdleTimeout       time.Duration `yaml:"idle_timeout"`
 	MaxHeaderBytes    yamlBytes     `yaml:"max_header_bytes"`
+	SendTimeout       time.Duration `yaml:"send_timeout"`
 	// Read planner (readopts.go).
 	ReadMemory       yamlBytes `yaml:"read_memory"`
 	PartSize         yamlBytes `yaml:"part_size"`
@@ -139,6 +140,7 @@ func defaultServeConfig() serveConfig {
 		ReadTimeout:       defaultReadTimeout,
 		IdleTimeout:       defaultIdleTimeout,
 		MaxHeaderBytes:    defaultMaxHeaderBytes,
+		SendTimeout:       defaultSendTimeout,
 
 		frontDoorConfig: defaultFrontDoor(),
 		openLimits:      defaultOpenLimits(),
@@ -178,7 +180,8 @@ func applyConfigYAML(data []byte, cfg *serveConfig) error {
 		LogFormat: cfg.LogFormat, ShutdownTimeout: cfg.ShutdownTimeout,
 		MaxInflightPerKey: cfg.MaxInflightPerKey, ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 		ReadTimeout: cfg.ReadTimeout, IdleTimeout: cfg.IdleTimeout, MaxHeaderBytes: yamlBytes(cfg.MaxHeaderBytes),
-		ReadMemory: yamlBytes(cfg.Read.ReadMemory), PartSize: yamlBytes(cfg.Read.PartSize),
+		SendTimeout: cfg.SendTimeout,
+		ReadMemory:  yamlBytes(cfg.Read.ReadMemory), PartSize: yamlBytes(cfg.Read.PartSize),
 		StreamParts: cfg.Read.StreamParts, MaxParts: cfg.Read.MaxParts,
 		TrustUnframed: cfg.Read.TrustUnframed, AllowKeyPrefixes: cfg.Read.AllowKeyPrefixes,
 		MaxFrameBytes:   yamlBytes(cfg.Read.MaxFrameBytes),
@@ -218,6 +221,7 @@ func applyConfigYAML(data []byte, cfg *serveConfig) error {
 	cfg.Region, cfg.LogFormat, cfg.ShutdownTimeout = fc.Region, fc.LogFormat, fc.ShutdownTimeout
 	cfg.MaxInflightPerKey = fc.MaxInflightPerKey
 	cfg.ReadHeaderTimeout, cfg.ReadTimeout, cfg.IdleTimeout = fc.ReadHeaderTimeout, fc.ReadTimeout, fc.IdleTimeout
+	cfg.SendTimeout = fc.SendTimeout
 	if fc.MaxHeaderBytes > 1<<30 {
 		return fmt.Errorf("max_header_bytes %d: larger than 1GiB", fc.MaxHeaderBytes)
 	}
@@ -319,6 +323,7 @@ func serveFlags(cfg *serveConfig, configPath *string, check *bool) *flag.FlagSet
 	fs.DurationVar(&cfg.ReadHeaderTimeout, "read-header-timeout", cfg.ReadHeaderTimeout, "cut off a client that has not sent its request headers within this time (slow-loris)")
 	fs.DurationVar(&cfg.ReadTimeout, "read-timeout", cfg.ReadTimeout, "cut off a client that has not sent its whole request within this time (never limits a response)")
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", cfg.IdleTimeout, "close a keep-alive connection idle this long")
+	fs.DurationVar(&cfg.SendTimeout, "send-timeout", cfg.SendTimeout, "abort a response the client has taken no bytes of for this long (a reader that stopped reading, an HTTP/2 stream whose window stays closed) and free what it holds; like nginx's send_timeout (100ms to 1h)")
 	fs.Var(maxHeaderFlag{&cfg.MaxHeaderBytes}, "max-header-bytes", "largest request line plus headers (e.g. 64KiB); larger is answered 431")
 	cfg.Read.addReadFlags(fs)
 	frontDoorFlags(fs, &cfg.frontDoorConfig)

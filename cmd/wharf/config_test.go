@@ -60,6 +60,7 @@ read_header_timeout: 5s
 read_timeout: 30s
 idle_timeout: 90s
 max_header_bytes: 32KiB
+send_timeout: 45s
 read_memory: 4GiB
 part_size: 16MiB
 stream_parts: 12
@@ -95,7 +96,7 @@ var fullConfigFlags = []string{
 	"--cache-bytes", "2GiB", "--index-cache", "INDEX_DIR", "--virtual-host-base", "s3.example.org",
 	"--region", "eu-central-1", "--log-format", "console", "--shutdown-timeout", "45s",
 	"--max-inflight-per-key", "8", "--read-header-timeout", "5s", "--read-timeout", "30s", "--idle-timeout", "90s",
-	"--max-header-bytes", "32KiB",
+	"--max-header-bytes", "32KiB", "--send-timeout", "45s",
 	"--read-memory", "4GiB", "--part-size", "16MiB", "--stream-parts", "12", "--max-parts", "96",
 	"--trust-unframed", "--allow-key-prefix", "shared/chunks/", "--allow-key-prefix", "legacy/", "--max-frame-bytes", "32MiB",
 	"--tls-cert", "TLS_CERT", "--tls-key", "TLS_KEY", "--admin-tls-cert", "ADMIN_CERT", "--admin-tls-key", "ADMIN_KEY",
@@ -151,7 +152,7 @@ func TestConfigRoundTrip(t *testing.T) {
 		KeysFile: keysFile, CacheBytes: 2 << 30, IndexCacheDir: indexDir, VirtualHostBase: "s3.example.org",
 		Region: "eu-central-1", LogFormat: "console", ShutdownTimeout: 45 * time.Second, LogOut: os.Stderr,
 		MaxInflightPerKey: 8, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
-		IdleTimeout: 90 * time.Second, MaxHeaderBytes: 32 << 10,
+		IdleTimeout: 90 * time.Second, MaxHeaderBytes: 32 << 10, SendTimeout: 45 * time.Second,
 		Read: readOptions{ReadMemory: 4 << 30, PartSize: 16 << 20, StreamParts: 12, MaxParts: 96,
 			TrustUnframed: true, AllowKeyPrefixes: []string{"shared/chunks/", "legacy/"}, MaxFrameBytes: 32 << 20},
 		frontDoorConfig: frontDoorConfig{TLSCert: tlsCert, TLSKey: tlsKey, AdminTLSCert: adminCert, AdminTLSKey: adminKey,
@@ -218,6 +219,9 @@ func TestCheckConfig(t *testing.T) {
 		{"negative open concurrency", "store: s3://\ndiscover: [s3://a/b]\nopen_concurrency: -2\n", nil, "--open-concurrency -2"},
 		{"open concurrency huge", "store: s3://\ndiscover: [s3://a/b]\n", []string{"--open-concurrency", "100000"}, "--open-concurrency 100000"},
 		{"negative open wait", "store: s3://\ndiscover: [s3://a/b]\nopen_wait: -1s\n", nil, "--open-wait -1s"},
+		{"negative send timeout", "store: s3://\ndiscover: [s3://a/b]\nsend_timeout: -1s\n", nil, "--send-timeout -1s"},
+		{"send timeout too short", "store: s3://\ndiscover: [s3://a/b]\n", []string{"--send-timeout", "10ms"}, "--send-timeout 10ms: want 100ms to 1h0m0s"},
+		{"send timeout too long", "store: s3://\ndiscover: [s3://a/b]\nsend_timeout: 2h\n", nil, "--send-timeout 2h0m0s"},
 		{"open wait beyond clients", "store: s3://\ndiscover: [s3://a/b]\n", []string{"--open-wait", "1h"}, "--open-wait 1h0m0s"},
 		{"open timeout too short", "store: s3://\ndiscover: [s3://a/b]\nopen_timeout: 10ms\n", nil, "--open-timeout 10ms"},
 		{"open timeout too long", "store: s3://\ndiscover: [s3://a/b]\n", []string{"--open-timeout", "2h"}, "--open-timeout 2h0m0s"},
@@ -299,6 +303,15 @@ func TestCheckConfigTLSFiles(t *testing.T) {
 	cert, key := pki.pair(t, "good", validNow)
 	_, otherKey := pki.pair(t, "other", validNow)
 	oldCert, oldKey := pki.pair(t, "old", expired)
+	futureCert, futureKey := pki.pair(t, "future", notYetValid)
+	certPEM, _ := os.ReadFile(cert)
+	caPEM := string(pki.ca.certPEM)
+	torn := writeFile(t, "torn.pem", string(certPEM)+caPEM[:len(caPEM)*2/3])
+	stranger, err := newDevCA("another CA", time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrongChain := writeFile(t, "wrong-chain.pem", string(certPEM)+string(stranger.certPEM))
 	dir := t.TempDir()
 	base := []string{"serve", "--check-config", "--store", "s3://", "--discover", "s3://a/b"}
 	for _, tc := range []struct {
@@ -309,6 +322,9 @@ func TestCheckConfigTLSFiles(t *testing.T) {
 		{"key of another certificate", []string{"--tls-cert", cert, "--tls-key", otherKey}, "--tls-key " + otherKey + ": the private key does not match the certificate in --tls-cert " + cert},
 		{"expired", []string{"--tls-cert", oldCert, "--tls-key", oldKey}, "--tls-cert " + oldCert + ": the certificate (CN=localhost,O=wharf) expired at"},
 		{"unreadable (a directory)", []string{"--tls-cert", dir, "--tls-key", key}, "--tls-cert " + dir + ": not a regular file"},
+		{"not yet valid", []string{"--tls-cert", futureCert, "--tls-key", futureKey}, "--tls-cert " + futureCert + ": the certificate (CN=localhost,O=wharf) is not valid before"},
+		{"chain torn inside the intermediate", []string{"--tls-cert", torn, "--tls-key", key}, "--tls-cert " + torn + ": a PEM block is cut off after certificate 1"},
+		{"chain that does not verify", []string{"--tls-cert", wrongChain, "--tls-key", key}, "--tls-cert " + wrongChain + ": the chain does not verify"},
 		{"admin key of another certificate", []string{"--tls-cert", cert, "--tls-key", key, "--admin-listen", "127.0.0.1:0",
 			"--admin-tls-cert", cert, "--admin-tls-key", otherKey}, "--admin-tls-key " + otherKey + ": the private key does not match the certificate in --admin-tls-cert " + cert},
 	} {
@@ -633,8 +649,8 @@ func configDump(t testing.TB, cfg serveConfig) []byte {
 		IndexCacheDir: cfg.indexCache(), VirtualHostBase: cfg.VirtualHostBase, Region: cfg.Region,
 		LogFormat: cfg.LogFormat, ShutdownTimeout: cfg.ShutdownTimeout, MaxInflightPerKey: cfg.MaxInflightPerKey,
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout, ReadTimeout: cfg.ReadTimeout, IdleTimeout: cfg.IdleTimeout,
-		MaxHeaderBytes: yamlBytes(cfg.MaxHeaderBytes),
-		ReadMemory:     yamlBytes(cfg.Read.ReadMemory), PartSize: yamlBytes(cfg.Read.PartSize),
+		MaxHeaderBytes: yamlBytes(cfg.MaxHeaderBytes), SendTimeout: cfg.SendTimeout,
+		ReadMemory: yamlBytes(cfg.Read.ReadMemory), PartSize: yamlBytes(cfg.Read.PartSize),
 		StreamParts: cfg.Read.StreamParts, MaxParts: cfg.Read.MaxParts,
 		TrustUnframed: cfg.Read.TrustUnframed, AllowKeyPrefixes: cfg.Read.AllowKeyPrefixes,
 		MaxFrameBytes:   yamlBytes(cfg.Read.MaxFrameBytes),
@@ -678,7 +694,7 @@ func fileSettable(cfg serveConfig) serveConfig {
 		CacheBytes: cfg.CacheBytes, IndexCacheDir: cfg.IndexCacheDir, IndexCacheURL: cfg.IndexCacheURL, VirtualHostBase: cfg.VirtualHostBase,
 		Region: cfg.Region, LogFormat: cfg.LogFormat, ShutdownTimeout: cfg.ShutdownTimeout,
 		MaxInflightPerKey: cfg.MaxInflightPerKey, ReadHeaderTimeout: cfg.ReadHeaderTimeout,
-		ReadTimeout: cfg.ReadTimeout, IdleTimeout: cfg.IdleTimeout, MaxHeaderBytes: cfg.MaxHeaderBytes,
+		ReadTimeout: cfg.ReadTimeout, IdleTimeout: cfg.IdleTimeout, MaxHeaderBytes: cfg.MaxHeaderBytes, SendTimeout: cfg.SendTimeout,
 		Read: cfg.Read, frontDoorConfig: cfg.frontDoorConfig, AllowRestore: cfg.AllowRestore, RestoreStatusTTL: cfg.RestoreStatusTTL,
 	}
 	if len(out.Read.AllowKeyPrefixes) == 0 {
@@ -721,6 +737,7 @@ func configBase(variant int) serveConfig {
 	c.Rescan, c.RetireGrace, c.ShutdownTimeout = d, d+1, d+2
 	c.OpenConcurrency, c.WaitOpen, c.OpenWait = 40+variant, variant == 0, d+8
 	c.ReadHeaderTimeout, c.ReadTimeout, c.IdleTimeout = d+3, d+4, d+5
+	c.SendTimeout = time.Second + d
 	c.Anonymous = variant == 1
 	c.Keys = []auth.Key{{AccessKey: "BASE" + v, SecretKey: "base-secret-" + v}}
 	c.KeysFile, c.IndexCacheDir, c.VirtualHostBase = "/base/keys"+v, "/base/cache"+v, "base"+v+".invalid"

@@ -87,6 +87,9 @@ type serveConfig struct {
 	ReadTimeout       time.Duration // the whole request, headers and any body; default 1m
 	IdleTimeout       time.Duration // an idle keep-alive connection; default 2m
 	MaxHeaderBytes    int           // request line plus headers; default 64 KiB
+	// SendTimeout aborts a response that makes no progress this long
+	// (s3api.Config.SendTimeout); default 60s, like nginx's send_timeout.
+	SendTimeout time.Duration
 
 	// TLS and CORS (frontdoor.go).
 	frontDoorConfig
@@ -271,6 +274,9 @@ func (cfg *serveConfig) validate(keys []auth.Key) error {
 	if cfg.MaxInflightPerKey < 0 {
 		return errors.New("--max-inflight-per-key must not be negative (0 = unlimited)")
 	}
+	if cfg.SendTimeout != 0 && (cfg.SendTimeout < minSendTimeout || cfg.SendTimeout > maxSendTimeout) {
+		return fmt.Errorf("--send-timeout %s: want %s to %s (0 = the default, %s)", cfg.SendTimeout, minSendTimeout, maxSendTimeout, defaultSendTimeout)
+	}
 	if cfg.MaxHeaderBytes < 0 {
 		return errors.New("--max-header-bytes must not be negative")
 	}
@@ -408,6 +414,8 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 		CORS:              cors,
 		AllowRestore:      cfg.AllowRestore,
 		Console:           consoleHandler(&cfg, cm.Catalog(), verifier, len(keys) > 0, log),
+		SendTimeout:       cfg.sendTimeout(),
+		AliasBuckets:      cfg.aliasNames(),
 	})
 
 	ln, err := net.Listen("tcp", cfg.Listen)
@@ -536,7 +544,18 @@ const (
 	defaultReadTimeout       = time.Minute
 	defaultIdleTimeout       = 2 * time.Minute
 	defaultMaxHeaderBytes    = 64 << 10
+	defaultSendTimeout       = time.Minute
+	minSendTimeout           = 100 * time.Millisecond
+	maxSendTimeout           = time.Hour
 )
+
+// sendTimeout is the response progress deadline (0 = the default).
+func (cfg *serveConfig) sendTimeout() time.Duration {
+	if cfg.SendTimeout > 0 {
+		return cfg.SendTimeout
+	}
+	return defaultSendTimeout
+}
 
 // newHTTPServer sets the limits every listener needs against slow or
 // oversized requests: ReadHeaderTimeout cuts off a client dribbling its
@@ -544,9 +563,10 @@ const (
 // wharf refuses but net/http drains for keep-alive, IdleTimeout closes idle
 // keep-alive connections, and MaxHeaderBytes answers a larger request line
 // plus headers with 431. ReadTimeout does not limit a response: the request
-// context is not cancelled by it. There is no write timeout: object bodies
-// stream for as long as the client reads them (the per-key concurrency limit
-// bounds how many a client can hold open).
+// context is not cancelled by it. There is no overall write timeout: object
+// bodies stream for as long as the client keeps reading them; a response
+// the client stops taking is cut off by the S3 handler's progress deadline
+// (--send-timeout, s3api.Config.SendTimeout), moved on by every write.
 func newHTTPServer(h http.Handler, cfg *serveConfig) *http.Server {
 	or := func(d, def time.Duration) time.Duration {
 		if d > 0 {
@@ -558,13 +578,36 @@ func newHTTPServer(h http.Handler, cfg *serveConfig) *http.Server {
 	if maxHdr <= 0 {
 		maxHdr = defaultMaxHeaderBytes
 	}
-	return &http.Server{
+	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: or(cfg.ReadHeaderTimeout, defaultReadHeaderTimeout),
 		ReadTimeout:       or(cfg.ReadTimeout, defaultReadTimeout),
 		IdleTimeout:       or(cfg.IdleTimeout, defaultIdleTimeout),
 		MaxHeaderBytes:    maxHdr,
 	}
+	// HTTP/2 advertises no more concurrent streams per connection than one
+	// client may have requests in flight: a browser's burst on one
+	// connection (a Zarr viewer's 128 chunk requests) is then queued by
+	// the browser, as it queues past 6 connections on HTTP/1.1, instead
+	// of being answered 503 SlowDown, which browsers do not retry.
+	//
+	// An unfinished HTTP/2 header block (HEADERS without END_HEADERS, then
+	// silence or a trickle of CONTINUATION frames) is not a stream yet,
+	// so neither ReadHeaderTimeout nor the idle timeout of streams applies
+	// and only IdleTimeout would end it. The HTTP/2 health check does: a
+	// connection that delivers no complete frame for half the header
+	// timeout is sent a PING, and closed when no PING ACK comes within the
+	// other half. A client inside a header block cannot answer (any frame
+	// but CONTINUATION there is a protocol error, and net/http delivers no
+	// frame until the block ends), so the block is bounded by
+	// ReadHeaderTimeout; a healthy idle client answers the PING and stays
+	// until IdleTimeout.
+	half := or(cfg.ReadHeaderTimeout, defaultReadHeaderTimeout) / 2
+	srv.HTTP2 = &http.HTTP2Config{SendPingTimeout: half, PingTimeout: half}
+	if cfg.MaxInflightPerKey > 0 {
+		srv.HTTP2.MaxConcurrentStreams = cfg.MaxInflightPerKey
+	}
+	return srv
 }
 
 // adminMux serves /healthz, /readyz, /metrics, /-/archives and
@@ -606,6 +649,16 @@ func (cfg *serveConfig) catalogSources() []catalog.Source {
 	out := make([]catalog.Source, len(cfg.Archives))
 	for i, a := range cfg.Archives {
 		out[i] = catalog.Source{Name: a.Name, ManifestURL: a.ManifestURL}
+	}
+	return out
+}
+
+// aliasNames are the buckets that follow the newest upload (s3api's
+// Cache-Control).
+func (cfg *serveConfig) aliasNames() []string {
+	out := make([]string, len(cfg.Aliases))
+	for i, a := range cfg.Aliases {
+		out[i] = a.Name
 	}
 	return out
 }

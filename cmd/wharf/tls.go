@@ -31,7 +31,8 @@ import (
 // atomically: a reload never touches an established connection, so a
 // rotation drops none. The files are re-read on SIGHUP and every
 // --tls-reload-interval; a pair that fails to load (unreadable, not
-// matching, expired) is logged and the old one kept. A pair expiring within
+// matching, expired, not yet valid, a chain that does not verify or a PEM
+// block cut off) is logged and the old one kept. A pair expiring within
 // expiryWarning is warned about when loaded and then once a day.
 
 // expiryWarning is how close to its expiry a certificate is warned about.
@@ -111,18 +112,29 @@ func readPEMFile(flagName, path string) ([]byte, error) {
 //     first the server's own (the leaf), all parseable;
 //   - the key file holds a PEM private key (PKCS #8, PKCS #1 RSA or SEC 1
 //     EC), not encrypted, whose public half is the leaf's;
-//   - the leaf has not expired at now (one not yet valid is accepted: a
-//     freshly issued certificate may start a little in the future of a
-//     skewed clock).
+//   - no PEM block is cut off (a file written half, or a chain torn
+//     inside a certificate: pem.Decode would silently stop there and the
+//     rest of the chain would be lost);
+//   - the chain verifies from the leaf to the last certificate given:
+//     each one is signed by the next (which must be a CA), and every one
+//     is valid at now;
+//   - the leaf is valid at now: not expired, and not before its NotBefore
+//     (clients refuse a certificate not yet valid, so serving one is an
+//     outage; a reload keeps the previous pair and the poll picks the new
+//     one up once its time has come).
 //
 // Every error names the file at fault.
 func parseKeyPair(src certSource, certPEM, keyPEM []byte, sum [sha256.Size]byte, now time.Time) (*keyPair, error) {
 	var leaf *x509.Certificate
+	var chain []*x509.Certificate
 	rest := certPEM
 	for {
 		var b *pem.Block
 		b, rest = pem.Decode(rest)
 		if b == nil {
+			if bytes.Contains(rest, []byte("-----BEGIN")) {
+				return nil, fmt.Errorf("%s %s: a PEM block is cut off after certificate %d (a partly written file, or a chain torn inside a certificate)", src.certFlag, src.certFile, len(chain))
+			}
 			break
 		}
 		if b.Type != "CERTIFICATE" {
@@ -138,9 +150,13 @@ func parseKeyPair(src certSource, certPEM, keyPEM []byte, sum [sha256.Size]byte,
 		if leaf == nil {
 			leaf = c
 		}
+		chain = append(chain, c)
 	}
 	if leaf == nil {
 		return nil, fmt.Errorf("%s %s: no PEM CERTIFICATE block", src.certFlag, src.certFile)
+	}
+	if err := checkChain(chain, now); err != nil {
+		return nil, fmt.Errorf("%s %s: %w", src.certFlag, src.certFile, err)
 	}
 	key, err := parsePEMKey(keyPEM)
 	if err != nil {
@@ -150,15 +166,43 @@ func parseKeyPair(src certSource, certPEM, keyPEM []byte, sum [sha256.Size]byte,
 	if !ok || !pub.Equal(key.Public()) {
 		return nil, fmt.Errorf("%s %s: the private key does not match the certificate in %s %s", src.keyFlag, src.keyFile, src.certFlag, src.certFile)
 	}
-	if now.After(leaf.NotAfter) {
-		return nil, fmt.Errorf("%s %s: the certificate (%s) expired at %s", src.certFlag, src.certFile, leaf.Subject, leaf.NotAfter.UTC().Format(time.RFC3339))
-	}
 	pair, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s, %s %s: %w", src.certFlag, src.certFile, src.keyFlag, src.keyFile, err)
 	}
 	pair.Leaf = leaf
 	return &keyPair{cert: &pair, leaf: leaf, sum: sum, notAfter: leaf.NotAfter}, nil
+}
+
+// checkChain checks a certificate chain, leaf first, at now: every
+// certificate is within its validity window, and each one is signed by the
+// next (its issuer's name and signature, the next being a CA). The last one
+// is not checked against any root: that is the client's trust.
+func checkChain(chain []*x509.Certificate, now time.Time) error {
+	for i, c := range chain {
+		what := "the certificate"
+		if i > 0 {
+			what = fmt.Sprintf("chain certificate %d", i+1)
+		}
+		switch {
+		case now.After(c.NotAfter):
+			return fmt.Errorf("%s (%s) expired at %s", what, c.Subject, c.NotAfter.UTC().Format(time.RFC3339))
+		case now.Before(c.NotBefore):
+			return fmt.Errorf("%s (%s) is not valid before %s (not yet valid; now is %s)", what, c.Subject,
+				c.NotBefore.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
+		}
+		if i+1 == len(chain) {
+			break
+		}
+		parent := chain[i+1]
+		if !bytes.Equal(c.RawIssuer, parent.RawSubject) {
+			return fmt.Errorf("the chain does not verify: certificate %d (%s) is issued by %s, but certificate %d is %s", i+1, c.Subject, c.Issuer, i+2, parent.Subject)
+		}
+		if err := c.CheckSignatureFrom(parent); err != nil {
+			return fmt.Errorf("the chain does not verify: certificate %d (%s) is not signed by certificate %d (%s): %w", i+1, c.Subject, i+2, parent.Subject, err)
+		}
+	}
+	return nil
 }
 
 // parsePEMKey finds the private key in a PEM file.

@@ -46,6 +46,9 @@ func validNow(now time.Time) (time.Time, time.Time) {
 func expired(now time.Time) (time.Time, time.Time) {
 	return now.Add(-48 * time.Hour), now.Add(-time.Hour)
 }
+func notYetValid(now time.Time) (time.Time, time.Time) {
+	return now.Add(time.Hour), now.Add(90 * 24 * time.Hour)
+}
 func expiresSoon(now time.Time) (time.Time, time.Time) {
 	return now.Add(-time.Hour), now.Add(50 * time.Hour)
 }
@@ -132,6 +135,14 @@ func TestReadKeyPair(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	futureCert, futureKey := pki.pair(t, "future", notYetValid)
+	strangerCA, err := newDevCA("another CA", time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	caPEM := string(pki.ca.certPEM)
+	torn := writeFile(t, "torn.pem", string(certPEM)+caPEM[:len(caPEM)/2])
+	wrongChain := writeFile(t, "wrong-chain.pem", string(certPEM)+string(strangerCA.certPEM))
 	encrypted := writeFile(t, "enc.key", "-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----\n")
 	src := func(c, k string) certSource {
 		return certSource{listener: "s3", certFlag: "--tls-cert", keyFlag: "--tls-key", certFile: c, keyFile: k}
@@ -157,6 +168,9 @@ func TestReadKeyPair(t *testing.T) {
 		{"key of another certificate", cert, otherKey, []string{"--tls-key " + otherKey, "does not match the certificate in --tls-cert " + cert}, ""},
 		{"certificate of another key", otherCert, key, []string{"--tls-key " + key, "does not match", otherCert}, ""},
 		{"expired", oldCert, oldKey, []string{"--tls-cert " + oldCert, "expired at"}, ""},
+		{"not yet valid", futureCert, futureKey, []string{"--tls-cert " + futureCert, "not valid before", "not yet valid"}, ""},
+		{"chain torn inside the intermediate", torn, key, []string{"--tls-cert " + torn, "cut off after certificate 1"}, ""},
+		{"chain of another CA", wrongChain, key, []string{"--tls-cert " + wrongChain, "the chain does not verify", "certificate 2 is CN=another CA"}, ""},
 		{"key PEM damaged", cert, writeFile(t, "bad.key", strings.Replace(string(keyPEM), "\n", "\nAAAA", 2)), []string{"--tls-key", "PRIVATE KEY block"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -374,6 +388,90 @@ func TestServeTLSReload(t *testing.T) {
 	}
 	if serialOf(resp) != second {
 		t.Errorf("admin (same certificate) serial %s, want %s", serialOf(resp), second)
+	}
+}
+
+// TestServeTLSRefusesBadPairs (issue 20, finding 10): a certificate not
+// yet valid, a chain torn inside the intermediate and a chain that does
+// not verify are refused at start (serve fails naming the file and the
+// reason) and at reload (the previous certificate is still served and the
+// reason is logged). --check-config: TestCheckConfigTLSFiles.
+func TestServeTLSRefusesBadPairs(t *testing.T) {
+	pki := newTestPKI(t)
+	cert, key := pki.pair(t, "s3", validNow)
+	first := fileSerial(t, cert)
+	goodCert, _ := os.ReadFile(cert)
+	goodKey, _ := os.ReadFile(key)
+	futureCert, futureKey := pki.pair(t, "future", notYetValid)
+	stranger, err := newDevCA("another CA", time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	caPEM := string(pki.ca.certPEM)
+	read := func(p string) []byte {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	bad := []struct {
+		name      string
+		cert, key []byte
+		reason    string
+	}{
+		{"not yet valid", read(futureCert), read(futureKey), "is not valid before"},
+		{"chain torn inside the intermediate", append(append([]byte{}, goodCert...), caPEM[:len(caPEM)/2]...), goodKey, "a PEM block is cut off after certificate 1"},
+		{"chain that does not verify", append(append([]byte{}, goodCert...), stranger.certPEM...), goodKey, "the chain does not verify"},
+	}
+	for _, b := range bad {
+		t.Run("start: "+b.name, func(t *testing.T) {
+			dir := t.TempDir()
+			c, k := filepath.Join(dir, "c.pem"), filepath.Join(dir, "k.pem")
+			writeAtomic(t, c, b.cert)
+			writeAtomic(t, k, b.key)
+			store, man := packServeTree(t, map[string][]byte{"a.txt": []byte("hello\n")})
+			err := serve(context.Background(), serveConfig{Listen: "127.0.0.1:0", StoreURL: store,
+				Archives: []serveArchive{{Name: "data", ManifestURL: man}}, Anonymous: true, CacheBytes: 16 << 20,
+				LogOut: io.Discard, frontDoorConfig: frontDoorConfig{TLSCert: c, TLSKey: k}})
+			if err == nil || !strings.Contains(err.Error(), "--tls-cert "+c) || !strings.Contains(err.Error(), b.reason) {
+				t.Fatalf("serve: %v, want a refusal naming %s and %q", err, c, b.reason)
+			}
+		})
+	}
+
+	trigger := make(chan struct{})
+	checked := make(chan struct{}, 16)
+	addr, _, logs, _, _ := startTLSServe(t, frontDoorConfig{TLSCert: cert, TLSKey: key, TLSReloadInterval: time.Hour,
+		tlsReloadNow: trigger, tlsChecked: func() { checked <- struct{}{} }}, false)
+	for _, b := range bad {
+		t.Run("reload: "+b.name, func(t *testing.T) {
+			writeAtomic(t, cert, b.cert)
+			writeAtomic(t, key, b.key)
+			trigger <- struct{}{}
+			select {
+			case <-checked:
+			case <-time.After(10 * time.Second):
+				t.Fatal("no reload round")
+			}
+			resp, err := pki.client(true).Get("https://" + addr + "/data/a.txt")
+			if err != nil {
+				t.Fatalf("after the refused reload: %v", err)
+			}
+			resp.Body.Close()
+			if s := serialOf(resp); resp.StatusCode != 200 || s != first {
+				t.Errorf("after the refused reload: %d serial %s, want the old %s", resp.StatusCode, s, first)
+			}
+			found := false
+			for _, l := range strings.Split(logs.String(), "\n") {
+				if strings.Contains(l, "TLS certificate reload failed") && strings.Contains(l, b.reason) {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("the refused reload is not logged with %q:\n%s", b.reason, logs.String())
+			}
+		})
 	}
 }
 

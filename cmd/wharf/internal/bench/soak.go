@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -16,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -37,7 +39,17 @@ import (
 // SoakConfig sets the load test. DefaultSoakConfig gives the run:
 // 64 clients for 10 minutes with faults injected.
 type SoakConfig struct {
-	Clients     int
+	Clients int
+	// Stalled and Greedy of the Clients misbehave: a stalled client keeps
+	// StalledConns connections open, each asking for a large range and
+	// reading nothing (a paused download); a greedy one keeps GreedyRanges
+	// large ranged reads in flight at once. The others are the normal
+	// clients, and every one of them must be served.
+	Stalled, Greedy            int
+	StalledConns, GreedyRanges int
+	// SendTimeout is the server's response progress deadline
+	// (s3api.Config.SendTimeout, serve's --send-timeout).
+	SendTimeout time.Duration
 	Duration    time.Duration
 	MaxRequests int64   // stop after this many requests (0 = no cap)
 	FaultRate   float64 // probability that a backend request is faulted
@@ -59,7 +71,8 @@ var errSoakInternal = errors.New("injected internal store error")
 // evicted and fetched again under load and the store's faults keep
 // reaching the read path.
 func DefaultSoakConfig() SoakConfig {
-	return SoakConfig{Clients: 64, Duration: 10 * time.Minute, MaxRequests: 5_000_000, FaultRate: 0.05, CacheBytes: 16 << 20, Seed: 1}
+	return SoakConfig{Clients: 64, Stalled: 6, Greedy: 4, StalledConns: 4, GreedyRanges: 16, SendTimeout: 5 * time.Second,
+		Duration: 10 * time.Minute, MaxRequests: 5_000_000, FaultRate: 0.05, CacheBytes: 16 << 20, Seed: 1}
 }
 
 // SoakReport is what Soak measured.
@@ -83,6 +96,19 @@ type SoakReport struct {
 	ChecksumFailures       int64 // frames or files whose checksum caught injected corruption
 	CacheBudget            int64
 	Archives, Objects      int
+	// The misbehaving clients: stalled connections opened, how many of
+	// them the server had cut off (send timeout) when the client looked,
+	// send timeout + 3s later, and how many it had kept (their 206 came
+	// whole once read); and the greedy clients' requests and failures
+	// (their clean bodies are compared like all).
+	StalledConns, StalledCut, StalledKept int64
+	GreedyRequests                        int64
+	GreedyErrors                          map[string]int64
+	// NormalClients is how many clients behaved; NormalLeastServed the
+	// fewest successful requests any one of them had (0 = one was never
+	// served).
+	NormalClients     int
+	NormalLeastServed int64
 }
 
 // soakArchive is one packed archive with its source files.
@@ -106,12 +132,16 @@ type soakArchive struct {
 // S3Store's own retries and resumes under HTTP faults are not part of the
 // soak; backend's tests drive them against a real S3 protocol server.
 func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
+	if cfg.Stalled < 0 || cfg.Greedy < 0 || cfg.Stalled+cfg.Greedy >= cfg.Clients || cfg.StalledConns < 0 || cfg.GreedyRanges < 0 || cfg.SendTimeout < 0 {
+		return nil, fmt.Errorf("bench --soak: %d stalled and %d greedy of %d clients (%d connections, %d ranges each), send timeout %v: want at least one normal client and nothing negative",
+			cfg.Stalled, cfg.Greedy, cfg.Clients, cfg.StalledConns, cfg.GreedyRanges, cfg.SendTimeout)
+	}
 	if cfg.Clients < 1 || cfg.Duration <= 0 || cfg.CacheBytes <= 0 || cfg.MaxRequests < 0 || !(cfg.FaultRate >= 0 && cfg.FaultRate <= 1) {
 		return nil, fmt.Errorf("bench --soak: %d clients for %v, cache %d bytes, cap %d requests, fault rate %v: want at least one client, a positive duration and cache, a cap not negative and a fault rate from 0 to 1",
 			cfg.Clients, cfg.Duration, cfg.CacheBytes, cfg.MaxRequests, cfg.FaultRate)
 	}
 	logf := func(format string, args ...any) { progressf(cfg.Progress, "soak: ", format, args...) }
-	rep := &SoakReport{Errors: map[string]int64{}, CacheBudget: cfg.CacheBytes}
+	rep := &SoakReport{Errors: map[string]int64{}, GreedyErrors: map[string]int64{}, CacheBudget: cfg.CacheBytes}
 	runtime.GC()
 	rep.GoroutinesBefore = runtime.NumGoroutine()
 	rep.FDsBefore = countFDs()
@@ -219,7 +249,7 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := s3api.New(s3api.Config{Catalog: catalog.NewStatic(served), Verifier: verifier, Logger: zerolog.Nop()})
+	h := s3api.New(s3api.Config{Catalog: catalog.NewStatic(served), Verifier: verifier, Logger: zerolog.Nop(), SendTimeout: cfg.SendTimeout})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -239,9 +269,69 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 	runCtx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	var reqs, served64, wrong atomic.Int64
 	var errMu sync.Mutex
-	lat := make([][]time.Duration, cfg.Clients)
+	normal := cfg.Clients - cfg.Stalled - cfg.Greedy
+	rep.NormalClients = normal
+	lat := make([][]time.Duration, normal)
+	ok := make([]int64, normal)
 	var wg sync.WaitGroup
-	for c := 0; c < cfg.Clients; c++ {
+	// The misbehaving clients (soakStalled, soakGreedy) read the largest
+	// file of the "large" archive.
+	var large *soakArchive
+	for _, a := range archives {
+		if a.bucket == "large" {
+			large = a
+		}
+	}
+	var bad sync.WaitGroup // the misbehaving clients: until the normal ones are done
+	var stalledMu sync.Mutex
+	for range cfg.Stalled {
+		for range cfg.StalledConns {
+			bad.Go(func() {
+				n, cut, kept := soakStalled(runCtx, ln.Addr().String(), large, "big/service.log", cfg.SendTimeout+3*time.Second)
+				stalledMu.Lock()
+				rep.StalledConns += n
+				rep.StalledCut += cut
+				rep.StalledKept += kept
+				stalledMu.Unlock()
+			})
+		}
+	}
+	for g := range cfg.Greedy {
+		for r := range cfg.GreedyRanges {
+			bad.Go(func() {
+				rng := rand.New(rand.NewPCG(cfg.Seed+uint64(1000+g*cfg.GreedyRanges+r), 19))
+				buf := make([]byte, 64<<10)
+				src := large.src["big/service.log"]
+				for runCtx.Err() == nil {
+					lo := rng.IntN(len(src) - 1)
+					hi := min(len(src), lo+4<<20+rng.IntN(4<<20))
+					out, err := client.GetObject(runCtx, &s3.GetObjectInput{Bucket: aws.String(large.bucket), Key: aws.String("big/service.log"),
+						Range: aws.String("bytes=" + strconv.Itoa(lo) + "-" + strconv.Itoa(hi-1))})
+					kind := ""
+					if err != nil {
+						kind = errKind(err)
+					} else {
+						n, same, err := compareStream(out.Body, src[lo:hi], buf)
+						out.Body.Close()
+						served64.Add(n)
+						switch {
+						case err != nil:
+							kind = "aborted body"
+						case !same || n != int64(hi-lo):
+							wrong.Add(1)
+						}
+					}
+					errMu.Lock()
+					rep.GreedyRequests++
+					if kind != "" && runCtx.Err() == nil {
+						rep.GreedyErrors[kind]++
+					}
+					errMu.Unlock()
+				}
+			})
+		}
+	}
+	for c := 0; c < normal; c++ {
 		wg.Add(1)
 		go func(c int) {
 			defer wg.Done()
@@ -257,6 +347,9 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 				t0 := time.Now()
 				n, kind, bad := soakOne(runCtx, client, a, rng, buf)
 				lat[c] = append(lat[c], time.Since(t0))
+				if kind == "" && !bad {
+					ok[c]++
+				}
 				served64.Add(n)
 				if bad {
 					wrong.Add(1)
@@ -282,9 +375,16 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 	}()
 	wg.Wait()
 	cancel()
+	bad.Wait()
 	tick.Stop()
 	faulting.Store(false)
 
+	rep.NormalLeastServed = -1
+	for _, n := range ok {
+		if rep.NormalLeastServed < 0 || n < rep.NormalLeastServed {
+			rep.NormalLeastServed = n
+		}
+	}
 	var all []time.Duration
 	for _, l := range lat {
 		all = append(all, l...)
@@ -326,6 +426,8 @@ func Soak(ctx context.Context, cfg SoakConfig) (*SoakReport, error) {
 		fmt.Sprintf("machine: %s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version()),
 		fmt.Sprintf("%d archives (framed, plain tar, split + sub-frames, unframed stream, direct), %d objects", rep.Archives, rep.Objects),
 		"backing store: local directory behind faults.Faulty (store faults, not HTTP: S3Store's retries are not exercised here)",
+		fmt.Sprintf("of them %d stalled (%d connections each asking for up to 12 MiB and reading nothing) and %d greedy (%d concurrent 4-8 MiB ranges each); send timeout %v",
+			cfg.Stalled, cfg.StalledConns, cfg.Greedy, cfg.GreedyRanges, cfg.SendTimeout),
 		fmt.Sprintf("%d clients, %v, fault rate %.3f per backend read (unavailable, internal error, reset and truncation mid-body, ignored range, 50 ms spikes) plus silent bit flips in %.4f of the range reads", cfg.Clients, cfg.Duration, cfg.FaultRate, cfg.FaultRate*(1-cfg.FaultRate)/4),
 	}
 	return rep, nil
@@ -503,6 +605,9 @@ func (r *SoakReport) WriteMarkdown(w io.Writer) {
 	}
 	fmt.Fprintf(w, "| RSS growth under load, against the read memory budget + 100 MiB | %d MiB of %d MiB: %s |\n", growth>>20, bound>>20, met)
 	fmt.Fprintf(w, "| frame cache budget / read memory budget / most of it in use at once | %d MiB / %d MiB / %d MiB |\n", r.CacheBudget>>20, r.ReadMemory>>20, r.MemoryPeak>>20)
+	fmt.Fprintf(w, "| stalled connections opened / cut off by the send timeout / not cut | %d / %d / %d |\n", r.StalledConns, r.StalledCut, r.StalledKept)
+	fmt.Fprintf(w, "| greedy requests / failed | %d / %d |\n", r.GreedyRequests, sumCounts(r.GreedyErrors))
+	fmt.Fprintf(w, "| normal clients / fewest requests served to one of them | %d / %d |\n", r.NormalClients, r.NormalLeastServed)
 	fmt.Fprintf(w, "| goroutines before / after | %d / %d |\n", r.GoroutinesBefore, r.GoroutinesAfter)
 	fmt.Fprintf(w, "| file descriptors before / after | %d / %d |\n", r.FDsBefore, r.FDsAfter)
 	var kinds []string
@@ -516,6 +621,59 @@ func (r *SoakReport) WriteMarkdown(w io.Writer) {
 	for _, k := range kinds {
 		fmt.Fprintf(w, "| %s | %d |\n", k, r.Errors[k])
 	}
+}
+
+func sumCounts(m map[string]int64) int64 {
+	var n int64
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// soakStalled is one stalled connection after another until ctx ends:
+// each asks for up to 12 MiB of key (with a 16 KiB receive buffer, so the
+// kernel takes little) and reads nothing for hold (more than the send
+// timeout). Then it reads what there is: a 206 that ends short, cleanly,
+// was cut off by the server (the send timeout: the kernel still delivers
+// what the server had written before it gave up); a 206 that ends whole
+// was not cut (kept).
+func soakStalled(ctx context.Context, addr string, a *soakArchive, key string, hold time.Duration) (opened, cut, kept int64) {
+	size := min(len(a.src[key]), 12<<20)
+	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		return rc.Control(func(fd uintptr) {
+			_ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 16<<10)
+		})
+	}}
+	for ctx.Err() == nil {
+		c, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return opened, cut, kept
+		}
+		opened++
+		_, err = fmt.Fprintf(c, "GET /%s/%s HTTP/1.1\r\nHost: %s\r\nRange: bytes=0-%d\r\nConnection: close\r\n\r\n", a.bucket, key, addr, size-1)
+		if err == nil {
+			select {
+			case <-ctx.Done():
+			case <-time.After(hold):
+				_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+				br := bufio.NewReader(c)
+				line, _ := br.ReadString('\n')
+				n, err := io.Copy(io.Discard, br)
+				if strings.HasPrefix(line, "HTTP/1.1 206") && err == nil {
+					// n counts the rest of the headers too: whole means at
+					// least size bytes came.
+					if n < int64(size) {
+						cut++
+					} else {
+						kept++
+					}
+				}
+			}
+		}
+		c.Close()
+	}
+	return opened, cut, kept
 }
 
 // counterValue sums the counter series name in g (0 when absent).

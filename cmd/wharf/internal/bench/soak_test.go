@@ -21,6 +21,12 @@ func TestSoakShort(t *testing.T) {
 	cfg.MaxRequests = 200_000
 	cfg.FaultRate = 0.2
 	cfg.CacheBytes = 16 << 20 // smaller than the data: eviction and refetch under load
+	// Of the 32: 3 stalled clients (4 connections each asking for 12 MiB
+	// and reading nothing) and 2 greedy ones (6 concurrent 4-8 MiB ranges
+	// each), with a short send timeout so that the stalled ones are cut
+	// off, and come back, several times in the run.
+	cfg.Stalled, cfg.StalledConns, cfg.Greedy, cfg.GreedyRanges = 3, 4, 2, 6
+	cfg.SendTimeout = 2 * time.Second
 	cfg.Command = "go test ./cmd/wharf/internal/bench -run TestSoakShort"
 	cfg.TempDir = t.TempDir()
 	rep, err := Soak(context.Background(), cfg)
@@ -30,6 +36,28 @@ func TestSoakShort(t *testing.T) {
 	rep.WriteMarkdown(os.Stdout)
 	if rep.WrongBytes != 0 {
 		t.Errorf("%d responses ended cleanly with wrong bytes", rep.WrongBytes)
+	}
+	// The stalled connections are cut off by the send timeout (and their
+	// clients open new ones); the greedy ones are served or fail as S3
+	// would; every normal client is served, again and again.
+	if rep.StalledConns == 0 || rep.StalledCut == 0 {
+		t.Errorf("stalled connections: %d opened, %d cut off by the send timeout", rep.StalledConns, rep.StalledCut)
+	}
+	if rep.StalledKept != 0 {
+		t.Errorf("%d stalled connections were not cut off within the send timeout + 3s", rep.StalledKept)
+	}
+	if rep.GreedyRequests == 0 {
+		t.Error("the greedy clients made no request")
+	}
+	for kind, n := range rep.GreedyErrors {
+		switch kind {
+		case "S3 SlowDown", "S3 InternalError", "aborted body":
+		default:
+			t.Errorf("%d greedy responses failed as %q", n, kind)
+		}
+	}
+	if rep.NormalLeastServed < 10 {
+		t.Errorf("a normal client was served only %d times among %d normal clients", rep.NormalLeastServed, rep.NormalClients)
 	}
 	if rep.Requests < 500 {
 		t.Errorf("only %d requests in %v", rep.Requests, cfg.Duration)
@@ -101,6 +129,9 @@ func TestSoakRefusesBadConfig(t *testing.T) {
 		func(c *SoakConfig) { c.MaxRequests = -1 },
 		func(c *SoakConfig) { c.FaultRate = 1.5 },
 		func(c *SoakConfig) { c.FaultRate = -0.1 },
+		func(c *SoakConfig) { c.Stalled, c.Greedy = c.Clients/2, c.Clients/2 }, // no normal client left
+		func(c *SoakConfig) { c.Greedy = -1 },
+		func(c *SoakConfig) { c.SendTimeout = -time.Second },
 	} {
 		cfg := DefaultSoakConfig()
 		cfg.TempDir = t.TempDir()
