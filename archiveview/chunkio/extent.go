@@ -185,8 +185,13 @@ func (s *Set) verifiedExtent(ctx context.Context, ci int32, base int64, e Extent
 	k := cacheKey{store: s.storeID, bucket: s.bucket, object: s.chunks[ci].Key, kind: keyExtent, n: base, m: e.Length,
 		name: e.TarName, sum: e.Sum, hasSum: true}
 	return s.cache.get(ctx, k, s.metrics, func(ctx context.Context) (*Buf, error) {
+		// The buffer first, then the source's parts: nothing is held
+		// while waiting for the buffer's memory.
+		buf, err := s.lim.alloc(ctx, e.Length, demand)
+		if err != nil {
+			return nil, err
+		}
 		var src Source
-		var err error
 		if needHdr {
 			src, err = s.Range(ctx, ci, base-512, base+e.Length)
 			if err == nil {
@@ -196,14 +201,11 @@ func (s *Set) verifiedExtent(ctx context.Context, ci int32, base int64, e Extent
 			src, err = s.Range(ctx, ci, base, base+e.Length)
 		}
 		if err != nil {
+			buf.Release()
 			return nil, err
 		}
 		sr := &segReader{src: src}
 		defer sr.Close()
-		buf, err := s.cache.alloc(ctx, e.Length, demand)
-		if err != nil {
-			return nil, err
-		}
 		if _, err := io.ReadFull(sr, buf.b); err != nil {
 			buf.Release()
 			if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {

@@ -104,22 +104,22 @@ func (s *Set) fetchFrame(ctx context.Context, ci int32, i int) (*Buf, error) {
 	f := s.chunks[ci].Frames[i]
 	plan := partPlan{off: f.COff, end: f.COff + f.CSize, lo: i, hi: i}
 	out := bufSize(f.USize)
-	p, err := s.launch(ctx, nil, ci, plan, s.cache.streamParts, out, 0, demand, nil)
+	p, err := s.launch(ctx, nil, ci, plan, s.lim.streamParts, out, 0, demand, nil)
 	if err != nil {
 		return nil, fmt.Errorf("frame %d (object bytes %d-%d): %w", i, f.COff, f.COff+f.CSize, err)
 	}
 	defer p.close()
 	if _, err := p.wait(ctx, plan.size()); err != nil {
-		s.cache.unreserve(out)
+		s.lim.unreserve(out)
 		return nil, fmt.Errorf("frame %d: %w", i, err)
 	}
 	s.metrics.frameFetched()
 	if err := s.decodeSlot(ctx); err != nil {
-		s.cache.unreserve(out)
+		s.lim.unreserve(out)
 		return nil, fmt.Errorf("frame %d: %w", i, err)
 	}
 	defer func() { <-s.cache.decodeSem }()
-	return s.checkFrame(ci, i, p.buf.b, nil, s.cache.bufReserved(f.USize))
+	return s.checkFrame(ci, i, p.buf.b, nil, s.lim.bufReserved(f.USize))
 }
 
 // refetchFrame fetches frame i once more after its bytes failed their

@@ -27,12 +27,11 @@ import (
 // cache holds one reference, every reader holding a slice of the buffer holds
 // another, and the buffer returns to its pool only when the last is released.
 //
-// The cache also owns what every read of the process shares: the one
-// memory budget (memory.go) that cached frames count against together with
-// everything in flight, the planner's limits (plan.go: part size, GETs per
-// stream and per process), the pooled zstd decoders, the decode semaphore
-// that bounds parallel frame decoding to GOMAXPROCS, and the parked stream
-// decoders (evicted when memory is needed).
+// Cached frames count against the process's one memory budget together
+// with everything in flight: the ReadLimits (limits.go) the cache makes
+// and evicts for. The cache also keeps the pooled zstd decoders, the decode
+// semaphore that bounds parallel frame decoding to GOMAXPROCS, and the
+// parked stream decoders (evicted when memory is needed).
 type FrameCache struct {
 	budget int64
 
@@ -41,12 +40,8 @@ type FrameCache struct {
 	bytes   int64
 	flights map[cacheKey]*flight
 
-	mem         *memory
-	partSize    int64
-	streamParts int
-	getSlots    chan struct{} // backend GETs in flight, process-wide
+	lim *ReadLimits
 
-	bufs      bufPool
 	decs      chan *zstd.Decoder
 	decodeSem chan struct{}
 
@@ -86,14 +81,17 @@ func NewFrameCache(budget int64, opts ...CacheOption) *FrameCache {
 		cfg.memoryWait = DefaultMemoryWait
 	}
 	c := &FrameCache{
-		budget:      min(budget, cfg.memory),
-		flights:     make(map[cacheKey]*flight),
-		mem:         newMemory(cfg.memory, cfg.memoryWait),
-		partSize:    cfg.partSize,
-		streamParts: cfg.streamParts,
-		getSlots:    make(chan struct{}, cfg.maxParts),
-		decs:        make(chan *zstd.Decoder, 2*runtime.GOMAXPROCS(0)+2),
-		decodeSem:   make(chan struct{}, runtime.GOMAXPROCS(0)),
+		budget:    min(budget, cfg.memory),
+		flights:   make(map[cacheKey]*flight),
+		lim:       newReadLimits(cfg),
+		decs:      make(chan *zstd.Decoder, 2*runtime.GOMAXPROCS(0)+2),
+		decodeSem: make(chan struct{}, runtime.GOMAXPROCS(0)),
+	}
+	c.lim.reclaim = func(frames bool) bool {
+		if frames {
+			return c.evictForMemory()
+		}
+		return c.dropParked()
 	}
 	l, err := simplelru.NewLRU[cacheKey, *Buf](math.MaxInt32, c.onEvict)
 	if err != nil {
@@ -127,6 +125,28 @@ func (c *FrameCache) storeID(s any) string {
 		c.stores[s] = id
 	}
 	return id
+}
+
+// Limits is the memory budget and backend limits the cache's reads share.
+func (c *FrameCache) Limits() *ReadLimits { return c.lim }
+
+// MemoryInUse is Limits().MemoryInUse.
+func (c *FrameCache) MemoryInUse() (used, peak int64) { return c.lim.MemoryInUse() }
+
+// MemoryBudget is Limits().MemoryBudget.
+func (c *FrameCache) MemoryBudget() int64 { return c.lim.MemoryBudget() }
+
+// evictForMemory drops the oldest cached frame, else the oldest parked
+// decoder; it reports whether it dropped anything. (A dropped frame that a
+// reader still holds is freed when the reader releases it.)
+func (c *FrameCache) evictForMemory() bool {
+	c.mu.Lock()
+	_, _, ok := c.lru.RemoveOldest()
+	c.mu.Unlock()
+	if ok {
+		return true
+	}
+	return c.dropParked()
 }
 
 // Budget is the cache's byte budget.
@@ -196,9 +216,9 @@ const (
 // its pool when the last is dropped. Bytes are valid only while the caller
 // holds a reference.
 type Buf struct {
-	b     []byte
-	refs  atomic.Int32
-	cache *FrameCache // the budget it is charged to
+	b    []byte
+	refs atomic.Int32
+	lim  *ReadLimits // the budget it is charged to
 }
 
 // Bytes returns the buffer's bytes (valid while a reference is held).
@@ -212,11 +232,11 @@ func (fb *Buf) Retain() { fb.refs.Add(1) }
 func (fb *Buf) Release() {
 	switch n := fb.refs.Add(-1); {
 	case n == 0:
-		c := fb.cache
+		l := fb.lim
 		size := bufSize(int64(len(fb.b)))
-		c.bufs.put(fb.b)
+		l.bufs.put(fb.b)
 		fb.b = nil
-		c.unreserve(size)
+		l.unreserve(size)
 	case n < 0:
 		panic("chunkio: Buf released too often")
 	}
@@ -386,8 +406,8 @@ func (p *bufPool) class(n int) *sync.Pool {
 
 // getBuf returns a buffer of length n with one reference, charged to c's
 // budget (the caller reserved bufSize(n)).
-func (p *bufPool) getBuf(n int64, c *FrameCache) *Buf {
-	fb := &Buf{cache: c}
+func (p *bufPool) getBuf(n int64, l *ReadLimits) *Buf {
+	fb := &Buf{lim: l}
 	fb.refs.Store(1)
 	if n < poolStep {
 		fb.b = make([]byte, n)
@@ -463,10 +483,10 @@ func (c *FrameCache) putFrameDecoder(d *zstd.Decoder) {
 // decodeFrame decodes one complete zstd frame held in comp into a pooled
 // buffer of exactly usize bytes; any other decoded length is an error.
 func (c *FrameCache) decodeFrame(comp []byte, usize int64) (*Buf, error) {
-	if err := c.reserve(context.Background(), bufSize(usize), demand); err != nil {
+	out, err := c.lim.alloc(context.Background(), usize, demand)
+	if err != nil {
 		return nil, err
 	}
-	out := c.bufReserved(usize)
 	if err := c.decodeInto(comp, out); err != nil {
 		out.Release()
 		return nil, err

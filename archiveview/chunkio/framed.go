@@ -64,7 +64,7 @@ func (s *Set) newFramedSource(ctx context.Context, ci int32, lo, hi int, u0, u1 
 	ctx, cancel := context.WithCancel(ctx)
 	return &framedSource{set: s, ctx: ctx, cancel: cancel, ci: ci, lo: lo, hi: hi, u0: u0, u1: u1,
 		ch: make(chan frameFuture, hi-lo+1), next: lo,
-		win: newWindow(s.cache.streamParts), wake: make(chan struct{}), slots: make(chan struct{}, s.cache.streamParts)}
+		win: newWindow(s.lim.streamParts), wake: make(chan struct{}), slots: make(chan struct{}, s.lim.streamParts)}
 }
 
 // signal wakes the producer (under fs.mu).
@@ -149,7 +149,7 @@ func (fs *framedSource) produce() {
 		// Claim the run of adjacent missing frames that fits one part.
 		fls := []*flight{fu.fl}
 		j := i
-		for j < fs.hi && adjacentWithin(fr[j], fr[j+1], fr[j].COff+fr[j].CSize-fr[i].COff, c.partSize) {
+		for j < fs.hi && adjacentWithin(fr[j], fr[j+1], fr[j].COff+fr[j].CSize-fr[i].COff, s.lim.partSize) {
 			buf, fl, m := c.lookup(s.frameKey(fs.ci, j+1), true)
 			if !m {
 				if buf != nil {
@@ -218,7 +218,7 @@ func (fs *framedSource) start(plan partPlan, fls []*flight) (int64, bool) {
 			mode = demand
 		}
 		var err error
-		p, err = s.launch(fs.ctx, nil, fs.ci, plan, waysFor(c.streamParts, ahead+1), decoded, held, mode, fs.slots)
+		p, err = s.launch(fs.ctx, nil, fs.ci, plan, waysFor(s.lim.streamParts, ahead+1), decoded, held, mode, fs.slots)
 		if err != nil {
 			fail(fmt.Errorf("frames %d-%d (object bytes %d-%d): %w", plan.lo, plan.hi, plan.off, plan.end, err))
 			return 0, true // the consumer reads the error from the flights
@@ -284,7 +284,7 @@ func (s *Set) partWorker(ctx context.Context, p *part, lo, hi int, fls []*flight
 			for m := k; m <= hi; m++ {
 				c.complete(s.frameKey(p.ci, m), fls[m-lo], nil, err)
 			}
-			c.unreserve(reserved)
+			s.lim.unreserve(reserved)
 			return
 		}
 		var sum [32]byte
@@ -293,7 +293,7 @@ func (s *Set) partWorker(ctx context.Context, p *part, lo, hi int, fls []*flight
 		}
 		size := bufSize(f.USize)
 		reserved -= size
-		buf, err := s.checkFrame(p.ci, k, p.buf.b[f.COff-p.off:f.COff+f.CSize-p.off], &sum, c.bufReserved(f.USize))
+		buf, err := s.checkFrame(p.ci, k, p.buf.b[f.COff-p.off:f.COff+f.CSize-p.off], &sum, s.lim.bufReserved(f.USize))
 		<-c.decodeSem
 		if errors.Is(err, ErrChecksum) {
 			buf, err = s.refetchFrame(ctx, p.ci, k, err)
@@ -303,7 +303,7 @@ func (s *Set) partWorker(ctx context.Context, p *part, lo, hi int, fls []*flight
 			buf.Release()
 		}
 	}
-	c.unreserve(reserved)
+	s.lim.unreserve(reserved)
 }
 
 // hashThrough waits for object bytes [from, to) of the part to arrive,
@@ -326,7 +326,7 @@ func (p *part) hashThrough(ctx context.Context, from, to int64, h hash.Hash) err
 func (fs *framedSource) Next() ([]byte, *Buf, error) {
 	if !fs.started {
 		fs.started = true
-		fs.set.cache.streamStarted()
+		fs.set.lim.streamStarted()
 		go fs.produce()
 	}
 	if fs.next > fs.hi {
@@ -388,7 +388,7 @@ func (fs *framedSource) Close() {
 	fs.cancel()
 	if fs.started && !fs.closed {
 		fs.closed = true
-		fs.set.cache.streamEnded()
+		fs.set.lim.streamEnded()
 		c := fs.set.cache
 		go func() {
 			for fu := range fs.ch {
@@ -466,7 +466,7 @@ func (s *Set) noteFrames(ci int32, lo, hi int) {
 		budget := s.cache.budget / 4
 		var workers sync.WaitGroup
 		var held int64
-		slots := make(chan struct{}, s.cache.streamParts)
+		slots := make(chan struct{}, s.lim.streamParts)
 		for _, sp := range spans {
 			s.prefetch(s.ctx, sp.ci, sp.lo, sp.hi, &budget, &held, slots, &workers)
 		}
@@ -499,7 +499,7 @@ func (s *Set) prefetch(ctx context.Context, ci int32, lo, hi int, budget, held *
 		fls := []*flight{fl}
 		decoded := bufSize(fr[i].USize)
 		j := i
-		for j < hi && adjacentWithin(fr[j], fr[j+1], fr[j].COff+fr[j].CSize-fr[i].COff, c.partSize) &&
+		for j < hi && adjacentWithin(fr[j], fr[j+1], fr[j].COff+fr[j].CSize-fr[i].COff, s.lim.partSize) &&
 			!s.giant(fr[j+1]) && decoded+fr[j+1].USize <= *budget {
 			buf, fl2, m := c.lookup(s.frameKey(ci, j+1), false)
 			if !m {

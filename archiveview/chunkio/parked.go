@@ -50,6 +50,7 @@ func (c *FrameCache) park(s *Set, z *zstream, keepParts bool) {
 	if drop != nil {
 		drop.discard(c, true)
 	}
+	c.lim.signal() // a parked decoder can be dropped for whoever waits
 }
 
 // unpark takes s's parked decoder of stream (ci, frame) positioned

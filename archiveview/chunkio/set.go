@@ -93,6 +93,7 @@ type Set struct {
 	chunks  []Chunk
 	states  []atomic.Pointer[chunkState]
 	cache   *FrameCache
+	lim     *ReadLimits // the cache's: memory, GET slots, stream decoders
 	classes *Classes
 	storeID string
 	metrics *Metrics
@@ -139,6 +140,7 @@ func NewSet(store backend.Store, bucket string, chunks []Chunk, o Options) *Set 
 	if s.cache == nil {
 		s.cache = NewFrameCache(DefaultCacheBudget)
 	}
+	s.lim = s.cache.lim
 	s.classes = o.Classes
 	if s.classes == nil {
 		s.classes = NewClasses(store, bucket, ClassOptions{Logger: o.Logger, Name: o.Name})
@@ -221,6 +223,8 @@ type chunkState struct {
 	units unitState // units checked whole (verified.go)
 
 	walk Memo[map[string]walkEntry] // the shared tar walk
+
+	windows sync.Map // stream (frame index, -1: whole object) -> decoder window its header declares
 
 	// streamErr is the data failure (checksum mismatch, decode past the
 	// chunk's bound) found by a decode of the whole unframed object; later

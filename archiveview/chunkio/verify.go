@@ -55,16 +55,16 @@ func (s *Set) verifyFrames(ctx context.Context, ci int32, problem func(string)) 
 		msgs chan []string
 	}
 	var queue []job
-	slots := make(chan struct{}, s.cache.streamParts)
+	slots := make(chan struct{}, s.lim.streamParts)
 	report := func(j job) {
 		for _, m := range <-j.msgs {
 			problem(m)
 		}
 	}
 	for at := 0; at < len(order) || len(queue) > 0; {
-		for at < len(order) && len(queue) < s.cache.streamParts {
+		for at < len(order) && len(queue) < s.lim.streamParts {
 			end := at + 1
-			for end < len(order) && adjacentWithin(fr[order[end-1]], fr[order[end]], fr[order[end-1]].COff+fr[order[end-1]].CSize-fr[order[at]].COff, s.cache.partSize) {
+			for end < len(order) && adjacentWithin(fr[order[end-1]], fr[order[end]], fr[order[end-1]].COff+fr[order[end-1]].CSize-fr[order[at]].COff, s.lim.partSize) {
 				end++
 			}
 			first, last := fr[order[at]], fr[order[end-1]]
@@ -73,7 +73,7 @@ func (s *Set) verifyFrames(ctx context.Context, ci int32, problem func(string)) 
 			if len(queue) == 0 {
 				mode = demand
 			}
-			p, err := s.launch(ctx, nil, ci, plan, waysFor(s.cache.streamParts, len(queue)+1), 0, 0, mode, slots)
+			p, err := s.launch(ctx, nil, ci, plan, waysFor(s.lim.streamParts, len(queue)+1), 0, 0, mode, slots)
 			if p == nil && err == nil {
 				break // no room to read ahead: finish what is in flight first
 			}
@@ -131,7 +131,7 @@ func (s *Set) verifyPart(ctx context.Context, p *part, idx []int) []string {
 // the budget (as a read would) and drops it; the decoded length must match
 // the manifest.
 func (s *Set) decodeDiscard(ctx context.Context, comp []byte, i int, f Frame) error {
-	out, err := s.cache.alloc(ctx, f.USize, demand)
+	out, err := s.lim.alloc(ctx, f.USize, demand)
 	if err != nil {
 		return fmt.Errorf("frame %d: %w", i, err)
 	}
