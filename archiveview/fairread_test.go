@@ -176,3 +176,86 @@ func TestFairStreamReadersSmallMemory(t *testing.T) {
 		})
 	}
 }
+
+// TestFairClientShare: one client that opens many reads and reads none of
+// them past its first KiB (30 framed 12 MiB files: their parts and frames
+// ahead pin memory) holds at most its share of the budget, so another
+// client's 1 MB read of another archive is answered within a second. With
+// the share off (WithClientShare(1), the old behaviour) the stalled reads
+// take the whole budget and the other client's read waits for the memory
+// wait and fails busy.
+func TestFairClientShare(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		share float64
+		fair  bool
+	}{{"share-0.25", 0, true}, {"share-off", 1, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			const wait = 3 * time.Second
+			cache := chunkio.NewFrameCache(0, chunkio.WithMemory(48<<20), chunkio.WithMemoryWait(wait), chunkio.WithPartSize(1<<20),
+				chunkio.WithClientShare(tc.share))
+			files := map[string][]byte{}
+			base := rpRandom(20, 12<<20)
+			for i := range 30 { // 30 files: the readers share no frame
+				f := bytes.Clone(base)
+				f[0] = byte(i)
+				files[fmt.Sprintf("f%d.bin", i)] = f
+			}
+			greedy := rpNew(t, files, cargopack.Options{FrameSize: 1 << 20, PlainTar: func(string) bool { return false }},
+				Options{Cache: cache, Readahead: -1})
+			other := rpNew(t, map[string][]byte{"one.bin": rpRandom(30, 1<<20)},
+				cargopack.Options{FrameSize: 1 << 20, UploadID: "20250607-other"}, Options{Cache: cache, Name: "other"})
+
+			ctxA := chunkio.WithClient(context.Background(), "key:greedy")
+			var held []interface{ Close() error }
+			defer func() {
+				for _, r := range held {
+					r.Close()
+				}
+			}()
+			var mu sync.Mutex
+			var wg sync.WaitGroup
+			for i := range 30 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					key := fmt.Sprintf("f%d.bin", i)
+					f, _ := greedy.a.Stat(key)
+					r, err := greedy.a.Open(ctxA, f, 0, f.Size)
+					if err != nil {
+						return // refused busy: its share is used
+					}
+					var b [1024]byte
+					_, _ = r.Read(b[:])
+					mu.Lock()
+					held = append(held, r)
+					mu.Unlock()
+				}()
+			}
+			wg.Wait()
+			time.Sleep(300 * time.Millisecond) // the stalled readers' windows fill
+			used, _ := cache.MemoryInUse()
+			share, _ := cache.Limits().ClientShare()
+			t.Logf("%d stalled reads hold %d MiB of %d MiB (client share %d MiB)", len(held), used>>20, cache.MemoryBudget()>>20, share>>20)
+
+			ctxB := chunkio.WithClient(context.Background(), "key:other")
+			f, _ := other.a.Stat("one.bin")
+			start := time.Now()
+			r, err := other.a.Open(ctxB, f, 0, f.Size)
+			var got bytes.Buffer
+			if err == nil {
+				_, err = got.ReadFrom(r)
+				r.Close()
+			}
+			took := time.Since(start)
+			t.Logf("the other client's 1 MiB read: %v in %v", err, took.Round(time.Millisecond))
+			if tc.fair {
+				if err != nil || !bytes.Equal(got.Bytes(), other.files["one.bin"]) || took > time.Second {
+					t.Errorf("the other client's read: %v after %v, want its bytes within a second", err, took)
+				}
+			} else if err == nil && took < wait/2 {
+				t.Errorf("with the share off the other client's read was not held up: the test proves nothing")
+			}
+		})
+	}
+}

@@ -110,16 +110,16 @@ func (s *Set) fetchFrame(ctx context.Context, ci int32, i int) (*Buf, error) {
 	}
 	defer p.close()
 	if _, err := p.wait(ctx, plan.size()); err != nil {
-		s.lim.unreserve(out)
+		s.lim.unreserve(p.cl, out)
 		return nil, fmt.Errorf("frame %d: %w", i, err)
 	}
 	s.metrics.frameFetched()
 	if err := s.decodeSlot(ctx); err != nil {
-		s.lim.unreserve(out)
+		s.lim.unreserve(p.cl, out)
 		return nil, fmt.Errorf("frame %d: %w", i, err)
 	}
 	defer func() { <-s.cache.decodeSem }()
-	return s.checkFrame(ci, i, p.buf.b, nil, s.lim.bufReserved(f.USize))
+	return s.checkFrame(ci, i, p.buf.b, nil, s.lim.bufReserved(p.cl, f.USize))
 }
 
 // refetchFrame fetches frame i once more after its bytes failed their

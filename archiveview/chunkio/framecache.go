@@ -93,6 +93,7 @@ func NewFrameCache(budget int64, opts ...CacheOption) *FrameCache {
 		}
 		return c.dropParked()
 	}
+	c.lim.reclaimOwn = c.evictOwn
 	l, err := simplelru.NewLRU[cacheKey, *Buf](math.MaxInt32, c.onEvict)
 	if err != nil {
 		panic(err) // only for a non-positive size
@@ -147,6 +148,23 @@ func (c *FrameCache) evictForMemory() bool {
 		return true
 	}
 	return c.dropParked()
+}
+
+// evictOwn drops the oldest cached frame charged to client cl that no
+// reader holds; it reports whether it dropped one.
+func (c *FrameCache) evictOwn(cl *clientUse) bool {
+	if cl == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, k := range c.lru.Keys() { // oldest first
+		if b, ok := c.lru.Peek(k); ok && b.cl == cl && b.refs.Load() == 1 {
+			c.lru.Remove(k)
+			return true
+		}
+	}
+	return false
 }
 
 // Budget is the cache's byte budget.
@@ -219,6 +237,7 @@ type Buf struct {
 	b    []byte
 	refs atomic.Int32
 	lim  *ReadLimits // the budget it is charged to
+	cl   *clientUse  // the client it is charged to (nil: none)
 }
 
 // Bytes returns the buffer's bytes (valid while a reference is held).
@@ -236,7 +255,7 @@ func (fb *Buf) Release() {
 		size := bufSize(int64(len(fb.b)))
 		l.bufs.put(fb.b)
 		fb.b = nil
-		l.unreserve(size)
+		l.unreserve(fb.cl, size)
 	case n < 0:
 		panic("chunkio: Buf released too often")
 	}
@@ -404,10 +423,10 @@ func (p *bufPool) class(n int) *sync.Pool {
 	return sp
 }
 
-// getBuf returns a buffer of length n with one reference, charged to c's
-// budget (the caller reserved bufSize(n)).
-func (p *bufPool) getBuf(n int64, l *ReadLimits) *Buf {
-	fb := &Buf{lim: l}
+// getBuf returns a buffer of length n with one reference, charged to l's
+// budget and client cl (the caller reserved bufSize(n)).
+func (p *bufPool) getBuf(n int64, l *ReadLimits, cl *clientUse) *Buf {
+	fb := &Buf{lim: l, cl: cl}
 	fb.refs.Store(1)
 	if n < poolStep {
 		fb.b = make([]byte, n)
@@ -418,8 +437,8 @@ func (p *bufPool) getBuf(n int64, l *ReadLimits) *Buf {
 		fb.b = b[:n]
 		return fb
 	}
-	cl := (int(n) + poolStep - 1) / poolStep
-	fb.b = make([]byte, n, cl*poolStep)
+	class := (int(n) + poolStep - 1) / poolStep
+	fb.b = make([]byte, n, class*poolStep)
 	return fb
 }
 

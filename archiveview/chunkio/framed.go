@@ -133,6 +133,12 @@ func (fs *framedSource) produce() {
 		if pending != nil {
 			fu, pending = *pending, nil
 		} else {
+			// Room in the window first: frames are claimed (their flights
+			// made ours) only when their part can start, so a reader that
+			// stops reading never holds claims that other readers wait on.
+			if _, _, ok := fs.slot(); !ok {
+				return
+			}
 			buf, fl, m := c.lookup(s.frameKey(fs.ci, i), true)
 			fu, mine = frameFuture{i: i, fl: fl, joined: fl != nil && !m}, m
 			if buf != nil {
@@ -162,12 +168,16 @@ func (fs *framedSource) produce() {
 			fls = append(fls, fl)
 		}
 		plan := partPlan{off: fr[i].COff, end: fr[j].COff + fr[j].CSize, lo: i, hi: j}
-		reserved, ok := fs.start(plan, fls)
-		if !ok {
+		reserved, ok, retry := fs.start(plan, fls)
+		if !ok || retry {
 			if pending != nil {
 				pending.abandon(c)
+				pending = nil
 			}
-			return
+			if !ok {
+				return
+			}
+			continue // the claims were given back: plan frame i again
 		}
 		for k := i; k <= j; k++ {
 			f := frameFuture{i: k, fl: fls[k-i]}
@@ -192,8 +202,11 @@ func (fs *framedSource) produce() {
 // claimed, once the window has room: speculatively while other parts of
 // this source are ahead of the consumer, as a demand read when none is.
 // A part that cannot start completes its flights with the error (the
-// consumer then sees it). It returns the bytes the part holds.
-func (fs *framedSource) start(plan partPlan, fls []*flight) (int64, bool) {
+// consumer then sees it). One that finds no room to speculate gives its
+// claims back (errGaveUp: whoever joined them fetches the frames itself),
+// waits, holding nothing, until the consumer caught up, and asks the
+// producer to plan again (retry). It returns the bytes the part holds.
+func (fs *framedSource) start(plan partPlan, fls []*flight) (reserved int64, ok, retry bool) {
 	s := fs.set
 	c := s.cache
 	fr := s.chunks[fs.ci].Frames
@@ -211,7 +224,7 @@ func (fs *framedSource) start(plan partPlan, fls []*flight) (int64, bool) {
 		ahead, held, ok := fs.slot()
 		if !ok {
 			fail(fs.ctx.Err())
-			return 0, false
+			return 0, false, false
 		}
 		mode := speculative
 		if ahead == 0 {
@@ -221,11 +234,14 @@ func (fs *framedSource) start(plan partPlan, fls []*flight) (int64, bool) {
 		p, err = s.launch(fs.ctx, nil, fs.ci, plan, waysFor(s.lim.streamParts, ahead+1), decoded, held, mode, fs.slots)
 		if err != nil {
 			fail(fmt.Errorf("frames %d-%d (object bytes %d-%d): %w", plan.lo, plan.hi, plan.off, plan.end, err))
-			return 0, true // the consumer reads the error from the flights
+			return 0, true, false // the consumer reads the error from the flights
 		}
-		if p == nil && !fs.drained() { // no room to speculate: wait until the reader caught up
-			fail(fs.ctx.Err())
-			return 0, false
+		if p == nil { // no room to speculate: wait until the reader caught up
+			fail(errGaveUp)
+			if !fs.drained() {
+				return 0, false, false
+			}
+			return 0, true, true
 		}
 	}
 	need := bufSize(plan.size()) + decoded
@@ -234,7 +250,7 @@ func (fs *framedSource) start(plan partPlan, fls []*flight) (int64, bool) {
 	fs.held += need
 	fs.mu.Unlock()
 	go s.partWorker(fs.ctx, p, plan.lo, plan.hi, fls, decoded)
-	return need, true
+	return need, true, false
 }
 
 // consumed is called when the consumer took the last frame of a part this
@@ -284,7 +300,7 @@ func (s *Set) partWorker(ctx context.Context, p *part, lo, hi int, fls []*flight
 			for m := k; m <= hi; m++ {
 				c.complete(s.frameKey(p.ci, m), fls[m-lo], nil, err)
 			}
-			s.lim.unreserve(reserved)
+			s.lim.unreserve(p.cl, reserved)
 			return
 		}
 		var sum [32]byte
@@ -293,7 +309,7 @@ func (s *Set) partWorker(ctx context.Context, p *part, lo, hi int, fls []*flight
 		}
 		size := bufSize(f.USize)
 		reserved -= size
-		buf, err := s.checkFrame(p.ci, k, p.buf.b[f.COff-p.off:f.COff+f.CSize-p.off], &sum, s.lim.bufReserved(f.USize))
+		buf, err := s.checkFrame(p.ci, k, p.buf.b[f.COff-p.off:f.COff+f.CSize-p.off], &sum, s.lim.bufReserved(p.cl, f.USize))
 		<-c.decodeSem
 		if errors.Is(err, ErrChecksum) {
 			buf, err = s.refetchFrame(ctx, p.ci, k, err)
@@ -303,7 +319,7 @@ func (s *Set) partWorker(ctx context.Context, p *part, lo, hi int, fls []*flight
 			buf.Release()
 		}
 	}
-	s.lim.unreserve(reserved)
+	s.lim.unreserve(p.cl, reserved)
 }
 
 // hashThrough waits for object bytes [from, to) of the part to arrive,

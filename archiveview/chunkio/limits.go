@@ -29,6 +29,19 @@ package chunkio
 //     fair share (the budget divided by the streams reading), so a
 //     stalled or abandoned reader cannot pin more than its share.
 //
+// A client's share. Memory is charged to the client of the read that
+// takes it (WithClient: the S3 layer names the access key or, for
+// anonymous callers, the IP its per-key limiter counts), until the bytes
+// are freed; frames a client's reads brought into the cache count against
+// it until they are evicted. One client may hold at most ClientShare of
+// the budget (DefaultClientShare, WithClientShare) and of the stream
+// decoders: past it, its demand takes first evict its own oldest cached
+// frames, then wait (and end in ErrBusy), and its speculative takes are
+// refused, while other clients' reads proceed. A client holding nothing
+// may always take one part, however large (so a read larger than the
+// share is still served, one at a time). Reads without a client (prefetch,
+// background verification) are charged to the budget alone.
+//
 // Idle pooled buffers are not charged: they are garbage the runtime may
 // collect (sync.Pool).
 
@@ -53,6 +66,10 @@ var ErrBusy = fmt.Errorf("read limits exhausted: %w", backend.ErrUnavailable)
 // returned to callers: they do without the readahead).
 var errNoMemory = errors.New("no memory for a speculative read")
 
+// DefaultClientShare is the fraction of the memory budget and of the
+// stream decoders one client may hold (WithClientShare).
+const DefaultClientShare = 0.25
+
 // DefaultMemoryWait bounds every wait of a read for memory, a GET slot or
 // a stream decoder.
 const DefaultMemoryWait = 30 * time.Second
@@ -70,6 +87,7 @@ type cacheConfig struct {
 	streamParts int
 	maxParts    int
 	memoryWait  time.Duration
+	clientShare float64
 }
 
 // WithMemory sets the hard memory budget of all reads (bytes): cached
@@ -90,6 +108,11 @@ func WithStreamParts(n int) CacheOption { return func(c *cacheConfig) { c.stream
 // flight at most. Default 64.
 func WithMaxParts(n int) CacheOption { return func(c *cacheConfig) { c.maxParts = n } }
 
+// WithClientShare sets the fraction (0 < f <= 1) of the memory budget and
+// of the stream decoders one client (WithClient) may hold. Default 0.25;
+// 1 turns the per-client bound off. Out-of-range values take the default.
+func WithClientShare(f float64) CacheOption { return func(c *cacheConfig) { c.clientShare = f } }
+
 // WithMemoryWait bounds how long a read waits for memory, a GET slot or a
 // stream decoder before failing with ErrBusy. Default 30 s.
 func WithMemoryWait(d time.Duration) CacheOption { return func(c *cacheConfig) { c.memoryWait = d } }
@@ -105,8 +128,11 @@ type ReadLimits struct {
 	maxDecoders int
 	partSize    int64
 	streamParts int
+	clientMem   int64 // bytes one client may hold (clientShare of memory)
+	clientDecs  int   // stream decoders one client may hold
 
 	mu       sync.Mutex
+	clients  map[string]*clientUse
 	used     int64
 	peak     int64
 	gets     int
@@ -119,16 +145,73 @@ type ReadLimits struct {
 	// reclaim frees memory held by the cache: a cached frame (frames) or
 	// a parked stream decoder; false when there is nothing to drop.
 	reclaim func(frames bool) bool
+	// reclaimOwn evicts the oldest cached frame charged to cl that no
+	// reader holds; false when there is none.
+	reclaimOwn func(cl *clientUse) bool
+}
+
+// clientUse is what one client holds (under ReadLimits.mu). It lives in
+// ReadLimits.clients while the client holds anything.
+type clientUse struct {
+	id       string
+	used     int64
+	decoders int
+}
+
+type clientKey struct{}
+
+// WithClient returns ctx carrying the identity of the client a read is
+// for (an access key, a client IP): the memory and stream decoders the
+// read takes are charged to it, and bounded by its share (ClientShare).
+func WithClient(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, clientKey{}, id)
+}
+
+// clientOf is the client ctx carries ("" for none).
+func clientOf(ctx context.Context) string {
+	id, _ := ctx.Value(clientKey{}).(string)
+	return id
+}
+
+// clientLocked returns id's record, creating it (under l.mu); nil for no
+// client.
+func (l *ReadLimits) clientLocked(id string) *clientUse {
+	if id == "" {
+		return nil
+	}
+	cl := l.clients[id]
+	if cl == nil {
+		cl = &clientUse{id: id}
+		if l.clients == nil {
+			l.clients = make(map[string]*clientUse)
+		}
+		l.clients[id] = cl
+	}
+	return cl
+}
+
+// dropIdleLocked forgets cl once it holds nothing (under l.mu).
+func (l *ReadLimits) dropIdleLocked(cl *clientUse) {
+	if cl != nil && cl.used == 0 && cl.decoders == 0 && l.clients[cl.id] == cl {
+		delete(l.clients, cl.id)
+	}
 }
 
 func newReadLimits(cfg cacheConfig) *ReadLimits {
 	l := &ReadLimits{
 		memory: cfg.memory, wait: cfg.memoryWait, maxGets: cfg.maxParts,
 		partSize: cfg.partSize, streamParts: cfg.streamParts,
-		freed:   make(chan struct{}),
-		reclaim: func(bool) bool { return false },
+		freed:      make(chan struct{}),
+		reclaim:    func(bool) bool { return false },
+		reclaimOwn: func(*clientUse) bool { return false },
 	}
 	l.maxDecoders = decodersFor(cfg.memory, cfg.maxParts, cfg.partSize, cfg.streamParts)
+	f := cfg.clientShare
+	if !(f > 0 && f <= 1) {
+		f = DefaultClientShare
+	}
+	l.clientMem = int64(float64(cfg.memory) * f)
+	l.clientDecs = max(1, int(float64(l.maxDecoders)*f))
 	return l
 }
 
@@ -169,36 +252,49 @@ func (l *ReadLimits) signal() {
 	l.signalLocked()
 }
 
-// tryTake takes n bytes and between 1 and gets GET slots (none when gets
-// is 0) if both are free now; it returns the slots granted. short says
-// what was missing: "memory" or "GET slot".
-func (l *ReadLimits) tryTake(n int64, gets int) (granted int, short string, ok bool) {
+// tryTake takes n bytes, charged to client id, and between 1 and gets GET
+// slots (none when gets is 0) if all are free now; it returns the slots
+// granted and the client record the bytes are charged to. short says what
+// was missing: "memory", "GET slot" or "client share".
+func (l *ReadLimits) tryTake(id string, n int64, gets int) (cl *clientUse, granted int, short string, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.used+n > l.memory {
-		return 0, "memory", false
-	}
-	if gets > 0 && l.gets >= l.maxGets {
-		return 0, "GET slot", false
+	cl = l.clientLocked(id)
+	switch {
+	case cl != nil && cl.used > 0 && cl.used+n > l.clientMem:
+		l.dropIdleLocked(cl)
+		return cl, 0, "client share", false
+	case l.used+n > l.memory:
+		l.dropIdleLocked(cl)
+		return cl, 0, "memory", false
+	case gets > 0 && l.gets >= l.maxGets:
+		l.dropIdleLocked(cl)
+		return cl, 0, "GET slot", false
 	}
 	l.used += n
 	l.peak = max(l.peak, l.used)
+	if cl != nil {
+		cl.used += n
+		l.dropIdleLocked(cl)
+	}
 	granted = min(gets, l.maxGets-l.gets)
 	l.gets += granted
-	return granted, "", true
+	return cl, granted, "", true
 }
 
 // take charges n bytes and takes between 1 and gets backend GET slots
-// (none for gets == 0), all at once. While they are not all free it
+// (none for gets == 0), all at once, charging the bytes to ctx's client
+// (WithClient), whose record it returns. While they are not all free it
 // evicts cached frames (when memory is short); a speculative take then
 // returns errNoMemory, a demand take waits, holding nothing, at most
 // MemoryWait, then fails with ErrBusy. The caller returns the bytes with
 // unreserve (or hands them to buffers made with bufReserved) and the
 // slots with putGets.
-func (l *ReadLimits) take(ctx context.Context, n int64, gets int, mode allocMode) (int, error) {
+func (l *ReadLimits) take(ctx context.Context, n int64, gets int, mode allocMode) (*clientUse, int, error) {
 	if n > l.memory {
-		return 0, fmt.Errorf("%d bytes asked of a read memory budget of %d: %w", n, l.memory, ErrBusy)
+		return nil, 0, fmt.Errorf("%d bytes asked of a read memory budget of %d: %w", n, l.memory, ErrBusy)
 	}
+	id := clientOf(ctx)
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
@@ -209,15 +305,18 @@ func (l *ReadLimits) take(ctx context.Context, n int64, gets int, mode allocMode
 		l.mu.Lock()
 		ch := l.freed
 		l.mu.Unlock()
-		k, short, ok := l.tryTake(n, gets)
+		cl, k, short, ok := l.tryTake(id, n, gets)
 		if ok {
-			return k, nil
+			return cl, k, nil
 		}
 		if short == "memory" && l.reclaim(true) {
 			continue
 		}
+		if short == "client share" && l.reclaimOwn(cl) {
+			continue
+		}
 		if mode == speculative {
-			return 0, errNoMemory
+			return nil, 0, errNoMemory
 		}
 		if timer == nil {
 			timer = time.NewTimer(l.wait)
@@ -225,10 +324,10 @@ func (l *ReadLimits) take(ctx context.Context, n int64, gets int, mode allocMode
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return 0, ctx.Err()
+			return nil, 0, ctx.Err()
 		case <-timer.C:
 			used, inFlight := l.inUse()
-			return 0, fmt.Errorf("waited %v for %d bytes and a backend GET (short of a %s; %d of %d bytes in use, %d of %d GETs in flight): %w",
+			return nil, 0, fmt.Errorf("waited %v for %d bytes and a backend GET (short of %s; %d of %d bytes in use, %d of %d GETs in flight): %w",
 				l.wait, n, short, used, l.memory, inFlight, l.maxGets, ErrBusy)
 		}
 	}
@@ -241,18 +340,18 @@ func (l *ReadLimits) inUse() (used int64, gets int) {
 }
 
 // reserve charges n bytes (no GET slot): take for memory alone.
-func (l *ReadLimits) reserve(ctx context.Context, n int64, mode allocMode) error {
-	_, err := l.take(ctx, n, 0, mode)
-	return err
+func (l *ReadLimits) reserve(ctx context.Context, n int64, mode allocMode) (*clientUse, error) {
+	cl, _, err := l.take(ctx, n, 0, mode)
+	return cl, err
 }
 
-// unreserve returns n reserved bytes and wakes the waiters.
-func (l *ReadLimits) unreserve(n int64) { l.give(n, 0) }
+// unreserve returns n bytes reserved for client cl and wakes the waiters.
+func (l *ReadLimits) unreserve(cl *clientUse, n int64) { l.give(cl, n, 0) }
 
 // putGets returns k GET slots.
-func (l *ReadLimits) putGets(k int) { l.give(0, k) }
+func (l *ReadLimits) putGets(k int) { l.give(nil, 0, k) }
 
-func (l *ReadLimits) give(n int64, gets int) {
+func (l *ReadLimits) give(cl *clientUse, n int64, gets int) {
 	if n == 0 && gets == 0 {
 		return
 	}
@@ -260,6 +359,13 @@ func (l *ReadLimits) give(n int64, gets int) {
 	defer l.mu.Unlock()
 	l.used -= n
 	l.gets -= gets
+	if cl != nil {
+		cl.used -= n
+		if cl.used < 0 {
+			panic("chunkio: a client released more than it was charged")
+		}
+		l.dropIdleLocked(cl)
+	}
 	if l.used < 0 || l.gets < 0 {
 		panic("chunkio: read limits released more than taken")
 	}
@@ -269,8 +375,10 @@ func (l *ReadLimits) give(n int64, gets int) {
 // admitDecoder admits one stream decoder (a giant frame's or an unframed
 // stream's), dropping parked decoders to make room, else waiting at most
 // MemoryWait (ErrBusy). The caller holds nothing of the limits' while it
-// waits. endDecoder ends the admission.
-func (l *ReadLimits) admitDecoder(ctx context.Context) error {
+// waits. A client holds at most its share of the decoders. endDecoder
+// ends the admission, with the client record returned.
+func (l *ReadLimits) admitDecoder(ctx context.Context) (*clientUse, error) {
+	id := clientOf(ctx)
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
@@ -280,11 +388,17 @@ func (l *ReadLimits) admitDecoder(ctx context.Context) error {
 	for {
 		l.mu.Lock()
 		ch := l.freed
-		if l.decoders < l.maxDecoders {
+		cl := l.clientLocked(id)
+		own := cl != nil && cl.decoders >= l.clientDecs
+		if l.decoders < l.maxDecoders && !own {
 			l.decoders++
+			if cl != nil {
+				cl.decoders++
+			}
 			l.mu.Unlock()
-			return nil
+			return cl, nil
 		}
+		l.dropIdleLocked(cl)
 		l.mu.Unlock()
 		if l.reclaim(false) {
 			continue
@@ -295,17 +409,21 @@ func (l *ReadLimits) admitDecoder(ctx context.Context) error {
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, ctx.Err()
 		case <-timer.C:
-			return fmt.Errorf("waited %v for one of %d stream decoders: %w", l.wait, l.maxDecoders, ErrBusy)
+			return nil, fmt.Errorf("waited %v for one of %d stream decoders (at most %d per client): %w", l.wait, l.maxDecoders, l.clientDecs, ErrBusy)
 		}
 	}
 }
 
-func (l *ReadLimits) endDecoder() {
+func (l *ReadLimits) endDecoder(cl *clientUse) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.decoders--
+	if cl != nil {
+		cl.decoders--
+		l.dropIdleLocked(cl)
+	}
 	if l.decoders < 0 {
 		panic("chunkio: stream decoder ended twice")
 	}
@@ -321,19 +439,24 @@ func bufSize(n int64) int64 {
 }
 
 // alloc returns a buffer of n bytes with one reference, charged to the
-// budget (see take for mode).
+// budget and ctx's client (see take for mode).
 func (l *ReadLimits) alloc(ctx context.Context, n int64, mode allocMode) (*Buf, error) {
-	if err := l.reserve(ctx, bufSize(n), mode); err != nil {
+	cl, err := l.reserve(ctx, bufSize(n), mode)
+	if err != nil {
 		return nil, err
 	}
-	return l.bufReserved(n), nil
+	return l.bufReserved(cl, n), nil
 }
 
 // bufReserved returns a buffer of n bytes whose bufSize(n) bytes the caller
-// already reserved; its last Release returns them.
-func (l *ReadLimits) bufReserved(n int64) *Buf {
-	return l.bufs.getBuf(n, l)
+// already reserved for client cl; its last Release returns them.
+func (l *ReadLimits) bufReserved(cl *clientUse, n int64) *Buf {
+	return l.bufs.getBuf(n, l, cl)
 }
+
+// ClientShare is the memory one client may hold, and how many stream
+// decoders.
+func (l *ReadLimits) ClientShare() (bytes int64, decoders int) { return l.clientMem, l.clientDecs }
 
 // MemoryInUse is the bytes currently charged to the read memory budget,
 // and the most ever charged at once.

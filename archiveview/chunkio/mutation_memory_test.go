@@ -31,21 +31,21 @@ func TestBufSizeRounding(t *testing.T) {
 // not one byte more; the peak follows the highest use.
 func TestMemoryChargeAtTheLimit(t *testing.T) {
 	m := newReadLimits(cacheConfig{memory: 1000, maxParts: 1})
-	charge := func(n int64) bool { _, _, ok := m.tryTake(n, 0); return ok }
+	charge := func(n int64) bool { _, _, _, ok := m.tryTake("", n, 0); return ok }
 	if !charge(600) || !charge(400) {
 		t.Fatal("charges up to exactly the limit refused")
 	}
 	if charge(1) {
 		t.Fatal("a charge past the limit accepted")
 	}
-	m.unreserve(1000)
+	m.unreserve(nil, 1000)
 	if !charge(300) {
 		t.Fatal("charge after release refused")
 	}
 	if _, p := m.MemoryInUse(); p != 1000 {
 		t.Errorf("peak %d, want 1000", p)
 	}
-	m.unreserve(300)
+	m.unreserve(nil, 300)
 }
 
 // TestReserveWholeBudget: one reservation of exactly the budget succeeds;
@@ -53,11 +53,11 @@ func TestMemoryChargeAtTheLimit(t *testing.T) {
 func TestReserveWholeBudget(t *testing.T) {
 	c := NewFrameCache(0, WithMemory(1<<20))
 	ctx := context.Background()
-	if err := c.lim.reserve(ctx, 1<<20, demand); err != nil {
+	if _, err := c.lim.reserve(ctx, 1<<20, demand); err != nil {
 		t.Fatalf("reserving the whole budget: %v", err)
 	}
-	c.lim.unreserve(1 << 20)
-	if err := c.lim.reserve(ctx, 1<<20+1, demand); !errors.Is(err, ErrBusy) {
+	c.lim.unreserve(nil, 1<<20)
+	if _, err := c.lim.reserve(ctx, 1<<20+1, demand); !errors.Is(err, ErrBusy) {
 		t.Fatalf("reserving one byte more than the budget: %v, want ErrBusy", err)
 	}
 }
@@ -116,13 +116,13 @@ func TestMemoryPeakFollowsEachCharge(t *testing.T) {
 		{100, 0, 600},   // below the peak: unchanged
 		{600, 700, 700}, // 100 + 600 raises it
 	} {
-		if _, _, ok := m.tryTake(s.charge, 0); !ok {
+		if _, _, _, ok := m.tryTake("", s.charge, 0); !ok {
 			t.Fatalf("charge of %d refused", s.charge)
 		}
 		if _, p := m.MemoryInUse(); p != s.peak {
 			t.Fatalf("after charging %d: peak %d, want %d", s.charge, p, s.peak)
 		}
-		m.unreserve(s.release)
+		m.unreserve(nil, s.release)
 	}
 }
 
@@ -134,7 +134,7 @@ func TestBufPoolClassesFitTheirSizes(t *testing.T) {
 	var p bufPool
 	for round := 0; round < 4; round++ {
 		for _, n := range []int64{1000, poolStep, 2 * poolStep, 100 << 10, 150 << 10, 3 * poolStep} {
-			b := p.getBuf(n, nil)
+			b := p.getBuf(n, nil, nil)
 			if int64(len(b.b)) != n || int64(cap(b.b)) != bufSize(n) {
 				t.Fatalf("round %d: getBuf(%d) has len %d cap %d, want len %d cap %d", round, n, len(b.b), cap(b.b), n, bufSize(n))
 			}

@@ -19,6 +19,7 @@ type part struct {
 	ci       int32
 	off, end int64
 	buf      *Buf
+	cl       *clientUse // the client buf and the launch's extra bytes are charged to
 
 	cancel context.CancelFunc
 	slots  chan struct{} // the stream's GET slots (one per sub-range), or nil
@@ -172,7 +173,7 @@ func (p *part) close() {
 // were free. held is the stream's bytes in flight: a speculative launch
 // that would take the stream past its fair share of the budget, or finds
 // no memory or no slot, returns (nil, nil). On success the caller owns the
-// extra reserved bytes. ctx bounds the waits; the part's GETs live under
+// extra reserved bytes (charged to the part's client, p.cl). ctx bounds the waits; the part's GETs live under
 // life (nil: ctx), so a part can outlive the request that launched it (a
 // parked stream's parts, partReader.pause).
 func (s *Set) launch(ctx, life context.Context, ci int32, plan partPlan, ways int, extra, held int64, mode allocMode, slots chan struct{}) (*part, error) {
@@ -192,7 +193,7 @@ func (s *Set) launch(ctx, life context.Context, ci int32, plan partPlan, ways in
 	}
 	useful := len(splitSubs(plan.off, plan.end, k, minSubRange)) - 1
 	putStream(k - useful)
-	n, err := l.take(ctx, need, useful, mode)
+	cl, n, err := l.take(ctx, need, useful, mode)
 	if err != nil {
 		putStream(useful)
 		if err == errNoMemory {
@@ -205,7 +206,9 @@ func (s *Set) launch(ctx, life context.Context, ci int32, plan partPlan, ways in
 	if life == nil {
 		life = ctx
 	}
-	return s.startPart(life, ci, plan, l.bufReserved(plan.size()), slots), nil
+	p := s.startPart(life, ci, plan, l.bufReserved(cl, plan.size()), slots)
+	p.cl = cl
+	return p, nil
 }
 
 // takeStreamSlots takes up to want of a stream's GET slots: the first

@@ -42,6 +42,7 @@ type partReader struct {
 	detached   bool          // parts outlive r.ctx (stream decoders, which park)
 	firstExtra int64         // bytes the next demand part takes with its own (a stream decoder's)
 	extraTaken bool          // firstExtra was taken: the caller owns those bytes
+	extraCl    *clientUse    // the client they are charged to
 
 	h        hash.Hash
 	want     [32]byte
@@ -81,7 +82,7 @@ func (r *partReader) fill() error {
 			return nil // no room to read ahead now
 		}
 		if extra > 0 {
-			r.firstExtra, r.extraTaken = 0, true
+			r.firstExtra, r.extraTaken, r.extraCl = 0, true, p.cl
 		}
 		r.queue = append(r.queue, p)
 		r.planned = plan.end

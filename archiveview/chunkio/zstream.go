@@ -32,11 +32,13 @@ type zstream struct {
 	frame int
 	dec   *zstd.Decoder
 	src   *partReader
-	pos   int64 // uncompressed bytes produced
-	ulen  int64 // expected uncompressed length; -1 = unknown
-	limit int64 // whole object: decoding past this many bytes fails; 0 = none
-	mem   int64 // bytes reserved for the decoder
-	seg   *Buf  // the segment reads decode into (zSource), charged with the decoder
+	pos   int64      // uncompressed bytes produced
+	ulen  int64      // expected uncompressed length; -1 = unknown
+	limit int64      // whole object: decoding past this many bytes fails; 0 = none
+	mem   int64      // bytes reserved for the decoder
+	seg   *Buf       // the segment reads decode into (zSource), charged with the decoder
+	cl    *clientUse // the client mem is charged to
+	adm   *clientUse // the client the decoder admission is counted for
 }
 
 // overLimit fails a whole-object decode that ran past the chunk's bound.
@@ -82,9 +84,11 @@ func (s *Set) newZstream(ctx context.Context, ci int32, frame int) (*zstream, er
 	// Admitted first, holding nothing; then the first part, the decoder's
 	// window and the segment are taken at once (limits.go).
 	l := s.lim
-	if err := l.admitDecoder(ctx); err != nil {
+	adm, err := l.admitDecoder(ctx)
+	if err != nil {
 		return nil, err
 	}
+	z.adm = adm
 	rs := s.state(ci)
 	win := int64(defaultDecoderWindow)
 	if w, ok := rs.windows.Load(frame); ok {
@@ -97,22 +101,25 @@ func (s *Set) newZstream(ctx context.Context, ci int32, frame int) (*zstream, er
 	for {
 		z.mem = decoderCost(win)
 		if src.end <= src.start {
-			if err := l.reserve(ctx, z.mem+seg, demand); err != nil {
-				l.endDecoder()
+			cl, err := l.reserve(ctx, z.mem+seg, demand)
+			if err != nil {
+				l.endDecoder(adm)
 				return nil, err
 			}
+			z.cl = cl
 			break
 		}
 		src.firstExtra, src.extraTaken = z.mem+seg, false
 		p, avail, err := src.head()
 		if err != nil {
 			if src.extraTaken {
-				l.unreserve(z.mem + seg)
+				l.unreserve(src.extraCl, z.mem+seg)
 			}
 			src.suspend()
-			l.endDecoder()
+			l.endDecoder(adm)
 			return nil, err
 		}
+		z.cl = src.extraCl
 		// The window the frame header declares (the default when it
 		// cannot be read), learned for the next decoder of this stream.
 		w, ok := zstdWindow(p.buf.b[src.pos-p.off : src.pos-p.off+min(avail, zstdHeaderMax)])
@@ -126,24 +133,28 @@ func (s *Set) newZstream(ctx context.Context, ci int32, frame int) (*zstream, er
 		if decoderCost(w) <= z.mem {
 			break
 		}
-		if more := decoderCost(w) - z.mem; l.reserve(ctx, more, speculative) == nil {
-			z.mem += more
-			break
+		more := decoderCost(w) - z.mem
+		if cl, err := l.reserve(ctx, more, speculative); err == nil {
+			if cl == z.cl {
+				z.mem += more
+				break
+			}
+			l.unreserve(cl, more) // (cannot happen: z.cl holds bytes, so its record lives)
 		}
 		// A larger window than guessed and no memory free for it now: give
 		// everything back and take the whole at once (waiting, if need be,
 		// holding nothing).
 		src.suspend()
-		l.unreserve(z.mem + seg)
+		l.unreserve(z.cl, z.mem+seg)
 		win = w
 	}
-	z.seg = l.bufReserved(segmentBytes)
+	z.seg = l.bufReserved(z.cl, segmentBytes)
 	dec, err := s.cache.decoder(src)
 	if err != nil {
 		src.suspend()
 		z.seg.Release()
-		l.unreserve(z.mem)
-		l.endDecoder()
+		l.unreserve(z.cl, z.mem)
+		l.endDecoder(adm)
 		return nil, err
 	}
 	z.dec = dec
@@ -213,11 +224,11 @@ func (z *zstream) discard(c *FrameCache, healthy bool) {
 	z.dec.Close() // stream decoders are not pooled: their history is the frame's window
 	z.dec = nil
 	l := z.set.lim
-	l.unreserve(z.mem)
+	l.unreserve(z.cl, z.mem)
 	z.mem = 0
 	z.seg.Release()
 	z.seg = nil
-	l.endDecoder()
+	l.endDecoder(z.adm)
 }
 
 // zSource streams uncompressed bytes [u0,u1) of a zstream, continuing a

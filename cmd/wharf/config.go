@@ -91,6 +91,8 @@ type fileConfig struct {
 	MaxFrameBytes    yamlBytes `yaml:"max_frame_bytes"`
 	TrustUnframed    bool      `yaml:"trust_unframed"`
 	AllowKeyPrefixes []string  `yaml:"allow_key_prefixes"`
+	// ClientMemoryShare: the per-client share of the read memory (readopts.go).
+	ClientMemoryShare float64 `yaml:"client_memory_share"`
 	// TLS and CORS (frontdoor.go).
 	frontDoorConfig `yaml:",inline"`
 	// Archived uploads.
@@ -172,9 +174,10 @@ func applyConfigYAML(data []byte, cfg *serveConfig) error {
 		ReadMemory: yamlBytes(cfg.Read.ReadMemory), PartSize: yamlBytes(cfg.Read.PartSize),
 		StreamParts: cfg.Read.StreamParts, MaxParts: cfg.Read.MaxParts,
 		TrustUnframed: cfg.Read.TrustUnframed, AllowKeyPrefixes: cfg.Read.AllowKeyPrefixes,
-		MaxFrameBytes:   yamlBytes(cfg.Read.MaxFrameBytes),
-		frontDoorConfig: cfg.frontDoorConfig,
-		AllowRestore:    cfg.AllowRestore, RestoreStatusTTL: cfg.RestoreStatusTTL,
+		MaxFrameBytes:     yamlBytes(cfg.Read.MaxFrameBytes),
+		ClientMemoryShare: cfg.Read.ClientMemoryShare,
+		frontDoorConfig:   cfg.frontDoorConfig,
+		AllowRestore:      cfg.AllowRestore, RestoreStatusTTL: cfg.RestoreStatusTTL,
 	}
 	fc.S3.Endpoint, fc.S3.Region, fc.S3.PathStyle = cfg.S3.Endpoint, cfg.S3.Region, cfg.S3.PathStyle
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -210,6 +213,7 @@ func applyConfigYAML(data []byte, cfg *serveConfig) error {
 	cfg.MaxHeaderBytes = int(fc.MaxHeaderBytes)
 	cfg.Read = readOptions{ReadMemory: int64(fc.ReadMemory), PartSize: int64(fc.PartSize), StreamParts: fc.StreamParts, MaxParts: fc.MaxParts,
 		TrustUnframed: fc.TrustUnframed, AllowKeyPrefixes: fc.AllowKeyPrefixes, MaxFrameBytes: int64(fc.MaxFrameBytes)}
+	cfg.Read.ClientMemoryShare = fc.ClientMemoryShare
 	cfg.AllowRestore, cfg.RestoreStatusTTL = fc.AllowRestore, fc.RestoreStatusTTL
 	return nil
 }
