@@ -152,22 +152,23 @@ func (fs *framedSource) produce() {
 			i++
 			continue
 		}
-		// Claim the run of adjacent missing frames that fits one part.
+		// Claim the run of adjacent missing frames that fits one part: a
+		// frame joins when it is ours to fetch (the first that is not is
+		// the next future).
 		fls := []*flight{fu.fl}
-		j := i
-		for j < fs.hi && adjacentWithin(fr[j], fr[j+1], fr[j].COff+fr[j].CSize-fr[i].COff, s.lim.partSize) {
-			buf, fl, m := c.lookup(s.frameKey(fs.ci, j+1), true)
+		plan := nextFramePart(fs.hi+1, func(k int) Frame { return fr[k] }, i, s.lim.partSize, func(k int) bool {
+			buf, fl, m := c.lookup(s.frameKey(fs.ci, k), true)
 			if !m {
 				if buf != nil {
 					buf.Release()
 				}
-				pending = &frameFuture{i: j + 1, fl: fl, joined: fl != nil}
-				break
+				pending = &frameFuture{i: k, fl: fl, joined: fl != nil}
+				return false
 			}
-			j++
 			fls = append(fls, fl)
-		}
-		plan := partPlan{off: fr[i].COff, end: fr[j].COff + fr[j].CSize, lo: i, hi: j}
+			return true
+		})
+		j := plan.hi
 		reserved, ok, retry := fs.start(plan, fls)
 		if !ok || retry {
 			if pending != nil {
@@ -512,23 +513,26 @@ func (s *Set) prefetch(ctx context.Context, ci int32, lo, hi int, budget, held *
 			}
 			continue
 		}
+		// A frame joins the part when it is cached, fits the prefetch's
+		// budget and is ours to fetch.
 		fls := []*flight{fl}
 		decoded := bufSize(fr[i].USize)
-		j := i
-		for j < hi && adjacentWithin(fr[j], fr[j+1], fr[j].COff+fr[j].CSize-fr[i].COff, s.lim.partSize) &&
-			!s.giant(fr[j+1]) && decoded+fr[j+1].USize <= *budget {
-			buf, fl2, m := c.lookup(s.frameKey(ci, j+1), false)
+		plan := nextFramePart(hi+1, func(k int) Frame { return fr[k] }, i, s.lim.partSize, func(k int) bool {
+			if s.giant(fr[k]) || decoded+fr[k].USize > *budget {
+				return false
+			}
+			buf, fl2, m := c.lookup(s.frameKey(ci, k), false)
 			if !m {
 				if buf != nil {
 					buf.Release()
 				}
-				break
+				return false
 			}
-			j++
-			decoded += bufSize(fr[j].USize)
+			decoded += bufSize(fr[k].USize)
 			fls = append(fls, fl2)
-		}
-		plan := partPlan{off: fr[i].COff, end: fr[j].COff + fr[j].CSize, lo: i, hi: j}
+			return true
+		})
+		j := plan.hi
 		p, _ := s.launch(ctx, nil, ci, plan, 1, decoded, *held, speculative, slots)
 		if p == nil {
 			for k, fl := range fls {

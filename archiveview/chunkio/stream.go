@@ -69,7 +69,7 @@ func (r *partReader) fill() error {
 		if len(r.queue) == 0 {
 			mode, extra = demand, r.firstExtra
 		}
-		plan := planRange(r.planned, r.end, r.set.lim.partSize)[0]
+		plan := nextRange(r.planned, r.end, r.set.lim.partSize)
 		var life context.Context
 		if r.detached {
 			life = context.WithoutCancel(r.ctx)

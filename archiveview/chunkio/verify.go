@@ -63,12 +63,8 @@ func (s *Set) verifyFrames(ctx context.Context, ci int32, problem func(string)) 
 	}
 	for at := 0; at < len(order) || len(queue) > 0; {
 		for at < len(order) && len(queue) < s.lim.streamParts {
-			end := at + 1
-			for end < len(order) && adjacentWithin(fr[order[end-1]], fr[order[end]], fr[order[end-1]].COff+fr[order[end-1]].CSize-fr[order[at]].COff, s.lim.partSize) {
-				end++
-			}
-			first, last := fr[order[at]], fr[order[end-1]]
-			plan := partPlan{off: first.COff, end: last.COff + last.CSize, lo: at, hi: end - 1}
+			plan := nextFramePart(len(order), func(k int) Frame { return fr[order[k]] }, at, s.lim.partSize, nil)
+			end := plan.hi + 1
 			mode := speculative
 			if len(queue) == 0 {
 				mode = demand
