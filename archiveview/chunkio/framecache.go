@@ -230,7 +230,7 @@ const (
 
 // Buf is a reference-counted, pooled buffer of verified bytes (a decoded
 // frame, a verified extent, a stream segment). Every holder owns one
-// reference: Retain adds one, Release drops one, and the buffer returns to
+// reference: retain adds one, Release drops one, and the buffer returns to
 // its pool when the last is dropped. Bytes are valid only while the caller
 // holds a reference.
 type Buf struct {
@@ -243,8 +243,8 @@ type Buf struct {
 // Bytes returns the buffer's bytes (valid while a reference is held).
 func (fb *Buf) Bytes() []byte { return fb.b }
 
-// Retain adds a reference.
-func (fb *Buf) Retain() { fb.refs.Add(1) }
+// retain adds a reference.
+func (fb *Buf) retain() { fb.refs.Add(1) }
 
 // Release drops a reference; the last one returns the buffer to its pool.
 // Releasing more often than retained panics.
@@ -278,7 +278,7 @@ func (c *FrameCache) lookup(k cacheKey, wait bool) (buf *Buf, fl *flight, mine b
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if b, ok := c.lru.Get(k); ok {
-		b.Retain()
+		b.retain()
 		return b, nil, false
 	}
 	if f, ok := c.flights[k]; ok {
@@ -320,7 +320,7 @@ func (c *FrameCache) complete(k cacheKey, fl *flight, buf *Buf, err error) {
 			if c.lru.Contains(k) {
 				c.lru.Remove(k)
 			}
-			buf.Retain()
+			buf.retain()
 			c.lru.Add(k, buf)
 			c.bytes += size
 			for c.bytes > c.budget {

@@ -250,7 +250,7 @@ func (fs *framedSource) start(plan partPlan, fls []*flight) (reserved int64, ok,
 	fs.ahead++
 	fs.held += need
 	fs.mu.Unlock()
-	go s.partWorker(fs.ctx, p, plan.lo, plan.hi, fls, decoded)
+	go partWorker(fs.ctx, s, p, plan.lo, plan.hi, fls, decoded)
 	return need, true, false
 }
 
@@ -280,7 +280,7 @@ func (fs *framedSource) starved() {
 // into a buffer from reserved (the decoded sizes, reserved at launch; what
 // is not used is returned). A frame that fails its sha256 is fetched once
 // more on its own. The part is closed when every frame is done.
-func (s *Set) partWorker(ctx context.Context, p *part, lo, hi int, fls []*flight, reserved int64) {
+func partWorker(ctx context.Context, s *Set, p *part, lo, hi int, fls []*flight, reserved int64) {
 	defer p.close()
 	c := s.cache
 	fr := s.chunks[p.ci].Frames
@@ -294,7 +294,7 @@ func (s *Set) partWorker(ctx context.Context, p *part, lo, hi int, fls []*flight
 		err := p.hashThrough(ctx, f.COff, f.COff+f.CSize, h)
 		if err == nil {
 			s.metrics.frameFetched()
-			err = s.decodeSlot(ctx)
+			err = decodeSlot(ctx, s)
 		}
 		if err != nil {
 			err = fmt.Errorf("frame %d (object bytes %d-%d): %w", k, f.COff, f.COff+f.CSize, err)
@@ -310,10 +310,10 @@ func (s *Set) partWorker(ctx context.Context, p *part, lo, hi int, fls []*flight
 		}
 		size := bufSize(f.USize)
 		reserved -= size
-		buf, err := s.checkFrame(p.ci, k, p.buf.b[f.COff-p.off:f.COff+f.CSize-p.off], &sum, s.lim.bufReserved(p.cl, f.USize))
+		buf, err := checkFrame(s, p.ci, k, p.buf.b[f.COff-p.off:f.COff+f.CSize-p.off], &sum, s.lim.bufReserved(p.cl, f.USize))
 		<-c.decodeSem
 		if errors.Is(err, ErrChecksum) {
-			buf, err = s.refetchFrame(ctx, p.ci, k, err)
+			buf, err = refetchFrame(ctx, s, p.ci, k, err)
 		}
 		c.complete(key, fls[k-lo], buf, err)
 		if buf != nil {
@@ -364,7 +364,7 @@ func (fs *framedSource) Next() ([]byte, *Buf, error) {
 	var buf *Buf
 	var err error
 	if fu.fl == nil {
-		buf, err = fs.set.fillFrame(fs.ctx, fs.ci, fu.i) // cached when planned: a hit, unless evicted since
+		buf, err = fillFrame(fs.ctx, fs.set, fs.ci, fu.i) // cached when planned: a hit, unless evicted since
 	} else {
 		select {
 		case <-fu.fl.done:
@@ -373,7 +373,7 @@ func (fs *framedSource) Next() ([]byte, *Buf, error) {
 		}
 		buf, err = fs.set.cache.waitFlight(fs.ctx, fu.fl)
 		if err != nil && isContextErr(err) && fs.ctx.Err() == nil {
-			buf, err = fs.set.fillFrame(fs.ctx, fs.ci, fu.i) // the fetcher's context ended, not ours
+			buf, err = fillFrame(fs.ctx, fs.set, fs.ci, fu.i) // the fetcher's context ended, not ours
 		} else if err == nil && fu.joined {
 			fs.set.metrics.cacheHit() // joined another read's fetch: no fetch of its own
 		}
@@ -394,7 +394,7 @@ func (fs *framedSource) Next() ([]byte, *Buf, error) {
 		// detection and readahead now, not when the read began, so the
 		// window past it is fetched for the requests that follow, and a
 		// read abandoned half-way (a client that left) starts none.
-		fs.set.noteFrames(fs.ci, fs.lo, fs.hi)
+		noteFrames(fs.set, fs.ci, fs.lo, fs.hi)
 	}
 	lo := max(fs.u0, f.UOff) - f.UOff
 	hi := min(fs.u1, f.UOff+f.USize) - f.UOff
@@ -425,7 +425,7 @@ func (fs *framedSource) Close() {
 // fetched in parallel, so a sequential walk of small files costs about one
 // GET per part rather than one per file, and the next frames' first-byte
 // latency overlaps the serving of the current ones.
-func (s *Set) noteFrames(ci int32, lo, hi int) {
+func noteFrames(s *Set, ci int32, lo, hi int) {
 	rs := s.state(ci)
 	last := rs.lastFrame.Swap(int64(hi))
 	seq := int64(lo) == last || int64(lo) == last+1 || (lo == 0 && last == -2)
@@ -485,7 +485,7 @@ func (s *Set) noteFrames(ci int32, lo, hi int) {
 		var held int64
 		slots := make(chan struct{}, s.lim.streamParts)
 		for _, sp := range spans {
-			s.prefetch(s.ctx, sp.ci, sp.lo, sp.hi, &budget, &held, slots, &workers)
+			prefetch(s.ctx, s, sp.ci, sp.lo, sp.hi, &budget, &held, slots, &workers)
 		}
 		workers.Wait()
 	}()
@@ -496,7 +496,7 @@ func (s *Set) noteFrames(ci int32, lo, hi int) {
 // speculative (it starts only when memory and GET slots are free, within
 // the prefetch's fair share). It stops when budget (decoded bytes) is
 // spent; giant frames are skipped. The parts' workers are added to workers.
-func (s *Set) prefetch(ctx context.Context, ci int32, lo, hi int, budget, held *int64, slots chan struct{}, workers *sync.WaitGroup) {
+func prefetch(ctx context.Context, s *Set, ci int32, lo, hi int, budget, held *int64, slots chan struct{}, workers *sync.WaitGroup) {
 	c := s.cache
 	fr := s.chunks[ci].Frames
 	for i := lo; i <= hi && ctx.Err() == nil; i++ {
@@ -545,7 +545,7 @@ func (s *Set) prefetch(ctx context.Context, ci int32, lo, hi int, budget, held *
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
-			s.partWorker(ctx, p, plan.lo, plan.hi, fls, decoded)
+			partWorker(ctx, s, p, plan.lo, plan.hi, fls, decoded)
 		}()
 		i = j
 	}

@@ -16,7 +16,7 @@ package chunkio
 // (up to as many as its sub-ranges, as many as are free), or nothing; a
 // read that cannot have them waits holding nothing of the limits' (only
 // its own stream's slots, which its own GETs in flight return). A stream
-// decoder is admitted (one of MaxDecoders) before it takes anything, and
+// decoder is admitted (one of the few decodersFor allows) before it takes anything, and
 // its first part, its window and its segment are taken in one take. Every
 // wait has a deadline (MemoryWait) and ends in ErrBusy, which the S3 layer
 // answers with 503 SlowDown and Retry-After:
@@ -468,9 +468,6 @@ func (l *ReadLimits) MemoryInUse() (used, peak int64) {
 
 // MemoryBudget is the hard memory budget of all reads.
 func (l *ReadLimits) MemoryBudget() int64 { return l.memory }
-
-// MaxDecoders is how many stream decoders may live at once.
-func (l *ReadLimits) MaxDecoders() int { return l.maxDecoders }
 
 // streamStarted and streamEnded count the streams sharing the budget.
 func (l *ReadLimits) streamStarted() { l.streams.Add(1) }

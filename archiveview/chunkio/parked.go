@@ -106,10 +106,3 @@ func (c *FrameCache) dropParkedOf(s *Set) {
 		z.discard(c, true)
 	}
 }
-
-// Parked is the number of parked stream decoders.
-func (c *FrameCache) Parked() int {
-	c.parkMu.Lock()
-	defer c.parkMu.Unlock()
-	return len(c.parked)
-}

@@ -32,7 +32,7 @@ package chunkio
 //     being refilled, and a seek starts a new stream at the initial
 //     window.
 //   - Limits: StreamParts per stream, MaxParts GETs per process, and every
-//     buffer from the one memory budget (memory.go). Parts beyond a
+//     buffer from the one memory budget (limits.go). Parts beyond a
 //     stream's first are speculative: they are fetched only when memory
 //     and GET slots are free, and never take a stream past its fair share
 //     of the budget.

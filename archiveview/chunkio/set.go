@@ -161,15 +161,6 @@ func NewSet(store backend.Store, bucket string, chunks []Chunk, o Options) *Set 
 	return s
 }
 
-// Chunks returns the chunk table. It must not be modified.
-func (s *Set) Chunks() []Chunk { return s.chunks }
-
-// Store is the store the chunks are read from.
-func (s *Set) Store() backend.Store { return s.store }
-
-// Bucket is the bucket the chunks are read from.
-func (s *Set) Bucket() string { return s.bucket }
-
 // Classes is the storage class and restore state of the Set's objects.
 func (s *Set) Classes() *Classes { return s.classes }
 

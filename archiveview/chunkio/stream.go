@@ -166,7 +166,7 @@ func (r *partReader) next(limit int64) ([]byte, *Buf, error) {
 	n := min(avail, limit)
 	seg := p.buf.b[r.pos-p.off : r.pos-p.off+n]
 	buf := p.buf
-	buf.Retain()
+	buf.retain()
 	r.advance(p, n)
 	return seg, buf, nil
 }
