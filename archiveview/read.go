@@ -16,27 +16,36 @@ package archiveview
 //   - Extents without frame checksums (plain tar, direct objects, unframed
 //     zstd, giant frames) that are at most Options.SmallVerifyBytes long and
 //     have a sha256 are fetched and verified whole before any of their bytes
-//     is served, for partial and whole reads alike (and cached). Larger ones
-//     read by sub-range are verified only by full reads.
-//   - Giant frames (decoded or compressed size > MaxFrameBytes) are
-//     stream-decoded; their sha256 is
-//     known only at the frame's end. Bytes before the end cannot be recalled:
-//     the reader fails at the end (holding back the last segment) so the
-//     HTTP layer aborts the connection. Unframed zstd chunks are checked
-//     against the whole-object sha256 only when a decode reaches the end.
+//     is served, for partial and whole reads alike (and cached). A larger
+//     one read in part is served only after the span one sha256 covers (the
+//     whole object, a giant frame's compressed span, or the extent itself)
+//     was read whole and checked, once per object (chunkio/verified.go);
+//     Options.TrustUnframed skips that check.
+//   - Giant frames (decoded or compressed size > MaxFrameBytes) and
+//     unframed zstd chunks are stream-decoded; a decode that reaches the
+//     end also checks the frame's (or whole object's) sha256 there, and
+//     holds back the last segment until it passed, so the HTTP layer
+//     aborts the connection rather than end a wrong body cleanly.
 //   - Tar-backed extents whose offset comes from the manifest have the ustar
 //     header in front of the data checked once (name and size), which
 //     catches an archive_offset pointing at another member.
 //
-// Memory: a reader holds at most GOMAXPROCS+2 decoded frames ahead of the
-// consumer plus one compressed frame being read (frames whose decoded or
+// Memory: every buffer of a read (compressed parts in flight, decoded
+// frames ahead of the consumer, verified extents, stream segments, decoder
+// windows) comes out of the one read memory budget, chunkio.ReadLimits
+// (--read-memory), charged before it is allocated: a read takes its first
+// part's memory and GET slots at once or waits, holding nothing, at most
+// the memory wait (then 503 SlowDown). Beyond its first part a reader's
+// window (at most StreamParts parts of PartSize) is speculative and stays
+// within its fair share (the budget over the streams reading) and its
+// client's share (--client-memory-share). Frames whose decoded or
 // compressed size is above MaxFrameBytes are streamed through a 256 KiB
-// buffer instead; a compressed span too large for one zstd frame of its
-// decoded size is refused unread); verified small extents
-// are at most SmallVerifyBytes; parked decoders are at most 8 per archive;
-// a background prefetch run stays under a quarter of the cache budget. The
-// cache budget should hold several frames, or neighbouring small files in
-// one frame each fetch it again.
+// segment by a stream decoder (its window charged; a bounded number alive
+// at once, sized from --max-parts and the budget; at most 8 parked per
+// archive); a compressed span too large for one zstd frame of its decoded
+// size is refused unread; a background prefetch run stays under a quarter
+// of the cache budget. The cache budget should hold several frames, or
+// neighbouring small files in one frame each fetch it again.
 
 import (
 	"context"

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/wharf-s3/wharf/archiveview"
+	"github.com/wharf-s3/wharf/archiveview/chunkio"
 	"github.com/wharf-s3/wharf/backend"
 )
 
@@ -312,8 +313,17 @@ func (s *server) readFailed(req *request, a *archiveview.Archive, ctx context.Co
 	}
 	code := readErrorCode(err)
 	s.cfg.Logger.Error().Str("request_id", req.id).Str("bucket", req.bucket).Str("key", req.key).Err(err).Msg("read failed")
-	s.writeError(req, &apiError{Code: code, Bucket: req.bucket, Key: req.key, Cause: err})
+	e := &apiError{Code: code, Bucket: req.bucket, Key: req.key, Cause: err}
+	if errors.Is(err, chunkio.ErrBusy) { // the read limits stayed full for their wait: retry soon
+		e.Header = http.Header{"Retry-After": []string{retryAfterBusy}}
+	}
+	s.writeError(req, e)
 }
+
+// retryAfterBusy is the Retry-After (seconds) of a 503 for a read that
+// waited its deadline for memory, a backend GET or a stream decoder
+// (chunkio.ErrBusy).
+const retryAfterBusy = "1"
 
 // readErrorCode maps a read error to its S3 code (archived bytes are 403
 // InvalidObjectState, archivedError): a retryable backend failure is 503

@@ -38,6 +38,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/wharf-s3/wharf/archiveview/chunkio"
 	"github.com/wharf-s3/wharf/auth"
 )
 
@@ -305,12 +306,14 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	// 6. Per-key concurrency limit (limits.go): over it, 503 SlowDown at
 	// once; the slot is held until the body has been streamed.
-	release, ok := s.limit.acquire(limitKey(id, r))
+	client := limitKey(id, r)
+	release, ok := s.limit.acquire(client)
 	if !ok {
 		s.writeError(req, &apiError{Code: errSlowDown, Bucket: req.bucket, Key: req.key})
 		return
 	}
 	defer release()
+	req.r = req.r.WithContext(chunkio.WithClient(req.r.Context(), client)) // read memory charged to this client's share
 
 	// 7. Dispatch.
 	s.route(req)

@@ -28,6 +28,7 @@ var (
 )
 
 // Kind says how a chunk object's bytes become the tar stream.
+// Written to disk in the index file: append only (never reorder or reuse).
 type Kind uint8
 
 const (
@@ -79,15 +80,6 @@ type Chunk struct {
 	// MaxTar bounds the tar stream an unframed zstd chunk may decode to;
 	// 0 = no bound known.
 	MaxTar int64
-}
-
-// TarLen is the tar-stream length a framed chunk's frames cover (0 for
-// other kinds).
-func (c *Chunk) TarLen() int64 {
-	if n := len(c.Frames); n > 0 {
-		return c.Frames[n-1].UOff + c.Frames[n-1].USize
-	}
-	return 0
 }
 
 // Extent is one stored piece of a file: length bytes of chunk Chunk's tar

@@ -156,9 +156,9 @@ func uploadPrefix(key string) string {
 	return ""
 }
 
-// UploadPrefixes returns the listing prefixes that hold keys, sorted, with
+// uploadPrefixes returns the listing prefixes that hold keys, sorted, with
 // a prefix covered by a shorter one dropped.
-func UploadPrefixes(keys []string) []string {
+func uploadPrefixes(keys []string) []string {
 	set := map[string]bool{}
 	for _, k := range keys {
 		set[uploadPrefix(k)] = true
@@ -232,7 +232,7 @@ func (c *Classes) Load(ctx context.Context, keys []string, ahead ...Listing) err
 	}
 	var firstErr error
 	var complete []string
-	for _, p := range UploadPrefixes(keys) {
+	for _, p := range uploadPrefixes(keys) {
 		n := 0
 		for k := range want {
 			if strings.HasPrefix(k, p) {

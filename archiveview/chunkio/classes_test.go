@@ -30,8 +30,8 @@ func TestUploadPrefixes(t *testing.T) {
 		{nil, nil},
 	}
 	for _, tc := range tests {
-		if got := UploadPrefixes(tc.keys); !slices.Equal(got, tc.want) {
-			t.Errorf("UploadPrefixes(%q) = %q, want %q", tc.keys, got, tc.want)
+		if got := uploadPrefixes(tc.keys); !slices.Equal(got, tc.want) {
+			t.Errorf("uploadPrefixes(%q) = %q, want %q", tc.keys, got, tc.want)
 		}
 	}
 }

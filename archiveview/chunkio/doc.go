@@ -8,7 +8,8 @@
 // offsets, accepted header checks, parked stream decoders, sequential
 // detection and background prefetch. Version shadows of an archive share
 // one Set. The FrameCache (decoded frames and small verified extents, one
-// byte budget, one flight per key) is shared by every Set of a server.
+// flight per key) and its ReadLimits (the one memory budget, the backend
+// GET slots, the stream decoders) are shared by every Set of a server.
 //
 // What callers can rely on:
 //
@@ -16,8 +17,12 @@
 //     Source of exactly the bytes asked for, or an error; a byte that fails
 //     a check (a frame's or extent's sha256, a decoded length, a tar header)
 //     is never returned. Framed zstd: each frame's sha256 is checked before
-//     any of its bytes is used. Giant frames and unframed zstd: decoded as
-//     a stream, checked at the end (the caller holds back the last segment).
+//     any of its bytes is used. Extents no frame checksum covers (plain
+//     tar, direct objects, giant frames, unframed zstd) are read in part
+//     only after the span their sha256 covers was read whole and checked
+//     (verified.go; small ones are fetched whole and cached), unless
+//     Options.TrustUnframed; a stream decode that reaches the end checks
+//     there too (the caller holds back the last segment).
 //
 //   - Errors wrap ErrChecksum, ErrCorrupt, ErrWrongMember, ErrNotInChunk, a
 //     backend sentinel (backend.ErrNotFound for a missing chunk,
@@ -29,10 +34,19 @@
 //     whole unframed object) is remembered per chunk; backend and context
 //     failures are retried by the next read.
 //
-//   - Memory: a reader holds at most GOMAXPROCS+2 decoded frames ahead of
-//     its consumer; giant frames are streamed through a 256 KiB segment; a
-//     compressed span too large for one zstd frame of its decoded size is
-//     refused unread (manifest.CheckFramePlausible).
+//   - Memory (limits.go): every buffer and decoder window of every read is
+//     charged to one process-wide budget (ReadLimits, WithMemory) before it
+//     is allocated, so the bytes in use never exceed it. A read takes the
+//     memory and backend GET slots its next part needs in one take, or
+//     waits holding nothing; a stream decoder (giant frame, unframed zstd)
+//     is admitted first (a bound sized from MaxParts and the budget), then
+//     takes its first part, window and 256 KiB segment at once. Every wait
+//     has a deadline (WithMemoryWait) and ends in ErrBusy (503 SlowDown).
+//     Parts past a stream's first are speculative: never past the stream's
+//     fair share (the budget over the streams reading) or its client's
+//     share (WithClient, WithClientShare). A compressed span too large for
+//     one zstd frame of its decoded size is refused unread
+//     (manifest.CheckFramePlausible).
 //
 //   - Storage classes (classes.go): a range GET of an object that is
 //     archived (S3 Glacier classes) without a finished restore fails with

@@ -38,7 +38,7 @@ func (s *Set) OpenExtent(ctx context.Context, e Extent, start, n int64) (Source,
 			base = 0
 		}
 	case base < 0:
-		off, size, err := s.TarOffset(ctx, ci, e.TarName)
+		off, size, err := s.tarOffset(ctx, ci, e.TarName)
 		if err != nil {
 			return nil, err
 		}
@@ -54,9 +54,9 @@ func (s *Set) OpenExtent(ctx context.Context, e Extent, start, n int64) (Source,
 		needHdr = !ok
 	}
 	u0, u1 := base+start, base+start+n
-	covered := s.RangeVerified(ci, base, base+e.Length)
+	covered := s.rangeVerified(ci, base, base+e.Length)
 	if e.HasSum && s.smallVer > 0 && e.Length <= s.smallVer && !covered {
-		buf, err := s.verifiedExtent(ctx, ci, base, e, needHdr)
+		buf, err := verifiedExtent(ctx, s, ci, base, e, needHdr)
 		if err != nil {
 			return nil, err
 		}
@@ -72,13 +72,13 @@ func (s *Set) OpenExtent(ctx context.Context, e Extent, start, n int64) (Source,
 		// (once; verified.go). An extent no checksum covers at all is
 		// served as it is (and reported as unverifiable).
 		if units, ok := s.units(ci, base, e); ok {
-			if err := s.ensureUnits(ctx, ci, units); err != nil {
+			if err := ensureUnits(ctx, s, ci, units); err != nil {
 				return nil, err
 			}
 		}
 	}
 	if needHdr && start > 0 {
-		if err := s.checkHeaderAt(ctx, ci, base, e); err != nil {
+		if err := checkHeaderAt(ctx, s, ci, base, e); err != nil {
 			return nil, err
 		}
 		needHdr = false
@@ -94,7 +94,7 @@ func (s *Set) OpenExtent(ctx context.Context, e Extent, start, n int64) (Source,
 }
 
 // checkHeaderAt reads and checks the 512-byte header ending at base.
-func (s *Set) checkHeaderAt(ctx context.Context, ci int32, base int64, e Extent) error {
+func checkHeaderAt(ctx context.Context, s *Set, ci int32, base int64, e Extent) error {
 	src, err := s.Range(ctx, ci, base-512, base)
 	if err != nil {
 		return err
@@ -105,10 +105,10 @@ func (s *Set) checkHeaderAt(ctx context.Context, ci int32, base int64, e Extent)
 	if _, err := io.ReadFull(sr, hdr[:]); err != nil {
 		return fmt.Errorf("reading tar header at %d: %w", base-512, err)
 	}
-	return s.acceptHeader(ci, base, e, hdr[:])
+	return acceptHeader(s, ci, base, e, hdr[:])
 }
 
-func (s *Set) acceptHeader(ci int32, base int64, e Extent, hdr []byte) error {
+func acceptHeader(s *Set, ci int32, base int64, e Extent, hdr []byte) error {
 	if err := checkTarHeader(hdr, e.TarName, e.Length); err != nil {
 		return fmt.Errorf("archive_offset %d: %w", base, err)
 	}
@@ -149,7 +149,7 @@ func (h *hdrSource) Next() ([]byte, *Buf, error) {
 				rel.Release()
 			}
 		}
-		if err := h.set.acceptHeader(h.ci, h.base, h.e, hdr[:]); err != nil {
+		if err := acceptHeader(h.set, h.ci, h.base, h.e, hdr[:]); err != nil {
 			if h.pendRel != nil {
 				h.pendRel.Release()
 				h.pendRel = nil
@@ -181,12 +181,17 @@ func (h *hdrSource) Close() {
 
 // verifiedExtent returns extent e (data at base) whole, fetched once,
 // checked against e.Sum and kept in the FrameCache under the extent's key.
-func (s *Set) verifiedExtent(ctx context.Context, ci int32, base int64, e Extent, needHdr bool) (*Buf, error) {
+func verifiedExtent(ctx context.Context, s *Set, ci int32, base int64, e Extent, needHdr bool) (*Buf, error) {
 	k := cacheKey{store: s.storeID, bucket: s.bucket, object: s.chunks[ci].Key, kind: keyExtent, n: base, m: e.Length,
 		name: e.TarName, sum: e.Sum, hasSum: true}
 	return s.cache.get(ctx, k, s.metrics, func(ctx context.Context) (*Buf, error) {
+		// The buffer first, then the source's parts: nothing is held
+		// while waiting for the buffer's memory.
+		buf, err := s.lim.alloc(ctx, e.Length, demand)
+		if err != nil {
+			return nil, err
+		}
 		var src Source
-		var err error
 		if needHdr {
 			src, err = s.Range(ctx, ci, base-512, base+e.Length)
 			if err == nil {
@@ -196,14 +201,11 @@ func (s *Set) verifiedExtent(ctx context.Context, ci int32, base int64, e Extent
 			src, err = s.Range(ctx, ci, base, base+e.Length)
 		}
 		if err != nil {
+			buf.Release()
 			return nil, err
 		}
 		sr := &segReader{src: src}
 		defer sr.Close()
-		buf, err := s.cache.alloc(ctx, e.Length, demand)
-		if err != nil {
-			return nil, err
-		}
 		if _, err := io.ReadFull(sr, buf.b); err != nil {
 			buf.Release()
 			if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {

@@ -39,7 +39,7 @@ func (s *Set) frameKey(ci int32, i int) cacheKey {
 // (sum: the caller's hash of comp, or nil to hash here) and decodes them
 // into out, a buffer of exactly the frame's decoded size charged to the
 // budget. On failure out is released. The caller holds a decode slot.
-func (s *Set) checkFrame(ci int32, i int, comp []byte, sum *[32]byte, out *Buf) (*Buf, error) {
+func checkFrame(s *Set, ci int32, i int, comp []byte, sum *[32]byte, out *Buf) (*Buf, error) {
 	fr := &s.chunks[ci].Frames[i]
 	if fr.HasSum {
 		var got [32]byte
@@ -68,7 +68,7 @@ func (s *Set) checkFrame(ci int32, i int, comp []byte, sum *[32]byte, out *Buf) 
 // decodeSlot takes one of the GOMAXPROCS decode slots shared by every
 // path that decodes a frame; the caller gives it back with
 // <-s.cache.decodeSem.
-func (s *Set) decodeSlot(ctx context.Context) error {
+func decodeSlot(ctx context.Context, s *Set) error {
 	select {
 	case s.cache.decodeSem <- struct{}{}:
 		return nil
@@ -87,12 +87,12 @@ func shortBody(err error) error {
 
 // fillFrame fetches and decodes frame i alone (used when a shared fetch
 // failed for someone else's reason).
-func (s *Set) fillFrame(ctx context.Context, ci int32, i int) (*Buf, error) {
+func fillFrame(ctx context.Context, s *Set, ci int32, i int) (*Buf, error) {
 	k := s.frameKey(ci, i)
 	return s.cache.get(ctx, k, s.metrics, func(ctx context.Context) (*Buf, error) {
-		buf, err := s.fetchFrame(ctx, ci, i)
+		buf, err := fetchFrame(ctx, s, ci, i)
 		if errors.Is(err, ErrChecksum) {
-			buf, err = s.refetchFrame(ctx, ci, i, err)
+			buf, err = refetchFrame(ctx, s, ci, i, err)
 		}
 		return buf, err
 	})
@@ -100,36 +100,36 @@ func (s *Set) fillFrame(ctx context.Context, ci int32, i int) (*Buf, error) {
 
 // fetchFrame fetches frame i of chunk ci alone (one part, split into
 // sub-ranges like any cold read), verifies and decodes it.
-func (s *Set) fetchFrame(ctx context.Context, ci int32, i int) (*Buf, error) {
+func fetchFrame(ctx context.Context, s *Set, ci int32, i int) (*Buf, error) {
 	f := s.chunks[ci].Frames[i]
 	plan := partPlan{off: f.COff, end: f.COff + f.CSize, lo: i, hi: i}
 	out := bufSize(f.USize)
-	p, err := s.launch(ctx, nil, ci, plan, s.cache.streamParts, out, 0, demand, nil)
+	p, err := s.launch(ctx, nil, ci, plan, s.lim.streamParts, out, 0, demand, nil)
 	if err != nil {
 		return nil, fmt.Errorf("frame %d (object bytes %d-%d): %w", i, f.COff, f.COff+f.CSize, err)
 	}
 	defer p.close()
 	if _, err := p.wait(ctx, plan.size()); err != nil {
-		s.cache.unreserve(out)
+		s.lim.unreserve(p.cl, out)
 		return nil, fmt.Errorf("frame %d: %w", i, err)
 	}
 	s.metrics.frameFetched()
-	if err := s.decodeSlot(ctx); err != nil {
-		s.cache.unreserve(out)
+	if err := decodeSlot(ctx, s); err != nil {
+		s.lim.unreserve(p.cl, out)
 		return nil, fmt.Errorf("frame %d: %w", i, err)
 	}
 	defer func() { <-s.cache.decodeSem }()
-	return s.checkFrame(ci, i, p.buf.b, nil, s.cache.bufReserved(f.USize))
+	return checkFrame(s, ci, i, p.buf.b, nil, s.lim.bufReserved(p.cl, f.USize))
 }
 
 // refetchFrame fetches frame i once more after its bytes failed their
 // sha256 (first): corruption in transit passes, corruption at rest fails
 // twice. Both failures count in wharf_checksum_failures_total. The error
 // of a second failure says that the frame was fetched twice.
-func (s *Set) refetchFrame(ctx context.Context, ci int32, i int, first error) (*Buf, error) {
+func refetchFrame(ctx context.Context, s *Set, ci int32, i int, first error) (*Buf, error) {
 	s.log.Warn().Str("archive", s.name).Str("chunk", s.chunks[ci].Key).Int("frame", i).Err(first).
 		Msg("frame checksum mismatch: fetching the frame again")
-	buf, err := s.fetchFrame(ctx, ci, i)
+	buf, err := fetchFrame(ctx, s, ci, i)
 	if errors.Is(err, ErrChecksum) {
 		return nil, fmt.Errorf("fetched twice: %w", err)
 	}
@@ -148,7 +148,7 @@ func (s *bytesSource) Next() ([]byte, *Buf, error) {
 		return nil, nil, io.EOF
 	}
 	s.done = true
-	s.buf.Retain()
+	s.buf.retain()
 	return s.b, s.buf, nil
 }
 
@@ -245,9 +245,9 @@ func (s *Set) Range(ctx context.Context, ci int32, u0, u1 int64) (Source, error)
 	return &multiSource{mk: mk}, nil
 }
 
-// RangeVerified reports whether every byte of [u0,u1) of chunk ci is
+// rangeVerified reports whether every byte of [u0,u1) of chunk ci is
 // covered by a frame checksum checked before use.
-func (s *Set) RangeVerified(ci int32, u0, u1 int64) bool {
+func (s *Set) rangeVerified(ci int32, u0, u1 int64) bool {
 	c := &s.chunks[ci]
 	if c.Kind != FramedZstd || len(c.Frames) == 0 {
 		return false

@@ -27,12 +27,11 @@ import (
 // cache holds one reference, every reader holding a slice of the buffer holds
 // another, and the buffer returns to its pool only when the last is released.
 //
-// The cache also owns what every read of the process shares: the one
-// memory budget (memory.go) that cached frames count against together with
-// everything in flight, the planner's limits (plan.go: part size, GETs per
-// stream and per process), the pooled zstd decoders, the decode semaphore
-// that bounds parallel frame decoding to GOMAXPROCS, and the parked stream
-// decoders (evicted when memory is needed).
+// Cached frames count against the process's one memory budget together
+// with everything in flight: the ReadLimits (limits.go) the cache makes
+// and evicts for. The cache also keeps the pooled zstd decoders, the decode
+// semaphore that bounds parallel frame decoding to GOMAXPROCS, and the
+// parked stream decoders (evicted when memory is needed).
 type FrameCache struct {
 	budget int64
 
@@ -41,12 +40,8 @@ type FrameCache struct {
 	bytes   int64
 	flights map[cacheKey]*flight
 
-	mem         *memory
-	partSize    int64
-	streamParts int
-	getSlots    chan struct{} // backend GETs in flight, process-wide
+	lim *ReadLimits
 
-	bufs      bufPool
 	decs      chan *zstd.Decoder
 	decodeSem chan struct{}
 
@@ -86,15 +81,19 @@ func NewFrameCache(budget int64, opts ...CacheOption) *FrameCache {
 		cfg.memoryWait = DefaultMemoryWait
 	}
 	c := &FrameCache{
-		budget:      min(budget, cfg.memory),
-		flights:     make(map[cacheKey]*flight),
-		mem:         newMemory(cfg.memory, cfg.memoryWait),
-		partSize:    cfg.partSize,
-		streamParts: cfg.streamParts,
-		getSlots:    make(chan struct{}, cfg.maxParts),
-		decs:        make(chan *zstd.Decoder, 2*runtime.GOMAXPROCS(0)+2),
-		decodeSem:   make(chan struct{}, runtime.GOMAXPROCS(0)),
+		budget:    min(budget, cfg.memory),
+		flights:   make(map[cacheKey]*flight),
+		lim:       newReadLimits(cfg),
+		decs:      make(chan *zstd.Decoder, 2*runtime.GOMAXPROCS(0)+2),
+		decodeSem: make(chan struct{}, runtime.GOMAXPROCS(0)),
 	}
+	c.lim.reclaim = func(frames bool) bool {
+		if frames {
+			return c.evictForMemory()
+		}
+		return c.dropParked()
+	}
+	c.lim.reclaimOwn = c.evictOwn
 	l, err := simplelru.NewLRU[cacheKey, *Buf](math.MaxInt32, c.onEvict)
 	if err != nil {
 		panic(err) // only for a non-positive size
@@ -127,6 +126,45 @@ func (c *FrameCache) storeID(s any) string {
 		c.stores[s] = id
 	}
 	return id
+}
+
+// Limits is the memory budget and backend limits the cache's reads share.
+func (c *FrameCache) Limits() *ReadLimits { return c.lim }
+
+// MemoryInUse is Limits().MemoryInUse.
+func (c *FrameCache) MemoryInUse() (used, peak int64) { return c.lim.MemoryInUse() }
+
+// MemoryBudget is Limits().MemoryBudget.
+func (c *FrameCache) MemoryBudget() int64 { return c.lim.MemoryBudget() }
+
+// evictForMemory drops the oldest cached frame, else the oldest parked
+// decoder; it reports whether it dropped anything. (A dropped frame that a
+// reader still holds is freed when the reader releases it.)
+func (c *FrameCache) evictForMemory() bool {
+	c.mu.Lock()
+	_, _, ok := c.lru.RemoveOldest()
+	c.mu.Unlock()
+	if ok {
+		return true
+	}
+	return c.dropParked()
+}
+
+// evictOwn drops the oldest cached frame charged to client cl that no
+// reader holds; it reports whether it dropped one.
+func (c *FrameCache) evictOwn(cl *clientUse) bool {
+	if cl == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, k := range c.lru.Keys() { // oldest first
+		if b, ok := c.lru.Peek(k); ok && b.cl == cl && b.refs.Load() == 1 {
+			c.lru.Remove(k)
+			return true
+		}
+	}
+	return false
 }
 
 // Budget is the cache's byte budget.
@@ -192,31 +230,32 @@ const (
 
 // Buf is a reference-counted, pooled buffer of verified bytes (a decoded
 // frame, a verified extent, a stream segment). Every holder owns one
-// reference: Retain adds one, Release drops one, and the buffer returns to
+// reference: retain adds one, Release drops one, and the buffer returns to
 // its pool when the last is dropped. Bytes are valid only while the caller
 // holds a reference.
 type Buf struct {
-	b     []byte
-	refs  atomic.Int32
-	cache *FrameCache // the budget it is charged to
+	b    []byte
+	refs atomic.Int32
+	lim  *ReadLimits // the budget it is charged to
+	cl   *clientUse  // the client it is charged to (nil: none)
 }
 
 // Bytes returns the buffer's bytes (valid while a reference is held).
 func (fb *Buf) Bytes() []byte { return fb.b }
 
-// Retain adds a reference.
-func (fb *Buf) Retain() { fb.refs.Add(1) }
+// retain adds a reference.
+func (fb *Buf) retain() { fb.refs.Add(1) }
 
 // Release drops a reference; the last one returns the buffer to its pool.
 // Releasing more often than retained panics.
 func (fb *Buf) Release() {
 	switch n := fb.refs.Add(-1); {
 	case n == 0:
-		c := fb.cache
+		l := fb.lim
 		size := bufSize(int64(len(fb.b)))
-		c.bufs.put(fb.b)
+		l.bufs.put(fb.b)
 		fb.b = nil
-		c.unreserve(size)
+		l.unreserve(fb.cl, size)
 	case n < 0:
 		panic("chunkio: Buf released too often")
 	}
@@ -239,7 +278,7 @@ func (c *FrameCache) lookup(k cacheKey, wait bool) (buf *Buf, fl *flight, mine b
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if b, ok := c.lru.Get(k); ok {
-		b.Retain()
+		b.retain()
 		return b, nil, false
 	}
 	if f, ok := c.flights[k]; ok {
@@ -281,7 +320,7 @@ func (c *FrameCache) complete(k cacheKey, fl *flight, buf *Buf, err error) {
 			if c.lru.Contains(k) {
 				c.lru.Remove(k)
 			}
-			buf.Retain()
+			buf.retain()
 			c.lru.Add(k, buf)
 			c.bytes += size
 			for c.bytes > c.budget {
@@ -384,10 +423,10 @@ func (p *bufPool) class(n int) *sync.Pool {
 	return sp
 }
 
-// getBuf returns a buffer of length n with one reference, charged to c's
-// budget (the caller reserved bufSize(n)).
-func (p *bufPool) getBuf(n int64, c *FrameCache) *Buf {
-	fb := &Buf{cache: c}
+// getBuf returns a buffer of length n with one reference, charged to l's
+// budget and client cl (the caller reserved bufSize(n)).
+func (p *bufPool) getBuf(n int64, l *ReadLimits, cl *clientUse) *Buf {
+	fb := &Buf{lim: l, cl: cl}
 	fb.refs.Store(1)
 	if n < poolStep {
 		fb.b = make([]byte, n)
@@ -398,8 +437,8 @@ func (p *bufPool) getBuf(n int64, c *FrameCache) *Buf {
 		fb.b = b[:n]
 		return fb
 	}
-	cl := (int(n) + poolStep - 1) / poolStep
-	fb.b = make([]byte, n, cl*poolStep)
+	class := (int(n) + poolStep - 1) / poolStep
+	fb.b = make([]byte, n, class*poolStep)
 	return fb
 }
 
@@ -463,10 +502,10 @@ func (c *FrameCache) putFrameDecoder(d *zstd.Decoder) {
 // decodeFrame decodes one complete zstd frame held in comp into a pooled
 // buffer of exactly usize bytes; any other decoded length is an error.
 func (c *FrameCache) decodeFrame(comp []byte, usize int64) (*Buf, error) {
-	if err := c.reserve(context.Background(), bufSize(usize), demand); err != nil {
+	out, err := c.lim.alloc(context.Background(), usize, demand)
+	if err != nil {
 		return nil, err
 	}
-	out := c.bufReserved(usize)
 	if err := c.decodeInto(comp, out); err != nil {
 		out.Release()
 		return nil, err

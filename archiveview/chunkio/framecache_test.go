@@ -22,7 +22,7 @@ func fcKey(n int64) cacheKey {
 func fcFill(c *FrameCache, n int, b byte, calls *atomic.Int32) func(context.Context) (*Buf, error) {
 	return func(context.Context) (*Buf, error) {
 		calls.Add(1)
-		buf, _ := c.alloc(context.Background(), int64(n), demand)
+		buf, _ := c.lim.alloc(context.Background(), int64(n), demand)
 		for i := range buf.b {
 			buf.b[i] = b
 		}
@@ -88,7 +88,7 @@ func TestFrameCacheSingleflight(t *testing.T) {
 	fill := func(ctx context.Context) (*Buf, error) {
 		calls.Add(1)
 		<-release
-		buf, _ := c.alloc(context.Background(), 100<<10, demand)
+		buf, _ := c.lim.alloc(context.Background(), 100<<10, demand)
 		buf.b[0] = 42
 		return buf, nil
 	}

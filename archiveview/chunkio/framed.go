@@ -64,7 +64,7 @@ func (s *Set) newFramedSource(ctx context.Context, ci int32, lo, hi int, u0, u1 
 	ctx, cancel := context.WithCancel(ctx)
 	return &framedSource{set: s, ctx: ctx, cancel: cancel, ci: ci, lo: lo, hi: hi, u0: u0, u1: u1,
 		ch: make(chan frameFuture, hi-lo+1), next: lo,
-		win: newWindow(s.cache.streamParts), wake: make(chan struct{}), slots: make(chan struct{}, s.cache.streamParts)}
+		win: newWindow(s.lim.streamParts), wake: make(chan struct{}), slots: make(chan struct{}, s.lim.streamParts)}
 }
 
 // signal wakes the producer (under fs.mu).
@@ -133,6 +133,12 @@ func (fs *framedSource) produce() {
 		if pending != nil {
 			fu, pending = *pending, nil
 		} else {
+			// Room in the window first: frames are claimed (their flights
+			// made ours) only when their part can start, so a reader that
+			// stops reading never holds claims that other readers wait on.
+			if _, _, ok := fs.slot(); !ok {
+				return
+			}
 			buf, fl, m := c.lookup(s.frameKey(fs.ci, i), true)
 			fu, mine = frameFuture{i: i, fl: fl, joined: fl != nil && !m}, m
 			if buf != nil {
@@ -146,28 +152,33 @@ func (fs *framedSource) produce() {
 			i++
 			continue
 		}
-		// Claim the run of adjacent missing frames that fits one part.
+		// Claim the run of adjacent missing frames that fits one part: a
+		// frame joins when it is ours to fetch (the first that is not is
+		// the next future).
 		fls := []*flight{fu.fl}
-		j := i
-		for j < fs.hi && adjacentWithin(fr[j], fr[j+1], fr[j].COff+fr[j].CSize-fr[i].COff, c.partSize) {
-			buf, fl, m := c.lookup(s.frameKey(fs.ci, j+1), true)
+		plan := nextFramePart(fs.hi+1, func(k int) Frame { return fr[k] }, i, s.lim.partSize, func(k int) bool {
+			buf, fl, m := c.lookup(s.frameKey(fs.ci, k), true)
 			if !m {
 				if buf != nil {
 					buf.Release()
 				}
-				pending = &frameFuture{i: j + 1, fl: fl, joined: fl != nil}
-				break
+				pending = &frameFuture{i: k, fl: fl, joined: fl != nil}
+				return false
 			}
-			j++
 			fls = append(fls, fl)
-		}
-		plan := partPlan{off: fr[i].COff, end: fr[j].COff + fr[j].CSize, lo: i, hi: j}
-		reserved, ok := fs.start(plan, fls)
-		if !ok {
+			return true
+		})
+		j := plan.hi
+		reserved, ok, retry := fs.start(plan, fls)
+		if !ok || retry {
 			if pending != nil {
 				pending.abandon(c)
+				pending = nil
 			}
-			return
+			if !ok {
+				return
+			}
+			continue // the claims were given back: plan frame i again
 		}
 		for k := i; k <= j; k++ {
 			f := frameFuture{i: k, fl: fls[k-i]}
@@ -192,8 +203,11 @@ func (fs *framedSource) produce() {
 // claimed, once the window has room: speculatively while other parts of
 // this source are ahead of the consumer, as a demand read when none is.
 // A part that cannot start completes its flights with the error (the
-// consumer then sees it). It returns the bytes the part holds.
-func (fs *framedSource) start(plan partPlan, fls []*flight) (int64, bool) {
+// consumer then sees it). One that finds no room to speculate gives its
+// claims back (errGaveUp: whoever joined them fetches the frames itself),
+// waits, holding nothing, until the consumer caught up, and asks the
+// producer to plan again (retry). It returns the bytes the part holds.
+func (fs *framedSource) start(plan partPlan, fls []*flight) (reserved int64, ok, retry bool) {
 	s := fs.set
 	c := s.cache
 	fr := s.chunks[fs.ci].Frames
@@ -211,21 +225,24 @@ func (fs *framedSource) start(plan partPlan, fls []*flight) (int64, bool) {
 		ahead, held, ok := fs.slot()
 		if !ok {
 			fail(fs.ctx.Err())
-			return 0, false
+			return 0, false, false
 		}
 		mode := speculative
 		if ahead == 0 {
 			mode = demand
 		}
 		var err error
-		p, err = s.launch(fs.ctx, nil, fs.ci, plan, waysFor(c.streamParts, ahead+1), decoded, held, mode, fs.slots)
+		p, err = s.launch(fs.ctx, nil, fs.ci, plan, waysFor(s.lim.streamParts, ahead+1), decoded, held, mode, fs.slots)
 		if err != nil {
 			fail(fmt.Errorf("frames %d-%d (object bytes %d-%d): %w", plan.lo, plan.hi, plan.off, plan.end, err))
-			return 0, true // the consumer reads the error from the flights
+			return 0, true, false // the consumer reads the error from the flights
 		}
-		if p == nil && !fs.drained() { // no room to speculate: wait until the reader caught up
-			fail(fs.ctx.Err())
-			return 0, false
+		if p == nil { // no room to speculate: wait until the reader caught up
+			fail(errGaveUp)
+			if !fs.drained() {
+				return 0, false, false
+			}
+			return 0, true, true
 		}
 	}
 	need := bufSize(plan.size()) + decoded
@@ -233,8 +250,8 @@ func (fs *framedSource) start(plan partPlan, fls []*flight) (int64, bool) {
 	fs.ahead++
 	fs.held += need
 	fs.mu.Unlock()
-	go s.partWorker(fs.ctx, p, plan.lo, plan.hi, fls, decoded)
-	return need, true
+	go partWorker(fs.ctx, s, p, plan.lo, plan.hi, fls, decoded)
+	return need, true, false
 }
 
 // consumed is called when the consumer took the last frame of a part this
@@ -263,7 +280,7 @@ func (fs *framedSource) starved() {
 // into a buffer from reserved (the decoded sizes, reserved at launch; what
 // is not used is returned). A frame that fails its sha256 is fetched once
 // more on its own. The part is closed when every frame is done.
-func (s *Set) partWorker(ctx context.Context, p *part, lo, hi int, fls []*flight, reserved int64) {
+func partWorker(ctx context.Context, s *Set, p *part, lo, hi int, fls []*flight, reserved int64) {
 	defer p.close()
 	c := s.cache
 	fr := s.chunks[p.ci].Frames
@@ -277,14 +294,14 @@ func (s *Set) partWorker(ctx context.Context, p *part, lo, hi int, fls []*flight
 		err := p.hashThrough(ctx, f.COff, f.COff+f.CSize, h)
 		if err == nil {
 			s.metrics.frameFetched()
-			err = s.decodeSlot(ctx)
+			err = decodeSlot(ctx, s)
 		}
 		if err != nil {
 			err = fmt.Errorf("frame %d (object bytes %d-%d): %w", k, f.COff, f.COff+f.CSize, err)
 			for m := k; m <= hi; m++ {
 				c.complete(s.frameKey(p.ci, m), fls[m-lo], nil, err)
 			}
-			c.unreserve(reserved)
+			s.lim.unreserve(p.cl, reserved)
 			return
 		}
 		var sum [32]byte
@@ -293,17 +310,17 @@ func (s *Set) partWorker(ctx context.Context, p *part, lo, hi int, fls []*flight
 		}
 		size := bufSize(f.USize)
 		reserved -= size
-		buf, err := s.checkFrame(p.ci, k, p.buf.b[f.COff-p.off:f.COff+f.CSize-p.off], &sum, c.bufReserved(f.USize))
+		buf, err := checkFrame(s, p.ci, k, p.buf.b[f.COff-p.off:f.COff+f.CSize-p.off], &sum, s.lim.bufReserved(p.cl, f.USize))
 		<-c.decodeSem
 		if errors.Is(err, ErrChecksum) {
-			buf, err = s.refetchFrame(ctx, p.ci, k, err)
+			buf, err = refetchFrame(ctx, s, p.ci, k, err)
 		}
 		c.complete(key, fls[k-lo], buf, err)
 		if buf != nil {
 			buf.Release()
 		}
 	}
-	c.unreserve(reserved)
+	s.lim.unreserve(p.cl, reserved)
 }
 
 // hashThrough waits for object bytes [from, to) of the part to arrive,
@@ -326,7 +343,7 @@ func (p *part) hashThrough(ctx context.Context, from, to int64, h hash.Hash) err
 func (fs *framedSource) Next() ([]byte, *Buf, error) {
 	if !fs.started {
 		fs.started = true
-		fs.set.cache.streamStarted()
+		fs.set.lim.streamStarted()
 		go fs.produce()
 	}
 	if fs.next > fs.hi {
@@ -347,7 +364,7 @@ func (fs *framedSource) Next() ([]byte, *Buf, error) {
 	var buf *Buf
 	var err error
 	if fu.fl == nil {
-		buf, err = fs.set.fillFrame(fs.ctx, fs.ci, fu.i) // cached when planned: a hit, unless evicted since
+		buf, err = fillFrame(fs.ctx, fs.set, fs.ci, fu.i) // cached when planned: a hit, unless evicted since
 	} else {
 		select {
 		case <-fu.fl.done:
@@ -356,7 +373,7 @@ func (fs *framedSource) Next() ([]byte, *Buf, error) {
 		}
 		buf, err = fs.set.cache.waitFlight(fs.ctx, fu.fl)
 		if err != nil && isContextErr(err) && fs.ctx.Err() == nil {
-			buf, err = fs.set.fillFrame(fs.ctx, fs.ci, fu.i) // the fetcher's context ended, not ours
+			buf, err = fillFrame(fs.ctx, fs.set, fs.ci, fu.i) // the fetcher's context ended, not ours
 		} else if err == nil && fu.joined {
 			fs.set.metrics.cacheHit() // joined another read's fetch: no fetch of its own
 		}
@@ -377,7 +394,7 @@ func (fs *framedSource) Next() ([]byte, *Buf, error) {
 		// detection and readahead now, not when the read began, so the
 		// window past it is fetched for the requests that follow, and a
 		// read abandoned half-way (a client that left) starts none.
-		fs.set.noteFrames(fs.ci, fs.lo, fs.hi)
+		noteFrames(fs.set, fs.ci, fs.lo, fs.hi)
 	}
 	lo := max(fs.u0, f.UOff) - f.UOff
 	hi := min(fs.u1, f.UOff+f.USize) - f.UOff
@@ -388,7 +405,7 @@ func (fs *framedSource) Close() {
 	fs.cancel()
 	if fs.started && !fs.closed {
 		fs.closed = true
-		fs.set.cache.streamEnded()
+		fs.set.lim.streamEnded()
 		c := fs.set.cache
 		go func() {
 			for fu := range fs.ch {
@@ -408,7 +425,7 @@ func (fs *framedSource) Close() {
 // fetched in parallel, so a sequential walk of small files costs about one
 // GET per part rather than one per file, and the next frames' first-byte
 // latency overlaps the serving of the current ones.
-func (s *Set) noteFrames(ci int32, lo, hi int) {
+func noteFrames(s *Set, ci int32, lo, hi int) {
 	rs := s.state(ci)
 	last := rs.lastFrame.Swap(int64(hi))
 	seq := int64(lo) == last || int64(lo) == last+1 || (lo == 0 && last == -2)
@@ -466,9 +483,9 @@ func (s *Set) noteFrames(ci int32, lo, hi int) {
 		budget := s.cache.budget / 4
 		var workers sync.WaitGroup
 		var held int64
-		slots := make(chan struct{}, s.cache.streamParts)
+		slots := make(chan struct{}, s.lim.streamParts)
 		for _, sp := range spans {
-			s.prefetch(s.ctx, sp.ci, sp.lo, sp.hi, &budget, &held, slots, &workers)
+			prefetch(s.ctx, s, sp.ci, sp.lo, sp.hi, &budget, &held, slots, &workers)
 		}
 		workers.Wait()
 	}()
@@ -479,7 +496,7 @@ func (s *Set) noteFrames(ci int32, lo, hi int) {
 // speculative (it starts only when memory and GET slots are free, within
 // the prefetch's fair share). It stops when budget (decoded bytes) is
 // spent; giant frames are skipped. The parts' workers are added to workers.
-func (s *Set) prefetch(ctx context.Context, ci int32, lo, hi int, budget, held *int64, slots chan struct{}, workers *sync.WaitGroup) {
+func prefetch(ctx context.Context, s *Set, ci int32, lo, hi int, budget, held *int64, slots chan struct{}, workers *sync.WaitGroup) {
 	c := s.cache
 	fr := s.chunks[ci].Frames
 	for i := lo; i <= hi && ctx.Err() == nil; i++ {
@@ -496,23 +513,26 @@ func (s *Set) prefetch(ctx context.Context, ci int32, lo, hi int, budget, held *
 			}
 			continue
 		}
+		// A frame joins the part when it is cached, fits the prefetch's
+		// budget and is ours to fetch.
 		fls := []*flight{fl}
 		decoded := bufSize(fr[i].USize)
-		j := i
-		for j < hi && adjacentWithin(fr[j], fr[j+1], fr[j].COff+fr[j].CSize-fr[i].COff, c.partSize) &&
-			!s.giant(fr[j+1]) && decoded+fr[j+1].USize <= *budget {
-			buf, fl2, m := c.lookup(s.frameKey(ci, j+1), false)
+		plan := nextFramePart(hi+1, func(k int) Frame { return fr[k] }, i, s.lim.partSize, func(k int) bool {
+			if s.giant(fr[k]) || decoded+fr[k].USize > *budget {
+				return false
+			}
+			buf, fl2, m := c.lookup(s.frameKey(ci, k), false)
 			if !m {
 				if buf != nil {
 					buf.Release()
 				}
-				break
+				return false
 			}
-			j++
-			decoded += bufSize(fr[j].USize)
+			decoded += bufSize(fr[k].USize)
 			fls = append(fls, fl2)
-		}
-		plan := partPlan{off: fr[i].COff, end: fr[j].COff + fr[j].CSize, lo: i, hi: j}
+			return true
+		})
+		j := plan.hi
 		p, _ := s.launch(ctx, nil, ci, plan, 1, decoded, *held, speculative, slots)
 		if p == nil {
 			for k, fl := range fls {
@@ -525,7 +545,7 @@ func (s *Set) prefetch(ctx context.Context, ci int32, lo, hi int, budget, held *
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
-			s.partWorker(ctx, p, plan.lo, plan.hi, fls, decoded)
+			partWorker(ctx, s, p, plan.lo, plan.hi, fls, decoded)
 		}()
 		i = j
 	}

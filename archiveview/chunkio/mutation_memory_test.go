@@ -30,21 +30,22 @@ func TestBufSizeRounding(t *testing.T) {
 // TestMemoryChargeAtTheLimit: the budget can be used to the last byte and
 // not one byte more; the peak follows the highest use.
 func TestMemoryChargeAtTheLimit(t *testing.T) {
-	m := newMemory(1000, 0)
-	if !m.tryCharge(600) || !m.tryCharge(400) {
+	m := newReadLimits(cacheConfig{memory: 1000, maxParts: 1})
+	charge := func(n int64) bool { _, _, _, ok := m.tryTake("", n, 0); return ok }
+	if !charge(600) || !charge(400) {
 		t.Fatal("charges up to exactly the limit refused")
 	}
-	if m.tryCharge(1) {
+	if charge(1) {
 		t.Fatal("a charge past the limit accepted")
 	}
-	m.release(1000)
-	if !m.tryCharge(300) {
+	m.unreserve(nil, 1000)
+	if !charge(300) {
 		t.Fatal("charge after release refused")
 	}
-	if p := m.peak.Load(); p != 1000 {
+	if _, p := m.MemoryInUse(); p != 1000 {
 		t.Errorf("peak %d, want 1000", p)
 	}
-	m.release(300)
+	m.unreserve(nil, 300)
 }
 
 // TestReserveWholeBudget: one reservation of exactly the budget succeeds;
@@ -52,11 +53,11 @@ func TestMemoryChargeAtTheLimit(t *testing.T) {
 func TestReserveWholeBudget(t *testing.T) {
 	c := NewFrameCache(0, WithMemory(1<<20))
 	ctx := context.Background()
-	if err := c.reserve(ctx, 1<<20, demand); err != nil {
+	if _, err := c.lim.reserve(ctx, 1<<20, demand); err != nil {
 		t.Fatalf("reserving the whole budget: %v", err)
 	}
-	c.unreserve(1 << 20)
-	if err := c.reserve(ctx, 1<<20+1, demand); !errors.Is(err, ErrBusy) {
+	c.lim.unreserve(nil, 1<<20)
+	if _, err := c.lim.reserve(ctx, 1<<20+1, demand); !errors.Is(err, ErrBusy) {
 		t.Fatalf("reserving one byte more than the budget: %v, want ErrBusy", err)
 	}
 }
@@ -109,19 +110,19 @@ func TestTarNameMatchesEdges(t *testing.T) {
 // TestMemoryPeakFollowsEachCharge: the peak is raised by the charge that
 // reaches it, the first one included, and a release does not lower it.
 func TestMemoryPeakFollowsEachCharge(t *testing.T) {
-	m := newMemory(1000, 0)
+	m := newReadLimits(cacheConfig{memory: 1000, maxParts: 1})
 	for _, s := range []struct{ charge, release, peak int64 }{
 		{600, 600, 600}, // the first charge sets the peak
 		{100, 0, 600},   // below the peak: unchanged
 		{600, 700, 700}, // 100 + 600 raises it
 	} {
-		if !m.tryCharge(s.charge) {
+		if _, _, _, ok := m.tryTake("", s.charge, 0); !ok {
 			t.Fatalf("charge of %d refused", s.charge)
 		}
-		if p := m.peak.Load(); p != s.peak {
+		if _, p := m.MemoryInUse(); p != s.peak {
 			t.Fatalf("after charging %d: peak %d, want %d", s.charge, p, s.peak)
 		}
-		m.release(s.release)
+		m.unreserve(nil, s.release)
 	}
 }
 
@@ -133,7 +134,7 @@ func TestBufPoolClassesFitTheirSizes(t *testing.T) {
 	var p bufPool
 	for round := 0; round < 4; round++ {
 		for _, n := range []int64{1000, poolStep, 2 * poolStep, 100 << 10, 150 << 10, 3 * poolStep} {
-			b := p.getBuf(n, nil)
+			b := p.getBuf(n, nil, nil)
 			if int64(len(b.b)) != n || int64(cap(b.b)) != bufSize(n) {
 				t.Fatalf("round %d: getBuf(%d) has len %d cap %d, want len %d cap %d", round, n, len(b.b), cap(b.b), n, bufSize(n))
 			}
@@ -172,7 +173,7 @@ func TestNewFrameCacheDefaults(t *testing.T) {
 		streamParts, slots int
 		wait               time.Duration
 	}
-	got := func(c *FrameCache) cfg { return cfg{c.partSize, c.streamParts, cap(c.getSlots), c.mem.wait} }
+	got := func(c *FrameCache) cfg { return cfg{c.lim.partSize, c.lim.streamParts, c.lim.maxGets, c.lim.wait} }
 	defaults := cfg{DefaultPartSize, DefaultStreamParts, DefaultMaxParts, DefaultMemoryWait}
 	if g := got(NewFrameCache(1 << 20)); g != defaults {
 		t.Errorf("no options: %+v, want %+v", g, defaults)

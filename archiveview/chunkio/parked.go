@@ -50,6 +50,7 @@ func (c *FrameCache) park(s *Set, z *zstream, keepParts bool) {
 	if drop != nil {
 		drop.discard(c, true)
 	}
+	c.lim.signal() // a parked decoder can be dropped for whoever waits
 }
 
 // unpark takes s's parked decoder of stream (ci, frame) positioned
@@ -104,11 +105,4 @@ func (c *FrameCache) dropParkedOf(s *Set) {
 	for _, z := range drop {
 		z.discard(c, true)
 	}
-}
-
-// Parked is the number of parked stream decoders.
-func (c *FrameCache) Parked() int {
-	c.parkMu.Lock()
-	defer c.parkMu.Unlock()
-	return len(c.parked)
 }

@@ -19,6 +19,7 @@ type part struct {
 	ci       int32
 	off, end int64
 	buf      *Buf
+	cl       *clientUse // the client buf and the launch's extra bytes are charged to
 
 	cancel context.CancelFunc
 	slots  chan struct{} // the stream's GET slots (one per sub-range), or nil
@@ -53,7 +54,7 @@ func (s *Set) startPart(ctx context.Context, ci int32, plan partPlan, buf *Buf, 
 func (p *part) fetchSub(ctx context.Context, i int) {
 	defer p.fetches.Done()
 	defer func() {
-		<-p.set.cache.getSlots
+		p.set.lim.putGets(1)
 		if p.slots != nil {
 			<-p.slots
 		}
@@ -162,80 +163,52 @@ func (p *part) close() {
 	}
 }
 
-// takeSlots takes n process-wide GET slots: waiting (demand) or not at all
-// (speculative: false when they are not all free at once).
-func (c *FrameCache) takeSlots(ctx context.Context, n int, mode allocMode) (bool, error) {
-	for i := 0; i < n; i++ {
-		if mode == speculative {
-			select {
-			case c.getSlots <- struct{}{}:
-				continue
-			default:
-			}
-			c.putSlots(i)
-			return false, nil
-		}
-		select {
-		case c.getSlots <- struct{}{}:
-		case <-ctx.Done():
-			c.putSlots(i)
-			return false, ctx.Err()
-		}
-	}
-	return true, nil
-}
-
-func (c *FrameCache) putSlots(n int) {
-	for i := 0; i < n; i++ {
-		<-c.getSlots
-	}
-}
-
 // launch plans plan's sub-ranges and starts it. It takes what the part
 // needs: GET slots of the stream (slots, may be nil: no stream limit) for
-// up to ways concurrent sub-ranges (at least one, waiting for it), as many
-// process-wide GET slots, and memory for the buffer plus extra bytes (e.g.
-// the decoded frames a worker will write). held is the stream's bytes in
-// flight: a speculative launch that would take the stream past its fair
-// share of the budget, or finds no memory or no slots, returns (nil, nil).
-// On success the caller owns the extra reserved bytes. ctx bounds the
-// waits; the part's GETs live under life (nil: ctx), so a part can outlive
-// the request that launched it (a parked stream's parts, partReader.pause).
+// up to ways concurrent sub-ranges (at least one, waiting for it: they are
+// held only by the stream's own GETs in flight), then, in one take of the
+// ReadLimits (limits.go), memory for the buffer plus extra bytes (e.g. the
+// decoded frames a worker will write) together with between one and that
+// many process-wide GET slots: the part gets as many sub-ranges as slots
+// were free. held is the stream's bytes in flight: a speculative launch
+// that would take the stream past its fair share of the budget, or finds
+// no memory or no slot, returns (nil, nil). On success the caller owns the
+// extra reserved bytes (charged to the part's client, p.cl). ctx bounds the waits; the part's GETs live under
+// life (nil: ctx), so a part can outlive the request that launched it (a
+// parked stream's parts, partReader.pause).
 func (s *Set) launch(ctx, life context.Context, ci int32, plan partPlan, ways int, extra, held int64, mode allocMode, slots chan struct{}) (*part, error) {
-	c := s.cache
+	l := s.lim
 	need := bufSize(plan.size()) + extra
-	if mode == speculative && held+need > c.mem.share() {
+	if mode == speculative && held+need > l.share() {
 		return nil, nil
 	}
 	k, err := takeStreamSlots(ctx, slots, ways)
 	if err != nil {
 		return nil, err
 	}
-	plan.subs = splitSubs(plan.off, plan.end, k, minSubRange)
-	n := len(plan.subs) - 1
 	putStream := func(m int) {
 		for i := 0; i < m && slots != nil; i++ {
 			<-slots
 		}
 	}
-	putStream(k - n)
-	if err := c.reserve(ctx, need, mode); err != nil {
-		putStream(n)
+	useful := len(splitSubs(plan.off, plan.end, k, minSubRange)) - 1
+	putStream(k - useful)
+	cl, n, err := l.take(ctx, need, useful, mode)
+	if err != nil {
+		putStream(useful)
 		if err == errNoMemory {
 			return nil, nil
 		}
 		return nil, err
 	}
-	ok, err := c.takeSlots(ctx, n, mode)
-	if !ok {
-		putStream(n)
-		c.unreserve(need)
-		return nil, err
-	}
+	putStream(useful - n)
+	plan.subs = splitSubs(plan.off, plan.end, n, minSubRange)
 	if life == nil {
 		life = ctx
 	}
-	return s.startPart(life, ci, plan, c.bufReserved(plan.size()), slots), nil
+	p := s.startPart(life, ci, plan, l.bufReserved(cl, plan.size()), slots)
+	p.cl = cl
+	return p, nil
 }
 
 // takeStreamSlots takes up to want of a stream's GET slots: the first

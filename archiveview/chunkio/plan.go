@@ -1,7 +1,7 @@
 package chunkio
 
 // The read planner: the one place that turns a read into backend byte
-// ranges. It decides which ranges to fetch (planFrames, planRange), how to
+// ranges. It decides which ranges to fetch (nextFramePart, nextRange), how to
 // split each into concurrent sub-range GETs (splitSubs), and how many to
 // keep in flight ahead of the reader (window). Every read path uses it:
 // framed zstd (framed.go), plain tar and direct objects, giant frames and
@@ -32,7 +32,7 @@ package chunkio
 //     being refilled, and a seek starts a new stream at the initial
 //     window.
 //   - Limits: StreamParts per stream, MaxParts GETs per process, and every
-//     buffer from the one memory budget (memory.go). Parts beyond a
+//     buffer from the one memory budget (limits.go). Parts beyond a
 //     stream's first are speculative: they are fetched only when memory
 //     and GET slots are free, and never take a stream past its fair share
 //     of the budget.
@@ -67,32 +67,52 @@ func (p partPlan) size() int64 { return p.end - p.off }
 func planFrames(fr []Frame, lo, hi int, partSize int64) []partPlan {
 	var out []partPlan
 	for i := lo; i <= hi; {
-		p := partPlan{off: fr[i].COff, end: fr[i].COff + fr[i].CSize, lo: i, hi: i}
-		for j := i + 1; j <= hi && adjacentWithin(fr[j-1], fr[j], p.size(), partSize); j++ {
-			p.end, p.hi = fr[j].COff+fr[j].CSize, j
-		}
+		p := nextFramePart(hi-lo+1, func(k int) Frame { return fr[lo+k] }, i-lo, partSize, nil)
+		p.lo, p.hi = p.lo+lo, p.hi+lo
 		out = append(out, p)
 		i = p.hi + 1
 	}
 	return out
 }
 
-// adjacentWithin reports whether frame n can join a part of run bytes
-// ending with frame p: n starts exactly where p ends, and the part stays
-// within partSize.
-func adjacentWithin(p, n Frame, run, partSize int64) bool {
-	return n.COff == p.COff+p.CSize && run+n.CSize <= partSize
+// nextFramePart is the planner's one rule for frames, which every framed
+// read path follows (framedSource, prefetch, Verify, through planFrames in
+// its test): the part that starts with frame k0 of a sequence of n frames
+// in object order (frame(k) returns the k-th) takes the frames after it
+// while each starts exactly where the previous ends, the part stays within
+// partSize and join(k) allows frame k in (nil: always). join is asked in
+// order and not again after it refused: it may claim the frame it allows
+// (a flight) and note the one it refuses. The plan's lo and hi are
+// sequence indexes (k0 and the last frame taken).
+func nextFramePart(n int, frame func(k int) Frame, k0 int, partSize int64, join func(k int) bool) partPlan {
+	first := frame(k0)
+	p := partPlan{off: first.COff, end: first.COff + first.CSize, lo: k0, hi: k0}
+	for k := k0 + 1; k < n; k++ {
+		f := frame(k)
+		if f.COff != p.end || p.size()+f.CSize > partSize || (join != nil && !join(k)) {
+			break
+		}
+		p.end, p.hi = f.COff+f.CSize, k
+	}
+	return p
+}
+
+// nextRange is the part of a plain range [at, end) that starts at at: up
+// to the next multiple of partSize from byte 0 (so two readers of one
+// object cut it the same way), and no further than end. A stream asks for
+// its parts one at a time.
+func nextRange(at, end, partSize int64) partPlan {
+	return partPlan{off: at, end: min(end, (at/partSize+1)*partSize), lo: 1, hi: 0}
 }
 
 // planRange cuts object bytes [off, end) into parts of at most partSize,
-// at multiples of partSize from byte 0 (so two readers of one object cut
-// it the same way).
+// as a stream asking nextRange for each part in turn does.
 func planRange(off, end, partSize int64) []partPlan {
 	var out []partPlan
 	for at := off; at < end; {
-		next := min(end, (at/partSize+1)*partSize)
-		out = append(out, partPlan{off: at, end: next, lo: 1, hi: 0})
-		at = next
+		p := nextRange(at, end, partSize)
+		out = append(out, p)
+		at = p.end
 	}
 	return out
 }

@@ -130,3 +130,42 @@ func TestWaysAndWindow(t *testing.T) {
 		t.Errorf("window with at most 1 part starts at %d", w.n)
 	}
 }
+
+// TestNextFramePartJoin: the "may this frame join" predicate is asked in
+// order, only for frames the adjacency and size rules allow, and not again
+// after it refused one: the part ends before the refused frame.
+func TestNextFramePartJoin(t *testing.T) {
+	fr := frames([2]int64{0, 10}, [2]int64{10, 10}, [2]int64{20, 10}, [2]int64{30, 10}, [2]int64{45, 10})
+	at := func(k int) Frame { return fr[k] }
+	for _, tc := range []struct {
+		name   string
+		refuse int // frame join refuses (-1: none)
+		part   int64
+		wantHi int
+		asked  []int
+	}{
+		{"all join up to the gap", -1, 100, 3, []int{1, 2, 3}},
+		{"a refusal ends the part", 2, 100, 1, []int{1, 2}},
+		{"the size rule comes first", -1, 25, 1, []int{1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var asked []int
+			p := nextFramePart(len(fr), at, 0, tc.part, func(k int) bool {
+				asked = append(asked, k)
+				return k != tc.refuse
+			})
+			if p.lo != 0 || p.hi != tc.wantHi || p.off != 0 || p.end != fr[tc.wantHi].COff+fr[tc.wantHi].CSize {
+				t.Errorf("part %+v, want frames 0-%d", p, tc.wantHi)
+			}
+			if !slices.Equal(asked, tc.asked) {
+				t.Errorf("join asked for %v, want %v", asked, tc.asked)
+			}
+		})
+	}
+	if p := nextRange(5, 25, 10); p.off != 5 || p.end != 10 {
+		t.Errorf("nextRange(5, 25, 10) = [%d,%d), want [5,10)", p.off, p.end)
+	}
+	if p := nextRange(20, 25, 10); p.off != 20 || p.end != 25 {
+		t.Errorf("nextRange(20, 25, 10) = [%d,%d), want [20,25)", p.off, p.end)
+	}
+}

@@ -93,6 +93,7 @@ type Set struct {
 	chunks  []Chunk
 	states  []atomic.Pointer[chunkState]
 	cache   *FrameCache
+	lim     *ReadLimits // the cache's: memory, GET slots, stream decoders
 	classes *Classes
 	storeID string
 	metrics *Metrics
@@ -139,6 +140,7 @@ func NewSet(store backend.Store, bucket string, chunks []Chunk, o Options) *Set 
 	if s.cache == nil {
 		s.cache = NewFrameCache(DefaultCacheBudget)
 	}
+	s.lim = s.cache.lim
 	s.classes = o.Classes
 	if s.classes == nil {
 		s.classes = NewClasses(store, bucket, ClassOptions{Logger: o.Logger, Name: o.Name})
@@ -158,15 +160,6 @@ func NewSet(store backend.Store, bucket string, chunks []Chunk, o Options) *Set 
 	}
 	return s
 }
-
-// Chunks returns the chunk table. It must not be modified.
-func (s *Set) Chunks() []Chunk { return s.chunks }
-
-// Store is the store the chunks are read from.
-func (s *Set) Store() backend.Store { return s.store }
-
-// Bucket is the bucket the chunks are read from.
-func (s *Set) Bucket() string { return s.bucket }
 
 // Classes is the storage class and restore state of the Set's objects.
 func (s *Set) Classes() *Classes { return s.classes }
@@ -221,6 +214,8 @@ type chunkState struct {
 	units unitState // units checked whole (verified.go)
 
 	walk Memo[map[string]walkEntry] // the shared tar walk
+
+	windows sync.Map // stream (frame index, -1: whole object) -> decoder window its header declares
 
 	// streamErr is the data failure (checksum mismatch, decode past the
 	// chunk's bound) found by a decode of the whole unframed object; later

@@ -40,6 +40,9 @@ type partReader struct {
 	slots      chan struct{} // GETs in flight for this reader (StreamParts)
 	counted    bool          // counted as a stream of the budget
 	detached   bool          // parts outlive r.ctx (stream decoders, which park)
+	firstExtra int64         // bytes the next demand part takes with its own (a stream decoder's)
+	extraTaken bool          // firstExtra was taken: the caller owns those bytes
+	extraCl    *clientUse    // the client they are charged to
 
 	h        hash.Hash
 	want     [32]byte
@@ -51,33 +54,35 @@ type partReader struct {
 
 func (s *Set) newPartReader(ctx context.Context, ci int32, start, end int64) *partReader {
 	return &partReader{set: s, ci: ci, ctx: ctx, start: start, end: end, pos: start, planned: start,
-		win: newWindow(s.cache.streamParts), slots: make(chan struct{}, s.cache.streamParts)}
+		win: newWindow(s.lim.streamParts), slots: make(chan struct{}, s.lim.streamParts)}
 }
 
 // fill makes sure the part holding pos is launched (a demand read) and
 // tops the window up with speculative parts.
 func (r *partReader) fill() error {
-	c := r.set.cache
 	if !r.counted {
 		r.counted = true
-		c.streamStarted()
+		r.set.lim.streamStarted()
 	}
 	for len(r.queue) < r.win.n && r.planned < r.end {
-		mode := speculative
+		mode, extra := speculative, int64(0)
 		if len(r.queue) == 0 {
-			mode = demand
+			mode, extra = demand, r.firstExtra
 		}
-		plan := planRange(r.planned, r.end, c.partSize)[0]
+		plan := nextRange(r.planned, r.end, r.set.lim.partSize)
 		var life context.Context
 		if r.detached {
 			life = context.WithoutCancel(r.ctx)
 		}
-		p, err := r.set.launch(r.ctx, life, r.ci, plan, waysFor(c.streamParts, r.win.n), 0, r.held, mode, r.slots)
+		p, err := r.set.launch(r.ctx, life, r.ci, plan, waysFor(r.set.lim.streamParts, r.win.n), extra, r.held, mode, r.slots)
 		if err != nil {
 			return err
 		}
 		if p == nil {
 			return nil // no room to read ahead now
+		}
+		if extra > 0 {
+			r.firstExtra, r.extraTaken, r.extraCl = 0, true, p.cl
 		}
 		r.queue = append(r.queue, p)
 		r.planned = plan.end
@@ -161,7 +166,7 @@ func (r *partReader) next(limit int64) ([]byte, *Buf, error) {
 	n := min(avail, limit)
 	seg := p.buf.b[r.pos-p.off : r.pos-p.off+n]
 	buf := p.buf
-	buf.Retain()
+	buf.retain()
 	r.advance(p, n)
 	return seg, buf, nil
 }
@@ -206,7 +211,7 @@ func (r *partReader) suspend() {
 func (r *partReader) pause() {
 	if r.counted {
 		r.counted = false
-		r.set.cache.streamEnded()
+		r.set.lim.streamEnded()
 	}
 }
 

@@ -22,16 +22,16 @@ const maxWalkEntries = 50_000_000
 // appears more than once.
 type walkEntry struct{ off, size int64 }
 
-// TarOffset returns the data offset and size of tar member name in chunk
+// tarOffset returns the data offset and size of tar member name in chunk
 // ci, walking the chunk's headers once (concurrent first readers share the
 // walk; a walk that failed for a backend or context reason is retried by
 // the next reader, one that failed on the data is remembered: the object
 // cannot change under this chunk state, its first ETag is pinned, so
 // walking it again would only redo the work, a zstd bomb on every read).
 // A name that appears more than once in the chunk is refused (ErrCorrupt).
-func (s *Set) TarOffset(ctx context.Context, ci int32, name string) (int64, int64, error) {
+func (s *Set) tarOffset(ctx context.Context, ci int32, name string) (int64, int64, error) {
 	entries, err := s.state(ci).walk.Do(ctx, func(ctx context.Context) (map[string]walkEntry, error) {
-		return s.runTarWalk(ctx, ci)
+		return runTarWalk(ctx, s, ci)
 	}, dataFailure)
 	if err != nil {
 		return 0, 0, fmt.Errorf("tar walk: %w", err)
@@ -98,7 +98,7 @@ func (c *seekCountReader) Seek(off int64, whence int) (int64, error) {
 // runTarWalk reads chunk ci's tar headers in order and records the data
 // offset of every regular member by name (PAX path records honoured by
 // archive/tar; unknown entries skipped).
-func (s *Set) runTarWalk(ctx context.Context, ci int32) (map[string]walkEntry, error) {
+func runTarWalk(ctx context.Context, s *Set, ci int32) (map[string]walkEntry, error) {
 	c := &s.chunks[ci]
 	var r io.Reader
 	var drain func() error

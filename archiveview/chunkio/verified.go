@@ -36,6 +36,7 @@ import (
 )
 
 // UnitKind says what a verified unit's sha256 covers.
+// Written to disk in the index file: append only (never reorder or reuse).
 type UnitKind uint8
 
 const (
@@ -143,7 +144,7 @@ func (s *Set) Verifiable(e Extent) bool {
 
 // ensureUnits checks each unit of chunk ci not yet checked (once: concurrent
 // readers share the check).
-func (s *Set) ensureUnits(ctx context.Context, ci int32, units []Unit) error {
+func ensureUnits(ctx context.Context, s *Set, ci int32, units []Unit) error {
 	rs := s.state(ci)
 	for _, u := range units {
 		rs.units.mu.Lock()
@@ -161,7 +162,7 @@ func (s *Set) ensureUnits(ctx context.Context, ci int32, units []Unit) error {
 		}
 		rs.units.mu.Unlock()
 		if _, err := m.Do(ctx, func(ctx context.Context) (struct{}, error) {
-			return struct{}{}, s.checkUnit(ctx, ci, u)
+			return struct{}{}, checkUnit(ctx, s, ci, u)
 		}, dataFailure); err != nil {
 			return err
 		}
@@ -178,7 +179,7 @@ func (s *Set) ensureUnits(ctx context.Context, ci int32, units []Unit) error {
 
 // checkUnit reads unit u of chunk ci whole, hashing it, through the
 // planner's parts (compressed units are not decoded).
-func (s *Set) checkUnit(ctx context.Context, ci int32, u Unit) error {
+func checkUnit(ctx context.Context, s *Set, ci int32, u Unit) error {
 	var r io.Reader
 	switch u.Kind {
 	case UnitObject:

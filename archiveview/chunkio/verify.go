@@ -19,14 +19,14 @@ func (s *Set) VerifyChunk(ctx context.Context, ci int32, problem func(detail str
 	c := &s.chunks[ci]
 	switch {
 	case c.Kind == FramedZstd && len(c.Frames) > 0:
-		return true, s.verifyFrames(ctx, ci, problem)
+		return true, verifyFrames(ctx, s, ci, problem)
 	case c.Kind == StreamZstd || c.Kind == FramedZstd:
-		if err := s.verifyStream(ctx, ci); err != nil {
+		if err := verifyStream(ctx, s, ci); err != nil {
 			problem(err.Error())
 		}
 		return true, 0
 	case c.HasSum:
-		if err := s.verifyObject(ctx, ci); err != nil {
+		if err := verifyObject(ctx, s, ci); err != nil {
 			problem(err.Error())
 		}
 		return true, 0
@@ -38,7 +38,7 @@ func (s *Set) VerifyChunk(ctx context.Context, ci int32, problem func(detail str
 // it (adjacent frames merged up to the part size, up to StreamParts parts
 // in flight), checking each frame's sha256 and decoded length without
 // keeping its bytes. Problems are reported in object order.
-func (s *Set) verifyFrames(ctx context.Context, ci int32, problem func(string)) (frames int64) {
+func verifyFrames(ctx context.Context, s *Set, ci int32, problem func(string)) (frames int64) {
 	c := &s.chunks[ci]
 	fr := c.Frames
 	order := make([]int, 0, len(fr))
@@ -55,25 +55,21 @@ func (s *Set) verifyFrames(ctx context.Context, ci int32, problem func(string)) 
 		msgs chan []string
 	}
 	var queue []job
-	slots := make(chan struct{}, s.cache.streamParts)
+	slots := make(chan struct{}, s.lim.streamParts)
 	report := func(j job) {
 		for _, m := range <-j.msgs {
 			problem(m)
 		}
 	}
 	for at := 0; at < len(order) || len(queue) > 0; {
-		for at < len(order) && len(queue) < s.cache.streamParts {
-			end := at + 1
-			for end < len(order) && adjacentWithin(fr[order[end-1]], fr[order[end]], fr[order[end-1]].COff+fr[order[end-1]].CSize-fr[order[at]].COff, s.cache.partSize) {
-				end++
-			}
-			first, last := fr[order[at]], fr[order[end-1]]
-			plan := partPlan{off: first.COff, end: last.COff + last.CSize, lo: at, hi: end - 1}
+		for at < len(order) && len(queue) < s.lim.streamParts {
+			plan := nextFramePart(len(order), func(k int) Frame { return fr[order[k]] }, at, s.lim.partSize, nil)
+			end := plan.hi + 1
 			mode := speculative
 			if len(queue) == 0 {
 				mode = demand
 			}
-			p, err := s.launch(ctx, nil, ci, plan, waysFor(s.cache.streamParts, len(queue)+1), 0, 0, mode, slots)
+			p, err := s.launch(ctx, nil, ci, plan, waysFor(s.lim.streamParts, len(queue)+1), 0, 0, mode, slots)
 			if p == nil && err == nil {
 				break // no room to read ahead: finish what is in flight first
 			}
@@ -83,7 +79,7 @@ func (s *Set) verifyFrames(ctx context.Context, ci int32, problem func(string)) 
 			if err != nil {
 				j.msgs <- []string{fmt.Sprintf("frames at object bytes %d-%d: %v", plan.off, plan.end, err)}
 			} else {
-				go func() { j.msgs <- s.verifyPart(ctx, p, idx) }()
+				go func() { j.msgs <- verifyPart(ctx, s, p, idx) }()
 			}
 			queue = append(queue, j)
 			at = end
@@ -97,7 +93,7 @@ func (s *Set) verifyFrames(ctx context.Context, ci int32, problem func(string)) 
 }
 
 // verifyPart checks frames idx (in object order) of part p and closes it.
-func (s *Set) verifyPart(ctx context.Context, p *part, idx []int) []string {
+func verifyPart(ctx context.Context, s *Set, p *part, idx []int) []string {
 	defer p.close()
 	var msgs []string
 	fr := s.chunks[p.ci].Frames
@@ -115,10 +111,10 @@ func (s *Set) verifyPart(ctx context.Context, p *part, idx []int) []string {
 			msgs = append(msgs, fmt.Sprintf("frame %d (object bytes %d-%d): sha256 mismatch: %v", i, f.COff, f.COff+f.CSize, ErrChecksum))
 			continue
 		}
-		if err := s.decodeSlot(ctx); err != nil {
+		if err := decodeSlot(ctx, s); err != nil {
 			return append(msgs, fmt.Sprintf("frame %d: %v", i, err))
 		}
-		err := s.decodeDiscard(ctx, p.buf.b[f.COff-p.off:f.COff+f.CSize-p.off], i, f)
+		err := decodeDiscard(ctx, s, p.buf.b[f.COff-p.off:f.COff+f.CSize-p.off], i, f)
 		<-s.cache.decodeSem
 		if err != nil {
 			msgs = append(msgs, err.Error())
@@ -130,8 +126,8 @@ func (s *Set) verifyPart(ctx context.Context, p *part, idx []int) []string {
 // decodeDiscard decodes one frame's compressed bytes into a buffer from
 // the budget (as a read would) and drops it; the decoded length must match
 // the manifest.
-func (s *Set) decodeDiscard(ctx context.Context, comp []byte, i int, f Frame) error {
-	out, err := s.cache.alloc(ctx, f.USize, demand)
+func decodeDiscard(ctx context.Context, s *Set, comp []byte, i int, f Frame) error {
+	out, err := s.lim.alloc(ctx, f.USize, demand)
 	if err != nil {
 		return fmt.Errorf("frame %d: %w", i, err)
 	}
@@ -145,7 +141,7 @@ func (s *Set) decodeDiscard(ctx context.Context, comp []byte, i int, f Frame) er
 
 // verifyStream decodes an unframed zstd chunk to its end, checking the
 // whole-object sha256 when the manifest has one.
-func (s *Set) verifyStream(ctx context.Context, ci int32) error {
+func verifyStream(ctx context.Context, s *Set, ci int32) error {
 	z, err := s.newZstream(ctx, ci, -1)
 	if err != nil {
 		return err
@@ -165,7 +161,7 @@ func (s *Set) verifyStream(ctx context.Context, ci int32) error {
 }
 
 // verifyObject hashes a whole plain object against the chunk's sha256.
-func (s *Set) verifyObject(ctx context.Context, ci int32) error {
+func verifyObject(ctx context.Context, s *Set, ci int32) error {
 	c := &s.chunks[ci]
 	size, err := s.objectSize(ctx, ci)
 	if err != nil {

@@ -21,19 +21,24 @@ const (
 //
 // Its input is a partReader (parts in flight ahead of the decoder, hashed as
 // the decoder consumes them). The decoder's window is charged to the memory
-// budget for the stream's life (reserve, from the frame header's window
-// size); a parked stream keeps it, and parked streams are the first thing
-// evicted when memory runs short.
+// budget for the stream's life (from the frame header's window size, taken
+// together with the first part and the segment), and the stream holds one
+// of the ReadLimits' decoder admissions; a parked stream keeps both, and
+// parked streams are the first thing evicted when memory runs short or a
+// new stream needs an admission.
 type zstream struct {
 	set   *Set
 	ci    int32
 	frame int
 	dec   *zstd.Decoder
 	src   *partReader
-	pos   int64 // uncompressed bytes produced
-	ulen  int64 // expected uncompressed length; -1 = unknown
-	limit int64 // whole object: decoding past this many bytes fails; 0 = none
-	mem   int64 // bytes reserved for the decoder
+	pos   int64      // uncompressed bytes produced
+	ulen  int64      // expected uncompressed length; -1 = unknown
+	limit int64      // whole object: decoding past this many bytes fails; 0 = none
+	mem   int64      // bytes reserved for the decoder
+	seg   *Buf       // the segment reads decode into (zSource), charged with the decoder
+	cl    *clientUse // the client mem is charged to
+	adm   *clientUse // the client the decoder admission is counted for
 }
 
 // overLimit fails a whole-object decode that ran past the chunk's bound.
@@ -76,38 +81,91 @@ func (s *Set) newZstream(ctx context.Context, ci int32, frame int) (*zstream, er
 	}
 	src.detached = true
 	z.src = src
-	// Charge the decoder's window (its history buffer) before decoding:
-	// read the frame header from the first part.
+	// Admitted first, holding nothing; then the first part, the decoder's
+	// window and the segment are taken at once (limits.go).
+	l := s.lim
+	adm, err := l.admitDecoder(ctx)
+	if err != nil {
+		return nil, err
+	}
+	z.adm = adm
+	rs := s.state(ci)
 	win := int64(defaultDecoderWindow)
-	if src.end > src.start {
-		p, avail, err := src.head()
-		if err != nil {
-			src.suspend()
-			return nil, err
-		}
-		if w, ok := zstdWindow(p.buf.b[src.pos-p.off : src.pos-p.off+min(avail, zstdHeaderMax)]); ok {
-			win = w
-		}
+	if w, ok := rs.windows.Load(frame); ok {
+		win = w.(int64)
 	}
 	if z.ulen >= 0 {
 		win = min(win, z.ulen)
 	}
-	// Measured (TestBudgetStalledGiantReaders): a stream decoder holds
-	// about twice its window (the history and the frame buffer it decodes
-	// into), plus its block buffers.
-	z.mem = 2*min(win, maxDecoderWindow) + decoderOverhead
-	if err := s.cache.reserve(ctx, z.mem, demand); err != nil {
+	seg := bufSize(segmentBytes)
+	for {
+		z.mem = decoderCost(win)
+		if src.end <= src.start {
+			cl, err := l.reserve(ctx, z.mem+seg, demand)
+			if err != nil {
+				l.endDecoder(adm)
+				return nil, err
+			}
+			z.cl = cl
+			break
+		}
+		src.firstExtra, src.extraTaken = z.mem+seg, false
+		p, avail, err := src.head()
+		if err != nil {
+			if src.extraTaken {
+				l.unreserve(src.extraCl, z.mem+seg)
+			}
+			src.suspend()
+			l.endDecoder(adm)
+			return nil, err
+		}
+		z.cl = src.extraCl
+		// The window the frame header declares (the default when it
+		// cannot be read), learned for the next decoder of this stream.
+		w, ok := zstdWindow(p.buf.b[src.pos-p.off : src.pos-p.off+min(avail, zstdHeaderMax)])
+		if !ok {
+			w = defaultDecoderWindow
+		}
+		if z.ulen >= 0 {
+			w = min(w, z.ulen)
+		}
+		rs.windows.Store(frame, w)
+		if decoderCost(w) <= z.mem {
+			break
+		}
+		more := decoderCost(w) - z.mem
+		if cl, err := l.reserve(ctx, more, speculative); err == nil {
+			if cl == z.cl {
+				z.mem += more
+				break
+			}
+			l.unreserve(cl, more) // (cannot happen: z.cl holds bytes, so its record lives)
+		}
+		// A larger window than guessed and no memory free for it now: give
+		// everything back and take the whole at once (waiting, if need be,
+		// holding nothing).
 		src.suspend()
-		return nil, err
+		l.unreserve(z.cl, z.mem+seg)
+		win = w
 	}
+	z.seg = l.bufReserved(z.cl, segmentBytes)
 	dec, err := s.cache.decoder(src)
 	if err != nil {
 		src.suspend()
-		s.cache.unreserve(z.mem)
+		z.seg.Release()
+		l.unreserve(z.cl, z.mem)
+		l.endDecoder(adm)
 		return nil, err
 	}
 	z.dec = dec
 	return z, nil
+}
+
+// decoderCost is what a stream decoder of a window of win bytes holds.
+// Measured (TestBudgetStalledGiantReaders): about twice its window (the
+// history and the frame buffer it decodes into), plus its block buffers.
+func decoderCost(win int64) int64 {
+	return 2*min(win, maxDecoderWindow) + decoderOverhead
 }
 
 // read decodes into p, mapping decoder failures to their cause.
@@ -165,8 +223,12 @@ func (z *zstream) discard(c *FrameCache, healthy bool) {
 	}
 	z.dec.Close() // stream decoders are not pooled: their history is the frame's window
 	z.dec = nil
-	c.unreserve(z.mem)
+	l := z.set.lim
+	l.unreserve(z.cl, z.mem)
 	z.mem = 0
+	z.seg.Release()
+	z.seg = nil
+	l.endDecoder(z.adm)
 }
 
 // zSource streams uncompressed bytes [u0,u1) of a zstream, continuing a
@@ -181,7 +243,6 @@ type zSource struct {
 	frame  int
 	u0, u1 int64
 	z      *zstream
-	buf    *Buf
 }
 
 func (zs *zSource) Next() ([]byte, *Buf, error) {
@@ -199,14 +260,8 @@ func (zs *zSource) Next() ([]byte, *Buf, error) {
 		}
 		z.src.ctx = zs.ctx
 		zs.z = z
-		buf, err := s.cache.alloc(zs.ctx, segmentBytes, demand)
-		if err != nil {
-			zs.fail()
-			return nil, nil, err
-		}
-		zs.buf = buf
 		for z.pos < zs.u0 {
-			n, err := z.read(zs.buf.b[:min(int64(len(zs.buf.b)), zs.u0-z.pos)])
+			n, err := z.read(z.seg.b[:min(int64(len(z.seg.b)), zs.u0-z.pos)])
 			s.decoded.Add(int64(n))
 			if err != nil {
 				zs.fail()
@@ -218,7 +273,7 @@ func (zs *zSource) Next() ([]byte, *Buf, error) {
 	if z.pos >= zs.u1 {
 		return nil, nil, io.EOF
 	}
-	n, err := z.read(zs.buf.b[:min(int64(len(zs.buf.b)), zs.u1-z.pos)])
+	n, err := z.read(z.seg.b[:min(int64(len(z.seg.b)), zs.u1-z.pos)])
 	s.decoded.Add(int64(n))
 	if err == nil && z.ulen >= 0 && z.pos == z.ulen {
 		err = z.atEnd()
@@ -227,7 +282,7 @@ func (zs *zSource) Next() ([]byte, *Buf, error) {
 		zs.fail()
 		return nil, nil, err
 	}
-	return zs.buf.b[:n], nil, nil
+	return z.seg.b[:n], nil, nil
 }
 
 func (zs *zSource) fail() {
@@ -249,10 +304,6 @@ func (zs *zSource) Close() {
 		} else {
 			z.discard(s.cache, true)
 		}
-	}
-	if zs.buf != nil {
-		zs.buf.Release()
-		zs.buf = nil
 	}
 }
 

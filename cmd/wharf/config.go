@@ -92,6 +92,8 @@ type fileConfig struct {
 	MaxFrameBytes    yamlBytes `yaml:"max_frame_bytes"`
 	TrustUnframed    bool      `yaml:"trust_unframed"`
 	AllowKeyPrefixes []string  `yaml:"allow_key_prefixes"`
+	// ClientMemoryShare: the per-client share of the read memory (readopts.go).
+	ClientMemoryShare float64 `yaml:"client_memory_share"`
 	// TLS and CORS (frontdoor.go).
 	frontDoorConfig `yaml:",inline"`
 	// Opening limits (openlimits.go).
@@ -188,7 +190,8 @@ func applyConfigYAML(data []byte, cfg *serveConfig) error {
 		frontDoorConfig: cfg.frontDoorConfig,
 		openLimits:      cfg.openLimits,
 		AllowRestore:    cfg.AllowRestore, RestoreStatusTTL: cfg.RestoreStatusTTL,
-		Console: cfg.Console,
+		Console:           cfg.Console,
+		ClientMemoryShare: cfg.Read.ClientMemoryShare,
 	}
 	fc.S3.Endpoint, fc.S3.Region, fc.S3.PathStyle = cfg.S3.Endpoint, cfg.S3.Region, cfg.S3.PathStyle
 	fc.IndexCacheSecretFile, fc.IndexCacheTrustWriters = cfg.IndexCacheSecretFile, cfg.IndexCacheTrustWriters
@@ -228,6 +231,7 @@ func applyConfigYAML(data []byte, cfg *serveConfig) error {
 	cfg.MaxHeaderBytes = int(fc.MaxHeaderBytes)
 	cfg.Read = readOptions{ReadMemory: int64(fc.ReadMemory), PartSize: int64(fc.PartSize), StreamParts: fc.StreamParts, MaxParts: fc.MaxParts,
 		TrustUnframed: fc.TrustUnframed, AllowKeyPrefixes: fc.AllowKeyPrefixes, MaxFrameBytes: int64(fc.MaxFrameBytes)}
+	cfg.Read.ClientMemoryShare = fc.ClientMemoryShare
 	cfg.AllowRestore, cfg.RestoreStatusTTL = fc.AllowRestore, fc.RestoreStatusTTL
 	cfg.Console = fc.Console
 	return nil

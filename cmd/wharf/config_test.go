@@ -237,6 +237,8 @@ func TestCheckConfig(t *testing.T) {
 		{"key prefix as a URL", "store: s3://\ndiscover: [s3://a/b]\n", []string{"--allow-key-prefix", "s3://other/x/"}, "not a URL"},
 		{"key prefix with ..", "store: s3://\ndiscover: [s3://a/b]\n", []string{"--allow-key-prefix", "a/../b/"}, ".."},
 		{"max frame too small", "store: s3://\ndiscover: [s3://a/b]\nmax_frame_bytes: 1KiB\n", nil, "--max-frame-bytes 1024"},
+		{"client share above 1", "store: s3://\ndiscover: [s3://a/b]\nclient_memory_share: 1.5\n", nil, "--client-memory-share 1.5"},
+		{"client share negative", "store: s3://\ndiscover: [s3://a/b]\n", []string{"--client-memory-share", "-0.1"}, "--client-memory-share -0.1"},
 		{"read memory not a size", "store: s3://\ndiscover: [s3://a/b]\n", []string{"--read-memory", "lots"}, "lots"},
 		// TLS (the file-based cases: TestCheckConfigTLSFiles).
 		{"tls cert without key", "store: s3://\ndiscover: [s3://a/b]\ntls_cert: /x/tls.crt\n", nil, "--tls-cert and --tls-key"},

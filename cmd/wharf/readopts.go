@@ -28,6 +28,10 @@ type readOptions struct {
 	// AllowKeyPrefixes lets archives name objects under these prefixes of
 	// their bucket besides their own upload tree.
 	AllowKeyPrefixes []string `yaml:"allow_key_prefixes"`
+	// ClientMemoryShare is the fraction of the read memory and of the
+	// stream decoders one client (access key, or IP for anonymous
+	// callers) may hold; 0 = chunkio.DefaultClientShare (0.25), 1 = off.
+	ClientMemoryShare float64 `yaml:"client_memory_share"`
 }
 
 // Limits of the read options, checked at start.
@@ -47,6 +51,7 @@ func (o *readOptions) addReadFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.MaxParts, "max-parts", o.MaxParts, "read planner: backend GETs in flight in the whole process (default 64)")
 	fs.Var((*byteSize)(&o.MaxFrameBytes), "max-frame-bytes", "frames larger than this (decoded or stored) are stream-decoded and checked at their end instead of cached whole (default 64MiB)")
 	fs.BoolVar(&o.TrustUnframed, "trust-unframed", o.TrustUnframed, "serve ranged reads of plain tar members, direct objects, unframed zstd and giant frames without reading them whole and checking their sha256 first (trust S3's integrity for these shapes; off by default)")
+	fs.Float64Var(&o.ClientMemoryShare, "client-memory-share", o.ClientMemoryShare, "fraction of --read-memory (and of the stream decoders) one client, an access key or an anonymous IP, may hold; past it its reads wait or get 503 SlowDown while others proceed (default 0.25; 1 = no per-client bound)")
 	fs.Var(&listFlag[string]{list: &o.AllowKeyPrefixes, parse: parseKeyPrefix, show: func(s string) string { return s }},
 		"allow-key-prefix", "PREFIX/: archives may also name chunk and direct-upload objects under this prefix of their bucket (default: only their own upload tree); repeatable")
 }
@@ -92,6 +97,9 @@ func (o readOptions) validate(cacheBytes int64) error {
 	if o.MaxFrameBytes != 0 && (o.MaxFrameBytes < 64<<10 || o.MaxFrameBytes > 1<<30) {
 		errs = append(errs, fmt.Errorf("--max-frame-bytes %d: want 64KiB to 1GiB (0 = default 64MiB)", o.MaxFrameBytes))
 	}
+	if o.ClientMemoryShare != 0 && !(o.ClientMemoryShare >= 0.01 && o.ClientMemoryShare <= 1) {
+		errs = append(errs, fmt.Errorf("--client-memory-share %v: want 0.01 to 1 (0 = default %v)", o.ClientMemoryShare, chunkio.DefaultClientShare))
+	}
 	if o.ReadMemory < 0 {
 		errs = append(errs, errors.New("--read-memory must not be negative (0 = --cache-bytes + 128MiB)"))
 	} else if o.ReadMemory != 0 && o.ReadMemory < cacheBytes+minMemoryExtra {
@@ -112,5 +120,6 @@ func (o readOptions) cacheOptions() []chunkio.CacheOption {
 		chunkio.WithPartSize(o.PartSize),
 		chunkio.WithStreamParts(o.StreamParts),
 		chunkio.WithMaxParts(o.MaxParts),
+		chunkio.WithClientShare(o.ClientMemoryShare),
 	}
 }
