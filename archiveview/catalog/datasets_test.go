@@ -22,17 +22,17 @@ import (
 
 // A published dataset in the CargoShip layout, in a FileStore:
 //
-//	lake/ds/v/V1/uploads/u1/...            version 1: a.txt, b.txt
-//	lake/ds/v/V2/uploads/u2/manifest.json.gz  version 2: a.txt, c.txt (b.txt deleted)
-//	lake/ds/v/V1/uploads/u2/...            version 2's chunks, under version 1's folder
-//	lake/ds/CURRENT                         the pointer
+//	lake/ocean/v/V1/uploads/u1/...            version 1: a.txt, b.txt
+//	lake/ocean/v/V2/uploads/u2/manifest.json.gz  version 2: a.txt, c.txt (b.txt deleted)
+//	lake/ocean/v/V1/uploads/u2/...            version 2's chunks, under version 1's folder
+//	lake/ocean/CURRENT                         the pointer
 //
 // Version 2's manifest names its chunk objects by their full keys
-// (PrefixIncluded, a legal ResolveObjectKey form) under ds/v/V1/: the
+// (PrefixIncluded, a legal ResolveObjectKey form) under ocean/v/V1/: the
 // chunks a later version shares with an older one.
 const (
 	dsBucket = "lake"
-	dsPrefix = "ds"
+	dsPrefix = "ocean"
 	v1ID     = "20260913T213437Z-487888"
 	v2ID     = "20260913T213513Z-13de9c"
 )
@@ -248,7 +248,7 @@ func bucketArchive(t testing.TB, cm *Manager, name string) *archiveview.Archive 
 func TestDatasetFollowsCurrent(t *testing.T) {
 	d := publishDataset(t)
 	store := newCountStore(backend.NewFileStore(d.dir))
-	cm := datasetManager(store, Alias{Name: "ocean", Target: "s3://lake/ds@current"})
+	cm := datasetManager(store, Alias{Name: "ocean", Target: "s3://lake/ocean@current"})
 	defer cm.CloseAll()
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(cm.DatasetCollector())
@@ -364,7 +364,7 @@ func TestDatasetPinned(t *testing.T) {
 	d := publishDataset(t)
 	d.point(t, v2ID)
 	store := backend.NewFileStore(d.dir)
-	cm := datasetManager(store, Alias{Name: "old", Target: "s3://lake/ds@" + v1ID}, Alias{Name: "cur", Target: "s3://lake/ds@current"})
+	cm := datasetManager(store, Alias{Name: "old", Target: "s3://lake/ocean@" + v1ID}, Alias{Name: "cur", Target: "s3://lake/ocean@current"})
 	defer cm.CloseAll()
 	ctx := context.Background()
 	if err := cm.Scan(ctx, true); err != nil {
@@ -379,10 +379,10 @@ func TestDatasetPinned(t *testing.T) {
 	checkTree(t, bucketArchive(t, cm, "old"), v1Files)
 	checkTree(t, bucketArchive(t, cm, "cur"), v1Files)
 
-	bad := datasetManager(store, Alias{Name: "gone", Target: "s3://lake/ds@20200101T000000Z-000000"})
+	bad := datasetManager(store, Alias{Name: "gone", Target: "s3://lake/ocean@20200101T000000Z-000000"})
 	defer bad.CloseAll()
 	err := bad.Scan(ctx, true)
-	if err == nil || !strings.Contains(err.Error(), "version 20200101T000000Z-000000 does not exist") || !strings.Contains(err.Error(), "s3://lake/ds") {
+	if err == nil || !strings.Contains(err.Error(), "version 20200101T000000Z-000000 does not exist") || !strings.Contains(err.Error(), "s3://lake/ocean") {
 		t.Fatalf("missing pinned version: %v", err)
 	}
 }
@@ -400,7 +400,7 @@ func TestDatasetSharedChunksConfined(t *testing.T) {
 		t.Fatalf("version 2 opened on its own: %v (the test's layout does not share chunks)", err)
 	}
 	// A version whose chunks lie outside the dataset: "evil" is packed
-	// with its chunks under other/, its manifest moved into ds/v/V3/.
+	// with its chunks under other/, its manifest moved into ocean/v/V3/.
 	res, err := cargopack.Write(ctx, cargopack.DirSink(d.dir), cargopack.FromMap(v1Files, time.Now()),
 		cargopack.Options{Bucket: dsBucket, Prefix: "other", UploadID: "u3", FrameSize: 4 << 10, KeyStyle: cargopack.PrefixIncluded})
 	if err != nil {
@@ -415,7 +415,7 @@ func TestDatasetSharedChunksConfined(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeObject(t, d.dir, dsPrefix+"/CURRENT", pointerJSON(dsPrefix, v3, key, v2ID, 2))
-	cm := datasetManager(store, Alias{Name: "ocean", Target: "s3://lake/ds@current"})
+	cm := datasetManager(store, Alias{Name: "ocean", Target: "s3://lake/ocean@current"})
 	defer cm.CloseAll()
 	err = cm.Scan(ctx, true)
 	if !errors.Is(err, archiveview.ErrInvalidTree) || !strings.Contains(err.Error(), "other/uploads/u3") {
@@ -458,11 +458,11 @@ func TestDatasetBadPointerAtStart(t *testing.T) {
 			} else {
 				writeObject(t, d.dir, dsPrefix+"/CURRENT", c.data)
 			}
-			cm := datasetManager(backend.NewFileStore(d.dir), Alias{Name: "ocean", Target: "s3://lake/ds@current"})
+			cm := datasetManager(backend.NewFileStore(d.dir), Alias{Name: "ocean", Target: "s3://lake/ocean@current"})
 			defer cm.CloseAll()
 			err := cm.Scan(context.Background(), true)
-			if err == nil || !strings.Contains(err.Error(), "s3://lake/ds/CURRENT") || !strings.Contains(err.Error(), c.want) {
-				t.Fatalf("start: %v; want an error naming s3://lake/ds/CURRENT and %q", err, c.want)
+			if err == nil || !strings.Contains(err.Error(), "s3://lake/ocean/CURRENT") || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("start: %v; want an error naming s3://lake/ocean/CURRENT and %q", err, c.want)
 			}
 		})
 	}
@@ -473,7 +473,7 @@ func TestDatasetBadPointerAtStart(t *testing.T) {
 // afterwards is adopted.
 func TestDatasetBadPointerAtRescan(t *testing.T) {
 	d := publishDataset(t)
-	cm := datasetManager(backend.NewFileStore(d.dir), Alias{Name: "ocean", Target: "s3://lake/ds@current"})
+	cm := datasetManager(backend.NewFileStore(d.dir), Alias{Name: "ocean", Target: "s3://lake/ocean@current"})
 	defer cm.CloseAll()
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(cm.DatasetCollector())
@@ -498,7 +498,7 @@ func TestDatasetBadPointerAtRescan(t *testing.T) {
 		cm.dsMu.Lock()
 		last := cm.datasets["ocean"].lastErr
 		cm.dsMu.Unlock()
-		if !strings.Contains(last, "s3://lake/ds/CURRENT") || !strings.Contains(last, c.want) {
+		if !strings.Contains(last, "s3://lake/ocean/CURRENT") || !strings.Contains(last, c.want) {
 			t.Fatalf("%s: last error %q", c.name, last)
 		}
 	}
@@ -553,5 +553,49 @@ func TestAliasDataset(t *testing.T) {
 		if _, _, rerr := (Alias{Name: "x", Target: c.target}).Root(); c.ok && (rerr == nil) != (c.err == "") {
 			t.Errorf("%s: Root: %v", c.target, rerr)
 		}
+	}
+}
+
+// TestDiscoverDatasets: a discovery root finds a dataset whose CURRENT
+// lies at PREFIX/<name>/CURRENT or PREFIX/CURRENT, serves it as one bucket
+// named after its last segment following CURRENT, and neither publishes
+// nor skips the uploads inside its versions; an ordinary upload beside it
+// is still a bucket of its own.
+func TestDiscoverDatasets(t *testing.T) {
+	d := publishDataset(t)
+	if _, err := cargopack.Write(context.Background(), cargopack.DirSink(d.dir), cargopack.FromMap(map[string][]byte{"x.txt": []byte("x\n")}, time.Now()),
+		cargopack.Options{Bucket: dsBucket, UploadID: "plain-upload", FrameSize: 4 << 10}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, root := range []string{"s3://lake", "s3://lake/ocean"} {
+		t.Run(root, func(t *testing.T) {
+			d.point(t, v1ID)
+			cm := NewManager(Config{Store: backend.NewFileStore(d.dir), Discover: []string{root}, WaitOpen: true, RetireGrace: time.Hour})
+			defer cm.CloseAll()
+			if err := cm.Scan(ctx, true); err != nil {
+				t.Fatal(err)
+			}
+			names := cm.Catalog().BucketNames()
+			want := "[ocean]"
+			if root == "s3://lake" {
+				want = "[ocean plain-upload]"
+			}
+			if fmt.Sprint(names) != want {
+				t.Fatalf("buckets %v, want %s", names, want)
+			}
+			if p := cm.Page(); len(p.Skipped) != 0 {
+				t.Fatalf("skipped %+v", p.Skipped)
+			}
+			checkTree(t, bucketArchive(t, cm, "ocean"), v1Files)
+			d.point(t, v2ID)
+			if err := cm.Scan(ctx, false); err != nil {
+				t.Fatal(err)
+			}
+			checkTree(t, bucketArchive(t, cm, "ocean"), v2Files)
+			if v, ok := cm.DatasetVersion("ocean"); !ok || v != v2ID {
+				t.Fatalf("serving %q", v)
+			}
+		})
 	}
 }

@@ -632,7 +632,7 @@ func (cm *Manager) Scan(ctx context.Context, initial bool) error {
 		rep.Skipped = append(rep.Skipped, d.Skipped...)
 		return d, nil
 	}
-	var uploads []Upload
+	var uploads, found []Upload
 	for _, root := range cm.cfg.Discover {
 		b, p, err := ParseDiscoverURL(root)
 		if err != nil {
@@ -643,6 +643,7 @@ func (cm *Manager) Scan(ctx context.Context, initial bool) error {
 			return fail(err)
 		}
 		uploads = append(uploads, d.Uploads...)
+		found = append(found, d.Datasets...)
 	}
 	aliasUploads := make([][]Upload, len(cm.cfg.Aliases))
 	var dsBuckets []datasetBucket
@@ -672,8 +673,15 @@ func (cm *Manager) Scan(ctx context.Context, initial bool) error {
 	for _, al := range cm.cfg.Aliases {
 		reserved[al.Name] = true
 	}
-	named, cols := NameUploads(uploads, func(n string) bool { return reserved[n] })
+	named, cols := NameUploads(append(uploads, found...), func(n string) bool { return reserved[n] })
 	rep.Collisions = cols
+	named = slices.DeleteFunc(named, func(u Upload) bool {
+		if u.Dataset { // a discovered dataset: a bucket following its CURRENT
+			dsBuckets = append(dsBuckets, datasetBucket{name: u.Name, ref: DatasetRef{Bucket: u.Bucket, Prefix: u.DatasetPrefix},
+				source: "discover s3://" + u.Bucket + "/" + u.Root + " (dataset s3://" + u.Bucket + "/" + u.DatasetPrefix + ")"})
+		}
+		return u.Dataset
+	})
 	plans := cm.planDatasets(ctx, dsBuckets)
 	if initial {
 		if err := datasetErrors(plans); err != nil {
