@@ -187,6 +187,10 @@ func (cm *Manager) planDatasets(ctx context.Context, buckets []datasetBucket) []
 
 func (cm *Manager) planDataset(ctx context.Context, b datasetBucket) datasetPlan {
 	p := datasetPlan{b: b}
+	// The pointer read, the manifest HEAD and a pinned version's listing
+	// end within the open timeout: a stalled store cannot hold a scan.
+	ctx, cancel := context.WithTimeout(ctx, cm.cfg.OpenTimeout)
+	defer cancel()
 	cm.dsMu.Lock()
 	st := cm.datasets[b.name]
 	var etag, served, pending string
@@ -283,6 +287,18 @@ func (cm *Manager) applyDatasets(op *scanOp, plans []datasetPlan) {
 	cm.dsMu.Lock()
 	defer cm.dsMu.Unlock()
 	live := map[string]bool{}
+	// Buckets serving the same version (an alias and the discovered
+	// dataset) share one open: by manifest URL, the versions served or
+	// opening.
+	shared := map[string]*Entry{}
+	for _, st := range cm.datasets {
+		if st.entry != nil {
+			shared[st.manifest] = st.entry
+		}
+		if st.pending != nil {
+			shared[st.pendMan] = st.pending
+		}
+	}
 	for _, p := range plans {
 		b := p.b
 		live[b.name] = true
@@ -325,10 +341,14 @@ func (cm *Manager) applyDatasets(op *scanOp, plans []datasetPlan) {
 			e = st.pending
 			st.pendETag = p.read.ETag
 		default:
-			if st.pending != nil {
+			if st.pending != nil && !cm.datasetHolds(st.pending, st) {
 				cm.retire(st.pending) // a version no longer pointed at
 			}
-			e = cm.startDatasetOpen(b.name, b.ref, p.key, p.size, p.created)
+			e = shared[p.manifest]
+			if e == nil || e.failed() {
+				e = cm.startDatasetOpen(b.name, b.ref, p.key, p.size, p.created)
+				shared[p.manifest] = e
+			}
 			st.pending, st.pendMan = e, p.manifest
 			st.pendPtr, st.pendETag = p.read.Pointer, p.read.ETag
 			if b.ref.Version != "" {
@@ -345,12 +365,24 @@ func (cm *Manager) applyDatasets(op *scanOp, plans []datasetPlan) {
 	}
 	for n, st := range cm.datasets {
 		if !live[n] {
-			if st.pending != nil {
+			if st.pending != nil && !cm.datasetHolds(st.pending, st) {
 				cm.retire(st.pending)
 			}
 			delete(cm.datasets, n)
 		}
 	}
+}
+
+// datasetHolds reports whether a dataset bucket other than except serves
+// or opens e (buckets of the same version share one entry). Called with
+// cm.dsMu held.
+func (cm *Manager) datasetHolds(e *Entry, except *datasetState) bool {
+	for _, st := range cm.datasets {
+		if st != except && (st.entry == e || st.pending == e) {
+			return true
+		}
+	}
+	return false
 }
 
 // adoptDatasets adopts every pending version that has opened and, when
