@@ -220,8 +220,10 @@ func TestServeDataset(t *testing.T) {
 	}
 
 	d.point(t, dsV2)
+	n = d.log.len()
 	start := time.Now()
 	rescanNow()
+	t.Logf("a rescan after a new CURRENT: %v", d.log.since(n))
 	code, b := get(t, "http://"+addr+"/live/a.txt")
 	took := time.Since(start)
 	if code != 200 || !bytes.Equal(b, d.v2["a.txt"]) {
