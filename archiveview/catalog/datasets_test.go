@@ -599,3 +599,30 @@ func TestDiscoverDatasets(t *testing.T) {
 		})
 	}
 }
+
+// TestDatasetVersionDoesNotOpenAtStart: a good pointer naming a version
+// whose manifest does not open is a start-up error with WaitOpen, naming
+// the dataset and the manifest; without it the bucket answers that error.
+func TestDatasetVersionDoesNotOpenAtStart(t *testing.T) {
+	d := publishDataset(t)
+	v3 := "20260914T000000Z-cccccc"
+	key := dsPrefix + "/v/" + v3 + "/uploads/u3/manifest.json.gz"
+	writeObject(t, d.dir, key, "not a manifest")
+	writeObject(t, d.dir, dsPrefix+"/CURRENT", pointerJSON(dsPrefix, v3, key, v1ID, 2))
+	store := backend.NewFileStore(d.dir)
+	ctx := context.Background()
+	cm := datasetManager(store, Alias{Name: "ocean", Target: "s3://lake/ocean@current"})
+	defer cm.CloseAll()
+	if err := cm.Scan(ctx, true); err == nil || !strings.Contains(err.Error(), "dataset s3://lake/ocean") || !strings.Contains(err.Error(), key) {
+		t.Fatalf("WaitOpen start: %v", err)
+	}
+	bg := NewManager(Config{Store: store, Aliases: []Alias{{Name: "ocean", Target: "s3://lake/ocean@current"}}})
+	defer bg.CloseAll()
+	if err := bg.Scan(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the open to end", bg.Ready)
+	if _, ok, err := bg.Catalog().Bucket(ctx, "ocean"); !ok || err == nil {
+		t.Fatalf("bucket: %v %v", ok, err)
+	}
+}
