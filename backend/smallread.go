@@ -48,6 +48,12 @@ func ReadSmall(ctx context.Context, s Store, bucket, key string, limit int64, if
 	if sr, ok := s.(SmallReader); ok {
 		return sr.ReadSmall(ctx, bucket, key, limit, ifNoneMatch)
 	}
+	return readSmallStat(ctx, s, bucket, key, limit, ifNoneMatch)
+}
+
+// readSmallStat is ReadSmall for a store without SmallReader: a Stat, then
+// a ranged read of exactly the object's size bound to its ETag.
+func readSmallStat(ctx context.Context, s Store, bucket, key string, limit int64, ifNoneMatch string) ([]byte, ObjectInfo, bool, error) {
 	info, err := s.Stat(ctx, bucket, key)
 	if err != nil {
 		return nil, info, false, err
@@ -177,8 +183,11 @@ func (s *FileStore) ReadSmall(ctx context.Context, bucket, key string, limit int
 // ReadSmall implements SmallReader over the wrapped store, counted as one
 // GET (the fallback's Stat and ranged read count as they go).
 func (i *instrumented) ReadSmall(ctx context.Context, bucket, key string, limit int64, ifNoneMatch string) ([]byte, ObjectInfo, bool, error) {
-	if _, ok := i.inner.(SmallReader); !ok {
-		return ReadSmall(ctx, i, bucket, key, limit, ifNoneMatch)
+	if _, ok := i.inner.(SmallReader); !ok || limit <= 0 {
+		if limit <= 0 {
+			return ReadSmall(ctx, i.inner, bucket, key, limit, ifNoneMatch) // the error
+		}
+		return readSmallStat(ctx, i, bucket, key, limit, ifNoneMatch) // counted as a HEAD and a GET
 	}
 	i.m.get.Inc()
 	data, info, nm, err := ReadSmall(ctx, i.inner, bucket, key, limit, ifNoneMatch)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/wharf-s3/wharf/backend"
 )
@@ -165,5 +166,19 @@ func TestReadSmallFallback(t *testing.T) {
 	}
 	if _, _, _, err = backend.ReadSmall(ctx, fs, "b", "big", 64, ""); !errors.Is(err, backend.ErrTooBig) {
 		t.Fatalf("file store big: %v", err)
+	}
+	// Instrument over a store without ReadSmall: the fallback, counted,
+	// never a loop back into the wrapper.
+	m := backend.NewMetrics(prometheus.NewRegistry())
+	inst := backend.Instrument(&plainStore{Store: backend.NewFileStore(dir)}, m)
+	if data, _, _, err = backend.ReadSmall(ctx, inst, "b", "k", 64, ""); err != nil || string(data) != "hello" {
+		t.Fatalf("instrumented fallback: %q %v", data, err)
+	}
+	if _, _, nm, err = backend.ReadSmall(ctx, inst, "b", "k", 64, info.ETag); err != nil || !nm {
+		t.Fatalf("instrumented fallback unchanged: %v %v", nm, err)
+	}
+	inst = backend.Instrument(backend.NewFileStore(dir), m)
+	if data, _, _, err = backend.ReadSmall(ctx, inst, "b", "k", 64, ""); err != nil || string(data) != "hello" {
+		t.Fatalf("instrumented: %q %v", data, err)
 	}
 }
