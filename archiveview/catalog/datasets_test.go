@@ -626,3 +626,26 @@ func TestDatasetVersionDoesNotOpenAtStart(t *testing.T) {
 		t.Fatalf("bucket: %v %v", ok, err)
 	}
 }
+
+// TestDiscoverDatasetBadPointer: a discovered dataset whose pointer is bad
+// fails its own bucket (answering the error, naming the pointer), not the
+// start; a good pointer at the next rescan serves it.
+func TestDiscoverDatasetBadPointer(t *testing.T) {
+	d := publishDataset(t)
+	writeObject(t, d.dir, dsPrefix+"/CURRENT", `{"schema":"cargoship.current/1"} trailing`)
+	cm := NewManager(Config{Store: backend.NewFileStore(d.dir), Discover: []string{"s3://lake"}, WaitOpen: true, RetireGrace: time.Hour})
+	defer cm.CloseAll()
+	ctx := context.Background()
+	if err := cm.Scan(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	_, ok, err := cm.Catalog().Bucket(ctx, "ocean")
+	if !ok || err == nil || !strings.Contains(err.Error(), "s3://lake/ocean/CURRENT") {
+		t.Fatalf("bucket with a bad pointer: %v %v", ok, err)
+	}
+	d.point(t, v2ID)
+	if err := cm.Scan(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	checkTree(t, bucketArchive(t, cm, "ocean"), v2Files)
+}
