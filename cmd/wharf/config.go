@@ -297,13 +297,13 @@ func serveFlags(cfg *serveConfig, configPath *string, check *bool) *flag.FlagSet
 	fs.Var(&listFlag[serveAlias]{list: &cfg.Aliases, parse: func(v string) (serveAlias, error) {
 		name, target, ok := strings.Cut(v, "=")
 		if !ok || name == "" {
-			return serveAlias{}, fmt.Errorf("want NAME=s3://BUCKET/PREFIX@latest, got %q", v)
+			return serveAlias{}, fmt.Errorf("want NAME=s3://BUCKET/PREFIX@latest or NAME=s3://BUCKET/DATASET@current, got %q", v)
 		}
 		a := serveAlias{Name: name, Target: target}
 		_, _, err := a.root()
 		return a, err
 	}, show: func(a serveAlias) string { return a.Name + "=" + a.Target }},
-		"alias", "NAME=s3://BUCKET/PREFIX@latest: bucket NAME serves the newest finished upload under PREFIX, re-resolved at every rescan; repeatable")
+		"alias", "NAME=s3://BUCKET/PREFIX@latest: bucket NAME serves the newest finished upload under PREFIX, re-resolved at every rescan; NAME=s3://BUCKET/DATASET@current: a published dataset, following its CURRENT pointer at every rescan; NAME=s3://BUCKET/DATASET@<version_id>: that published version for good; repeatable")
 	fs.DurationVar(&cfg.Rescan, "rescan", cfg.Rescan, "re-list discovery roots and re-resolve aliases this often (0 = only at start and on SIGHUP)")
 	fs.DurationVar(&cfg.RetireGrace, "retire-grace", cfg.RetireGrace, "after a rescan replaces an archive, wait this long before closing the old one")
 	fs.IntVar(&cfg.OpenConcurrency, "open-concurrency", cfg.OpenConcurrency, "archives opened at once (manifest GETs, or HEADs with --index-cache)")

@@ -205,6 +205,8 @@ func TestCheckConfig(t *testing.T) {
 		{"bad size", "store: s3://\ndiscover: [s3://a/b]\ncache_bytes: lots\n", nil, "lots"},
 		{"bad duration", "store: s3://\ndiscover: [s3://a/b]\nrescan: soon\n", nil, "soon"},
 		{"alias without @latest", "store: s3://\naliases: [{name: x, target: s3://a/b}]\n", nil, "@latest"},
+		{"dataset alias with a bad version id", "store: s3://\naliases: [{name: x, target: 's3://a/ds@v 1'}]\n", nil, `version id "v 1"`},
+		{"dataset alias flag with ..", "store: s3://\n", []string{"--alias", "x=s3://a/ds@.."}, `version id ".."`},
 		{"bad discover", "store: s3://\ndiscover: [http://a/b]\n", nil, "http://a/b"},
 		{"no store", "discover: [s3://a/b]\n", nil, "--store"},
 		{"nothing served", "store: s3://\n", nil, "--discover"},

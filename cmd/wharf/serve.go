@@ -218,7 +218,7 @@ func (cfg *serveConfig) validate(keys []auth.Key) error {
 		return errors.New("--store is required (file:///DIR or s3://)")
 	}
 	if len(cfg.Archives)+len(cfg.Discover)+len(cfg.Aliases) == 0 {
-		return errors.New("at least one --archive NAME=MANIFEST_URL, --discover s3://BUCKET/PREFIX or --alias NAME=s3://BUCKET/PREFIX@latest is required")
+		return errors.New("at least one --archive NAME=MANIFEST_URL, --discover s3://BUCKET/PREFIX or --alias NAME=s3://BUCKET/PREFIX@latest (or NAME=s3://BUCKET/DATASET@current) is required")
 	}
 	seen := map[string]bool{}
 	for _, a := range cfg.Archives {
@@ -397,6 +397,7 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 		return err
 	}
 	reg.MustRegister(catalog.NewCollector(cm.Catalog()))
+	reg.MustRegister(cm.DatasetCollector()) // wharf_dataset_version_info, wharf_dataset_pointer_errors_total
 
 	verifier, err := auth.New(auth.Config{Keys: keys, Anonymous: cfg.Anonymous, VirtualHostBase: cfg.VirtualHostBase})
 	if err != nil {
