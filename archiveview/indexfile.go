@@ -1066,10 +1066,7 @@ func (d *indexDecoder) archive(store backend.Store, opts Options, prov *indexPro
 	if err := d.checkTombstones(x, len(a.chain)); err != nil {
 		return nil, err
 	}
-	arc := newArchive(*a, store, d.bucket, d.manifestKey, opts, nil)
-	arc.prov = prov
-	arc.set.MarkVerified(d.units)
-	return arc, nil
+	return newArchive(*a, store, d.bucket, d.manifestKey, opts, prov, d.units, nil), nil
 }
 
 // columns sets x's columns from the file.

@@ -64,11 +64,15 @@ type Archive struct {
 	prov *indexProvenance
 }
 
-// newArchive is the one constructor of Archive. set is the chunk read
-// state to share (a version shadow shares its archive's); nil makes a new
-// one over t.chunks. opts.Name defaults to the upload id, opts.Cache to a
-// private cache.
-func newArchive(t tree, store backend.Store, bucket, manifestKey string, opts Options, set *chunkio.Set) *Archive {
+// newArchive is the one constructor of Archive, and nothing changes an
+// Archive after it. store is the store every chunk is read, listed and
+// restored through (never a wrapper that only watched the manifest
+// reads). prov is the tree's recorded provenance (BuildIndex, an index
+// file; nil otherwise) and units the verified units an index file
+// recorded. set is the chunk read state to share (a version shadow
+// shares its archive's); nil makes a new one over t.chunks.
+// opts.Name defaults to the upload id, opts.Cache to a private cache.
+func newArchive(t tree, store backend.Store, bucket, manifestKey string, opts Options, prov *indexProvenance, units []chunkio.VerifiedUnit, set *chunkio.Set) *Archive {
 	if opts.Name == "" {
 		opts.Name = t.uploadID
 	}
@@ -80,6 +84,7 @@ func newArchive(t tree, store backend.Store, bucket, manifestKey string, opts Op
 		co.Classes = chunkio.NewClasses(store, bucket, chunkio.ClassOptions{
 			RestoreTTL: opts.RestoreTTL, Logger: opts.Logger, Name: opts.Name, Now: opts.clock})
 		set = chunkio.NewSet(store, bucket, t.chunks, co)
+		set.MarkVerified(units)
 	}
 	t.idx.ids = t.chain
 	return &Archive{
@@ -91,6 +96,7 @@ func newArchive(t tree, store backend.Store, bucket, manifestKey string, opts Op
 		set:         set,
 		log:         opts.Logger,
 		opts:        opts,
+		prov:        prov,
 	}
 }
 

@@ -67,7 +67,19 @@ func Open(ctx context.Context, store backend.Store, bucket, manifestKey string, 
 
 // openManifests is Open without a persistent index.
 func openManifests(ctx context.Context, store backend.Store, bucket, manifestKey string, opts Options) (*Archive, error) {
-	name := opts.Name
+	t, name, err := resolveManifests(ctx, store, bucket, manifestKey, opts)
+	if err != nil {
+		return nil, err
+	}
+	opts.Name = name
+	return opened(newArchive(t, store, bucket, manifestKey, opts, nil, nil, nil)), nil
+}
+
+// resolveManifests reads the manifest at bucket/manifestKey and its chain
+// from read and resolves the tree; name is the archive's display name
+// (opts.Name, else the newest upload id). Errors are *OpenError.
+func resolveManifests(ctx context.Context, read backend.Store, bucket, manifestKey string, opts Options) (t tree, name string, err error) {
+	name = opts.Name
 	fail := func(err error) error {
 		n := name
 		if n == "" {
@@ -78,16 +90,16 @@ func openManifests(ctx context.Context, store backend.Store, bucket, manifestKey
 		return &OpenError{Archive: n, Manifest: objectURL(bucket, manifestKey), Err: err}
 	}
 	fs := newFileStore()
-	top, err := fetchManifest(ctx, store, bucket, manifestKey, opts.Limits, fs)
+	top, err := fetchManifest(ctx, read, bucket, manifestKey, opts.Limits, fs)
 	if err != nil {
-		return nil, fail(err)
+		return tree{}, "", fail(err)
 	}
 	if name == "" {
 		name = top.uploadID
 	}
-	chain, err := loadChain(ctx, store, bucket, top, opts.Limits, fs)
+	chain, err := loadChain(ctx, read, bucket, top, opts.Limits, fs)
 	if err != nil {
-		return nil, fail(err)
+		return tree{}, "", fail(err)
 	}
 
 	r := newResolver(bucket, manifestKey, chain, fs, opts)
@@ -101,7 +113,7 @@ func openManifests(ctx context.Context, store backend.Store, bucket, manifestKey
 	}
 	idx, chunks, err := r.build()
 	if err != nil {
-		return nil, fail(err)
+		return tree{}, "", fail(err)
 	}
 	shapes := make([]string, 0, len(r.shapes))
 	for s := range r.shapes {
@@ -113,8 +125,7 @@ func openManifests(ctx context.Context, store backend.Store, bucket, manifestKey
 	for i, l := range chain {
 		ids[i] = l.uploadID
 	}
-	opts.Name = name
-	a := newArchive(tree{
+	return tree{
 		uploadID: top.uploadID,
 		version:  top.m.Version,
 		created:  top.m.CreatedAt,
@@ -124,14 +135,18 @@ func openManifests(ctx context.Context, store backend.Store, bucket, manifestKey
 		idx:      idx,
 		shapes:   shapes,
 		warnings: r.warnings,
-	}, store, bucket, manifestKey, opts, nil)
-	a.log.Info().Str("archive", name).Str("manifest", manifestKey).Str("upload_id", a.uploadID).
-		Int("chain", len(ids)).Int("files", idx.n()).Int("chunks", len(chunks)).Int("frames", idx.frames).
-		Strs("shapes", shapes).Int("warnings", len(r.warnings)).Msg("archive opened")
-	for _, w := range r.warnings {
-		a.log.Warn().Str("archive", name).Msg(w)
+	}, name, nil
+}
+
+// opened logs an archive resolved from its manifests and returns it.
+func opened(a *Archive) *Archive {
+	a.log.Info().Str("archive", a.name).Str("manifest", a.manifestKey).Str("upload_id", a.uploadID).
+		Int("chain", len(a.chain)).Int("files", a.idx.n()).Int("chunks", len(a.chunks)).Int("frames", a.idx.frames).
+		Strs("shapes", a.shapes).Int("warnings", len(a.warnings)).Msg("archive opened")
+	for _, w := range a.warnings {
+		a.log.Warn().Str("archive", a.name).Msg(w)
 	}
-	return a, nil
+	return a
 }
 
 // fetchManifest GETs one manifest and streams its entries into fs (the

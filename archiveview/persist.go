@@ -155,22 +155,21 @@ func (r *hashingReader) Close() error {
 // Options.IndexCache can validate against the store with HEADs alone.
 // The manifests are each read once, as by Open.
 func BuildIndex(ctx context.Context, store backend.Store, bucket, manifestKey string, opts Options) (*Archive, error) {
+	// The manifests are read through the recorder; the archive is built
+	// over store itself, so that chunk reads, listings and restores never
+	// go through the recorder (which hides the store's optional
+	// capabilities, such as its Restorer).
 	rec := &recordingStore{Store: store, max: opts.Limits.WithDefaults().MaxStoredBytes}
-	o := opts
-	o.IndexCache = nil
-	o.StorageClasses = false // Open lists once, around the index (open.go)
-	a, err := Open(ctx, rec, bucket, manifestKey, o)
+	t, name, err := resolveManifests(ctx, rec, bucket, manifestKey, opts)
 	if err != nil {
 		return nil, err
 	}
-	a.store = store
-	a.opts.IndexCache = opts.IndexCache
 	rec.mu.Lock()
 	srcs := slices.Clone(rec.sources)
 	rec.mu.Unlock()
 	for i := range srcs {
 		if srcs[i].key == "" {
-			return nil, fmt.Errorf("archive %q (manifest %s/%s): the store returned no key for a manifest", a.name, bucket, manifestKey)
+			return nil, fmt.Errorf("archive %q (manifest %s/%s): the store returned no key for a manifest", name, bucket, manifestKey)
 		}
 		if srcs[i].nothash || !srcs[i].absent && srcs[i].etag == "" {
 			// Incomplete provenance (body not hashed to its end, or no
@@ -180,8 +179,9 @@ func BuildIndex(ctx context.Context, store backend.Store, bucket, manifestKey st
 			break
 		}
 	}
-	a.prov = &indexProvenance{sources: srcs, maxFrame: effectiveMaxFrame(opts), limits: opts.Limits}
-	return a, nil
+	prov := &indexProvenance{sources: srcs, maxFrame: effectiveMaxFrame(opts), limits: opts.Limits}
+	opts.Name = name
+	return opened(newArchive(t, store, bucket, manifestKey, opts, prov, nil, nil)), nil
 }
 
 // ---------------------------------------------------------------------------

@@ -307,7 +307,7 @@ func (a *Archive) buildVersions(ctx context.Context) (*Versions, error) {
 			chain:    a.chain[li:],
 			chunks:   chunks,
 			idx:      idxs[li],
-		}, a.store, a.bucket, l.key, o, v.set) // one chunk table, one read state
+		}, a.store, a.bucket, l.key, o, nil, nil, v.set) // one chunk table, one read state
 	}
 	for _, w := range r.warnings {
 		a.log.Warn().Str("archive", a.name).Msg("version history: " + w)
