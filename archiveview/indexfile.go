@@ -963,7 +963,7 @@ func (d *indexDecoder) archive(store backend.Store, opts Options, prov *indexPro
 	}
 	a.chunks = make([]chunkio.Chunk, nChunks)
 	frameCounts := make([]uint32, nChunks)
-	confinement := &resolver{root: keyRoot(d.manifestKey), opts: opts}
+	root := manifest.KeyRoot(d.manifestKey)
 	var nf uint64
 	for i := range a.chunks {
 		ch := &a.chunks[i]
@@ -984,11 +984,15 @@ func (d *indexDecoder) archive(store backend.Store, opts Options, prov *indexPro
 		if (frameCounts[i] > 0) != (ch.Kind == chunkio.FramedZstd) {
 			return nil, d.errf("chunk %s: %d frames on a %s chunk", ch.Key, frameCounts[i], ch.Kind)
 		}
-		// The same confinement as the resolver's, under the options in
-		// force now: an index built with a prefix since disallowed is
-		// not used (Open then reads the manifest, which refuses it).
-		if err := confinement.confine(ch.Key); err != nil {
+		// The rules the manifest path applies to every object key: no
+		// ".." segment, and the one confinement rule under the options
+		// in force now (an index built with a prefix since disallowed is
+		// not used: Open then reads the manifest, which refuses it).
+		if err := manifest.CheckObjectKey(ch.Key); err != nil {
 			return nil, d.errf("chunk %d: %v", i, err)
+		}
+		if !manifest.Confined(root, opts.AllowKeyPrefixes, ch.Key) {
+			return nil, d.errf("chunk %d: %v", i, confinedErr(ch.Key, root))
 		}
 	}
 	if nf != nFrames {
@@ -1170,6 +1174,9 @@ func (d *indexDecoder) checkFiles(x *index, chunks []chunkio.Chunk, uncomp []int
 		if i > 0 && x.names[prevEnd:end] <= x.names[prevStart:prevEnd] {
 			return d.errf("file %d: key %q does not sort after %q", i, x.names[prevEnd:end], x.names[prevStart:prevEnd])
 		}
+		if err := manifest.CheckVirtualKey(x.names[prevEnd:end]); err != nil {
+			return d.errf("file %d: %v", i, err)
+		}
 		prevStart, prevEnd = prevEnd, end
 		fsize := x.size[i]
 		fl := x.flags[i]
@@ -1247,6 +1254,9 @@ func (d *indexDecoder) checkTombstones(x *index, nChain int) error {
 		}
 		if i > 0 && t.key(i) <= t.key(i-1) {
 			return d.errf("tombstone %d: key %q does not sort after %q", i, t.key(i), t.key(i-1))
+		}
+		if err := manifest.CheckVirtualKey(t.key(i)); err != nil {
+			return d.errf("tombstone %d: %v", i, err)
 		}
 		if int(t.link[i]) >= nChain {
 			return d.errf("tombstone %d: chain link %d of %d", i, t.link[i], nChain)

@@ -115,34 +115,22 @@ type resolver struct {
 // newResolver returns a resolver of chain (newest first, streamed into
 // fs), whose newest manifest is manifestKey in bucket.
 func newResolver(bucket, manifestKey string, chain []chainLink, fs *fileStore, opts Options) *resolver {
-	return &resolver{bucket: bucket, chain: chain, fs: fs, opts: opts, root: keyRoot(manifestKey)}
-}
-
-// keyRoot is the prefix an archive's keys must lie under: the part of the
-// manifest key before "/uploads/", else the manifest's directory.
-func keyRoot(manifestKey string) string {
-	if dir, _, ok := manifest.UploadDir(manifestKey); ok {
-		return dir
-	}
-	if i := strings.LastIndexByte(manifestKey, '/'); i >= 0 {
-		return manifestKey[:i]
-	}
-	return ""
+	return &resolver{bucket: bucket, chain: chain, fs: fs, opts: opts, root: manifest.KeyRoot(manifestKey)}
 }
 
 // confine refuses an object key outside the archive's prefix and the
-// allowed ones.
+// allowed ones (manifest.Confined, the one rule).
 func (r *resolver) confine(key string) error {
-	if r.root == "" || strings.HasPrefix(key, r.root+"/") {
+	if manifest.Confined(r.root, r.opts.AllowKeyPrefixes, key) {
 		return nil
 	}
-	for _, p := range r.opts.AllowKeyPrefixes {
-		if p != "" && strings.HasPrefix(key, p) {
-			return nil
-		}
-	}
+	return confinedErr(key, r.root)
+}
+
+// confinedErr is the error of a key outside the archive's prefix.
+func confinedErr(key, root string) error {
 	return fmt.Errorf("%w: key %q lies outside the archive's prefix %q/ (a manifest may only name objects of its own upload tree; allow other prefixes explicitly if the layout needs them)",
-		ErrInvalidTree, key, r.root)
+		ErrInvalidTree, key, root)
 }
 
 func (r *resolver) warnf(format string, args ...any) {
