@@ -22,55 +22,18 @@
 package archiveview
 
 import (
-	"time"
+	"github.com/wharf-s3/wharf/archiveview/internal/index"
 )
 
-// File is one virtual object of an archive, as listings, HEAD and GET show it.
-// It is a small value; idx ties it back to the archive's index.
-type File struct {
-	Key         string    // virtual key, relative to the upload's source_path
-	Size        int64     // bytes
-	ModTime     time.Time // from the manifest's mod_time
-	ETag        string    // unquoted; the MD5 (content_hash) when known, else a sha256-derived tag
-	SHA256      string    // lowercase hex of the whole file, "" when the manifest has none
-	ContentType string    // manifest magika_mime when present, else ""
-	// VersionID is the S3 version id of this file: the upload id of the
-	// manifest that wrote it (for a single upload, its upload id).
-	VersionID string
-
-	idx int32
-	ver int32 // 0: idx is in the archive's tree; L > 0: an older version, in chain link L's history index (versions.go)
-}
+// File is one virtual object of an archive, as listings, HEAD and GET
+// show it (index.File: the index builds it).
+type File = index.File
 
 // ListParams selects one page of a listing.
-type ListParams struct {
-	Prefix    string // only keys starting with Prefix
-	Delimiter string // "" = no roll-up; any string otherwise
-	// After is exclusive: entries (keys or rolled-up common prefixes) that
-	// sort <= After are skipped. A common prefix equal to After skips every
-	// key under it. This serves marker, start-after and continuation tokens.
-	After   string
-	MaxKeys int // entries to return at most (keys + common prefixes); 0 = none
-}
+type ListParams = index.ListParams
 
 // ListEntry is a key or a common prefix, in one byte-ordered sequence.
-type ListEntry struct {
-	Prefix string // non-empty for a common prefix (then File is zero)
-	File   File
-}
+type ListEntry = index.ListEntry
 
-// Name returns the entry's key or common prefix.
-func (e ListEntry) Name() string {
-	if e.Prefix != "" {
-		return e.Prefix
-	}
-	return e.File.Key
-}
-
-// ListResult is one page. When Truncated, NextAfter is the Name of the last
-// entry returned; passing it as After continues the listing.
-type ListResult struct {
-	Entries   []ListEntry
-	Truncated bool
-	NextAfter string
-}
+// ListResult is one page (index.ListResult).
+type ListResult = index.ListResult

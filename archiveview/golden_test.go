@@ -90,7 +90,7 @@ func goldenBuild(t testing.TB, dir string) []byte {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	if a.prov == nil || len(a.prov.sources) == 0 {
+	if a.prov == nil || len(a.prov.Sources) == 0 {
 		t.Fatal("golden archive: no provenance recorded")
 	}
 	// One read of a file without archive_offset: the offsets the tar walk

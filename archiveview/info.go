@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
+	"github.com/wharf-s3/wharf/archiveview/internal/index"
 )
 
 // maxUnverifiableSample bounds Info.UnverifiableSample.
@@ -25,21 +26,21 @@ func (a *Archive) Info() Info {
 	u := a.unverifiable()
 	return Info{
 		Name:               a.name,
-		UploadID:           a.uploadID,
-		Version:            a.version,
+		UploadID:           a.Upload,
+		Version:            a.Version,
 		ManifestKey:        a.manifestKey,
-		Chain:              slices.Clone(a.chain),
-		Files:              a.idx.n(),
-		Chunks:             len(a.chunks),
-		Frames:             a.idx.frames,
-		CompressedBytes:    a.idx.compressed,
-		UncompressedBytes:  a.idx.uncompressed,
-		Shapes:             slices.Clone(a.shapes),
-		Warnings:           slices.Clone(a.warnings),
+		Chain:              slices.Clone(a.Chain),
+		Files:              a.Idx.N(),
+		Chunks:             len(a.Chunks),
+		Frames:             a.Idx.Frames,
+		CompressedBytes:    a.Idx.Compressed,
+		UncompressedBytes:  a.Idx.Uncompressed,
+		Shapes:             slices.Clone(a.Shapes),
+		Warnings:           slices.Clone(a.Warnings),
 		Unverifiable:       u.n,
 		UnverifiableSample: slices.Clone(u.sample),
-		IndexBytes:         a.indexFileBytes(),
-		IndexInPlace:       a.idx.mm != nil,
+		IndexBytes:         index.FileBytes(&a.Tree, a.indexMeta()),
+		IndexInPlace:       a.Idx.InPlace(),
 	}
 }
 
@@ -53,13 +54,13 @@ type unverifiedFiles struct {
 func (a *Archive) unverifiable() *unverifiedFiles {
 	u := &a.unverified
 	u.once.Do(func() {
-		for i := 0; i < a.idx.n(); i++ {
-			if a.idx.flags[i]&flagSum != 0 {
+		for i := 0; i < a.Idx.N(); i++ {
+			if a.Idx.Flags[i]&index.FlagSum != 0 {
 				continue // the file's own sha256
 			}
 			covered := true
 			for _, e := range a.fileExtents(int32(i)) {
-				ce := chunkio.Extent{Chunk: e.chunk, Off: e.off, Length: e.length, HasSum: e.hasSum}
+				ce := chunkio.Extent{Chunk: e.Chunk, Off: e.Off, Length: e.Length, HasSum: e.HasSum}
 				if !a.set.Verifiable(ce) {
 					covered = false
 					break
@@ -68,7 +69,7 @@ func (a *Archive) unverifiable() *unverifiedFiles {
 			if !covered {
 				u.n++
 				if len(u.sample) < maxUnverifiableSample {
-					u.sample = append(u.sample, a.idx.keyAt(i))
+					u.sample = append(u.sample, a.Idx.KeyAt(i))
 				}
 			}
 		}

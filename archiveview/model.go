@@ -11,34 +11,13 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
+	"github.com/wharf-s3/wharf/archiveview/internal/index"
 	"github.com/wharf-s3/wharf/archiveview/manifest"
 	"github.com/wharf-s3/wharf/backend"
 )
 
 // extent is one contiguous piece of a virtual file inside one chunk.
-type extent struct {
-	chunk   int32  // index into the archive's chunks
-	fileOff int64  // where this piece starts in the virtual file
-	off     int64  // data offset in the chunk's tar stream (object offset for direct); -1 = unknown
-	length  int64  // bytes
-	tarName string // expected tar entry name (path or path.partN); "" for direct objects
-	sum     [32]byte
-	hasSum  bool // sha256 of exactly this piece (split parts only)
-}
-
-// tree is everything that describes an archive's content, as the resolver,
-// the index loader or the version history built it.
-type tree struct {
-	uploadID string
-	version  string
-	created  time.Time
-	region   string
-	chain    []string // upload ids, newest first
-	chunks   []chunkio.Chunk
-	idx      index
-	shapes   []string
-	warnings []string
-}
+type extent = index.Extent
 
 // Archive is one served CargoShip upload (with its resolved chain).
 // It is immutable after Open and safe for concurrent use.
@@ -47,7 +26,7 @@ type Archive struct {
 	store       backend.Store
 	bucket      string // bucket the manifest (and every chunk) is read from
 	manifestKey string
-	tree
+	index.Tree
 
 	set  *chunkio.Set // the chunks' read state (shared with version shadows)
 	log  zerolog.Logger
@@ -61,7 +40,7 @@ type Archive struct {
 
 	// prov records the manifests the tree was built from (BuildIndex, or
 	// Open with IndexCache; persist.go); nil otherwise.
-	prov *indexProvenance
+	prov *index.Provenance
 }
 
 // newArchive is the one constructor of Archive, and nothing changes an
@@ -72,9 +51,9 @@ type Archive struct {
 // recorded. set is the chunk read state to share (a version shadow
 // shares its archive's); nil makes a new one over t.chunks.
 // opts.Name defaults to the upload id, opts.Cache to a private cache.
-func newArchive(t tree, store backend.Store, bucket, manifestKey string, opts Options, prov *indexProvenance, units []chunkio.VerifiedUnit, set *chunkio.Set) *Archive {
+func newArchive(t index.Tree, store backend.Store, bucket, manifestKey string, opts Options, prov *index.Provenance, units []chunkio.VerifiedUnit, set *chunkio.Set) *Archive {
 	if opts.Name == "" {
-		opts.Name = t.uploadID
+		opts.Name = t.Upload
 	}
 	if opts.Cache == nil && set == nil {
 		opts.Cache = chunkio.NewFrameCache(chunkio.DefaultCacheBudget)
@@ -83,16 +62,16 @@ func newArchive(t tree, store backend.Store, bucket, manifestKey string, opts Op
 		co := opts.chunkOptions()
 		co.Classes = chunkio.NewClasses(store, bucket, chunkio.ClassOptions{
 			RestoreTTL: opts.RestoreTTL, Logger: opts.Logger, Name: opts.Name, Now: opts.clock})
-		set = chunkio.NewSet(store, bucket, t.chunks, co)
+		set = chunkio.NewSet(store, bucket, t.Chunks, co)
 		set.MarkVerified(units)
 	}
-	t.idx.ids = t.chain
+	t.Idx.IDs = t.Chain
 	return &Archive{
 		name:        opts.Name,
 		store:       store,
 		bucket:      bucket,
 		manifestKey: manifestKey,
-		tree:        t,
+		Tree:        t,
 		set:         set,
 		log:         opts.Logger,
 		opts:        opts,

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
+	"github.com/wharf-s3/wharf/archiveview/internal/index"
 	"github.com/wharf-s3/wharf/archiveview/manifest"
 	"github.com/wharf-s3/wharf/backend"
 )
@@ -78,7 +79,7 @@ func openManifests(ctx context.Context, store backend.Store, bucket, manifestKey
 // resolveManifests reads the manifest at bucket/manifestKey and its chain
 // from read and resolves the tree; name is the archive's display name
 // (opts.Name, else the newest upload id). Errors are *OpenError.
-func resolveManifests(ctx context.Context, read backend.Store, bucket, manifestKey string, opts Options) (t tree, name string, err error) {
+func resolveManifests(ctx context.Context, read backend.Store, bucket, manifestKey string, opts Options) (t index.Tree, name string, err error) {
 	name = opts.Name
 	fail := func(err error) error {
 		n := name
@@ -92,14 +93,14 @@ func resolveManifests(ctx context.Context, read backend.Store, bucket, manifestK
 	fs := newFileStore()
 	top, err := fetchManifest(ctx, read, bucket, manifestKey, opts.Limits, fs)
 	if err != nil {
-		return tree{}, "", fail(err)
+		return index.Tree{}, "", fail(err)
 	}
 	if name == "" {
 		name = top.uploadID
 	}
 	chain, err := loadChain(ctx, read, bucket, top, opts.Limits, fs)
 	if err != nil {
-		return tree{}, "", fail(err)
+		return index.Tree{}, "", fail(err)
 	}
 
 	r := newResolver(bucket, manifestKey, chain, fs, opts)
@@ -113,7 +114,7 @@ func resolveManifests(ctx context.Context, read backend.Store, bucket, manifestK
 	}
 	idx, chunks, err := r.build()
 	if err != nil {
-		return tree{}, "", fail(err)
+		return index.Tree{}, "", fail(err)
 	}
 	shapes := make([]string, 0, len(r.shapes))
 	for s := range r.shapes {
@@ -125,25 +126,25 @@ func resolveManifests(ctx context.Context, read backend.Store, bucket, manifestK
 	for i, l := range chain {
 		ids[i] = l.uploadID
 	}
-	return tree{
-		uploadID: top.uploadID,
-		version:  top.m.Version,
-		created:  top.m.CreatedAt,
-		region:   top.m.Region,
-		chain:    ids,
-		chunks:   chunks,
-		idx:      idx,
-		shapes:   shapes,
-		warnings: r.warnings,
+	return index.Tree{
+		Upload:     top.uploadID,
+		Version:    top.m.Version,
+		CreatedAt:  top.m.CreatedAt,
+		RegionName: top.m.Region,
+		Chain:      ids,
+		Chunks:     chunks,
+		Idx:        idx,
+		Shapes:     shapes,
+		Warnings:   r.warnings,
 	}, name, nil
 }
 
 // opened logs an archive resolved from its manifests and returns it.
 func opened(a *Archive) *Archive {
-	a.log.Info().Str("archive", a.name).Str("manifest", a.manifestKey).Str("upload_id", a.uploadID).
-		Int("chain", len(a.chain)).Int("files", a.idx.n()).Int("chunks", len(a.chunks)).Int("frames", a.idx.frames).
-		Strs("shapes", a.shapes).Int("warnings", len(a.warnings)).Msg("archive opened")
-	for _, w := range a.warnings {
+	a.log.Info().Str("archive", a.name).Str("manifest", a.manifestKey).Str("upload_id", a.Upload).
+		Int("chain", len(a.Chain)).Int("files", a.Idx.N()).Int("chunks", len(a.Chunks)).Int("frames", a.Idx.Frames).
+		Strs("shapes", a.Shapes).Int("warnings", len(a.Warnings)).Msg("archive opened")
+	for _, w := range a.Warnings {
 		a.log.Warn().Str("archive", a.name).Msg(w)
 	}
 	return a
@@ -248,13 +249,13 @@ func loadChain(ctx context.Context, store backend.Store, bucket string, top chai
 func (a *Archive) Name() string { return a.name }
 
 // UploadID is the newest upload id of the chain.
-func (a *Archive) UploadID() string { return a.uploadID }
+func (a *Archive) UploadID() string { return a.Upload }
 
 // Created is the newest manifest's created_at (ListBuckets CreationDate).
-func (a *Archive) Created() time.Time { return a.created }
+func (a *Archive) Created() time.Time { return a.CreatedAt }
 
 // Region is the manifest's region ("" if absent).
-func (a *Archive) Region() string { return a.region }
+func (a *Archive) Region() string { return a.RegionName }
 
 // chainNotFound is a missing ancestor: its text says "broken manifest
 // chain ... not found" once, and it unwraps to both ErrBrokenChain and

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
+	"github.com/wharf-s3/wharf/archiveview/internal/index"
 	"github.com/wharf-s3/wharf/backend"
 )
 
@@ -54,9 +55,9 @@ func (a *Archive) RefreshStorageClasses(ctx context.Context) error {
 // refreshStorageClasses is RefreshStorageClasses using the prefixes Open
 // listed ahead (while it read the manifests).
 func (a *Archive) refreshStorageClasses(ctx context.Context, ahead ...chunkio.Listing) error {
-	keys := make([]string, len(a.tree.chunks))
-	for i := range a.tree.chunks {
-		keys[i] = a.tree.chunks[i].Key
+	keys := make([]string, len(a.Tree.Chunks))
+	for i := range a.Tree.Chunks {
+		keys[i] = a.Tree.Chunks[i].Key
 	}
 	if err := a.set.Classes().Load(ctx, keys, ahead...); err != nil {
 		return fmt.Errorf("archive %s: storage classes: %w", a.name, err)
@@ -93,26 +94,26 @@ type FileStorage struct {
 // fileChunks returns the distinct chunk indexes of f's extents, in file
 // order, and the archive whose chunk table they index (a version's shadow).
 func (a *Archive) fileChunks(f File) (*Archive, []int32, error) {
-	if f.ver != 0 {
+	if index.Link(f) != 0 {
 		sh, vf, err := a.openVersion(f)
 		if err != nil {
 			return nil, nil, err
 		}
 		return sh.fileChunks(vf)
 	}
-	if f.idx < 0 || int(f.idx) >= a.idx.n() {
+	if index.Ordinal(f) < 0 || int(index.Ordinal(f)) >= a.Idx.N() {
 		return nil, nil, fmt.Errorf("archive %s: key %s: not a file of this archive: %w", a.name, f.Key, ErrBadRange)
 	}
 	var (
 		out  []int32
 		seen chunkSet
 	)
-	for _, e := range a.fileExtents(f.idx) {
-		if e.chunk < 0 || int(e.chunk) >= len(a.tree.chunks) {
-			return nil, nil, fmt.Errorf("archive %s: key %s: extent of chunk %d: %w", a.name, f.Key, e.chunk, ErrCorrupt)
+	for _, e := range a.fileExtents(index.Ordinal(f)) {
+		if e.Chunk < 0 || int(e.Chunk) >= len(a.Tree.Chunks) {
+			return nil, nil, fmt.Errorf("archive %s: key %s: extent of chunk %d: %w", a.name, f.Key, e.Chunk, ErrCorrupt)
 		}
-		if seen.add(e.chunk) {
-			out = append(out, e.chunk)
+		if seen.add(e.Chunk) {
+			out = append(out, e.Chunk)
 		}
 	}
 	return a, out, nil
@@ -165,7 +166,7 @@ func (a *Archive) StorageClass(f File) string {
 	cl := arc.set.Classes()
 	class, tier := backend.ClassStandard, ""
 	for _, ci := range cis {
-		oc := cl.Cached(arc.tree.chunks[ci].Key)
+		oc := cl.Cached(arc.Tree.Chunks[ci].Key)
 		if backend.Coldness(oc.Class, oc.Tier) > backend.Coldness(class, tier) {
 			class, tier = oc.Class, oc.Tier
 		}
@@ -191,7 +192,7 @@ func (a *Archive) fileStorage(ctx context.Context, f File) (*Archive, FileStorag
 	}
 	objs := make([]StorageObject, 0, len(cis))
 	for _, ci := range cis {
-		c := &arc.tree.chunks[ci]
+		c := &arc.Tree.Chunks[ci]
 		oc := arc.set.Classes().Cached(c.Key)
 		if storageStale(oc) {
 			var err error
@@ -237,7 +238,7 @@ func (a *Archive) PrepareStorage(ctx context.Context, files []File) {
 		}
 		cl := arc.set.Classes()
 		for _, ci := range cis {
-			key := arc.tree.chunks[ci].Key
+			key := arc.Tree.Chunks[ci].Key
 			if !seen[key] && storageStale(cl.Cached(key)) {
 				seen[key] = true
 				jobs = append(jobs, job{cl, key})
@@ -402,8 +403,8 @@ func (a *Archive) StorageObjects(ctx context.Context, files []File) (objs []Stor
 		objs = append(objs, o)
 	}
 	sort.Slice(objs, func(i, j int) bool { return objs[i].Key < objs[j].Key })
-	for i := range a.tree.chunks {
-		total += a.tree.chunks[i].Size
+	for i := range a.Tree.Chunks {
+		total += a.Tree.Chunks[i].Size
 	}
 	return objs, total, nil
 }
@@ -414,11 +415,11 @@ func (a *Archive) checkReadable(ctx context.Context, f File, exts []extent, off,
 	end := off + n
 	var checked chunkSet
 	for _, e := range exts {
-		if e.fileOff >= end || e.fileOff+e.length <= off || n == 0 || !checked.add(e.chunk) {
+		if e.FileOff >= end || e.FileOff+e.Length <= off || n == 0 || !checked.add(e.Chunk) {
 			continue
 		}
-		if err := a.set.CheckReadable(ctx, e.chunk); err != nil {
-			return fmt.Errorf("archive %s: key %s: chunk %s: %w", a.name, f.Key, a.tree.chunks[e.chunk].Key, err)
+		if err := a.set.CheckReadable(ctx, e.Chunk); err != nil {
+			return fmt.Errorf("archive %s: key %s: chunk %s: %w", a.name, f.Key, a.Tree.Chunks[e.Chunk].Key, err)
 		}
 	}
 	return nil

@@ -1,6 +1,8 @@
 package archiveview
 
 import (
+	"github.com/wharf-s3/wharf/archiveview/internal/index"
+
 	"context"
 	"fmt"
 	"io"
@@ -38,10 +40,10 @@ type VerifyOptions struct {
 func (a *Archive) VerifyBytes() int64 {
 	var n int64
 	defer runtime.KeepAlive(a) // the size column may be a view of a mapped file
-	for i := range a.chunks {
-		n += a.chunks[i].Size
+	for i := range a.Chunks {
+		n += a.Chunks[i].Size
 	}
-	for _, s := range a.idx.size { // every file VerifyWith lists
+	for _, s := range a.Idx.Size { // every file VerifyWith lists
 		n += s
 	}
 	return n
@@ -72,18 +74,18 @@ func (a *Archive) VerifyWith(ctx context.Context, o VerifyOptions) (VerifyStats,
 	if progress == nil {
 		progress = func(int64) {}
 	}
-	for i := range a.chunks {
+	for i := range a.Chunks {
 		if err := ctx.Err(); err != nil {
 			return st, err
 		}
-		key := a.chunks[i].Key
+		key := a.Chunks[i].Key
 		checked, frames := a.set.VerifyChunk(ctx, int32(i), func(detail string) { problem("", key, detail) })
 		if checked {
 			st.Chunks++
 		}
 		st.Frames += frames
 		if ctx.Err() == nil {
-			progress(a.chunks[i].Size)
+			progress(a.Chunks[i].Size)
 		}
 	}
 	p := ListParams{MaxKeys: 1000}
@@ -108,8 +110,8 @@ func (a *Archive) VerifyWith(ctx context.Context, o VerifyOptions) (VerifyStats,
 					progress(f.Size - n)
 				}
 				chunk := ""
-				if exts := a.fileExtents(f.idx); len(exts) > 0 {
-					chunk = a.chunks[exts[0].chunk].Key
+				if exts := a.fileExtents(index.Ordinal(f)); len(exts) > 0 {
+					chunk = a.Chunks[exts[0].Chunk].Key
 				}
 				problem(f.Key, chunk, err.Error())
 			}

@@ -1,4 +1,4 @@
-package archiveview
+package index
 
 // Serving an archive from its index file in place.
 //
@@ -35,13 +35,14 @@ import (
 	"sync"
 )
 
-// indexMapping is an index file mapped for an index to read in place.
-type indexMapping struct {
-	st *mapState
+// Mapping is an index file mapped for an index to read in place.
+type Mapping struct {
+	st   *mapState
+	path string // the file, for errors
 }
 
 // mapState is what the cleanup needs (it must not reference the
-// indexMapping itself).
+// Mapping itself).
 type mapState struct {
 	mu      sync.Mutex
 	data    []byte
@@ -64,7 +65,7 @@ func (s *mapState) unmap() {
 
 // mapIndex maps path; release (may be nil) runs after the unmap. On error
 // release has run.
-func mapIndex(path string, release func()) (*indexMapping, []byte, error) {
+func mapIndex(path string, release func()) (*Mapping, []byte, error) {
 	data, err := mapFile(path)
 	if err != nil {
 		if release != nil {
@@ -73,21 +74,30 @@ func mapIndex(path string, release func()) (*indexMapping, []byte, error) {
 		return nil, nil, err
 	}
 	st := &mapState{data: data, release: release}
-	m := &indexMapping{st: st}
+	m := &Mapping{st: st}
 	runtime.AddCleanup(m, func(s *mapState) { s.unmap() }, st)
 	return m, data, nil
 }
 
-// openMapped maps path and checks its header and tree hash.
-func openMapped(path string, release func()) (*indexDecoder, *indexMapping, error) {
+// Map maps path and checks its header and tree hash (Decode); release
+// (may be nil) runs once the file is unmapped. The Tree of the returned
+// decoder is served from the mapping. On error the file is unmapped and
+// release has run.
+func Map(path string, release func()) (*Decoder, *Mapping, error) {
 	m, data, err := mapIndex(path, release)
 	if err != nil {
 		return nil, nil, err
 	}
-	d, err := newIndexDecoder(data, path)
+	m.path = path
+	d, err := Decode(data, path)
 	if err != nil {
 		m.st.unmap()
 		return nil, nil, err
 	}
+	d.mm = m
 	return d, m, nil
 }
+
+// Unmap unmaps the file at once (and runs its release): only for a
+// mapping no tree uses (a decode that failed or was refused).
+func (m *Mapping) Unmap() { m.st.unmap() }
