@@ -23,7 +23,7 @@ const maxUnverifiableSample = 10
 // (computed, not written); IndexInPlace says it is served from its file
 // mapped in place (then its columns cost page cache, not heap).
 func (a *Archive) Info() Info {
-	u := a.unverifiable()
+	u := unverifiable(a)
 	return Info{
 		Name:               a.name,
 		UploadID:           a.Upload,
@@ -39,7 +39,7 @@ func (a *Archive) Info() Info {
 		Warnings:           slices.Clone(a.Warnings),
 		Unverifiable:       u.n,
 		UnverifiableSample: slices.Clone(u.sample),
-		IndexBytes:         index.FileBytes(&a.Tree, a.indexMeta()),
+		IndexBytes:         index.FileBytes(&a.Tree, indexMeta(a)),
 		IndexInPlace:       a.Idx.InPlace(),
 	}
 }
@@ -51,7 +51,7 @@ type unverifiedFiles struct {
 	sample []string
 }
 
-func (a *Archive) unverifiable() *unverifiedFiles {
+func unverifiable(a *Archive) *unverifiedFiles {
 	u := &a.unverified
 	u.once.Do(func() {
 		for i := 0; i < a.Idx.N(); i++ {

@@ -161,7 +161,7 @@ type Info struct {
 // unreachable (indexmap.go), so listings and reads after Close work too.
 // Close is idempotent and safe for concurrent use.
 func (a *Archive) Close() error {
-	a.closeVersions()
+	closeVersions(a)
 	a.set.Close()
 	return nil
 }

@@ -352,14 +352,14 @@ func openIndexBytes(store backend.Store, data []byte, name string, opts Options)
 func (a *Archive) WriteIndex(w io.Writer) error {
 	defer runtime.KeepAlive(a)
 	var err error
-	if gerr := a.Idx.Guard(func() { err = index.Write(w, a.name, &a.Tree, a.indexMeta(), a.set.LearnedOffset) }); gerr != nil {
+	if gerr := a.Idx.Guard(func() { err = index.Write(w, a.name, &a.Tree, indexMeta(a), a.set.LearnedOffset) }); gerr != nil {
 		return fmt.Errorf("archive %q: write index: %w", a.name, gerr)
 	}
 	return err
 }
 
 // indexMeta is what the archive's index file records besides the tree.
-func (a *Archive) indexMeta() *index.Meta {
+func indexMeta(a *Archive) *index.Meta {
 	prov := a.prov
 	if prov == nil {
 		prov = &index.Provenance{MaxFrame: effectiveMaxFrame(a.opts), Limits: a.opts.Limits}

@@ -896,7 +896,7 @@ func TestIndexBytesWithProvenance(t *testing.T) {
 				t.Fatalf("BuildIndex recorded no sources")
 			}
 			for round := range 2 {
-				if n, meta := index.MetaBytes(&a.Tree, a.indexMeta()), binary.LittleEndian.Uint64(piIndexBytes(t, a)[72:]); uint64(n) != meta {
+				if n, meta := index.MetaBytes(&a.Tree, indexMeta(a)), binary.LittleEndian.Uint64(piIndexBytes(t, a)[72:]); uint64(n) != meta {
 					t.Errorf("round %d: MetaBytes() = %d, WriteIndex wrote %d", round, n, meta)
 				}
 				if data := piIndexBytes(t, a); a.Info().IndexBytes != int64(len(data)) {

@@ -99,7 +99,7 @@ type check struct {
 // error wrapping ErrArchived. Close the reader when done.
 func (a *Archive) Open(ctx context.Context, f File, off, n int64) (io.ReadCloser, error) {
 	if index.Link(f) != 0 { // an older version (versions.go): its upload's history index
-		sh, vf, err := a.openVersion(f)
+		sh, vf, err := openVersion(a, f)
 		if err != nil {
 			return nil, err
 		}
@@ -124,7 +124,7 @@ func (a *Archive) Open(ctx context.Context, f File, off, n int64) (io.ReadCloser
 	}
 	// Bytes in an archived object without a finished restore: refused
 	// before any fetch (storage.go); a range elsewhere is served.
-	if err := a.checkReadable(ctx, f, exts, off, n); err != nil {
+	if err := checkReadable(a, ctx, f, exts, off, n); err != nil {
 		return nil, err
 	}
 	fileWant, fileSum := parseSum(f.SHA256)

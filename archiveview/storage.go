@@ -93,13 +93,13 @@ type FileStorage struct {
 
 // fileChunks returns the distinct chunk indexes of f's extents, in file
 // order, and the archive whose chunk table they index (a version's shadow).
-func (a *Archive) fileChunks(f File) (*Archive, []int32, error) {
+func fileChunks(a *Archive, f File) (*Archive, []int32, error) {
 	if index.Link(f) != 0 {
-		sh, vf, err := a.openVersion(f)
+		sh, vf, err := openVersion(a, f)
 		if err != nil {
 			return nil, nil, err
 		}
-		return sh.fileChunks(vf)
+		return fileChunks(sh, vf)
 	}
 	if index.Ordinal(f) < 0 || int(index.Ordinal(f)) >= a.Idx.N() {
 		return nil, nil, fmt.Errorf("archive %s: key %s: not a file of this archive: %w", a.name, f.Key, ErrBadRange)
@@ -159,7 +159,7 @@ func (a *Archive) StorageClass(f File) string {
 	if !a.set.Classes().AnyNonStandard() {
 		return backend.ClassStandard
 	}
-	arc, cis, err := a.fileChunks(f)
+	arc, cis, err := fileChunks(a, f)
 	if err != nil {
 		return backend.ClassStandard
 	}
@@ -179,14 +179,14 @@ func (a *Archive) StorageClass(f File) string {
 // (older than the restore TTL) or was never reported are HEADed first;
 // nothing else makes a request.
 func (a *Archive) FileStorage(ctx context.Context, f File) (FileStorage, error) {
-	_, st, err := a.fileStorage(ctx, f)
+	_, st, err := fileStorage(a, ctx, f)
 	return st, err
 }
 
 // fileStorage is FileStorage, also returning the archive whose chunk
 // table holds f's objects (a version's shadow).
-func (a *Archive) fileStorage(ctx context.Context, f File) (*Archive, FileStorage, error) {
-	arc, cis, err := a.fileChunks(f)
+func fileStorage(a *Archive, ctx context.Context, f File) (*Archive, FileStorage, error) {
+	arc, cis, err := fileChunks(a, f)
 	if err != nil {
 		return nil, FileStorage{}, err
 	}
@@ -232,7 +232,7 @@ func (a *Archive) PrepareStorage(ctx context.Context, files []File) {
 	var jobs []job
 	seen := map[string]bool{}
 	for _, f := range files {
-		arc, cis, err := a.fileChunks(f)
+		arc, cis, err := fileChunks(a, f)
 		if err != nil {
 			continue
 		}
@@ -326,7 +326,7 @@ type RestoreReport struct {
 // invalid request sends nothing. A file none of whose objects is archived
 // is ErrNotArchived.
 func (a *Archive) Restore(ctx context.Context, f File, req backend.RestoreRequest) (RestoreReport, error) {
-	arc, st, err := a.fileStorage(ctx, f)
+	arc, st, err := fileStorage(a, ctx, f)
 	if err != nil {
 		return RestoreReport{}, err
 	}
@@ -411,7 +411,7 @@ func (a *Archive) StorageObjects(ctx context.Context, files []File) (objs []Stor
 
 // checkReadable refuses a read of f's bytes [off, off+n) when any object
 // holding them cannot be read now (before any fetch).
-func (a *Archive) checkReadable(ctx context.Context, f File, exts []extent, off, n int64) error {
+func checkReadable(a *Archive, ctx context.Context, f File, exts []extent, off, n int64) error {
 	end := off + n
 	var checked chunkSet
 	for _, e := range exts {

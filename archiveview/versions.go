@@ -119,7 +119,7 @@ func (a *Archive) Versions(ctx context.Context) (*Versions, error) {
 		return &Versions{a: a}, nil
 	}
 	v, err := a.vers.memo.Do(ctx, func(ctx context.Context) (*Versions, error) {
-		v, err := a.buildVersions(ctx)
+		v, err := buildVersions(a, ctx)
 		if err != nil {
 			return nil, fmt.Errorf("archive %q: version history: %w", a.name, err)
 		}
@@ -138,7 +138,7 @@ func (a *Archive) Versions(ctx context.Context) (*Versions, error) {
 }
 
 // closeVersions stops the history's shadow archives' background work (Close).
-func (a *Archive) closeVersions() {
+func closeVersions(a *Archive) {
 	a.vers.mu.Lock()
 	a.vers.closed = true
 	a.vers.mu.Unlock()
@@ -155,7 +155,7 @@ func (v *Versions) close() {
 
 // openVersion returns the shadow archive holding an older version's File
 // and the File as that archive knows it.
-func (a *Archive) openVersion(f File) (*Archive, File, error) {
+func openVersion(a *Archive, f File) (*Archive, File, error) {
 	v, _ := a.vers.memo.Peek()
 	ver, idx := index.Link(f), index.Ordinal(f)
 	if v == nil || ver < 0 || int(ver) >= len(v.shadows) || v.shadows[ver] == nil ||
@@ -169,7 +169,7 @@ func (a *Archive) openVersion(f File) (*Archive, File, error) {
 
 // buildVersions reads the chain's manifests again and resolves every
 // (key, upload) mention.
-func (a *Archive) buildVersions(ctx context.Context) (*Versions, error) {
+func buildVersions(a *Archive, ctx context.Context) (*Versions, error) {
 	defer runtime.KeepAlive(a)
 	fs := newFileStore()
 	top, err := fetchManifest(ctx, a.store, a.bucket, a.manifestKey, a.opts.Limits, fs)
