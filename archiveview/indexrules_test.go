@@ -1,11 +1,14 @@
 package archiveview
 
 import (
+	"github.com/wharf-s3/wharf/archiveview/internal/index"
+
 	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -131,5 +134,57 @@ func TestIndexLoaderKeyRules(t *testing.T) {
 				t.Fatal("the forged key is served")
 			}
 		})
+	}
+}
+
+// TestTruncatedMappedIndexRead: an archive served from its index file in
+// place, the file then truncated in place: a GET of a file fails with an
+// error wrapping index.ErrFileChanged that names the archive and the key,
+// a HEAD (Stat) fails with a panic of that error (net/http fails that
+// request alone), and the process lives. In a child process, so that the
+// old behaviour (SIGBUS) fails the test instead of the test binary.
+func TestTruncatedMappedIndexRead(t *testing.T) {
+	if path := os.Getenv("WHARF_TRUNCATED_ARCHIVE"); path != "" {
+		a, err := OpenIndexFile(context.Background(), backend.NewFileStore(t.TempDir()), path, Options{Name: "trunc"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, ok := a.Stat("a.txt")
+		if !ok {
+			t.Fatal("a.txt missing")
+		}
+		if err := os.Truncate(path, 0); err != nil {
+			t.Fatal(err)
+		}
+		_, err = a.Open(context.Background(), f, 0, f.Size)
+		println("get:", errors.Is(err, index.ErrFileChanged), err.Error())
+		func() {
+			defer func() {
+				e, _ := recover().(error)
+				println("head:", errors.Is(e, index.ErrFileChanged))
+			}()
+			a.Stat("a.txt")
+		}()
+		println("survived")
+		return
+	}
+	data, err := os.ReadFile(goldenIndexPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "mapped.widx")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestTruncatedMappedIndexRead$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "WHARF_TRUNCATED_ARCHIVE="+path)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the process did not survive: %v\n%s", err, out)
+	}
+	for _, want := range []string{"get: true archive trunc: key a.txt: index " + path, "head: true", "survived"} {
+		if !strings.Contains(string(out), want) {
+			t.Fatalf("child output lacks %q:\n%s", want, out)
+		}
 	}
 }
