@@ -4,7 +4,7 @@
 //
 // The flow is: load and validate the manifest (package manifest), resolve the
 // tree (source-relative keys, split parts, duplicates, incremental chains with
-// tombstones; resolve.go), build a sorted index (index.go; seek by prefix or
+// tombstones; resolve.go), build a sorted index (internal/index; seek by prefix or
 // marker, synthesized directories), and serve byte ranges by mapping them to
 // chunk extents (read.go), whose bytes come verified from the chunk layer
 // (package chunkio). One read path serves every caller: GET and HEAD, Verify,

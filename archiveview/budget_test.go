@@ -133,8 +133,8 @@ func TestPlannerBytesPerWorkload(t *testing.T) {
 	files["large.bin"] = rpRandom(3, 24<<20)
 	ra := rpNew(t, files, cargopack.Options{FrameSize: 1 << 20}, Options{Cache: chunkio.NewFrameCache(256 << 20)})
 	var compressed int64
-	for i := range ra.a.Chunks {
-		compressed += ra.a.Chunks[i].Size
+	for i := range ra.a.tree.Chunks {
+		compressed += ra.a.tree.Chunks[i].Size
 	}
 
 	t.Run("walk", func(t *testing.T) {
@@ -160,7 +160,7 @@ func TestPlannerBytesPerWorkload(t *testing.T) {
 			// once before its bytes are served).
 			var covering int64
 			for _, e := range rc.a.fileExtents(index.Ordinal(f)) {
-				c := &rc.a.Chunks[e.Chunk]
+				c := &rc.a.tree.Chunks[e.Chunk]
 				seen := map[int]bool{}
 				for _, span := range [][2]int64{{e.Off - 512, e.Off}, {e.Off + off, e.Off + off + n}} {
 					lo, hi, err := chunkio.CoverFrames(c.Frames, span[0], span[1])

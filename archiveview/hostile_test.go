@@ -639,7 +639,7 @@ func (row hoRow) run(t *testing.T) {
 				}
 			}
 			if exts := a.fileExtents(index.Ordinal(f)); len(exts) == 1 && !errors.Is(res.err, ErrBadRange) {
-				if ck := a.Chunks[exts[0].Chunk].Key; !strings.Contains(msg, ck) {
+				if ck := a.tree.Chunks[exts[0].Chunk].Key; !strings.Contains(msg, ck) {
 					t.Errorf("%s: error does not name chunk %s: %v", what, ck, res.err)
 				}
 			}

@@ -11,18 +11,18 @@ import (
 )
 
 // Stat looks a key up in O(log n).
-func (a *Archive) Stat(key string) (File, bool) { return a.Idx.Stat(key) }
+func (a *Archive) Stat(key string) (File, bool) { return a.tree.Idx.Stat(key) }
 
 // DeleteMarker reports whether key's latest version is a delete marker (a
 // later upload of the chain deleted it) and returns that version's id. It
 // needs no version history: the tree records which upload deleted which
 // key.
 func (a *Archive) DeleteMarker(key string) (versionID string, ok bool) {
-	return a.Idx.DeleteMarker(key)
+	return a.tree.Idx.DeleteMarker(key)
 }
 
 // Files is the number of virtual files.
-func (a *Archive) Files() int { return a.Idx.N() }
+func (a *Archive) Files() int { return a.tree.Idx.N() }
 
 // List returns one page of the archive's keys and, with a Delimiter, common
 // prefixes, merged in byte order, in O(log n + page):
@@ -42,16 +42,16 @@ func (a *Archive) Files() int { return a.Idx.N() }
 // under the server fails the request with a panic whose value wraps
 // index.ErrFileChanged (net/http fails that request alone), not the
 // process with SIGBUS; Stat and DeleteMarker alike.
-func (a *Archive) List(p ListParams) ListResult { return a.Idx.List(p) }
+func (a *Archive) List(p ListParams) ListResult { return a.tree.Idx.List(p) }
 
 // fileExtents returns the pieces of file idx in file order (a fresh
 // slice). A fault reading a mapped index panics with an error wrapping
 // index.ErrFileChanged (Index.Must); readExtents returns it instead.
 func (a *Archive) fileExtents(idx int32) []extent {
 	var exts []extent
-	a.Idx.Must(func() {
-		exts = a.Idx.Extents(int(idx))
-		if a.Idx.Flags[idx]&index.FlagMulti == 0 && a.Chunks[exts[0].Chunk].Kind == chunkio.Direct {
+	a.tree.Idx.Must(func() {
+		exts = a.tree.Idx.Extents(int(idx))
+		if a.tree.Idx.Flags[idx]&index.FlagMulti == 0 && a.tree.Chunks[exts[0].Chunk].Kind == chunkio.Direct {
 			exts[0].TarName = "" // a direct object has no tar entry
 		}
 	})
@@ -62,7 +62,7 @@ func (a *Archive) fileExtents(idx int32) []extent {
 // index (a file truncated under the server) is an error naming the
 // archive, the key and the file.
 func readExtents(a *Archive, f File) (exts []extent, err error) {
-	if err := a.Idx.Guard(func() { exts = a.fileExtents(index.Ordinal(f)) }); err != nil {
+	if err := a.tree.Idx.Guard(func() { exts = a.fileExtents(index.Ordinal(f)) }); err != nil {
 		return nil, fmt.Errorf("archive %s: key %s: %w", a.name, f.Key, err)
 	}
 	return exts, nil

@@ -63,13 +63,13 @@ func TestMappedIndexLifetime(t *testing.T) {
 		return a
 	}
 	first := open() // builds, publishes, serves from the published file
-	if !first.Idx.InPlace() {
+	if !first.tree.Idx.InPlace() {
 		t.Fatal("a fresh build with a local cache is not served from its index file")
 	}
 	first.Close()
 	first = nil
 	a := open() // loads the published file
-	if !a.Idx.InPlace() {
+	if !a.tree.Idx.InPlace() {
 		t.Fatal("not served from the mapped file")
 	}
 	if m, _ := imMapped(t, path); !m {
@@ -94,7 +94,7 @@ func TestMappedIndexLifetime(t *testing.T) {
 
 	// The junk file is refused and rebuilt; the new archive maps the new file.
 	b := open()
-	if !b.Idx.InPlace() {
+	if !b.tree.Idx.InPlace() {
 		t.Fatal("rebuilt archive not served from the mapped file")
 	}
 	b.Close()
@@ -126,11 +126,11 @@ func TestStoreIndexCacheSpoolReleasedAfterUnmap(t *testing.T) {
 		return out
 	}
 	a := open() // builds: serves from its temporary file in the spool
-	if !a.Idx.InPlace() {
+	if !a.tree.Idx.InPlace() {
 		t.Fatal("a fresh build with a shared cache is not served from its index file")
 	}
 	b := open() // fetches the published object into the spool
-	if !b.Idx.InPlace() {
+	if !b.tree.Idx.InPlace() {
 		t.Fatal("a fetched index is not served in place")
 	}
 	if n := len(spooled()); n != 2 {
@@ -210,7 +210,7 @@ func TestOpenIndexFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !b.Idx.InPlace() {
+	if !b.tree.Idx.InPlace() {
 		t.Error("not mapped")
 	}
 	piSameTree(t, a, b)

@@ -26,21 +26,21 @@ func (a *Archive) Info() Info {
 	u := unverifiable(a)
 	return Info{
 		Name:               a.name,
-		UploadID:           a.Upload,
-		Version:            a.Version,
+		UploadID:           a.tree.Upload,
+		Version:            a.tree.Version,
 		ManifestKey:        a.manifestKey,
-		Chain:              slices.Clone(a.Chain),
-		Files:              a.Idx.N(),
-		Chunks:             len(a.Chunks),
-		Frames:             a.Idx.Frames,
-		CompressedBytes:    a.Idx.Compressed,
-		UncompressedBytes:  a.Idx.Uncompressed,
-		Shapes:             slices.Clone(a.Shapes),
-		Warnings:           slices.Clone(a.Warnings),
+		Chain:              slices.Clone(a.tree.Chain),
+		Files:              a.tree.Idx.N(),
+		Chunks:             len(a.tree.Chunks),
+		Frames:             a.tree.Idx.Frames,
+		CompressedBytes:    a.tree.Idx.Compressed,
+		UncompressedBytes:  a.tree.Idx.Uncompressed,
+		Shapes:             slices.Clone(a.tree.Shapes),
+		Warnings:           slices.Clone(a.tree.Warnings),
 		Unverifiable:       u.n,
 		UnverifiableSample: slices.Clone(u.sample),
-		IndexBytes:         index.FileBytes(&a.Tree, indexMeta(a)),
-		IndexInPlace:       a.Idx.InPlace(),
+		IndexBytes:         index.FileBytes(&a.tree, indexMeta(a)),
+		IndexInPlace:       a.tree.Idx.InPlace(),
 	}
 }
 
@@ -54,8 +54,8 @@ type unverifiedFiles struct {
 func unverifiable(a *Archive) *unverifiedFiles {
 	u := &a.unverified
 	u.once.Do(func() {
-		for i := 0; i < a.Idx.N(); i++ {
-			if a.Idx.Flags[i]&index.FlagSum != 0 {
+		for i := 0; i < a.tree.Idx.N(); i++ {
+			if a.tree.Idx.Flags[i]&index.FlagSum != 0 {
 				continue // the file's own sha256
 			}
 			covered := true
@@ -69,7 +69,7 @@ func unverifiable(a *Archive) *unverifiedFiles {
 			if !covered {
 				u.n++
 				if len(u.sample) < maxUnverifiableSample {
-					u.sample = append(u.sample, a.Idx.KeyAt(i))
+					u.sample = append(u.sample, a.tree.Idx.KeyAt(i))
 				}
 			}
 		}

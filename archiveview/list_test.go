@@ -90,7 +90,7 @@ func lsPageAll(t testing.TB, x *index.Index, p ListParams, maxKeys int) []string
 				if e.File.Key == "" {
 					t.Fatalf("empty entry in %+v", r)
 				}
-				if f, ok := (&Archive{Tree: index.Tree{Idx: *x}}).Stat(e.File.Key); !ok || f != e.File {
+				if f, ok := (&Archive{tree: index.Tree{Idx: *x}}).Stat(e.File.Key); !ok || f != e.File {
 					t.Fatalf("listed %q does not Stat the same", e.File.Key)
 				}
 			}

@@ -22,7 +22,7 @@ func TestMetricsCountReads(t *testing.T) {
 	for key := range files {
 		f, _ := ra.a.Stat(key)
 		for _, e := range ra.a.fileExtents(index.Ordinal(f)) {
-			c := &ra.a.Chunks[e.Chunk]
+			c := &ra.a.tree.Chunks[e.Chunk]
 			lo, hi, err := chunkio.CoverFrames(c.Frames, e.Off-512, e.Off+max(e.Length, 1))
 			if err != nil {
 				t.Fatal(err)
@@ -33,7 +33,7 @@ func TestMetricsCountReads(t *testing.T) {
 		}
 	}
 	frames := float64(len(touched))
-	if frames < float64(ra.res.Frames)-float64(len(ra.a.Chunks)) {
+	if frames < float64(ra.res.Frames)-float64(len(ra.a.tree.Chunks)) {
 		t.Fatalf("only %v of %d frames hold file bytes", frames, ra.res.Frames)
 	}
 	if v := counterValue(t, reg, "wharf_frames_fetched_total"); v != frames {

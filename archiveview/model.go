@@ -26,7 +26,7 @@ type Archive struct {
 	store       backend.Store
 	bucket      string // bucket the manifest (and every chunk) is read from
 	manifestKey string
-	index.Tree
+	tree        index.Tree // what the archive serves (never changed after newArchive)
 
 	set  *chunkio.Set // the chunks' read state (shared with version shadows)
 	log  zerolog.Logger
@@ -71,7 +71,7 @@ func newArchive(t index.Tree, store backend.Store, bucket, manifestKey string, o
 		store:       store,
 		bucket:      bucket,
 		manifestKey: manifestKey,
-		Tree:        t,
+		tree:        t,
 		set:         set,
 		log:         opts.Logger,
 		opts:        opts,
@@ -158,7 +158,7 @@ type Info struct {
 // cancelled (and waited for) and parked decoders are released. Reads that
 // are already open keep working; later reads work without prefetch. An
 // index served from its file in place stays mapped until the archive is
-// unreachable (indexmap.go), so listings and reads after Close work too.
+// unreachable (internal/index/mapping.go), so listings and reads after Close work too.
 // Close is idempotent and safe for concurrent use.
 func (a *Archive) Close() error {
 	closeVersions(a)

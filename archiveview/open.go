@@ -141,10 +141,10 @@ func resolveManifests(ctx context.Context, read backend.Store, bucket, manifestK
 
 // opened logs an archive resolved from its manifests and returns it.
 func opened(a *Archive) *Archive {
-	a.log.Info().Str("archive", a.name).Str("manifest", a.manifestKey).Str("upload_id", a.Upload).
-		Int("chain", len(a.Chain)).Int("files", a.Idx.N()).Int("chunks", len(a.Chunks)).Int("frames", a.Idx.Frames).
-		Strs("shapes", a.Shapes).Int("warnings", len(a.Warnings)).Msg("archive opened")
-	for _, w := range a.Warnings {
+	a.log.Info().Str("archive", a.name).Str("manifest", a.manifestKey).Str("upload_id", a.tree.Upload).
+		Int("chain", len(a.tree.Chain)).Int("files", a.tree.Idx.N()).Int("chunks", len(a.tree.Chunks)).Int("frames", a.tree.Idx.Frames).
+		Strs("shapes", a.tree.Shapes).Int("warnings", len(a.tree.Warnings)).Msg("archive opened")
+	for _, w := range a.tree.Warnings {
 		a.log.Warn().Str("archive", a.name).Msg(w)
 	}
 	return a
@@ -249,13 +249,13 @@ func loadChain(ctx context.Context, store backend.Store, bucket string, top chai
 func (a *Archive) Name() string { return a.name }
 
 // UploadID is the newest upload id of the chain.
-func (a *Archive) UploadID() string { return a.Upload }
+func (a *Archive) UploadID() string { return a.tree.Upload }
 
 // Created is the newest manifest's created_at (ListBuckets CreationDate).
-func (a *Archive) Created() time.Time { return a.CreatedAt }
+func (a *Archive) Created() time.Time { return a.tree.CreatedAt }
 
 // Region is the manifest's region ("" if absent).
-func (a *Archive) Region() string { return a.RegionName }
+func (a *Archive) Region() string { return a.tree.RegionName }
 
 // chainNotFound is a missing ancestor: its text says "broken manifest
 // chain ... not found" once, and it unwraps to both ErrBrokenChain and

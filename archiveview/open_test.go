@@ -152,12 +152,12 @@ func rvCheckArchive(t *testing.T, dir string, a *Archive, src map[string][]byte)
 		if s, ok := streams[ci]; ok {
 			return s
 		}
-		s := rvTarStream(t, dir, &a.Chunks[ci])
+		s := rvTarStream(t, dir, &a.tree.Chunks[ci])
 		streams[ci] = s
 		return s
 	}
-	for ci := range a.Chunks {
-		c := &a.Chunks[ci]
+	for ci := range a.tree.Chunks {
+		c := &a.tree.Chunks[ci]
 		if c.Kind != chunkio.FramedZstd {
 			continue
 		}
@@ -205,7 +205,7 @@ func rvCheckArchive(t *testing.T, dir string, a *Archive, src map[string][]byte)
 				t.Errorf("%s: extent sum mismatch at %d", key, e.FileOff)
 			}
 			at += e.Length
-			c := &a.Chunks[e.Chunk]
+			c := &a.tree.Chunks[e.Chunk]
 			s := stream(e.Chunk)
 			switch {
 			case c.Kind == chunkio.Direct:

@@ -94,7 +94,7 @@ func TestOpenErrorText(t *testing.T) {
 	defer a.Close()
 	f, _ := a.Stat("a.txt")
 	exts := a.fileExtents(index.Ordinal(f))
-	chunk := a.Chunks[exts[0].Chunk].Key
+	chunk := a.tree.Chunks[exts[0].Chunk].Key
 	if err := os.Remove(filepath.Join(dir, "bkt", filepath.FromSlash(chunk))); err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,9 @@
 package archiveview
 
 // persist.go: the persistent index. An archive's resolved tree (everything
-// Open produces) is written to a compact binary file (indexfile.go, format
+// Open produces) is written to a compact binary file (internal/index/format.go, format
 // version 3) and served from it again with no manifest GET and no JSON
-// parse: mapped in place (indexmap.go) when it is a file, so that a large
+// parse: mapped in place (internal/index/mapping.go) when it is a file, so that a large
 // archive's index costs page cache, not heap. Open uses it as a cache when
 // Options.IndexCache is set; the CLI builds one with "wharf index build".
 //
@@ -98,7 +98,7 @@ func openIndexCached(ctx context.Context, store backend.Store, bucket, manifestK
 		a, err = loadCachedIndex(ctx, store, bucket, manifestKey, top, path, release, opts)
 		if err == nil {
 			opts.Logger.Info().Str("archive", a.name).Str("manifest", manifestKey).Str("index", where).
-				Int("files", a.Idx.N()).Msg("archive opened from index cache")
+				Int("files", a.tree.Idx.N()).Msg("archive opened from index cache")
 			return a, nil
 		}
 	}
@@ -125,7 +125,7 @@ func openIndexCached(ctx context.Context, store backend.Store, bucket, manifestK
 		return a, nil
 	}
 	// The index built in memory is no longer used: give it back now.
-	files := a.Idx.N()
+	files := a.tree.Idx.N()
 	a.Close()
 	a = nil // the last reference goes before the collection
 	releaseBuildMemory(files)
@@ -285,10 +285,10 @@ func loadTree(d *index.Decoder, p *index.Provenance, store backend.Store, opts O
 }
 
 // OpenIndexFile serves the archive of the index file at path in place (a
-// read-only mapping; indexmap.go says how long it lives), reading chunks
+// read-only mapping; internal/index/mapping.go says how long it lives), reading chunks
 // from store in the bucket the index records. It makes no request: the
 // caller decides whether the index is fresh (Open with Options.IndexCache
-// checks the recorded manifests). Every check of indexfile.go runs first;
+// checks the recorded manifests). Every check of index.Decode runs first;
 // errors wrap ErrBadIndex.
 func OpenIndexFile(ctx context.Context, store backend.Store, path string, opts Options) (*Archive, error) {
 	d, m, err := index.Map(path, nil)
@@ -352,7 +352,7 @@ func openIndexBytes(store backend.Store, data []byte, name string, opts Options)
 func (a *Archive) WriteIndex(w io.Writer) error {
 	defer runtime.KeepAlive(a)
 	var err error
-	if gerr := a.Idx.Guard(func() { err = index.Write(w, a.name, &a.Tree, indexMeta(a), a.set.LearnedOffset) }); gerr != nil {
+	if gerr := a.tree.Idx.Guard(func() { err = index.Write(w, a.name, &a.tree, indexMeta(a), a.set.LearnedOffset) }); gerr != nil {
 		return fmt.Errorf("archive %q: write index: %w", a.name, gerr)
 	}
 	return err
@@ -369,7 +369,7 @@ func indexMeta(a *Archive) *index.Meta {
 
 // LearnedOffsets is the number of extents without a manifest archive_offset
 // whose tar offset the read path has learned (and WriteIndex would record).
-func (a *Archive) LearnedOffsets() int { return index.LearnedOffsets(&a.Idx, a.set.LearnedOffset) }
+func (a *Archive) LearnedOffsets() int { return index.LearnedOffsets(&a.tree.Idx, a.set.LearnedOffset) }
 
 // WriteIndexFile writes the archive's index (WriteIndex) to path
 // atomically: a temporary file in the same directory, synced, then renamed

@@ -81,7 +81,7 @@ func FuzzReadIndex(f *testing.F) {
 // the loader's own checks.
 func piCheckInvariants(t *testing.T, a *Archive) {
 	t.Helper()
-	x := &a.Idx
+	x := &a.tree.Idx
 	prev := ""
 	for i := 0; i < x.N(); i++ {
 		k := x.KeyAt(i)
@@ -95,10 +95,10 @@ func piCheckInvariants(t *testing.T, a *Archive) {
 		}
 		var at int64
 		for _, e := range a.fileExtents(int32(i)) {
-			if e.Chunk < 0 || int(e.Chunk) >= len(a.Chunks) || e.FileOff != at || e.Length < 0 || e.Off < -1 {
+			if e.Chunk < 0 || int(e.Chunk) >= len(a.tree.Chunks) || e.FileOff != at || e.Length < 0 || e.Off < -1 {
 				t.Fatalf("file %q: bad extent %+v at %d", k, e, at)
 			}
-			c := &a.Chunks[e.Chunk]
+			c := &a.tree.Chunks[e.Chunk]
 			if c.Kind == chunkio.FramedZstd && e.Off >= 0 {
 				last := c.Frames[len(c.Frames)-1]
 				if e.Off+e.Length > last.UOff+last.USize {
@@ -111,8 +111,8 @@ func piCheckInvariants(t *testing.T, a *Archive) {
 			t.Fatalf("file %q: extents cover %d of %d", k, at, f.Size)
 		}
 	}
-	for i := range a.Chunks {
-		c := &a.Chunks[i]
+	for i := range a.tree.Chunks {
+		c := &a.tree.Chunks[i]
 		var u int64
 		for _, fr := range c.Frames {
 			if fr.UOff != u || fr.USize <= 0 || fr.CSize <= 0 || fr.COff < 0 || fr.COff+fr.CSize > c.Size {

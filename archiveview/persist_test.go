@@ -156,11 +156,11 @@ func piSameTree(t *testing.T, a, b *Archive) {
 			t.Errorf("Stat(%q) = %+v, %v; want %+v", f.Key, fb, ok, f)
 		}
 	}
-	if len(a.Chunks) != len(b.Chunks) {
-		t.Fatalf("%d chunks, want %d", len(b.Chunks), len(a.Chunks))
+	if len(a.tree.Chunks) != len(b.tree.Chunks) {
+		t.Fatalf("%d chunks, want %d", len(b.tree.Chunks), len(a.tree.Chunks))
 	}
-	for i := range a.Chunks {
-		ca, cb := &a.Chunks[i], &b.Chunks[i]
+	for i := range a.tree.Chunks {
+		ca, cb := &a.tree.Chunks[i], &b.tree.Chunks[i]
 		if ca.Key != cb.Key || ca.Kind != cb.Kind || ca.Size != cb.Size || ca.Sum != cb.Sum || ca.HasSum != cb.HasSum ||
 			!(len(ca.Frames) == 0 && len(cb.Frames) == 0 || reflect.DeepEqual(ca.Frames, cb.Frames)) {
 			t.Errorf("chunk %d differs: %s %s %d vs %s %s %d", i, ca.Key, ca.Kind, ca.Size, cb.Key, cb.Kind, cb.Size)
@@ -173,7 +173,7 @@ func piSameTree(t *testing.T, a, b *Archive) {
 // stream bounds included.
 func piSameIndex(t *testing.T, a, b *Archive) {
 	t.Helper()
-	x, y := &a.Idx, &b.Idx
+	x, y := &a.tree.Idx, &b.tree.Idx
 	eq := func(name string, ok bool) {
 		if !ok {
 			t.Errorf("index column %s differs", name)
@@ -197,9 +197,9 @@ func piSameIndex(t *testing.T, a, b *Archive) {
 	eq("tombs", x.Tombs.Names == y.Tombs.Names && slices.Equal(x.Tombs.Ends, y.Tombs.Ends) && slices.Equal(x.Tombs.Link, y.Tombs.Link))
 	eq("totals", x.Frames == y.Frames && x.Compressed == y.Compressed && x.Uncompressed == y.Uncompressed)
 	eq("ids", slices.Equal(x.IDs, y.IDs))
-	for i := range a.Chunks {
-		if i < len(b.Chunks) && a.Chunks[i].MaxTar != b.Chunks[i].MaxTar {
-			t.Errorf("chunk %d: stream bound %d, want %d", i, b.Chunks[i].MaxTar, a.Chunks[i].MaxTar)
+	for i := range a.tree.Chunks {
+		if i < len(b.tree.Chunks) && a.tree.Chunks[i].MaxTar != b.tree.Chunks[i].MaxTar {
+			t.Errorf("chunk %d: stream bound %d, want %d", i, b.tree.Chunks[i].MaxTar, a.tree.Chunks[i].MaxTar)
 		}
 	}
 }
@@ -316,10 +316,10 @@ func TestIndexLearnedOffsetVerified(t *testing.T) {
 	b := piOpenIndex(t, backend.NewFileStore(dir), piIndexBytes(t, a))
 	fa, _ := b.Stat("a.txt")
 	fz, _ := b.Stat("dir/b.txt")
-	if b.Idx.Off[index.Ordinal(fa)] < 0 || b.Idx.Off[index.Ordinal(fz)] < 0 {
-		t.Fatalf("offsets not learned: %d %d", b.Idx.Off[index.Ordinal(fa)], b.Idx.Off[index.Ordinal(fz)])
+	if b.tree.Idx.Off[index.Ordinal(fa)] < 0 || b.tree.Idx.Off[index.Ordinal(fz)] < 0 {
+		t.Fatalf("offsets not learned: %d %d", b.tree.Idx.Off[index.Ordinal(fa)], b.tree.Idx.Off[index.Ordinal(fz)])
 	}
-	b.Idx.Off[index.Ordinal(fa)] = b.Idx.Off[index.Ordinal(fz)] // a.txt now claims dir/b.txt's bytes
+	b.tree.Idx.Off[index.Ordinal(fa)] = b.tree.Idx.Off[index.Ordinal(fz)] // a.txt now claims dir/b.txt's bytes
 	c := piOpenIndex(t, backend.NewFileStore(dir), piIndexBytes(t, b))
 	f, _ := c.Stat("a.txt")
 	for _, wt := range []bool{false, true} {
@@ -364,7 +364,7 @@ func TestIndexCacheOpen(t *testing.T) {
 			defer ref.Close()
 
 			a1, f1 := piCachedOpen(t, dir, cache, key)
-			nManifests := int64(len(ref.Chain))
+			nManifests := int64(len(ref.tree.Chain))
 			if f1.Requests("get") != nManifests || f1.Requests("stat") != 0 {
 				t.Errorf("first Open: %d GETs %d stats, want %d GETs (one per manifest) and no stat", f1.Requests("get"), f1.Requests("stat"), nManifests)
 			}
@@ -381,7 +381,7 @@ func TestIndexCacheOpen(t *testing.T) {
 			}
 			piSameTree(t, ref, a2)
 			piSameIndex(t, ref, a2)
-			if !a2.Idx.InPlace() || !a1.Idx.InPlace() {
+			if !a2.tree.Idx.InPlace() || !a1.tree.Idx.InPlace() {
 				t.Errorf("an archive opened with an index cache is not served from the mapped file")
 			}
 			piReadAll(t, a2, want, r)
@@ -625,7 +625,7 @@ func TestReadIndexHostile(t *testing.T) {
 		}
 	}
 	multi := func(b *Archive) int {
-		for i, fl := range b.Idx.Flags {
+		for i, fl := range b.tree.Idx.Flags {
 			if fl&index.FlagMulti != 0 {
 				return i
 			}
@@ -634,9 +634,9 @@ func TestReadIndexHostile(t *testing.T) {
 		return 0
 	}
 	framed := func(b *Archive) *chunkio.Chunk {
-		for i := range b.Chunks {
-			if b.Chunks[i].Kind == chunkio.FramedZstd && len(b.Chunks[i].Frames) > 1 {
-				return &b.Chunks[i]
+		for i := range b.tree.Chunks {
+			if b.tree.Chunks[i].Kind == chunkio.FramedZstd && len(b.tree.Chunks[i].Frames) > 1 {
+				return &b.tree.Chunks[i]
 			}
 		}
 		t.Fatal("no framed chunk")
@@ -661,8 +661,8 @@ func TestReadIndexHostile(t *testing.T) {
 		{"chunks-2^31", header(metaChunks, 1<<31-1, 4), true},
 		{"frames-2^60", header(metaChunks+4, 1<<60, 8), true},
 		{"sources-2^32-1", header(metaSources, 1<<32-1, 4), true},
-		{"files-one-more", header(piOffFiles, uint64(a.Idx.N()+1), 8), false},
-		{"files-one-less", header(piOffFiles, uint64(a.Idx.N()-1), 8), false},
+		{"files-one-more", header(piOffFiles, uint64(a.tree.Idx.N()+1), 8), false},
+		{"files-one-less", header(piOffFiles, uint64(a.tree.Idx.N()-1), 8), false},
 		{"reserved", header(12, 1, 4), false},
 		{"reserved-tail", header(index.HeaderBytes-8, 1, 8), false},
 		{"padding", raw(func(nb []byte, off, size [index.NumSections]uint64) {
@@ -673,49 +673,49 @@ func TestReadIndexHostile(t *testing.T) {
 			nb[off[index.SecNames]+size[index.SecNames]] = 1
 		}), false},
 		{"extent-reserved", raw(func(nb []byte, off, size [index.NumSections]uint64) { nb[off[index.SecExts]+70] = 7 }), false},
-		{"extent-has-sum", mutate(func(b *Archive) { b.Idx.Exts[0].HasSum = 2 }), false},
-		{"extent-name-past-end", mutate(func(b *Archive) { b.Idx.Exts[0].NameLen = uint32(len(b.Idx.ExtNames)) + 1 }), false},
+		{"extent-has-sum", mutate(func(b *Archive) { b.tree.Idx.Exts[0].HasSum = 2 }), false},
+		{"extent-name-past-end", mutate(func(b *Archive) { b.tree.Idx.Exts[0].NameLen = uint32(len(b.tree.Idx.ExtNames)) + 1 }), false},
 		{"key-empty", mutate(func(b *Archive) {
-			k0 := b.Idx.RawKey(0)
-			b.Idx.Names = b.Idx.Names[len(k0):]
-			b.Idx.Ends = slices.Clone(b.Idx.Ends)
-			b.Idx.Ends[0] = 0
-			for i := 1; i < len(b.Idx.Ends); i++ {
-				b.Idx.Ends[i] -= uint32(len(k0))
+			k0 := b.tree.Idx.RawKey(0)
+			b.tree.Idx.Names = b.tree.Idx.Names[len(k0):]
+			b.tree.Idx.Ends = slices.Clone(b.tree.Idx.Ends)
+			b.tree.Idx.Ends[0] = 0
+			for i := 1; i < len(b.tree.Idx.Ends); i++ {
+				b.tree.Idx.Ends[i] -= uint32(len(k0))
 			}
 		}), false},
 		{"stream-bound-on-framed", mutate(func(b *Archive) { framed(b).MaxTar = 10 }), false},
 		{"keys-unsorted", mutate(func(b *Archive) {
 			// swap the first two keys' bytes (same lengths by construction of a copy)
-			k0, k1 := b.Idx.KeyAt(0), b.Idx.KeyAt(1)
-			b.Idx.Names = k1 + k0 + b.Idx.Names[len(k0)+len(k1):]
-			b.Idx.Ends[0] = uint32(len(k1))
+			k0, k1 := b.tree.Idx.KeyAt(0), b.tree.Idx.KeyAt(1)
+			b.tree.Idx.Names = k1 + k0 + b.tree.Idx.Names[len(k0)+len(k1):]
+			b.tree.Idx.Ends[0] = uint32(len(k1))
 		}), false},
 		{"keys-duplicate", mutate(func(b *Archive) {
-			k0 := b.Idx.KeyAt(0)
-			k1 := b.Idx.KeyAt(1)
-			rest := b.Idx.Names[len(k0)+len(k1):]
-			b.Idx.Names = k0 + k0 + rest
-			b.Idx.Ends[1] = uint32(2 * len(k0))
-			for i := 2; i < len(b.Idx.Ends); i++ {
-				b.Idx.Ends[i] = b.Idx.Ends[i] - uint32(len(k1)) + uint32(len(k0))
+			k0 := b.tree.Idx.KeyAt(0)
+			k1 := b.tree.Idx.KeyAt(1)
+			rest := b.tree.Idx.Names[len(k0)+len(k1):]
+			b.tree.Idx.Names = k0 + k0 + rest
+			b.tree.Idx.Ends[1] = uint32(2 * len(k0))
+			for i := 2; i < len(b.tree.Idx.Ends); i++ {
+				b.tree.Idx.Ends[i] = b.tree.Idx.Ends[i] - uint32(len(k1)) + uint32(len(k0))
 			}
 		}), false},
-		{"chunk-index-out-of-range", mutate(func(b *Archive) { b.Idx.Chunk[0] = int32(len(b.Chunks)) }), false},
-		{"chunk-index-negative", mutate(func(b *Archive) { b.Idx.Chunk[0] = -1 }), false},
-		{"root-out-of-range", mutate(func(b *Archive) { b.Idx.Root[0] = uint32(len(b.Idx.Roots)) }), false},
-		{"negative-size", mutate(func(b *Archive) { b.Idx.Size[0] = -1 }), false},
-		{"nanoseconds", mutate(func(b *Archive) { b.Idx.Mnsec[0] = 1e9 }), false},
-		{"unknown-flag", mutate(func(b *Archive) { b.Idx.Flags[0] |= 0x80 }), false},
-		{"sum-and-identity", mutate(func(b *Archive) { b.Idx.Flags[0] |= index.FlagSum | index.FlagIdentity }), false},
-		{"extent-past-file", mutate(func(b *Archive) { b.Idx.Exts[b.Idx.Off[multi(b)]].Length++ }), false},
-		{"extent-gap", mutate(func(b *Archive) { b.Idx.Exts[b.Idx.Off[multi(b)]].FileOff = 1 }), false},
-		{"extent-count", mutate(func(b *Archive) { b.Idx.Chunk[multi(b)]++ }), false},
-		{"extent-bad-chunk", mutate(func(b *Archive) { b.Idx.Exts[b.Idx.Off[multi(b)]].Chunk = 1 << 30 }), false},
+		{"chunk-index-out-of-range", mutate(func(b *Archive) { b.tree.Idx.Chunk[0] = int32(len(b.tree.Chunks)) }), false},
+		{"chunk-index-negative", mutate(func(b *Archive) { b.tree.Idx.Chunk[0] = -1 }), false},
+		{"root-out-of-range", mutate(func(b *Archive) { b.tree.Idx.Root[0] = uint32(len(b.tree.Idx.Roots)) }), false},
+		{"negative-size", mutate(func(b *Archive) { b.tree.Idx.Size[0] = -1 }), false},
+		{"nanoseconds", mutate(func(b *Archive) { b.tree.Idx.Mnsec[0] = 1e9 }), false},
+		{"unknown-flag", mutate(func(b *Archive) { b.tree.Idx.Flags[0] |= 0x80 }), false},
+		{"sum-and-identity", mutate(func(b *Archive) { b.tree.Idx.Flags[0] |= index.FlagSum | index.FlagIdentity }), false},
+		{"extent-past-file", mutate(func(b *Archive) { b.tree.Idx.Exts[b.tree.Idx.Off[multi(b)]].Length++ }), false},
+		{"extent-gap", mutate(func(b *Archive) { b.tree.Idx.Exts[b.tree.Idx.Off[multi(b)]].FileOff = 1 }), false},
+		{"extent-count", mutate(func(b *Archive) { b.tree.Idx.Chunk[multi(b)]++ }), false},
+		{"extent-bad-chunk", mutate(func(b *Archive) { b.tree.Idx.Exts[b.tree.Idx.Off[multi(b)]].Chunk = 1 << 30 }), false},
 		{"framed-offset-outside", mutate(func(b *Archive) {
-			for i := range b.Idx.Flags {
-				if b.Idx.Flags[i]&index.FlagMulti == 0 && b.Chunks[b.Idx.Chunk[i]].Kind == chunkio.FramedZstd {
-					b.Idx.Off[i] = 1 << 40
+			for i := range b.tree.Idx.Flags {
+				if b.tree.Idx.Flags[i]&index.FlagMulti == 0 && b.tree.Chunks[b.tree.Idx.Chunk[i]].Kind == chunkio.FramedZstd {
+					b.tree.Idx.Off[i] = 1 << 40
 					return
 				}
 			}
@@ -725,24 +725,24 @@ func TestReadIndexHostile(t *testing.T) {
 		{"frames-overlap", mutate(func(b *Archive) { c := framed(b); c.Frames[1].COff = c.Frames[0].COff }), false},
 		{"frames-past-object", mutate(func(b *Archive) { c := framed(b); c.Size = c.Frames[len(c.Frames)-1].COff }), false},
 		{"frame-empty", mutate(func(b *Archive) { c := framed(b); c.Frames[0].USize = 0 }), false},
-		{"chunk-kind", mutate(func(b *Archive) { b.Chunks[0].Kind = 9 }), false},
+		{"chunk-kind", mutate(func(b *Archive) { b.tree.Chunks[0].Kind = 9 }), false},
 		{"frames-on-plain", mutate(func(b *Archive) { framed(b).Kind = chunkio.PlainTar }), false},
 		{"direct-length", mutate(func(b *Archive) {
-			for i := range b.Chunks {
-				if b.Chunks[i].Kind == chunkio.Direct {
-					b.Chunks[i].Size++
-					b.Idx.Compressed++
+			for i := range b.tree.Chunks {
+				if b.tree.Chunks[i].Kind == chunkio.Direct {
+					b.tree.Chunks[i].Size++
+					b.tree.Idx.Compressed++
 					return
 				}
 			}
 			t.Fatal("no direct chunk")
 		}), false},
-		{"compressed-total", mutate(func(b *Archive) { b.Idx.Compressed++ }), false},
-		{"chain-head", mutate(func(b *Archive) { b.Chain[0] = "other" }), false},
+		{"compressed-total", mutate(func(b *Archive) { b.tree.Idx.Compressed++ }), false},
+		{"chain-head", mutate(func(b *Archive) { b.tree.Chain[0] = "other" }), false},
 		{"ctype-range", mutate(func(b *Archive) {
-			b.Idx.Ctypes = []string{"", "x"}
-			b.Idx.Ctype = make([]uint32, b.Idx.N())
-			b.Idx.Ctype[0] = 2
+			b.tree.Idx.Ctypes = []string{"", "x"}
+			b.tree.Idx.Ctype = make([]uint32, b.tree.Idx.N())
+			b.tree.Idx.Ctype[0] = 2
 		}), false},
 	}
 	for _, tc := range tests {
@@ -896,7 +896,7 @@ func TestIndexBytesWithProvenance(t *testing.T) {
 				t.Fatalf("BuildIndex recorded no sources")
 			}
 			for round := range 2 {
-				if n, meta := index.MetaBytes(&a.Tree, indexMeta(a)), binary.LittleEndian.Uint64(piIndexBytes(t, a)[72:]); uint64(n) != meta {
+				if n, meta := index.MetaBytes(&a.tree, indexMeta(a)), binary.LittleEndian.Uint64(piIndexBytes(t, a)[72:]); uint64(n) != meta {
 					t.Errorf("round %d: MetaBytes() = %d, WriteIndex wrote %d", round, n, meta)
 				}
 				if data := piIndexBytes(t, a); a.Info().IndexBytes != int64(len(data)) {

@@ -114,7 +114,7 @@ func (a *Archive) Open(ctx context.Context, f File, off, n int64) (io.ReadCloser
 	}
 	var at int64
 	for _, e := range exts {
-		if e.FileOff != at || e.Length < 0 || e.Chunk < 0 || int(e.Chunk) >= len(a.Tree.Chunks) {
+		if e.FileOff != at || e.Length < 0 || e.Chunk < 0 || int(e.Chunk) >= len(a.tree.Chunks) {
 			return nil, fmt.Errorf("archive %s: key %s: extents do not tile the file at byte %d: %w", a.name, f.Key, at, ErrCorrupt)
 		}
 		at += e.Length
@@ -199,8 +199,8 @@ type fileReader struct {
 
 func (r *fileReader) wrap(ci int32, err error) error {
 	chunk := "?"
-	if ci >= 0 && int(ci) < len(r.a.Tree.Chunks) {
-		chunk = r.a.Tree.Chunks[ci].Key
+	if ci >= 0 && int(ci) < len(r.a.tree.Chunks) {
+		chunk = r.a.tree.Chunks[ci].Key
 	}
 	if sf, ok := backend.Describe(err); ok && sf.Kind != nil && sf.Key == chunk {
 		// The store failed on the chunk: name it once, say what happened.

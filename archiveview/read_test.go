@@ -179,8 +179,8 @@ type rpShape struct {
 func rpFeatures(a *Archive) map[string]bool {
 	feat := map[string]bool{}
 	maxFrame := a.set.Options().MaxFrame()
-	for i := range a.Chunks {
-		c := &a.Chunks[i]
+	for i := range a.tree.Chunks {
+		c := &a.tree.Chunks[i]
 		feat[c.Kind.String()] = true
 		for _, f := range c.Frames {
 			if f.USize > maxFrame {
@@ -192,12 +192,12 @@ func rpFeatures(a *Archive) map[string]bool {
 		}
 	}
 	loc := map[[3]int64]bool{}
-	for i := 0; i < a.Idx.N(); i++ {
+	for i := 0; i < a.tree.Idx.N(); i++ {
 		exts := a.fileExtents(int32(i))
 		chunks := map[int32]bool{}
 		for _, e := range exts {
 			chunks[e.Chunk] = true
-			if e.Off < 0 && a.Chunks[e.Chunk].Kind != chunkio.Direct {
+			if e.Off < 0 && a.tree.Chunks[e.Chunk].Kind != chunkio.Direct {
 				feat["tar-walk"] = true
 			}
 			k := [3]int64{int64(e.Chunk), e.Off, e.Length}
@@ -205,7 +205,7 @@ func rpFeatures(a *Archive) map[string]bool {
 				feat["shared-extent"] = true
 			}
 			loc[k] = true
-			c := &a.Chunks[e.Chunk]
+			c := &a.tree.Chunks[e.Chunk]
 			if e.Off >= 0 && len(c.Frames) > 0 && e.Length > 0 {
 				if lo, hi, err := chunkio.CoverFrames(c.Frames, e.Off, e.Off+e.Length); err == nil && hi > lo {
 					feat["file-spans-frames"] = true
@@ -410,7 +410,7 @@ func rpChunkOf(t testing.TB, ra *rpArchive, key string) (*chunkio.Chunk, extent)
 		t.Fatalf("no %s", key)
 	}
 	e := ra.a.fileExtents(index.Ordinal(f))[0]
-	return &ra.a.Chunks[e.Chunk], e
+	return &ra.a.tree.Chunks[e.Chunk], e
 }
 
 func TestFlippedByteInFrame(t *testing.T) {
@@ -721,8 +721,8 @@ func TestWalkPlainAndMixed(t *testing.T) {
 	ra.a.Close()
 	gets := ra.faulty.Requests("range") + ra.faulty.Requests("get")
 	plain := 0
-	for i := range ra.a.Chunks {
-		if ra.a.Chunks[i].Kind == chunkio.PlainTar {
+	for i := range ra.a.tree.Chunks {
+		if ra.a.tree.Chunks[i].Kind == chunkio.PlainTar {
 			plain++
 		}
 	}
@@ -958,8 +958,8 @@ func TestTarWalkWithoutOffsets(t *testing.T) {
 					ra.mustRead(t, key, size/3, size/3, false)
 				}
 			}
-			if st := ra.faulty.Requests("stat"); st > int64(len(ra.a.Chunks)) {
-				t.Errorf("%d stats for %d chunks: walks were not shared", st, len(ra.a.Chunks))
+			if st := ra.faulty.Requests("stat"); st > int64(len(ra.a.tree.Chunks)) {
+				t.Errorf("%d stats for %d chunks: walks were not shared", st, len(ra.a.tree.Chunks))
 			}
 		})
 	}

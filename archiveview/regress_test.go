@@ -49,7 +49,7 @@ func TestFrameCacheKeyNamesTheObject(t *testing.T) {
 		defer a.Close()
 		arcs = append(arcs, a)
 	}
-	fa, fb := arcs[0].Chunks[0].Frames, arcs[1].Chunks[0].Frames
+	fa, fb := arcs[0].tree.Chunks[0].Frames, arcs[1].tree.Chunks[0].Frames
 	if len(fa) < 3 || len(fa) != len(fb) || fa[2].Span() != fb[2].Span() || fa[2].HasSum {
 		t.Fatalf("the two chunks' frames differ in layout or have checksums: the test proves nothing")
 	}
@@ -132,7 +132,7 @@ func TestStreamObjectSumChecked(t *testing.T) {
 	defer a.Close()
 	chunkProblem := false
 	if _, err := a.Verify(context.Background(), func(p VerifyProblem) {
-		chunkProblem = chunkProblem || (p.Key == "" && p.Chunk == a.Chunks[0].Key)
+		chunkProblem = chunkProblem || (p.Key == "" && p.Chunk == a.tree.Chunks[0].Key)
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -691,7 +691,7 @@ type fileRec struct {
 }
 
 // placer places the survivors, in key order, into the index being built
-// (treeBuilder, index.go).
+// (treeBuilder, gather.go).
 type placer struct {
 	r       *resolver
 	b       *treeBuilder

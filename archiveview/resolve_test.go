@@ -396,8 +396,8 @@ func TestResolveUnknownAlgorithm(t *testing.T) {
 			t.Errorf("%s: SHA256 %q ETag %q under an unknown algorithm", k, f.SHA256, f.ETag)
 		}
 	}
-	for ci := range a.Chunks {
-		for _, fr := range a.Chunks[ci].Frames {
+	for ci := range a.tree.Chunks {
+		for _, fr := range a.tree.Chunks[ci].Frames {
 			if fr.HasSum {
 				t.Fatalf("frame sum kept under an unknown algorithm")
 			}
@@ -456,7 +456,7 @@ func FuzzResolve(f *testing.F) {
 		}
 		var keys []string
 		for i := 0; i < a.Files(); i++ {
-			f := a.Idx.File(i)
+			f := a.tree.Idx.File(i)
 			if i > 0 && f.Key <= keys[i-1] {
 				t.Fatalf("keys out of order: %q after %q", f.Key, keys[i-1])
 			}
@@ -466,11 +466,11 @@ func FuzzResolve(f *testing.F) {
 			}
 			var at int64
 			for _, e := range a.fileExtents(index.Ordinal(f)) {
-				if e.Chunk < 0 || int(e.Chunk) >= len(a.Chunks) || e.FileOff != at || e.Length < 0 {
+				if e.Chunk < 0 || int(e.Chunk) >= len(a.tree.Chunks) || e.FileOff != at || e.Length < 0 {
 					t.Fatalf("%s: bad extent %+v at %d", f.Key, e, at)
 				}
 				at += e.Length
-				c := &a.Chunks[e.Chunk]
+				c := &a.tree.Chunks[e.Chunk]
 				if c.Kind == chunkio.FramedZstd && e.Off >= 0 {
 					last := c.Frames[len(c.Frames)-1]
 					if e.Off+e.Length > last.UOff+last.USize {

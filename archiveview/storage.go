@@ -55,9 +55,9 @@ func (a *Archive) RefreshStorageClasses(ctx context.Context) error {
 // refreshStorageClasses is RefreshStorageClasses using the prefixes Open
 // listed ahead (while it read the manifests).
 func (a *Archive) refreshStorageClasses(ctx context.Context, ahead ...chunkio.Listing) error {
-	keys := make([]string, len(a.Tree.Chunks))
-	for i := range a.Tree.Chunks {
-		keys[i] = a.Tree.Chunks[i].Key
+	keys := make([]string, len(a.tree.Chunks))
+	for i := range a.tree.Chunks {
+		keys[i] = a.tree.Chunks[i].Key
 	}
 	if err := a.set.Classes().Load(ctx, keys, ahead...); err != nil {
 		return fmt.Errorf("archive %s: storage classes: %w", a.name, err)
@@ -101,7 +101,7 @@ func fileChunks(a *Archive, f File) (*Archive, []int32, error) {
 		}
 		return fileChunks(sh, vf)
 	}
-	if index.Ordinal(f) < 0 || int(index.Ordinal(f)) >= a.Idx.N() {
+	if index.Ordinal(f) < 0 || int(index.Ordinal(f)) >= a.tree.Idx.N() {
 		return nil, nil, fmt.Errorf("archive %s: key %s: not a file of this archive: %w", a.name, f.Key, ErrBadRange)
 	}
 	var (
@@ -109,7 +109,7 @@ func fileChunks(a *Archive, f File) (*Archive, []int32, error) {
 		seen chunkSet
 	)
 	for _, e := range a.fileExtents(index.Ordinal(f)) {
-		if e.Chunk < 0 || int(e.Chunk) >= len(a.Tree.Chunks) {
+		if e.Chunk < 0 || int(e.Chunk) >= len(a.tree.Chunks) {
 			return nil, nil, fmt.Errorf("archive %s: key %s: extent of chunk %d: %w", a.name, f.Key, e.Chunk, ErrCorrupt)
 		}
 		if seen.add(e.Chunk) {
@@ -166,7 +166,7 @@ func (a *Archive) StorageClass(f File) string {
 	cl := arc.set.Classes()
 	class, tier := backend.ClassStandard, ""
 	for _, ci := range cis {
-		oc := cl.Cached(arc.Tree.Chunks[ci].Key)
+		oc := cl.Cached(arc.tree.Chunks[ci].Key)
 		if backend.Coldness(oc.Class, oc.Tier) > backend.Coldness(class, tier) {
 			class, tier = oc.Class, oc.Tier
 		}
@@ -192,7 +192,7 @@ func fileStorage(a *Archive, ctx context.Context, f File) (*Archive, FileStorage
 	}
 	objs := make([]StorageObject, 0, len(cis))
 	for _, ci := range cis {
-		c := &arc.Tree.Chunks[ci]
+		c := &arc.tree.Chunks[ci]
 		oc := arc.set.Classes().Cached(c.Key)
 		if storageStale(oc) {
 			var err error
@@ -238,7 +238,7 @@ func (a *Archive) PrepareStorage(ctx context.Context, files []File) {
 		}
 		cl := arc.set.Classes()
 		for _, ci := range cis {
-			key := arc.Tree.Chunks[ci].Key
+			key := arc.tree.Chunks[ci].Key
 			if !seen[key] && storageStale(cl.Cached(key)) {
 				seen[key] = true
 				jobs = append(jobs, job{cl, key})
@@ -403,8 +403,8 @@ func (a *Archive) StorageObjects(ctx context.Context, files []File) (objs []Stor
 		objs = append(objs, o)
 	}
 	sort.Slice(objs, func(i, j int) bool { return objs[i].Key < objs[j].Key })
-	for i := range a.Tree.Chunks {
-		total += a.Tree.Chunks[i].Size
+	for i := range a.tree.Chunks {
+		total += a.tree.Chunks[i].Size
 	}
 	return objs, total, nil
 }
@@ -419,7 +419,7 @@ func checkReadable(a *Archive, ctx context.Context, f File, exts []extent, off, 
 			continue
 		}
 		if err := a.set.CheckReadable(ctx, e.Chunk); err != nil {
-			return fmt.Errorf("archive %s: key %s: chunk %s: %w", a.name, f.Key, a.Tree.Chunks[e.Chunk].Key, err)
+			return fmt.Errorf("archive %s: key %s: chunk %s: %w", a.name, f.Key, a.tree.Chunks[e.Chunk].Key, err)
 		}
 	}
 	return nil

@@ -40,10 +40,10 @@ type VerifyOptions struct {
 func (a *Archive) VerifyBytes() int64 {
 	var n int64
 	defer runtime.KeepAlive(a) // the size column may be a view of a mapped file
-	for i := range a.Chunks {
-		n += a.Chunks[i].Size
+	for i := range a.tree.Chunks {
+		n += a.tree.Chunks[i].Size
 	}
-	for _, s := range a.Idx.Size { // every file VerifyWith lists
+	for _, s := range a.tree.Idx.Size { // every file VerifyWith lists
 		n += s
 	}
 	return n
@@ -74,18 +74,18 @@ func (a *Archive) VerifyWith(ctx context.Context, o VerifyOptions) (VerifyStats,
 	if progress == nil {
 		progress = func(int64) {}
 	}
-	for i := range a.Chunks {
+	for i := range a.tree.Chunks {
 		if err := ctx.Err(); err != nil {
 			return st, err
 		}
-		key := a.Chunks[i].Key
+		key := a.tree.Chunks[i].Key
 		checked, frames := a.set.VerifyChunk(ctx, int32(i), func(detail string) { problem("", key, detail) })
 		if checked {
 			st.Chunks++
 		}
 		st.Frames += frames
 		if ctx.Err() == nil {
-			progress(a.Chunks[i].Size)
+			progress(a.tree.Chunks[i].Size)
 		}
 	}
 	p := ListParams{MaxKeys: 1000}
@@ -111,7 +111,7 @@ func (a *Archive) VerifyWith(ctx context.Context, o VerifyOptions) (VerifyStats,
 				}
 				chunk := ""
 				if exts := a.fileExtents(index.Ordinal(f)); len(exts) > 0 {
-					chunk = a.Chunks[exts[0].Chunk].Key
+					chunk = a.tree.Chunks[exts[0].Chunk].Key
 				}
 				problem(f.Key, chunk, err.Error())
 			}

@@ -15,7 +15,7 @@ package archiveview
 // as Open does) and resolving them with the resolver's own code (same
 // chunk keys, split parts, duplicates): a table of every (key, upload)
 // mention (8 bytes plus the key's bytes and 8 bytes of offsets per key), and
-// per older upload an index (index.go) of only the file versions that are
+// per older upload an index (internal/index) of only the file versions that are
 // not the latest — the history proper. Latest versions point into the
 // archive's tree. Older versions are read through per-upload shadow
 // archives that share one chunk table and one read state, so
@@ -115,7 +115,7 @@ type Versions struct {
 // manifests again) and kept. Concurrent callers share one build; a caller
 // whose ctx ends while waiting returns ctx's error.
 func (a *Archive) Versions(ctx context.Context) (*Versions, error) {
-	if len(a.Chain) <= 1 {
+	if len(a.tree.Chain) <= 1 {
 		return &Versions{a: a}, nil
 	}
 	v, err := a.vers.memo.Do(ctx, func(ctx context.Context) (*Versions, error) {
@@ -159,7 +159,7 @@ func openVersion(a *Archive, f File) (*Archive, File, error) {
 	v, _ := a.vers.memo.Peek()
 	ver, idx := index.Link(f), index.Ordinal(f)
 	if v == nil || ver < 0 || int(ver) >= len(v.shadows) || v.shadows[ver] == nil ||
-		idx < 0 || int(idx) >= v.shadows[ver].Idx.N() {
+		idx < 0 || int(idx) >= v.shadows[ver].tree.Idx.N() {
 		return nil, File{}, fmt.Errorf("archive %s: key %s: version reference %d/%d is not of this archive: %w", a.name, f.Key, ver, idx, ErrBadRange)
 	}
 	sh := v.shadows[ver]
@@ -180,13 +180,13 @@ func buildVersions(a *Archive, ctx context.Context) (*Versions, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(chain) != len(a.Chain) {
-		return nil, fmt.Errorf("%w: manifest %s: the chain has %d upload(s) now, %d when opened", ErrBrokenChain, a.manifestKey, len(chain), len(a.Chain))
+	if len(chain) != len(a.tree.Chain) {
+		return nil, fmt.Errorf("%w: manifest %s: the chain has %d upload(s) now, %d when opened", ErrBrokenChain, a.manifestKey, len(chain), len(a.tree.Chain))
 	}
-	v := &Versions{a: a, ids: slices.Clone(a.Chain), times: make([]time.Time, len(chain)), linkOf: map[string]int32{}}
+	v := &Versions{a: a, ids: slices.Clone(a.tree.Chain), times: make([]time.Time, len(chain)), linkOf: map[string]int32{}}
 	for i, l := range chain {
-		if l.uploadID != a.Chain[i] {
-			return nil, fmt.Errorf("%w: manifest %s: upload %d of the chain is %q now, %q when opened", ErrBrokenChain, l.key, i, l.uploadID, a.Chain[i])
+		if l.uploadID != a.tree.Chain[i] {
+			return nil, fmt.Errorf("%w: manifest %s: upload %d of the chain is %q now, %q when opened", ErrBrokenChain, l.key, i, l.uploadID, a.tree.Chain[i])
 		}
 		v.times[i] = l.m.CreatedAt
 		v.linkOf[l.uploadID] = int32(i)
@@ -211,7 +211,7 @@ func buildVersions(a *Archive, ctx context.Context) (*Versions, error) {
 	for li := range olds {
 		olds[li].parts = map[int32][]uint32{}
 	}
-	cur := &a.Idx
+	cur := &a.tree.Idx
 	linkOf := func(o uint64) int32 {
 		l, _ := r.mention(int(uint32(o)))
 		return l
@@ -306,7 +306,7 @@ func buildVersions(a *Archive, ctx context.Context) (*Versions, error) {
 			Version:    l.m.Version,
 			CreatedAt:  l.m.CreatedAt,
 			RegionName: l.m.Region,
-			Chain:      a.Chain[li:],
+			Chain:      a.tree.Chain[li:],
 			Chunks:     chunks,
 			Idx:        idxs[li],
 		}, a.store, a.bucket, l.key, o, nil, nil, v.set) // one chunk table, one read state
@@ -330,7 +330,7 @@ func (v *Versions) count(k int) int {
 // keyIndex is the sorted key table versions are listed from.
 func (v *Versions) keyIndex() *index.Index {
 	if v.keys == nil {
-		return &v.a.Idx
+		return &v.a.tree.Idx
 	}
 	return v.keys
 }
@@ -338,7 +338,7 @@ func (v *Versions) keyIndex() *index.Index {
 // version builds version j (0 = newest) of key k.
 func (v *Versions) version(k, j int) Version {
 	if v.keys == nil {
-		return Version{File: v.a.Idx.File(k), VersionID: v.a.Upload, IsLatest: true}
+		return Version{File: v.a.tree.Idx.File(k), VersionID: v.a.tree.Upload, IsLatest: true}
 	}
 	e := v.vers[int(v.vstart[k])+j]
 	out := Version{VersionID: v.ids[e.link], IsLatest: j == 0}
@@ -348,9 +348,9 @@ func (v *Versions) version(k, j int) Version {
 		out.Key = v.keys.KeyAt(k)
 		out.ModTime = v.times[e.link].UTC()
 	case j == 0:
-		out.File = v.a.Idx.File(int(e.file))
+		out.File = v.a.tree.Idx.File(int(e.file))
 	default:
-		out.File = v.shadows[e.link].Idx.File(int(e.file))
+		out.File = v.shadows[e.link].tree.Idx.File(int(e.file))
 		out.File = index.WithLink(out.File, e.link)
 	}
 	return out
@@ -378,7 +378,7 @@ func (v *Versions) StatVersion(key, versionID string) (Version, bool) {
 // find returns the position of versionID among key k's versions, or -1.
 func (v *Versions) find(k int, versionID string) int {
 	if v.keys == nil {
-		if versionID == v.a.Upload {
+		if versionID == v.a.tree.Upload {
 			return 0
 		}
 		return -1

@@ -28,6 +28,7 @@ var (
 )
 
 // Kind says how a chunk object's bytes become the tar stream.
+// Written to disk (the index file): append only.
 type Kind uint8
 
 const (

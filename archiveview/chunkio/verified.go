@@ -36,6 +36,7 @@ import (
 )
 
 // UnitKind says what a verified unit's sha256 covers.
+// Written to disk (the index file): append only.
 type UnitKind uint8
 
 const (

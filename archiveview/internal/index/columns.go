@@ -8,16 +8,16 @@ package index
 // sum 32, flags 1, chunk 4, off 8, root 4) plus the key's bytes once, in one
 // shared string. Optional columns cost 16 bytes (md5) and 4 bytes (content
 // type) per file only when some file of the archive has them. Files with a
-// single Extent whose tar name is root+key (the common case) store the
-// Extent inline; split files, duplicates and files whose tar name is not
+// single extent whose tar name is root+key (the common case) store the
+// extent inline; split files, duplicates and files whose tar name is not
 // root+key keep their extents in one table of fixed-size records (72 bytes
 // each) and their tar names in one string. Measured by BenchmarkOpen1M
 // (index_bench_test.go, keys of ~36 bytes, 1000 chunks, 16000 frames): 109
 // bytes per file retained, 104 MB for 1,000,000 files, everything of the
-// Archive included; building it peaks at 1.5x that (build.go).
+// Archive included; building it peaks at 1.5x that (archiveview/build.go).
 //
 // Every column is a plain slice, so the same index serves from memory (a
-// fresh build) and from an index file mapped in place (persist.go). Keys
+// fresh build) and from an index file mapped in place (mapping.go). Keys
 // and tar names handed out of the index are copies when it is mapped.
 
 import (
@@ -27,7 +27,9 @@ import (
 	"time"
 )
 
-// File flags.
+// File flags (the flags column). Written to disk (the index file): append
+// only. A bit's meaning never changes and a bit is never reused; a new
+// flag takes the next bit and a new format version (doc.go).
 const (
 	FlagSum      uint8 = 1 << iota // sum is the whole file's sha256
 	FlagMD5                        // md5[i] is the manifest's content_hash
@@ -60,7 +62,7 @@ type Index struct {
 	Root  []uint32 // single Extent: the tar name is roots[root[i]] + key
 	Roots []string
 
-	// Exts are the extents of multi-Extent files (split files, duplicates,
+	// Exts are the extents of multi-extent files (split files, duplicates,
 	// files whose tar name is not root+key), fixed-size records whose tar
 	// names are in extNames.
 	Exts     []ExtRec
@@ -85,15 +87,16 @@ type Index struct {
 	Frames                   int
 	Compressed, Uncompressed int64
 
-	// mm is the index file the columns are read from in place (persist.go;
+	// mm is the index file the columns are read from in place (mapping.go;
 	// nil for an index in memory). Strings and slices handed out of the
 	// index are copies, so nothing outlives the mapping.
 	mm *Mapping
 }
 
-// ExtRec is one stored piece of a multi-Extent file. Its layout is fixed
-// (72 bytes, little-endian in an index file, see persist.go) so that an
-// index file's Extent table is used in place.
+// ExtRec is one stored piece of a multi-extent file. Its layout is fixed
+// (72 bytes, little-endian in an index file, see format.go) so that an
+// index file's extent table is used in place. Written to disk: append
+// only (a change of layout is a new format version).
 type ExtRec struct {
 	FileOff int64
 	Off     int64 // data offset in the chunk's tar stream (object offset for direct); -1 = unknown
@@ -253,7 +256,7 @@ func (x *Index) Extents(i int) []Extent {
 	}}
 }
 
-// Extent is the read path's view of an Extent record (its tar name
+// extent is the read path's view of an extent record (its tar name
 // copied out of the index when it is mapped).
 func (r *ExtRec) Extent(x *Index) Extent {
 	return Extent{Chunk: r.Chunk, FileOff: r.FileOff, Off: r.Off, Length: r.Length,

@@ -36,8 +36,7 @@
 //
 //	version  read   layout
 //	1        no     WHARFIDX v1 (commit 4993ecb): read whole into memory
-//	2        no     v1 plus S3 version ids and delete markers of chains
-//	                (commit c311102); read whole into memory
+//	2        no     read whole into memory (superseded by version 3)
 //	3        yes    columns at 64-byte aligned offsets fixed by the
 //	                header's counts, used in place (mapped); meta section;
 //	                sha256 tree hash trailer (commit ae9dedd);

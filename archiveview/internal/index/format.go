@@ -1,11 +1,11 @@
 package index
 
 // The persistent index file, format version 3: laid out so that an
-// archive is served from the file in place (mapped, indexmap_unix.go)
+// archive is served from the file in place (mapped, mapping_unix.go)
 // without loading it. Little-endian throughout.
 //
 //	header (128 bytes): magic "WHARFIDX" | version u32 (3) | reserved u32 (0)
-//	        | files u64 | names bytes u64 | extents u64 | Extent-name bytes u64
+//	        | files u64 | names bytes u64 | extents u64 | extent-name bytes u64
 //	        | tombstones u64 | tombstone-name bytes u64 | columns u64 (bit 0:
 //	        md5, 1: content type, 2: link) | meta bytes u64 | zeros to 128
 //	meta (meta bytes, from byte 128), the small tables, read into memory:
@@ -31,7 +31,7 @@ package index
 //	        each per file), md5 [16]byte, content type u32, link u16 (per
 //	        file, when their column bit is set), extents (72-byte records:
 //	        fileOff off length i64, sum [32], chunk i32, name offset u32,
-//	        name length u32, has-sum u8, 3 zero bytes), Extent names
+//	        name length u32, has-sum u8, 3 zero bytes), extent names
 //	        [bytes], tombstone names [bytes], tombstone ends u32, tombstone
 //	        links u16 (keys whose latest version is a delete marker)
 //	zero padding to a multiple of 64, then the trailer: a sha256 tree hash
@@ -40,7 +40,7 @@ package index
 //
 // Strings in the meta section are a u32 length and the bytes. Columns sit
 // at offsets computed from the header alone, aligned, so that each is a
-// slice over the file's bytes; index.go's columns are exactly these.
+// slice over the file's bytes; columns.go's columns are exactly these.
 //
 // A file is never trusted. Before anything is used: the length, magic and
 // version, then the tree hash over the whole file, then the header's
@@ -83,6 +83,7 @@ const (
 	indexAlign     = 64
 	indexHashBlock = 8 << 20
 
+	// Optional-column bits of the header. Written to disk: append only.
 	ColMD5   = 1 << 0
 	ColCtype = 1 << 1
 	ColLink  = 1 << 2
@@ -98,7 +99,7 @@ const (
 	idxFrameSize = 8*4 + 1 + 32
 )
 
-// The layout of extRec is the file's Extent record: asserted at compile
+// The layout of extRec is the file's extent record: asserted at compile
 // time (a mismatch makes one of these constants negative).
 const (
 	_ = uint(unsafe.Sizeof(ExtRec{}) - extRecBytes)
@@ -111,7 +112,8 @@ const (
 	_ = uint(68 - unsafe.Offsetof(ExtRec{}.HasSum))
 )
 
-// Column sections, in file order.
+// Column sections, in file order. Written to disk (their order is the
+// layout): append only, and only with a new format version.
 const (
 	SecNames = iota
 	SecEnds
@@ -307,7 +309,7 @@ func (w *idxWriter) b1(v bool) {
 	}
 }
 
-// learnedFileOffset returns the tar offset of file i's single Extent when
+// learnedFileOffset returns the tar offset of file i's single extent when
 // the manifest gave none and a completed tar walk of the read path found
 // the member (name and length).
 func learnedFileOffset(x *Index, i int, learned Learned) (int64, bool) {
@@ -317,7 +319,7 @@ func learnedFileOffset(x *Index, i int, learned Learned) (int64, bool) {
 	return learned(x.Chunk[i], x.Roots[x.Root[i]]+x.RawKey(i), x.Size[i])
 }
 
-// learnedExtOffset is learnedFileOffset for Extent record r.
+// learnedExtOffset is learnedFileOffset for extent record r.
 func learnedExtOffset(x *Index, r *ExtRec, learned Learned) (int64, bool) {
 	if learned == nil || r.Off >= 0 {
 		return 0, false
@@ -463,7 +465,7 @@ func writeInts[T int32 | uint32 | int64 | uint16](t *treeWriter, s []T) {
 	}
 }
 
-// putExtRec encodes one Extent record.
+// putExtRec encodes one extent record.
 func putExtRec(b []byte, r *ExtRec) {
 	le := binary.LittleEndian
 	le.PutUint64(b[0:], uint64(r.FileOff))
@@ -869,7 +871,7 @@ func (d *Decoder) colString(s int) string {
 	return string(b)
 }
 
-// colExts returns the Extent records, checking their reserved bytes.
+// colExts returns the extent records, checking their reserved bytes.
 func (d *Decoder) colExts() ([]ExtRec, error) {
 	b := d.section(SecExts)
 	if len(b) == 0 {

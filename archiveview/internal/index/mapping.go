@@ -4,7 +4,7 @@ package index
 //
 // An index file loaded from a path (Open with Options.IndexCache, or
 // OpenIndexFile) is mapped read-only and its columns are slices over the
-// mapping (indexfile.go): nothing is copied, and the process's resident
+// mapping (format.go): nothing is copied, and the process's resident
 // memory follows the pages requests touch, which the kernel can drop and
 // read again (file-backed page cache, not anonymous memory).
 //
@@ -25,10 +25,15 @@ package index
 // index files by rename (a new inode; the mapping keeps the old one) and
 // never writes a published file in place. A file truncated or rewritten
 // in place by something else is outside that contract: reads of pages past
-// a truncated end fault (the process dies with SIGBUS), and bytes written
+// a truncated end fault, and bytes written
 // in place are served unchecked, as a binary changed under a running
 // program would be. Keep other writers away from the index cache
-// directory.
+// directory. A truncated file does not kill the process: the readers of
+// the mapping (Index.Guard and Index.Must, around Stat, List,
+// DeleteMarker, a file's extents and Write) run with
+// debug.SetPanicOnFault and turn the fault into an error wrapping
+// ErrFileChanged, so the requests that touch the lost pages fail
+// (TestTruncatedMappedFile, archiveview's TestTruncatedMappedIndexRead).
 
 import (
 	"runtime"
