@@ -12,10 +12,15 @@
 //
 // Rooms of the read core, each a package:
 //
-//	archiveview            Archive: Open (one constructor), resolve, index,
-//	                       List, versions, read, Verify, the persistent index
-//	archiveview/manifest   the manifest schema, decoding, limits, and the one
-//	                       frame-table rule (CheckFrames)
+//	archiveview            Archive: Open, resolve, newArchive (the one
+//	                       constructor), versions, read, Verify, storage
+//	                       classes, the persistent index's cache flow
+//	archiveview/internal/index
+//	                       the tree as columns, Stat/List queries, the index
+//	                       file (format, encode, decode, mmap, provenance)
+//	archiveview/manifest   the manifest schema, decoding, limits, the one
+//	                       frame-table rule (CheckFrames) and the one
+//	                       confinement rule (KeyRoot, Confined)
 //	archiveview/chunkio    chunks, frames, fetching, the frame cache, tar walks
 //	archiveview/catalog    bucket names <-> archives: discovery, aliases, rescans
 //	archiveview/cargopack  the CargoShip writer (wharf pack, the demo, tests)

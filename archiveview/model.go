@@ -1,9 +1,11 @@
 package archiveview
 
 // This file holds the Archive and its one constructor. The resolver
-// (resolve.go), the index loader (persist.go) and the version history
-// (versions.go) each produce a tree; newArchive turns any of them into an
-// Archive, so an archive is assembled the same way wherever it came from.
+// (resolve.go, for Open and BuildIndex), the index decoder
+// (internal/index, for the loaders in persist.go) and the version history
+// (versions.go) each produce an index.Tree; newArchive turns any of them
+// into an Archive, so an archive is assembled the same way wherever it
+// came from, and nothing changes it after.
 
 import (
 	"time"

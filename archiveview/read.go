@@ -124,7 +124,7 @@ func (a *Archive) Open(ctx context.Context, f File, off, n int64) (io.ReadCloser
 	}
 	// Bytes in an archived object without a finished restore: refused
 	// before any fetch (storage.go); a range elsewhere is served.
-	if err := checkReadable(a, ctx, f, exts, off, n); err != nil {
+	if err := checkReadable(ctx, a, f, exts, off, n); err != nil {
 		return nil, err
 	}
 	fileWant, fileSum := parseSum(f.SHA256)

@@ -179,13 +179,13 @@ func (a *Archive) StorageClass(f File) string {
 // (older than the restore TTL) or was never reported are HEADed first;
 // nothing else makes a request.
 func (a *Archive) FileStorage(ctx context.Context, f File) (FileStorage, error) {
-	_, st, err := fileStorage(a, ctx, f)
+	_, st, err := fileStorage(ctx, a, f)
 	return st, err
 }
 
 // fileStorage is FileStorage, also returning the archive whose chunk
 // table holds f's objects (a version's shadow).
-func fileStorage(a *Archive, ctx context.Context, f File) (*Archive, FileStorage, error) {
+func fileStorage(ctx context.Context, a *Archive, f File) (*Archive, FileStorage, error) {
 	arc, cis, err := fileChunks(a, f)
 	if err != nil {
 		return nil, FileStorage{}, err
@@ -326,7 +326,7 @@ type RestoreReport struct {
 // invalid request sends nothing. A file none of whose objects is archived
 // is ErrNotArchived.
 func (a *Archive) Restore(ctx context.Context, f File, req backend.RestoreRequest) (RestoreReport, error) {
-	arc, st, err := fileStorage(a, ctx, f)
+	arc, st, err := fileStorage(ctx, a, f)
 	if err != nil {
 		return RestoreReport{}, err
 	}
@@ -411,7 +411,7 @@ func (a *Archive) StorageObjects(ctx context.Context, files []File) (objs []Stor
 
 // checkReadable refuses a read of f's bytes [off, off+n) when any object
 // holding them cannot be read now (before any fetch).
-func checkReadable(a *Archive, ctx context.Context, f File, exts []extent, off, n int64) error {
+func checkReadable(ctx context.Context, a *Archive, f File, exts []extent, off, n int64) error {
 	end := off + n
 	var checked chunkSet
 	for _, e := range exts {

@@ -99,7 +99,7 @@ func (a *Archive) VerifyWith(ctx context.Context, o VerifyOptions) (VerifyStats,
 				return st, err
 			}
 			f := le.File
-			n, err := readWhole(a, ctx, f, progressWriter(progress))
+			n, err := readWhole(ctx, a, f, progressWriter(progress))
 			st.Files++
 			st.Bytes += n
 			if err != nil {
@@ -132,7 +132,7 @@ func (p progressWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-func readWhole(a *Archive, ctx context.Context, f File, w io.Writer) (int64, error) {
+func readWhole(ctx context.Context, a *Archive, f File, w io.Writer) (int64, error) {
 	r, err := a.Open(ctx, f, 0, f.Size)
 	if err != nil {
 		return 0, err

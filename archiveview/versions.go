@@ -119,7 +119,7 @@ func (a *Archive) Versions(ctx context.Context) (*Versions, error) {
 		return &Versions{a: a}, nil
 	}
 	v, err := a.vers.memo.Do(ctx, func(ctx context.Context) (*Versions, error) {
-		v, err := buildVersions(a, ctx)
+		v, err := buildVersions(ctx, a)
 		if err != nil {
 			return nil, fmt.Errorf("archive %q: version history: %w", a.name, err)
 		}
@@ -169,7 +169,7 @@ func openVersion(a *Archive, f File) (*Archive, File, error) {
 
 // buildVersions reads the chain's manifests again and resolves every
 // (key, upload) mention.
-func buildVersions(a *Archive, ctx context.Context) (*Versions, error) {
+func buildVersions(ctx context.Context, a *Archive) (*Versions, error) {
 	defer runtime.KeepAlive(a)
 	fs := newFileStore()
 	top, err := fetchManifest(ctx, a.store, a.bucket, a.manifestKey, a.opts.Limits, fs)
