@@ -62,7 +62,28 @@ type env struct {
 	plainClient *s3.Client
 	readOpts    []chunkio.CacheOption
 	archOpts    archiveview.Options // Config.Archive
+
+	// model is how wharf reaches the S3 model (Config.Model). With
+	// ModelHTTP, backing is a backend.S3Store (the AWS SDK, the tuned HTTP
+	// client serve builds) talking to s3model, a plainServer of its own
+	// fixed on faulty over loopback: the served path of production, and
+	// faulty still counts every request and byte. With ModelInProcess,
+	// backing is faulty itself.
+	model      string
+	backing    backend.Store
+	s3model    *plainServer
+	s3modelSrv *http.Server
 }
+
+// The S3 models Config.Model names.
+const (
+	// ModelHTTP: wharf reads through backend.S3Store over HTTP from the
+	// S3 model on loopback (the default).
+	ModelHTTP = "http"
+	// ModelInProcess: wharf reads the S3 model's store in-process, with
+	// no SDK and no HTTP between them.
+	ModelInProcess = "inprocess"
+)
 
 const benchBucket = "bench"
 
@@ -116,6 +137,33 @@ func newEnv(cfg Config) (*env, error) {
 	e.plainSrv = &http.Server{Handler: e.plain, ReadHeaderTimeout: 10 * time.Second}
 	go e.plainSrv.Serve(pln)
 	e.plainClient = newClient("http://"+pln.Addr().String(), &http.Client{Transport: tr.Clone()})
+	e.model = cfg.Model
+	switch cfg.Model {
+	case ModelInProcess:
+		e.backing = e.faulty
+	case ModelHTTP, "":
+		e.model = ModelHTTP
+		// The same S3 model as the plain objects' (same server code, same
+		// store, same counters) on a listener of its own, so that the
+		// baselines' store swaps never touch wharf's backend.
+		e.s3model = &plainServer{meta: e.store}
+		e.s3model.use(e.faulty)
+		mln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		e.s3modelSrv = &http.Server{Handler: e.s3model, ReadHeaderTimeout: 10 * time.Second}
+		go e.s3modelSrv.Serve(mln)
+		s3s, err := backend.NewS3Store(context.Background(), backend.S3Config{
+			Endpoint: "http://" + mln.Addr().String(), Region: "us-east-1", PathStyle: true, Anonymous: true,
+		})
+		if err != nil {
+			return nil, err
+		}
+		e.backing = s3s
+	default:
+		return nil, fmt.Errorf("bench: S3 model %q: want %q or %q", cfg.Model, ModelHTTP, ModelInProcess)
+	}
 	return e, nil
 }
 
@@ -143,7 +191,7 @@ func (e *env) serveArchive(ctx context.Context, manifestKey string, cacheBytes i
 	opts.Cache = chunkio.NewFrameCache(cacheBytes, e.readOpts...)
 	opts.Metrics = e.avmet
 	opts.Readahead = readahead
-	a, err := archiveview.Open(ctx, backend.Instrument(e.faulty, e.bmet), benchBucket, manifestKey, opts)
+	a, err := archiveview.Open(ctx, backend.Instrument(e.backing, e.bmet), benchBucket, manifestKey, opts)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", manifestKey, err)
 	}
@@ -167,5 +215,8 @@ func (e *env) close() {
 	}
 	e.srv.Close()
 	e.plainSrv.Close()
+	if e.s3modelSrv != nil {
+		e.s3modelSrv.Close()
+	}
 	os.RemoveAll(e.dir)
 }
