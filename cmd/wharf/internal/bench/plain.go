@@ -28,13 +28,15 @@ import (
 // latency once, on its body; a HEAD, or a GET with no body, pays it on
 // the store's Stat.
 type plainServer struct {
-	meta  backend.Store
-	store atomic.Pointer[backend.Store]
+	meta   backend.Store
+	store  atomic.Pointer[backend.Store]
+	served atomic.Int64 // HTTP requests answered
 }
 
 func (p *plainServer) use(s backend.Store) { p.store.Store(&s) }
 
 func (p *plainServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.served.Add(1)
 	ctx := r.Context()
 	store := *p.store.Load()
 	bucket, key, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
