@@ -663,6 +663,7 @@ func largeFile(ctx context.Context, cfg Config, e *env, rep *Report) error {
 		all := map[string][]float64{}
 		peak, idle := map[string]int64{}, map[string]int64{}
 		var gets, mb = map[string]int64{}, map[string]float64{}
+		conns := map[string]int64{} // wharf's new connections to the HTTP S3 model, last round
 		for round := 0; round < rounds; round++ {
 			for _, r := range runs {
 				if r.wharf {
@@ -672,6 +673,7 @@ func largeFile(ctx context.Context, cfg Config, e *env, rep *Report) error {
 				}
 				e.plain.use(e.faulty)
 				e.faulty.Reset()
+				conns0, _ := e.backendConns()
 				// What earlier steps freed is not counted here: two
 				// collections empty the buffer pools (sync.Pool keeps a
 				// victim generation through one), then the heap is
@@ -697,6 +699,9 @@ func largeFile(ctx context.Context, cfg Config, e *env, rep *Report) error {
 				}
 				gets[k] = getsOf(e.faulty)
 				mb[k] = float64(e.faulty.BytesReturned()) / 1e6
+				if c, ok := e.backendConns(); ok && r.wharf {
+					conns[k] = c - conns0
+				}
 			}
 		}
 		secs := map[string]float64{}
@@ -709,6 +714,9 @@ func largeFile(ctx context.Context, cfg Config, e *env, rep *Report) error {
 			rep.add(Row{Workload: wl, System: r.system, Variant: v, Concurrency: r.conc, Metric: "throughput", Value: float64(size) / 1e6 / d, Unit: "MB/s"})
 			rep.add(Row{Workload: wl, System: r.system, Variant: v, Concurrency: r.conc, Metric: "backend GETs", Value: float64(gets[k])})
 			rep.add(Row{Workload: wl, System: r.system, Variant: v, Concurrency: r.conc, Metric: "backend MB", Value: mb[k]})
+			if c, ok := conns[k]; ok {
+				rep.add(Row{Workload: wl, System: r.system, Variant: v, Concurrency: r.conc, Metric: "backend connections opened (last round)", Value: float64(c)})
+			}
 			rep.add(Row{Workload: wl, System: r.system, Variant: v, Concurrency: r.conc, Metric: "peak RSS", Value: float64(peak[k]) / (1 << 20), Unit: "MiB"})
 			rep.add(Row{Workload: wl, System: r.system, Variant: v, Concurrency: r.conc, Metric: "RSS before the run", Value: float64(idle[k]) / (1 << 20), Unit: "MiB"})
 			cfg.logf("%s: %s %s: %.2f s median of %v (%.0f MB/s), %d backend GETs, peak RSS %d MiB", ct.name, r.system, r.name, d, fmtSecs(all[k]),

@@ -54,6 +54,7 @@ func coldFrames(ctx context.Context, cfg Config, e *env, rep *Report) error {
 	reads := min(n, 15)
 	var wFirst, wWhole, pFirst, pWhole []float64
 	var wBytes, wGets int64
+	conns0, viaHTTP := e.backendConns()
 	for i := 0; i < reads; i++ {
 		rel := rels[(i*7+3)%n]
 		if _, err := e.serveArchive(ctx, res.ManifestKey, cfg.CacheBytes, -1); err != nil {
@@ -90,6 +91,9 @@ func coldFrames(ctx context.Context, cfg Config, e *env, rep *Report) error {
 	rep.add(Row{Workload: wl, System: "wharf", Variant: v, Concurrency: 1, Metric: "median whole body", Value: 1000 * medianOf(wWhole), Unit: "ms"})
 	rep.add(Row{Workload: wl, System: "wharf", Variant: v, Concurrency: 1, Metric: "backend GETs per read", Value: float64(wGets) / float64(reads)})
 	rep.add(Row{Workload: wl, System: "wharf", Variant: v, Concurrency: 1, Metric: "backend MB per read", Value: float64(wBytes) / float64(reads) / 1e6, Unit: "MB"})
+	if conns, ok := e.backendConns(); ok && viaHTTP {
+		rep.add(Row{Workload: wl, System: "wharf", Variant: v, Concurrency: 1, Metric: "backend connections opened", Value: float64(conns - conns0)})
+	}
 	rep.add(Row{Workload: wl, System: "per-object", Variant: v, Concurrency: 1, Metric: "median first byte", Value: 1000 * medianOf(pFirst), Unit: "ms"})
 	rep.add(Row{Workload: wl, System: "per-object", Variant: v, Concurrency: 1, Metric: "median whole body", Value: 1000 * medianOf(pWhole), Unit: "ms"})
 	r := medianOf(wWhole) / medianOf(pWhole)

@@ -21,6 +21,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/pprof"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -95,7 +96,10 @@ func newEnv(cfg Config) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &env{dir: dir, store: backend.NewFileStore(dir), reg: prometheus.NewRegistry()}
+	e := &env{dir: dir, store: backend.NewFileStore(dir), reg: prometheus.NewRegistry(), model: cfg.Model}
+	if e.model == "" {
+		e.model = ModelHTTP
+	}
 	e.faulty = faults.NewFaulty(e.store, faults.FaultConfig{Latency: cfg.Latency, Bandwidth: cfg.Bandwidth})
 	e.nolat = faults.NewFaulty(e.store, faults.FaultConfig{})
 	e.readOpts = cfg.ReadOptions
@@ -117,7 +121,7 @@ func newEnv(cfg Config) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	e.srv = &http.Server{Handler: e.labelled("wharf", h), ReadHeaderTimeout: 10 * time.Second}
 	go e.srv.Serve(ln)
 	e.url = "http://" + ln.Addr().String()
 	tr := &http.Transport{
@@ -134,15 +138,13 @@ func newEnv(cfg Config) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.plainSrv = &http.Server{Handler: e.plain, ReadHeaderTimeout: 10 * time.Second}
+	e.plainSrv = &http.Server{Handler: e.labelled("s3model", e.plain), ReadHeaderTimeout: 10 * time.Second}
 	go e.plainSrv.Serve(pln)
 	e.plainClient = newClient("http://"+pln.Addr().String(), &http.Client{Transport: tr.Clone()})
-	e.model = cfg.Model
 	switch cfg.Model {
 	case ModelInProcess:
 		e.backing = e.faulty
 	case ModelHTTP, "":
-		e.model = ModelHTTP
 		// The same S3 model as the plain objects' (same server code, same
 		// store, same counters) on a listener of its own, so that the
 		// baselines' store swaps never touch wharf's backend.
@@ -152,7 +154,8 @@ func newEnv(cfg Config) (*env, error) {
 		if err != nil {
 			return nil, err
 		}
-		e.s3modelSrv = &http.Server{Handler: e.s3model, ReadHeaderTimeout: 10 * time.Second}
+		e.s3modelSrv = &http.Server{Handler: e.labelled("s3model", e.s3model), ReadHeaderTimeout: 10 * time.Second,
+			ConnState: e.s3model.connState}
 		go e.s3modelSrv.Serve(mln)
 		s3s, err := backend.NewS3Store(context.Background(), backend.S3Config{
 			Endpoint: "http://" + mln.Addr().String(), Region: "us-east-1", PathStyle: true, Anonymous: true,
@@ -165,6 +168,27 @@ func newEnv(cfg Config) (*env, error) {
 		return nil, fmt.Errorf("bench: S3 model %q: want %q or %q", cfg.Model, ModelHTTP, ModelInProcess)
 	}
 	return e, nil
+}
+
+// backendConns is how many connections wharf has opened to the HTTP S3
+// model so far, and false with the in-process model.
+func (e *env) backendConns() (int64, bool) {
+	if e.s3model == nil {
+		return 0, false
+	}
+	return e.s3model.conns.Load(), true
+}
+
+// labelled runs h under the pprof labels side=side and model=e.model, so
+// that a CPU profile of the bench ("wharf bench --cpuprofile") separates
+// wharf's work from the clients' and the S3 model's, per model:
+// `go tool pprof -tagfocus side=wharf -tagfocus model=http`. The goroutines
+// a request starts (wharf's fetches, and the SDK's connection reads and
+// writes dialled for them) inherit the labels.
+func (e *env) labelled(side string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		pprof.Do(r.Context(), pprof.Labels("side", side, "model", e.model), func(context.Context) { h.ServeHTTP(w, r) })
+	})
 }
 
 // newClient is an anonymous path-style SDK client of url.
@@ -191,7 +215,13 @@ func (e *env) serveArchive(ctx context.Context, manifestKey string, cacheBytes i
 	opts.Cache = chunkio.NewFrameCache(cacheBytes, e.readOpts...)
 	opts.Metrics = e.avmet
 	opts.Readahead = readahead
-	a, err := archiveview.Open(ctx, backend.Instrument(e.backing, e.bmet), benchBucket, manifestKey, opts)
+	var a *archiveview.Archive
+	var err error
+	// Under wharf's label too: the connections this open dials stay
+	// wharf's for their lifetime.
+	pprof.Do(ctx, pprof.Labels("side", "wharf", "model", e.model), func(ctx context.Context) {
+		a, err = archiveview.Open(ctx, backend.Instrument(e.backing, e.bmet), benchBucket, manifestKey, opts)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", manifestKey, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -31,6 +32,15 @@ type plainServer struct {
 	meta   backend.Store
 	store  atomic.Pointer[backend.Store]
 	served atomic.Int64 // HTTP requests answered
+	conns  atomic.Int64 // connections accepted (connState)
+}
+
+// connState counts the connections clients open to p (http.Server.ConnState):
+// how well a client reuses its connections.
+func (p *plainServer) connState(_ net.Conn, s http.ConnState) {
+	if s == http.StateNew {
+		p.conns.Add(1)
+	}
 }
 
 func (p *plainServer) use(s backend.Store) { p.store.Store(&s) }
