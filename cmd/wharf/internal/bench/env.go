@@ -74,6 +74,7 @@ type env struct {
 	backing    backend.Store
 	s3model    *plainServer
 	s3modelSrv *http.Server
+	s3modelURL string
 }
 
 // The S3 models Config.Model names.
@@ -157,17 +158,32 @@ func newEnv(cfg Config) (*env, error) {
 		e.s3modelSrv = &http.Server{Handler: e.labelled("s3model", e.s3model), ReadHeaderTimeout: 10 * time.Second,
 			ConnState: e.s3model.connState}
 		go e.s3modelSrv.Serve(mln)
-		s3s, err := backend.NewS3Store(context.Background(), backend.S3Config{
-			Endpoint: "http://" + mln.Addr().String(), Region: "us-east-1", PathStyle: true, Anonymous: true,
-		})
-		if err != nil {
+		e.s3modelURL = "http://" + mln.Addr().String()
+		if _, err := e.renewBacking(context.Background()); err != nil {
 			return nil, err
 		}
-		e.backing = s3s
 	default:
 		return nil, fmt.Errorf("bench: S3 model %q: want %q or %q", cfg.Model, ModelHTTP, ModelInProcess)
 	}
 	return e, nil
+}
+
+// renewBacking gives wharf, with the HTTP model, a new backend.S3Store as
+// serve builds it (a new SDK client, HTTP transport and no connections),
+// as in a freshly started wharf; the old store's idle connections are
+// closed at the S3 model. It reports false, and does nothing, with the
+// in-process model.
+func (e *env) renewBacking(ctx context.Context) (bool, error) {
+	if e.s3model == nil {
+		return false, nil
+	}
+	e.s3model.closeIdle()
+	s3s, err := backend.NewS3Store(ctx, backend.S3Config{Endpoint: e.s3modelURL, Region: "us-east-1", PathStyle: true, Anonymous: true})
+	if err != nil {
+		return false, fmt.Errorf("bench: S3 store for the HTTP S3 model: %w", err)
+	}
+	e.backing = s3s
+	return true, nil
 }
 
 // backendConns is how many connections wharf has opened to the HTTP S3

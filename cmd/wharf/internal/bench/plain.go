@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/wharf-s3/wharf/backend"
@@ -33,13 +34,37 @@ type plainServer struct {
 	store  atomic.Pointer[backend.Store]
 	served atomic.Int64 // HTTP requests answered
 	conns  atomic.Int64 // connections accepted (connState)
+
+	mu   sync.Mutex
+	idle map[net.Conn]bool // connections idle between requests (connState)
 }
 
-// connState counts the connections clients open to p (http.Server.ConnState):
-// how well a client reuses its connections.
-func (p *plainServer) connState(_ net.Conn, s http.ConnState) {
+// connState counts the connections clients open to p and tracks the idle
+// ones (http.Server.ConnState): how well a client reuses its connections.
+func (p *plainServer) connState(c net.Conn, s http.ConnState) {
 	if s == http.StateNew {
 		p.conns.Add(1)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if s == http.StateIdle {
+		if p.idle == nil {
+			p.idle = map[net.Conn]bool{}
+		}
+		p.idle[c] = true
+	} else {
+		delete(p.idle, c)
+	}
+}
+
+// closeIdle closes every connection idle between requests (those of a
+// client being dropped), as a server's idle timeout would.
+func (p *plainServer) closeIdle() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.idle {
+		c.Close()
+		delete(p.idle, c)
 	}
 }
 
