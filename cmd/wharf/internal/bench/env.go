@@ -75,6 +75,9 @@ type env struct {
 	s3model    *plainServer
 	s3modelSrv *http.Server
 	s3modelURL string
+	// clock, when set, times wharf's backend reads (serveArchive puts it
+	// between the archive and backing).
+	clock *fetchClock
 }
 
 // The S3 models Config.Model names.
@@ -236,7 +239,12 @@ func (e *env) serveArchive(ctx context.Context, manifestKey string, cacheBytes i
 	// Under wharf's label too: the connections this open dials stay
 	// wharf's for their lifetime.
 	pprof.Do(ctx, pprof.Labels("side", "wharf", "model", e.model), func(ctx context.Context) {
-		a, err = archiveview.Open(ctx, backend.Instrument(e.backing, e.bmet), benchBucket, manifestKey, opts)
+		store := e.backing
+		if e.clock != nil {
+			e.clock.Store = e.backing
+			store = e.clock
+		}
+		a, err = archiveview.Open(ctx, backend.Instrument(store, e.bmet), benchBucket, manifestKey, opts)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", manifestKey, err)
