@@ -30,6 +30,7 @@ func runBench(ctx context.Context, args []string) error {
 	latency := fs.Duration("latency", def.Latency, "first-byte latency added to every backend request")
 	bandwidth := byteSize(def.Bandwidth)
 	fs.Var(&bandwidth, "bandwidth", "per-connection backend bandwidth in bytes/s, like one S3 connection (default 100MB); 0 = unlimited")
+	model := fs.String("model", bench.ModelHTTP, "how wharf reaches the S3 model: http (backend.S3Store, the AWS SDK over loopback HTTP: the served path), inprocess (the store called in-process), or both comma-separated (each run in full, reported side by side)")
 	coldFiles := fs.Int("cold-files", def.ColdFiles, "1 MiB files of the cold 16 MiB-frame workload (0 skips it)")
 	var ro readOptions
 	ro.addReadFlags(fs)
@@ -147,6 +148,10 @@ func runBench(ctx context.Context, args []string) error {
 	cfg.ListKeys = *listKeys
 	cfg.CacheBytes = int64(cache)
 	cfg.ColdFiles = *coldFiles
+	cfg.Models = nil
+	for _, m := range strings.Split(*model, ",") {
+		cfg.Models = append(cfg.Models, strings.TrimSpace(m))
+	}
 	if *latency < 0 || bandwidth < 0 || *files < 0 || large < 0 || *listKeys < 0 || *coldFiles < 0 || cache <= 0 {
 		return errors.New("bench: sizes, counts and durations must not be negative, and --cache-bytes must be positive")
 	}
