@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# On demand (not in CI): the end-to-end read suite of integration/ against
+# real S3 servers besides the two scripts/test.sh runs (gofakes3 and
+# versitygw): SeaweedFS (one `weed server -s3` process) and MinIO, each
+# built once from the Go module proxy into ./bin and run on loopback with
+# the suite's backend credentials. TESTING.md gives each server's result.
+#
+#   bash scripts/backends.sh                 # seaweedfs and minio
+#   bash scripts/backends.sh seaweedfs       # one of them
+#   WHARF_BACKEND_TESTS='TestAWSSDKGoV2' bash scripts/backends.sh minio
+#
+# Versions: SEAWEEDFS_VERSION and MINIO_VERSION (module versions; default
+# latest: neither publishes semver tags the module proxy serves).
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+SEAWEEDFS_VERSION=${SEAWEEDFS_VERSION:-latest}
+MINIO_VERSION=${MINIO_VERSION:-latest}
+TESTS=${WHARF_BACKEND_TESTS:-'TestArchiveShapes|TestAWSSDKGoV2|TestMinioGo|TestGetAndLsWithoutServer|TestReliability|TestSharedIndexReplicas|TestReplacedChunkEndToEnd|TestUnknownAccessKey'}
+# The suite's backend credentials (integration/main_test.go).
+KEY=backend-fake-key
+SECRET=backend-fake-secret
+
+servers=("$@")
+[ ${#servers[@]} -eq 0 ] && servers=(seaweedfs minio)
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+# build NAME MODULE@VERSION: go install into ./bin once; a stamp file says
+# which version was built (go install stamps none into the binary).
+build() {
+	local name=$1 mod=$2 bin="$PWD/bin/$1"
+	if [ -x "$bin" ] && [ "$(cat "$bin.version" 2>/dev/null)" = "$mod" ]; then
+		return 0
+	fi
+	echo "==> building $mod into ./bin (once)"
+	GOBIN="$PWD/bin" go install "$mod" && echo "$mod" >"$bin.version"
+}
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+wait_port() {
+	local port=$1 i
+	for i in $(seq 1 300); do
+		(exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
+		sleep 0.2
+	done
+	return 1
+}
+
+start_seaweedfs() {
+	build weed "github.com/seaweedfs/seaweedfs/weed@$SEAWEEDFS_VERSION" || return 1
+	local port=$1 dir="$work/seaweedfs"
+	mkdir -p "$dir"
+	cat >"$dir/s3.json" <<JSON
+{"identities":[{"name":"wharf","credentials":[{"accessKey":"$KEY","secretKey":"$SECRET"}],"actions":["Admin","Read","List","Tagging","Write"]}]}
+JSON
+	./bin/weed server -ip=127.0.0.1 -ip.bind=127.0.0.1 -dir="$dir" -master.port="$(free_port)" -volume.port="$(free_port)" \
+		-filer -s3 -s3.port="$port" -s3.config="$dir/s3.json" >"$dir/log" 2>&1 &
+	pids+=($!)
+}
+
+start_minio() {
+	build minio "github.com/minio/minio@$MINIO_VERSION" || return 1
+	local port=$1 dir="$work/minio"
+	mkdir -p "$dir/data"
+	MINIO_ROOT_USER=$KEY MINIO_ROOT_PASSWORD=$SECRET ./bin/minio server --quiet --address "127.0.0.1:$port" \
+		--console-address "127.0.0.1:$(free_port)" "$dir/data" >"$dir/log" 2>&1 &
+	pids+=($!)
+}
+
+results=()
+for s in "${servers[@]}"; do
+	port=$(free_port)
+	case $s in
+	seaweedfs) start_seaweedfs "$port" ;;
+	minio) start_minio "$port" ;;
+	*) echo "unknown server $s (want seaweedfs or minio)"; exit 2 ;;
+	esac || { results+=("$s: BUILD FAILED"); continue; }
+	if ! wait_port "$port"; then
+		results+=("$s: did not start (log: $(tail -3 "$work/$s/log" 2>/dev/null))")
+		continue
+	fi
+	sleep 2 # the S3 gateway may listen before its filer/volumes are ready
+	echo "==> integration read suite against $s on 127.0.0.1:$port"
+	if WHARF_S3_BACKEND="url:http://127.0.0.1:$port" go test -count=1 -v -timeout 20m -run "^($TESTS)\$" ./integration 2>&1 | tee "$work/$s.out" | grep -E '^(--- |ok|FAIL|PASS)'; then
+		:
+	fi
+	if grep -q '^ok' "$work/$s.out"; then
+		results+=("$s: PASS")
+	else
+		results+=("$s: FAIL ($(grep -c -- '--- FAIL' "$work/$s.out") failed tests; see output above)")
+	fi
+done
+echo
+printf 'wharf backends: %s\n' "${results[@]}"
+printf '%s\n' "${results[@]}" | grep -qv ': PASS$' && exit 1
+exit 0
