@@ -28,7 +28,7 @@ VERSITYGW_VERSION=v1.8.0
 # and ranges through two SDKs, get/ls, ETag pinning (a replaced chunk),
 # damaged and missing objects, the shared index's conditional PUT, and the
 # start-up error of an unknown access key. CI-sized: about 20 s.
-VERSITYGW_TESTS='TestArchiveShapes|TestAWSSDKGoV2|TestMinioGo|TestGetAndLsWithoutServer|TestReliability|TestSharedIndexReplicas|TestReplacedChunkEndToEnd|TestUnknownAccessKey'
+VERSITYGW_TESTS='TestArchiveShapes|TestComposeCommands|TestAWSSDKGoV2|TestMinioGo|TestGetAndLsWithoutServer|TestReliability|TestSharedIndexReplicas|TestReplacedChunkEndToEnd|TestUnknownAccessKey'
 # The clients of docs/clients.md (run by integration/clients_recipes_test.go)
 # are among them: s3fs (FUSE), gdal-bin, python3-rasterio, curl, nodejs;
 # npm is checked as a command (nodejs builds may bundle it), and the
