@@ -5,6 +5,8 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -187,4 +189,42 @@ func putFile(t *testing.T, mem *s3mem.Backend, dir, key string) {
 	if _, err := mem.PutObject("src", key, map[string]string{}, bytes.NewReader(b), int64(len(b)), nil); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestServeAllowRestoreProbe: serve --allow-restore over a store that does
+// not implement RestoreObject (gofakes3 answers 405) starts and says so in
+// its log; over one that does (the Glacier model on the wire) it logs
+// that it does.
+func TestServeAllowRestoreProbe(t *testing.T) {
+	for _, withRestores := range []bool{false, true} {
+		l := newLakeFake(t)
+		res := l.pack(t, nil, map[string][]byte{"a.txt": []byte("probe\n")}, cargopack.Options{Prefix: "p", UploadID: "u1"})
+		cfg := defaultServeConfig()
+		cfg.Listen, cfg.StoreURL, cfg.S3 = "127.0.0.1:0", "s3://", l.s3Config()
+		if withRestores {
+			gl := httptest.NewServer(faults.NewGlacier(faults.GlacierConfig{}).HTTP(reverseTo(t, l.url)))
+			t.Cleanup(gl.Close)
+			cfg.S3.Endpoint = gl.URL
+		}
+		cfg.AllowRestore, cfg.AccessKey, cfg.SecretKey = true, "AKIAWHARF", "wharf-secret"
+		cfg.Archives = []serveArchive{{Name: "data", ManifestURL: "s3://lake/" + res.ManifestKey}}
+		_, _, logs, stop := startServe(t, cfg)
+		stop()
+		want := "the store does not implement RestoreObject; restores through wharf answer 501 NotImplemented"
+		if withRestores {
+			want = "the store implements RestoreObject"
+		}
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("restores %v: the log does not say %q:\n%s", withRestores, want, logs.String())
+		}
+	}
+}
+
+// reverseTo forwards to the server at url (keeping the Host header).
+func reverseTo(t *testing.T, target string) http.Handler {
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(u); r.Out.Host = r.In.Host }}
 }
