@@ -10,7 +10,9 @@
 #   WHARF_BACKEND_TESTS='TestAWSSDKGoV2' bash scripts/backends.sh minio
 #
 # Versions: SEAWEEDFS_VERSION and MINIO_VERSION (module versions; default
-# latest: neither publishes semver tags the module proxy serves).
+# latest: neither publishes semver tags the module proxy serves). MinIO is
+# `go install`ed; SeaweedFS's go.mod has replace directives, which go
+# install refuses, so its module is downloaded and built as the main module.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -54,8 +56,21 @@ wait_port() {
 	return 1
 }
 
+# build_main NAME MODULE@VERSION PKG: for a module whose go.mod has replace
+# directives (SeaweedFS), which `go install MOD@VERSION` refuses: download
+# the module from the proxy and build PKG inside it, as the main module.
+build_main() {
+	local name=$1 mod=$2 pkg=$3 bin="$PWD/bin/$1" dir
+	if [ -x "$bin" ] && [ "$(cat "$bin.version" 2>/dev/null)" = "$mod" ]; then
+		return 0
+	fi
+	echo "==> building $mod ($pkg) into ./bin (once)"
+	dir=$(go mod download -json "$mod" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])') || return 1
+	(cd "$dir" && go build -o "$bin" "$pkg") && echo "$mod" >"$bin.version"
+}
+
 start_seaweedfs() {
-	build weed "github.com/seaweedfs/seaweedfs/weed@$SEAWEEDFS_VERSION" || return 1
+	build_main weed "github.com/seaweedfs/seaweedfs@$SEAWEEDFS_VERSION" ./weed || return 1
 	local port=$1 dir="$work/seaweedfs"
 	mkdir -p "$dir"
 	cat >"$dir/s3.json" <<JSON
