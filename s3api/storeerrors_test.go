@@ -144,3 +144,60 @@ func TestChangedChunkNamesKey(t *testing.T) {
 		t.Errorf("message %q (key %q): want the chunk s3://src/%s named, no retry advice", e.Message, e.Key, rel)
 	}
 }
+
+// TestReplacedDirectObjectRefusedFirst (issue 25): a direct-upload object
+// replaced after the archive was opened is refused before its first byte
+// (its reads are pinned to the ETag of the listing at open), with 409
+// ObjectChanged naming the object, instead of a 200 cut off near its end.
+func TestReplacedDirectObjectRefusedFirst(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	big := randBytes(33, 300<<10)
+	res, err := cargopack.Write(ctx, cargopack.DirSink(dir), cargopack.FromMap(map[string][]byte{"big.bin": big}, testMTime),
+		cargopack.Options{Bucket: "src", Prefix: "p", UploadID: "u1", Direct: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := s3mem.New()
+	if err := mem.CreateBucket("src"); err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(dir, "src")
+	filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
+		if err != nil || fi.IsDir() {
+			return err
+		}
+		b, _ := os.ReadFile(p)
+		rel, _ := filepath.Rel(root, p)
+		_, err = mem.PutObject("src", filepath.ToSlash(rel), map[string]string{}, bytes.NewReader(b), int64(len(b)), nil)
+		return err
+	})
+	s3srv := httptest.NewServer(gofakes3.New(mem, gofakes3.WithLogger(gofakes3.DiscardLog())).Server())
+	t.Cleanup(s3srv.Close)
+	t.Setenv("AWS_CONFIG_FILE", "/nonexistent")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+	store, err := backend.NewS3Store(ctx, backend.S3Config{Endpoint: s3srv.URL, Region: "us-east-1", PathStyle: true,
+		AccessKeyID: "k", SecretAccessKey: "s", MaxBackoff: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := archiveview.Open(ctx, store, "src", res.ManifestKey, archiveview.Options{Name: testBucket, StorageClasses: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	f := newFixtureFromArchive(t, a, fixtureOpts{anonymous: true})
+	key := "p/uploads/u1/files/big.bin"
+	changed := append([]byte(nil), big...)
+	changed[len(changed)-1] ^= 0xff
+	if _, err := mem.PutObject("src", key, map[string]string{}, bytes.NewReader(changed), int64(len(changed)), nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, rng := range []string{"", "bytes=0-99"} {
+		resp, body := f.do(t, http.MethodGet, objPath(testBucket, "big.bin"), map[string]string{"Range": rng})
+		e := wantError(t, resp, body, http.StatusConflict, "ObjectChanged")
+		if !strings.Contains(e.Message, "s3://src/"+key) {
+			t.Errorf("range %q: message %q does not name s3://src/%s", rng, e.Message, key)
+		}
+	}
+}
