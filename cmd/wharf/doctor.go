@@ -14,7 +14,8 @@ package main
 //	range+if-match  a ranged GET of each manifest answers with an ETag and a
 //	              stale If-Match is refused (ETag pinning)
 //	restore       the store implements RestoreObject (a restore of a key
-//	              that does not exist); a failure only with --allow-restore
+//	              that does not exist); a failure (not implemented, or the
+//	              probe itself failing) only with --allow-restore
 //	index-cache   a local --index-cache directory is writable; an s3://
 //	              cache's store can write and its bucket can be listed. The
 //	              conditional-PUT-enforced probe belongs to the shared index
@@ -263,6 +264,8 @@ func checkRestore(ctx context.Context, store backend.Store, cfg *serveConfig) []
 			out = append(out, okCheck("restore", "bucket %s: the store implements RestoreObject", b))
 		case errors.Is(err, backend.ErrNotImplemented) && !cfg.AllowRestore:
 			out = append(out, skipCheck("restore", fmt.Sprintf("bucket %s: the store does not implement RestoreObject (not needed without --allow-restore): %v", b, err)))
+		case !cfg.AllowRestore:
+			out = append(out, skipCheck("restore", fmt.Sprintf("bucket %s: could not probe RestoreObject (not needed without --allow-restore): %v", b, err)))
 		default:
 			out = append(out, failCheck("restore", fmt.Errorf("bucket %s: %w", b, err)))
 		}

@@ -174,6 +174,7 @@ func TestDoctorS3(t *testing.T) {
 		t.Fatalf("doctor with refused credentials passed\n%s", out)
 	}
 	wantLine(t, out, "FAIL", "credentials", "XAdminUserNotFound")
+	wantLine(t, out, "skip", "restore", "could not probe RestoreObject")
 	wantLine(t, out, "FAIL", "index-cache", "XAdminUserNotFound")
 	if strings.Contains(out, "not found (check the URL") {
 		t.Errorf("refused credentials reported as a missing manifest:\n%s", out)
