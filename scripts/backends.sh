@@ -47,6 +47,25 @@ build() {
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
+# free_pair: a port P below 50000 with P+10000 free too (SeaweedFS puts
+# each server's gRPC port 10000 above its HTTP port).
+free_pair() {
+	python3 -c '
+import random, socket
+def free(p):
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", p)); return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+while True:
+    p = random.randint(20000, 49999)
+    if free(p) and free(p + 10000):
+        print(p); break'
+}
+
 wait_port() {
 	local port=$1 i
 	for i in $(seq 1 300); do
@@ -76,8 +95,8 @@ start_seaweedfs() {
 	cat >"$dir/s3.json" <<JSON
 {"identities":[{"name":"wharf","credentials":[{"accessKey":"$KEY","secretKey":"$SECRET"}],"actions":["Admin","Read","List","Tagging","Write"]}]}
 JSON
-	./bin/weed server -ip=127.0.0.1 -ip.bind=127.0.0.1 -dir="$dir" -master.port="$(free_port)" -volume.port="$(free_port)" \
-		-filer -s3 -s3.port="$port" -s3.config="$dir/s3.json" >"$dir/log" 2>&1 &
+	./bin/weed server -ip=127.0.0.1 -ip.bind=127.0.0.1 -dir="$dir" -master.port="$(free_pair)" -volume.port="$(free_pair)" \
+		-filer -filer.port="$(free_pair)" -s3 -s3.port="$port" -s3.config="$dir/s3.json" >"$dir/log" 2>&1 &
 	pids+=($!)
 }
 
@@ -92,7 +111,7 @@ start_minio() {
 
 results=()
 for s in "${servers[@]}"; do
-	port=$(free_port)
+	port=$(free_pair)
 	case $s in
 	seaweedfs) start_seaweedfs "$port" ;;
 	minio) start_minio "$port" ;;
@@ -102,7 +121,9 @@ for s in "${servers[@]}"; do
 		results+=("$s: did not start (log: $(tail -3 "$work/$s/log" 2>/dev/null))")
 		continue
 	fi
-	sleep 2 # the S3 gateway may listen before its filer/volumes are ready
+	# The S3 gateway may listen before its filer and volumes are ready
+	# (SeaweedFS elects its master first).
+	if [ "$s" = seaweedfs ]; then sleep 10; else sleep 2; fi
 	echo "==> integration read suite against $s on 127.0.0.1:$port"
 	if WHARF_S3_BACKEND="url:http://127.0.0.1:$port" go test -count=1 -v -timeout 20m -run "^($TESTS)\$" ./integration 2>&1 | tee "$work/$s.out" | grep -E '^(--- |ok|FAIL|PASS)'; then
 		:
