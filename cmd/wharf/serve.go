@@ -354,6 +354,9 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 	if cfg.AllowRestore && !restorer {
 		return fmt.Errorf("--allow-restore: the store %s cannot restore objects", cfg.StoreURL)
 	}
+	if cfg.AllowRestore {
+		logRestoreProbes(ctx, log, store, &cfg) // doctor.go
+	}
 	indexCache, dropIndexSpool, err := cfg.openIndexCache(ctx, store, reg, log)
 	if err != nil {
 		return err
