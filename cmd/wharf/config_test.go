@@ -160,6 +160,7 @@ func TestConfigRoundTrip(t *testing.T) {
 			CORSMaxAge: time.Hour},
 		AllowRestore: true, RestoreStatusTTL: 30 * time.Second,
 		openLimits: openLimits{OpenTimeout: 90 * time.Second, IndexMemory: 2 << 30, MaxFilesPerUpload: 2_000_000},
+		memorySet:  memoryExplicit{cache: true, read: true, index: true, maxFiles: true},
 	}
 	if !reflect.DeepEqual(fromFile, want) {
 		t.Errorf("config file:\n got %+v\nwant %+v", fromFile, want)
