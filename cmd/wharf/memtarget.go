@@ -94,6 +94,9 @@ func parseMemoryTarget(v string) (int64, error) {
 		return 0, nil // off: a flag can turn off the config file's target
 	}
 	if err := checkMemoryTarget(n); err != nil {
+		if strings.Trim(s, "0123456789") == "" && n < minMemoryTarget {
+			err = fmt.Errorf("%w (a bare number is bytes: write %sMiB, not %s)", err, s, s)
+		}
 		return 0, fmt.Errorf("--memory-target %q: %w", v, err)
 	}
 	return n, nil
@@ -105,7 +108,7 @@ func checkMemoryTarget(n int64) error {
 	case n <= 0:
 		return fmt.Errorf("want a positive size, got %d", n)
 	case n < minMemoryTarget:
-		return fmt.Errorf("%d bytes is smaller than any working wharf (at least %s; a bare number is bytes: write 512MiB, not 512)", n, fmtMiB(minMemoryTarget))
+		return fmt.Errorf("%d bytes is smaller than any working wharf (at least %s)", n, fmtMiB(minMemoryTarget))
 	case n > maxMemoryTarget:
 		return fmt.Errorf("%d bytes: larger than 1PiB", n)
 	}
