@@ -96,6 +96,11 @@ func TestMemoryTargetDivision(t *testing.T) {
 		{name: "3GiB, nothing explicit", target: 3 * GiB,
 			cache: 3 * GiB * 40 / 100, read: 3 * GiB * 55 / 100, index: 3 * GiB * 15 / 100, goLimit: 3 * GiB * 90 / 100,
 			maxFiles: int(3 * GiB * 15 / 100 / catalog.IndexBytesPerFile)},
+		// The examples table of docs/operations.md ("One memory target").
+		{name: "512MiB (docs)", target: 512 * MiB,
+			goLimit: 461 * MiB, cache: 205 * MiB, read: 282 * MiB, index: 77 * MiB, maxFiles: 503_316},
+		{name: "16GiB (docs)", target: 16 * GiB,
+			goLimit: 16 * GiB * 90 / 100, cache: 16 * GiB * 40 / 100, read: 16 * GiB * 55 / 100, index: 16 * GiB * 15 / 100, maxFiles: catalog.DefaultMaxFilesPerUpload},
 		{name: "64GiB: files capped at the default", target: 64 * GiB,
 			cache: 64 * GiB * 40 / 100, index: 64 * GiB * 15 / 100, maxFiles: catalog.DefaultMaxFilesPerUpload},
 		{name: "330MiB: floors of the headroom and of the reads in flight", target: 330 * MiB,
