@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -201,5 +202,43 @@ func TestMemoryTargetGoLimit(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestServeMemoryTarget: serve with --memory-target divides its budgets
+// (the start-up log lists them), runs under the target's Go soft limit
+// (the runtime reports it on /metrics), and gives the previous limit back
+// when it returns.
+func TestServeMemoryTarget(t *testing.T) {
+	before := debug.SetMemoryLimit(-1)
+	store, man := packServeTree(t, map[string][]byte{"a.txt": []byte("hello\n")})
+	const target = 512 << 20
+	p, err := divideMemory(target, memoryExplicit{}, memoryPlan{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, admin, logs, stop := startServe(t, serveConfig{
+		Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0", StoreURL: store,
+		Archives: []serveArchive{{Name: "data", ManifestURL: man}}, Anonymous: true,
+		CacheBytes: 64 << 20, MemoryTarget: target, LogFormat: "json",
+	})
+	for _, want := range []string{"budgets divided from --memory-target",
+		`"go_memory_limit":` + fmt.Sprint(p.GoLimit), `"cache_bytes":` + fmt.Sprint(p.Cache), `"read_memory":` + fmt.Sprint(p.Read)} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log lacks %s:\n%s", want, logs.String())
+		}
+	}
+	if code, body := get(t, "http://"+addr+"/data/a.txt"); code != 200 || string(body) != "hello\n" {
+		t.Fatalf("GET: %d %q", code, body)
+	}
+	_, metrics := get(t, "http://"+admin+"/metrics")
+	if want := fmt.Sprintf("go_gc_gomemlimit_bytes %g", float64(p.GoLimit)); !strings.Contains(string(metrics), want) {
+		t.Errorf("/metrics lacks %q", want)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if got := debug.SetMemoryLimit(-1); got != before {
+		t.Errorf("Go memory limit after serve %d, want the previous %d", got, before)
 	}
 }
