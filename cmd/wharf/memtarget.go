@@ -61,7 +61,7 @@ type memoryPlan struct {
 	Cache     int64 // --cache-bytes
 	Read      int64 // --read-memory (cache + reads in flight)
 	Index     int64 // --index-memory
-	MaxFiles  int   // --max-files-per-upload, when derived (0 = kept)
+	MaxFiles  int   // --max-files-per-upload: derived (0 = kept), or the explicit one in divideMemory's cur
 	Explicit  memoryExplicit
 	Available int64 // what the budgets may use together: Read + Index at most
 }
@@ -150,7 +150,7 @@ func (t *yamlMemoryTarget) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-// markYAMLBudgets marks the budgets a config document sets.
+// markYAML marks the budgets a config document sets.
 func (m *memoryExplicit) markYAML(data []byte) {
 	var keys map[string]yaml.Node
 	if yaml.Unmarshal(data, &keys) != nil {
@@ -225,6 +225,10 @@ func divideOnce(target int64, ex memoryExplicit, cur memoryPlan) (memoryPlan, er
 		p.Index = cur.Index
 	} else {
 		p.Index = min(max(pct(indexPct), minIndexMemory), maxIndexMemory)
+		if ex.maxFiles {
+			// An explicit file cap needs its index memory.
+			p.Index = max(p.Index, int64(cur.MaxFiles)*catalog.IndexBytesPerFile)
+		}
 	}
 	if ex.read {
 		p.Read = cur.Read
@@ -274,7 +278,7 @@ func (cfg *serveConfig) applyMemoryTarget() (memoryPlan, bool, error) {
 	if cfg.MemoryTarget == 0 {
 		return memoryPlan{}, false, nil
 	}
-	cur := memoryPlan{Cache: cfg.CacheBytes, Read: cfg.Read.ReadMemory, Index: int64(cfg.IndexMemory)}
+	cur := memoryPlan{Cache: cfg.CacheBytes, Read: cfg.Read.ReadMemory, Index: int64(cfg.IndexMemory), MaxFiles: cfg.MaxFilesPerUpload}
 	ex := cfg.memorySet
 	if ex.read && cur.Read == 0 {
 		ex.read = false // 0 asks for the default, which the target now sets
