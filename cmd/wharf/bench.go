@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -57,6 +58,8 @@ func runBench(ctx context.Context, args []string) error {
 	scaleRepeat := fs.Int("scale-repeat", scaleDef.Repeat, "with --scale: build runs per size (the median is reported)")
 	scaleUploads := fs.Int("scale-uploads", 2000, "with --scale: also time discovery of this many uploads at 50ms per request (0 skips it)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	var memTarget int64
+	fs.Var(memoryTargetFlag{&memTarget}, "memory-target", "with --soak: as serve's --memory-target, the process's memory limit: sets the Go soft memory limit and divides --cache-bytes and --read-memory from it (explicit ones win)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -116,13 +119,26 @@ func runBench(ctx context.Context, args []string) error {
 	if *soak {
 		sc := bench.DefaultSoakConfig()
 		sc.Duration, sc.Clients, sc.Stalled, sc.Greedy = *soakFor, *soakClients, *soakStalled, *soakGreedy
+		var given memoryExplicit
 		fs.Visit(func(f *flag.Flag) {
+			given.mark(f.Name)
 			if f.Name == "cache-bytes" {
 				sc.CacheBytes = int64(cache)
 			}
 		})
 		if *soakFor <= 0 || *soakClients < 1 || sc.CacheBytes <= 0 {
 			return errors.New("bench --soak: --soak-duration and --cache-bytes must be positive, --soak-clients at least 1")
+		}
+		if memTarget > 0 {
+			given.read = given.read && ro.ReadMemory != 0
+			p, err := divideMemory(memTarget, given, memoryPlan{Cache: sc.CacheBytes, Read: ro.ReadMemory})
+			if err != nil {
+				return err
+			}
+			sc.CacheBytes, ro.ReadMemory = p.Cache, p.Read
+			defer debug.SetMemoryLimit(debug.SetMemoryLimit(p.GoLimit))
+			fmt.Fprintf(os.Stderr, "memory target %d: Go soft limit %d, cache %d, read memory %d (GOMEMLIMIT in the environment %q is replaced)\n",
+				p.Target, p.GoLimit, p.Cache, p.Read, os.Getenv("GOMEMLIMIT"))
 		}
 		if err := ro.validate(sc.CacheBytes); err != nil {
 			return err

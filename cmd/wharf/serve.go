@@ -70,6 +70,12 @@ type serveConfig struct {
 	IndexCacheSecretFile   string
 	IndexCacheTrustWriters bool
 
+	// MemoryTarget (--memory-target) divides the budgets and sets the Go
+	// soft memory limit; memorySet says which budgets were given
+	// explicitly and keep their value (memtarget.go). 0 = off.
+	MemoryTarget int64
+	memorySet    memoryExplicit
+
 	VirtualHostBase string
 	Region          string
 	LogFormat       string // json | console
@@ -316,9 +322,14 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 	if err != nil {
 		return err
 	}
+	plan, planned, err := cfg.applyMemoryTarget()
+	if err != nil {
+		return err
+	}
 	if err := cfg.validate(keys); err != nil {
 		return err
 	}
+	defer setGoMemoryLimit(plan, planned, log)()
 	if cfg.Region == "" {
 		cfg.Region = "us-east-1"
 	}
