@@ -56,8 +56,8 @@ func TestAnalyticShapesTiny(t *testing.T) {
 						got["wharf/backend GETs"], got["wharf/backend bytes / covering frames"])
 				}
 			}
-			if len(rep.Targets) != 6 {
-				t.Errorf("%d targets, want 6 (two each for the two Zarr shapes and the COG)", len(rep.Targets))
+			if len(rep.Targets) != 12 {
+				t.Errorf("%d targets, want 12 (two each for the two Zarr shapes and the COG, with readahead on and off)", len(rep.Targets))
 			}
 		})
 	}
