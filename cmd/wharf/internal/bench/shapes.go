@@ -78,10 +78,11 @@ func analyticShapes(size, frame int64, seed uint64) []shape {
 	out = append(out, shape{name: "DuckDB Parquet open (bytes=-262144, then 6 column chunks)", batches: []shapeBatch{
 		{conc: 1, ranges: []shapeRange{{n: min(shapeFooter, size), suffix: true}}}, cols}})
 
-	// zarr-python 3: random chunks, 64 (and 16) in flight.
+	// zarr-python 3: a selection of conc random chunks, read conc at a
+	// time (its default async concurrency is 64; 16 as well).
 	for _, conc := range []int{16, 64} {
 		nChunks := size / shapeZarr
-		pick := rng.Perm(int(nChunks))[:min(int(nChunks), 2*conc)]
+		pick := rng.Perm(int(nChunks))[:min(int(nChunks), conc)]
 		b := shapeBatch{conc: conc}
 		for _, c := range pick {
 			b.ranges = append(b.ranges, shapeRange{off: int64(c) * shapeZarr, n: shapeZarr})
@@ -343,7 +344,7 @@ func analyticShapesWorkload(ctx context.Context, cfg Config, e *env, rep *Report
 }
 
 // quiesce waits, at most 10 s, until wharf's backend has made no request
-// and returned no byte for 200 ms: its background fetches are done.
+// and returned no byte for 100 ms: its background fetches are done.
 func quiesce(ctx context.Context, e *env) error {
 	deadline := time.Now().Add(10 * time.Second)
 	last := [2]int64{-1, -1}
@@ -356,7 +357,7 @@ func quiesce(ctx context.Context, e *env) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
 	return fmt.Errorf("shapes: wharf's backend reads did not settle within 10 s")
