@@ -33,6 +33,10 @@ func runBench(ctx context.Context, args []string) error {
 	fs.Var(&bandwidth, "bandwidth", "per-connection backend bandwidth in bytes/s, like one S3 connection (default 100MB); 0 = unlimited")
 	model := fs.String("model", bench.ModelHTTP, "how wharf reaches the S3 model: http (backend.S3Store, the AWS SDK over loopback HTTP: the served path), inprocess (the store called in-process), or both comma-separated (each run in full, reported side by side)")
 	coldFiles := fs.Int("cold-files", def.ColdFiles, "1 MiB files of the cold 16 MiB-frame workload (0 skips it)")
+	shapeSize := byteSize(def.ShapeSize)
+	fs.Var(&shapeSize, "shapes-size", "file of the analytic request-shapes workload: DuckDB Parquet open, zarr-python 3 at 16 and 64, pyarrow coalescing, 256 small concurrent reads, COG windows (0 skips it)")
+	shapeFrame := byteSize(def.ShapeFrame)
+	fs.Var(&shapeFrame, "shapes-frame", "frame size the request-shapes file is packed with")
 	var ro readOptions
 	ro.addReadFlags(fs)
 	files := fs.Int("files", def.Files, "files in the tree-walk tree (0 skips the walk, random-read and warm workloads)")
@@ -164,6 +168,7 @@ func runBench(ctx context.Context, args []string) error {
 	cfg.ListKeys = *listKeys
 	cfg.CacheBytes = int64(cache)
 	cfg.ColdFiles = *coldFiles
+	cfg.ShapeSize, cfg.ShapeFrame = int64(shapeSize), int64(shapeFrame)
 	cfg.Models = nil
 	for _, m := range strings.Split(*model, ",") {
 		cfg.Models = append(cfg.Models, strings.TrimSpace(m))
@@ -189,6 +194,8 @@ func runBench(ctx context.Context, args []string) error {
 	if *quick {
 		cfg.Files, cfg.LargeSize, cfg.ListKeys, cfg.RandomReads, cfg.WarmFor = 200, 32<<20, 20_000, 50, 500*time.Millisecond
 		cfg.ColdFiles = min(cfg.ColdFiles, 16)
+		cfg.ShapeSize = min(cfg.ShapeSize, 16<<20)
+		cfg.ShapeFrame = min(cfg.ShapeFrame, cfg.ShapeSize)
 	}
 	cfg.Command = "wharf bench " + strings.Join(args, " ")
 	cfg.Progress = os.Stderr

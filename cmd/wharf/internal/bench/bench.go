@@ -53,6 +53,10 @@ type Config struct {
 	// workload.
 	Archive   archiveview.Options
 	ColdFiles int // files of the cold 16 MiB-frame workload (0 skips it)
+	// ShapeSize is the file of the analytic request-shapes workload
+	// (shapes.go; 0 skips it), packed in ShapeFrame-byte frames.
+	ShapeSize  int64
+	ShapeFrame int64
 	// Models are the ways wharf reaches the S3 model, each run in full and
 	// reported side by side: ModelHTTP (backend.S3Store over loopback HTTP,
 	// the served path) and ModelInProcess (the store called in-process).
@@ -72,6 +76,8 @@ func DefaultConfig() Config {
 		Latency:     20 * time.Millisecond,
 		Bandwidth:   100e6,
 		ColdFiles:   48,
+		ShapeSize:   64 << 20,
+		ShapeFrame:  4 << 20,
 		Concurrency: []int{1, 8, 32},
 		Files:       2000,
 		MaxFileSize: 64 << 10,
@@ -108,6 +114,8 @@ func (c Config) validate() error {
 		return errors.New("bench: sizes, counts and durations must not be negative")
 	case c.CacheBytes <= 0:
 		return fmt.Errorf("bench: frame cache budget %d: want a positive size", c.CacheBytes)
+	case c.ShapeSize != 0 && (c.ShapeSize < minShapeSize || c.ShapeFrame < 64<<10 || c.ShapeFrame > c.ShapeSize):
+		return fmt.Errorf("bench: analytic shapes: file %d bytes in %d-byte frames: want 0 (skip) or a file of at least %d MiB and frames of 64 KiB up to the file's size", c.ShapeSize, c.ShapeFrame, minShapeSize>>20)
 	case c.LargeSize > 0 && c.LargeSize < minLargeSize:
 		return fmt.Errorf("bench: --large-size %d: want 0 (skip the large-file workloads) or at least %d MiB", c.LargeSize, minLargeSize>>20)
 	}
@@ -209,6 +217,11 @@ func runModel(ctx context.Context, cfg Config, rep *Report) error {
 	}
 	if cfg.ColdFiles > 0 {
 		if err := coldFrames(ctx, cfg, e, rep); err != nil {
+			return err
+		}
+	}
+	if cfg.ShapeSize > 0 {
+		if err := analyticShapesWorkload(ctx, cfg, e, rep); err != nil {
 			return err
 		}
 	}
