@@ -143,7 +143,12 @@ func TestDoctorS3(t *testing.T) {
 		putFile(t, mem, dir, k)
 	}
 	putFile(t, mem, dir, res.ManifestKey)
-	args := append(append([]string{}, s3flags...), "--anonymous", "--archive", "a="+manifest, "--index-cache", "s3://src/wharf-index/")
+	secret := filepath.Join(t.TempDir(), "index-secret")
+	if err := os.WriteFile(secret, []byte("doctor-test-secret-0123456789abcdef0123456789"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := append(append([]string{}, s3flags...), "--anonymous", "--archive", "a="+manifest,
+		"--index-cache", "s3://src/wharf-index/", "--index-cache-secret-file", secret)
 
 	out, err := doctorRun(t, args...)
 	if err != nil {

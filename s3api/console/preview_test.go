@@ -135,7 +135,8 @@ func TestDisposition(t *testing.T) {
 func TestLoginLimiter(t *testing.T) {
 	l := newLoginLimiter(2, time.Second, 2)
 	now := time.Unix(1000, 0)
-	if !l.allow("a", now) || !l.allow("a", now) || l.allow("a", now) {
+	first, second, third := l.allow("a", now), l.allow("a", now), l.allow("a", now)
+	if !first || !second || third {
 		t.Fatal("burst of 2 not enforced")
 	}
 	if !l.allow("a", now.Add(time.Second)) || l.allow("a", now.Add(time.Second)) {
@@ -218,7 +219,8 @@ func FuzzRender(f *testing.F) {
 
 func TestStreamLimit(t *testing.T) {
 	var l streamLimit
-	if !l.acquire("a", 2) || !l.acquire("a", 2) || l.acquire("a", 2) || !l.acquire("b", 2) {
+	a1, a2, a3, b1 := l.acquire("a", 2), l.acquire("a", 2), l.acquire("a", 2), l.acquire("b", 2)
+	if !a1 || !a2 || a3 || !b1 {
 		t.Fatal("two streams per visitor not enforced")
 	}
 	l.release("a")
