@@ -104,7 +104,36 @@ type datasetState struct {
 	pendMan  string
 	readAt   time.Time // last pointer read (conditional or not)
 	lastErr  string
-	errs     int // pointer errors since start
+	errAt    time.Time // when lastErr happened
+	errs     int       // pointer errors since start
+}
+
+// datasetEntry is bucket name's dataset part of the /-/archives page (nil
+// for a bucket that is not a dataset's).
+func (cm *Manager) datasetEntry(name string) *DatasetEntry {
+	cm.dsMu.Lock()
+	defer cm.dsMu.Unlock()
+	st := cm.datasets[name]
+	if st == nil {
+		return nil
+	}
+	de := &DatasetEntry{Dataset: st.ref.URL(), Pointer: st.ref.PointerURL(), Follows: st.ref.Version == "",
+		PointerError: st.lastErr, PointerErrors: st.errs}
+	if st.entry != nil {
+		de.VersionID, de.Manifest = st.ptr.VersionID, st.manifest
+	}
+	if st.pending != nil {
+		de.Opening = st.pendPtr.VersionID
+	}
+	if !st.readAt.IsZero() {
+		t := st.readAt.UTC()
+		de.PointerReadAt = &t
+	}
+	if st.lastErr != "" && !st.errAt.IsZero() {
+		t := st.errAt.UTC()
+		de.PointerErrorAt = &t
+	}
+	return de
 }
 
 // datasetMetrics exports wharf_dataset_version_info and
@@ -316,7 +345,7 @@ func (cm *Manager) applyDatasets(op *scanOp, plans []datasetPlan) {
 		switch {
 		case p.err != nil:
 			st.errs++
-			st.lastErr = p.err.Error()
+			st.lastErr, st.errAt = p.err.Error(), op.start
 			cm.log.Error().Err(p.err).Str("bucket", b.name).Str("pointer", b.ref.PointerURL()).
 				Msg("dataset pointer not used; the bucket keeps its last good version")
 			e = st.entry
@@ -407,7 +436,7 @@ func (cm *Manager) adoptDatasets(op *scanOp, keepGood bool) []error {
 		st.pending = nil
 		if err != nil {
 			st.errs++
-			st.lastErr = err.Error()
+			st.lastErr, st.errAt = err.Error(), time.Now()
 			if st.entry != nil && keepGood {
 				cm.log.Error().Err(err).Str("bucket", name).Str("pointer", st.ref.PointerURL()).
 					Str("version_id", st.pendPtr.VersionID).Msg("dataset version did not open; the bucket keeps its last good version")
