@@ -59,26 +59,11 @@ func (r DatasetRef) VersionsRoot() string { return dataset.Root(r.Prefix) + "v/"
 // (s3://BUCKET/DATASET@current or @<version_id>) and which; ok is false
 // for an "@latest" alias or a target with no "@" suffix.
 func (a Alias) Dataset() (ref DatasetRef, ok bool, err error) {
-	i := strings.LastIndexByte(a.Target, '@')
-	if i < 0 || strings.Contains(a.Target[i+1:], "/") {
-		return DatasetRef{}, false, nil
-	}
-	suffix := a.Target[i+1:]
-	if suffix == "latest" {
-		return DatasetRef{}, false, nil
-	}
-	b, p, err := ParseDiscoverURL(a.Target[:i])
+	ref, ok, err = ParseDatasetURL(a.Target)
 	if err != nil {
 		return DatasetRef{}, true, fmt.Errorf("--alias %s=%s: %w", a.Name, a.Target, err)
 	}
-	ref = DatasetRef{Bucket: b, Prefix: p}
-	if suffix != "current" {
-		if err := dataset.ValidVersionID(suffix); err != nil {
-			return DatasetRef{}, true, fmt.Errorf("--alias %s=%s: version id %q: %w (want @current or @<version_id>)", a.Name, a.Target, suffix, err)
-		}
-		ref.Version = suffix
-	}
-	return ref, true, nil
+	return ref, ok, nil
 }
 
 // datasetBucket is one dataset bucket a scan serves.
@@ -238,24 +223,11 @@ func (cm *Manager) planDataset(ctx context.Context, b datasetBucket) datasetPlan
 			p.keep = true // a pinned version, resolved once
 			return p
 		}
-		folder := strings.TrimSuffix(dataset.VersionPrefix(ref.Prefix, ref.Version), "/")
-		d, err := Discover(ctx, cm.store, ref.Bucket, folder)
+		u, err := findPinned(ctx, cm.store, ref)
 		if err != nil {
-			p.err = fmt.Errorf("dataset %s: version %s: %w", ref.URL(), ref.Version, err)
+			p.err = err
 			return p
 		}
-		if len(d.Uploads) == 0 {
-			p.err = fmt.Errorf("dataset %s: version %s does not exist (no finished upload under s3://%s/%suploads/)",
-				ref.URL(), ref.Version, ref.Bucket, dataset.VersionPrefix(ref.Prefix, ref.Version))
-			return p
-		}
-		// A version is one upload; should it hold more, the newest manifest.
-		u := slices.MaxFunc(d.Uploads, func(a, b Upload) int {
-			if c := a.LastModified.Compare(b.LastModified); c != 0 {
-				return c
-			}
-			return strings.Compare(a.ManifestKey, b.ManifestKey)
-		})
 		p.key, p.size, p.created, p.manifest = u.ManifestKey, u.Size, u.LastModified, u.URL()
 		p.pinned = dataset.Pointer{VersionID: ref.Version, ManifestKey: u.ManifestKey}
 		return p
