@@ -47,7 +47,7 @@ func inspect(ctx context.Context, args []string, out io.Writer) error {
 	defer a.Close()
 	ds := t.datasetJSON(a.Info())
 	if *asJSON {
-		return printInfoJSONDataset(out, t.bucket, a.Info(), ds)
+		return printInfoJSON(out, t.bucket, a.Info(), ds)
 	}
 	printInfo(out, a.Info())
 	if ds != nil {
@@ -124,11 +124,7 @@ type inspectJSON struct {
 	Dataset *inspectDatasetJSON `json:"dataset,omitempty"`
 }
 
-func printInfoJSON(w io.Writer, bucket string, in archiveview.Info) error {
-	return printInfoJSONDataset(w, bucket, in, nil)
-}
-
-func printInfoJSONDataset(w io.Writer, bucket string, in archiveview.Info, ds *inspectDatasetJSON) error {
+func printInfoJSON(w io.Writer, bucket string, in archiveview.Info, ds *inspectDatasetJSON) error {
 	nonNil := func(s []string) []string {
 		if s == nil {
 			return []string{}
