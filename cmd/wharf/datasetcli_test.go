@@ -165,3 +165,106 @@ func TestCLIDatasetNames(t *testing.T) {
 		t.Fatalf("bad pointer: %d %s", code, errOut)
 	}
 }
+
+// manifestGets counts the GETs of the object key that the lake's server
+// answered with bytes (200 or 206), from request n on.
+func (d *datasetLake) manifestGets(n int, key string) int {
+	c := 0
+	for _, r := range d.log.since(n) {
+		if r == "GET /lake/"+key+" 200" || r == "GET /lake/"+key+" 206" {
+			c++
+		}
+	}
+	return c
+}
+
+// TestServeDatasetSharedIndexReplicas: two replicas following one dataset
+// with a shared s3:// --index-cache (and the same secret) resolve the same
+// version and serve identical bytes; the first reads the version's
+// manifest and publishes its index, the second opens the version from
+// the shared index without a manifest GET. After a promote the same holds
+// for the new version at a rescan: one manifest GET in all. (With a
+// cache prefix per replica, the second replica's manifest GET fails it.)
+func TestServeDatasetSharedIndexReplicas(t *testing.T) {
+	d := newDatasetLake(t)
+	secret := testIndexSecretFile(t)
+	replica := func() (addr, admin string, logs *lockedBuffer, rescan chan struct{}, scanned chan error) {
+		t.Helper()
+		cfg, _, err := parseServeArgs([]string{"--store", "s3://", "--s3-endpoint", d.url, "--s3-path-style", "--s3-region", "us-east-1", "--anonymous",
+			"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0",
+			"--alias", "ocean=s3://lake/datasets/ocean@current", "--retire-grace", "10ms",
+			"--index-cache", "s3://lake/wharf-index/", "--index-cache-secret-file", secret})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.S3 = d.s3Config() // with the fake server's credentials
+		rescan, scanned = make(chan struct{}), make(chan error, 4)
+		cfg.rescanNow, cfg.scanned = rescan, func(err error) { scanned <- err }
+		addr, admin, logs, stop := startServe(t, cfg)
+		t.Cleanup(func() { stop() })
+		waitReady(t, admin)
+		return addr, admin, logs, rescan, scanned
+	}
+	version := func(admin string) string {
+		t.Helper()
+		_, body := get(t, "http://"+admin+"/-/archives")
+		var p struct {
+			Buckets []struct {
+				Bucket  string
+				Dataset *struct {
+					VersionID string `json:"version_id"`
+				}
+			}
+		}
+		if err := json.Unmarshal(body, &p); err != nil || len(p.Buckets) != 1 || p.Buckets[0].Dataset == nil {
+			t.Fatalf("/-/archives: %v %s", err, body)
+		}
+		return p.Buckets[0].Dataset.VersionID
+	}
+	same := func(addrs []string, want map[string][]byte) {
+		t.Helper()
+		for k, v := range want {
+			for _, a := range addrs {
+				wantBody(t, "http://"+a+"/ocean/"+k, v)
+			}
+		}
+	}
+
+	n0 := d.log.len()
+	addrA, adminA, _, rescanA, scannedA := replica()
+	if got := d.manifestGets(n0, d.man1); got != 1 {
+		t.Fatalf("replica a: %d GETs of version 1's manifest, want 1", got)
+	}
+	n1 := d.log.len()
+	addrB, adminB, logsB, rescanB, scannedB := replica()
+	if got := d.manifestGets(n1, d.man1); got != 0 {
+		t.Fatalf("replica b read version 1's manifest (%d GETs): it should open from the shared index\n%s", got, logsB.String())
+	}
+	if !strings.Contains(logsB.String(), "archive opened from index cache") {
+		t.Fatalf("replica b did not open from the shared index:\n%s", logsB.String())
+	}
+	if va, vb := version(adminA), version(adminB); va != dsV1 || vb != dsV1 {
+		t.Fatalf("versions served: a %s, b %s, want %s", va, vb, dsV1)
+	}
+	same([]string{addrA, addrB}, d.v1)
+
+	// A promote, picked up by a rescan of each: one manifest GET in all.
+	d.point(t, dsV2)
+	n2 := d.log.len()
+	for _, r := range []struct {
+		now  chan struct{}
+		done chan error
+	}{{rescanA, scannedA}, {rescanB, scannedB}} {
+		r.now <- struct{}{}
+		if err := <-r.done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := d.manifestGets(n2, d.man2); got != 1 {
+		t.Fatalf("after the promote: %d GETs of version 2's manifest by the two replicas, want 1\n%s", got, logsB.String())
+	}
+	if va, vb := version(adminA), version(adminB); va != dsV2 || vb != dsV2 {
+		t.Fatalf("versions served after the promote: a %s, b %s, want %s", va, vb, dsV2)
+	}
+	same([]string{addrA, addrB}, d.v2)
+}
