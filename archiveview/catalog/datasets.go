@@ -207,10 +207,10 @@ func (cm *Manager) planDataset(ctx context.Context, b datasetBucket) datasetPlan
 	defer cancel()
 	cm.dsMu.Lock()
 	st := cm.datasets[b.name]
-	var etag, served, pending string
+	var etag, served, pending, servedKey string
 	if st != nil && st.ref == b.ref {
 		if st.entry != nil {
-			etag, served = st.etag, st.ptr.VersionID
+			etag, served, servedKey = st.etag, st.ptr.VersionID, st.ptr.ManifestKey
 		}
 		if st.pending != nil {
 			pending = st.pendPtr.VersionID
@@ -219,8 +219,19 @@ func (cm *Manager) planDataset(ctx context.Context, b datasetBucket) datasetPlan
 	cm.dsMu.Unlock()
 	ref := b.ref
 	if ref.Version != "" {
-		if served != "" || pending != "" {
+		if pending != "" {
 			p.keep = true // a pinned version, resolved once
+			return p
+		}
+		if served != "" {
+			// Resolved once; each scan HEADs its manifest so that a prune
+			// of the pinned version is noticed (logged, counted, on
+			// /-/archives) before its objects fail to read.
+			if _, err := cm.store.Stat(ctx, ref.Bucket, servedKey); err != nil {
+				p.err = fmt.Errorf("dataset %s: pinned version %s: manifest s3://%s/%s: %w (pruned?)", ref.URL(), ref.Version, ref.Bucket, servedKey, err)
+				return p
+			}
+			p.keep = true
 			return p
 		}
 		u, err := findPinned(ctx, cm.store, ref)

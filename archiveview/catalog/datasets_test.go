@@ -726,3 +726,49 @@ func TestDatasetPage(t *testing.T) {
 		t.Fatalf("after version 2: %+v", de)
 	}
 }
+
+// TestDatasetPinnedPruned: a pinned version's manifest is checked (one
+// HEAD) at each rescan; once pruned the error is logged, counted and on
+// /-/archives naming the version and the manifest, and the bucket keeps
+// its entry (whose objects then fail naming their keys).
+func TestDatasetPinnedPruned(t *testing.T) {
+	d := publishDataset(t)
+	store := newCountStore(backend.NewFileStore(d.dir))
+	cm := datasetManager(store, Alias{Name: "old", Target: "s3://lake/ocean@" + v1ID})
+	defer cm.CloseAll()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(cm.DatasetCollector())
+	ctx := context.Background()
+	if err := cm.Scan(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	a1 := bucketArchive(t, cm, "old")
+	before := store.total()
+	if err := cm.Scan(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if n := store.total() - before; n != 1 || store.counts()["stat"] == 0 {
+		t.Fatalf("a rescan of a pinned version made %d requests (%v), want one HEAD", n, store.counts())
+	}
+	de := pageDataset(t, cm, "old").Dataset
+	if de.PointerErrors != 0 || de.PointerError != "" {
+		t.Fatalf("before the prune: %+v", de)
+	}
+	key := strings.TrimPrefix(de.Manifest, "s3://lake/")
+	if err := os.Remove(filepath.Join(d.dir, "lake", filepath.FromSlash(key))); err != nil {
+		t.Fatal(err)
+	}
+	if err := cm.Scan(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	de = pageDataset(t, cm, "old").Dataset
+	if de.PointerErrors != 1 || !strings.Contains(de.PointerError, "pinned version "+v1ID) || !strings.Contains(de.PointerError, key) || de.VersionID != v1ID {
+		t.Fatalf("after the prune: %+v", de)
+	}
+	if got := gather(t, reg, "wharf_dataset_pointer_errors_total", "old"); got != 1 {
+		t.Fatalf("%v errors counted", got)
+	}
+	if bucketArchive(t, cm, "old") != a1 {
+		t.Fatal("the entry was replaced")
+	}
+}
