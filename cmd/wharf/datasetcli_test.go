@@ -61,10 +61,12 @@ func TestCLIDatasetNames(t *testing.T) {
 
 	// inspect --json @current: version 1, the pointer's fields; its
 	// total_bytes (0) disagrees with the manifest.
+	n0 := d.log.len()
 	out, errOut, code := d.run(t, "inspect", "--json", cur)
 	if code != 0 {
 		t.Fatalf("inspect %s: %d %s", cur, code, errOut)
 	}
+	t.Logf("inspect %s: requests %v", cur, d.log.since(n0))
 	var got inspectJSON
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("%v: %s", err, out)
@@ -92,10 +94,12 @@ func TestCLIDatasetNames(t *testing.T) {
 	}
 
 	// Pinned: version 2 whatever CURRENT says; no pointer read, no warning.
+	n0 = d.log.len()
 	out, errOut, code = d.run(t, "inspect", "--json", pin)
 	if code != 0 {
 		t.Fatalf("inspect %s: %d %s", pin, code, errOut)
 	}
+	t.Logf("inspect %s: requests %v", pin, d.log.since(n0))
 	got = inspectJSON{}
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatal(err)
