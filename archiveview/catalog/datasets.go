@@ -59,26 +59,11 @@ func (r DatasetRef) VersionsRoot() string { return dataset.Root(r.Prefix) + "v/"
 // (s3://BUCKET/DATASET@current or @<version_id>) and which; ok is false
 // for an "@latest" alias or a target with no "@" suffix.
 func (a Alias) Dataset() (ref DatasetRef, ok bool, err error) {
-	i := strings.LastIndexByte(a.Target, '@')
-	if i < 0 || strings.Contains(a.Target[i+1:], "/") {
-		return DatasetRef{}, false, nil
-	}
-	suffix := a.Target[i+1:]
-	if suffix == "latest" {
-		return DatasetRef{}, false, nil
-	}
-	b, p, err := ParseDiscoverURL(a.Target[:i])
+	ref, ok, err = ParseDatasetURL(a.Target)
 	if err != nil {
 		return DatasetRef{}, true, fmt.Errorf("--alias %s=%s: %w", a.Name, a.Target, err)
 	}
-	ref = DatasetRef{Bucket: b, Prefix: p}
-	if suffix != "current" {
-		if err := dataset.ValidVersionID(suffix); err != nil {
-			return DatasetRef{}, true, fmt.Errorf("--alias %s=%s: version id %q: %w (want @current or @<version_id>)", a.Name, a.Target, suffix, err)
-		}
-		ref.Version = suffix
-	}
-	return ref, true, nil
+	return ref, ok, nil
 }
 
 // datasetBucket is one dataset bucket a scan serves.
@@ -104,7 +89,36 @@ type datasetState struct {
 	pendMan  string
 	readAt   time.Time // last pointer read (conditional or not)
 	lastErr  string
-	errs     int // pointer errors since start
+	errAt    time.Time // when lastErr happened
+	errs     int       // pointer errors since start
+}
+
+// datasetEntry is bucket name's dataset part of the /-/archives page (nil
+// for a bucket that is not a dataset's).
+func (cm *Manager) datasetEntry(name string) *DatasetEntry {
+	cm.dsMu.Lock()
+	defer cm.dsMu.Unlock()
+	st := cm.datasets[name]
+	if st == nil {
+		return nil
+	}
+	de := &DatasetEntry{Dataset: st.ref.URL(), Pointer: st.ref.PointerURL(), Follows: st.ref.Version == "",
+		PointerError: st.lastErr, PointerErrors: st.errs}
+	if st.entry != nil {
+		de.VersionID, de.Manifest = st.ptr.VersionID, st.manifest
+	}
+	if st.pending != nil {
+		de.Opening = st.pendPtr.VersionID
+	}
+	if !st.readAt.IsZero() {
+		t := st.readAt.UTC()
+		de.PointerReadAt = &t
+	}
+	if st.lastErr != "" && !st.errAt.IsZero() {
+		t := st.errAt.UTC()
+		de.PointerErrorAt = &t
+	}
+	return de
 }
 
 // datasetMetrics exports wharf_dataset_version_info and
@@ -193,10 +207,10 @@ func (cm *Manager) planDataset(ctx context.Context, b datasetBucket) datasetPlan
 	defer cancel()
 	cm.dsMu.Lock()
 	st := cm.datasets[b.name]
-	var etag, served, pending string
+	var etag, served, pending, servedKey string
 	if st != nil && st.ref == b.ref {
 		if st.entry != nil {
-			etag, served = st.etag, st.ptr.VersionID
+			etag, served, servedKey = st.etag, st.ptr.VersionID, st.ptr.ManifestKey
 		}
 		if st.pending != nil {
 			pending = st.pendPtr.VersionID
@@ -205,28 +219,26 @@ func (cm *Manager) planDataset(ctx context.Context, b datasetBucket) datasetPlan
 	cm.dsMu.Unlock()
 	ref := b.ref
 	if ref.Version != "" {
-		if served != "" || pending != "" {
+		if pending != "" {
 			p.keep = true // a pinned version, resolved once
 			return p
 		}
-		folder := strings.TrimSuffix(dataset.VersionPrefix(ref.Prefix, ref.Version), "/")
-		d, err := Discover(ctx, cm.store, ref.Bucket, folder)
-		if err != nil {
-			p.err = fmt.Errorf("dataset %s: version %s: %w", ref.URL(), ref.Version, err)
-			return p
-		}
-		if len(d.Uploads) == 0 {
-			p.err = fmt.Errorf("dataset %s: version %s does not exist (no finished upload under s3://%s/%suploads/)",
-				ref.URL(), ref.Version, ref.Bucket, dataset.VersionPrefix(ref.Prefix, ref.Version))
-			return p
-		}
-		// A version is one upload; should it hold more, the newest manifest.
-		u := slices.MaxFunc(d.Uploads, func(a, b Upload) int {
-			if c := a.LastModified.Compare(b.LastModified); c != 0 {
-				return c
+		if served != "" {
+			// Resolved once; each scan HEADs its manifest so that a prune
+			// of the pinned version is noticed (logged, counted, on
+			// /-/archives) before its objects fail to read.
+			if _, err := cm.store.Stat(ctx, ref.Bucket, servedKey); err != nil {
+				p.err = fmt.Errorf("dataset %s: pinned version %s: manifest s3://%s/%s: %w (pruned?)", ref.URL(), ref.Version, ref.Bucket, servedKey, err)
+				return p
 			}
-			return strings.Compare(a.ManifestKey, b.ManifestKey)
-		})
+			p.keep = true
+			return p
+		}
+		u, err := findPinned(ctx, cm.store, ref)
+		if err != nil {
+			p.err = err
+			return p
+		}
 		p.key, p.size, p.created, p.manifest = u.ManifestKey, u.Size, u.LastModified, u.URL()
 		p.pinned = dataset.Pointer{VersionID: ref.Version, ManifestKey: u.ManifestKey}
 		return p
@@ -316,7 +328,7 @@ func (cm *Manager) applyDatasets(op *scanOp, plans []datasetPlan) {
 		switch {
 		case p.err != nil:
 			st.errs++
-			st.lastErr = p.err.Error()
+			st.lastErr, st.errAt = p.err.Error(), op.start
 			cm.log.Error().Err(p.err).Str("bucket", b.name).Str("pointer", b.ref.PointerURL()).
 				Msg("dataset pointer not used; the bucket keeps its last good version")
 			e = st.entry
@@ -407,7 +419,7 @@ func (cm *Manager) adoptDatasets(op *scanOp, keepGood bool) []error {
 		st.pending = nil
 		if err != nil {
 			st.errs++
-			st.lastErr = err.Error()
+			st.lastErr, st.errAt = err.Error(), time.Now()
 			if st.entry != nil && keepGood {
 				cm.log.Error().Err(err).Str("bucket", name).Str("pointer", st.ref.PointerURL()).
 					Str("version_id", st.pendPtr.VersionID).Msg("dataset version did not open; the bucket keeps its last good version")

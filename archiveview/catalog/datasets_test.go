@@ -3,6 +3,7 @@ package catalog
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -648,4 +649,126 @@ func TestDiscoverDatasetBadPointer(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkTree(t, bucketArchive(t, cm, "ocean"), v2Files)
+}
+
+// pageDataset returns bucket name's entry on the /-/archives page.
+func pageDataset(t *testing.T, cm *Manager, name string) BucketEntry {
+	t.Helper()
+	for _, b := range cm.Page().Buckets {
+		if b.Bucket == name {
+			return b
+		}
+	}
+	t.Fatalf("bucket %s not on the page", name)
+	return BucketEntry{}
+}
+
+// TestDatasetPage: /-/archives names, per dataset bucket, the version
+// served, when CURRENT was last read, and the last pointer error (kept,
+// with its time, while the last good version serves; cleared when a new
+// version is adopted). A pinned bucket never reads CURRENT; an upload's
+// bucket has no dataset part.
+func TestDatasetPage(t *testing.T) {
+	d := publishDataset(t)
+	cm := datasetManager(backend.NewFileStore(d.dir), Alias{Name: "ocean", Target: "s3://lake/ocean@current"},
+		Alias{Name: "old", Target: "s3://lake/ocean@" + v1ID})
+	defer cm.CloseAll()
+	ctx := context.Background()
+	t0 := time.Now().UTC()
+	if err := cm.Scan(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	e := pageDataset(t, cm, "ocean")
+	de := e.Dataset
+	if de == nil {
+		t.Fatal("no dataset part")
+	}
+	if de.Dataset != "s3://lake/ocean" || de.Pointer != "s3://lake/ocean/CURRENT" || !de.Follows || de.VersionID != v1ID ||
+		!strings.Contains(de.Manifest, "/v/"+v1ID+"/") || de.PointerError != "" || de.PointerErrorAt != nil || de.PointerErrors != 0 {
+		t.Fatalf("start: %+v", de)
+	}
+	if de.PointerReadAt == nil || de.PointerReadAt.Before(t0.Add(-time.Second)) {
+		t.Fatalf("pointer read at %v (scan began %v)", de.PointerReadAt, t0)
+	}
+	first := *de.PointerReadAt
+	if p := pageDataset(t, cm, "old").Dataset; p == nil || p.Follows || p.VersionID != v1ID || p.PointerReadAt != nil {
+		t.Fatalf("pinned: %+v", p)
+	}
+	raw, err := json.Marshal(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{`"version_id":"` + v1ID + `"`, `"pointer_read_at":`, `"follows_current":true`, `"pointer_errors":0`} {
+		if !strings.Contains(string(raw), k) {
+			t.Fatalf("JSON %s lacks %s", raw, k)
+		}
+	}
+
+	// A bad pointer at a rescan: the page shows it, and version 1 still.
+	time.Sleep(5 * time.Millisecond)
+	writeObject(t, d.dir, dsPrefix+"/CURRENT", `{"schema":"cargoship.current/2"}`)
+	if err := cm.Scan(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	de = pageDataset(t, cm, "ocean").Dataset
+	if de.VersionID != v1ID || de.PointerErrors != 1 || !strings.Contains(de.PointerError, "s3://lake/ocean/CURRENT") ||
+		de.PointerErrorAt == nil || de.PointerReadAt == nil || !de.PointerReadAt.After(first) {
+		t.Fatalf("after a bad pointer: %+v", de)
+	}
+	// A good pointer naming version 2: adopted, the error cleared, the
+	// count kept.
+	d.point(t, v2ID)
+	if err := cm.Scan(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	de = pageDataset(t, cm, "ocean").Dataset
+	if de.VersionID != v2ID || de.PointerError != "" || de.PointerErrorAt != nil || de.PointerErrors != 1 || de.Opening != "" {
+		t.Fatalf("after version 2: %+v", de)
+	}
+}
+
+// TestDatasetPinnedPruned: a pinned version's manifest is checked (one
+// HEAD) at each rescan; once pruned the error is logged, counted and on
+// /-/archives naming the version and the manifest, and the bucket keeps
+// its entry (whose objects then fail naming their keys).
+func TestDatasetPinnedPruned(t *testing.T) {
+	d := publishDataset(t)
+	store := newCountStore(backend.NewFileStore(d.dir))
+	cm := datasetManager(store, Alias{Name: "old", Target: "s3://lake/ocean@" + v1ID})
+	defer cm.CloseAll()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(cm.DatasetCollector())
+	ctx := context.Background()
+	if err := cm.Scan(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	a1 := bucketArchive(t, cm, "old")
+	before := store.total()
+	if err := cm.Scan(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if n := store.total() - before; n != 1 || store.counts()["stat"] == 0 {
+		t.Fatalf("a rescan of a pinned version made %d requests (%v), want one HEAD", n, store.counts())
+	}
+	de := pageDataset(t, cm, "old").Dataset
+	if de.PointerErrors != 0 || de.PointerError != "" {
+		t.Fatalf("before the prune: %+v", de)
+	}
+	key := strings.TrimPrefix(de.Manifest, "s3://lake/")
+	if err := os.Remove(filepath.Join(d.dir, "lake", filepath.FromSlash(key))); err != nil {
+		t.Fatal(err)
+	}
+	if err := cm.Scan(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	de = pageDataset(t, cm, "old").Dataset
+	if de.PointerErrors != 1 || !strings.Contains(de.PointerError, "pinned version "+v1ID) || !strings.Contains(de.PointerError, key) || de.VersionID != v1ID {
+		t.Fatalf("after the prune: %+v", de)
+	}
+	if got := gather(t, reg, "wharf_dataset_pointer_errors_total", "old"); got != 1 {
+		t.Fatalf("%v errors counted", got)
+	}
+	if bucketArchive(t, cm, "old") != a1 {
+		t.Fatal("the entry was replaced")
+	}
 }

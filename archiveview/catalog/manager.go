@@ -1081,6 +1081,30 @@ type BucketEntry struct {
 	// Unverifiable counts files no checksum covers (served as stored).
 	Unverifiable       int      `json:"unverifiable_files"`
 	UnverifiableSample []string `json:"unverifiable_sample,omitempty"`
+	// Dataset is set for a published dataset's bucket (--alias
+	// …@current / @<version_id>, or discovered).
+	Dataset *DatasetEntry `json:"dataset,omitempty"`
+}
+
+// DatasetEntry is a dataset bucket's part of the /-/archives page.
+// VersionID is the version served ("" while the first one opens);
+// Opening the version being opened to replace it. PointerReadAt is the
+// last read of CURRENT (conditional or not; nil for a pinned version,
+// whose pointer is never read). PointerError is the last pointer error
+// (a refused or failed read, or a pointed version that did not open) and
+// PointerErrorAt when it happened: an error older than PointerReadAt was
+// followed by good reads. PointerErrors counts them since start.
+type DatasetEntry struct {
+	Dataset        string     `json:"dataset"`
+	Pointer        string     `json:"pointer"`
+	Follows        bool       `json:"follows_current"`
+	VersionID      string     `json:"version_id"`
+	Manifest       string     `json:"manifest,omitempty"`
+	Opening        string     `json:"opening_version_id,omitempty"`
+	PointerReadAt  *time.Time `json:"pointer_read_at,omitempty"`
+	PointerError   string     `json:"pointer_error,omitempty"`
+	PointerErrorAt *time.Time `json:"pointer_error_at,omitempty"`
+	PointerErrors  int        `json:"pointer_errors"`
 }
 
 // Page builds the /-/archives document from the current catalog and the
@@ -1121,6 +1145,7 @@ func (cm *Manager) Page() Page {
 			be.Shapes, be.Warnings = info.Shapes, info.Warnings
 			be.Unverifiable, be.UnverifiableSample = info.Unverifiable, info.UnverifiableSample
 		}
+		be.Dataset = cm.datasetEntry(name)
 		p.Buckets = append(p.Buckets, be)
 	}
 	if p.Buckets == nil {

@@ -190,16 +190,21 @@ func TestServeDataset(t *testing.T) {
 	n := d.log.len()
 	rescanNow()
 	reqs := d.log.since(n)
-	cond, lists := 0, 0
+	cond, lists, heads := 0, 0, 0
 	for _, r := range reqs {
 		switch r {
 		case "GET /lake/datasets/ocean/CURRENT 304":
 			cond++
 		case "GET /lake 200": // a listing: discovery, and each served archive's storage classes
 			lists++
+		case "HEAD /lake/" + d.man1 + " 200": // the pinned version's manifest, checked
+			heads++
 		default:
 			t.Errorf("an unchanged rescan made %s", r)
 		}
+	}
+	if heads != 1 {
+		t.Fatalf("an unchanged rescan made %d HEADs of the pinned version's manifest, want 1: %v", heads, reqs)
 	}
 	// live and ocean follow CURRENT: one 304 each. The listings are the
 	// discovery root's and the storage-class refresh of the one archive

@@ -28,7 +28,8 @@ const getUsage = `usage: wharf get [--store URL] [--s3-endpoint URL --s3-region 
 
 Extracts files from an archive without a server, through the same read core
 as wharf serve: every byte verified (frame, part and file sha256), parallel
-range reads of only the frames that hold the files.
+range reads of only the frames that hold the files. MANIFEST_URL may name a
+published dataset: s3://BUCKET/DATASET@current or @<version_id>.
 
   - KEY selects one file; PREFIX/ (ending in "/") every file under it; a KEY
     that is no file but a directory selects the files under KEY/; "/" alone

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/wharf-s3/wharf/archiveview"
+	"github.com/wharf-s3/wharf/archiveview/catalog/dataset"
 )
 
 // runInspect opens one archive (manifest chain, resolution, index; no chunk
@@ -24,7 +25,7 @@ func inspect(ctx context.Context, args []string, out io.Writer) error {
 	sf := addStoreFlags(fs)
 	asJSON := fs.Bool("json", false, "print the facts as one JSON object (field names in README)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: wharf inspect [--store URL] [--s3-endpoint URL --s3-region R --s3-path-style --s3-access-key AK --s3-secret-key SK] [--json] MANIFEST_URL")
+		fmt.Fprintln(fs.Output(), "usage: wharf inspect [--store URL] [--s3-endpoint URL --s3-region R --s3-path-style --s3-access-key AK --s3-secret-key SK] [--json] MANIFEST_URL|s3://BUCKET/DATASET@current|@<version_id>")
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterspersed(fs, args)
@@ -35,20 +36,68 @@ func inspect(ctx context.Context, args []string, out io.Writer) error {
 		fs.Usage()
 		return usageErr(fmt.Errorf("want exactly one MANIFEST_URL, got %d arguments", len(pos)))
 	}
-	store, bucket, key, err := sf.openManifest(ctx, pos[0])
+	t, err := sf.openTarget(ctx, pos[0])
 	if err != nil {
 		return err
 	}
-	a, err := archiveview.Open(ctx, store, bucket, key, archiveview.Options{})
+	a, err := t.open(ctx, archiveview.Options{})
 	if err != nil {
 		return err
 	}
 	defer a.Close()
+	ds := t.datasetJSON(a.Info())
 	if *asJSON {
-		return printInfoJSON(out, bucket, a.Info())
+		return printInfoJSON(out, t.bucket, a.Info(), ds)
 	}
 	printInfo(out, a.Info())
+	if ds != nil {
+		printDataset(out, ds)
+	}
 	return nil
+}
+
+// inspectDatasetJSON is inspect --json's "dataset" object, present when
+// MANIFEST_URL names a published dataset (@current or @<version_id>).
+// Pointer is the CURRENT read (null for a pinned version, whose pointer
+// is not read); Warnings the pointer's file_count and total_bytes that
+// disagree with the manifest (the manifest decides).
+type inspectDatasetJSON struct {
+	Dataset   string           `json:"dataset"`
+	Follows   bool             `json:"follows_current"`
+	VersionID string           `json:"version_id"`
+	Pointer   *dataset.Pointer `json:"pointer"`
+	Warnings  []string         `json:"warnings"`
+}
+
+func (t target) datasetJSON(in archiveview.Info) *inspectDatasetJSON {
+	if t.dataset == nil {
+		return nil
+	}
+	d := &inspectDatasetJSON{Dataset: t.dataset.Ref.URL(), Follows: t.dataset.Ref.Version == "",
+		VersionID: t.dataset.Pointer.VersionID, Warnings: t.countWarnings(in)}
+	if d.Follows {
+		p := t.dataset.Pointer
+		d.Pointer = &p
+	}
+	if d.Warnings == nil {
+		d.Warnings = []string{}
+	}
+	return d
+}
+
+func printDataset(w io.Writer, d *inspectDatasetJSON) {
+	fmt.Fprintf(w, "dataset:            %s\n", d.Dataset)
+	if d.Follows {
+		fmt.Fprintf(w, "version served:     %s (CURRENT)\n", d.VersionID)
+		p := d.Pointer
+		fmt.Fprintf(w, "pointer:            created %s, previous %s, file_count %d, total_bytes %d, index_key %s\n",
+			p.Created, p.PreviousVersionID, p.FileCount, p.TotalBytes, p.IndexKey)
+	} else {
+		fmt.Fprintf(w, "version served:     %s (pinned)\n", d.VersionID)
+	}
+	for _, s := range d.Warnings {
+		fmt.Fprintf(w, "pointer warning:    %s\n", s)
+	}
 }
 
 // inspectJSON is inspect --json's object: the facts of the text form.
@@ -71,9 +120,11 @@ type inspectJSON struct {
 	// with a sample of their keys.
 	Unverifiable       int      `json:"unverifiable_files"`
 	UnverifiableSample []string `json:"unverifiable_sample"`
+	// Dataset is set when MANIFEST_URL names a published dataset.
+	Dataset *inspectDatasetJSON `json:"dataset,omitempty"`
 }
 
-func printInfoJSON(w io.Writer, bucket string, in archiveview.Info) error {
+func printInfoJSON(w io.Writer, bucket string, in archiveview.Info, ds *inspectDatasetJSON) error {
 	nonNil := func(s []string) []string {
 		if s == nil {
 			return []string{}
@@ -89,6 +140,7 @@ func printInfoJSON(w io.Writer, bucket string, in archiveview.Info) error {
 		CompressedBytes: in.CompressedBytes, UncompressedBytes: in.UncompressedBytes,
 		Shapes: nonNil(in.Shapes), Warnings: nonNil(in.Warnings),
 		Unverifiable: in.Unverifiable, UnverifiableSample: nonNil(in.UnverifiableSample),
+		Dataset: ds,
 	})
 }
 

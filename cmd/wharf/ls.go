@@ -19,7 +19,11 @@ const lsUsage = `usage: wharf ls [--store URL] [--s3-endpoint URL --s3-region R 
                 [--recursive] [--versions] [--json] [--human-readable] [--summarize] MANIFEST_URL [PREFIX]
 
 Lists the archive's effective tree (what wharf serve shows) like "aws s3 ls",
-reading only the manifests:
+reading only the manifests. MANIFEST_URL may name a published dataset:
+s3://BUCKET/DATASET@current (the version CURRENT names) or
+s3://BUCKET/DATASET@<version_id> (that version). --versions lists the
+versions of that version's upload chain, not the dataset's published
+versions.
 
   - without --recursive, PREFIX is a key prefix and "/" the delimiter:
     directories print as "                           PRE name/" and files as

@@ -25,7 +25,7 @@ func runVerify(ctx context.Context, args []string) error {
 	sf := addStoreFlags(fs)
 	pf := addProgressFlags(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: wharf verify [--store URL] [--s3-endpoint URL --s3-region R --s3-path-style --s3-access-key AK --s3-secret-key SK] [--quiet] [--progress-interval 5s] MANIFEST_URL")
+		fmt.Fprintln(fs.Output(), "usage: wharf verify [--store URL] [--s3-endpoint URL --s3-region R --s3-path-style --s3-access-key AK --s3-secret-key SK] [--quiet] [--progress-interval 5s] MANIFEST_URL|s3://BUCKET/DATASET@current|@<version_id>")
 		fmt.Fprintln(fs.Output(), "--quiet prints only problems and the summary line, with no progress")
 		fs.PrintDefaults()
 	}
@@ -36,11 +36,11 @@ func runVerify(ctx context.Context, args []string) error {
 	if err := pf.check(); err != nil {
 		return err
 	}
-	store, bucket, key, err := sf.openManifest(ctx, manifestURL)
+	t, err := sf.openTarget(ctx, manifestURL)
 	if err != nil {
 		return err
 	}
-	return verifyArchive(ctx, os.Stdout, store, bucket, key, pf)
+	return verifyTarget(ctx, os.Stdout, t, pf)
 }
 
 // verifyArchive opens and verifies one archive, printing problems and a
@@ -48,8 +48,15 @@ func runVerify(ctx context.Context, args []string) error {
 // if the archive cannot be opened, any problem was found, or ctx ended
 // first.
 func verifyArchive(ctx context.Context, w io.Writer, store backend.Store, bucket, key string, pf *progressFlags) error {
+	return verifyTarget(ctx, w, target{store: store, bucket: bucket, key: key}, pf)
+}
+
+// verifyTarget is verifyArchive of a resolved MANIFEST_URL (a dataset
+// version's shared chunks allowed).
+func verifyTarget(ctx context.Context, w io.Writer, t target, pf *progressFlags) error {
 	start := time.Now()
-	a, err := archiveview.Open(ctx, store, bucket, key, archiveview.Options{Readahead: -1})
+	bucket, key := t.bucket, t.key
+	a, err := t.open(ctx, archiveview.Options{Readahead: -1})
 	if err != nil {
 		return err
 	}
