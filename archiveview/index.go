@@ -10,6 +10,14 @@ import (
 	"github.com/wharf-s3/wharf/archiveview/internal/index"
 )
 
+// ErrIndexFileChanged is wrapped by the error (or the panic value, for
+// Stat, List, DeleteMarker and Versions.StatVersion) of a read of an index
+// file mapped in place that was truncated under the server
+// (internal/index/mapping.go). A reader in a goroutine of its own (not an
+// HTTP handler, which net/http recovers) that calls those methods on an
+// archive served in place (Info().IndexInPlace) recovers that panic.
+var ErrIndexFileChanged = index.ErrFileChanged
+
 // Stat looks a key up in O(log n).
 func (a *Archive) Stat(key string) (File, bool) { return a.tree.Idx.Stat(key) }
 

@@ -8,7 +8,7 @@ package archiveview
 // A local directory (DirIndexCache) is trusted as the server's own disk. A
 // prefix of the backing store shared by replicas (StoreIndexCache) is
 // written by others too: with an IndexSecret its objects carry a MAC over
-// the file and its IndexName (indexmac.go), and an object that fails it is
+// the file and its IndexName (internal/index/mac.go), and an object that fails it is
 // never used and is replaced, conditional on its ETag. The contract every
 // implementation keeps is checked by archiveview/indexcachetest.
 
@@ -24,6 +24,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/wharf-s3/wharf/archiveview/internal/index"
 	"github.com/wharf-s3/wharf/backend"
 )
 
@@ -187,7 +188,7 @@ func (c DirIndexCache) String() string { return c.Dir }
 // are spooled to Spool, a local directory, for reading.
 //
 // With a Secret, every object is the index file followed by a MAC trailer
-// (indexmac.go) over the whole file and its IndexName: Fetch verifies it
+// (internal/index/mac.go) over the whole file and its IndexName: Fetch verifies it
 // while spooling, before any byte reaches the decoder, and strips it, so
 // the index file format is unchanged. An object without a valid MAC is
 // never handed out (ErrUnauthenticatedIndex) and Publish replaces it.
@@ -260,7 +261,7 @@ func (c StoreIndexCache) fetch(ctx context.Context, name IndexName) (path, etag 
 	if limit <= 0 {
 		limit = defaultMaxIndexObject
 	}
-	err = spoolIndexObject(f, io.LimitReader(rc, limit+1), limit, c.Secret, name)
+	err = index.SpoolObject(f, io.LimitReader(rc, limit+1), limit, c.Secret, index.ObjectName(name))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -377,12 +378,12 @@ func (c StoreIndexCache) objectBody(name IndexName, path string) (io.ReadSeeker,
 	if c.Secret == nil {
 		return f, fi.Size(), func() { f.Close() }, nil
 	}
-	trailer, err := c.Secret.trailerFor(name, io.NewSectionReader(f, 0, fi.Size()))
+	trailer, err := c.Secret.TrailerFor(index.ObjectName(name), io.NewSectionReader(f, 0, fi.Size()))
 	if err != nil {
 		f.Close()
 		return nil, 0, nil, fmt.Errorf("index %s: MAC: %w", path, err)
 	}
-	body := &trailed{file: io.NewSectionReader(f, 0, fi.Size()), trailer: trailer}
+	body := index.NewTrailed(io.NewSectionReader(f, 0, fi.Size()), trailer)
 	return body, fi.Size() + int64(len(trailer)), func() { f.Close() }, nil
 }
 

@@ -7,6 +7,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -138,53 +140,117 @@ func TestIndexLoaderKeyRules(t *testing.T) {
 }
 
 // TestTruncatedMappedIndexRead: an archive served from its index file in
-// place, the file then truncated in place: a GET of a file fails with an
-// error wrapping index.ErrFileChanged that names the archive and the key,
-// a HEAD (Stat) fails with a panic of that error (net/http fails that
-// request alone), and the process lives. In a child process, so that the
-// old behaviour (SIGBUS) fails the test instead of the test binary.
+// place (the golden chain: two uploads, a tombstone), the file then
+// truncated in place. Every reader of the mapping survives: a GET of a file
+// fails with an error wrapping index.ErrFileChanged that names the archive,
+// the key and the file; Stat, List and Versions.StatVersion fail with a
+// panic of that error (net/http fails that request alone); the versions
+// listing, a version history built after the truncation, LearnedOffsets,
+// VerifyBytes, VerifyWith, FileStorage and WriteIndex return it; Info
+// returns with IndexFault set. Each check runs in a child process of its
+// own, so that a reader left unguarded (SIGBUS) fails its check instead of
+// the test binary, and one check's death hides no other.
 func TestTruncatedMappedIndexRead(t *testing.T) {
-	if path := os.Getenv("WHARF_TRUNCATED_ARCHIVE"); path != "" {
-		a, err := OpenIndexFile(context.Background(), backend.NewFileStore(t.TempDir()), path, Options{Name: "trunc"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		f, ok := a.Stat("a.txt")
-		if !ok {
-			t.Fatal("a.txt missing")
-		}
-		if err := os.Truncate(path, 0); err != nil {
-			t.Fatal(err)
-		}
-		_, err = a.Open(context.Background(), f, 0, f.Size)
-		println("get:", errors.Is(err, index.ErrFileChanged), err.Error())
-		func() {
-			defer func() {
-				e, _ := recover().(error)
-				println("head:", errors.Is(e, index.ErrFileChanged))
-			}()
-			a.Stat("a.txt")
-		}()
-		println("survived")
+	if dir := os.Getenv("WHARF_TRUNCATED_ARCHIVE"); dir != "" {
+		truncatedArchiveChild(t, dir, os.Getenv("WHARF_TRUNCATED_CHECK"))
 		return
 	}
-	data, err := os.ReadFile(goldenIndexPath)
+	dir := t.TempDir()
+	data := goldenBuild(t, filepath.Join(dir, "store"))
+	for _, check := range truncatedChecks {
+		t.Run(check, func(t *testing.T) {
+			path := filepath.Join(dir, check+".widx")
+			if err := os.WriteFile(path, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(os.Args[0], "-test.run=^TestTruncatedMappedIndexRead$", "-test.count=1")
+			cmd.Env = append(os.Environ(), "WHARF_TRUNCATED_ARCHIVE="+dir, "WHARF_TRUNCATED_CHECK="+check)
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("the process did not survive: %v\n%s", err, out)
+			}
+			want := "check " + check + ": survived: " + "true"
+			if !strings.Contains(string(out), want) || !strings.Contains(string(out), path) {
+				t.Fatalf("child output lacks %q and the file's name %s:\n%s", want, path, out)
+			}
+		})
+	}
+}
+
+// truncatedChecks are the readers TestTruncatedMappedIndexRead runs on a
+// truncated mapping, one child process each.
+var truncatedChecks = []string{"get", "stat", "list", "delete-marker", "list-versions", "stat-version",
+	"build-versions", "info", "learned-offsets", "verify-bytes", "verify", "file-storage", "write-index"}
+
+// truncatedArchiveChild serves dir/check.widx (the golden archive's index
+// file, its objects in dir/store) in place, truncates the file and runs
+// check, printing "check NAME: survived: BOOL DETAIL" where BOOL says
+// that the reader failed with index.ErrFileChanged.
+func truncatedArchiveChild(t *testing.T, dir, check string) {
+	ctx := context.Background()
+	path := filepath.Join(dir, check+".widx")
+	a, err := OpenIndexFile(ctx, backend.NewFileStore(filepath.Join(dir, "store")), path, Options{Name: "trunc"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "mapped.widx")
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
+	f, ok := a.Stat("a.txt")
+	if !ok {
+		t.Fatal("a.txt missing")
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestTruncatedMappedIndexRead$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "WHARF_TRUNCATED_ARCHIVE="+path)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("the process did not survive: %v\n%s", err, out)
-	}
-	for _, want := range []string{"get: true archive trunc: key a.txt: index " + path, "head: true", "survived"} {
-		if !strings.Contains(string(out), want) {
-			t.Fatalf("child output lacks %q:\n%s", want, out)
+	var vs *Versions
+	if check == "list-versions" || check == "stat-version" {
+		if vs, err = a.Versions(ctx); err != nil { // built before the truncation
+			t.Fatal(err)
 		}
 	}
+	if err := os.Truncate(path, 0); err != nil {
+		t.Fatal(err)
+	}
+	// panicked runs f and returns the error it panicked with.
+	panicked := func(f func()) (err error) {
+		defer func() { err, _ = recover().(error) }()
+		f()
+		return errors.New("no panic")
+	}
+	switch check {
+	case "get":
+		_, err = a.Open(ctx, f, 0, f.Size)
+		if err != nil && !strings.Contains(err.Error(), "archive trunc: key a.txt: index "+path) {
+			err = fmt.Errorf("error does not name the archive, the key and the file: %w", err)
+		}
+	case "stat":
+		err = panicked(func() { a.Stat("a.txt") })
+	case "list":
+		err = panicked(func() { a.List(ListParams{MaxKeys: 100}) })
+	case "delete-marker":
+		err = panicked(func() { a.DeleteMarker("z/gone.csv") })
+	case "list-versions":
+		_, err = vs.ListVersions(VersionListParams{MaxKeys: 100})
+	case "stat-version":
+		err = panicked(func() { vs.StatVersion("a.txt", "") })
+	case "build-versions":
+		_, err = a.Versions(ctx)
+	case "info":
+		err = errors.New("Info().IndexFault is empty")
+		if in := a.Info(); strings.Contains(in.IndexFault, index.ErrFileChanged.Error()) {
+			err = fmt.Errorf("Info().IndexFault %q: %w", in.IndexFault, index.ErrFileChanged)
+		}
+	case "learned-offsets":
+		_, err = a.LearnedOffsets()
+	case "verify-bytes":
+		_, err = a.VerifyBytes()
+	case "verify":
+		_, err = a.VerifyWith(ctx, VerifyOptions{})
+	case "file-storage":
+		_, err = a.FileStorage(ctx, f)
+	case "write-index":
+		err = a.WriteIndex(io.Discard)
+	default:
+		t.Fatalf("unknown check %q", check)
+	}
+	detail := "<nil>"
+	if err != nil {
+		detail = err.Error()
+	}
+	println("check "+check+": survived:", errors.Is(err, index.ErrFileChanged), detail)
 }

@@ -1,6 +1,7 @@
 package archiveview
 
 import (
+	"fmt"
 	"slices"
 	"sync"
 
@@ -24,6 +25,10 @@ const maxUnverifiableSample = 10
 // mapped in place (then its columns cost page cache, not heap).
 func (a *Archive) Info() Info {
 	u := unverifiable(a)
+	fault := ""
+	if u.err != nil {
+		fault = u.err.Error()
+	}
 	return Info{
 		Name:               a.name,
 		UploadID:           a.tree.Upload,
@@ -41,38 +46,49 @@ func (a *Archive) Info() Info {
 		UnverifiableSample: slices.Clone(u.sample),
 		IndexBytes:         index.FileBytes(&a.tree, indexMeta(a)),
 		IndexInPlace:       a.tree.Idx.InPlace(),
+		IndexFault:         fault,
 	}
 }
 
 // unverifiedFiles is the count of files no checksum covers, computed once.
+// err is a fault reading an index mapped in place (index.ErrFileChanged):
+// then n and sample cover only the files read before it.
 type unverifiedFiles struct {
 	once   sync.Once
 	n      int
 	sample []string
+	err    error
 }
 
 func unverifiable(a *Archive) *unverifiedFiles {
 	u := &a.unverified
 	u.once.Do(func() {
-		for i := 0; i < a.tree.Idx.N(); i++ {
-			if a.tree.Idx.Flags[i]&index.FlagSum != 0 {
-				continue // the file's own sha256
-			}
-			covered := true
-			for _, e := range a.fileExtents(int32(i)) {
-				ce := chunkio.Extent{Chunk: e.Chunk, Off: e.Off, Length: e.Length, HasSum: e.HasSum}
-				if !a.set.Verifiable(ce) {
-					covered = false
-					break
-				}
-			}
-			if !covered {
-				u.n++
-				if len(u.sample) < maxUnverifiableSample {
-					u.sample = append(u.sample, a.tree.Idx.KeyAt(i))
-				}
-			}
+		if err := a.tree.Idx.Guard(func() { countUnverifiable(a, u) }); err != nil {
+			u.err = fmt.Errorf("archive %s: unverifiable files: %w", a.name, err)
 		}
 	})
 	return u
+}
+
+// countUnverifiable counts into u the files no checksum covers.
+func countUnverifiable(a *Archive, u *unverifiedFiles) {
+	for i := 0; i < a.tree.Idx.N(); i++ {
+		if a.tree.Idx.Flags[i]&index.FlagSum != 0 {
+			continue // the file's own sha256
+		}
+		covered := true
+		for _, e := range a.fileExtents(int32(i)) {
+			ce := chunkio.Extent{Chunk: e.Chunk, Off: e.Off, Length: e.Length, HasSum: e.HasSum}
+			if !a.set.Verifiable(ce) {
+				covered = false
+				break
+			}
+		}
+		if !covered {
+			u.n++
+			if len(u.sample) < maxUnverifiableSample {
+				u.sample = append(u.sample, a.tree.Idx.KeyAt(i))
+			}
+		}
+	}
 }

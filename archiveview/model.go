@@ -154,6 +154,11 @@ type Info struct {
 	UnverifiableSample                   []string // some of their keys
 	IndexBytes                           int64    // the index's size in the persistent format
 	IndexInPlace                         bool     // served from its index file mapped in place
+	// IndexFault is set when reading the index file mapped in place
+	// faulted (the file was truncated under the server: its text wraps
+	// index.ErrFileChanged); Unverifiable then counts only the files read
+	// before the fault. Reopen the archive.
+	IndexFault string
 }
 
 // Close stops the archive's background work: in-flight prefetches are

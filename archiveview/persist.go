@@ -369,7 +369,15 @@ func indexMeta(a *Archive) *index.Meta {
 
 // LearnedOffsets is the number of extents without a manifest archive_offset
 // whose tar offset the read path has learned (and WriteIndex would record).
-func (a *Archive) LearnedOffsets() int { return index.LearnedOffsets(&a.tree.Idx, a.set.LearnedOffset) }
+// A fault reading an index mapped in place (a file truncated under the
+// server) is an error wrapping index.ErrFileChanged.
+func (a *Archive) LearnedOffsets() (int, error) {
+	n, err := index.LearnedOffsets(&a.tree.Idx, a.set.LearnedOffset)
+	if err != nil {
+		return 0, fmt.Errorf("archive %s: learned offsets: %w", a.name, err)
+	}
+	return n, nil
+}
 
 // WriteIndexFile writes the archive's index (WriteIndex) to path
 // atomically: a temporary file in the same directory, synced, then renamed

@@ -262,7 +262,10 @@ func TestIndexRoundTrip(t *testing.T) {
 
 			// After reading through a: learned offsets are recorded.
 			piReadAll(t, a, want, r)
-			learned := a.LearnedOffsets()
+			learned, err := a.LearnedOffsets()
+			if err != nil {
+				t.Fatal(err)
+			}
 			if sh.legac != (learned > 0) {
 				t.Errorf("LearnedOffsets() = %d, legacy shape %v", learned, sh.legac)
 			}
@@ -275,8 +278,8 @@ func TestIndexRoundTrip(t *testing.T) {
 			fc := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{})
 			c := piOpenIndex(t, fc, data2)
 			piSameTree(t, a, c)
-			if got := c.LearnedOffsets(); got != 0 {
-				t.Errorf("loaded index still has %d unknown offsets that a walk found", got)
+			if got, err := c.LearnedOffsets(); err != nil || got != 0 {
+				t.Errorf("loaded index still has %d unknown offsets that a walk found (%v)", got, err)
 			}
 			piReadAll(t, c, want, r)
 			walks := c.set.TarWalks()

@@ -108,7 +108,11 @@ func fileChunks(a *Archive, f File) (*Archive, []int32, error) {
 		out  []int32
 		seen chunkSet
 	)
-	for _, e := range a.fileExtents(index.Ordinal(f)) {
+	exts, err := readExtents(a, f)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, e := range exts {
 		if e.Chunk < 0 || int(e.Chunk) >= len(a.tree.Chunks) {
 			return nil, nil, fmt.Errorf("archive %s: key %s: extent of chunk %d: %w", a.name, f.Key, e.Chunk, ErrCorrupt)
 		}

@@ -1,8 +1,6 @@
 package archiveview
 
 import (
-	"github.com/wharf-s3/wharf/archiveview/internal/index"
-
 	"context"
 	"fmt"
 	"io"
@@ -37,16 +35,23 @@ type VerifyOptions struct {
 
 // VerifyBytes is the work of a whole verification in bytes: the chunks'
 // stored sizes plus the files' sizes (the sum of VerifyOptions.Progress).
-func (a *Archive) VerifyBytes() int64 {
+// A fault reading an index mapped in place (a file truncated under the
+// server) is an error wrapping index.ErrFileChanged.
+func (a *Archive) VerifyBytes() (int64, error) {
 	var n int64
 	defer runtime.KeepAlive(a) // the size column may be a view of a mapped file
 	for i := range a.tree.Chunks {
 		n += a.tree.Chunks[i].Size
 	}
-	for _, s := range a.tree.Idx.Size { // every file VerifyWith lists
-		n += s
+	err := a.tree.Idx.Guard(func() {
+		for _, s := range a.tree.Idx.Size { // every file VerifyWith lists
+			n += s
+		}
+	})
+	if err != nil {
+		return 0, fmt.Errorf("archive %s: %w", a.name, err)
 	}
-	return n
+	return n, nil
 }
 
 // Verify is VerifyWith with only a problem report.
@@ -61,7 +66,8 @@ func (a *Archive) Verify(ctx context.Context, report func(VerifyProblem)) (Verif
 // through the normal read path (frame, header, part and file sha256
 // checks). Each problem is passed to o.Report and the work done to
 // o.Progress; VerifyWith goes on after problems and returns an error only
-// if ctx ends.
+// if ctx ends or an index mapped in place faults (a file truncated under
+// the server: an error wrapping index.ErrFileChanged).
 func (a *Archive) VerifyWith(ctx context.Context, o VerifyOptions) (VerifyStats, error) {
 	var st VerifyStats
 	problem := func(key, chunk, detail string) {
@@ -90,7 +96,10 @@ func (a *Archive) VerifyWith(ctx context.Context, o VerifyOptions) (VerifyStats,
 	}
 	p := ListParams{MaxKeys: 1000}
 	for {
-		page := a.List(p)
+		var page ListResult
+		if err := a.tree.Idx.Guard(func() { page = a.List(p) }); err != nil {
+			return st, fmt.Errorf("archive %s: verify: %w", a.name, err)
+		}
 		for _, le := range page.Entries {
 			if le.Prefix != "" {
 				continue
@@ -110,7 +119,9 @@ func (a *Archive) VerifyWith(ctx context.Context, o VerifyOptions) (VerifyStats,
 					progress(f.Size - n)
 				}
 				chunk := ""
-				if exts := a.fileExtents(index.Ordinal(f)); len(exts) > 0 {
+				if exts, err := readExtents(a, f); err != nil {
+					return st, fmt.Errorf("verify: %w", err)
+				} else if len(exts) > 0 {
 					chunk = a.tree.Chunks[exts[0].Chunk].Key
 				}
 				problem(f.Key, chunk, err.Error())

@@ -110,8 +110,8 @@ func TestVerifyProgress(t *testing.T) {
 			want += int64(len(b))
 		}
 		want += ra.res.CompressedBytes
-		if got := ra.a.VerifyBytes(); got != want {
-			t.Fatalf("VerifyBytes %d, want files + stored chunks = %d", got, want)
+		if got, err := ra.a.VerifyBytes(); err != nil || got != want {
+			t.Fatalf("VerifyBytes %d (%v), want files + stored chunks = %d", got, err, want)
 		}
 		if corrupt {
 			c, _ := rpChunkOf(t, ra, "big/large.txt")
@@ -153,7 +153,8 @@ func TestVerifyProgress(t *testing.T) {
 			cancel() // during the file phase
 		}
 	}})
-	if err == nil || sum >= ra.a.VerifyBytes() {
-		t.Fatalf("cancelled verification: err %v, progress %d of %d", err, sum, ra.a.VerifyBytes())
+	total, terr := ra.a.VerifyBytes()
+	if err == nil || terr != nil || sum >= total {
+		t.Fatalf("cancelled verification: err %v, progress %d of %d (%v)", err, sum, total, terr)
 	}
 }

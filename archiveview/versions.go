@@ -118,8 +118,11 @@ func (a *Archive) Versions(ctx context.Context) (*Versions, error) {
 	if len(a.tree.Chain) <= 1 {
 		return &Versions{a: a}, nil
 	}
-	v, err := a.vers.memo.Do(ctx, func(ctx context.Context) (*Versions, error) {
-		v, err := buildVersions(ctx, a)
+	v, err := a.vers.memo.Do(ctx, func(ctx context.Context) (v *Versions, err error) {
+		// The build walks the archive's tree (a mapped index: guarded).
+		if gerr := a.tree.Idx.Guard(func() { v, err = buildVersions(ctx, a) }); gerr != nil {
+			err = gerr
+		}
 		if err != nil {
 			return nil, fmt.Errorf("archive %q: version history: %w", a.name, err)
 		}
@@ -357,8 +360,16 @@ func (v *Versions) version(k, j int) Version {
 }
 
 // StatVersion looks up version versionID of key ("" = the latest version,
-// which may be a delete marker) in O(log n + versions of the key).
-func (v *Versions) StatVersion(key, versionID string) (Version, bool) {
+// which may be a delete marker) in O(log n + versions of the key). For an
+// archive served from its index file mapped in place, a file truncated
+// under the server fails the request with a panic whose value wraps
+// index.ErrFileChanged, as Archive.Stat does.
+func (v *Versions) StatVersion(key, versionID string) (ver Version, ok bool) {
+	v.a.tree.Idx.Must(func() { ver, ok = v.statVersion(key, versionID) })
+	return ver, ok
+}
+
+func (v *Versions) statVersion(key, versionID string) (Version, bool) {
 	x := v.keyIndex()
 	defer runtime.KeepAlive(x)
 	k := x.Search(key)
@@ -399,8 +410,17 @@ func (v *Versions) find(k int, versionID string) int {
 // Delimiter) common prefixes, keys in byte order and each key's versions
 // newest first, in O(log n + page) (common prefixes skip their keys with
 // a galloping search, as List does). A VersionIDMarker that is not a
-// version of KeyMarker is ErrUnknownVersion.
-func (v *Versions) ListVersions(p VersionListParams) (VersionListResult, error) {
+// version of KeyMarker is ErrUnknownVersion. A fault reading an index
+// mapped in place (a file truncated under the server) is an error
+// wrapping index.ErrFileChanged.
+func (v *Versions) ListVersions(p VersionListParams) (res VersionListResult, err error) {
+	if gerr := v.a.tree.Idx.Guard(func() { res, err = v.listVersions(p) }); gerr != nil {
+		return VersionListResult{}, fmt.Errorf("archive %s: list versions: %w", v.a.name, gerr)
+	}
+	return res, err
+}
+
+func (v *Versions) listVersions(p VersionListParams) (VersionListResult, error) {
 	var res VersionListResult
 	if p.MaxKeys <= 0 {
 		return res, nil

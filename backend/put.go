@@ -67,11 +67,28 @@ func (s *FileStore) PutIfAbsent(ctx context.Context, bucket, key string, body io
 		}
 	}
 	tmp := key + ".tmp-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
+	if err := writeTemp(ctx, root, tmp, body, size); err != nil {
+		return fail(err)
+	}
+	defer root.Remove(tmp) // after the link (or a failed rename)
+	if err := root.Link(tmp, key); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return false, nil
+		}
 		return fail(classifyFSErr(err))
 	}
-	defer root.Remove(tmp)
+	return true, nil
+}
+
+// writeTemp writes exactly size bytes of body to the new file tmp in root
+// and syncs it: the common first half of FileStore's PutIfAbsent (then a
+// link) and PutIfMatch (then a rename). On error tmp is removed (when
+// writeTemp created it); on success the caller removes it.
+func writeTemp(ctx context.Context, root *os.Root, tmp string, body io.Reader, size int64) error {
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return classifyFSErr(err)
+	}
 	n, err := io.Copy(f, io.LimitReader(body, size+1))
 	if err == nil && n != size {
 		err = fmt.Errorf("body of %d bytes, %d promised", n, size)
@@ -86,15 +103,9 @@ func (s *FileStore) PutIfAbsent(ctx context.Context, bucket, key string, body io
 		err = ctx.Err()
 	}
 	if err != nil {
-		return fail(err)
+		_ = root.Remove(tmp)
 	}
-	if err := root.Link(tmp, key); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return false, nil
-		}
-		return fail(classifyFSErr(err))
-	}
-	return true, nil
+	return err
 }
 
 // PutIfAbsent passes a write through when the store can write; over one

@@ -3,7 +3,6 @@ package backend
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"path"
@@ -75,27 +74,10 @@ func (s *FileStore) PutIfMatch(ctx context.Context, bucket, key, etag string, bo
 		return false, nil
 	}
 	tmp := path.Join(path.Dir(key), "."+path.Base(key)+".tmp-"+strconv.FormatInt(time.Now().UnixNano(), 36))
-	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return fail(classifyFSErr(err))
-	}
-	defer root.Remove(tmp)
-	n, err := io.Copy(f, io.LimitReader(body, size+1))
-	if err == nil && n != size {
-		err = fmt.Errorf("body of %d bytes, %d promised", n, size)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = ctx.Err()
-	}
-	if err != nil {
+	if err := writeTemp(ctx, root, tmp, body, size); err != nil {
 		return fail(err)
 	}
+	defer root.Remove(tmp) // after the link (or a failed rename)
 	fi, err := root.Stat(key)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {

@@ -76,3 +76,43 @@ func TestPutIfMatch(t *testing.T) {
 		})
 	}
 }
+
+// TestFilePutShortBody: a body shorter than its promised size fails both
+// of FileStore's writes (they share writeTemp) with an error, writes
+// nothing and leaves no temporary file behind; the object that was there
+// stays.
+func TestFilePutShortBody(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "bkt"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	st := backend.NewFileStore(dir)
+	if ok, err := st.PutIfAbsent(ctx, "bkt", "obj", bytes.NewReader([]byte("first")), 5); !ok || err != nil {
+		t.Fatalf("PutIfAbsent: %v, %v", ok, err)
+	}
+	info, err := st.Stat(ctx, "bkt", "obj")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := st.PutIfAbsent(ctx, "bkt", "new", bytes.NewReader([]byte("abc")), 5); ok || err == nil {
+		t.Errorf("PutIfAbsent of a short body: %v, %v", ok, err)
+	}
+	if ok, err := st.PutIfMatch(ctx, "bkt", "obj", info.ETag, bytes.NewReader([]byte("abc")), 5); ok || err == nil {
+		t.Errorf("PutIfMatch of a short body: %v, %v", ok, err)
+	}
+	ents, err := os.ReadDir(filepath.Join(dir, "bkt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ents) != 1 || ents[0].Name() != "obj" {
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		t.Errorf("bucket holds %q, want only obj", names)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "bkt", "obj")); string(b) != "first" {
+		t.Errorf("obj is %q after the failed writes", b)
+	}
+}

@@ -201,15 +201,22 @@ func Discover(ctx context.Context, store backend.Store, bucket, prefix string) (
 	return d, nil
 }
 
-// splitUploadPath matches "uploads/{id}/{name}" and
-// "writers/{writer}/uploads/{id}/{name}".
+// splitUploadPath matches a manifest key rel (relative to the discovery
+// root) of the upload layout, "uploads/{id}/manifest.json[.gz]", directly
+// under the root or under one fleet writer's folder
+// "writers/{writer}/". The layout itself is manifest.UploadDir's, the one
+// parser of it; discovery adds only "directly under the root" (rel has
+// its leading "/" trimmed: UploadDir's "/uploads/..." form is not one).
 func splitUploadPath(rel string) (writer, id string, ok bool) {
-	parts := strings.Split(rel, "/")
+	dir, id, ok := manifest.UploadDir(rel)
 	switch {
-	case len(parts) == 3 && parts[0] == "uploads" && parts[1] != "":
-		return "", parts[1], true
-	case len(parts) == 5 && parts[0] == "writers" && parts[1] != "" && parts[2] == "uploads" && parts[3] != "":
-		return parts[1], parts[3], true
+	case !ok || strings.HasPrefix(rel, "/"):
+	case dir == "":
+		return "", id, true
+	case strings.HasPrefix(dir, "writers/"):
+		if w := dir[len("writers/"):]; w != "" && !strings.Contains(w, "/") {
+			return w, id, true
+		}
 	}
 	return "", "", false
 }

@@ -396,6 +396,34 @@ func FuzzParseDiscoverURL(f *testing.F) {
 	})
 }
 
+// TestSplitUploadPath: discovery's rule (directly under the root or one
+// writer's folder) over manifest.UploadDir's layout.
+func TestSplitUploadPath(t *testing.T) {
+	for _, tc := range []struct {
+		rel, writer, id string
+		ok              bool
+	}{
+		{"uploads/a/manifest.json", "", "a", true},
+		{"uploads/a/manifest.json.gz", "", "a", true},
+		{"writers/w/uploads/a/manifest.json.gz", "w", "a", true},
+		{"uploads//manifest.json", "", "", false},
+		{"writers//uploads/a/manifest.json", "", "", false},
+		{"writers/uploads/a/manifest.json", "", "", false},
+		{"writers/w/x/uploads/a/manifest.json", "", "", false},
+		{"x/uploads/a/manifest.json", "", "", false},
+		{"uploads/a/b/manifest.json", "", "", false},
+		{"uploads/a/manifest.partial.json.gz", "", "", false},
+		{"uploads/a/manifest.encrypted.json.gz", "", "", false},
+		{"manifest.json", "", "", false},
+		{"/uploads/0/manifest.json", "", "", false}, // found by FuzzSplitUploadPath over UploadDir
+	} {
+		w, id, ok := splitUploadPath(tc.rel)
+		if w != tc.writer || id != tc.id || ok != tc.ok {
+			t.Errorf("splitUploadPath(%q) = %q, %q, %v; want %q, %q, %v", tc.rel, w, id, ok, tc.writer, tc.id, tc.ok)
+		}
+	}
+}
+
 func FuzzSplitUploadPath(f *testing.F) {
 	for _, s := range []string{"uploads/a/manifest.json", "writers/w/uploads/a/manifest.json.gz", "uploads//x", "writers//uploads/a/m"} {
 		f.Add(s)

@@ -326,3 +326,53 @@ func TestGlacierHTTP(t *testing.T) {
 		t.Fatalf("restore of a restored copy: %d", resp.StatusCode)
 	}
 }
+
+// TestGlacierStoreKeepsWrites: the model in front of a store that writes
+// keeps its conditional writes (backend.Putter, backend.MatchPutter; it
+// dropped them before), and what it writes is read back through it, under
+// the class the model gives the key. A SmallReader it does not pass on:
+// backend.ReadSmall then goes through the model's Stat and ReadRange, so an
+// archived object is refused there too.
+func TestGlacierStoreKeepsWrites(t *testing.T) {
+	ctx := context.Background()
+	fs, _ := newGlacierFiles(t, "up/a")
+	g := NewGlacier(GlacierConfig{})
+	g.SetPrefixClass("bkt", "up/", backend.ClassGlacier, "")
+	s := g.Store(fs)
+	var st backend.Store = s
+	if _, ok := st.(backend.SmallReader); ok {
+		t.Fatal("GlacierStore passes ReadSmall on, around the model's refusals")
+	}
+	p, ok := st.(backend.Putter)
+	if !ok {
+		t.Fatal("GlacierStore is not a Putter")
+	}
+	if ok, err := p.PutIfAbsent(ctx, "bkt", "idx/one", strings.NewReader("index"), 5); !ok || err != nil {
+		t.Fatalf("PutIfAbsent: %v, %v", ok, err)
+	}
+	if ok, err := p.PutIfAbsent(ctx, "bkt", "idx/one", strings.NewReader("other"), 5); ok || err != nil {
+		t.Fatalf("second PutIfAbsent: %v, %v (want false, nil)", ok, err)
+	}
+	info, err := s.Stat(ctx, "bkt", "idx/one")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mp, ok := st.(backend.MatchPutter)
+	if !ok {
+		t.Fatal("GlacierStore is not a MatchPutter")
+	}
+	if ok, err := mp.PutIfMatch(ctx, "bkt", "idx/one", info.ETag, strings.NewReader("newer"), 5); !ok || err != nil {
+		t.Fatalf("PutIfMatch: %v, %v", ok, err)
+	}
+	data, _, _, err := backend.ReadSmall(ctx, s, "bkt", "idx/one", 100, "")
+	if err != nil || string(data) != "newer" {
+		t.Fatalf("read back: %q, %v", data, err)
+	}
+	if ok, err := p.PutIfAbsent(ctx, "bkt", "up/new", strings.NewReader("cold"), 4); !ok || err != nil {
+		t.Fatalf("PutIfAbsent under the archived prefix: %v, %v", ok, err)
+	}
+	var ae *backend.ArchivedError
+	if _, _, _, err := backend.ReadSmall(ctx, s, "bkt", "up/new", 100, ""); !errors.As(err, &ae) {
+		t.Fatalf("ReadSmall of an object the model archives: %v, want an ArchivedError", err)
+	}
+}

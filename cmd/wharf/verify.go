@@ -69,7 +69,11 @@ func verifyTarget(ctx context.Context, w io.Writer, t target, pf *progressFlags)
 		fmt.Fprintf(w, "verifying %s/%s: %d files, %d chunks, %d frames\n", bucket, key, in.Files, in.Chunks, in.Frames)
 	}
 	rep := pf.start("verify", "")
-	total := a.VerifyBytes()
+	total, err := a.VerifyBytes()
+	if err != nil {
+		rep.Done(err)
+		return err
+	}
 	rep.SetTotal(total, -1)
 	st, err := a.VerifyWith(ctx, archiveview.VerifyOptions{Progress: rep.Add, Report: func(p archiveview.VerifyProblem) {
 		switch {

@@ -631,6 +631,19 @@ func (s *shareCache) get(a *archiveview.Archive, now time.Time) (shareSummary, b
 func (s *shareCache) compute(a *archiveview.Archive, now time.Time) {
 	s.sem <- struct{}{}
 	defer func() { <-s.sem }()
+	defer func() {
+		// Not a handler: a listing of an index file truncated under the
+		// server panics with ErrIndexFileChanged, which must fail this
+		// summary only, never the process.
+		if r := recover(); r != nil {
+			if e, ok := r.(error); !ok || !errors.Is(e, archiveview.ErrIndexFileChanged) {
+				panic(r)
+			}
+			s.mu.Lock()
+			delete(s.running, a)
+			s.mu.Unlock()
+		}
+	}()
 	var sum shareSummary
 	after := ""
 	for {

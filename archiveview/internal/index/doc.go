@@ -3,8 +3,10 @@
 // queries (Stat, List, DeleteMarker, a file's extents), and the
 // persistent index file: the format (format.go), the encoder (Write), the
 // decoder (Decode, Map: it returns a Tree, never an archive), the mmap
-// lifetime of a file served in place (mapping.go) and the provenance
-// that says whether a file is still fresh (provenance.go).
+// lifetime of a file served in place (mapping.go), the provenance
+// that says whether a file is still fresh (provenance.go), and the MAC
+// trailer that authenticates a file shared through an S3 index cache
+// (mac.go).
 //
 // The package knows chunks (chunkio) and the manifest's key rules
 // (manifest), not stores of archives: archiveview builds an Archive from

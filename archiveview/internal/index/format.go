@@ -329,7 +329,13 @@ func learnedExtOffset(x *Index, r *ExtRec, learned Learned) (int64, bool) {
 
 // LearnedOffsets is the number of extents of x without a manifest archive_offset
 // whose tar offset the read path has learned (and WriteIndex would record).
-func LearnedOffsets(x *Index, learned Learned) int {
+// A fault reading a mapped index is an error wrapping ErrFileChanged.
+func LearnedOffsets(x *Index, learned Learned) (n int, err error) {
+	err = x.Guard(func() { n = learnedOffsets(x, learned) })
+	return n, err
+}
+
+func learnedOffsets(x *Index, learned Learned) int {
 	defer runtime.KeepAlive(x)
 	n := 0
 	for i := 0; i < x.N(); i++ {
@@ -900,7 +906,25 @@ func (d *Decoder) colExts() ([]ExtRec, error) {
 // Provenance decodes the provenance (the start of the meta section): what
 // the file indexes and the manifests it was built from. Call it first,
 // then Tree.
-func (d *Decoder) Provenance() (*Provenance, error) {
+func (d *Decoder) Provenance() (p *Provenance, err error) {
+	if gerr := d.guard(func() { p, err = d.provenance() }); gerr != nil {
+		return nil, gerr
+	}
+	return p, err
+}
+
+// guard runs f, a reader of d's bytes: under guardMapped when they are a
+// mapping (a file truncated in place while it is decoded fails the decode
+// with ErrFileChanged, not the process).
+func (d *Decoder) guard(f func()) error {
+	if d.mm == nil {
+		f()
+		return nil
+	}
+	return guardMapped(d.mm.path, f)
+}
+
+func (d *Decoder) provenance() (*Provenance, error) {
 	c := &d.c
 	d.bucket, d.manifestKey = c.str(), c.str()
 	p := &Provenance{MaxFrame: c.i64()}
@@ -949,7 +973,14 @@ func (d *Decoder) Provenance() (*Provenance, error) {
 // (manifest.KeyRoot of the recorded manifest key), its chunk and direct
 // keys may lie under (manifest.Confined). The verified units the file
 // recorded are d.Units() after.
-func (d *Decoder) Tree(allow []string) (*Tree, error) {
+func (d *Decoder) Tree(allow []string) (t *Tree, err error) {
+	if gerr := d.guard(func() { t, err = d.tree(allow) }); gerr != nil {
+		return nil, gerr
+	}
+	return t, err
+}
+
+func (d *Decoder) tree(allow []string) (*Tree, error) {
 	c := &d.c
 	a := &Tree{}
 	a.Upload, a.Version = c.str(), c.str()

@@ -24,11 +24,20 @@ type faultAddr interface{ Addr() uintptr }
 // goroutine while f runs) and Guard recovers that panic. A panic with an
 // error wrapping ErrFileChanged (Must, nested) is returned the same way;
 // any other panic passes through. For an index in memory f just runs.
-func (x *Index) Guard(f func()) (err error) {
+func (x *Index) Guard(f func()) error {
 	if x.mm == nil {
 		f()
 		return nil
 	}
+	return guardMapped(x.mm.path, f)
+}
+
+// guardMapped runs f, a reader of the index file mapped from path, with
+// debug.SetPanicOnFault set for this goroutine, and turns a fault (or a
+// panic with an error wrapping ErrFileChanged) into that error, as Guard
+// documents. Every reader of a mapping runs under it: Index.Guard and
+// Index.Must for the columns, the Decoder's methods for the decode.
+func guardMapped(path string, f func()) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		r := recover()
@@ -36,7 +45,7 @@ func (x *Index) Guard(f func()) (err error) {
 			return
 		}
 		if fa, ok := r.(faultAddr); ok {
-			err = fmt.Errorf("index %s: %w: fault at %#x reading the mapping (was the file written in place?)", x.mm.path, ErrFileChanged, fa.Addr())
+			err = fmt.Errorf("index %s: %w: fault at %#x reading the mapping (was the file written in place?)", path, ErrFileChanged, fa.Addr())
 			return
 		}
 		if e, ok := r.(error); ok && errors.Is(e, ErrFileChanged) {

@@ -145,8 +145,10 @@ func TestTruncatedMappedFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "mapped.widx")
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
+	for _, p := range []string{path, path + ".decode"} {
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestTruncatedMappedFile$", "-test.count=1")
 	cmd.Env = append(os.Environ(), "WHARF_TRUNCATED_INDEX="+path)
@@ -154,7 +156,8 @@ func TestTruncatedMappedFile(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the process did not survive reads of a truncated mapped index: %v\n%s", err, out)
 	}
-	for _, want := range []string{"guard: true index " + path + ": index file changed while mapped", "must: true index " + path, "survived"} {
+	for _, want := range []string{"guard: true index " + path + ": index file changed while mapped", "must: true index " + path,
+		"decode: true index " + path + ".decode: index file changed while mapped", "survived"} {
 		if !strings.Contains(string(out), want) {
 			t.Fatalf("child output lacks %q:\n%s", want, out)
 		}
@@ -189,6 +192,18 @@ func truncatedChild(path string) {
 		}()
 		x.Stat("a.txt")
 	}()
+	// A file truncated between Map and the decode of its tree: the
+	// decoder's reads of the mapping fail the decode, not the process.
+	d2, m2, err := Map(path+".decode", nil)
+	if err != nil {
+		panic(err)
+	}
+	defer m2.Unmap()
+	if err := os.Truncate(path+".decode", 0); err != nil {
+		panic(err)
+	}
+	_, err = d2.Provenance()
+	println("decode:", errors.Is(err, ErrFileChanged), err.Error())
 	println("survived")
 }
 

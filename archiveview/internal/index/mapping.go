@@ -30,7 +30,8 @@ package index
 // program would be. Keep other writers away from the index cache
 // directory. A truncated file does not kill the process: the readers of
 // the mapping (Index.Guard and Index.Must, around Stat, List,
-// DeleteMarker, a file's extents and Write) run with
+// DeleteMarker, a file's extents, LearnedOffsets and Write; and the
+// decode itself: Map, Decoder.Provenance and Decoder.Tree) run with
 // debug.SetPanicOnFault and turn the fault into an error wrapping
 // ErrFileChanged, so the requests that touch the lost pages fail
 // (TestTruncatedMappedFile, archiveview's TestTruncatedMappedIndexRead).
@@ -94,7 +95,10 @@ func Map(path string, release func()) (*Decoder, *Mapping, error) {
 		return nil, nil, err
 	}
 	m.path = path
-	d, err := Decode(data, path)
+	var d *Decoder
+	if gerr := guardMapped(path, func() { d, err = Decode(data, path) }); gerr != nil {
+		err = gerr
+	}
 	if err != nil {
 		m.st.unmap()
 		return nil, nil, err

@@ -1,4 +1,4 @@
-package archiveview
+package index
 
 import (
 	"bytes"
@@ -8,30 +8,30 @@ import (
 	"testing/iotest"
 )
 
-// FuzzIndexObjectMAC: spoolIndexObject, the parser of a shared index
+// FuzzObjectMAC: SpoolObject, the parser of a shared index
 // object's trailer. A file sealed under a name spools back to exactly the
 // file (read in any chunking); the same object under another name, with
 // any byte changed, cut, or extended, is refused with
-// ErrUnauthenticatedIndex; arbitrary objects never panic and are accepted
+// ErrUnauthenticated; arbitrary objects never panic and are accepted
 // only if they are a valid seal.
-func FuzzIndexObjectMAC(f *testing.F) {
+func FuzzObjectMAC(f *testing.F) {
 	f.Add([]byte("WHARFIDX index bytes"), "bkt", "pre/manifest.json.gz", "etag", uint16(3))
 	f.Add([]byte{}, "", "", "", uint16(0))
 	f.Add(bytes.Repeat([]byte{0xa5}, 70000), "b", "k", "e", uint16(65535))
-	secret, err := NewIndexSecret(bytes.Repeat([]byte("s"), MinIndexSecretBytes))
+	secret, err := NewSecret(bytes.Repeat([]byte("s"), MinSecretBytes))
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, file []byte, bucket, key, etag string, pos uint16) {
-		name := IndexName{Bucket: bucket, ManifestKey: key, ETag: etag}
-		trailer, err := secret.trailerFor(name, bytes.NewReader(file))
+		name := ObjectName{Bucket: bucket, ManifestKey: key, ETag: etag}
+		trailer, err := secret.TrailerFor(name, bytes.NewReader(file))
 		if err != nil {
 			t.Fatal(err)
 		}
 		obj := append(bytes.Clone(file), trailer...)
-		spool := func(obj []byte, n IndexName, s *IndexSecret) ([]byte, error) {
+		spool := func(obj []byte, n ObjectName, s *Secret) ([]byte, error) {
 			var out bytes.Buffer
-			err := spoolIndexObject(&out, iotest.OneByteReader(bytes.NewReader(obj)), 1<<20, s, n)
+			err := SpoolObject(&out, iotest.OneByteReader(bytes.NewReader(obj)), 1<<20, s, n)
 			return out.Bytes(), err
 		}
 		got, err := spool(obj, name, secret)
@@ -41,10 +41,10 @@ func FuzzIndexObjectMAC(f *testing.F) {
 		if got, err := spool(obj, name, nil); err != nil || !bytes.Equal(got, file) {
 			t.Fatalf("without a secret the trailer is not stripped: err %v", err)
 		}
-		refused := func(what string, obj []byte, n IndexName) {
+		refused := func(what string, obj []byte, n ObjectName) {
 			t.Helper()
-			if _, err := spool(obj, n, secret); !errors.Is(err, ErrUnauthenticatedIndex) {
-				t.Errorf("%s: %v, want ErrUnauthenticatedIndex", what, err)
+			if _, err := spool(obj, n, secret); !errors.Is(err, ErrUnauthenticated) {
+				t.Errorf("%s: %v, want ErrUnauthenticated", what, err)
 			}
 		}
 		flipped := bytes.Clone(obj)
@@ -52,10 +52,10 @@ func FuzzIndexObjectMAC(f *testing.F) {
 		refused("a flipped byte", flipped, name)
 		refused("cut", obj[:len(obj)-1-int(pos)%len(obj)], name)
 		refused("extended", append(bytes.Clone(obj), byte(pos)), name)
-		refused("another ETag", obj, IndexName{Bucket: bucket, ManifestKey: key, ETag: etag + "x"})
-		refused("another key", obj, IndexName{Bucket: bucket, ManifestKey: key + "x", ETag: etag})
+		refused("another ETag", obj, ObjectName{Bucket: bucket, ManifestKey: key, ETag: etag + "x"})
+		refused("another key", obj, ObjectName{Bucket: bucket, ManifestKey: key + "x", ETag: etag})
 		if key != "" {
-			refused("fields shifted", obj, IndexName{Bucket: bucket + key, ManifestKey: "", ETag: etag})
+			refused("fields shifted", obj, ObjectName{Bucket: bucket + key, ManifestKey: "", ETag: etag})
 		}
 		refused("no trailer", file, name)
 		// Arbitrary bytes: accepted only when they are this seal.
@@ -63,30 +63,30 @@ func FuzzIndexObjectMAC(f *testing.F) {
 			t.Errorf("unsealed bytes accepted (%d bytes)", len(got))
 		}
 		// The body Publish uploads is the same object, and seeks.
-		body := &trailed{file: io.NewSectionReader(bytes.NewReader(file), 0, int64(len(file))), trailer: trailer}
+		body := NewTrailed(io.NewSectionReader(bytes.NewReader(file), 0, int64(len(file))), trailer)
 		for range 2 {
 			b, err := io.ReadAll(body)
 			if err != nil || !bytes.Equal(b, obj) {
-				t.Fatalf("trailed body: err %v, %d bytes, want %d", err, len(b), len(obj))
+				t.Fatalf("Trailed body: err %v, %d bytes, want %d", err, len(b), len(obj))
 			}
 			body.Seek(0, io.SeekStart)
 		}
 	})
 }
 
-// TestIndexSecretShort: a secret under MinIndexSecretBytes is refused.
-func TestIndexSecretShort(t *testing.T) {
-	if _, err := NewIndexSecret(make([]byte, MinIndexSecretBytes-1)); err == nil {
+// TestSecretShort: a secret under MinSecretBytes is refused.
+func TestSecretShort(t *testing.T) {
+	if _, err := NewSecret(make([]byte, MinSecretBytes-1)); err == nil {
 		t.Error("a 31-byte secret accepted")
 	}
 }
 
-// TestIndexObjectTooLarge: an object over the limit is refused (the spool
+// TestObjectTooLarge: an object over the limit is refused (the spool
 // stops there).
-func TestIndexObjectTooLarge(t *testing.T) {
+func TestObjectTooLarge(t *testing.T) {
 	var out bytes.Buffer
-	err := spoolIndexObject(&out, bytes.NewReader(make([]byte, 1000)), 999, nil, IndexName{})
-	if !errors.Is(err, ErrUnauthenticatedIndex) || out.Len() > 999 {
+	err := SpoolObject(&out, bytes.NewReader(make([]byte, 1000)), 999, nil, ObjectName{})
+	if !errors.Is(err, ErrUnauthenticated) || out.Len() > 999 {
 		t.Errorf("err %v, %d bytes spooled", err, out.Len())
 	}
 }
