@@ -353,18 +353,6 @@ func (s *GlacierStore) List(ctx context.Context, bucket, prefix string, fn func(
 	})
 }
 
-// PutIfAbsent passes a write through (the model assigns the new key the
-// class its key or prefix was given, STANDARD otherwise) when the inner
-// store can write: an index cache over the model in tests. Without it the
-// wrapper would drop the inner store's backend.Putter.
-func (s *GlacierStore) PutIfAbsent(ctx context.Context, bucket, key string, body io.ReadSeeker, size int64) (bool, error) {
-	p, ok := s.inner.(backend.Putter)
-	if !ok {
-		return false, &backend.Error{Op: "put", Bucket: bucket, Key: key, Err: errors.New("the store cannot write")}
-	}
-	return p.PutIfAbsent(ctx, bucket, key, body, size)
-}
-
 // PutIfMatch passes a conditional replacement through when the inner
 // store can make one (backend.MatchPutter).
 func (s *GlacierStore) PutIfMatch(ctx context.Context, bucket, key, etag string, body io.ReadSeeker, size int64) (bool, error) {
