@@ -85,6 +85,11 @@ type objState struct {
 	classKnown  bool
 	size        int64 // 0 = unknown
 	present     bool  // seen in a listing or a HEAD
+	// etag is the first ETag a listing or a HEAD reported ("" = none):
+	// the object the archive was opened over. A direct object's first GET
+	// carries it as If-Match (Set.pinListed), so a replaced object is
+	// refused before any byte is sent.
+	etag string
 
 	restore      backend.RestoreStatus
 	restoreKnown bool      // restore is what the store reported (not a guess)
@@ -343,6 +348,9 @@ func (c *Classes) recordLocked(key string, oi backend.ObjectInfo, now time.Time)
 	if oi.Size > 0 {
 		o.size = oi.Size
 	}
+	if o.etag == "" {
+		o.etag = oi.ETag
+	}
 	if oi.RestoreKnown {
 		o.restore, o.restoreKnown, o.restoreAt = oi.Restore, true, now
 	} else {
@@ -398,6 +406,17 @@ func (c *Classes) snapshotLocked(key string) ObjectClass {
 		oc.Size = o.size
 	}
 	return oc
+}
+
+// listedETag returns the first ETag a listing or a HEAD reported for key,
+// "" when none did.
+func (c *Classes) listedETag(key string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if o := c.objs[key]; o != nil {
+		return o.etag
+	}
+	return ""
 }
 
 // Cached returns what is known of key without any request.

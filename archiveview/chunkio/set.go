@@ -311,6 +311,7 @@ func (s *Set) rangeGet(ctx context.Context, ci int32, off, length int64) (io.Rea
 		return nil, err
 	}
 	rs := s.state(ci)
+	s.pinListed(ci, rs)
 	b, info, err := s.store.ReadRange(ctx, s.bucket, c.Key, off, length, rs.ifMatch())
 	if err != nil {
 		var ae *backend.ArchivedError
@@ -333,12 +334,35 @@ func (s *Set) rangeGet(ctx context.Context, ci int32, off, length int64) (io.Rea
 	return b, nil
 }
 
+// pinListed pins a direct object that no response has pinned yet to the
+// ETag the storage-class listing (or a HEAD) reported at open, so that its
+// first GET carries If-Match: a direct object is served as it streams and
+// checked whole only at its end, and a replaced one must be refused before
+// the first byte is sent, not cut near the end of the response. Chunks are
+// left to their first response: a framed chunk's bytes are checked frame
+// by frame before they are served.
+func (s *Set) pinListed(ci int32, rs *chunkState) {
+	if s.chunks[ci].Kind != Direct || rs.ifMatch() != "" {
+		return
+	}
+	etag := s.classes.listedETag(s.chunks[ci].Key)
+	if etag == "" {
+		return
+	}
+	rs.mu.Lock()
+	if rs.etag == "" {
+		rs.etag = etag
+	}
+	rs.mu.Unlock()
+}
+
 // objectSize returns chunk ci's real object size (Stat once if unknown).
 func (s *Set) objectSize(ctx context.Context, ci int32) (int64, error) {
 	rs := s.state(ci)
 	if sz := rs.objectSize(); sz > 0 {
 		return sz, nil
 	}
+	s.pinListed(ci, rs)
 	info, err := s.store.Stat(ctx, s.bucket, s.chunks[ci].Key)
 	if err != nil {
 		return 0, err
