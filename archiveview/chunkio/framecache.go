@@ -238,6 +238,15 @@ type Buf struct {
 	refs atomic.Int32
 	lim  *ReadLimits // the budget it is charged to
 	cl   *clientUse  // the client it is charged to (nil: none)
+
+	// prefetchedBy is set (before the buffer is published) on a frame a
+	// readahead fetched: the metrics its waste is counted in, and
+	// prefetchBytes the compressed bytes it cost. read is set by the first
+	// read that serves it; a prefetched frame evicted unread counts in
+	// wharf_prefetch_wasted_bytes_total.
+	prefetchedBy  *Metrics
+	prefetchBytes int64
+	read          atomic.Bool
 }
 
 // Bytes returns the buffer's bytes (valid while a reference is held).
@@ -339,6 +348,9 @@ func (c *FrameCache) complete(k cacheKey, fl *flight, buf *Buf, err error) {
 
 func (c *FrameCache) onEvict(_ cacheKey, b *Buf) {
 	c.bytes -= int64(cap(b.b))
+	if b.prefetchedBy != nil && !b.read.Load() {
+		b.prefetchedBy.prefetchWasted(b.prefetchBytes)
+	}
 	b.Release()
 }
 

@@ -224,9 +224,9 @@ type chunkState struct {
 	// is pinned.
 	streamErr error
 
-	noSumNoted   atomic.Bool  // a frame without checksum was logged
-	lastFrame    atomic.Int64 // last frame index served (sequential detection)
-	prefetchedTo atomic.Int64 // highest frame index handed to prefetch
+	noSumNoted   atomic.Bool    // a frame without checksum was logged
+	evidence     streamEvidence // whether the chunk's reads are a stream (readahead.go)
+	prefetchedTo atomic.Int64   // highest frame index handed to prefetch
 }
 
 // hdrKey is one accepted header check: the header in front of data offset
@@ -247,7 +247,6 @@ func (s *Set) state(ci int32) *chunkState {
 		return rs
 	}
 	rs := &chunkState{}
-	rs.lastFrame.Store(-2)
 	rs.prefetchedTo.Store(-1)
 	if p.CompareAndSwap(nil, rs) {
 		return rs
