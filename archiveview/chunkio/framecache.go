@@ -47,6 +47,8 @@ type FrameCache struct {
 
 	parkMu sync.Mutex
 	parked []*zstream // every Set's parked decoders, oldest first
+	// promises are decoders reads in progress will park (parked.go).
+	promises []*promise
 
 	idMu   sync.Mutex
 	stores map[any]string // store instance -> its id in cache keys

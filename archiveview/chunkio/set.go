@@ -209,7 +209,8 @@ type chunkState struct {
 	etag string // first ETag seen; later responses must match
 	size int64  // object size as the store reported it (0 = not seen yet)
 
-	hdrOK sync.Map // hdrKey -> struct{}: ustar header checked for that member
+	hdrOK     sync.Map // hdrKey -> struct{}: ustar header checked for that member
+	hdrChecks sync.Map // hdrKey -> *Memo[struct{}]: the one check of that header (checkHeaderOnce)
 
 	units unitState // units checked whole (verified.go)
 
