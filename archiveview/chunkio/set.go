@@ -40,9 +40,10 @@ type Options struct {
 	// this are streamed (decoded on the fly, verified at the frame's end)
 	// instead of cached. 0 = DefaultMaxFrameBytes.
 	MaxFrameBytes int64
-	// Readahead is how many frames past a sequential read are kept
-	// prefetched (refilled in one coalesced GET when half of it is used).
-	// 0 = DefaultReadahead; negative disables.
+	// Readahead is at most how many frames past a read are kept
+	// prefetched (refilled in one coalesced GET when half of it is used),
+	// once the reads proved to be a stream; the window grows with the
+	// evidence (readahead.go). 0 = DefaultReadahead; negative disables.
 	Readahead int
 	// SmallVerifyBytes: a partial read of an extent that has a sha256 but no
 	// frame checksum (plain tar, direct, stream zstd, giant frame) and is at
