@@ -83,9 +83,13 @@ type Classes struct {
 type objState struct {
 	class, tier string
 	classKnown  bool
-	size        int64  // 0 = unknown
-	present     bool   // seen in a listing or a HEAD
-	etag        string // the first ETag seen (listing at open): pins direct objects
+	size        int64 // 0 = unknown
+	present     bool  // seen in a listing or a HEAD
+	// etag is the first ETag a listing or a HEAD reported ("" = none):
+	// the object the archive was opened over. A direct object's first GET
+	// carries it as If-Match (Set.pinListed), so a replaced object is
+	// refused before any byte is sent.
+	etag string
 
 	restore      backend.RestoreStatus
 	restoreKnown bool      // restore is what the store reported (not a guess)
@@ -354,17 +358,6 @@ func (c *Classes) recordLocked(key string, oi backend.ObjectInfo, now time.Time)
 	}
 }
 
-// ListedETag is the first ETag seen for key (from the listing at open),
-// "" when none: a direct object's reads are pinned to it.
-func (c *Classes) ListedETag(key string) string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if o := c.objs[key]; o != nil {
-		return o.etag
-	}
-	return ""
-}
-
 // Observe records a Stat's answer (a HEAD reports class and restore state).
 // Infos without a storage class (stores without classes) are ignored.
 func (c *Classes) Observe(oi backend.ObjectInfo) {
@@ -413,6 +406,17 @@ func (c *Classes) snapshotLocked(key string) ObjectClass {
 		oc.Size = o.size
 	}
 	return oc
+}
+
+// listedETag returns the first ETag a listing or a HEAD reported for key,
+// "" when none did.
+func (c *Classes) listedETag(key string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if o := c.objs[key]; o != nil {
+		return o.etag
+	}
+	return ""
 }
 
 // Cached returns what is known of key without any request.

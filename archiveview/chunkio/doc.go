@@ -4,9 +4,12 @@
 //
 // A Set holds one archive's chunk table (Chunk: key, kind, frame table,
 // sums) and everything the read path learns about it at run time: each
-// object's pinned ETag (every later GET carries If-Match), tar-walk
-// offsets, accepted header checks, parked stream decoders, sequential
-// detection and background prefetch. Version shadows of an archive share
+// object's pinned ETag (every later GET carries If-Match; a direct
+// object's first GET too, with the ETag its listing reported), tar-walk
+// offsets, accepted header checks, parked stream decoders and the promises
+// of concurrent readers sharing one decode pass (parked.go), the evidence
+// that reads are a stream and the background prefetch it earns
+// (readahead.go). Version shadows of an archive share
 // one Set. The FrameCache (decoded frames and small verified extents, one
 // flight per key) and its ReadLimits (the one memory budget, the backend
 // GET slots, the stream decoders) are shared by every Set of a server.

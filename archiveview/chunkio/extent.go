@@ -77,8 +77,11 @@ func (s *Set) OpenExtent(ctx context.Context, e Extent, start, n int64) (Source,
 			}
 		}
 	}
-	if needHdr && start > 0 {
-		if err := checkHeaderAt(ctx, s, ci, base, e); err != nil {
+	if needHdr && (start > 0 || s.streamDecodedAt(ci, base-512)) {
+		// A stream-decoded header is checked on its own too, once for
+		// concurrent readers, whose decodes then continue from it
+		// (parked.go) instead of each decoding from the start.
+		if err := checkHeaderOnce(ctx, s, ci, base, e); err != nil {
 			return nil, err
 		}
 		needHdr = false
@@ -91,6 +94,33 @@ func (s *Set) OpenExtent(ctx context.Context, e Extent, start, n int64) (Source,
 		return &hdrSource{set: s, inner: src, ci: ci, base: base, e: e}, nil
 	}
 	return s.Range(ctx, ci, u0, u1)
+}
+
+// streamDecodedAt reports whether tar-stream byte u of chunk ci is read
+// through a stream decoder (a giant frame, an unframed zstd chunk).
+func (s *Set) streamDecodedAt(ci int32, u int64) bool {
+	c := &s.chunks[ci]
+	switch {
+	case c.Kind == StreamZstd || (c.Kind == FramedZstd && len(c.Frames) == 0):
+		return true
+	case c.Kind == FramedZstd:
+		lo, _, err := CoverFrames(c.Frames, u, u+1)
+		return err == nil && s.giant(c.Frames[lo])
+	}
+	return false
+}
+
+// checkHeaderOnce is checkHeaderAt run once for concurrent readers of the
+// same member (the concurrent ranges of one download): they wait for one
+// check instead of each reading the header (for a stream-decoded chunk,
+// each with a decoder of its own).
+func checkHeaderOnce(ctx context.Context, s *Set, ci int32, base int64, e Extent) error {
+	k := hdrKey{off: base, name: e.TarName, length: e.Length}
+	v, _ := s.state(ci).hdrChecks.LoadOrStore(k, &Memo[struct{}]{})
+	_, err := v.(*Memo[struct{}]).Do(ctx, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, checkHeaderAt(ctx, s, ci, base, e)
+	}, dataFailure)
+	return err
 }
 
 // checkHeaderAt reads and checks the 512-byte header ending at base.

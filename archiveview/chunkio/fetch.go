@@ -219,6 +219,7 @@ func (s *Set) Range(ctx context.Context, ci int32, u0, u1 int64) (Source, error)
 			return nil, err
 		}
 	}
+	run := s.state(ci).evidence.record(u0, u1) // readahead on evidence only (readahead.go)
 	var mk []func() Source
 	for i := lo; i <= hi; {
 		f := fr[i]
@@ -236,7 +237,7 @@ func (s *Set) Range(ctx context.Context, ci int32, u0, u1 int64) (Source, error)
 			j++
 		}
 		s0, s1, fi, fj := max(u0, f.UOff), min(u1, fr[j].UOff+fr[j].USize), i, j
-		mk = append(mk, func() Source { return s.newFramedSource(ctx, ci, fi, fj, s0, s1) })
+		mk = append(mk, func() Source { return s.newFramedSource(ctx, ci, fi, fj, s0, s1, run) })
 		i = j + 1
 	}
 	if len(mk) == 1 {

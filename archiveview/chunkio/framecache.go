@@ -47,6 +47,8 @@ type FrameCache struct {
 
 	parkMu sync.Mutex
 	parked []*zstream // every Set's parked decoders, oldest first
+	// promises are decoders reads in progress will park (parked.go).
+	promises []*promise
 
 	idMu   sync.Mutex
 	stores map[any]string // store instance -> its id in cache keys
@@ -238,6 +240,15 @@ type Buf struct {
 	refs atomic.Int32
 	lim  *ReadLimits // the budget it is charged to
 	cl   *clientUse  // the client it is charged to (nil: none)
+
+	// prefetchedBy is set (before the buffer is published) on a frame a
+	// readahead fetched: the metrics its waste is counted in, and
+	// prefetchBytes the compressed bytes it cost. read is set by the first
+	// read that serves it; a prefetched frame evicted unread counts in
+	// wharf_prefetch_wasted_bytes_total.
+	prefetchedBy  *Metrics
+	prefetchBytes int64
+	read          atomic.Bool
 }
 
 // Bytes returns the buffer's bytes (valid while a reference is held).
@@ -339,6 +350,9 @@ func (c *FrameCache) complete(k cacheKey, fl *flight, buf *Buf, err error) {
 
 func (c *FrameCache) onEvict(_ cacheKey, b *Buf) {
 	c.bytes -= int64(cap(b.b))
+	if b.prefetchedBy != nil && !b.read.Load() {
+		b.prefetchedBy.prefetchWasted(b.prefetchBytes)
+	}
 	b.Release()
 }
 

@@ -47,6 +47,7 @@ type framedSource struct {
 	ci      int32
 	lo, hi  int
 	u0, u1  int64
+	run     int // the read's run of tiling reads (readahead.go)
 	ch      chan frameFuture
 	next    int
 	started bool
@@ -60,9 +61,9 @@ type framedSource struct {
 	slots chan struct{} // GETs in flight for this source (StreamParts)
 }
 
-func (s *Set) newFramedSource(ctx context.Context, ci int32, lo, hi int, u0, u1 int64) *framedSource {
+func (s *Set) newFramedSource(ctx context.Context, ci int32, lo, hi int, u0, u1 int64, run int) *framedSource {
 	ctx, cancel := context.WithCancel(ctx)
-	return &framedSource{set: s, ctx: ctx, cancel: cancel, ci: ci, lo: lo, hi: hi, u0: u0, u1: u1,
+	return &framedSource{set: s, ctx: ctx, cancel: cancel, ci: ci, lo: lo, hi: hi, u0: u0, u1: u1, run: run,
 		ch: make(chan frameFuture, hi-lo+1), next: lo,
 		win: newWindow(s.lim.streamParts), wake: make(chan struct{}), slots: make(chan struct{}, s.lim.streamParts)}
 }
@@ -315,6 +316,9 @@ func partWorker(ctx context.Context, s *Set, p *part, lo, hi int, fls []*flight,
 		if errors.Is(err, ErrChecksum) {
 			buf, err = refetchFrame(ctx, s, p.ci, k, err)
 		}
+		if buf != nil && p.prefetch {
+			buf.prefetchedBy, buf.prefetchBytes = s.metrics, f.CSize // before the buffer is published
+		}
 		c.complete(key, fls[k-lo], buf, err)
 		if buf != nil {
 			buf.Release()
@@ -384,6 +388,7 @@ func (fs *framedSource) Next() ([]byte, *Buf, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	buf.read.Store(true) // a prefetched frame that is read was not wasted
 	f := fs.set.chunks[fs.ci].Frames[fu.i]
 	if int64(len(buf.b)) != f.USize {
 		buf.Release()
@@ -394,7 +399,7 @@ func (fs *framedSource) Next() ([]byte, *Buf, error) {
 		// detection and readahead now, not when the read began, so the
 		// window past it is fetched for the requests that follow, and a
 		// read abandoned half-way (a client that left) starts none.
-		noteFrames(fs.set, fs.ci, fs.lo, fs.hi)
+		noteFrames(fs.set, fs.ci, fs.lo, fs.hi, fs.run)
 	}
 	lo := max(fs.u0, f.UOff) - f.UOff
 	hi := min(fs.u1, f.UOff+f.USize) - f.UOff
@@ -415,21 +420,26 @@ func (fs *framedSource) Close() {
 	}
 }
 
-// noteFrames records that frames lo..hi of chunk ci are being read and, if
-// the chunk is read sequentially, prefetches the next frames in chunk order
-// (crossing into the following framed chunks).
+// noteFrames is called when a read of frames lo..hi of chunk ci, the
+// run-th of a run of tiling reads, reached its last frame. If the run
+// proves a stream (readaheadFor, readahead.go), it prefetches the
+// next frames in chunk order (crossing into the following framed chunks).
 //
-// The window is s.readahead frames past hi, refilled with hysteresis: a
-// prefetch starts only when less than half a window is still ahead, and then
-// fetches the rest of the window, in parts planned like any read and
-// fetched in parallel, so a sequential walk of small files costs about one
-// GET per part rather than one per file, and the next frames' first-byte
-// latency overlaps the serving of the current ones.
-func noteFrames(s *Set, ci int32, lo, hi int) {
+// The window is as many frames as the evidence earns (at most
+// s.readahead) past hi, refilled with hysteresis: a prefetch starts only
+// when less than half a window is still ahead, and then fetches the rest
+// of the window, in parts planned like any read and fetched in parallel,
+// so a sequential walk of small files costs about one GET per part rather
+// than one per file, and the next frames' first-byte latency overlaps the
+// serving of the current ones. Random windows (COG tiles, HDF5 chunks,
+// Zarr chunks) earn no window: they fetch only their covering frames.
+func noteFrames(s *Set, ci int32, lo, hi, run int) {
+	if s.readahead <= 0 || s.ctx.Err() != nil {
+		return
+	}
 	rs := s.state(ci)
-	last := rs.lastFrame.Swap(int64(hi))
-	seq := int64(lo) == last || int64(lo) == last+1 || (lo == 0 && last == -2)
-	if !seq || s.readahead <= 0 || s.ctx.Err() != nil {
+	w := readaheadFor(run, s.readahead)
+	if w == 0 {
 		return
 	}
 	// A window left behind or far ahead of this read (an earlier pass over
@@ -438,7 +448,7 @@ func noteFrames(s *Set, ci int32, lo, hi int) {
 	if pt := rs.prefetchedTo.Load(); pt < int64(lo)-1 || pt > int64(hi+s.readahead) {
 		rs.prefetchedTo.Store(int64(hi))
 	}
-	if rs.prefetchedTo.Load() >= int64(hi+(s.readahead+1)/2) {
+	if rs.prefetchedTo.Load() >= int64(hi+(w+1)/2) {
 		return
 	}
 	select {
@@ -451,7 +461,7 @@ func noteFrames(s *Set, ci int32, lo, hi int) {
 		lo, hi int
 	}
 	var spans []span
-	want := s.readahead
+	want := w
 	for c, from := ci, hi+1; want > 0 && int(c) < len(s.chunks); c, from = c+1, 0 {
 		ch := &s.chunks[c]
 		if ch.Kind != FramedZstd {
@@ -542,6 +552,7 @@ func prefetch(ctx context.Context, s *Set, ci int32, lo, hi int, budget, held *i
 		}
 		*budget -= decoded
 		*held += bufSize(plan.size()) + decoded
+		p.prefetch = true
 		workers.Add(1)
 		go func() {
 			defer workers.Done()

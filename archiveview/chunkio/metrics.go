@@ -10,10 +10,12 @@ type Metrics struct {
 	framesDecoded    prometheus.Counter
 	cacheHits        prometheus.Counter
 	checksumFailures prometheus.Counter
+	prefetchWaste    prometheus.Counter
 }
 
 // NewMetrics registers wharf_frames_fetched_total, wharf_frames_decoded_total,
-// wharf_frame_cache_hits_total and wharf_checksum_failures_total on reg. A
+// wharf_frame_cache_hits_total, wharf_checksum_failures_total and
+// wharf_prefetch_wasted_bytes_total on reg. A
 // nil reg creates unregistered counters (useful in tests).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
@@ -33,9 +35,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "wharf_checksum_failures_total",
 			Help: "Frame, chunk, part or file sha256 mismatches (nothing wrong is served).",
 		}),
+		prefetchWaste: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "wharf_prefetch_wasted_bytes_total",
+			Help: "Compressed bytes of frames the readahead fetched that left the frame cache without being read.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.framesFetched, m.framesDecoded, m.cacheHits, m.checksumFailures)
+		reg.MustRegister(m.framesFetched, m.framesDecoded, m.cacheHits, m.checksumFailures, m.prefetchWaste)
 	}
 	return m
 }
@@ -55,6 +61,12 @@ func (m *Metrics) frameDecoded() {
 func (m *Metrics) cacheHit() {
 	if m != nil {
 		m.cacheHits.Inc()
+	}
+}
+
+func (m *Metrics) prefetchWasted(n int64) {
+	if m != nil {
+		m.prefetchWaste.Add(float64(n))
 	}
 }
 

@@ -22,7 +22,7 @@ func TestMetricsRegisteredAtZero(t *testing.T) {
 		}
 	}
 	sort.Strings(names)
-	want := []string{"wharf_checksum_failures_total", "wharf_frame_cache_hits_total", "wharf_frames_decoded_total", "wharf_frames_fetched_total"}
+	want := []string{"wharf_checksum_failures_total", "wharf_frame_cache_hits_total", "wharf_frames_decoded_total", "wharf_frames_fetched_total", "wharf_prefetch_wasted_bytes_total"}
 	if len(names) != len(want) {
 		t.Fatalf("series %v, want %v", names, want)
 	}

@@ -20,6 +20,7 @@ type part struct {
 	off, end int64
 	buf      *Buf
 	cl       *clientUse // the client buf and the launch's extra bytes are charged to
+	prefetch bool       // a readahead part: its frames count as wasted if evicted unread
 
 	cancel context.CancelFunc
 	slots  chan struct{} // the stream's GET slots (one per sub-range), or nil

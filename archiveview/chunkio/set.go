@@ -40,9 +40,10 @@ type Options struct {
 	// this are streamed (decoded on the fly, verified at the frame's end)
 	// instead of cached. 0 = DefaultMaxFrameBytes.
 	MaxFrameBytes int64
-	// Readahead is how many frames past a sequential read are kept
-	// prefetched (refilled in one coalesced GET when half of it is used).
-	// 0 = DefaultReadahead; negative disables.
+	// Readahead is at most how many frames past a read are kept
+	// prefetched (refilled in one coalesced GET when half of it is used),
+	// once the reads proved to be a stream; the window grows with the
+	// evidence (readahead.go). 0 = DefaultReadahead; negative disables.
 	Readahead int
 	// SmallVerifyBytes: a partial read of an extent that has a sha256 but no
 	// frame checksum (plain tar, direct, stream zstd, giant frame) and is at
@@ -209,7 +210,8 @@ type chunkState struct {
 	etag string // first ETag seen; later responses must match
 	size int64  // object size as the store reported it (0 = not seen yet)
 
-	hdrOK sync.Map // hdrKey -> struct{}: ustar header checked for that member
+	hdrOK     sync.Map // hdrKey -> struct{}: ustar header checked for that member
+	hdrChecks sync.Map // hdrKey -> *Memo[struct{}]: the one check of that header (checkHeaderOnce)
 
 	units unitState // units checked whole (verified.go)
 
@@ -224,9 +226,9 @@ type chunkState struct {
 	// is pinned.
 	streamErr error
 
-	noSumNoted   atomic.Bool  // a frame without checksum was logged
-	lastFrame    atomic.Int64 // last frame index served (sequential detection)
-	prefetchedTo atomic.Int64 // highest frame index handed to prefetch
+	noSumNoted   atomic.Bool    // a frame without checksum was logged
+	evidence     streamEvidence // whether the chunk's reads are a stream (readahead.go)
+	prefetchedTo atomic.Int64   // highest frame index handed to prefetch
 }
 
 // hdrKey is one accepted header check: the header in front of data offset
@@ -247,12 +249,6 @@ func (s *Set) state(ci int32) *chunkState {
 		return rs
 	}
 	rs := &chunkState{}
-	if s.chunks[ci].Kind == Direct {
-		// Pinned from the listing: a replaced object is refused before its
-		// first byte (observe), not cut off at the end of its stream.
-		rs.etag = s.classes.ListedETag(s.chunks[ci].Key)
-	}
-	rs.lastFrame.Store(-2)
 	rs.prefetchedTo.Store(-1)
 	if p.CompareAndSwap(nil, rs) {
 		return rs
@@ -316,6 +312,7 @@ func (s *Set) rangeGet(ctx context.Context, ci int32, off, length int64) (io.Rea
 		return nil, err
 	}
 	rs := s.state(ci)
+	s.pinListed(ci, rs)
 	b, info, err := s.store.ReadRange(ctx, s.bucket, c.Key, off, length, rs.ifMatch())
 	if err != nil {
 		var ae *backend.ArchivedError
@@ -338,12 +335,35 @@ func (s *Set) rangeGet(ctx context.Context, ci int32, off, length int64) (io.Rea
 	return b, nil
 }
 
+// pinListed pins a direct object that no response has pinned yet to the
+// ETag the storage-class listing (or a HEAD) reported at open, so that its
+// first GET carries If-Match: a direct object is served as it streams and
+// checked whole only at its end, and a replaced one must be refused before
+// the first byte is sent, not cut near the end of the response. Chunks are
+// left to their first response: a framed chunk's bytes are checked frame
+// by frame before they are served.
+func (s *Set) pinListed(ci int32, rs *chunkState) {
+	if s.chunks[ci].Kind != Direct || rs.ifMatch() != "" {
+		return
+	}
+	etag := s.classes.listedETag(s.chunks[ci].Key)
+	if etag == "" {
+		return
+	}
+	rs.mu.Lock()
+	if rs.etag == "" {
+		rs.etag = etag
+	}
+	rs.mu.Unlock()
+}
+
 // objectSize returns chunk ci's real object size (Stat once if unknown).
 func (s *Set) objectSize(ctx context.Context, ci int32) (int64, error) {
 	rs := s.state(ci)
 	if sz := rs.objectSize(); sz > 0 {
 		return sz, nil
 	}
+	s.pinListed(ci, rs)
 	info, err := s.store.Stat(ctx, s.bucket, s.chunks[ci].Key)
 	if err != nil {
 		return 0, err

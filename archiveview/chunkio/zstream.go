@@ -243,6 +243,7 @@ type zSource struct {
 	frame  int
 	u0, u1 int64
 	z      *zstream
+	mine   *promise // this read will park its decoder at u1 (parked.go)
 }
 
 func (zs *zSource) Next() ([]byte, *Buf, error) {
@@ -251,10 +252,17 @@ func (zs *zSource) Next() ([]byte, *Buf, error) {
 		if zs.u0 >= zs.u1 {
 			return nil, nil, io.EOF
 		}
-		z := s.cache.unpark(s, zs.ci, zs.frame, zs.u0)
+		if zs.frame < 0 || zs.u1 < s.chunks[zs.ci].Frames[zs.frame].USize {
+			zs.mine = s.cache.promise(s, zs.ci, zs.frame, zs.u1) // a read that ends at u1 parks there
+		}
+		z, err := s.cache.sharedStream(zs.ctx, s, zs.ci, zs.frame, zs.u0, zs.mine)
+		if err != nil {
+			zs.keep()
+			return nil, nil, err
+		}
 		if z == nil {
-			var err error
 			if z, err = zs.set.newZstream(zs.ctx, zs.ci, zs.frame); err != nil {
+				zs.keep()
 				return nil, nil, err
 			}
 		}
@@ -290,6 +298,14 @@ func (zs *zSource) fail() {
 		zs.z.discard(zs.set.cache, false)
 		zs.z = nil
 	}
+	zs.keep()
+}
+
+// keep fulfils the read's promise (after its decoder was parked or
+// dropped): whoever waits on it looks again.
+func (zs *zSource) keep() {
+	zs.set.cache.keep(zs.mine)
+	zs.mine = nil
 }
 
 func (zs *zSource) Close() {
@@ -305,6 +321,7 @@ func (zs *zSource) Close() {
 			z.discard(s.cache, true)
 		}
 	}
+	zs.keep()
 }
 
 // zstdHeader parses a zstd frame header (RFC 8878 3.1.1.1): the window
