@@ -409,7 +409,9 @@ func TestServeHTTP2HeaderTimeout(t *testing.T) {
 		t.Logf("unfinished header block, CONTINUATION every 100ms: closed after %v", d.Round(time.Millisecond))
 	})
 	t.Run("healthy idle connection stays", func(t *testing.T) {
-		tr := &http2.Transport{TLSClientConfig: &tls.Config{RootCAs: pki.pool()}}
+		h2only := new(http.Protocols)
+		h2only.SetHTTP2(true)
+		tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pki.pool()}, Protocols: h2only}
 		defer tr.CloseIdleConnections()
 		client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
 		var conns []string
@@ -423,8 +425,8 @@ func TestServeHTTP2HeaderTimeout(t *testing.T) {
 			}
 			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			if string(b) != "hello\n" {
-				t.Fatalf("GET: %q", b)
+			if string(b) != "hello\n" || resp.ProtoMajor != 2 {
+				t.Fatalf("GET: %s %q", resp.Proto, b)
 			}
 			conns = append(conns, local)
 			time.Sleep(3 * rht) // idle, past the header timeout and the PING
