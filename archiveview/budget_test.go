@@ -12,6 +12,7 @@ import (
 
 	"github.com/wharf-s3/wharf/archiveview/cargopack"
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
+	"github.com/wharf-s3/wharf/archiveview/internal/index"
 	"github.com/wharf-s3/wharf/backend"
 	"github.com/wharf-s3/wharf/backend/faults"
 )
@@ -132,8 +133,8 @@ func TestPlannerBytesPerWorkload(t *testing.T) {
 	files["large.bin"] = rpRandom(3, 24<<20)
 	ra := rpNew(t, files, cargopack.Options{FrameSize: 1 << 20}, Options{Cache: chunkio.NewFrameCache(256 << 20)})
 	var compressed int64
-	for i := range ra.a.chunks {
-		compressed += ra.a.chunks[i].Size
+	for i := range ra.a.tree.Chunks {
+		compressed += ra.a.tree.Chunks[i].Size
 	}
 
 	t.Run("walk", func(t *testing.T) {
@@ -158,10 +159,10 @@ func TestPlannerBytesPerWorkload(t *testing.T) {
 			// one holding the tar header in front of the file (checked
 			// once before its bytes are served).
 			var covering int64
-			for _, e := range rc.a.fileExtents(f.idx) {
-				c := &rc.a.chunks[e.chunk]
+			for _, e := range rc.a.fileExtents(index.Ordinal(f)) {
+				c := &rc.a.tree.Chunks[e.Chunk]
 				seen := map[int]bool{}
-				for _, span := range [][2]int64{{e.off - 512, e.off}, {e.off + off, e.off + off + n}} {
+				for _, span := range [][2]int64{{e.Off - 512, e.Off}, {e.Off + off, e.Off + off + n}} {
 					lo, hi, err := chunkio.CoverFrames(c.Frames, span[0], span[1])
 					if err != nil {
 						t.Fatal(err)

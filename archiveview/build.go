@@ -14,7 +14,7 @@ package archiveview
 // type (4) only once some entry has one. What only some entries have
 // (split parts, duplicates, paths that are not root+key, malformed
 // digests) is in small side tables. Sorting needs 8 bytes per mention
-// more (keysort below). The index (index.go) is then gathered from the
+// more (keysort below). The index (internal/index) is then gathered (gather.go) from the
 // columns column by column, each freed once gathered.
 
 import (

@@ -140,7 +140,7 @@ func TestOpenSourcePathAfterFiles(t *testing.T) {
 		t.Fatalf("%d files, want %d", got.Files(), want.Files())
 	}
 	for i := 0; i < want.Files(); i++ {
-		fw, fg := want.idx.file(i), got.idx.file(i)
+		fw, fg := want.tree.Idx.File(i), got.tree.Idx.File(i)
 		if fw != fg || !slices.Equal(want.fileExtents(int32(i)), got.fileExtents(int32(i))) {
 			t.Fatalf("file %d: %+v vs %+v", i, fg, fw)
 		}

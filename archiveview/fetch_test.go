@@ -38,13 +38,13 @@ func TestCompressedGiantFrameStreamed(t *testing.T) {
 	}
 	defer a.Close()
 	ci := int32(-1)
-	for i := range a.chunks {
-		if a.chunks[i].Kind == chunkio.FramedZstd {
+	for i := range a.tree.Chunks {
+		if a.tree.Chunks[i].Kind == chunkio.FramedZstd {
 			ci = int32(i)
 		}
 	}
 	var streamed []int
-	for i, f := range a.chunks[ci].Frames {
+	for i, f := range a.tree.Chunks[ci].Frames {
 		if f.CSize > maxFrame && f.USize <= maxFrame {
 			streamed = append(streamed, i)
 		}
@@ -63,7 +63,7 @@ func TestCompressedGiantFrameStreamed(t *testing.T) {
 	}
 	for _, i := range streamed {
 		if a.set.FrameCached(ci, i) {
-			t.Errorf("frame %d (compressed %d > MaxFrameBytes %d) was cached, not streamed", i, a.chunks[ci].Frames[i].CSize, maxFrame)
+			t.Errorf("frame %d (compressed %d > MaxFrameBytes %d) was cached, not streamed", i, a.tree.Chunks[ci].Frames[i].CSize, maxFrame)
 		}
 	}
 }
@@ -88,7 +88,7 @@ func TestFrameRefetchedOnceAfterChecksumMismatch(t *testing.T) {
 			m := chunkio.NewMetrics(reg)
 			ra := rpNew(t, files, cargopack.Options{FrameSize: 64 << 10}, Options{Readahead: -1, Metrics: m})
 			c, e := rpChunkOf(t, ra, "mid/two.txt")
-			lo, _, err := chunkio.CoverFrames(c.Frames, e.off, e.off+1)
+			lo, _, err := chunkio.CoverFrames(c.Frames, e.Off, e.Off+1)
 			if err != nil {
 				t.Fatal(err)
 			}

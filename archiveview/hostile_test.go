@@ -63,6 +63,7 @@ import (
 
 	"github.com/wharf-s3/wharf/archiveview/cargopack"
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
+	"github.com/wharf-s3/wharf/archiveview/internal/index"
 	"github.com/wharf-s3/wharf/archiveview/manifest"
 	"github.com/wharf-s3/wharf/backend"
 	"github.com/wharf-s3/wharf/backend/faults"
@@ -637,8 +638,8 @@ func (row hoRow) run(t *testing.T) {
 					t.Errorf("%s: error does not name %q: %v", what, s, res.err)
 				}
 			}
-			if exts := a.fileExtents(f.idx); len(exts) == 1 && !errors.Is(res.err, ErrBadRange) {
-				if ck := a.chunks[exts[0].chunk].Key; !strings.Contains(msg, ck) {
+			if exts := a.fileExtents(index.Ordinal(f)); len(exts) == 1 && !errors.Is(res.err, ErrBadRange) {
+				if ck := a.tree.Chunks[exts[0].Chunk].Key; !strings.Contains(msg, ck) {
 					t.Errorf("%s: error does not name chunk %s: %v", what, ck, res.err)
 				}
 			}

@@ -1,6 +1,8 @@
 package archiveview
 
 import (
+	"github.com/wharf-s3/wharf/archiveview/internal/index"
+
 	"bytes"
 	"context"
 	"math/rand/v2"
@@ -61,13 +63,13 @@ func TestMappedIndexLifetime(t *testing.T) {
 		return a
 	}
 	first := open() // builds, publishes, serves from the published file
-	if first.idx.mm == nil {
+	if !first.tree.Idx.InPlace() {
 		t.Fatal("a fresh build with a local cache is not served from its index file")
 	}
 	first.Close()
 	first = nil
 	a := open() // loads the published file
-	if a.idx.mm == nil {
+	if !a.tree.Idx.InPlace() {
 		t.Fatal("not served from the mapped file")
 	}
 	if m, _ := imMapped(t, path); !m {
@@ -92,7 +94,7 @@ func TestMappedIndexLifetime(t *testing.T) {
 
 	// The junk file is refused and rebuilt; the new archive maps the new file.
 	b := open()
-	if b.idx.mm == nil {
+	if !b.tree.Idx.InPlace() {
 		t.Fatal("rebuilt archive not served from the mapped file")
 	}
 	b.Close()
@@ -124,11 +126,11 @@ func TestStoreIndexCacheSpoolReleasedAfterUnmap(t *testing.T) {
 		return out
 	}
 	a := open() // builds: serves from its temporary file in the spool
-	if a.idx.mm == nil {
+	if !a.tree.Idx.InPlace() {
 		t.Fatal("a fresh build with a shared cache is not served from its index file")
 	}
 	b := open() // fetches the published object into the spool
-	if b.idx.mm == nil {
+	if !b.tree.Idx.InPlace() {
 		t.Fatal("a fetched index is not served in place")
 	}
 	if n := len(spooled()); n != 2 {
@@ -161,16 +163,16 @@ func TestIndexColumnsCopied(t *testing.T) {
 				t.Fatal(err)
 			}
 			data := piIndexBytes(t, a)
-			d, err := newIndexDecoder(data, "copied")
+			d, err := index.Decode(data, "copied")
 			if err != nil {
 				t.Fatal(err)
 			}
-			d.copyCols = true
-			p, err := d.provenance()
+			d.CopyColumns()
+			p, err := d.Provenance()
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, err := d.archive(backend.NewFileStore(dir), Options{}, p, nil)
+			b, err := loadTree(d, p, backend.NewFileStore(dir), Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -208,7 +210,7 @@ func TestOpenIndexFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.idx.mm == nil {
+	if !b.tree.Idx.InPlace() {
 		t.Error("not mapped")
 	}
 	piSameTree(t, a, b)

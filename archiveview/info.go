@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
+	"github.com/wharf-s3/wharf/archiveview/internal/index"
 )
 
 // maxUnverifiableSample bounds Info.UnverifiableSample.
@@ -22,24 +23,24 @@ const maxUnverifiableSample = 10
 // (computed, not written); IndexInPlace says it is served from its file
 // mapped in place (then its columns cost page cache, not heap).
 func (a *Archive) Info() Info {
-	u := a.unverifiable()
+	u := unverifiable(a)
 	return Info{
 		Name:               a.name,
-		UploadID:           a.uploadID,
-		Version:            a.version,
+		UploadID:           a.tree.Upload,
+		Version:            a.tree.Version,
 		ManifestKey:        a.manifestKey,
-		Chain:              slices.Clone(a.chain),
-		Files:              a.idx.n(),
-		Chunks:             len(a.chunks),
-		Frames:             a.idx.frames,
-		CompressedBytes:    a.idx.compressed,
-		UncompressedBytes:  a.idx.uncompressed,
-		Shapes:             slices.Clone(a.shapes),
-		Warnings:           slices.Clone(a.warnings),
+		Chain:              slices.Clone(a.tree.Chain),
+		Files:              a.tree.Idx.N(),
+		Chunks:             len(a.tree.Chunks),
+		Frames:             a.tree.Idx.Frames,
+		CompressedBytes:    a.tree.Idx.Compressed,
+		UncompressedBytes:  a.tree.Idx.Uncompressed,
+		Shapes:             slices.Clone(a.tree.Shapes),
+		Warnings:           slices.Clone(a.tree.Warnings),
 		Unverifiable:       u.n,
 		UnverifiableSample: slices.Clone(u.sample),
-		IndexBytes:         a.indexFileBytes(),
-		IndexInPlace:       a.idx.mm != nil,
+		IndexBytes:         index.FileBytes(&a.tree, indexMeta(a)),
+		IndexInPlace:       a.tree.Idx.InPlace(),
 	}
 }
 
@@ -50,16 +51,16 @@ type unverifiedFiles struct {
 	sample []string
 }
 
-func (a *Archive) unverifiable() *unverifiedFiles {
+func unverifiable(a *Archive) *unverifiedFiles {
 	u := &a.unverified
 	u.once.Do(func() {
-		for i := 0; i < a.idx.n(); i++ {
-			if a.idx.flags[i]&flagSum != 0 {
+		for i := 0; i < a.tree.Idx.N(); i++ {
+			if a.tree.Idx.Flags[i]&index.FlagSum != 0 {
 				continue // the file's own sha256
 			}
 			covered := true
 			for _, e := range a.fileExtents(int32(i)) {
-				ce := chunkio.Extent{Chunk: e.chunk, Off: e.off, Length: e.length, HasSum: e.hasSum}
+				ce := chunkio.Extent{Chunk: e.Chunk, Off: e.Off, Length: e.Length, HasSum: e.HasSum}
 				if !a.set.Verifiable(ce) {
 					covered = false
 					break
@@ -68,7 +69,7 @@ func (a *Archive) unverifiable() *unverifiedFiles {
 			if !covered {
 				u.n++
 				if len(u.sample) < maxUnverifiableSample {
-					u.sample = append(u.sample, a.idx.keyAt(i))
+					u.sample = append(u.sample, a.tree.Idx.KeyAt(i))
 				}
 			}
 		}

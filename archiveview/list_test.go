@@ -1,6 +1,8 @@
 package archiveview
 
 import (
+	"github.com/wharf-s3/wharf/archiveview/internal/index"
+
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -10,26 +12,26 @@ import (
 )
 
 // lsIndex builds an index straight from a key set (sizes = key length).
-func lsIndex(t testing.TB, keys []string) *index {
+func lsIndex(t testing.TB, keys []string) *index.Index {
 	t.Helper()
 	keys = slices.Clone(keys)
 	slices.Sort(keys)
 	keys = slices.Compact(keys)
-	x := &index{roots: []string{""}}
+	x := &index.Index{Roots: []string{""}}
 	var names strings.Builder
 	for _, k := range keys {
 		names.WriteString(k)
-		x.ends = append(x.ends, uint32(names.Len()))
-		x.size = append(x.size, int64(len(k)))
-		x.msec = append(x.msec, rvTime.Unix())
-		x.mnsec = append(x.mnsec, uint32(rvTime.Nanosecond()))
-		x.sum = append(x.sum, [32]byte{})
-		x.flags = append(x.flags, flagIdentity)
-		x.chunk = append(x.chunk, 0)
-		x.off = append(x.off, -1)
-		x.root = append(x.root, 0)
+		x.Ends = append(x.Ends, uint32(names.Len()))
+		x.Size = append(x.Size, int64(len(k)))
+		x.Msec = append(x.Msec, rvTime.Unix())
+		x.Mnsec = append(x.Mnsec, uint32(rvTime.Nanosecond()))
+		x.Sum = append(x.Sum, [32]byte{})
+		x.Flags = append(x.Flags, index.FlagIdentity)
+		x.Chunk = append(x.Chunk, 0)
+		x.Off = append(x.Off, -1)
+		x.Root = append(x.Root, 0)
 	}
-	x.names = names.String()
+	x.Names = names.String()
 	return x
 }
 
@@ -71,15 +73,15 @@ func lsName(e ListEntry) string {
 
 // lsPageAll pages through a listing with page size maxKeys and checks each
 // page's contract; it returns every entry name.
-func lsPageAll(t testing.TB, x *index, p ListParams, maxKeys int) []string {
+func lsPageAll(t testing.TB, x *index.Index, p ListParams, maxKeys int) []string {
 	t.Helper()
 	var all []string
 	p.MaxKeys = maxKeys
 	for pages := 0; ; pages++ {
-		if pages > x.n()+2 {
+		if pages > x.N()+2 {
 			t.Fatalf("paging does not terminate: %+v", p)
 		}
-		r := x.list(p)
+		r := x.List(p)
 		if len(r.Entries) > maxKeys {
 			t.Fatalf("page of %d entries > MaxKeys %d", len(r.Entries), maxKeys)
 		}
@@ -88,7 +90,7 @@ func lsPageAll(t testing.TB, x *index, p ListParams, maxKeys int) []string {
 				if e.File.Key == "" {
 					t.Fatalf("empty entry in %+v", r)
 				}
-				if f, ok := (&Archive{tree: tree{idx: *x}}).Stat(e.File.Key); !ok || f != e.File {
+				if f, ok := (&Archive{tree: index.Tree{Idx: *x}}).Stat(e.File.Key); !ok || f != e.File {
 					t.Fatalf("listed %q does not Stat the same", e.File.Key)
 				}
 			}
@@ -134,7 +136,7 @@ func TestListBasics(t *testing.T) {
 		{p: ListParams{Prefix: "b/", MaxKeys: 2}, want: []string{"b/x", "b/y/z"}},
 	}
 	for _, tc := range tests {
-		r := x.list(tc.p)
+		r := x.List(tc.p)
 		var got []string
 		for _, e := range r.Entries {
 			got = append(got, lsName(e))
@@ -232,7 +234,7 @@ func FuzzList(f *testing.F) {
 			t.Fatalf("params %+v maxKeys %d: got %q want %q", p, mk, got, want)
 		}
 		p.MaxKeys = 0
-		if r := x.list(p); len(r.Entries) != 0 || r.Truncated {
+		if r := x.List(p); len(r.Entries) != 0 || r.Truncated {
 			t.Fatalf("MaxKeys 0 gave %+v", r)
 		}
 	})

@@ -7,6 +7,7 @@ import (
 
 	"github.com/wharf-s3/wharf/archiveview/cargopack"
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
+	"github.com/wharf-s3/wharf/archiveview/internal/index"
 	"github.com/wharf-s3/wharf/backend/faults"
 )
 
@@ -20,19 +21,19 @@ func TestMetricsCountReads(t *testing.T) {
 	touched := map[[2]int]bool{}
 	for key := range files {
 		f, _ := ra.a.Stat(key)
-		for _, e := range ra.a.fileExtents(f.idx) {
-			c := &ra.a.chunks[e.chunk]
-			lo, hi, err := chunkio.CoverFrames(c.Frames, e.off-512, e.off+max(e.length, 1))
+		for _, e := range ra.a.fileExtents(index.Ordinal(f)) {
+			c := &ra.a.tree.Chunks[e.Chunk]
+			lo, hi, err := chunkio.CoverFrames(c.Frames, e.Off-512, e.Off+max(e.Length, 1))
 			if err != nil {
 				t.Fatal(err)
 			}
 			for i := lo; i <= hi; i++ {
-				touched[[2]int{int(e.chunk), i}] = true
+				touched[[2]int{int(e.Chunk), i}] = true
 			}
 		}
 	}
 	frames := float64(len(touched))
-	if frames < float64(ra.res.Frames)-float64(len(ra.a.chunks)) {
+	if frames < float64(ra.res.Frames)-float64(len(ra.a.tree.Chunks)) {
 		t.Fatalf("only %v of %d frames hold file bytes", frames, ra.res.Frames)
 	}
 	if v := counterValue(t, reg, "wharf_frames_fetched_total"); v != frames {

@@ -1,9 +1,11 @@
 package archiveview
 
 // This file holds the Archive and its one constructor. The resolver
-// (resolve.go), the index loader (persist.go) and the version history
-// (versions.go) each produce a tree; newArchive turns any of them into an
-// Archive, so an archive is assembled the same way wherever it came from.
+// (resolve.go, for Open and BuildIndex), the index decoder
+// (internal/index, for the loaders in persist.go) and the version history
+// (versions.go) each produce an index.Tree; newArchive turns any of them
+// into an Archive, so an archive is assembled the same way wherever it
+// came from, and nothing changes it after.
 
 import (
 	"time"
@@ -11,34 +13,13 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
+	"github.com/wharf-s3/wharf/archiveview/internal/index"
 	"github.com/wharf-s3/wharf/archiveview/manifest"
 	"github.com/wharf-s3/wharf/backend"
 )
 
 // extent is one contiguous piece of a virtual file inside one chunk.
-type extent struct {
-	chunk   int32  // index into the archive's chunks
-	fileOff int64  // where this piece starts in the virtual file
-	off     int64  // data offset in the chunk's tar stream (object offset for direct); -1 = unknown
-	length  int64  // bytes
-	tarName string // expected tar entry name (path or path.partN); "" for direct objects
-	sum     [32]byte
-	hasSum  bool // sha256 of exactly this piece (split parts only)
-}
-
-// tree is everything that describes an archive's content, as the resolver,
-// the index loader or the version history built it.
-type tree struct {
-	uploadID string
-	version  string
-	created  time.Time
-	region   string
-	chain    []string // upload ids, newest first
-	chunks   []chunkio.Chunk
-	idx      index
-	shapes   []string
-	warnings []string
-}
+type extent = index.Extent
 
 // Archive is one served CargoShip upload (with its resolved chain).
 // It is immutable after Open and safe for concurrent use.
@@ -47,7 +28,7 @@ type Archive struct {
 	store       backend.Store
 	bucket      string // bucket the manifest (and every chunk) is read from
 	manifestKey string
-	tree
+	tree        index.Tree // what the archive serves (never changed after newArchive)
 
 	set  *chunkio.Set // the chunks' read state (shared with version shadows)
 	log  zerolog.Logger
@@ -61,16 +42,20 @@ type Archive struct {
 
 	// prov records the manifests the tree was built from (BuildIndex, or
 	// Open with IndexCache; persist.go); nil otherwise.
-	prov *indexProvenance
+	prov *index.Provenance
 }
 
-// newArchive is the one constructor of Archive. set is the chunk read
-// state to share (a version shadow shares its archive's); nil makes a new
-// one over t.chunks. opts.Name defaults to the upload id, opts.Cache to a
-// private cache.
-func newArchive(t tree, store backend.Store, bucket, manifestKey string, opts Options, set *chunkio.Set) *Archive {
+// newArchive is the one constructor of Archive, and nothing changes an
+// Archive after it. store is the store every chunk is read, listed and
+// restored through (never a wrapper that only watched the manifest
+// reads). prov is the tree's recorded provenance (BuildIndex, an index
+// file; nil otherwise) and units the verified units an index file
+// recorded. set is the chunk read state to share (a version shadow
+// shares its archive's); nil makes a new one over t.chunks.
+// opts.Name defaults to the upload id, opts.Cache to a private cache.
+func newArchive(t index.Tree, store backend.Store, bucket, manifestKey string, opts Options, prov *index.Provenance, units []chunkio.VerifiedUnit, set *chunkio.Set) *Archive {
 	if opts.Name == "" {
-		opts.Name = t.uploadID
+		opts.Name = t.Upload
 	}
 	if opts.Cache == nil && set == nil {
 		opts.Cache = chunkio.NewFrameCache(chunkio.DefaultCacheBudget)
@@ -79,9 +64,10 @@ func newArchive(t tree, store backend.Store, bucket, manifestKey string, opts Op
 		co := opts.chunkOptions()
 		co.Classes = chunkio.NewClasses(store, bucket, chunkio.ClassOptions{
 			RestoreTTL: opts.RestoreTTL, Logger: opts.Logger, Name: opts.Name, Now: opts.clock})
-		set = chunkio.NewSet(store, bucket, t.chunks, co)
+		set = chunkio.NewSet(store, bucket, t.Chunks, co)
+		set.MarkVerified(units)
 	}
-	t.idx.ids = t.chain
+	t.Idx.IDs = t.Chain
 	return &Archive{
 		name:        opts.Name,
 		store:       store,
@@ -91,6 +77,7 @@ func newArchive(t tree, store backend.Store, bucket, manifestKey string, opts Op
 		set:         set,
 		log:         opts.Logger,
 		opts:        opts,
+		prov:        prov,
 	}
 }
 
@@ -173,10 +160,10 @@ type Info struct {
 // cancelled (and waited for) and parked decoders are released. Reads that
 // are already open keep working; later reads work without prefetch. An
 // index served from its file in place stays mapped until the archive is
-// unreachable (indexmap.go), so listings and reads after Close work too.
+// unreachable (internal/index/mapping.go), so listings and reads after Close work too.
 // Close is idempotent and safe for concurrent use.
 func (a *Archive) Close() error {
-	a.closeVersions()
+	closeVersions(a)
 	a.set.Close()
 	return nil
 }

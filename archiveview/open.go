@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
+	"github.com/wharf-s3/wharf/archiveview/internal/index"
 	"github.com/wharf-s3/wharf/archiveview/manifest"
 	"github.com/wharf-s3/wharf/backend"
 )
@@ -67,7 +68,19 @@ func Open(ctx context.Context, store backend.Store, bucket, manifestKey string, 
 
 // openManifests is Open without a persistent index.
 func openManifests(ctx context.Context, store backend.Store, bucket, manifestKey string, opts Options) (*Archive, error) {
-	name := opts.Name
+	t, name, err := resolveManifests(ctx, store, bucket, manifestKey, opts)
+	if err != nil {
+		return nil, err
+	}
+	opts.Name = name
+	return opened(newArchive(t, store, bucket, manifestKey, opts, nil, nil, nil)), nil
+}
+
+// resolveManifests reads the manifest at bucket/manifestKey and its chain
+// from read and resolves the tree; name is the archive's display name
+// (opts.Name, else the newest upload id). Errors are *OpenError.
+func resolveManifests(ctx context.Context, read backend.Store, bucket, manifestKey string, opts Options) (t index.Tree, name string, err error) {
+	name = opts.Name
 	fail := func(err error) error {
 		n := name
 		if n == "" {
@@ -78,16 +91,16 @@ func openManifests(ctx context.Context, store backend.Store, bucket, manifestKey
 		return &OpenError{Archive: n, Manifest: objectURL(bucket, manifestKey), Err: err}
 	}
 	fs := newFileStore()
-	top, err := fetchManifest(ctx, store, bucket, manifestKey, opts.Limits, fs)
+	top, err := fetchManifest(ctx, read, bucket, manifestKey, opts.Limits, fs)
 	if err != nil {
-		return nil, fail(err)
+		return index.Tree{}, "", fail(err)
 	}
 	if name == "" {
 		name = top.uploadID
 	}
-	chain, err := loadChain(ctx, store, bucket, top, opts.Limits, fs)
+	chain, err := loadChain(ctx, read, bucket, top, opts.Limits, fs)
 	if err != nil {
-		return nil, fail(err)
+		return index.Tree{}, "", fail(err)
 	}
 
 	r := newResolver(bucket, manifestKey, chain, fs, opts)
@@ -101,7 +114,7 @@ func openManifests(ctx context.Context, store backend.Store, bucket, manifestKey
 	}
 	idx, chunks, err := r.build()
 	if err != nil {
-		return nil, fail(err)
+		return index.Tree{}, "", fail(err)
 	}
 	shapes := make([]string, 0, len(r.shapes))
 	for s := range r.shapes {
@@ -113,25 +126,28 @@ func openManifests(ctx context.Context, store backend.Store, bucket, manifestKey
 	for i, l := range chain {
 		ids[i] = l.uploadID
 	}
-	opts.Name = name
-	a := newArchive(tree{
-		uploadID: top.uploadID,
-		version:  top.m.Version,
-		created:  top.m.CreatedAt,
-		region:   top.m.Region,
-		chain:    ids,
-		chunks:   chunks,
-		idx:      idx,
-		shapes:   shapes,
-		warnings: r.warnings,
-	}, store, bucket, manifestKey, opts, nil)
-	a.log.Info().Str("archive", name).Str("manifest", manifestKey).Str("upload_id", a.uploadID).
-		Int("chain", len(ids)).Int("files", idx.n()).Int("chunks", len(chunks)).Int("frames", idx.frames).
-		Strs("shapes", shapes).Int("warnings", len(r.warnings)).Msg("archive opened")
-	for _, w := range r.warnings {
-		a.log.Warn().Str("archive", name).Msg(w)
+	return index.Tree{
+		Upload:     top.uploadID,
+		Version:    top.m.Version,
+		CreatedAt:  top.m.CreatedAt,
+		RegionName: top.m.Region,
+		Chain:      ids,
+		Chunks:     chunks,
+		Idx:        idx,
+		Shapes:     shapes,
+		Warnings:   r.warnings,
+	}, name, nil
+}
+
+// opened logs an archive resolved from its manifests and returns it.
+func opened(a *Archive) *Archive {
+	a.log.Info().Str("archive", a.name).Str("manifest", a.manifestKey).Str("upload_id", a.tree.Upload).
+		Int("chain", len(a.tree.Chain)).Int("files", a.tree.Idx.N()).Int("chunks", len(a.tree.Chunks)).Int("frames", a.tree.Idx.Frames).
+		Strs("shapes", a.tree.Shapes).Int("warnings", len(a.tree.Warnings)).Msg("archive opened")
+	for _, w := range a.tree.Warnings {
+		a.log.Warn().Str("archive", a.name).Msg(w)
 	}
-	return a, nil
+	return a
 }
 
 // fetchManifest GETs one manifest and streams its entries into fs (the
@@ -233,13 +249,13 @@ func loadChain(ctx context.Context, store backend.Store, bucket string, top chai
 func (a *Archive) Name() string { return a.name }
 
 // UploadID is the newest upload id of the chain.
-func (a *Archive) UploadID() string { return a.uploadID }
+func (a *Archive) UploadID() string { return a.tree.Upload }
 
 // Created is the newest manifest's created_at (ListBuckets CreationDate).
-func (a *Archive) Created() time.Time { return a.created }
+func (a *Archive) Created() time.Time { return a.tree.CreatedAt }
 
 // Region is the manifest's region ("" if absent).
-func (a *Archive) Region() string { return a.region }
+func (a *Archive) Region() string { return a.tree.RegionName }
 
 // chainNotFound is a missing ancestor: its text says "broken manifest
 // chain ... not found" once, and it unwraps to both ErrBrokenChain and

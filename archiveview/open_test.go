@@ -24,6 +24,7 @@ import (
 
 	"github.com/wharf-s3/wharf/archiveview/cargopack"
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
+	"github.com/wharf-s3/wharf/archiveview/internal/index"
 	"github.com/wharf-s3/wharf/archiveview/manifest"
 	"github.com/wharf-s3/wharf/backend"
 	"github.com/wharf-s3/wharf/backend/faults"
@@ -151,12 +152,12 @@ func rvCheckArchive(t *testing.T, dir string, a *Archive, src map[string][]byte)
 		if s, ok := streams[ci]; ok {
 			return s
 		}
-		s := rvTarStream(t, dir, &a.chunks[ci])
+		s := rvTarStream(t, dir, &a.tree.Chunks[ci])
 		streams[ci] = s
 		return s
 	}
-	for ci := range a.chunks {
-		c := &a.chunks[ci]
+	for ci := range a.tree.Chunks {
+		c := &a.tree.Chunks[ci]
 		if c.Kind != chunkio.FramedZstd {
 			continue
 		}
@@ -195,33 +196,33 @@ func rvCheckArchive(t *testing.T, dir string, a *Archive, src map[string][]byte)
 			t.Errorf("%s: ModTime %v, want %v", key, f.ModTime, rvTime)
 		}
 		var at int64
-		for _, e := range a.fileExtents(f.idx) {
-			if e.fileOff != at {
-				t.Errorf("%s: extent at file offset %d, want %d", key, e.fileOff, at)
+		for _, e := range a.fileExtents(index.Ordinal(f)) {
+			if e.FileOff != at {
+				t.Errorf("%s: extent at file offset %d, want %d", key, e.FileOff, at)
 			}
-			piece := want[e.fileOff : e.fileOff+e.length]
-			if e.hasSum && sha256.Sum256(piece) != e.sum {
-				t.Errorf("%s: extent sum mismatch at %d", key, e.fileOff)
+			piece := want[e.FileOff : e.FileOff+e.Length]
+			if e.HasSum && sha256.Sum256(piece) != e.Sum {
+				t.Errorf("%s: extent sum mismatch at %d", key, e.FileOff)
 			}
-			at += e.length
-			c := &a.chunks[e.chunk]
-			s := stream(e.chunk)
+			at += e.Length
+			c := &a.tree.Chunks[e.Chunk]
+			s := stream(e.Chunk)
 			switch {
 			case c.Kind == chunkio.Direct:
-				if e.tarName != "" {
-					t.Errorf("%s: direct extent has tar name %q", key, e.tarName)
+				if e.TarName != "" {
+					t.Errorf("%s: direct extent has tar name %q", key, e.TarName)
 				}
-				if e.off != 0 || !bytes.Equal(s[e.off:e.off+e.length], piece) || int64(len(s)) != e.length {
+				if e.Off != 0 || !bytes.Equal(s[e.Off:e.Off+e.Length], piece) || int64(len(s)) != e.Length {
 					t.Errorf("%s: direct object %s does not hold the file", key, c.Key)
 				}
-			case e.off >= 0:
-				if e.off+e.length > int64(len(s)) || !bytes.Equal(s[e.off:e.off+e.length], piece) {
-					t.Errorf("%s: bytes at archive offset %d of %s differ from the source", key, e.off, c.Key)
+			case e.Off >= 0:
+				if e.Off+e.Length > int64(len(s)) || !bytes.Equal(s[e.Off:e.Off+e.Length], piece) {
+					t.Errorf("%s: bytes at archive offset %d of %s differ from the source", key, e.Off, c.Key)
 				}
 			default:
-				got, found := rvTarEntry(t, s, e.tarName)
+				got, found := rvTarEntry(t, s, e.TarName)
 				if !found || !bytes.Equal(got, piece) {
-					t.Errorf("%s: tar entry %q in %s: found=%v, content matches=%v", key, e.tarName, c.Key, found, bytes.Equal(got, piece))
+					t.Errorf("%s: tar entry %q in %s: found=%v, content matches=%v", key, e.TarName, c.Key, found, bytes.Equal(got, piece))
 				}
 			}
 		}
@@ -333,7 +334,7 @@ func TestOpenCargopackShapes(t *testing.T) {
 				case "":
 				default:
 					want := tc.etag
-					if len(a.fileExtents(f.idx)) > 1 {
+					if len(a.fileExtents(index.Ordinal(f))) > 1 {
 						want = "wharf-" // split files have per-part sums only
 					}
 					if !strings.HasPrefix(f.ETag, want) || len(f.ETag) != len(want)+32 {
@@ -349,7 +350,7 @@ func TestOpenCargopackShapes(t *testing.T) {
 			for k := range src {
 				f1, _ := a.Stat(k)
 				f2, _ := b.Stat(k)
-				f1.idx, f2.idx = 0, 0
+				f1, f2 = index.WithOrdinal(f1, 0), index.WithOrdinal(f2, 0) // ordinals differ across builds
 				if f1 != f2 {
 					t.Errorf("%s: not stable across opens: %+v vs %+v", k, f1, f2)
 				}

@@ -1,6 +1,8 @@
 package archiveview
 
 import (
+	"github.com/wharf-s3/wharf/archiveview/internal/index"
+
 	"context"
 	"errors"
 	"io"
@@ -91,8 +93,8 @@ func TestOpenErrorText(t *testing.T) {
 	}
 	defer a.Close()
 	f, _ := a.Stat("a.txt")
-	exts := a.fileExtents(f.idx)
-	chunk := a.chunks[exts[0].chunk].Key
+	exts := a.fileExtents(index.Ordinal(f))
+	chunk := a.tree.Chunks[exts[0].Chunk].Key
 	if err := os.Remove(filepath.Join(dir, "bkt", filepath.FromSlash(chunk))); err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,9 @@
 package archiveview
 
 // persist.go: the persistent index. An archive's resolved tree (everything
-// Open produces) is written to a compact binary file (indexfile.go, format
+// Open produces) is written to a compact binary file (internal/index/format.go, format
 // version 3) and served from it again with no manifest GET and no JSON
-// parse: mapped in place (indexmap.go) when it is a file, so that a large
+// parse: mapped in place (internal/index/mapping.go) when it is a file, so that a large
 // archive's index costs page cache, not heap. Open uses it as a cache when
 // Options.IndexCache is set; the CLI builds one with "wharf index build".
 //
@@ -14,140 +14,30 @@ package archiveview
 // a learned offset is verified exactly like a manifest's archive_offset.
 
 import (
+	"github.com/wharf-s3/wharf/archiveview/internal/index"
+
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
-	"sync"
+	"runtime"
 	"sync/atomic"
 
-	"github.com/wharf-s3/wharf/archiveview/manifest"
 	"github.com/wharf-s3/wharf/backend"
 )
 
 // ErrBadIndex is wrapped by every error about an index file that cannot be
-// used: wrong magic, unknown version, checksum mismatch, truncation,
-// impossible counts or a tree that violates the index invariants.
-var ErrBadIndex = errors.New("invalid index file")
-
-// errStaleIndex: a cached index's manifests changed (or its options differ).
-var errStaleIndex = errors.New("index is stale")
+// used (index.ErrBadIndex).
+var ErrBadIndex = index.ErrBadIndex
 
 const indexCacheSuffix = ".widx"
 
-// indexSource is one manifest (or an absent candidate key) an index was
-// built from: the cache is valid while every source still stats the same.
-type indexSource struct {
-	key     string
-	etag    string
-	size    int64
-	modSec  int64 // LastModified, unix seconds (0 = unknown)
-	sha256  [32]byte
-	absent  bool // the key was tried and did not exist
-	nothash bool // (building only) the body was not read to its end
-}
-
-// indexProvenance records where an archive's tree came from.
-type indexProvenance struct {
-	sources  []indexSource
-	maxFrame int64
-	limits   manifest.Limits
-}
-
 // effectiveMaxFrame is the giant-frame threshold Open applies.
 func effectiveMaxFrame(o Options) int64 { return o.chunkOptions().MaxFrame() }
-
-func limitsList(l manifest.Limits) [7]int64 {
-	l = l.WithDefaults()
-	return [7]int64{l.MaxStoredBytes, l.MaxJSONBytes, int64(l.MaxFiles), int64(l.MaxChunks),
-		int64(l.MaxFrames), int64(l.MaxPathBytes), int64(l.MaxChainDepth)}
-}
-
-// ---------------------------------------------------------------------------
-// Building with provenance
-
-// recordingStore passes every request through and records each Get (the
-// manifests Open reads): ETag, size and the sha256 of the whole body.
-type recordingStore struct {
-	backend.Store
-	max int64 // bytes hashed at most per object
-
-	mu      sync.Mutex
-	sources []indexSource
-}
-
-func (s *recordingStore) Get(ctx context.Context, bucket, key string) (io.ReadCloser, backend.ObjectInfo, error) {
-	rc, info, err := s.Store.Get(ctx, bucket, key)
-	if errors.Is(err, backend.ErrNotFound) {
-		s.add(indexSource{key: key, absent: true})
-	}
-	if err != nil {
-		return rc, info, err
-	}
-	return &hashingReader{rc: rc, s: s, info: info, h: sha256.New()}, info, nil
-}
-
-func (s *recordingStore) add(src indexSource) {
-	s.mu.Lock()
-	s.sources = append(s.sources, src)
-	s.mu.Unlock()
-}
-
-// hashingReader hashes what the parser reads; Close reads the rest so the
-// sum covers the whole object.
-type hashingReader struct {
-	rc     io.ReadCloser
-	s      *recordingStore
-	info   backend.ObjectInfo
-	h      hash.Hash
-	n      int64
-	eof    bool
-	failed bool
-	closed bool
-}
-
-func (r *hashingReader) Read(p []byte) (int, error) {
-	n, err := r.rc.Read(p)
-	r.h.Write(p[:n])
-	r.n += int64(n)
-	switch {
-	case err == io.EOF:
-		r.eof = true
-	case err != nil:
-		r.failed = true
-	}
-	return n, err
-}
-
-func (r *hashingReader) Close() error {
-	if r.closed {
-		return nil
-	}
-	r.closed = true
-	if !r.eof && !r.failed {
-		n, err := io.Copy(r.h, io.LimitReader(r.rc, r.s.max-r.n+1))
-		r.n += n
-		r.eof = err == nil && r.n <= r.s.max
-		r.failed = !r.eof
-	}
-	src := indexSource{key: r.info.Key, etag: r.info.ETag, size: r.n, nothash: r.failed || !r.eof}
-	if !r.info.LastModified.IsZero() {
-		src.modSec = r.info.LastModified.Unix()
-	}
-	if r.info.Size > 0 && r.info.Size != r.n {
-		src.nothash = true
-	}
-	copy(src.sha256[:], r.h.Sum(nil))
-	r.s.add(src)
-	return r.rc.Close()
-}
 
 // BuildIndex is Open that also records, for every manifest of the chain
 // (and every candidate key found absent), its key, ETag, size and the
@@ -155,24 +45,21 @@ func (r *hashingReader) Close() error {
 // Options.IndexCache can validate against the store with HEADs alone.
 // The manifests are each read once, as by Open.
 func BuildIndex(ctx context.Context, store backend.Store, bucket, manifestKey string, opts Options) (*Archive, error) {
-	rec := &recordingStore{Store: store, max: opts.Limits.WithDefaults().MaxStoredBytes}
-	o := opts
-	o.IndexCache = nil
-	o.StorageClasses = false // Open lists once, around the index (open.go)
-	a, err := Open(ctx, rec, bucket, manifestKey, o)
+	// The manifests are read through the recorder; the archive is built
+	// over store itself, so that chunk reads, listings and restores never
+	// go through the recorder (which hides the store's optional
+	// capabilities, such as its Restorer).
+	rec := index.NewRecorder(store, opts.Limits.WithDefaults().MaxStoredBytes)
+	t, name, err := resolveManifests(ctx, rec, bucket, manifestKey, opts)
 	if err != nil {
 		return nil, err
 	}
-	a.store = store
-	a.opts.IndexCache = opts.IndexCache
-	rec.mu.Lock()
-	srcs := slices.Clone(rec.sources)
-	rec.mu.Unlock()
+	srcs := rec.Sources()
 	for i := range srcs {
-		if srcs[i].key == "" {
-			return nil, fmt.Errorf("archive %q (manifest %s/%s): the store returned no key for a manifest", a.name, bucket, manifestKey)
+		if srcs[i].Key == "" {
+			return nil, fmt.Errorf("archive %q (manifest %s/%s): the store returned no key for a manifest", name, bucket, manifestKey)
 		}
-		if srcs[i].nothash || !srcs[i].absent && srcs[i].etag == "" {
+		if srcs[i].NotHash || !srcs[i].Absent && srcs[i].ETag == "" {
 			// Incomplete provenance (body not hashed to its end, or no
 			// ETag to compare): the index can be written but is never
 			// used as Open's cache.
@@ -180,8 +67,9 @@ func BuildIndex(ctx context.Context, store backend.Store, bucket, manifestKey st
 			break
 		}
 	}
-	a.prov = &indexProvenance{sources: srcs, maxFrame: effectiveMaxFrame(opts), limits: opts.Limits}
-	return a, nil
+	prov := &index.Provenance{Sources: srcs, MaxFrame: effectiveMaxFrame(opts), Limits: opts.Limits}
+	opts.Name = name
+	return opened(newArchive(t, store, bucket, manifestKey, opts, prov, nil, nil)), nil
 }
 
 // ---------------------------------------------------------------------------
@@ -210,7 +98,7 @@ func openIndexCached(ctx context.Context, store backend.Store, bucket, manifestK
 		a, err = loadCachedIndex(ctx, store, bucket, manifestKey, top, path, release, opts)
 		if err == nil {
 			opts.Logger.Info().Str("archive", a.name).Str("manifest", manifestKey).Str("index", where).
-				Int("files", a.idx.n()).Msg("archive opened from index cache")
+				Int("files", a.tree.Idx.N()).Msg("archive opened from index cache")
 			return a, nil
 		}
 	}
@@ -219,7 +107,7 @@ func openIndexCached(ctx context.Context, store backend.Store, bucket, manifestK
 	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-	case errors.Is(err, errStaleIndex):
+	case errors.Is(err, index.ErrStale):
 		opts.Logger.Info().Err(err).Str("manifest", manifestKey).Str("index", where).Msg("index cache stale; reading the manifest")
 	default:
 		opts.Logger.Warn().Err(err).Str("manifest", manifestKey).Str("index", where).Msg("index cache not used (damaged or foreign); reading the manifest")
@@ -228,7 +116,7 @@ func openIndexCached(ctx context.Context, store backend.Store, bucket, manifestK
 	if err != nil {
 		return nil, err
 	}
-	if len(a.prov.sources) == 0 {
+	if len(a.prov.Sources) == 0 {
 		return a, nil
 	}
 	served, err := a.publishAndServe(ctx, c, name)
@@ -237,7 +125,7 @@ func openIndexCached(ctx context.Context, store backend.Store, bucket, manifestK
 		return a, nil
 	}
 	// The index built in memory is no longer used: give it back now.
-	files := a.idx.n()
+	files := a.tree.Idx.N()
 	a.Close()
 	a = nil // the last reference goes before the collection
 	releaseBuildMemory(files)
@@ -261,11 +149,11 @@ func (a *Archive) publishAndServe(ctx context.Context, c IndexCache, name IndexN
 			os.Remove(tmp)
 		}
 	}
-	d, m, err := openMapped(tmp, release)
+	d, _, err := index.Map(tmp, release)
 	if err != nil {
 		return nil, err
 	}
-	b, err := d.serveMapped(m, a.store, a.opts, nil)
+	b, err := serveMapped(d, a.store, a.opts, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -313,14 +201,14 @@ func (a *Archive) writeIndexTemp(dir string) (string, error) {
 // Open with an IndexCache. It reports whether this call published the
 // file, and what it found (IndexCache.Publish).
 func (a *Archive) PublishIndex(ctx context.Context, c IndexCache) (PublishOutcome, error) {
-	if a.prov == nil || len(a.prov.sources) == 0 {
+	if a.prov == nil || len(a.prov.Sources) == 0 {
 		return 0, fmt.Errorf("archive %q: no manifest provenance recorded (build the index with BuildIndex)", a.name)
 	}
 	etag := ""
 	if c.NamesIncludeETag() {
-		for _, s := range a.prov.sources {
-			if s.key == a.manifestKey && !s.absent {
-				etag = s.etag
+		for _, s := range a.prov.Sources {
+			if s.Key == a.manifestKey && !s.Absent {
+				etag = s.ETag
 			}
 		}
 	}
@@ -353,54 +241,65 @@ func (a *Archive) publishIndexName(ctx context.Context, c IndexCache, name Index
 // release (the cache's) runs once the file is unmapped: at once when it is
 // not used.
 func loadCachedIndex(ctx context.Context, store backend.Store, bucket, manifestKey string, top *backend.ObjectInfo, path string, release func(), opts Options) (*Archive, error) {
-	d, m, err := openMapped(path, release)
+	d, _, err := index.Map(path, release)
 	if err != nil {
 		return nil, err
 	}
-	return d.serveMapped(m, store, opts, func(p *indexProvenance) error {
-		if err := p.matches(ctx, store, d.bucket, d.manifestKey, bucket, manifestKey, top, opts); err != nil {
+	return serveMapped(d, store, opts, func(p *index.Provenance) error {
+		if err := p.Matches(ctx, store, d.Bucket(), d.ManifestKey(), bucket, manifestKey, top, effectiveMaxFrame(opts), opts.Limits); err != nil {
 			return fmt.Errorf("index %s: %w", path, err)
 		}
 		return nil
 	})
 }
 
-// serveMapped decodes the provenance of d (the file mapped by m), runs
+// serveMapped decodes the provenance of d (a mapped file, index.Map), runs
 // check on it (if not nil), then decodes and validates the tree and
 // returns the archive served from the mapping. On any error the file is
 // unmapped (and its release run).
-func (d *indexDecoder) serveMapped(m *indexMapping, store backend.Store, opts Options, check func(*indexProvenance) error) (*Archive, error) {
-	p, err := d.provenance()
+func serveMapped(d *index.Decoder, store backend.Store, opts Options, check func(*index.Provenance) error) (*Archive, error) {
+	p, err := d.Provenance()
 	if err == nil && check != nil {
 		err = check(p)
 	}
 	var a *Archive
 	if err == nil {
-		a, err = d.archive(store, opts, p, m)
+		a, err = loadTree(d, p, store, opts)
 	}
 	if err != nil {
-		m.st.unmap()
+		d.Mapping().Unmap()
 		return nil, err
 	}
 	return a, nil
 }
 
+// loadTree decodes and validates d's tree (after its provenance p) and
+// builds the archive from it: the one way an index file becomes an
+// Archive.
+func loadTree(d *index.Decoder, p *index.Provenance, store backend.Store, opts Options) (*Archive, error) {
+	t, err := d.Tree(opts.AllowKeyPrefixes)
+	if err != nil {
+		return nil, err
+	}
+	return newArchive(*t, store, d.Bucket(), d.ManifestKey(), opts, p, d.Units(), nil), nil
+}
+
 // OpenIndexFile serves the archive of the index file at path in place (a
-// read-only mapping; indexmap.go says how long it lives), reading chunks
+// read-only mapping; internal/index/mapping.go says how long it lives), reading chunks
 // from store in the bucket the index records. It makes no request: the
 // caller decides whether the index is fresh (Open with Options.IndexCache
-// checks the recorded manifests). Every check of indexfile.go runs first;
+// checks the recorded manifests). Every check of index.Decode runs first;
 // errors wrap ErrBadIndex.
 func OpenIndexFile(ctx context.Context, store backend.Store, path string, opts Options) (*Archive, error) {
-	d, m, err := openMapped(path, nil)
+	d, m, err := index.Map(path, nil)
 	if err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
-		m.st.unmap()
+		m.Unmap()
 		return nil, err
 	}
-	return d.serveMapped(m, store, opts, nil)
+	return serveMapped(d, store, opts, nil)
 }
 
 // OpenIndex loads an index written by WriteIndex from r into memory and
@@ -433,60 +332,44 @@ func OpenIndex(ctx context.Context, store backend.Store, r io.Reader, opts Optio
 // openIndexBytes decodes and validates data (an index file called name);
 // the archive's columns are views of data, which must not change after.
 func openIndexBytes(store backend.Store, data []byte, name string, opts Options) (*Archive, error) {
-	d, err := newIndexDecoder(data, name)
+	d, err := index.Decode(data, name)
 	if err != nil {
 		return nil, err
 	}
-	p, err := d.provenance()
+	p, err := d.Provenance()
 	if err != nil {
 		return nil, err
 	}
-	return d.archive(store, opts, p, nil)
+	return loadTree(d, p, store, opts)
 }
 
-// matches checks the recorded build against the request and the store:
-// one stat per recorded source, but none for the manifest itself when top
-// (its stat, made by the caller) is not nil.
-func (p *indexProvenance) matches(ctx context.Context, store backend.Store, pBucket, pKey, bucket, manifestKey string, top *backend.ObjectInfo, opts Options) error {
-	switch {
-	case pBucket != bucket || pKey != manifestKey:
-		return fmt.Errorf("%w: built for %s/%s", errStaleIndex, pBucket, pKey)
-	case len(p.sources) == 0:
-		return fmt.Errorf("%w: no manifest sources recorded", errStaleIndex)
-	case p.maxFrame != effectiveMaxFrame(opts) || limitsList(p.limits) != limitsList(opts.Limits):
-		return fmt.Errorf("%w: built with other limits", errStaleIndex)
+// WriteIndex writes the archive's resolved tree in the persistent index
+// format (package internal/index). Offsets the read path has learned by
+// walking legacy chunks are recorded, and the verified units. An archive
+// opened by Open without IndexCache (not BuildIndex) has no recorded
+// manifest sources: its file loads with OpenIndex but is never used as
+// Open's cache.
+func (a *Archive) WriteIndex(w io.Writer) error {
+	defer runtime.KeepAlive(a)
+	var err error
+	if gerr := a.tree.Idx.Guard(func() { err = index.Write(w, a.name, &a.tree, indexMeta(a), a.set.LearnedOffset) }); gerr != nil {
+		return fmt.Errorf("archive %q: write index: %w", a.name, gerr)
 	}
-	for _, s := range p.sources {
-		var info backend.ObjectInfo
-		var err error
-		if top != nil && s.key == manifestKey {
-			info = *top
-		} else {
-			info, err = store.Stat(ctx, bucket, s.key)
-		}
-		if s.absent {
-			if errors.Is(err, backend.ErrNotFound) {
-				continue
-			}
-			if err == nil {
-				return fmt.Errorf("%w: manifest %s now exists", errStaleIndex, s.key)
-			}
-			return fmt.Errorf("stat manifest %s: %w", s.key, err)
-		}
-		if err != nil {
-			return fmt.Errorf("stat manifest %s: %w", s.key, err)
-		}
-		mod := int64(0)
-		if !info.LastModified.IsZero() {
-			mod = info.LastModified.Unix()
-		}
-		if info.ETag != s.etag || info.Size != s.size || (s.modSec != 0 && mod != 0 && mod != s.modSec) {
-			return fmt.Errorf("%w: manifest %s changed (ETag %q size %d, indexed %q size %d)",
-				errStaleIndex, s.key, info.ETag, info.Size, s.etag, s.size)
-		}
-	}
-	return nil
+	return err
 }
+
+// indexMeta is what the archive's index file records besides the tree.
+func indexMeta(a *Archive) *index.Meta {
+	prov := a.prov
+	if prov == nil {
+		prov = &index.Provenance{MaxFrame: effectiveMaxFrame(a.opts), Limits: a.opts.Limits}
+	}
+	return &index.Meta{Bucket: a.bucket, ManifestKey: a.manifestKey, Prov: prov, Units: a.set.VerifiedUnits()}
+}
+
+// LearnedOffsets is the number of extents without a manifest archive_offset
+// whose tar offset the read path has learned (and WriteIndex would record).
+func (a *Archive) LearnedOffsets() int { return index.LearnedOffsets(&a.tree.Idx, a.set.LearnedOffset) }
 
 // WriteIndexFile writes the archive's index (WriteIndex) to path
 // atomically: a temporary file in the same directory, synced, then renamed

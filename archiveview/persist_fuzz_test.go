@@ -10,6 +10,7 @@ import (
 
 	"github.com/wharf-s3/wharf/archiveview/cargopack"
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
+	"github.com/wharf-s3/wharf/archiveview/internal/index"
 	"github.com/wharf-s3/wharf/backend"
 )
 
@@ -37,7 +38,7 @@ func piFuzzSeeds(f testing.TB) [][]byte {
 			f.Fatal(err)
 		}
 		a.Close()
-		out = append(out, buf.Bytes()[:buf.Len()-indexTrailerBytes])
+		out = append(out, buf.Bytes()[:buf.Len()-index.TrailerBytes])
 	}
 	return out
 }
@@ -80,38 +81,38 @@ func FuzzReadIndex(f *testing.F) {
 // the loader's own checks.
 func piCheckInvariants(t *testing.T, a *Archive) {
 	t.Helper()
-	x := &a.idx
+	x := &a.tree.Idx
 	prev := ""
-	for i := 0; i < x.n(); i++ {
-		k := x.keyAt(i)
+	for i := 0; i < x.N(); i++ {
+		k := x.KeyAt(i)
 		if i > 0 && k <= prev {
 			t.Fatalf("keys not strictly ascending at %d: %q after %q", i, k, prev)
 		}
 		prev = k
-		f := x.file(i)
+		f := x.File(i)
 		if g, ok := a.Stat(k); !ok || g != f {
 			t.Fatalf("Stat(%q) does not find file %d", k, i)
 		}
 		var at int64
 		for _, e := range a.fileExtents(int32(i)) {
-			if e.chunk < 0 || int(e.chunk) >= len(a.chunks) || e.fileOff != at || e.length < 0 || e.off < -1 {
+			if e.Chunk < 0 || int(e.Chunk) >= len(a.tree.Chunks) || e.FileOff != at || e.Length < 0 || e.Off < -1 {
 				t.Fatalf("file %q: bad extent %+v at %d", k, e, at)
 			}
-			c := &a.chunks[e.chunk]
-			if c.Kind == chunkio.FramedZstd && e.off >= 0 {
+			c := &a.tree.Chunks[e.Chunk]
+			if c.Kind == chunkio.FramedZstd && e.Off >= 0 {
 				last := c.Frames[len(c.Frames)-1]
-				if e.off+e.length > last.UOff+last.USize {
+				if e.Off+e.Length > last.UOff+last.USize {
 					t.Fatalf("file %q: extent past its chunk", k)
 				}
 			}
-			at += e.length
+			at += e.Length
 		}
 		if at != f.Size {
 			t.Fatalf("file %q: extents cover %d of %d", k, at, f.Size)
 		}
 	}
-	for i := range a.chunks {
-		c := &a.chunks[i]
+	for i := range a.tree.Chunks {
+		c := &a.tree.Chunks[i]
 		var u int64
 		for _, fr := range c.Frames {
 			if fr.UOff != u || fr.USize <= 0 || fr.CSize <= 0 || fr.COff < 0 || fr.COff+fr.CSize > c.Size {

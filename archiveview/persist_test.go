@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"maps"
 	"math/rand/v2"
 	"os"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/wharf-s3/wharf/archiveview/cargopack"
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
+	"github.com/wharf-s3/wharf/archiveview/internal/index"
 	"github.com/wharf-s3/wharf/backend"
 	"github.com/wharf-s3/wharf/backend/faults"
 )
@@ -154,11 +156,11 @@ func piSameTree(t *testing.T, a, b *Archive) {
 			t.Errorf("Stat(%q) = %+v, %v; want %+v", f.Key, fb, ok, f)
 		}
 	}
-	if len(a.chunks) != len(b.chunks) {
-		t.Fatalf("%d chunks, want %d", len(b.chunks), len(a.chunks))
+	if len(a.tree.Chunks) != len(b.tree.Chunks) {
+		t.Fatalf("%d chunks, want %d", len(b.tree.Chunks), len(a.tree.Chunks))
 	}
-	for i := range a.chunks {
-		ca, cb := &a.chunks[i], &b.chunks[i]
+	for i := range a.tree.Chunks {
+		ca, cb := &a.tree.Chunks[i], &b.tree.Chunks[i]
 		if ca.Key != cb.Key || ca.Kind != cb.Kind || ca.Size != cb.Size || ca.Sum != cb.Sum || ca.HasSum != cb.HasSum ||
 			!(len(ca.Frames) == 0 && len(cb.Frames) == 0 || reflect.DeepEqual(ca.Frames, cb.Frames)) {
 			t.Errorf("chunk %d differs: %s %s %d vs %s %s %d", i, ca.Key, ca.Kind, ca.Size, cb.Key, cb.Kind, cb.Size)
@@ -171,33 +173,33 @@ func piSameTree(t *testing.T, a, b *Archive) {
 // stream bounds included.
 func piSameIndex(t *testing.T, a, b *Archive) {
 	t.Helper()
-	x, y := &a.idx, &b.idx
+	x, y := &a.tree.Idx, &b.tree.Idx
 	eq := func(name string, ok bool) {
 		if !ok {
 			t.Errorf("index column %s differs", name)
 		}
 	}
-	eq("names", x.names == y.names)
-	eq("ends", slices.Equal(x.ends, y.ends))
-	eq("size", slices.Equal(x.size, y.size))
-	eq("msec", slices.Equal(x.msec, y.msec))
-	eq("mnsec", slices.Equal(x.mnsec, y.mnsec))
-	eq("sum", slices.Equal(x.sum, y.sum))
-	eq("flags", slices.Equal(x.flags, y.flags))
-	eq("chunk", slices.Equal(x.chunk, y.chunk))
-	eq("off", slices.Equal(x.off, y.off))
-	eq("root", slices.Equal(x.root, y.root))
-	eq("roots", slices.Equal(x.roots, y.roots))
-	eq("exts", slices.Equal(x.exts, y.exts) && x.extNames == y.extNames)
-	eq("md5", slices.Equal(x.md5, y.md5) && (x.md5 == nil) == (y.md5 == nil))
-	eq("ctype", slices.Equal(x.ctype, y.ctype) && slices.Equal(x.ctypes, y.ctypes) && (x.ctype == nil) == (y.ctype == nil))
-	eq("link", slices.Equal(x.link, y.link) && (x.link == nil) == (y.link == nil))
-	eq("tombs", x.tombs.names == y.tombs.names && slices.Equal(x.tombs.ends, y.tombs.ends) && slices.Equal(x.tombs.link, y.tombs.link))
-	eq("totals", x.frames == y.frames && x.compressed == y.compressed && x.uncompressed == y.uncompressed)
-	eq("ids", slices.Equal(x.ids, y.ids))
-	for i := range a.chunks {
-		if i < len(b.chunks) && a.chunks[i].MaxTar != b.chunks[i].MaxTar {
-			t.Errorf("chunk %d: stream bound %d, want %d", i, b.chunks[i].MaxTar, a.chunks[i].MaxTar)
+	eq("names", x.Names == y.Names)
+	eq("ends", slices.Equal(x.Ends, y.Ends))
+	eq("size", slices.Equal(x.Size, y.Size))
+	eq("msec", slices.Equal(x.Msec, y.Msec))
+	eq("mnsec", slices.Equal(x.Mnsec, y.Mnsec))
+	eq("sum", slices.Equal(x.Sum, y.Sum))
+	eq("flags", slices.Equal(x.Flags, y.Flags))
+	eq("chunk", slices.Equal(x.Chunk, y.Chunk))
+	eq("off", slices.Equal(x.Off, y.Off))
+	eq("root", slices.Equal(x.Root, y.Root))
+	eq("roots", slices.Equal(x.Roots, y.Roots))
+	eq("exts", slices.Equal(x.Exts, y.Exts) && x.ExtNames == y.ExtNames)
+	eq("md5", slices.Equal(x.MD5, y.MD5) && (x.MD5 == nil) == (y.MD5 == nil))
+	eq("ctype", slices.Equal(x.Ctype, y.Ctype) && slices.Equal(x.Ctypes, y.Ctypes) && (x.Ctype == nil) == (y.Ctype == nil))
+	eq("link", slices.Equal(x.Link, y.Link) && (x.Link == nil) == (y.Link == nil))
+	eq("tombs", x.Tombs.Names == y.Tombs.Names && slices.Equal(x.Tombs.Ends, y.Tombs.Ends) && slices.Equal(x.Tombs.Link, y.Tombs.Link))
+	eq("totals", x.Frames == y.Frames && x.Compressed == y.Compressed && x.Uncompressed == y.Uncompressed)
+	eq("ids", slices.Equal(x.IDs, y.IDs))
+	for i := range a.tree.Chunks {
+		if i < len(b.tree.Chunks) && a.tree.Chunks[i].MaxTar != b.tree.Chunks[i].MaxTar {
+			t.Errorf("chunk %d: stream bound %d, want %d", i, b.tree.Chunks[i].MaxTar, a.tree.Chunks[i].MaxTar)
 		}
 	}
 }
@@ -314,10 +316,10 @@ func TestIndexLearnedOffsetVerified(t *testing.T) {
 	b := piOpenIndex(t, backend.NewFileStore(dir), piIndexBytes(t, a))
 	fa, _ := b.Stat("a.txt")
 	fz, _ := b.Stat("dir/b.txt")
-	if b.idx.off[fa.idx] < 0 || b.idx.off[fz.idx] < 0 {
-		t.Fatalf("offsets not learned: %d %d", b.idx.off[fa.idx], b.idx.off[fz.idx])
+	if b.tree.Idx.Off[index.Ordinal(fa)] < 0 || b.tree.Idx.Off[index.Ordinal(fz)] < 0 {
+		t.Fatalf("offsets not learned: %d %d", b.tree.Idx.Off[index.Ordinal(fa)], b.tree.Idx.Off[index.Ordinal(fz)])
 	}
-	b.idx.off[fa.idx] = b.idx.off[fz.idx] // a.txt now claims dir/b.txt's bytes
+	b.tree.Idx.Off[index.Ordinal(fa)] = b.tree.Idx.Off[index.Ordinal(fz)] // a.txt now claims dir/b.txt's bytes
 	c := piOpenIndex(t, backend.NewFileStore(dir), piIndexBytes(t, b))
 	f, _ := c.Stat("a.txt")
 	for _, wt := range []bool{false, true} {
@@ -362,7 +364,7 @@ func TestIndexCacheOpen(t *testing.T) {
 			defer ref.Close()
 
 			a1, f1 := piCachedOpen(t, dir, cache, key)
-			nManifests := int64(len(ref.chain))
+			nManifests := int64(len(ref.tree.Chain))
 			if f1.Requests("get") != nManifests || f1.Requests("stat") != 0 {
 				t.Errorf("first Open: %d GETs %d stats, want %d GETs (one per manifest) and no stat", f1.Requests("get"), f1.Requests("stat"), nManifests)
 			}
@@ -379,17 +381,17 @@ func TestIndexCacheOpen(t *testing.T) {
 			}
 			piSameTree(t, ref, a2)
 			piSameIndex(t, ref, a2)
-			if a2.idx.mm == nil || a1.idx.mm == nil {
+			if !a2.tree.Idx.InPlace() || !a1.tree.Idx.InPlace() {
 				t.Errorf("an archive opened with an index cache is not served from the mapped file")
 			}
 			piReadAll(t, a2, want, r)
 
 			// A rewritten manifest (any manifest of the chain) invalidates.
-			for i, link := range a2.prov.sources {
-				if link.absent {
+			for i, link := range a2.prov.Sources {
+				if link.Absent {
 					continue
 				}
-				p := filepath.Join(dir, rvBucket, filepath.FromSlash(link.key))
+				p := filepath.Join(dir, rvBucket, filepath.FromSlash(link.Key))
 				b, err := os.ReadFile(p)
 				if err != nil {
 					t.Fatal(err)
@@ -400,7 +402,7 @@ func TestIndexCacheOpen(t *testing.T) {
 				}
 				a3, f3 := piCachedOpen(t, dir, cache, key)
 				if f3.Requests("get") != nManifests {
-					t.Errorf("manifest %d (%s) rewritten: %d GETs, want %d (cache invalidated)", i, link.key, f3.Requests("get"), nManifests)
+					t.Errorf("manifest %d (%s) rewritten: %d GETs, want %d (cache invalidated)", i, link.Key, f3.Requests("get"), nManifests)
 				}
 				piSameTree(t, ref, a3)
 				_, f4 := piCachedOpen(t, dir, cache, key)
@@ -440,7 +442,7 @@ func TestIndexCacheChangedContent(t *testing.T) {
 
 // piReseal recomputes the trailer (tree hash) of an index body.
 func piReseal(body []byte) []byte {
-	sum := treeHash(body)
+	sum := index.TreeHash(body)
 	return append(slices.Clip(body), sum[:]...)
 }
 
@@ -455,7 +457,7 @@ func TestIndexCacheCorrupt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	body := good[:len(good)-indexTrailerBytes]
+	body := good[:len(good)-index.TrailerBytes]
 	tests := []struct {
 		name   string
 		damage func([]byte) []byte
@@ -469,7 +471,7 @@ func TestIndexCacheCorrupt(t *testing.T) {
 		{"wrong-magic", func(b []byte) []byte { copy(b, "WHARFIDY"); return b }},
 		{"wrong-version", func(b []byte) []byte {
 			nb := slices.Clone(body)
-			binary.LittleEndian.PutUint32(nb[8:], indexFormatVersion+1)
+			binary.LittleEndian.PutUint32(nb[8:], index.FormatVersion+1)
 			return piReseal(nb)
 		}},
 		{"resealed-garbage-tail", func(b []byte) []byte { return piReseal(append(slices.Clone(body), 1, 2, 3)) }},
@@ -512,12 +514,38 @@ const (
 	piOffMeta     = 72
 )
 
+// piCursor walks an index file's meta section as the format lays it out
+// (the test's own reader, independent of the decoder's).
+type piCursor struct {
+	b   []byte
+	off int
+	err error
+}
+
+func (c *piCursor) take(n int) []byte {
+	if c.err != nil || n > len(c.b)-c.off {
+		c.err = fmt.Errorf("meta section truncated at %d", c.off)
+		return nil
+	}
+	c.off += n
+	return c.b[c.off-n : c.off]
+}
+
+func (c *piCursor) u32() uint32 {
+	if b := c.take(4); b != nil {
+		return binary.LittleEndian.Uint32(b)
+	}
+	return 0
+}
+
+func (c *piCursor) str() { c.take(int(c.u32())) }
+
 // piMetaCounts returns the offsets (in the file) of the meta section's
 // sources count and chunks count, found by walking the meta section as
 // the format lays it out.
 func piMetaCounts(t *testing.T, data []byte) (sources, chunks int) {
 	t.Helper()
-	c := &idxCursor{b: data, off: indexHeaderBytes}
+	c := &piCursor{b: data, off: index.HeaderBytes}
 	c.str()
 	c.str()
 	c.take(8 * 8)
@@ -554,7 +582,7 @@ func TestReadIndexHostile(t *testing.T) {
 	}
 	defer a.Close()
 	good := piIndexBytes(t, a)
-	body := good[:len(good)-indexTrailerBytes]
+	body := good[:len(good)-index.TrailerBytes]
 	if _, err := openIndexBytes(nil, good, "good", Options{}); err != nil {
 		t.Fatalf("good index refused: %v", err)
 	}
@@ -587,21 +615,18 @@ func TestReadIndexHostile(t *testing.T) {
 		}
 	}
 	// raw changes the body's bytes, knowing the layout, and reseals.
-	raw := func(f func(nb []byte, off, size [numSections]uint64)) func(*Archive) []byte {
+	raw := func(f func(nb []byte, off, size [index.NumSections]uint64)) func(*Archive) []byte {
 		return func(*Archive) []byte {
 			nb := slices.Clone(body)
-			h := fileHeader{}
-			for i, p := range []*uint64{&h.files, &h.namesLen, &h.exts, &h.extNamesLen, &h.tombs, &h.tombNamesLen, &h.cols, &h.metaLen} {
-				*p = binary.LittleEndian.Uint64(nb[16+8*i:])
-			}
-			off, size, _, _ := h.layout()
+			h := index.ParseHeader(nb)
+			off, size, _, _ := h.Layout()
 			f(nb, off, size)
 			return piReseal(nb)
 		}
 	}
 	multi := func(b *Archive) int {
-		for i, fl := range b.idx.flags {
-			if fl&flagMulti != 0 {
+		for i, fl := range b.tree.Idx.Flags {
+			if fl&index.FlagMulti != 0 {
 				return i
 			}
 		}
@@ -609,9 +634,9 @@ func TestReadIndexHostile(t *testing.T) {
 		return 0
 	}
 	framed := func(b *Archive) *chunkio.Chunk {
-		for i := range b.chunks {
-			if b.chunks[i].Kind == chunkio.FramedZstd && len(b.chunks[i].Frames) > 1 {
-				return &b.chunks[i]
+		for i := range b.tree.Chunks {
+			if b.tree.Chunks[i].Kind == chunkio.FramedZstd && len(b.tree.Chunks[i].Frames) > 1 {
+				return &b.tree.Chunks[i]
 			}
 		}
 		t.Fatal("no framed chunk")
@@ -632,65 +657,65 @@ func TestReadIndexHostile(t *testing.T) {
 		{"meta-2^40", header(piOffMeta, 1<<40, 8), true},
 		{"meta-one-more", header(piOffMeta, binary.LittleEndian.Uint64(good[piOffMeta:])+1, 8), true},
 		{"columns-unknown", header(piOffCols, 1<<5, 8), true},
-		{"columns-md5-added", header(piOffCols, binary.LittleEndian.Uint64(good[piOffCols:])|colMD5, 8), true},
+		{"columns-md5-added", header(piOffCols, binary.LittleEndian.Uint64(good[piOffCols:])|index.ColMD5, 8), true},
 		{"chunks-2^31", header(metaChunks, 1<<31-1, 4), true},
 		{"frames-2^60", header(metaChunks+4, 1<<60, 8), true},
 		{"sources-2^32-1", header(metaSources, 1<<32-1, 4), true},
-		{"files-one-more", header(piOffFiles, uint64(a.idx.n()+1), 8), false},
-		{"files-one-less", header(piOffFiles, uint64(a.idx.n()-1), 8), false},
+		{"files-one-more", header(piOffFiles, uint64(a.tree.Idx.N()+1), 8), false},
+		{"files-one-less", header(piOffFiles, uint64(a.tree.Idx.N()-1), 8), false},
 		{"reserved", header(12, 1, 4), false},
-		{"reserved-tail", header(indexHeaderBytes-8, 1, 8), false},
-		{"padding", raw(func(nb []byte, off, size [numSections]uint64) {
+		{"reserved-tail", header(index.HeaderBytes-8, 1, 8), false},
+		{"padding", raw(func(nb []byte, off, size [index.NumSections]uint64) {
 			// the byte after the names section (padding up to the ends column)
-			if off[secNames]+size[secNames] == off[secEnds] {
+			if off[index.SecNames]+size[index.SecNames] == off[index.SecEnds] {
 				t.Fatal("no padding after names")
 			}
-			nb[off[secNames]+size[secNames]] = 1
+			nb[off[index.SecNames]+size[index.SecNames]] = 1
 		}), false},
-		{"extent-reserved", raw(func(nb []byte, off, size [numSections]uint64) { nb[off[secExts]+70] = 7 }), false},
-		{"extent-has-sum", mutate(func(b *Archive) { b.idx.exts[0].hasSum = 2 }), false},
-		{"extent-name-past-end", mutate(func(b *Archive) { b.idx.exts[0].nameLen = uint32(len(b.idx.extNames)) + 1 }), false},
+		{"extent-reserved", raw(func(nb []byte, off, size [index.NumSections]uint64) { nb[off[index.SecExts]+70] = 7 }), false},
+		{"extent-has-sum", mutate(func(b *Archive) { b.tree.Idx.Exts[0].HasSum = 2 }), false},
+		{"extent-name-past-end", mutate(func(b *Archive) { b.tree.Idx.Exts[0].NameLen = uint32(len(b.tree.Idx.ExtNames)) + 1 }), false},
 		{"key-empty", mutate(func(b *Archive) {
-			k0 := b.idx.rawKey(0)
-			b.idx.names = b.idx.names[len(k0):]
-			b.idx.ends = slices.Clone(b.idx.ends)
-			b.idx.ends[0] = 0
-			for i := 1; i < len(b.idx.ends); i++ {
-				b.idx.ends[i] -= uint32(len(k0))
+			k0 := b.tree.Idx.RawKey(0)
+			b.tree.Idx.Names = b.tree.Idx.Names[len(k0):]
+			b.tree.Idx.Ends = slices.Clone(b.tree.Idx.Ends)
+			b.tree.Idx.Ends[0] = 0
+			for i := 1; i < len(b.tree.Idx.Ends); i++ {
+				b.tree.Idx.Ends[i] -= uint32(len(k0))
 			}
 		}), false},
 		{"stream-bound-on-framed", mutate(func(b *Archive) { framed(b).MaxTar = 10 }), false},
 		{"keys-unsorted", mutate(func(b *Archive) {
 			// swap the first two keys' bytes (same lengths by construction of a copy)
-			k0, k1 := b.idx.keyAt(0), b.idx.keyAt(1)
-			b.idx.names = k1 + k0 + b.idx.names[len(k0)+len(k1):]
-			b.idx.ends[0] = uint32(len(k1))
+			k0, k1 := b.tree.Idx.KeyAt(0), b.tree.Idx.KeyAt(1)
+			b.tree.Idx.Names = k1 + k0 + b.tree.Idx.Names[len(k0)+len(k1):]
+			b.tree.Idx.Ends[0] = uint32(len(k1))
 		}), false},
 		{"keys-duplicate", mutate(func(b *Archive) {
-			k0 := b.idx.keyAt(0)
-			k1 := b.idx.keyAt(1)
-			rest := b.idx.names[len(k0)+len(k1):]
-			b.idx.names = k0 + k0 + rest
-			b.idx.ends[1] = uint32(2 * len(k0))
-			for i := 2; i < len(b.idx.ends); i++ {
-				b.idx.ends[i] = b.idx.ends[i] - uint32(len(k1)) + uint32(len(k0))
+			k0 := b.tree.Idx.KeyAt(0)
+			k1 := b.tree.Idx.KeyAt(1)
+			rest := b.tree.Idx.Names[len(k0)+len(k1):]
+			b.tree.Idx.Names = k0 + k0 + rest
+			b.tree.Idx.Ends[1] = uint32(2 * len(k0))
+			for i := 2; i < len(b.tree.Idx.Ends); i++ {
+				b.tree.Idx.Ends[i] = b.tree.Idx.Ends[i] - uint32(len(k1)) + uint32(len(k0))
 			}
 		}), false},
-		{"chunk-index-out-of-range", mutate(func(b *Archive) { b.idx.chunk[0] = int32(len(b.chunks)) }), false},
-		{"chunk-index-negative", mutate(func(b *Archive) { b.idx.chunk[0] = -1 }), false},
-		{"root-out-of-range", mutate(func(b *Archive) { b.idx.root[0] = uint32(len(b.idx.roots)) }), false},
-		{"negative-size", mutate(func(b *Archive) { b.idx.size[0] = -1 }), false},
-		{"nanoseconds", mutate(func(b *Archive) { b.idx.mnsec[0] = 1e9 }), false},
-		{"unknown-flag", mutate(func(b *Archive) { b.idx.flags[0] |= 0x80 }), false},
-		{"sum-and-identity", mutate(func(b *Archive) { b.idx.flags[0] |= flagSum | flagIdentity }), false},
-		{"extent-past-file", mutate(func(b *Archive) { b.idx.exts[b.idx.off[multi(b)]].length++ }), false},
-		{"extent-gap", mutate(func(b *Archive) { b.idx.exts[b.idx.off[multi(b)]].fileOff = 1 }), false},
-		{"extent-count", mutate(func(b *Archive) { b.idx.chunk[multi(b)]++ }), false},
-		{"extent-bad-chunk", mutate(func(b *Archive) { b.idx.exts[b.idx.off[multi(b)]].chunk = 1 << 30 }), false},
+		{"chunk-index-out-of-range", mutate(func(b *Archive) { b.tree.Idx.Chunk[0] = int32(len(b.tree.Chunks)) }), false},
+		{"chunk-index-negative", mutate(func(b *Archive) { b.tree.Idx.Chunk[0] = -1 }), false},
+		{"root-out-of-range", mutate(func(b *Archive) { b.tree.Idx.Root[0] = uint32(len(b.tree.Idx.Roots)) }), false},
+		{"negative-size", mutate(func(b *Archive) { b.tree.Idx.Size[0] = -1 }), false},
+		{"nanoseconds", mutate(func(b *Archive) { b.tree.Idx.Mnsec[0] = 1e9 }), false},
+		{"unknown-flag", mutate(func(b *Archive) { b.tree.Idx.Flags[0] |= 0x80 }), false},
+		{"sum-and-identity", mutate(func(b *Archive) { b.tree.Idx.Flags[0] |= index.FlagSum | index.FlagIdentity }), false},
+		{"extent-past-file", mutate(func(b *Archive) { b.tree.Idx.Exts[b.tree.Idx.Off[multi(b)]].Length++ }), false},
+		{"extent-gap", mutate(func(b *Archive) { b.tree.Idx.Exts[b.tree.Idx.Off[multi(b)]].FileOff = 1 }), false},
+		{"extent-count", mutate(func(b *Archive) { b.tree.Idx.Chunk[multi(b)]++ }), false},
+		{"extent-bad-chunk", mutate(func(b *Archive) { b.tree.Idx.Exts[b.tree.Idx.Off[multi(b)]].Chunk = 1 << 30 }), false},
 		{"framed-offset-outside", mutate(func(b *Archive) {
-			for i := range b.idx.flags {
-				if b.idx.flags[i]&flagMulti == 0 && b.chunks[b.idx.chunk[i]].Kind == chunkio.FramedZstd {
-					b.idx.off[i] = 1 << 40
+			for i := range b.tree.Idx.Flags {
+				if b.tree.Idx.Flags[i]&index.FlagMulti == 0 && b.tree.Chunks[b.tree.Idx.Chunk[i]].Kind == chunkio.FramedZstd {
+					b.tree.Idx.Off[i] = 1 << 40
 					return
 				}
 			}
@@ -700,24 +725,24 @@ func TestReadIndexHostile(t *testing.T) {
 		{"frames-overlap", mutate(func(b *Archive) { c := framed(b); c.Frames[1].COff = c.Frames[0].COff }), false},
 		{"frames-past-object", mutate(func(b *Archive) { c := framed(b); c.Size = c.Frames[len(c.Frames)-1].COff }), false},
 		{"frame-empty", mutate(func(b *Archive) { c := framed(b); c.Frames[0].USize = 0 }), false},
-		{"chunk-kind", mutate(func(b *Archive) { b.chunks[0].Kind = 9 }), false},
+		{"chunk-kind", mutate(func(b *Archive) { b.tree.Chunks[0].Kind = 9 }), false},
 		{"frames-on-plain", mutate(func(b *Archive) { framed(b).Kind = chunkio.PlainTar }), false},
 		{"direct-length", mutate(func(b *Archive) {
-			for i := range b.chunks {
-				if b.chunks[i].Kind == chunkio.Direct {
-					b.chunks[i].Size++
-					b.idx.compressed++
+			for i := range b.tree.Chunks {
+				if b.tree.Chunks[i].Kind == chunkio.Direct {
+					b.tree.Chunks[i].Size++
+					b.tree.Idx.Compressed++
 					return
 				}
 			}
 			t.Fatal("no direct chunk")
 		}), false},
-		{"compressed-total", mutate(func(b *Archive) { b.idx.compressed++ }), false},
-		{"chain-head", mutate(func(b *Archive) { b.chain[0] = "other" }), false},
+		{"compressed-total", mutate(func(b *Archive) { b.tree.Idx.Compressed++ }), false},
+		{"chain-head", mutate(func(b *Archive) { b.tree.Chain[0] = "other" }), false},
 		{"ctype-range", mutate(func(b *Archive) {
-			b.idx.ctypes = []string{"", "x"}
-			b.idx.ctype = make([]uint32, b.idx.n())
-			b.idx.ctype[0] = 2
+			b.tree.Idx.Ctypes = []string{"", "x"}
+			b.tree.Idx.Ctype = make([]uint32, b.tree.Idx.N())
+			b.tree.Idx.Ctype[0] = 2
 		}), false},
 	}
 	for _, tc := range tests {
@@ -816,13 +841,13 @@ func TestIndexCacheChainCandidates(t *testing.T) {
 	cache := t.TempDir()
 	a1, _ := piCachedOpen(t, dir, cache, res.ManifestKey)
 	absent := 0
-	for _, s := range a1.prov.sources {
-		if s.absent {
+	for _, s := range a1.prov.Sources {
+		if s.Absent {
 			absent++
 		}
 	}
 	if absent == 0 || a1.Files() != 3 {
-		t.Fatalf("sources %+v, %d files: want an absent candidate recorded and 3 files", a1.prov.sources, a1.Files())
+		t.Fatalf("sources %+v, %d files: want an absent candidate recorded and 3 files", a1.prov.Sources, a1.Files())
 	}
 	if _, f2 := piCachedOpen(t, dir, cache, res.ManifestKey); f2.Requests("get") != 0 {
 		t.Fatalf("second Open: %d GETs", f2.Requests("get"))
@@ -867,12 +892,12 @@ func TestIndexBytesWithProvenance(t *testing.T) {
 				t.Fatalf("BuildIndex: %v", err)
 			}
 			defer a.Close()
-			if a.prov == nil || len(a.prov.sources) == 0 {
+			if a.prov == nil || len(a.prov.Sources) == 0 {
 				t.Fatalf("BuildIndex recorded no sources")
 			}
 			for round := range 2 {
-				if n, meta := a.metaBytes(), a.encodeMeta(); n != len(meta) {
-					t.Errorf("round %d: metaBytes() = %d, encodeMeta() wrote %d", round, n, len(meta))
+				if n, meta := index.MetaBytes(&a.tree, indexMeta(a)), binary.LittleEndian.Uint64(piIndexBytes(t, a)[72:]); uint64(n) != meta {
+					t.Errorf("round %d: MetaBytes() = %d, WriteIndex wrote %d", round, n, meta)
 				}
 				if data := piIndexBytes(t, a); a.Info().IndexBytes != int64(len(data)) {
 					t.Errorf("round %d: Info().IndexBytes = %d, WriteIndex wrote %d", round, a.Info().IndexBytes, len(data))

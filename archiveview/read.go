@@ -56,6 +56,7 @@ import (
 	"io"
 
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
+	"github.com/wharf-s3/wharf/archiveview/internal/index"
 	"github.com/wharf-s3/wharf/archiveview/manifest"
 	"github.com/wharf-s3/wharf/backend"
 )
@@ -106,8 +107,8 @@ type check struct {
 // object without a finished restore fails here, before any fetch, with an
 // error wrapping ErrArchived. Close the reader when done.
 func (a *Archive) Open(ctx context.Context, f File, off, n int64) (io.ReadCloser, error) {
-	if f.ver != 0 { // an older version (versions.go): its upload's history index
-		sh, vf, err := a.openVersion(f)
+	if index.Link(f) != 0 { // an older version (versions.go): its upload's history index
+		sh, vf, err := openVersion(a, f)
 		if err != nil {
 			return nil, err
 		}
@@ -116,20 +117,23 @@ func (a *Archive) Open(ctx context.Context, f File, off, n int64) (io.ReadCloser
 	if off < 0 || n < 0 || off > f.Size-n {
 		return nil, fmt.Errorf("archive %s: key %s: bytes %d+%d of %d: %w", a.name, f.Key, off, n, f.Size, ErrBadRange)
 	}
-	exts := a.fileExtents(f.idx)
+	exts, err := readExtents(a, f)
+	if err != nil {
+		return nil, err
+	}
 	var at int64
 	for _, e := range exts {
-		if e.fileOff != at || e.length < 0 || e.chunk < 0 || int(e.chunk) >= len(a.tree.chunks) {
+		if e.FileOff != at || e.Length < 0 || e.Chunk < 0 || int(e.Chunk) >= len(a.tree.Chunks) {
 			return nil, fmt.Errorf("archive %s: key %s: extents do not tile the file at byte %d: %w", a.name, f.Key, at, ErrCorrupt)
 		}
-		at += e.length
+		at += e.Length
 	}
 	if at != f.Size {
 		return nil, fmt.Errorf("archive %s: key %s: extents cover %d bytes of %d: %w", a.name, f.Key, at, f.Size, ErrCorrupt)
 	}
 	// Bytes in an archived object without a finished restore: refused
 	// before any fetch (storage.go); a range elsewhere is served.
-	if err := a.checkReadable(ctx, f, exts, off, n); err != nil {
+	if err := checkReadable(ctx, a, f, exts, off, n); err != nil {
 		return nil, err
 	}
 	fileWant, fileSum := parseSum(f.SHA256)
@@ -137,28 +141,28 @@ func (a *Archive) Open(ctx context.Context, f File, off, n int64) (io.ReadCloser
 	r := &fileReader{a: a, ctx: rctx, cancel: cancel, f: f}
 	end := off + n
 	for _, e := range exts {
-		s := max(off, e.fileOff)
-		t := min(end, e.fileOff+e.length)
+		s := max(off, e.FileOff)
+		t := min(end, e.FileOff+e.Length)
 		if t <= s {
 			continue
 		}
-		ce := chunkio.Extent{Chunk: e.chunk, Off: e.off, Length: e.length, TarName: e.tarName}
+		ce := chunkio.Extent{Chunk: e.Chunk, Off: e.Off, Length: e.Length, TarName: e.TarName}
 		ce.Sum, ce.HasSum = extentSum(e, f.Size, fileWant, fileSum)
 		// Bytes this reader checks itself as they stream (a whole split
 		// part against its sum, or the whole file against the file's sum)
 		// need no check before their first byte.
-		ce.Checked = (e.hasSum && s == e.fileOff && t == e.fileOff+e.length) || (fileSum && off == 0 && n == f.Size)
-		p := piece{e: ce, s: s - e.fileOff, l: t - s, outOff: s - off}
+		ce.Checked = (e.HasSum && s == e.FileOff && t == e.FileOff+e.Length) || (fileSum && off == 0 && n == f.Size)
+		p := piece{e: ce, s: s - e.FileOff, l: t - s, outOff: s - off}
 		r.pieces = append(r.pieces, p)
-		if p.s == 0 && p.l == e.length && e.hasSum {
-			r.checks = append(r.checks, &check{start: p.outOff, end: p.outOff + p.l, ci: e.chunk, want: e.sum,
-				h: sha256.New(), what: fmt.Sprintf("part at file byte %d (%d bytes)", e.fileOff, e.length)})
+		if p.s == 0 && p.l == e.Length && e.HasSum {
+			r.checks = append(r.checks, &check{start: p.outOff, end: p.outOff + p.l, ci: e.Chunk, want: e.Sum,
+				h: sha256.New(), what: fmt.Sprintf("part at file byte %d (%d bytes)", e.FileOff, e.Length)})
 		}
 	}
 	if fileSum && off == 0 && n == f.Size {
 		ci := int32(-1)
 		if len(exts) > 0 {
-			ci = exts[len(exts)-1].chunk
+			ci = exts[len(exts)-1].Chunk
 		}
 		r.checks = append(r.checks, &check{start: 0, end: n, ci: ci, want: fileWant, h: sha256.New(), what: "file"})
 	}
@@ -175,10 +179,10 @@ func parseSum(s string) ([32]byte, bool) {
 // or the file's (fileWant, when hasFile) for an extent that is the whole
 // file of size bytes.
 func extentSum(e extent, size int64, fileWant [32]byte, hasFile bool) ([32]byte, bool) {
-	if e.hasSum {
-		return e.sum, true
+	if e.HasSum {
+		return e.Sum, true
 	}
-	if e.fileOff == 0 && e.length == size {
+	if e.FileOff == 0 && e.Length == size {
 		return fileWant, hasFile
 	}
 	return [32]byte{}, false
@@ -204,8 +208,8 @@ type fileReader struct {
 
 func (r *fileReader) wrap(ci int32, err error) error {
 	chunk := "?"
-	if ci >= 0 && int(ci) < len(r.a.tree.chunks) {
-		chunk = r.a.tree.chunks[ci].Key
+	if ci >= 0 && int(ci) < len(r.a.tree.Chunks) {
+		chunk = r.a.tree.Chunks[ci].Key
 	}
 	if sf, ok := backend.Describe(err); ok && sf.Kind != nil && sf.Key == chunk {
 		// The store failed on the chunk: name it once, say what happened.

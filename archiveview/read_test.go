@@ -19,6 +19,7 @@ import (
 
 	"github.com/wharf-s3/wharf/archiveview/cargopack"
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
+	"github.com/wharf-s3/wharf/archiveview/internal/index"
 	"github.com/wharf-s3/wharf/archiveview/manifest"
 	"github.com/wharf-s3/wharf/backend"
 	"github.com/wharf-s3/wharf/backend/faults"
@@ -178,8 +179,8 @@ type rpShape struct {
 func rpFeatures(a *Archive) map[string]bool {
 	feat := map[string]bool{}
 	maxFrame := a.set.Options().MaxFrame()
-	for i := range a.chunks {
-		c := &a.chunks[i]
+	for i := range a.tree.Chunks {
+		c := &a.tree.Chunks[i]
 		feat[c.Kind.String()] = true
 		for _, f := range c.Frames {
 			if f.USize > maxFrame {
@@ -191,22 +192,22 @@ func rpFeatures(a *Archive) map[string]bool {
 		}
 	}
 	loc := map[[3]int64]bool{}
-	for i := 0; i < a.idx.n(); i++ {
+	for i := 0; i < a.tree.Idx.N(); i++ {
 		exts := a.fileExtents(int32(i))
 		chunks := map[int32]bool{}
 		for _, e := range exts {
-			chunks[e.chunk] = true
-			if e.off < 0 && a.chunks[e.chunk].Kind != chunkio.Direct {
+			chunks[e.Chunk] = true
+			if e.Off < 0 && a.tree.Chunks[e.Chunk].Kind != chunkio.Direct {
 				feat["tar-walk"] = true
 			}
-			k := [3]int64{int64(e.chunk), e.off, e.length}
-			if e.length > 0 && loc[k] {
+			k := [3]int64{int64(e.Chunk), e.Off, e.Length}
+			if e.Length > 0 && loc[k] {
 				feat["shared-extent"] = true
 			}
 			loc[k] = true
-			c := &a.chunks[e.chunk]
-			if e.off >= 0 && len(c.Frames) > 0 && e.length > 0 {
-				if lo, hi, err := chunkio.CoverFrames(c.Frames, e.off, e.off+e.length); err == nil && hi > lo {
+			c := &a.tree.Chunks[e.Chunk]
+			if e.Off >= 0 && len(c.Frames) > 0 && e.Length > 0 {
+				if lo, hi, err := chunkio.CoverFrames(c.Frames, e.Off, e.Off+e.Length); err == nil && hi > lo {
 					feat["file-spans-frames"] = true
 				}
 			}
@@ -408,15 +409,15 @@ func rpChunkOf(t testing.TB, ra *rpArchive, key string) (*chunkio.Chunk, extent)
 	if !ok {
 		t.Fatalf("no %s", key)
 	}
-	e := ra.a.fileExtents(f.idx)[0]
-	return &ra.a.chunks[e.chunk], e
+	e := ra.a.fileExtents(index.Ordinal(f))[0]
+	return &ra.a.tree.Chunks[e.Chunk], e
 }
 
 func TestFlippedByteInFrame(t *testing.T) {
 	files := rpTree(3)
 	ra := rpNew(t, files, cargopack.Options{FrameSize: 64 << 10}, Options{Readahead: -1})
 	c, e := rpChunkOf(t, ra, "mid/two.txt")
-	lo, _, err := chunkio.CoverFrames(c.Frames, e.off, e.off+1)
+	lo, _, err := chunkio.CoverFrames(c.Frames, e.Off, e.Off+1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -458,7 +459,7 @@ func TestFlippedBytePlainTar(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%s@%d[%d+%d]", tc.key, tc.at, tc.off, tc.n), func(t *testing.T) {
 			c, e := rpChunkOf(t, ra, tc.key)
-			flip := e.off + tc.at
+			flip := e.Off + tc.at
 			ra.faulty.SetHook(func(r faults.Request) faults.Fault {
 				if r.Key == c.Key {
 					return faults.Fault{Kind: faults.FaultFlip, FlipAt: []int64{flip}}
@@ -720,8 +721,8 @@ func TestWalkPlainAndMixed(t *testing.T) {
 	ra.a.Close()
 	gets := ra.faulty.Requests("range") + ra.faulty.Requests("get")
 	plain := 0
-	for i := range ra.a.chunks {
-		if ra.a.chunks[i].Kind == chunkio.PlainTar {
+	for i := range ra.a.tree.Chunks {
+		if ra.a.tree.Chunks[i].Kind == chunkio.PlainTar {
 			plain++
 		}
 	}
@@ -957,8 +958,8 @@ func TestTarWalkWithoutOffsets(t *testing.T) {
 					ra.mustRead(t, key, size/3, size/3, false)
 				}
 			}
-			if st := ra.faulty.Requests("stat"); st > int64(len(ra.a.chunks)) {
-				t.Errorf("%d stats for %d chunks: walks were not shared", st, len(ra.a.chunks))
+			if st := ra.faulty.Requests("stat"); st > int64(len(ra.a.tree.Chunks)) {
+				t.Errorf("%d stats for %d chunks: walks were not shared", st, len(ra.a.tree.Chunks))
 			}
 		})
 	}

@@ -49,7 +49,7 @@ func TestFrameCacheKeyNamesTheObject(t *testing.T) {
 		defer a.Close()
 		arcs = append(arcs, a)
 	}
-	fa, fb := arcs[0].chunks[0].Frames, arcs[1].chunks[0].Frames
+	fa, fb := arcs[0].tree.Chunks[0].Frames, arcs[1].tree.Chunks[0].Frames
 	if len(fa) < 3 || len(fa) != len(fb) || fa[2].Span() != fb[2].Span() || fa[2].HasSum {
 		t.Fatalf("the two chunks' frames differ in layout or have checksums: the test proves nothing")
 	}
@@ -132,7 +132,7 @@ func TestStreamObjectSumChecked(t *testing.T) {
 	defer a.Close()
 	chunkProblem := false
 	if _, err := a.Verify(context.Background(), func(p VerifyProblem) {
-		chunkProblem = chunkProblem || (p.Key == "" && p.Chunk == a.chunks[0].Key)
+		chunkProblem = chunkProblem || (p.Key == "" && p.Chunk == a.tree.Chunks[0].Key)
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -148,12 +148,12 @@ func TestReadFromFrameBoundary(t *testing.T) {
 	files := map[string][]byte{"big.txt": rpText(21, 600<<10)}
 	ra := rpNew(t, files, cargopack.Options{FrameSize: 64 << 10}, Options{Readahead: -1})
 	c, e := rpChunkOf(t, ra, "big.txt")
-	lo, hi, err := chunkio.CoverFrames(c.Frames, e.off, e.off+e.length)
+	lo, hi, err := chunkio.CoverFrames(c.Frames, e.Off, e.Off+e.Length)
 	if err != nil || hi-lo < 3 {
 		t.Fatalf("frames %d-%d (%v): the test needs a file over several frames", lo, hi, err)
 	}
 	k := lo + 2
-	start := c.Frames[k].UOff - e.off // a file offset on a frame boundary
+	start := c.Frames[k].UOff - e.Off // a file offset on a frame boundary
 	if _, err := ra.read(t, "big.txt", 0, 1, true); err != nil {
 		t.Fatal(err) // the tar header check is done once, here
 	}

@@ -55,6 +55,7 @@ import (
 	"strings"
 
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
+	"github.com/wharf-s3/wharf/archiveview/internal/index"
 	"github.com/wharf-s3/wharf/archiveview/manifest"
 )
 
@@ -103,7 +104,7 @@ type resolver struct {
 	shapes   map[string]bool
 	warnings []string
 
-	tombs tombTable // keys a tombstone decided (decide; chains only)
+	tombs index.TombTable // keys a tombstone decided (decide; chains only)
 
 	legacyOffsets int
 	subFrames     int
@@ -115,34 +116,22 @@ type resolver struct {
 // newResolver returns a resolver of chain (newest first, streamed into
 // fs), whose newest manifest is manifestKey in bucket.
 func newResolver(bucket, manifestKey string, chain []chainLink, fs *fileStore, opts Options) *resolver {
-	return &resolver{bucket: bucket, chain: chain, fs: fs, opts: opts, root: keyRoot(manifestKey)}
-}
-
-// keyRoot is the prefix an archive's keys must lie under: the part of the
-// manifest key before "/uploads/", else the manifest's directory.
-func keyRoot(manifestKey string) string {
-	if dir, _, ok := manifest.UploadDir(manifestKey); ok {
-		return dir
-	}
-	if i := strings.LastIndexByte(manifestKey, '/'); i >= 0 {
-		return manifestKey[:i]
-	}
-	return ""
+	return &resolver{bucket: bucket, chain: chain, fs: fs, opts: opts, root: manifest.KeyRoot(manifestKey)}
 }
 
 // confine refuses an object key outside the archive's prefix and the
-// allowed ones.
+// allowed ones (manifest.Confined, the one rule).
 func (r *resolver) confine(key string) error {
-	if r.root == "" || strings.HasPrefix(key, r.root+"/") {
+	if manifest.Confined(r.root, r.opts.AllowKeyPrefixes, key) {
 		return nil
 	}
-	for _, p := range r.opts.AllowKeyPrefixes {
-		if p != "" && strings.HasPrefix(key, p) {
-			return nil
-		}
-	}
+	return confinedErr(key, r.root)
+}
+
+// confinedErr is the error of a key outside the archive's prefix.
+func confinedErr(key, root string) error {
 	return fmt.Errorf("%w: key %q lies outside the archive's prefix %q/ (a manifest may only name objects of its own upload tree; allow other prefixes explicitly if the layout needs them)",
-		ErrInvalidTree, key, r.root)
+		ErrInvalidTree, key, root)
 }
 
 func (r *resolver) warnf(format string, args ...any) {
@@ -268,36 +257,36 @@ func (r *resolver) keyErrors() error {
 
 // build resolves the chain into the index and the chunk table. It
 // consumes the store: its columns are released as the index is gathered.
-func (r *resolver) build() (index, []chunkio.Chunk, error) {
+func (r *resolver) build() (index.Index, []chunkio.Chunk, error) {
 	r.init()
 	if err := r.collectChunks(); err != nil {
-		return index{}, nil, err
+		return index.Index{}, nil, err
 	}
 	if err := r.keyErrors(); err != nil {
-		return index{}, nil, err
+		return index.Index{}, nil, err
 	}
 	order, starts := r.fs.sortMentions()
 	surv, err := r.decide(order, starts)
 	order, starts = nil, nil
 	if err != nil {
-		return index{}, nil, err
+		return index.Index{}, nil, err
 	}
 	releaseBuildMemory(r.fs.files())
 	origins, err := r.findOriginals(surv.files)
 	if err != nil {
-		return index{}, nil, err
+		return index.Index{}, nil, err
 	}
 	r.streamBounds()
 	idx, err := r.buildIndex(surv, origins, len(r.chain) > 1, true)
 	if err != nil {
-		return index{}, nil, err
+		return index.Index{}, nil, err
 	}
-	idx.tombs = r.tombs
+	idx.Tombs = r.tombs
 	for i := range r.chunks {
 		c := &r.chunks[i]
-		idx.frames += len(c.Frames)
-		idx.compressed += c.Size
-		idx.uncompressed += r.uncomp[i]
+		idx.Frames += len(c.Frames)
+		idx.Compressed += c.Size
+		idx.Uncompressed += r.uncomp[i]
 		r.shapes[c.Kind.String()] = true
 	}
 	if r.legacyOffsets > 0 {
@@ -326,10 +315,10 @@ func (r *resolver) build() (index, []chunkio.Chunk, error) {
 // consume, the store's columns are released as they are gathered (Open's
 // build); without, the store stays whole for further indexes (the
 // version history builds one per upload).
-func (r *resolver) buildIndex(surv survivors, origins map[uint32]origin, links, consume bool) (index, error) {
+func (r *resolver) buildIndex(surv survivors, origins map[uint32]origin, links, consume bool) (index.Index, error) {
 	b := &treeBuilder{fs: r.fs}
 	if err := b.gatherNames(surv.files, r.fileMention); err != nil {
-		return index{}, err
+		return index.Index{}, err
 	}
 	n := r.fs.files()
 	if consume {
@@ -341,7 +330,7 @@ func (r *resolver) buildIndex(surv survivors, origins map[uint32]origin, links, 
 	p := placer{r: r, b: b, origins: origins}
 	for s, f := range surv.files {
 		if err := p.addFile(s, int(f), surv.parts[int32(s)]); err != nil {
-			return index{}, err
+			return index.Index{}, err
 		}
 	}
 	var linkOf func(int) int32
@@ -353,7 +342,7 @@ func (r *resolver) buildIndex(surv survivors, origins map[uint32]origin, links, 
 		release = func() { releaseBuildMemory(n) }
 	}
 	if err := b.gatherColumns(surv.files, release, linkOf); err != nil {
-		return index{}, err
+		return index.Index{}, err
 	}
 	return b.x, nil
 }
@@ -519,8 +508,8 @@ func (r *resolver) decide(order, starts []uint64) (survivors, error) {
 					return survivors{}, treeErr("too many tombstones or chain links")
 				}
 				tb.Write(key)
-				r.tombs.ends = append(r.tombs.ends, uint32(tb.Len()))
-				r.tombs.link = append(r.tombs.link, uint16(link))
+				r.tombs.Ends = append(r.tombs.Ends, uint32(tb.Len()))
+				r.tombs.Link = append(r.tombs.Link, uint16(link))
 			}
 		} else {
 			if parts != nil {
@@ -530,7 +519,7 @@ func (r *resolver) decide(order, starts []uint64) (survivors, error) {
 		}
 		i = j
 	}
-	r.tombs.names = tb.String()
+	r.tombs.Names = tb.String()
 	return out, nil
 }
 
@@ -702,7 +691,7 @@ type fileRec struct {
 }
 
 // placer places the survivors, in key order, into the index being built
-// (treeBuilder, index.go).
+// (treeBuilder, gather.go).
 type placer struct {
 	r       *resolver
 	b       *treeBuilder
@@ -715,7 +704,7 @@ func (p *placer) pathOf(s int, f int) string {
 	if fs.bits.at(f)&bOdd != 0 {
 		return fs.odd[uint32(f)]
 	}
-	return fs.roots[fs.root.at(f)] + p.b.x.keyAt(s)
+	return fs.roots[fs.root.at(f)] + p.b.x.KeyAt(s)
 }
 
 // addFile resolves survivor s (file f) into the index builder.
@@ -821,9 +810,9 @@ func (p *placer) addSplit(s int, f int, l *chainLink, parts []uint32, rec fileRe
 		if err != nil {
 			return err
 		}
-		ext.fileOff = sd.offset
+		ext.FileOff = sd.offset
 		if l.verify {
-			ext.sum, ext.hasSum = r.sum(pf, func() string { return fmt.Sprintf("split file %s part %d", where(), i) })
+			ext.Sum, ext.HasSum = r.sum(pf, func() string { return fmt.Sprintf("split file %s part %d", where(), i) })
 		}
 		exts = append(exts, ext)
 		if ps, pn := fs.mtime(pf); ps > rec.msec || ps == rec.msec && pn > rec.mnsec {
@@ -860,7 +849,7 @@ func (r *resolver) place(f int, where func() string, length int64, tarName strin
 		if err != nil {
 			return extent{}, err
 		}
-		return extent{chunk: ci, off: 0, length: length}, nil
+		return extent{Chunk: ci, Off: 0, Length: length}, nil
 	}
 	ci, err := r.chunkFor(rk)
 	if err != nil {
@@ -893,7 +882,7 @@ func (r *resolver) place(f int, where func() string, length int64, tarName strin
 			r.subFrames++
 		}
 	}
-	return extent{chunk: ci, off: off, length: length, tarName: tarName}, nil
+	return extent{Chunk: ci, Off: off, Length: length, TarName: tarName}, nil
 }
 
 // directChunk returns the chunk for a direct-upload object (resolved key
@@ -1054,13 +1043,13 @@ func (r *resolver) identity(rec fileRec, exts []extent) [16]byte {
 	put(rec.msec)         // the mod time's Unix seconds
 	put(int64(rec.mnsec)) // and nanoseconds (< 1e9)
 	for _, e := range exts {
-		h.Write([]byte(r.chunks[e.chunk].Key))
+		h.Write([]byte(r.chunks[e.Chunk].Key))
 		h.Write([]byte{0})
-		put(e.fileOff)
-		put(e.off)
-		put(e.length)
-		if e.hasSum {
-			h.Write(e.sum[:])
+		put(e.FileOff)
+		put(e.Off)
+		put(e.Length)
+		if e.HasSum {
+			h.Write(e.Sum[:])
 		}
 	}
 	var out [16]byte

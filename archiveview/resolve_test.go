@@ -9,6 +9,7 @@ import (
 
 	"github.com/wharf-s3/wharf/archiveview/cargopack"
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
+	"github.com/wharf-s3/wharf/archiveview/internal/index"
 	"github.com/wharf-s3/wharf/archiveview/manifest"
 )
 
@@ -346,8 +347,8 @@ func TestResolveDuplicates(t *testing.T) {
 			// The duplicates read their original's tar entry.
 			for _, k := range []string{"x/two", "y/three"} {
 				f, _ := a.Stat(k)
-				e := a.fileExtents(f.idx)
-				if len(e) != 1 || !strings.HasSuffix(e[0].tarName, "/x/one") {
+				e := a.fileExtents(index.Ordinal(f))
+				if len(e) != 1 || !strings.HasSuffix(e[0].TarName, "/x/one") {
 					t.Errorf("%s: extents %+v, want the original x/one", k, e)
 				}
 			}
@@ -391,12 +392,12 @@ func TestResolveUnknownAlgorithm(t *testing.T) {
 	rvCheckArchive(t, dir, a, src)
 	for k := range src {
 		f, _ := a.Stat(k)
-		if f.SHA256 != "" || !strings.HasPrefix(f.ETag, etagIdentityPrefix) {
+		if f.SHA256 != "" || !strings.HasPrefix(f.ETag, "wharf-") {
 			t.Errorf("%s: SHA256 %q ETag %q under an unknown algorithm", k, f.SHA256, f.ETag)
 		}
 	}
-	for ci := range a.chunks {
-		for _, fr := range a.chunks[ci].Frames {
+	for ci := range a.tree.Chunks {
+		for _, fr := range a.tree.Chunks[ci].Frames {
 			if fr.HasSum {
 				t.Fatalf("frame sum kept under an unknown algorithm")
 			}
@@ -455,7 +456,7 @@ func FuzzResolve(f *testing.F) {
 		}
 		var keys []string
 		for i := 0; i < a.Files(); i++ {
-			f := a.idx.file(i)
+			f := a.tree.Idx.File(i)
 			if i > 0 && f.Key <= keys[i-1] {
 				t.Fatalf("keys out of order: %q after %q", f.Key, keys[i-1])
 			}
@@ -464,15 +465,15 @@ func FuzzResolve(f *testing.F) {
 				t.Fatalf("Stat(%q) = %+v, %v", f.Key, g, ok)
 			}
 			var at int64
-			for _, e := range a.fileExtents(f.idx) {
-				if e.chunk < 0 || int(e.chunk) >= len(a.chunks) || e.fileOff != at || e.length < 0 {
+			for _, e := range a.fileExtents(index.Ordinal(f)) {
+				if e.Chunk < 0 || int(e.Chunk) >= len(a.tree.Chunks) || e.FileOff != at || e.Length < 0 {
 					t.Fatalf("%s: bad extent %+v at %d", f.Key, e, at)
 				}
-				at += e.length
-				c := &a.chunks[e.chunk]
-				if c.Kind == chunkio.FramedZstd && e.off >= 0 {
+				at += e.Length
+				c := &a.tree.Chunks[e.Chunk]
+				if c.Kind == chunkio.FramedZstd && e.Off >= 0 {
 					last := c.Frames[len(c.Frames)-1]
-					if e.off+e.length > last.UOff+last.USize {
+					if e.Off+e.Length > last.UOff+last.USize {
 						t.Fatalf("%s: extent past the frames of %s", f.Key, c.Key)
 					}
 				}

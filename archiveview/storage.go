@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
+	"github.com/wharf-s3/wharf/archiveview/internal/index"
 	"github.com/wharf-s3/wharf/backend"
 )
 
@@ -54,9 +55,9 @@ func (a *Archive) RefreshStorageClasses(ctx context.Context) error {
 // refreshStorageClasses is RefreshStorageClasses using the prefixes Open
 // listed ahead (while it read the manifests).
 func (a *Archive) refreshStorageClasses(ctx context.Context, ahead ...chunkio.Listing) error {
-	keys := make([]string, len(a.tree.chunks))
-	for i := range a.tree.chunks {
-		keys[i] = a.tree.chunks[i].Key
+	keys := make([]string, len(a.tree.Chunks))
+	for i := range a.tree.Chunks {
+		keys[i] = a.tree.Chunks[i].Key
 	}
 	if err := a.set.Classes().Load(ctx, keys, ahead...); err != nil {
 		return fmt.Errorf("archive %s: storage classes: %w", a.name, err)
@@ -92,27 +93,27 @@ type FileStorage struct {
 
 // fileChunks returns the distinct chunk indexes of f's extents, in file
 // order, and the archive whose chunk table they index (a version's shadow).
-func (a *Archive) fileChunks(f File) (*Archive, []int32, error) {
-	if f.ver != 0 {
-		sh, vf, err := a.openVersion(f)
+func fileChunks(a *Archive, f File) (*Archive, []int32, error) {
+	if index.Link(f) != 0 {
+		sh, vf, err := openVersion(a, f)
 		if err != nil {
 			return nil, nil, err
 		}
-		return sh.fileChunks(vf)
+		return fileChunks(sh, vf)
 	}
-	if f.idx < 0 || int(f.idx) >= a.idx.n() {
+	if index.Ordinal(f) < 0 || int(index.Ordinal(f)) >= a.tree.Idx.N() {
 		return nil, nil, fmt.Errorf("archive %s: key %s: not a file of this archive: %w", a.name, f.Key, ErrBadRange)
 	}
 	var (
 		out  []int32
 		seen chunkSet
 	)
-	for _, e := range a.fileExtents(f.idx) {
-		if e.chunk < 0 || int(e.chunk) >= len(a.tree.chunks) {
-			return nil, nil, fmt.Errorf("archive %s: key %s: extent of chunk %d: %w", a.name, f.Key, e.chunk, ErrCorrupt)
+	for _, e := range a.fileExtents(index.Ordinal(f)) {
+		if e.Chunk < 0 || int(e.Chunk) >= len(a.tree.Chunks) {
+			return nil, nil, fmt.Errorf("archive %s: key %s: extent of chunk %d: %w", a.name, f.Key, e.Chunk, ErrCorrupt)
 		}
-		if seen.add(e.chunk) {
-			out = append(out, e.chunk)
+		if seen.add(e.Chunk) {
+			out = append(out, e.Chunk)
 		}
 	}
 	return a, out, nil
@@ -158,14 +159,14 @@ func (a *Archive) StorageClass(f File) string {
 	if !a.set.Classes().AnyNonStandard() {
 		return backend.ClassStandard
 	}
-	arc, cis, err := a.fileChunks(f)
+	arc, cis, err := fileChunks(a, f)
 	if err != nil {
 		return backend.ClassStandard
 	}
 	cl := arc.set.Classes()
 	class, tier := backend.ClassStandard, ""
 	for _, ci := range cis {
-		oc := cl.Cached(arc.tree.chunks[ci].Key)
+		oc := cl.Cached(arc.tree.Chunks[ci].Key)
 		if backend.Coldness(oc.Class, oc.Tier) > backend.Coldness(class, tier) {
 			class, tier = oc.Class, oc.Tier
 		}
@@ -178,20 +179,20 @@ func (a *Archive) StorageClass(f File) string {
 // (older than the restore TTL) or was never reported are HEADed first;
 // nothing else makes a request.
 func (a *Archive) FileStorage(ctx context.Context, f File) (FileStorage, error) {
-	_, st, err := a.fileStorage(ctx, f)
+	_, st, err := fileStorage(ctx, a, f)
 	return st, err
 }
 
 // fileStorage is FileStorage, also returning the archive whose chunk
 // table holds f's objects (a version's shadow).
-func (a *Archive) fileStorage(ctx context.Context, f File) (*Archive, FileStorage, error) {
-	arc, cis, err := a.fileChunks(f)
+func fileStorage(ctx context.Context, a *Archive, f File) (*Archive, FileStorage, error) {
+	arc, cis, err := fileChunks(a, f)
 	if err != nil {
 		return nil, FileStorage{}, err
 	}
 	objs := make([]StorageObject, 0, len(cis))
 	for _, ci := range cis {
-		c := &arc.tree.chunks[ci]
+		c := &arc.tree.Chunks[ci]
 		oc := arc.set.Classes().Cached(c.Key)
 		if storageStale(oc) {
 			var err error
@@ -231,13 +232,13 @@ func (a *Archive) PrepareStorage(ctx context.Context, files []File) {
 	var jobs []job
 	seen := map[string]bool{}
 	for _, f := range files {
-		arc, cis, err := a.fileChunks(f)
+		arc, cis, err := fileChunks(a, f)
 		if err != nil {
 			continue
 		}
 		cl := arc.set.Classes()
 		for _, ci := range cis {
-			key := arc.tree.chunks[ci].Key
+			key := arc.tree.Chunks[ci].Key
 			if !seen[key] && storageStale(cl.Cached(key)) {
 				seen[key] = true
 				jobs = append(jobs, job{cl, key})
@@ -325,7 +326,7 @@ type RestoreReport struct {
 // invalid request sends nothing. A file none of whose objects is archived
 // is ErrNotArchived.
 func (a *Archive) Restore(ctx context.Context, f File, req backend.RestoreRequest) (RestoreReport, error) {
-	arc, st, err := a.fileStorage(ctx, f)
+	arc, st, err := fileStorage(ctx, a, f)
 	if err != nil {
 		return RestoreReport{}, err
 	}
@@ -402,23 +403,23 @@ func (a *Archive) StorageObjects(ctx context.Context, files []File) (objs []Stor
 		objs = append(objs, o)
 	}
 	sort.Slice(objs, func(i, j int) bool { return objs[i].Key < objs[j].Key })
-	for i := range a.tree.chunks {
-		total += a.tree.chunks[i].Size
+	for i := range a.tree.Chunks {
+		total += a.tree.Chunks[i].Size
 	}
 	return objs, total, nil
 }
 
 // checkReadable refuses a read of f's bytes [off, off+n) when any object
 // holding them cannot be read now (before any fetch).
-func (a *Archive) checkReadable(ctx context.Context, f File, exts []extent, off, n int64) error {
+func checkReadable(ctx context.Context, a *Archive, f File, exts []extent, off, n int64) error {
 	end := off + n
 	var checked chunkSet
 	for _, e := range exts {
-		if e.fileOff >= end || e.fileOff+e.length <= off || n == 0 || !checked.add(e.chunk) {
+		if e.FileOff >= end || e.FileOff+e.Length <= off || n == 0 || !checked.add(e.Chunk) {
 			continue
 		}
-		if err := a.set.CheckReadable(ctx, e.chunk); err != nil {
-			return fmt.Errorf("archive %s: key %s: chunk %s: %w", a.name, f.Key, a.tree.chunks[e.chunk].Key, err)
+		if err := a.set.CheckReadable(ctx, e.Chunk); err != nil {
+			return fmt.Errorf("archive %s: key %s: chunk %s: %w", a.name, f.Key, a.tree.Chunks[e.Chunk].Key, err)
 		}
 	}
 	return nil

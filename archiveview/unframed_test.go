@@ -39,12 +39,12 @@ func ufObject(t *testing.T, ra *rpArchive, key string) (path string, flipAt int6
 	}
 	switch c.Kind {
 	case chunkio.Direct:
-		return path, e.length * 3 / 4
+		return path, e.Length * 3 / 4
 	case chunkio.PlainTar:
-		return path, e.off + e.length*3/4
+		return path, e.Off + e.Length*3/4
 	}
 	if n := len(c.Frames); n > 0 {
-		lo, _, err := chunkio.CoverFrames(c.Frames, e.off, e.off+e.length)
+		lo, _, err := chunkio.CoverFrames(c.Frames, e.Off, e.Off+e.Length)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,8 @@
 package archiveview
 
 import (
+	"github.com/wharf-s3/wharf/archiveview/internal/index"
+
 	"context"
 	"fmt"
 	"io"
@@ -38,10 +40,10 @@ type VerifyOptions struct {
 func (a *Archive) VerifyBytes() int64 {
 	var n int64
 	defer runtime.KeepAlive(a) // the size column may be a view of a mapped file
-	for i := range a.chunks {
-		n += a.chunks[i].Size
+	for i := range a.tree.Chunks {
+		n += a.tree.Chunks[i].Size
 	}
-	for _, s := range a.idx.size { // every file VerifyWith lists
+	for _, s := range a.tree.Idx.Size { // every file VerifyWith lists
 		n += s
 	}
 	return n
@@ -72,18 +74,18 @@ func (a *Archive) VerifyWith(ctx context.Context, o VerifyOptions) (VerifyStats,
 	if progress == nil {
 		progress = func(int64) {}
 	}
-	for i := range a.chunks {
+	for i := range a.tree.Chunks {
 		if err := ctx.Err(); err != nil {
 			return st, err
 		}
-		key := a.chunks[i].Key
+		key := a.tree.Chunks[i].Key
 		checked, frames := a.set.VerifyChunk(ctx, int32(i), func(detail string) { problem("", key, detail) })
 		if checked {
 			st.Chunks++
 		}
 		st.Frames += frames
 		if ctx.Err() == nil {
-			progress(a.chunks[i].Size)
+			progress(a.tree.Chunks[i].Size)
 		}
 	}
 	p := ListParams{MaxKeys: 1000}
@@ -97,7 +99,7 @@ func (a *Archive) VerifyWith(ctx context.Context, o VerifyOptions) (VerifyStats,
 				return st, err
 			}
 			f := le.File
-			n, err := a.readWhole(ctx, f, progressWriter(progress))
+			n, err := readWhole(ctx, a, f, progressWriter(progress))
 			st.Files++
 			st.Bytes += n
 			if err != nil {
@@ -108,8 +110,8 @@ func (a *Archive) VerifyWith(ctx context.Context, o VerifyOptions) (VerifyStats,
 					progress(f.Size - n)
 				}
 				chunk := ""
-				if exts := a.fileExtents(f.idx); len(exts) > 0 {
-					chunk = a.chunks[exts[0].chunk].Key
+				if exts := a.fileExtents(index.Ordinal(f)); len(exts) > 0 {
+					chunk = a.tree.Chunks[exts[0].Chunk].Key
 				}
 				problem(f.Key, chunk, err.Error())
 			}
@@ -130,7 +132,7 @@ func (p progressWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-func (a *Archive) readWhole(ctx context.Context, f File, w io.Writer) (int64, error) {
+func readWhole(ctx context.Context, a *Archive, f File, w io.Writer) (int64, error) {
 	r, err := a.Open(ctx, f, 0, f.Size)
 	if err != nil {
 		return 0, err

@@ -60,7 +60,7 @@ func TestVerifyFindsCorruption(t *testing.T) {
 			}
 			at := int64(len(obj) / 2)
 			if sh.name == "plain" || sh.name == "direct" {
-				at = e.off + 1234
+				at = e.Off + 1234
 			}
 			obj[at] ^= 0x55
 			if err := os.WriteFile(p, obj, 0o644); err != nil {

@@ -15,7 +15,7 @@ package archiveview
 // as Open does) and resolving them with the resolver's own code (same
 // chunk keys, split parts, duplicates): a table of every (key, upload)
 // mention (8 bytes plus the key's bytes and 8 bytes of offsets per key), and
-// per older upload an index (index.go) of only the file versions that are
+// per older upload an index (internal/index) of only the file versions that are
 // not the latest — the history proper. Latest versions point into the
 // archive's tree. Older versions are read through per-upload shadow
 // archives that share one chunk table and one read state, so
@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
+	"github.com/wharf-s3/wharf/archiveview/internal/index"
 	"github.com/wharf-s3/wharf/backend"
 )
 
@@ -99,7 +100,7 @@ type Versions struct {
 	a *Archive
 
 	// Chains only (nil for one upload):
-	keys    *index       // every key any upload mentions (names and ends only)
+	keys    *index.Index // every key any upload mentions (names and ends only)
 	vstart  []uint32     // versions of key k: vers[vstart[k]:vstart[k+1]]
 	vers    []verEnt     // newest first per key
 	ids     []string     // upload id per link
@@ -114,11 +115,11 @@ type Versions struct {
 // manifests again) and kept. Concurrent callers share one build; a caller
 // whose ctx ends while waiting returns ctx's error.
 func (a *Archive) Versions(ctx context.Context) (*Versions, error) {
-	if len(a.chain) <= 1 {
+	if len(a.tree.Chain) <= 1 {
 		return &Versions{a: a}, nil
 	}
 	v, err := a.vers.memo.Do(ctx, func(ctx context.Context) (*Versions, error) {
-		v, err := a.buildVersions(ctx)
+		v, err := buildVersions(ctx, a)
 		if err != nil {
 			return nil, fmt.Errorf("archive %q: version history: %w", a.name, err)
 		}
@@ -137,7 +138,7 @@ func (a *Archive) Versions(ctx context.Context) (*Versions, error) {
 }
 
 // closeVersions stops the history's shadow archives' background work (Close).
-func (a *Archive) closeVersions() {
+func closeVersions(a *Archive) {
 	a.vers.mu.Lock()
 	a.vers.closed = true
 	a.vers.mu.Unlock()
@@ -154,20 +155,21 @@ func (v *Versions) close() {
 
 // openVersion returns the shadow archive holding an older version's File
 // and the File as that archive knows it.
-func (a *Archive) openVersion(f File) (*Archive, File, error) {
+func openVersion(a *Archive, f File) (*Archive, File, error) {
 	v, _ := a.vers.memo.Peek()
-	if v == nil || f.ver < 0 || int(f.ver) >= len(v.shadows) || v.shadows[f.ver] == nil ||
-		f.idx < 0 || int(f.idx) >= v.shadows[f.ver].idx.n() {
-		return nil, File{}, fmt.Errorf("archive %s: key %s: version reference %d/%d is not of this archive: %w", a.name, f.Key, f.ver, f.idx, ErrBadRange)
+	ver, idx := index.Link(f), index.Ordinal(f)
+	if v == nil || ver < 0 || int(ver) >= len(v.shadows) || v.shadows[ver] == nil ||
+		idx < 0 || int(idx) >= v.shadows[ver].tree.Idx.N() {
+		return nil, File{}, fmt.Errorf("archive %s: key %s: version reference %d/%d is not of this archive: %w", a.name, f.Key, ver, idx, ErrBadRange)
 	}
-	sh := v.shadows[f.ver]
-	f.ver = 0
+	sh := v.shadows[ver]
+	f = index.WithLink(f, 0)
 	return sh, f, nil
 }
 
 // buildVersions reads the chain's manifests again and resolves every
 // (key, upload) mention.
-func (a *Archive) buildVersions(ctx context.Context) (*Versions, error) {
+func buildVersions(ctx context.Context, a *Archive) (*Versions, error) {
 	defer runtime.KeepAlive(a)
 	fs := newFileStore()
 	top, err := fetchManifest(ctx, a.store, a.bucket, a.manifestKey, a.opts.Limits, fs)
@@ -178,13 +180,13 @@ func (a *Archive) buildVersions(ctx context.Context) (*Versions, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(chain) != len(a.chain) {
-		return nil, fmt.Errorf("%w: manifest %s: the chain has %d upload(s) now, %d when opened", ErrBrokenChain, a.manifestKey, len(chain), len(a.chain))
+	if len(chain) != len(a.tree.Chain) {
+		return nil, fmt.Errorf("%w: manifest %s: the chain has %d upload(s) now, %d when opened", ErrBrokenChain, a.manifestKey, len(chain), len(a.tree.Chain))
 	}
-	v := &Versions{a: a, ids: slices.Clone(a.chain), times: make([]time.Time, len(chain)), linkOf: map[string]int32{}}
+	v := &Versions{a: a, ids: slices.Clone(a.tree.Chain), times: make([]time.Time, len(chain)), linkOf: map[string]int32{}}
 	for i, l := range chain {
-		if l.uploadID != a.chain[i] {
-			return nil, fmt.Errorf("%w: manifest %s: upload %d of the chain is %q now, %q when opened", ErrBrokenChain, l.key, i, l.uploadID, a.chain[i])
+		if l.uploadID != a.tree.Chain[i] {
+			return nil, fmt.Errorf("%w: manifest %s: upload %d of the chain is %q now, %q when opened", ErrBrokenChain, l.key, i, l.uploadID, a.tree.Chain[i])
 		}
 		v.times[i] = l.m.CreatedAt
 		v.linkOf[l.uploadID] = int32(i)
@@ -209,7 +211,7 @@ func (a *Archive) buildVersions(ctx context.Context) (*Versions, error) {
 	for li := range olds {
 		olds[li].parts = map[int32][]uint32{}
 	}
-	cur := &a.idx
+	cur := &a.tree.Idx
 	linkOf := func(o uint64) int32 {
 		l, _ := r.mention(int(uint32(o)))
 		return l
@@ -223,10 +225,10 @@ func (a *Archive) buildVersions(ctx context.Context) (*Versions, error) {
 		names.WriteString(key)
 		ends = append(ends, uint32(names.Len()))
 		v.vstart = append(v.vstart, uint32(len(v.vers)))
-		for mi < cur.n() && cur.rawKey(mi) < key {
+		for mi < cur.N() && cur.RawKey(mi) < key {
 			mi++
 		}
-		inTree := mi < cur.n() && cur.rawKey(mi) == key
+		inTree := mi < cur.N() && cur.RawKey(mi) == key
 		for k := i; k < j; {
 			link := linkOf(order[k])
 			l := k + 1
@@ -259,10 +261,10 @@ func (a *Archive) buildVersions(ctx context.Context) (*Versions, error) {
 		i = j
 	}
 	v.vstart = append(v.vstart, uint32(len(v.vers)))
-	if matched != cur.n() {
-		return nil, fmt.Errorf("%w: %d key(s) of the opened tree are not in the manifests read again (changed since open?)", ErrInvalidTree, cur.n()-matched)
+	if matched != cur.N() {
+		return nil, fmt.Errorf("%w: %d key(s) of the opened tree are not in the manifests read again (changed since open?)", ErrInvalidTree, cur.N()-matched)
 	}
-	v.keys = &index{names: names.String(), ends: ends}
+	v.keys = &index.Index{Names: names.String(), Ends: ends}
 	order, starts = nil, nil
 
 	var all []uint32
@@ -275,7 +277,7 @@ func (a *Archive) buildVersions(ctx context.Context) (*Versions, error) {
 	}
 	all = nil
 	r.streamBounds()
-	idxs := make([]index, len(chain))
+	idxs := make([]index.Index, len(chain))
 	for li, o := range olds {
 		if len(o.files) == 0 {
 			continue
@@ -288,7 +290,7 @@ func (a *Archive) buildVersions(ctx context.Context) (*Versions, error) {
 	chunks := r.chunkTable()
 	v.shadows = make([]*Archive, len(chain))
 	for li := range chain {
-		if idxs[li].n() == 0 {
+		if idxs[li].N() == 0 {
 			continue
 		}
 		if v.set == nil {
@@ -299,15 +301,15 @@ func (a *Archive) buildVersions(ctx context.Context) (*Versions, error) {
 		l := &chain[li]
 		o := a.opts
 		o.Name = a.name
-		v.shadows[li] = newArchive(tree{
-			uploadID: l.uploadID,
-			version:  l.m.Version,
-			created:  l.m.CreatedAt,
-			region:   l.m.Region,
-			chain:    a.chain[li:],
-			chunks:   chunks,
-			idx:      idxs[li],
-		}, a.store, a.bucket, l.key, o, v.set) // one chunk table, one read state
+		v.shadows[li] = newArchive(index.Tree{
+			Upload:     l.uploadID,
+			Version:    l.m.Version,
+			CreatedAt:  l.m.CreatedAt,
+			RegionName: l.m.Region,
+			Chain:      a.tree.Chain[li:],
+			Chunks:     chunks,
+			Idx:        idxs[li],
+		}, a.store, a.bucket, l.key, o, nil, nil, v.set) // one chunk table, one read state
 	}
 	for _, w := range r.warnings {
 		a.log.Warn().Str("archive", a.name).Msg("version history: " + w)
@@ -326,9 +328,9 @@ func (v *Versions) count(k int) int {
 }
 
 // keyIndex is the sorted key table versions are listed from.
-func (v *Versions) keyIndex() *index {
+func (v *Versions) keyIndex() *index.Index {
 	if v.keys == nil {
-		return &v.a.idx
+		return &v.a.tree.Idx
 	}
 	return v.keys
 }
@@ -336,20 +338,20 @@ func (v *Versions) keyIndex() *index {
 // version builds version j (0 = newest) of key k.
 func (v *Versions) version(k, j int) Version {
 	if v.keys == nil {
-		return Version{File: v.a.idx.file(k), VersionID: v.a.uploadID, IsLatest: true}
+		return Version{File: v.a.tree.Idx.File(k), VersionID: v.a.tree.Upload, IsLatest: true}
 	}
 	e := v.vers[int(v.vstart[k])+j]
 	out := Version{VersionID: v.ids[e.link], IsLatest: j == 0}
 	switch {
 	case e.file < 0:
 		out.DeleteMarker = true
-		out.Key = v.keys.keyAt(k)
+		out.Key = v.keys.KeyAt(k)
 		out.ModTime = v.times[e.link].UTC()
 	case j == 0:
-		out.File = v.a.idx.file(int(e.file))
+		out.File = v.a.tree.Idx.File(int(e.file))
 	default:
-		out.File = v.shadows[e.link].idx.file(int(e.file))
-		out.File.ver = e.link
+		out.File = v.shadows[e.link].tree.Idx.File(int(e.file))
+		out.File = index.WithLink(out.File, e.link)
 	}
 	return out
 }
@@ -359,8 +361,8 @@ func (v *Versions) version(k, j int) Version {
 func (v *Versions) StatVersion(key, versionID string) (Version, bool) {
 	x := v.keyIndex()
 	defer runtime.KeepAlive(x)
-	k := x.search(key)
-	if k >= x.n() || x.rawKey(k) != key {
+	k := x.Search(key)
+	if k >= x.N() || x.RawKey(k) != key {
 		return Version{}, false
 	}
 	if versionID == "" {
@@ -376,7 +378,7 @@ func (v *Versions) StatVersion(key, versionID string) (Version, bool) {
 // find returns the position of versionID among key k's versions, or -1.
 func (v *Versions) find(k int, versionID string) int {
 	if v.keys == nil {
-		if versionID == v.a.uploadID {
+		if versionID == v.a.tree.Upload {
 			return 0
 		}
 		return -1
@@ -405,14 +407,14 @@ func (v *Versions) ListVersions(p VersionListParams) (VersionListResult, error) 
 	}
 	x := v.keyIndex()
 	defer runtime.KeepAlive(x)
-	n := x.n()
-	i := x.search(p.Prefix)
+	n := x.N()
+	i := x.Search(p.Prefix)
 	startVer := 0
 	if p.KeyMarker != "" && p.KeyMarker >= p.Prefix {
 		if p.VersionIDMarker != "" {
-			k := x.search(p.KeyMarker)
+			k := x.Search(p.KeyMarker)
 			j := -1
-			if k < n && x.rawKey(k) == p.KeyMarker {
+			if k < n && x.RawKey(k) == p.KeyMarker {
 				j = v.find(k, p.VersionIDMarker)
 			}
 			if j < 0 {
@@ -420,7 +422,7 @@ func (v *Versions) ListVersions(p VersionListParams) (VersionListResult, error) 
 			}
 			i, startVer = k, j+1
 		} else {
-			i = x.searchAfter(p.KeyMarker)
+			i = x.SearchAfter(p.KeyMarker)
 		}
 	}
 	full := func() bool {
@@ -437,19 +439,19 @@ func (v *Versions) ListVersions(p VersionListParams) (VersionListResult, error) 
 		return true
 	}
 	for ; i < n; i, startVer = i+1, 0 {
-		k := x.rawKey(i)
+		k := x.RawKey(i)
 		if !strings.HasPrefix(k, p.Prefix) {
 			break
 		}
 		if p.Delimiter != "" {
 			if d := strings.Index(k[len(p.Prefix):], p.Delimiter); d >= 0 {
 				cp := k[:len(p.Prefix)+d+len(p.Delimiter)]
-				next := x.skipPrefix(i, cp)
+				next := x.SkipPrefix(i, cp)
 				if cp > p.KeyMarker {
 					if full() {
 						return res, nil
 					}
-					res.Entries = append(res.Entries, VersionEntry{Prefix: x.own(cp)})
+					res.Entries = append(res.Entries, VersionEntry{Prefix: x.Own(cp)})
 				}
 				i = next - 1
 				continue

@@ -617,10 +617,10 @@ func BenchmarkVersions1M(b *testing.B) {
 		b.StopTimer()
 		retained := heapAfterGC() - before
 		b.ReportMetric(float64(retained)/(1<<20), "history-MB")
-		b.ReportMetric(float64(retained)/float64(v.keys.n()), "history-B/key")
+		b.ReportMetric(float64(retained)/float64(v.keys.N()), "history-B/key")
 		b.ReportMetric(cpu.Seconds(), "cpu-s/op")
-		if v.keys.n() != benchFiles || len(v.vers) != benchFiles+2000 {
-			b.Fatalf("keys %d versions %d", v.keys.n(), len(v.vers))
+		if v.keys.N() != benchFiles || len(v.vers) != benchFiles+2000 {
+			b.Fatalf("keys %d versions %d", v.keys.N(), len(v.vers))
 		}
 		t1 := time.Now()
 		page, err := v.ListVersions(VersionListParams{KeyMarker: benchKey(600_000), MaxKeys: 1000})

@@ -352,8 +352,24 @@ type Restorer interface {
 	Restore(ctx context.Context, bucket, key string, req RestoreRequest) (RestoreResult, error)
 }
 
-// AsRestorer returns s's restore capability, if it has one.
+// AsRestorer returns s's restore capability, if it has one. A wrapper
+// whose type has a Restore method but restores only when the store it
+// wraps does (faults.Faulty) says so with a CanRestore method, which
+// AsRestorer asks.
 func AsRestorer(s Store) (Restorer, bool) {
 	r, ok := s.(Restorer)
+	if c, declares := s.(interface{ CanRestore() bool }); ok && declares && !c.CanRestore() {
+		return nil, false
+	}
 	return r, ok
+}
+
+// AsPutter returns s's write-once capability, if it has one; like
+// AsRestorer it asks a wrapper's CanPut method.
+func AsPutter(s Store) (Putter, bool) {
+	p, ok := s.(Putter)
+	if c, declares := s.(interface{ CanPut() bool }); ok && declares && !c.CanPut() {
+		return nil, false
+	}
+	return p, ok
 }

@@ -85,6 +85,26 @@ func TestS3ErrorText(t *testing.T) {
 			"access denied: SignatureDoesNotMatch: The request signature we calculated does not match.", ErrAccessDenied},
 		{"bare 503", respErr(503, errors.New("http 503")), "store unavailable: HTTP status 503", ErrUnavailable},
 		{"bare 400", respErr(400, errors.New("http 400")), "bad response from store: HTTP status 400", ErrBadResponse},
+		{"unknown code 404 (versitygw's unknown access key)", respErr(404, &smithy.GenericAPIError{Code: "XAdminUserNotFound", Message: "The specified user does not exist"}),
+			"the store refused the request: XAdminUserNotFound: The specified user does not exist (HTTP 404)", ErrRefused},
+		{"unknown code 400", respErr(400, &smithy.GenericAPIError{Code: "XAmzContentSHA256Mismatch"}), "the store refused the request: XAmzContentSHA256Mismatch (HTTP 400)", ErrRefused},
+		{"unknown code 503", respErr(503, &smithy.GenericAPIError{Code: "XBusy", Message: "busy"}), "store unavailable: XBusy: busy (HTTP 503)", ErrUnavailable},
+		{"HEAD 404 (no body)", respErr(404, &smithy.GenericAPIError{Code: "NotFound", Message: "Not Found"}), "object not found", ErrNotFound},
+		{"HEAD 403 (no body)", respErr(403, &smithy.GenericAPIError{Code: "Forbidden", Message: "Forbidden"}), "access denied", ErrAccessDenied},
+		{"HEAD 405 (no body)", respErr(405, &smithy.GenericAPIError{Code: "MethodNotAllowed", Message: "Method Not Allowed"}),
+			"the store does not implement this operation: MethodNotAllowed: Method Not Allowed", ErrNotImplemented},
+		{"501 NotImplemented", respErr(501, &smithy.GenericAPIError{Code: "NotImplemented", Message: "A header you provided implies functionality that is not implemented"}),
+			"the store does not implement this operation: NotImplemented: A header you provided implies functionality that is not implemented", ErrNotImplemented},
+		{"invalid access key", respErr(403, &smithy.GenericAPIError{Code: "InvalidAccessKeyId", Message: "The AWS Access Key Id you provided does not exist in our records."}),
+			"access denied: InvalidAccessKeyId: The AWS Access Key Id you provided does not exist in our records.", ErrAccessDenied},
+		{"412 PreconditionFailed", respErr(412, &smithy.GenericAPIError{Code: "PreconditionFailed", Message: "At least one of the pre-conditions you specified did not hold"}),
+			"object changed: PreconditionFailed: At least one of the pre-conditions you specified did not hold", ErrChanged},
+		{"no code, 404", respErr(404, &smithy.GenericAPIError{Code: "UnknownError"}), "object not found: HTTP status 404", ErrNotFound},
+		{"no code, 501", respErr(501, errors.New("http 501")), "the store does not implement this operation: HTTP status 501", ErrNotImplemented},
+		{"no code, 405", respErr(405, errors.New("http 405")), "the store does not implement this operation: HTTP status 405", ErrNotImplemented},
+		{"no code, 429", respErr(429, errors.New("http 429")), "store unavailable: HTTP status 429", ErrUnavailable},
+		{"SlowDown given up", &retry.MaxAttemptsError{Attempt: 3, Err: respErr(503, &smithy.GenericAPIError{Code: "SlowDown", Message: "Please reduce your request rate."})},
+			"store unavailable: gave up after 3 attempts: SlowDown: Please reduce your request rate.", ErrUnavailable},
 		{"connection refused (status 0)", respErr(0, refused), "store unavailable: dial tcp: connection refused", ErrUnavailable},
 		{"retries exhausted", &retry.MaxAttemptsError{Attempt: 5, Err: respErr(0, refused)}, "store unavailable: gave up after 5 attempts: dial tcp: connection refused", ErrUnavailable},
 	} {
@@ -92,6 +112,27 @@ func TestS3ErrorText(t *testing.T) {
 		if got.Error() != c.text || !errors.Is(got, c.kind) || !errors.Is(got, c.err) {
 			t.Errorf("%s: %q (is %v: %v), want %q", c.name, got, c.kind, errors.Is(got, c.kind), c.text)
 		}
+	}
+	// RestoreObject's own meanings come first; the rest is the common table.
+	for _, c := range []struct {
+		name string
+		err  error
+		kind error
+	}{
+		{"restore of a STANDARD object", respErr(403, &smithy.GenericAPIError{Code: "InvalidObjectState"}), ErrNotArchived},
+		{"restore with bad days", respErr(400, &smithy.GenericAPIError{Code: "InvalidArgument"}), ErrInvalidRestore},
+		{"SeaweedFS: restore 405", respErr(405, &smithy.GenericAPIError{Code: "MethodNotAllowed"}), ErrNotImplemented},
+		{"restore 501", respErr(501, &smithy.GenericAPIError{Code: "NotImplemented"}), ErrNotImplemented},
+		{"restore 404 unknown code", respErr(404, &smithy.GenericAPIError{Code: "XAdminUserNotFound"}), ErrRefused},
+	} {
+		got := classifyS3ErrIn(c.err, s3RestoreCodes)
+		if !errors.Is(got, c.kind) || IsRetryable(got) {
+			t.Errorf("restore %s: %v, want %v (not retryable)", c.name, got, c.kind)
+		}
+	}
+	// A GET's InvalidObjectState is an archived object, not ErrNotArchived.
+	if got := classifyS3Err(respErr(403, &smithy.GenericAPIError{Code: "InvalidObjectState"})); !errors.Is(got, ErrArchived) {
+		t.Errorf("GET InvalidObjectState: %v, want ErrArchived", got)
 	}
 	if err := classifyS3Err(context.Canceled); err != context.Canceled {
 		t.Errorf("context error rewrapped: %v", err)

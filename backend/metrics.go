@@ -52,7 +52,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 // Restorer exactly when s is one.
 func Instrument(s Store, m *Metrics) Store {
 	i := &instrumented{inner: s, m: m}
-	if r, ok := s.(Restorer); ok {
+	if r, ok := AsRestorer(s); ok {
 		return &instrumentedRestorer{instrumented: i, r: r}
 	}
 	return i

@@ -97,11 +97,18 @@ func (s *FileStore) PutIfAbsent(ctx context.Context, bucket, key string, body io
 	return true, nil
 }
 
-// PutIfAbsent passes a write through when the store can write.
+// PutIfAbsent passes a write through when the store can write; over one
+// that cannot, it fails with ErrNotImplemented (and CanPut is false).
 func (i *instrumented) PutIfAbsent(ctx context.Context, bucket, key string, body io.ReadSeeker, size int64) (bool, error) {
-	p, ok := i.inner.(Putter)
+	p, ok := AsPutter(i.inner)
 	if !ok {
-		return false, &Error{Op: "put", Bucket: bucket, Key: key, Err: errors.New("the store cannot write")}
+		return false, &Error{Op: "put", Bucket: bucket, Key: key, Err: fmt.Errorf("%w: the store cannot write", ErrNotImplemented)}
 	}
 	return p.PutIfAbsent(ctx, bucket, key, body, size)
+}
+
+// CanPut reports whether the wrapped store can write (AsPutter).
+func (i *instrumented) CanPut() bool {
+	_, ok := AsPutter(i.inner)
+	return ok
 }

@@ -416,17 +416,10 @@ func (s *S3Store) Restore(ctx context.Context, bucket, key string, req RestoreRe
 	out, err := s.client.RestoreObject(ctx, &s3.RestoreObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), RestoreRequest: rr})
 	if err != nil {
 		var ae smithy.APIError
-		if errors.As(err, &ae) {
-			switch ae.ErrorCode() {
-			case "RestoreAlreadyInProgress":
-				return RestoreInProgress, nil
-			case "InvalidObjectState", "ObjectAlreadyInActiveTierError":
-				return fail(fmt.Errorf("%w: %w", ErrNotArchived, err))
-			case "InvalidArgument", "MalformedXML", "InvalidRequest":
-				return fail(fmt.Errorf("%w: %w", ErrInvalidRestore, err))
-			}
+		if errors.As(err, &ae) && ae.ErrorCode() == "RestoreAlreadyInProgress" {
+			return RestoreInProgress, nil
 		}
-		return fail(classifyS3Err(err))
+		return fail(classifyS3ErrIn(err, s3RestoreCodes))
 	}
 	switch status := rawStatus(out.ResultMetadata); status {
 	case http.StatusAccepted:
@@ -558,108 +551,191 @@ func parseDigits(s string) (int64, bool) {
 
 func quoteETag(etag string) string { return `"` + etag + `"` }
 
-// s3Text says in a few words what the S3 SDK or the transport reported,
-// without the bucket, key or URL (the Error around it names the object):
-// the S3 error code and message ("" for a plain NoSuchKey or a bare
-// "AccessDenied: Access Denied", which the sentinel already says), the
-// network error, or the HTTP status; with the attempts when the SDK gave
-// up retrying. Anything else keeps the SDK's text.
-func s3Text(err error) string {
-	text := err.Error()
-	var ae smithy.APIError
-	var ne *net.OpError
-	var re *smithyhttp.ResponseError
-	switch {
-	case errors.As(err, &ae):
-		code, msg := ae.ErrorCode(), ae.ErrorMessage()
-		switch {
-		case code == "NoSuchKey" || code == "NotFound":
-			text = ""
-		case code == "NoSuchBucket":
-			text = "no such bucket"
-		case code == "AccessDenied" && (msg == "" || msg == "Access Denied"):
-			text = ""
-		case msg != "":
-			text = code + ": " + msg
-		default:
-			text = code
-		}
-	case errors.As(err, &ne):
-		text = ne.Error()
-	case errors.As(err, &re) && re.HTTPStatusCode() > 0:
-		text = fmt.Sprintf("HTTP status %d", re.HTTPStatusCode())
-	}
-	var me *retry.MaxAttemptsError
-	if errors.As(err, &me) {
-		if text == "" {
-			return fmt.Sprintf("gave up after %d attempts", me.Attempt)
-		}
-		return fmt.Sprintf("gave up after %d attempts: %s", me.Attempt, text)
-	}
-	return text
+// s3Code is what one S3 error code means to wharf: the sentinel it maps
+// to, and whether the sentinel says it all when the server's message is
+// empty or S3's default (quiet) or, for NoSuchBucket, the few words that
+// replace it.
+type s3Code struct {
+	kind    error
+	quiet   string // the message S3 sends by default ("*" = any message)
+	instead string // the text used when the message is quiet
 }
 
+// s3Codes is the one table of S3 error codes wharf tells apart, by the code
+// the server sent (smithy's APIError.ErrorCode), never by the error's text.
+// For a HEAD, which has no body, the SDK names the code after the status
+// ("NotFound", "Forbidden", "PreconditionFailed", "MethodNotAllowed").
+//
+// A code not in the table is never taken for "not found" from its status
+// alone: a 404 XAdminUserNotFound (versitygw's answer to an unknown access
+// key) is ErrRefused and its text names the server's code and message. Only
+// a 5xx, 429 or 408 with an unknown code is ErrUnavailable (retryable).
+var s3Codes = map[string]s3Code{
+	"NoSuchKey":    {kind: ErrNotFound, quiet: "*"},
+	"NotFound":     {kind: ErrNotFound, quiet: "*"},
+	"NoSuchBucket": {kind: ErrNotFound, quiet: "*", instead: "no such bucket"},
+
+	"AccessDenied":          {kind: ErrAccessDenied, quiet: "Access Denied"},
+	"Forbidden":             {kind: ErrAccessDenied, quiet: "Forbidden"},
+	"InvalidAccessKeyId":    {kind: ErrAccessDenied},
+	"SignatureDoesNotMatch": {kind: ErrAccessDenied},
+	"AllAccessDisabled":     {kind: ErrAccessDenied},
+	"ExpiredToken":          {kind: ErrAccessDenied},
+	"InvalidToken":          {kind: ErrAccessDenied},
+	"AccountProblem":        {kind: ErrAccessDenied},
+
+	"PreconditionFailed": {kind: ErrChanged},
+	"InvalidRange":       {kind: ErrInvalidRange},
+
+	"MethodNotAllowed": {kind: ErrNotImplemented},
+	"NotImplemented":   {kind: ErrNotImplemented},
+
+	"SlowDown":             {kind: ErrUnavailable},
+	"Throttling":           {kind: ErrUnavailable},
+	"ThrottlingException":  {kind: ErrUnavailable},
+	"RequestTimeout":       {kind: ErrUnavailable},
+	"InternalError":        {kind: ErrUnavailable},
+	"ServiceUnavailable":   {kind: ErrUnavailable},
+	"RequestTimeTooSkewed": {kind: ErrUnavailable},
+}
+
+// s3RestoreCodes are the codes whose meaning differs for RestoreObject; the
+// rest are read in s3Codes. RestoreAlreadyInProgress is no error (S3Store.
+// Restore answers RestoreInProgress before asking this table).
+var s3RestoreCodes = map[string]s3Code{
+	"InvalidObjectState":             {kind: ErrNotArchived},
+	"ObjectAlreadyInActiveTierError": {kind: ErrNotArchived},
+	"InvalidArgument":                {kind: ErrInvalidRestore},
+	"MalformedXML":                   {kind: ErrInvalidRestore},
+	"InvalidRequest":                 {kind: ErrInvalidRestore},
+}
+
+// noCode is what the SDK names an error response it could not read a
+// code from (an empty or non-XML body on a GET).
+const noCode = "UnknownError"
+
 // classifyS3Err maps an SDK or transport error to a sentinel, keeping the
-// cause in the chain (its text shortened by s3Text).
-func classifyS3Err(err error) error {
-	wrap := func(sentinel error) error { return &causeError{kind: sentinel, text: s3Text(err), cause: err} }
+// cause in the chain; see classifyS3ErrIn.
+func classifyS3Err(err error) error { return classifyS3ErrIn(err, nil) }
+
+// classifyS3ErrIn is the one mapping of S3 and transport errors to the
+// sentinels (as minio's toAPIErrorCode is the one mapping the other way),
+// with the codes of extra (an operation's own meanings) tried before
+// s3Codes:
+//
+//  1. a context error is returned as is;
+//  2. an InvalidObjectState on a read is an *ArchivedError;
+//  3. an S3 error code in extra or s3Codes is its sentinel;
+//  4. an error response without a code (UnknownError) is judged by its
+//     status (404 not found, 403/401 denied, 412 changed, 416 range,
+//     405/501 not implemented, 5xx/429/408 unavailable, else bad response);
+//  5. any other code is ErrRefused, or ErrUnavailable for 5xx/429/408;
+//  6. a transport failure (no response, reset, refused, timeout, retries
+//     given up) is ErrUnavailable, anything else ErrBadResponse.
+//
+// The text after the sentinel names the server's code and message (see
+// s3Code.quiet), the network error, or the HTTP status, and the attempts
+// when the SDK gave up retrying.
+func classifyS3ErrIn(err error, extra map[string]s3Code) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
-	var ios *types.InvalidObjectState
-	if errors.As(err, &ios) {
-		// A GET of an archived object: never a generic failure.
-		return fmt.Errorf("%w (%w)", &ArchivedError{StorageClass: string(ios.StorageClass), AccessTier: string(ios.AccessTier)}, err)
+	status := 0
+	var re *smithyhttp.ResponseError
+	// A transport failure also comes as a ResponseError, with status 0.
+	if errors.As(err, &re) {
+		status = re.HTTPStatusCode()
 	}
 	var ae smithy.APIError
-	if errors.As(err, &ae) {
-		switch ae.ErrorCode() {
-		case "InvalidObjectState":
-			return fmt.Errorf("%w (%w)", &ArchivedError{}, err)
-		case "NoSuchKey", "NoSuchBucket", "NotFound":
-			return wrap(ErrNotFound)
-		case "AccessDenied", "Forbidden", "InvalidAccessKeyId", "SignatureDoesNotMatch", "AllAccessDisabled":
-			return wrap(ErrAccessDenied)
-		case "PreconditionFailed":
-			return wrap(ErrChanged)
-		case "InvalidRange":
-			return wrap(ErrInvalidRange)
-		case "SlowDown", "Throttling", "ThrottlingException", "RequestTimeout", "InternalError",
-			"ServiceUnavailable", "RequestTimeTooSkewed":
-			return wrap(ErrUnavailable)
+	if errors.As(err, &ae) && ae.ErrorCode() != "" && ae.ErrorCode() != noCode {
+		code, msg := ae.ErrorCode(), ae.ErrorMessage()
+		if code == "InvalidObjectState" && extra == nil {
+			// A GET of an archived object: never a generic failure.
+			ae := &ArchivedError{}
+			var ios *types.InvalidObjectState
+			if errors.As(err, &ios) {
+				ae.StorageClass, ae.AccessTier = string(ios.StorageClass), string(ios.AccessTier)
+			}
+			return fmt.Errorf("%w (%w)", ae, err)
 		}
+		rule, known := extra[code]
+		if !known {
+			rule, known = s3Codes[code]
+		}
+		if !known {
+			rule.kind = ErrRefused
+			if transientStatus(status) {
+				rule.kind = ErrUnavailable
+			}
+		}
+		text := code
+		if msg != "" {
+			text += ": " + msg
+		}
+		switch {
+		case known && (rule.quiet == "*" || msg == "" || msg == rule.quiet):
+			text = rule.instead
+		case !known && status > 0:
+			text = fmt.Sprintf("%s (HTTP %d)", text, status)
+		}
+		return &causeError{kind: rule.kind, text: withAttempts(err, text), cause: err}
 	}
-	var re *smithyhttp.ResponseError
-	// A transport failure also comes as a ResponseError, with status 0: no
-	// HTTP answer to classify (it is classified below).
-	if errors.As(err, &re) && re.HTTPStatusCode() > 0 {
-		switch status := re.HTTPStatusCode(); {
-		case status == http.StatusNotFound:
-			return wrap(ErrNotFound)
-		case status == http.StatusForbidden || status == http.StatusUnauthorized:
-			return wrap(ErrAccessDenied)
-		case status == http.StatusPreconditionFailed:
-			return wrap(ErrChanged)
-		case status == http.StatusRequestedRangeNotSatisfiable:
-			return wrap(ErrInvalidRange)
-		case status >= 500, status == http.StatusTooManyRequests, status == http.StatusRequestTimeout:
-			return wrap(ErrUnavailable)
-		default:
-			return wrap(ErrBadResponse)
-		}
+	if status > 0 {
+		return &causeError{kind: statusKind(status), text: withAttempts(err, fmt.Sprintf("HTTP status %d", status)), cause: err}
+	}
+	text := err.Error()
+	var ne *net.OpError
+	if errors.As(err, &ne) {
+		text = ne.Error()
 	}
 	var qe ratelimit.QuotaExceededError
 	var se *smithyhttp.RequestSendError
-	var ne net.Error
+	var nerr net.Error
+	var me *retry.MaxAttemptsError
 	switch {
-	case errors.As(err, &qe), errors.As(err, &se), errors.As(err, &ne),
+	case errors.As(err, &qe), errors.As(err, &se), errors.As(err, &nerr), errors.As(err, &me),
 		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNREFUSED),
 		errors.Is(err, syscall.EPIPE), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		return wrap(ErrUnavailable)
+		return &causeError{kind: ErrUnavailable, text: withAttempts(err, text), cause: err}
 	}
+	return &causeError{kind: ErrBadResponse, text: withAttempts(err, text), cause: err}
+}
+
+// statusKind judges an error response that carries no S3 code by its
+// status alone.
+func statusKind(status int) error {
+	switch {
+	case status == http.StatusNotFound:
+		return ErrNotFound
+	case status == http.StatusForbidden || status == http.StatusUnauthorized:
+		return ErrAccessDenied
+	case status == http.StatusPreconditionFailed:
+		return ErrChanged
+	case status == http.StatusRequestedRangeNotSatisfiable:
+		return ErrInvalidRange
+	case status == http.StatusMethodNotAllowed || status == http.StatusNotImplemented:
+		return ErrNotImplemented
+	case transientStatus(status):
+		return ErrUnavailable
+	}
+	return ErrBadResponse
+}
+
+// transientStatus: a status after which the same request may succeed.
+func transientStatus(status int) bool {
+	return status >= 500 && status != http.StatusNotImplemented ||
+		status == http.StatusTooManyRequests || status == http.StatusRequestTimeout
+}
+
+// withAttempts prefixes text with the attempts made when the SDK gave up
+// retrying.
+func withAttempts(err error, text string) string {
 	var me *retry.MaxAttemptsError
-	if errors.As(err, &me) {
-		return wrap(ErrUnavailable)
+	if !errors.As(err, &me) {
+		return text
 	}
-	return wrap(ErrBadResponse)
+	if text == "" {
+		return fmt.Sprintf("gave up after %d attempts", me.Attempt)
+	}
+	return fmt.Sprintf("gave up after %d attempts: %s", me.Attempt, text)
 }

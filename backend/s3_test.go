@@ -595,3 +595,70 @@ func TestOpenStoreS3(t *testing.T) {
 		t.Fatalf("request went to %s/%s", h.Bucket, h.Key)
 	}
 }
+
+// TestS3ErrorCodesOverTheWire: errors are judged by the S3 code the server
+// sends, not by the status alone. A 404 with an unknown code (versitygw's
+// XAdminUserNotFound for an unknown access key) is ErrRefused and names
+// the code, a 405 or 501 is ErrNotImplemented, and neither is retried.
+func TestS3ErrorCodesOverTheWire(t *testing.T) {
+	f := newFakeS3(t, func(c *backend.S3Config) { c.MaxRetries = 2 })
+	f.put(t, "bkt", "k", []byte("hello"))
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name     string
+		status   int
+		code     string
+		want     error
+		text     string // in the error's text
+		requests int
+	}{
+		{"unknown key (versitygw)", 404, "XAdminUserNotFound", backend.ErrRefused, "XAdminUserNotFound: injected fault (HTTP 404)", 1},
+		{"NoSuchKey", 404, "NoSuchKey", backend.ErrNotFound, "object not found", 1},
+		{"NoSuchBucket", 404, "NoSuchBucket", backend.ErrNotFound, "no such bucket", 1},
+		{"InvalidAccessKeyId", 403, "InvalidAccessKeyId", backend.ErrAccessDenied, "InvalidAccessKeyId", 1},
+		{"MethodNotAllowed", 405, "MethodNotAllowed", backend.ErrNotImplemented, "MethodNotAllowed", 1},
+		{"NotImplemented", 501, "NotImplemented", backend.ErrNotImplemented, "NotImplemented", 1},
+		{"unknown 5xx code", 503, "XBusy", backend.ErrUnavailable, "XBusy", 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f.fh.Reset()
+			f.fh.SetHook(func(faults.HTTPRequest) faults.HTTPFault {
+				return faults.HTTPFault{Action: faults.HTTPError, Status: tc.status, Code: tc.code}
+			})
+			defer f.fh.SetHook(nil)
+			_, _, err := f.store.Get(ctx, "bkt", "k")
+			backend.WantErr(t, err, tc.want, "bkt", "k")
+			if !strings.Contains(err.Error(), tc.text) {
+				t.Errorf("error %q does not say %q", err, tc.text)
+			}
+			if tc.want != backend.ErrNotFound && errors.Is(err, backend.ErrNotFound) {
+				t.Errorf("%d %s taken for not found: %v", tc.status, tc.code, err)
+			}
+			if n := len(f.fh.Log()); n != tc.requests {
+				t.Errorf("%d requests, want %d", n, tc.requests)
+			}
+		})
+	}
+}
+
+// TestS3RestoreNotImplemented: a store answering RestoreObject with 405
+// (SeaweedFS) or 501 fails with ErrNotImplemented, sent once (no retries).
+func TestS3RestoreNotImplemented(t *testing.T) {
+	f := newFakeS3(t, nil)
+	f.put(t, "bkt", "k", []byte("hello"))
+	for _, status := range []int{405, 501} {
+		f.fh.Reset()
+		f.fh.SetHook(func(r faults.HTTPRequest) faults.HTTPFault {
+			if r.Method == http.MethodPost {
+				return faults.HTTPFault{Action: faults.HTTPError, Status: status, Code: map[int]string{405: "MethodNotAllowed", 501: "NotImplemented"}[status]}
+			}
+			return faults.HTTPFault{}
+		})
+		_, err := f.store.Restore(context.Background(), "bkt", "k", backend.RestoreRequest{Days: 1})
+		backend.WantErr(t, err, backend.ErrNotImplemented, "bkt", "k")
+		if backend.IsRetryable(err) || len(f.fh.Log()) != 1 {
+			t.Errorf("%d: retryable %v, %d requests: %v", status, backend.IsRetryable(err), len(f.fh.Log()), err)
+		}
+	}
+	f.fh.SetHook(nil)
+}

@@ -50,6 +50,16 @@ var (
 	ErrInvalidRange = errors.New("range outside object")
 	// ErrUnavailable: a transient failure (5xx, SlowDown, timeout, reset).
 	ErrUnavailable = errors.New("store unavailable")
+	// ErrNotImplemented: the store does not implement the operation (S3's
+	// 501 NotImplemented or 405 MethodNotAllowed, e.g. SeaweedFS's answer
+	// to RestoreObject, or a wrapper over a store without the capability).
+	// Trying again cannot help.
+	ErrNotImplemented = errors.New("the store does not implement this operation")
+	// ErrRefused: the store refused the request with an error code wharf
+	// does not know (e.g. versitygw's 404 XAdminUserNotFound for an unknown
+	// access key); the detail names the server's code, message and status.
+	// It is never taken for "not found" from the status alone.
+	ErrRefused = errors.New("the store refused the request")
 )
 
 // ObjectInfo describes one stored object.
@@ -107,7 +117,7 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.Err }
 
 // sentinels, in the order Describe tries them.
-var sentinels = []error{ErrNotFound, ErrAccessDenied, ErrChanged, ErrInvalidRange, ErrUnavailable, ErrBadResponse}
+var sentinels = []error{ErrNotFound, ErrAccessDenied, ErrChanged, ErrInvalidRange, ErrUnavailable, ErrNotImplemented, ErrRefused, ErrBadResponse}
 
 // Failure is a store failure told without naming the object twice:
 // Bucket and Key name it, Kind is the sentinel the error wraps (nil for a

@@ -15,7 +15,7 @@ import (
 )
 
 // TestComposeCommands runs the `seed` (wharf pack) and `wharf` (wharf serve)
-// commands of docker-compose.yml as written, with the MinIO endpoint
+// commands of docker-compose.yml as written, with the versitygw endpoint
 // replaced by gofakes3 and the listeners moved to loopback, so the compose
 // file's wiring is checked even though CI does not run containers. The
 // `wharf-tls` service's command runs too, with a certificate of a private CA
@@ -27,12 +27,22 @@ func TestComposeCommands(t *testing.T) {
 	}
 	var doc struct {
 		Services map[string]struct {
+			Image   string   `yaml:"image"`
 			Command []string `yaml:"command"`
 			Volumes []string `yaml:"volumes"`
 		} `yaml:"services"`
 	}
 	if err := yaml.Unmarshal(raw, &doc); err != nil {
 		t.Fatalf("docker-compose.yml: %v", err)
+	}
+	// The backing store is versitygw (maintained), never MinIO (issue 25).
+	if img := doc.Services["s3"].Image; !strings.HasPrefix(img, "versity/versitygw:") {
+		t.Errorf("docker-compose.yml: service s3 runs %q, want versity/versitygw:VERSION", img)
+	}
+	for name, svc := range doc.Services {
+		if strings.Contains(svc.Image, "minio") {
+			t.Errorf("docker-compose.yml: service %s still runs MinIO (%s)", name, svc.Image)
+		}
 	}
 	seed, serve := doc.Services["seed"].Command, doc.Services["wharf"].Command
 	if len(seed) == 0 || seed[0] != "pack" || len(serve) == 0 || serve[0] != "serve" {
@@ -48,7 +58,7 @@ func TestComposeCommands(t *testing.T) {
 			case strings.HasPrefix(a, "--listen="), strings.HasPrefix(a, "--admin-listen="):
 				a = a[:strings.Index(a, "=")+1] + "127.0.0.1:0"
 			}
-			out[i] = strings.ReplaceAll(a, "http://minio:9000", suite.s3url)
+			out[i] = strings.ReplaceAll(a, "http://s3:7070", suite.s3url)
 		}
 		return out
 	}

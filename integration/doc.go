@@ -1,5 +1,6 @@
 // Package integration holds wharf's end-to-end tests. They build the wharf
-// binary, start an in-process gofakes3 S3 server, pack deterministic source
+// binary, start an in-process gofakes3 S3 server (or versitygw, or a
+// running server: WHARF_S3_BACKEND, s3backend_test.go), pack deterministic source
 // trees into it with archiveview/cargopack, run `wharf serve` against it as a
 // subprocess (once with SigV4 keys, once anonymous), and drive real S3
 // clients at it: aws-sdk-go-v2, minio-go, the aws CLI, boto3, rclone, s3cmd

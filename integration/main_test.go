@@ -19,8 +19,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
 	"github.com/wharf-s3/wharf/archiveview/cargopack"
 )
@@ -164,8 +162,13 @@ func runSuite(m *testing.M) (code int, err error) {
 	}
 	fmt.Fprintf(os.Stderr, "integration: built wharf in %s\n", time.Since(t0).Round(time.Millisecond))
 
-	// 2. gofakes3 as the real S3.
-	f.backend = &countingHandler{h: gofakes3.New(s3mem.New()).Server()}
+	// 2. The real S3 (gofakes3 in process, or WHARF_S3_BACKEND: s3backend_test.go).
+	s3h, stopS3, err := startS3Backend(ctx, f.tmp)
+	if err != nil {
+		return 1, err
+	}
+	defer stopS3()
+	f.backend = &countingHandler{h: s3h}
 	startupBooks = f.backend
 	ts := httptest.NewServer(f.backend)
 	defer ts.Close()

@@ -2,7 +2,12 @@ package s3api
 
 import (
 	"encoding/xml"
+	"errors"
+	"fmt"
 	"net/http"
+
+	"github.com/wharf-s3/wharf/archiveview/chunkio"
+	"github.com/wharf-s3/wharf/backend"
 )
 
 // errorCode is an S3 error code. Every code wharf can answer is defined once
@@ -37,6 +42,10 @@ const (
 	errInvalidDigest             errorCode = "InvalidDigest"
 	errXAmzContentSHA256Mismatch errorCode = "XAmzContentSHA256Mismatch"
 	errIncompleteBody            errorCode = "IncompleteBody"
+	// errObjectChanged is wharf's own code: a stored object of an open
+	// archive changed while it was read. The client's retry cannot help
+	// until the archive is opened again, so it is a 4xx, not a 500.
+	errObjectChanged errorCode = "ObjectChanged"
 )
 
 type errorInfo struct {
@@ -73,6 +82,62 @@ var errorTable = map[errorCode]errorInfo{
 	errInvalidDigest:             {http.StatusBadRequest, "The Content-MD5 you specified is not valid."},
 	errXAmzContentSHA256Mismatch: {http.StatusBadRequest, "The provided 'x-amz-content-sha256' header does not match what was computed."},
 	errIncompleteBody:            {http.StatusBadRequest, "You did not provide the number of bytes specified by the Content-Length HTTP header"},
+	errObjectChanged:             {http.StatusConflict, "A stored object of this archive changed while it was read (the upload was rewritten); retrying cannot help until the archive is opened again"},
+}
+
+// readErrors is the one table from the errors of the read and restore paths
+// (archiveview, chunkio, backend sentinels, tried in order with errors.Is)
+// to the S3 code a client gets; archived bytes (403 InvalidObjectState)
+// are answered before it (archivedError). Anything not in the table is 500
+// InternalError: the server's fault (a checksum, a corrupt frame, a missing
+// chunk, a broken chain), never the client's.
+var readErrors = []struct {
+	kind    error
+	code    errorCode
+	message func(f backend.Failure, ok bool) string // nil: the table's message
+}{
+	{backend.ErrNotImplemented, errNotImplemented, notImplementedMessage},
+	{chunkio.ErrNoRestorer, errNotImplemented, notImplementedMessage},
+	{backend.ErrChanged, errObjectChanged, changedMessage},
+	{backend.ErrUnavailable, errSlowDown, nil},
+	{chunkio.ErrBusy, errSlowDown, nil}, // the read limits stayed full for their wait (Retry-After: object.go)
+}
+
+// readError maps an error of the read or restore path to the error the
+// client gets (see readErrors); the message names the store's object when
+// the error holds one.
+func readError(err error) (errorCode, string) {
+	f, ok := backend.Describe(err)
+	for _, r := range readErrors {
+		if errors.Is(err, r.kind) {
+			if r.message == nil {
+				return r.code, ""
+			}
+			return r.code, r.message(f, ok)
+		}
+	}
+	return errInternalError, ""
+}
+
+// readErrorCode is readError's code.
+func readErrorCode(err error) errorCode {
+	code, _ := readError(err)
+	return code
+}
+
+func notImplementedMessage(f backend.Failure, ok bool) string {
+	msg := "The backing store cannot restore objects: it does not implement RestoreObject"
+	if ok && f.Detail != "" {
+		msg += " (it answered " + f.Detail + ")"
+	}
+	return msg
+}
+
+func changedMessage(f backend.Failure, ok bool) string {
+	if !ok {
+		return errorTable[errObjectChanged].message
+	}
+	return fmt.Sprintf("The stored object s3://%s/%s of this archive changed while it was read (the upload was rewritten); retrying cannot help until the archive is opened again", f.Bucket, f.Key)
 }
 
 // apiError is one error response to write.

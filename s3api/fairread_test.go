@@ -89,10 +89,7 @@ func TestFairRangedReadersHTTP(t *testing.T) {
 		minServed int // readers served whole
 	}{
 		{"plenty", 4 << 30, 10 * time.Second, false, 64},
-		// How many of the 64 are served in 300 ms depends on the machine:
-		// on a loaded 2-core one all 64 were refused in 1 of 5 runs (none
-		// waited past the deadline, which is what this case shows).
-		{"scarce", 40 << 20, 300 * time.Millisecond, true, 0},
+		{"scarce", 40 << 20, 300 * time.Millisecond, true, 0}, // how many of the 64 fit in 300 ms depends on the machine (0-25 seen); this case shows the 503 mapping and that none hangs
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cache := chunkio.NewFrameCache(16<<20, chunkio.WithMemory(tc.memory), chunkio.WithMemoryWait(tc.wait))

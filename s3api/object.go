@@ -311,9 +311,9 @@ func (s *server) readFailed(req *request, a *archiveview.Archive, ctx context.Co
 		s.writeError(req, e)
 		return
 	}
-	code := readErrorCode(err)
+	code, msg := readError(err) // errors.go: the one table
 	s.cfg.Logger.Error().Str("request_id", req.id).Str("bucket", req.bucket).Str("key", req.key).Err(err).Msg("read failed")
-	e := &apiError{Code: code, Bucket: req.bucket, Key: req.key, Cause: err}
+	e := &apiError{Code: code, Message: msg, Bucket: req.bucket, Key: req.key, Cause: err}
 	if errors.Is(err, chunkio.ErrBusy) { // the read limits stayed full for their wait: retry soon
 		e.Header = http.Header{"Retry-After": []string{retryAfterBusy}}
 	}
@@ -324,16 +324,3 @@ func (s *server) readFailed(req *request, a *archiveview.Archive, ctx context.Co
 // waited its deadline for memory, a backend GET or a stream decoder
 // (chunkio.ErrBusy).
 const retryAfterBusy = "1"
-
-// readErrorCode maps a read error to its S3 code (archived bytes are 403
-// InvalidObjectState, archivedError): a retryable backend failure is 503
-// SlowDown; everything else (the read path's ErrChecksum,
-// ErrCorrupt, ErrWrongMember, ErrNotInChunk, ErrBadRange, a missing chunk,
-// a broken chain) is 500 InternalError: the server's fault, never the
-// client's.
-func readErrorCode(err error) errorCode {
-	if backend.IsRetryable(err) {
-		return errSlowDown
-	}
-	return errInternalError
-}

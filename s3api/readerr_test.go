@@ -28,7 +28,8 @@ func TestReadErrorCode(t *testing.T) {
 		{archiveview.ErrBrokenChain, errInternalError, 500},
 		{archiveview.ErrInvalidTree, errInternalError, 500},
 		{backend.ErrNotFound, errInternalError, 500}, // a missing chunk is the server's fault
-		{backend.ErrChanged, errInternalError, 500},
+		{backend.ErrChanged, errObjectChanged, 409},
+		{backend.ErrNotImplemented, errNotImplemented, 501},
 		{backend.ErrUnavailable, errSlowDown, 503},
 		{fmt.Errorf("wrapped twice: %w", fmt.Errorf("x: %w", backend.ErrUnavailable)), errSlowDown, 503},
 		{context.DeadlineExceeded, errInternalError, 500},

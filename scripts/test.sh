@@ -7,7 +7,9 @@
 #      staticcheck (a pinned version, installed into ./bin on first use),
 #   3. runs every Go test: the unit tests of every package (these include
 #      cmd/wharf/internal/bench: the metrics check and the short soak),
-#      then integration/ with real S3 clients,
+#      then integration/ with real S3 clients over gofakes3, then the read
+#      suite of integration/ again over versitygw (a real S3 server, built
+#      once into ./bin),
 #   4. runs each fuzz target briefly (WHARF_FUZZTIME, default 5s; 0 skips),
 #   5. validates docker-compose.yml with `docker-compose config -q`,
 #   6. prints one summary line and exits non-zero if any step failed.
@@ -19,6 +21,14 @@ GO_TEST_TIMEOUT=${WHARF_GO_TEST_TIMEOUT:-40m}
 # staticcheck 2026.2.2 is module version v0.8.2 (the proxy serves only the
 # module version).
 STATICCHECK_VERSION=v0.8.2
+# versitygw, the real S3 server the end-to-end read suite also runs against
+# (built once from the module proxy into ./bin, then cached there).
+VERSITYGW_VERSION=v1.8.0
+# The read suite run against versitygw: every archive shape, listing, GETs
+# and ranges through two SDKs, get/ls, ETag pinning (a replaced chunk),
+# damaged and missing objects, the shared index's conditional PUT, and the
+# start-up error of an unknown access key. CI-sized: about 20 s.
+VERSITYGW_TESTS='TestArchiveShapes|TestComposeCommands|TestAWSSDKGoV2|TestMinioGo|TestGetAndLsWithoutServer|TestReliability|TestSharedIndexReplicas|TestReplacedChunkEndToEnd|TestUnknownAccessKey'
 # The clients of docs/clients.md (run by integration/clients_recipes_test.go)
 # are among them: s3fs (FUSE), gdal-bin, python3-rasterio, curl, nodejs;
 # npm is checked as a command (nodejs builds may bundle it), and the
@@ -91,6 +101,19 @@ run_staticcheck() {
 	"$bin" ./...
 }
 
+install_versitygw() {
+	# go install stamps no version into the binary (--version says "git"):
+	# a stamp file beside it says which one was built.
+	local bin="$PWD/bin/versitygw" stamp="$PWD/bin/versitygw.version"
+	if [ -x "$bin" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$VERSITYGW_VERSION" ]; then
+		echo "    cached: $bin ($VERSITYGW_VERSION)"
+		return 0
+	fi
+	echo "    installing github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION into ./bin"
+	GOBIN="$PWD/bin" go install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION" &&
+		echo "$VERSITYGW_VERSION" >"$stamp"
+}
+
 run_fuzz() {
 	if [ "$FUZZTIME" = 0 ] || [ "$FUZZTIME" = 0s ]; then
 		echo "    skipped (WHARF_FUZZTIME=$FUZZTIME)"
@@ -142,6 +165,9 @@ step "staticcheck" run_staticcheck
 step "go test (units)" go test -count=1 -timeout "$GO_TEST_TIMEOUT" $(go list ./... | grep -v '/integration$')
 # -v: the subtest names and log lines say which client checked what.
 step "go test (integration, real clients)" go test -count=1 -v -timeout "$GO_TEST_TIMEOUT" ./integration
+step "versitygw" install_versitygw
+step "go test (integration, versitygw)" env WHARF_S3_BACKEND=versitygw WHARF_VERSITYGW="$PWD/bin/versitygw" \
+	go test -count=1 -v -timeout "$GO_TEST_TIMEOUT" -run "^($VERSITYGW_TESTS)\$" ./integration
 step "fuzz" run_fuzz
 step "docker-compose config" check_compose
 

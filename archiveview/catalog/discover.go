@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/wharf-s3/wharf/archiveview"
+	"github.com/wharf-s3/wharf/archiveview/catalog/dataset"
 	"github.com/wharf-s3/wharf/archiveview/manifest"
 	"github.com/wharf-s3/wharf/backend"
 )
@@ -45,6 +46,13 @@ type Upload struct {
 
 	// Name is the bucket name the upload is served as; set by NameUploads.
 	Name string
+
+	// Dataset marks a published dataset found by Discover (a CURRENT
+	// pointer): ManifestKey is then the pointer's key, UploadID the
+	// dataset's last path segment (its bucket name before NameUploads)
+	// and DatasetPrefix its key prefix.
+	Dataset       bool
+	DatasetPrefix string
 }
 
 // URL is the upload's manifest as s3://BUCKET/KEY.
@@ -66,8 +74,9 @@ type Collision struct {
 
 // Discovery is the result of listing one root.
 type Discovery struct {
-	Uploads []Upload // in key order
-	Skipped []Skipped
+	Uploads  []Upload // in key order
+	Datasets []Upload // published datasets (Dataset set), in key order
+	Skipped  []Skipped
 }
 
 // ParseDiscoverURL splits "s3://BUCKET/PREFIX" (PREFIX may be empty) into
@@ -95,6 +104,12 @@ func ParseDiscoverURL(u string) (bucket, prefix string, err error) {
 //     (KMS-encrypted, unreadable), status.json (a fleet writer's heartbeat)
 //     and manifest names anywhere else under the prefix are skipped with a
 //     reason.
+//   - {prefix}/CURRENT and {prefix}/{name}/CURRENT are the pointers of
+//     published datasets (cargoship publish): each is one Datasets entry,
+//     named after the dataset's last path segment ({name}, or the
+//     prefix's last segment, or the bucket for a dataset at its root).
+//     The manifests of a dataset's versions ({dataset}/v/*/uploads/) are
+//     served through the dataset, so they are neither uploads nor skipped.
 //   - Everything else (chunk and direct objects) is ignored silently.
 //
 // Keys are taken literally as CargoShip writes them: an empty prefix lists
@@ -114,6 +129,16 @@ func Discover(ctx context.Context, store backend.Store, bucket, prefix string) (
 		base := rel[strings.LastIndexByte(rel, '/')+1:]
 		skip := func(reason string) {
 			d.Skipped = append(d.Skipped, Skipped{Bucket: bucket, Key: oi.Key, Reason: reason})
+		}
+		if base == dataset.PointerName && strings.Count(rel, "/") <= 1 {
+			dsPrefix := strings.TrimSuffix(strings.TrimSuffix(oi.Key, dataset.PointerName), "/")
+			name := dsPrefix[strings.LastIndexByte(dsPrefix, '/')+1:]
+			if name == "" {
+				name = bucket
+			}
+			d.Datasets = append(d.Datasets, Upload{Bucket: bucket, Root: prefix, UploadID: name, ManifestKey: oi.Key,
+				ETag: oi.ETag, Size: oi.Size, LastModified: oi.LastModified, Dataset: true, DatasetPrefix: dsPrefix})
+			return nil
 		}
 		switch base {
 		case manifest.ManifestNameGzip, manifest.ManifestNamePlain:
@@ -155,6 +180,23 @@ func Discover(ctx context.Context, store backend.Store, bucket, prefix string) (
 	})
 	if err != nil {
 		return Discovery{}, fmt.Errorf("discover s3://%s/%s: %w", bucket, prefix, err)
+	}
+	if len(d.Datasets) > 0 {
+		// A dataset's versions are served through it: not skipped.
+		kept := d.Skipped[:0]
+		for _, sk := range d.Skipped {
+			inDataset := false
+			for _, ds := range d.Datasets {
+				if strings.HasPrefix(sk.Key, dataset.Root(ds.DatasetPrefix)+"v/") {
+					inDataset = true
+					break
+				}
+			}
+			if !inDataset {
+				kept = append(kept, sk)
+			}
+		}
+		d.Skipped = kept
 	}
 	return d, nil
 }

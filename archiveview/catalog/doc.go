@@ -1,6 +1,7 @@
 // Package catalog maps S3 bucket names to archives: the configured ones
 // (Source), the uploads found under discovery roots (Discover, named by
-// BucketName and NameUploads), and "@latest" aliases (Latest). A Manager
+// BucketName and NameUploads), "@latest" aliases (Latest) and published
+// datasets (DatasetRef). A Manager
 // keeps the mapping current (Scan at start, on a trigger and on an
 // interval), serves it through a Dynamic catalog (one atomic load per
 // request, swapped whole), retires replaced archives after a grace period,
@@ -13,6 +14,14 @@
 // budget.go) and a file cap (Config.MaxFilesPerUpload). A bucket whose
 // archive failed to open answers an *OpenFailure, whose PublicMessage is
 // all a client may be told (never the store's text).
+//
+// Published datasets (cargoship publish, datasets.go): an alias
+// s3://BUCKET/DATASET@current follows the dataset's CURRENT pointer
+// (package dataset parses it as hostile input) with a conditional GET at
+// every scan, swapping to a new version once it has opened and keeping the
+// last good version when the pointer or the version is bad; @<version_id>
+// pins one version; Discover finds datasets by their CURRENT. Every
+// version may name objects under DATASET/v/ (Options.AllowKeyPrefixes).
 //
 // Listing the store happens only here, never on the read path.
 package catalog

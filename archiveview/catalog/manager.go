@@ -44,6 +44,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -76,7 +77,10 @@ type Source struct {
 }
 
 // Alias is one "@latest" alias: bucket Name serves the newest finished
-// upload under Target (s3://BUCKET/PREFIX@latest).
+// upload under Target (s3://BUCKET/PREFIX@latest); or one published
+// dataset: s3://BUCKET/DATASET@current follows the dataset's CURRENT
+// pointer, s3://BUCKET/DATASET@<version_id> serves that version for good
+// (datasets.go).
 type Alias struct {
 	Name, Target string
 }
@@ -84,9 +88,12 @@ type Alias struct {
 // Root returns the alias's discovery root, or an error naming the alias
 // when Target is not s3://BUCKET/PREFIX@latest.
 func (a Alias) Root() (bucket, prefix string, err error) {
+	if d, ok, err := a.Dataset(); ok || err != nil {
+		return d.Bucket, d.Prefix, err // a published dataset (datasets.go)
+	}
 	u, ok := strings.CutSuffix(a.Target, "@latest")
 	if !ok {
-		return "", "", fmt.Errorf("--alias %s=%s: the target must end in @latest (s3://BUCKET/PREFIX@latest)", a.Name, a.Target)
+		return "", "", fmt.Errorf("--alias %s=%s: the target must end in @latest (s3://BUCKET/PREFIX@latest), @current or @<version_id> (a published dataset: s3://BUCKET/DATASET@current)", a.Name, a.Target)
 	}
 	b, p, err := ParseDiscoverURL(u)
 	if err != nil {
@@ -165,6 +172,9 @@ type Manager struct {
 	retired sync.WaitGroup
 	done    chan struct{} // closed at shutdown: retire now
 	closed  sync.Once
+
+	dsMu     sync.Mutex               // guards datasets (read by Page and the collector)
+	datasets map[string]*datasetState // dataset buckets by name (datasets.go)
 }
 
 // scanReport is what the last scan found, for /-/archives.
@@ -204,6 +214,7 @@ func NewManager(cfg Config) *Manager {
 		charged:       map[*archiveview.Archive]int64{},
 		open:          map[string]*Entry{},
 		done:          make(chan struct{}),
+		datasets:      map[string]*datasetState{},
 	}
 	if cfg.OpenWait > 0 {
 		cm.catalog.OpenWait = cfg.OpenWait
@@ -247,8 +258,9 @@ func (cm *Manager) logArchive(name, source string, a *archiveview.Archive) {
 }
 
 // openArchive opens one manifest holding an open slot, within the open
-// deadline; maxFiles > 0 tightens the manifests' file cap.
-func (cm *Manager) openArchive(ctx context.Context, name, bucket, key string, maxFiles int) (*archiveview.Archive, error) {
+// deadline; maxFiles > 0 tightens the manifests' file cap; allow adds key
+// prefixes its objects may lie under (a dataset's versions folder).
+func (cm *Manager) openArchive(ctx context.Context, name, bucket, key string, maxFiles int, allow ...string) (*archiveview.Archive, error) {
 	select {
 	case cm.slots <- struct{}{}:
 	case <-ctx.Done():
@@ -257,6 +269,9 @@ func (cm *Manager) openArchive(ctx context.Context, name, bucket, key string, ma
 	defer func() { <-cm.slots }()
 	o := cm.opts
 	o.Name = name
+	if len(allow) > 0 {
+		o.AllowKeyPrefixes = append(slices.Clone(o.AllowKeyPrefixes), allow...)
+	}
 	if maxFiles > 0 {
 		o.Limits = o.Limits.WithDefaults()
 		o.Limits.MaxFiles = min(o.Limits.MaxFiles, maxFiles)
@@ -276,11 +291,11 @@ func (cm *Manager) openArchive(ctx context.Context, name, bucket, key string, ma
 // files at that; a manifest that lists more is opened again with the
 // whole per-upload reservation (MaxFilesPerUpload files, at most the
 // budget).
-func (cm *Manager) openUpload(ctx context.Context, name, bucket, key string, listed int64) (*archiveview.Archive, error) {
+func (cm *Manager) openUpload(ctx context.Context, name, bucket, key string, listed int64, allow ...string) (*archiveview.Archive, error) {
 	capAll := int(min(int64(cm.cfg.MaxFilesPerUpload), cm.index.limit/IndexBytesPerFile))
 	files := int(min(max(listed/storedBytesPerFile, minReserveFiles), int64(capAll)))
 	for {
-		a, err := cm.openReserved(ctx, name, bucket, key, files)
+		a, err := cm.openReserved(ctx, name, bucket, key, files, allow...)
 		// The manifest decoder says "more than N files" (or file_paths,
 		// deleted_paths, metadata entries: all capped at MaxFiles) when
 		// the cap this open set is what stopped it.
@@ -299,7 +314,7 @@ func (cm *Manager) openUpload(ctx context.Context, name, bucket, key string, lis
 // openReserved reserves files' index memory (waiting at most the open
 // timeout), opens with that file cap, and keeps the archive's real index
 // size charged until it is closed.
-func (cm *Manager) openReserved(ctx context.Context, name, bucket, key string, files int) (*archiveview.Archive, error) {
+func (cm *Manager) openReserved(ctx context.Context, name, bucket, key string, files int, allow ...string) (*archiveview.Archive, error) {
 	wctx, cancel := context.WithTimeout(ctx, cm.cfg.OpenTimeout)
 	got, err := cm.index.reserve(wctx, int64(files)*IndexBytesPerFile)
 	cancel()
@@ -309,7 +324,7 @@ func (cm *Manager) openReserved(ctx context.Context, name, bucket, key string, f
 		}
 		return nil, fmt.Errorf("archive %q: manifest s3://%s/%s: %w", name, bucket, key, err)
 	}
-	a, err := cm.openArchive(ctx, name, bucket, key, files)
+	a, err := cm.openArchive(ctx, name, bucket, key, files, allow...)
 	if err != nil {
 		cm.index.release(got)
 		return nil, err
@@ -617,7 +632,7 @@ func (cm *Manager) Scan(ctx context.Context, initial bool) error {
 		rep.Skipped = append(rep.Skipped, d.Skipped...)
 		return d, nil
 	}
-	var uploads []Upload
+	var uploads, found []Upload
 	for _, root := range cm.cfg.Discover {
 		b, p, err := ParseDiscoverURL(root)
 		if err != nil {
@@ -628,9 +643,19 @@ func (cm *Manager) Scan(ctx context.Context, initial bool) error {
 			return fail(err)
 		}
 		uploads = append(uploads, d.Uploads...)
+		found = append(found, d.Datasets...)
 	}
 	aliasUploads := make([][]Upload, len(cm.cfg.Aliases))
+	var dsBuckets []datasetBucket
 	for i, al := range cm.cfg.Aliases {
+		ref, isDataset, err := al.Dataset()
+		if err != nil {
+			return fail(err)
+		}
+		if isDataset {
+			dsBuckets = append(dsBuckets, datasetBucket{name: al.Name, ref: ref, source: "alias " + al.Target, alias: true})
+			continue
+		}
 		b, p, err := al.Root()
 		if err != nil {
 			return fail(err)
@@ -648,8 +673,21 @@ func (cm *Manager) Scan(ctx context.Context, initial bool) error {
 	for _, al := range cm.cfg.Aliases {
 		reserved[al.Name] = true
 	}
-	named, cols := NameUploads(uploads, func(n string) bool { return reserved[n] })
+	named, cols := NameUploads(append(uploads, found...), func(n string) bool { return reserved[n] })
 	rep.Collisions = cols
+	named = slices.DeleteFunc(named, func(u Upload) bool {
+		if u.Dataset { // a discovered dataset: a bucket following its CURRENT
+			dsBuckets = append(dsBuckets, datasetBucket{name: u.Name, ref: DatasetRef{Bucket: u.Bucket, Prefix: u.DatasetPrefix},
+				source: "discover s3://" + u.Bucket + "/" + u.Root + " (dataset s3://" + u.Bucket + "/" + u.DatasetPrefix + ")"})
+		}
+		return u.Dataset
+	})
+	plans := cm.planDatasets(ctx, dsBuckets)
+	if initial {
+		if err := datasetErrors(plans); err != nil {
+			return fail(err) // a bad pointer or a missing pinned version at start
+		}
+	}
 
 	// Nothing below can fail before the opens: every bucket gets an entry.
 	op := &scanOp{cm: cm, start: start, initial: initial, prev: prev, before: cm.catalog.Entries(),
@@ -659,12 +697,16 @@ func (cm *Manager) Scan(ctx context.Context, initial bool) error {
 		op.entries[n] = e
 		rep.Sources[n] = cm.staticSources[n]
 	}
+	cm.applyDatasets(op, plans)
 	for _, u := range named {
 		op.entries[u.Name] = op.entry(u, u.Name)
 		rep.Sources[u.Name] = "discover s3://" + u.Bucket + "/" + u.Root + " (" + u.URL() + ")"
 	}
 	prevSources := cm.report.Load().Sources
 	for i, al := range cm.cfg.Aliases {
+		if _, isDataset, _ := al.Dataset(); isDataset {
+			continue // applyDatasets gave it its entry
+		}
 		var keep *Entry
 		if !initial {
 			keep = op.before[al.Name]
@@ -687,6 +729,7 @@ func (cm *Manager) Scan(ctx context.Context, initial bool) error {
 			}
 			cm.mu.Lock()
 			defer cm.mu.Unlock()
+			cm.adoptDatasets(op, false)
 			op.mu.Lock()
 			superseded := op.superseded
 			op.mu.Unlock()
@@ -704,8 +747,9 @@ func (cm *Manager) Scan(ctx context.Context, initial bool) error {
 		cm.abandon(op)
 		return fail(err)
 	}
+	dsErrs := cm.adoptDatasets(op, !initial)
 	if initial {
-		var errs []error
+		errs := dsErrs
 		for _, al := range cm.cfg.Aliases {
 			if o := op.aliases[al.Name]; o.err != nil {
 				errs = append(errs, o.err)
@@ -739,6 +783,7 @@ func (cm *Manager) abandon(op *scanOp) {
 	}
 	op.mu.Unlock()
 	cm.retire(retire...)
+	cm.abandonDatasets()
 }
 
 // settle ends scan op once its opens have ended (op's catalog is

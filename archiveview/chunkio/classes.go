@@ -83,8 +83,9 @@ type Classes struct {
 type objState struct {
 	class, tier string
 	classKnown  bool
-	size        int64 // 0 = unknown
-	present     bool  // seen in a listing or a HEAD
+	size        int64  // 0 = unknown
+	present     bool   // seen in a listing or a HEAD
+	etag        string // the first ETag seen (listing at open): pins direct objects
 
 	restore      backend.RestoreStatus
 	restoreKnown bool      // restore is what the store reported (not a guess)
@@ -343,11 +344,25 @@ func (c *Classes) recordLocked(key string, oi backend.ObjectInfo, now time.Time)
 	if oi.Size > 0 {
 		o.size = oi.Size
 	}
+	if o.etag == "" {
+		o.etag = oi.ETag
+	}
 	if oi.RestoreKnown {
 		o.restore, o.restoreKnown, o.restoreAt = oi.Restore, true, now
 	} else {
 		o.restoreKnown, o.restoreAt = false, time.Time{}
 	}
+}
+
+// ListedETag is the first ETag seen for key (from the listing at open),
+// "" when none: a direct object's reads are pinned to it.
+func (c *Classes) ListedETag(key string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if o := c.objs[key]; o != nil {
+		return o.etag
+	}
+	return ""
 }
 
 // Observe records a Stat's answer (a HEAD reports class and restore state).

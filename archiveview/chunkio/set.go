@@ -247,6 +247,11 @@ func (s *Set) state(ci int32) *chunkState {
 		return rs
 	}
 	rs := &chunkState{}
+	if s.chunks[ci].Kind == Direct {
+		// Pinned from the listing: a replaced object is refused before its
+		// first byte (observe), not cut off at the end of its stream.
+		rs.etag = s.classes.ListedETag(s.chunks[ci].Key)
+	}
 	rs.lastFrame.Store(-2)
 	rs.prefetchedTo.Store(-1)
 	if p.CompareAndSwap(nil, rs) {

@@ -260,3 +260,50 @@ func UploadDir(manifestKey string) (dir, uploadID string, ok bool) {
 	}
 	return "", "", false
 }
+
+// KeyRoot is the prefix an archive's object keys must lie under: the part
+// of the manifest key before "/uploads/" (UploadDir), else the manifest's
+// directory. "" (a manifest at the top of its bucket, or under
+// "uploads/" directly) confines nothing.
+func KeyRoot(manifestKey string) string {
+	if dir, _, ok := UploadDir(manifestKey); ok {
+		return dir
+	}
+	if i := strings.LastIndexByte(manifestKey, '/'); i >= 0 {
+		return manifestKey[:i]
+	}
+	return ""
+}
+
+// Confined is the one confinement rule of an archive's object keys (chunk
+// and direct-upload keys), applied alike to a manifest's keys and to a
+// loaded index's: key lies under root + "/" (root from KeyRoot; "" allows
+// every key) or starts with one of the non-empty allow prefixes.
+func Confined(root string, allow []string, key string) bool {
+	if root == "" || strings.HasPrefix(key, root+"/") {
+		return true
+	}
+	for _, p := range allow {
+		if p != "" && strings.HasPrefix(key, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckVirtualKey refuses a virtual key that RelativeKey cannot produce:
+// it must come out of RelativeKey unchanged (no "..", "." or empty
+// segment, no leading "/", no backslash, volume name, control character or
+// invalid UTF-8). A loaded index applies it to every file and tombstone
+// key, so that it describes only keys a manifest could. Errors wrap
+// ErrUnsafePath.
+func CheckVirtualKey(key string) error {
+	k, err := RelativeKey("", key)
+	if err != nil {
+		return fmt.Errorf("key %q: %w", clip(key), err)
+	}
+	if k != key {
+		return fmt.Errorf("%w: key %q is not what a manifest path gives (%q)", ErrUnsafePath, clip(key), clip(k))
+	}
+	return nil
+}

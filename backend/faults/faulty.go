@@ -44,7 +44,7 @@ import (
 
 // Request is one store request as Faulty sees it and logs it.
 type Request struct {
-	Op     string // "range", "get", "stat" or "list"
+	Op     string // "range", "get", "stat", "list" or "restore"
 	Bucket string
 	Key    string // the key, or the prefix for "list"
 	Off    int64  // "range": first byte; otherwise 0
@@ -373,11 +373,13 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 }
 
 // PutIfAbsent passes a write through (not counted, no faults) when the
-// inner store can write: the shared index cache in tests.
+// inner store can write: the shared index cache in tests. Over a store
+// that cannot, it fails with backend.ErrNotImplemented and CanPut is
+// false, so backend.AsPutter says the wrapper cannot write either.
 func (f *Faulty) PutIfAbsent(ctx context.Context, bucket, key string, body io.ReadSeeker, size int64) (bool, error) {
-	p, ok := f.inner.(backend.Putter)
+	p, ok := backend.AsPutter(f.inner)
 	if !ok {
-		return false, &backend.Error{Op: "put", Bucket: bucket, Key: key, Err: errors.New("the store cannot write")}
+		return false, &backend.Error{Op: "put", Bucket: bucket, Key: key, Err: fmt.Errorf("%w: the store cannot write", backend.ErrNotImplemented)}
 	}
 	return p.PutIfAbsent(ctx, bucket, key, body, size)
 }
@@ -390,4 +392,32 @@ func (f *Faulty) PutIfMatch(ctx context.Context, bucket, key, etag string, body 
 		return false, &backend.Error{Op: "put", Bucket: bucket, Key: key, Err: errors.New("the store cannot replace objects conditionally")}
 	}
 	return p.PutIfMatch(ctx, bucket, key, etag, body, size)
+}
+
+// CanPut reports whether the inner store can write (backend.AsPutter).
+func (f *Faulty) CanPut() bool {
+	_, ok := backend.AsPutter(f.inner)
+	return ok
+}
+
+// Restore passes a restore through when the inner store restores (a
+// Glacier model, an S3Store): one request of Op "restore", counted, logged
+// and open to the hook's FaultError and Delay. Over a store that does not
+// restore it fails with backend.ErrNotImplemented and CanRestore is false,
+// so backend.AsRestorer says the wrapper does not restore either.
+func (f *Faulty) Restore(ctx context.Context, bucket, key string, req backend.RestoreRequest) (backend.RestoreResult, error) {
+	r, ok := backend.AsRestorer(f.inner)
+	if !ok {
+		return 0, &backend.Error{Op: "restore", Bucket: bucket, Key: key, Err: fmt.Errorf("%w: the store cannot restore objects", backend.ErrNotImplemented)}
+	}
+	if _, err := f.begin(ctx, Request{Op: "restore", Bucket: bucket, Key: key}); err != nil {
+		return 0, err
+	}
+	return r.Restore(ctx, bucket, key, req)
+}
+
+// CanRestore reports whether the inner store restores (backend.AsRestorer).
+func (f *Faulty) CanRestore() bool {
+	_, ok := backend.AsRestorer(f.inner)
+	return ok
 }

@@ -367,3 +367,20 @@ func (s *GlacierStore) Restore(ctx context.Context, bucket, key string, req back
 	}
 	return res, nil
 }
+
+// PutIfAbsent passes a write through (a new object is STANDARD until
+// SetClass) when the inner store can write; over one that cannot it fails
+// with backend.ErrNotImplemented and CanPut is false.
+func (s *GlacierStore) PutIfAbsent(ctx context.Context, bucket, key string, body io.ReadSeeker, size int64) (bool, error) {
+	p, ok := backend.AsPutter(s.inner)
+	if !ok {
+		return false, &backend.Error{Op: "put", Bucket: bucket, Key: key, Err: fmt.Errorf("%w: the store cannot write", backend.ErrNotImplemented)}
+	}
+	return p.PutIfAbsent(ctx, bucket, key, body, size)
+}
+
+// CanPut reports whether the inner store can write (backend.AsPutter).
+func (s *GlacierStore) CanPut() bool {
+	_, ok := backend.AsPutter(s.inner)
+	return ok
+}

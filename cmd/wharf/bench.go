@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -30,7 +31,12 @@ func runBench(ctx context.Context, args []string) error {
 	latency := fs.Duration("latency", def.Latency, "first-byte latency added to every backend request")
 	bandwidth := byteSize(def.Bandwidth)
 	fs.Var(&bandwidth, "bandwidth", "per-connection backend bandwidth in bytes/s, like one S3 connection (default 100MB); 0 = unlimited")
+	model := fs.String("model", bench.ModelHTTP, "how wharf reaches the S3 model: http (backend.S3Store, the AWS SDK over loopback HTTP: the served path), inprocess (the store called in-process), or both comma-separated (each run in full, reported side by side)")
 	coldFiles := fs.Int("cold-files", def.ColdFiles, "1 MiB files of the cold 16 MiB-frame workload (0 skips it)")
+	shapeSize := byteSize(def.ShapeSize)
+	fs.Var(&shapeSize, "shapes-size", "file of the analytic request-shapes workload: DuckDB Parquet open, zarr-python 3 at 16 and 64, pyarrow coalescing, 256 small concurrent reads, COG windows (0 skips it)")
+	shapeFrame := byteSize(def.ShapeFrame)
+	fs.Var(&shapeFrame, "shapes-frame", "frame size the request-shapes file is packed with")
 	var ro readOptions
 	ro.addReadFlags(fs)
 	files := fs.Int("files", def.Files, "files in the tree-walk tree (0 skips the walk, random-read and warm workloads)")
@@ -56,6 +62,8 @@ func runBench(ctx context.Context, args []string) error {
 	scaleRepeat := fs.Int("scale-repeat", scaleDef.Repeat, "with --scale: build runs per size (the median is reported)")
 	scaleUploads := fs.Int("scale-uploads", 2000, "with --scale: also time discovery of this many uploads at 50ms per request (0 skips it)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	var memTarget int64
+	fs.Var(memoryTargetFlag{&memTarget}, "memory-target", "with --soak: as serve's --memory-target, the process's memory limit: sets the Go soft memory limit and divides --cache-bytes and --read-memory from it (explicit ones win)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -115,13 +123,26 @@ func runBench(ctx context.Context, args []string) error {
 	if *soak {
 		sc := bench.DefaultSoakConfig()
 		sc.Duration, sc.Clients, sc.Stalled, sc.Greedy = *soakFor, *soakClients, *soakStalled, *soakGreedy
+		var given memoryExplicit
 		fs.Visit(func(f *flag.Flag) {
+			given.mark(f.Name)
 			if f.Name == "cache-bytes" {
 				sc.CacheBytes = int64(cache)
 			}
 		})
 		if *soakFor <= 0 || *soakClients < 1 || sc.CacheBytes <= 0 {
 			return errors.New("bench --soak: --soak-duration and --cache-bytes must be positive, --soak-clients at least 1")
+		}
+		if memTarget > 0 {
+			given.read = given.read && ro.ReadMemory != 0
+			p, err := divideMemory(memTarget, given, memoryPlan{Cache: sc.CacheBytes, Read: ro.ReadMemory})
+			if err != nil {
+				return err
+			}
+			sc.CacheBytes, ro.ReadMemory = p.Cache, p.Read
+			defer debug.SetMemoryLimit(debug.SetMemoryLimit(p.GoLimit))
+			fmt.Fprintf(os.Stderr, "memory target %d: Go soft limit %d, cache %d, read memory %d (GOMEMLIMIT in the environment %q is replaced)\n",
+				p.Target, p.GoLimit, p.Cache, p.Read, os.Getenv("GOMEMLIMIT"))
 		}
 		if err := ro.validate(sc.CacheBytes); err != nil {
 			return err
@@ -147,6 +168,11 @@ func runBench(ctx context.Context, args []string) error {
 	cfg.ListKeys = *listKeys
 	cfg.CacheBytes = int64(cache)
 	cfg.ColdFiles = *coldFiles
+	cfg.ShapeSize, cfg.ShapeFrame = int64(shapeSize), int64(shapeFrame)
+	cfg.Models = nil
+	for _, m := range strings.Split(*model, ",") {
+		cfg.Models = append(cfg.Models, strings.TrimSpace(m))
+	}
 	if *latency < 0 || bandwidth < 0 || *files < 0 || large < 0 || *listKeys < 0 || *coldFiles < 0 || cache <= 0 {
 		return errors.New("bench: sizes, counts and durations must not be negative, and --cache-bytes must be positive")
 	}
@@ -168,6 +194,8 @@ func runBench(ctx context.Context, args []string) error {
 	if *quick {
 		cfg.Files, cfg.LargeSize, cfg.ListKeys, cfg.RandomReads, cfg.WarmFor = 200, 32<<20, 20_000, 50, 500*time.Millisecond
 		cfg.ColdFiles = min(cfg.ColdFiles, 16)
+		cfg.ShapeSize = min(cfg.ShapeSize, 16<<20)
+		cfg.ShapeFrame = min(cfg.ShapeFrame, cfg.ShapeSize)
 	}
 	cfg.Command = "wharf bench " + strings.Join(args, " ")
 	cfg.Progress = os.Stderr

@@ -107,6 +107,9 @@ type fileConfig struct {
 	// Shared index cache authentication (indexcache.go).
 	IndexCacheSecretFile   string `yaml:"index_cache_secret_file"`
 	IndexCacheTrustWriters bool   `yaml:"index_cache_trust_writers"`
+
+	// The container's memory limit, divided into the budgets (memtarget.go).
+	MemoryTarget yamlMemoryTarget `yaml:"memory_target"`
 }
 
 // yamlBytes is a size in YAML: an integer or a string such as "512MiB".
@@ -195,6 +198,7 @@ func applyConfigYAML(data []byte, cfg *serveConfig) error {
 	}
 	fc.S3.Endpoint, fc.S3.Region, fc.S3.PathStyle = cfg.S3.Endpoint, cfg.S3.Region, cfg.S3.PathStyle
 	fc.IndexCacheSecretFile, fc.IndexCacheTrustWriters = cfg.IndexCacheSecretFile, cfg.IndexCacheTrustWriters
+	fc.MemoryTarget = yamlMemoryTarget(cfg.MemoryTarget)
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&fc); err != nil && !errors.Is(err, io.EOF) {
@@ -234,6 +238,8 @@ func applyConfigYAML(data []byte, cfg *serveConfig) error {
 	cfg.Read.ClientMemoryShare = fc.ClientMemoryShare
 	cfg.AllowRestore, cfg.RestoreStatusTTL = fc.AllowRestore, fc.RestoreStatusTTL
 	cfg.Console = fc.Console
+	cfg.MemoryTarget = int64(fc.MemoryTarget)
+	cfg.memorySet.markYAML(data)
 	return nil
 }
 
@@ -297,13 +303,13 @@ func serveFlags(cfg *serveConfig, configPath *string, check *bool) *flag.FlagSet
 	fs.Var(&listFlag[serveAlias]{list: &cfg.Aliases, parse: func(v string) (serveAlias, error) {
 		name, target, ok := strings.Cut(v, "=")
 		if !ok || name == "" {
-			return serveAlias{}, fmt.Errorf("want NAME=s3://BUCKET/PREFIX@latest, got %q", v)
+			return serveAlias{}, fmt.Errorf("want NAME=s3://BUCKET/PREFIX@latest or NAME=s3://BUCKET/DATASET@current, got %q", v)
 		}
 		a := serveAlias{Name: name, Target: target}
 		_, _, err := a.root()
 		return a, err
 	}, show: func(a serveAlias) string { return a.Name + "=" + a.Target }},
-		"alias", "NAME=s3://BUCKET/PREFIX@latest: bucket NAME serves the newest finished upload under PREFIX, re-resolved at every rescan; repeatable")
+		"alias", "NAME=s3://BUCKET/PREFIX@latest: bucket NAME serves the newest finished upload under PREFIX, re-resolved at every rescan; NAME=s3://BUCKET/DATASET@current: a published dataset, following its CURRENT pointer at every rescan; NAME=s3://BUCKET/DATASET@<version_id>: that published version for good; repeatable")
 	fs.DurationVar(&cfg.Rescan, "rescan", cfg.Rescan, "re-list discovery roots and re-resolve aliases this often (0 = only at start and on SIGHUP)")
 	fs.DurationVar(&cfg.RetireGrace, "retire-grace", cfg.RetireGrace, "after a rescan replaces an archive, wait this long before closing the old one")
 	fs.IntVar(&cfg.OpenConcurrency, "open-concurrency", cfg.OpenConcurrency, "archives opened at once (manifest GETs, or HEADs with --index-cache)")
@@ -335,6 +341,7 @@ func serveFlags(cfg *serveConfig, configPath *string, check *bool) *flag.FlagSet
 	fs.BoolVar(&cfg.AllowRestore, "allow-restore", cfg.AllowRestore, "serve RestoreObject (POST /BUCKET/KEY?restore): restore the archived chunks holding a file's bytes, for keys whose grant allows it (keys file: restore: true|false|[buckets]); restores cost money, so this is off by default")
 	fs.DurationVar(&cfg.RestoreStatusTTL, "restore-status-ttl", cfg.RestoreStatusTTL, "trust an archived chunk's restore state this long before asking S3 again with a HEAD (0 = 1m; at most 24h)")
 	fs.BoolVar(&cfg.Console, "console", cfg.Console, "serve a read-only web console at /-/console/ on the S3 listener (browse, preview, download; login with an access key unless --anonymous)")
+	fs.Var(memoryTargetFlag{&cfg.MemoryTarget}, "memory-target", "the container's memory limit (e.g. 3GiB, or its bytes from the Kubernetes downward API): sets the Go soft memory limit and divides --cache-bytes, --read-memory and --index-memory from it, leaving headroom for the runtime; budgets given explicitly win (docs/operations.md, \"One memory target\")")
 	return fs
 }
 
@@ -383,6 +390,7 @@ func parseServeArgs(args []string) (cfg serveConfig, check bool, err error) {
 	if fs.NArg() > 0 {
 		return cfg, false, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	fs.Visit(func(f *flag.Flag) { cfg.memorySet.mark(f.Name) })
 	return cfg, check, nil
 }
 
@@ -434,6 +442,9 @@ func (cfg *serveConfig) checkConfig() ([]auth.Key, error) {
 	}
 	keys, err := cfg.resolveKeys()
 	if err != nil {
+		return nil, err
+	}
+	if _, _, err := cfg.applyMemoryTarget(); err != nil {
 		return nil, err
 	}
 	if err := cfg.validate(keys); err != nil {

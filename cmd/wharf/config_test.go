@@ -160,6 +160,7 @@ func TestConfigRoundTrip(t *testing.T) {
 			CORSMaxAge: time.Hour},
 		AllowRestore: true, RestoreStatusTTL: 30 * time.Second,
 		openLimits: openLimits{OpenTimeout: 90 * time.Second, IndexMemory: 2 << 30, MaxFilesPerUpload: 2_000_000},
+		memorySet:  memoryExplicit{cache: true, read: true, index: true, maxFiles: true},
 	}
 	if !reflect.DeepEqual(fromFile, want) {
 		t.Errorf("config file:\n got %+v\nwant %+v", fromFile, want)
@@ -205,6 +206,8 @@ func TestCheckConfig(t *testing.T) {
 		{"bad size", "store: s3://\ndiscover: [s3://a/b]\ncache_bytes: lots\n", nil, "lots"},
 		{"bad duration", "store: s3://\ndiscover: [s3://a/b]\nrescan: soon\n", nil, "soon"},
 		{"alias without @latest", "store: s3://\naliases: [{name: x, target: s3://a/b}]\n", nil, "@latest"},
+		{"dataset alias with a bad version id", "store: s3://\naliases: [{name: x, target: 's3://a/ds@v 1'}]\n", nil, `version id "v 1"`},
+		{"dataset alias flag with ..", "store: s3://\n", []string{"--alias", "x=s3://a/ds@.."}, `version id ".."`},
 		{"bad discover", "store: s3://\ndiscover: [http://a/b]\n", nil, "http://a/b"},
 		{"no store", "discover: [s3://a/b]\n", nil, "--store"},
 		{"nothing served", "store: s3://\n", nil, "--discover"},
@@ -392,10 +395,18 @@ type k8sProbe struct {
 }
 
 type k8sContainer struct {
+	Name string   `yaml:"name"`
 	Args []string `yaml:"args"`
 	Env  []struct {
-		Name  string `yaml:"name"`
-		Value string `yaml:"value"`
+		Name      string `yaml:"name"`
+		Value     string `yaml:"value"`
+		ValueFrom *struct {
+			ResourceFieldRef *struct {
+				ContainerName string `yaml:"containerName"`
+				Resource      string `yaml:"resource"`
+				Divisor       string `yaml:"divisor"`
+			} `yaml:"resourceFieldRef"`
+		} `yaml:"valueFrom"`
 	} `yaml:"env"`
 	Ports []struct {
 		Name          string `yaml:"name"`
@@ -471,6 +482,34 @@ func TestDeployManifests(t *testing.T) {
 	c := pod.Containers[0]
 	if len(c.Args) < 1 || c.Args[0] != "serve" {
 		t.Fatalf("container args %q do not run wharf serve", c.Args)
+	}
+	// The kubelet expands $(VAR) in args from the container's env; a
+	// downward API variable of limits.memory (divisor 1) is the limit in
+	// bytes.
+	limit, err := parseK8sQuantity(c.Resources.Limits["memory"])
+	if err != nil {
+		t.Fatalf("memory limit: %v", err)
+	}
+	envs := map[string]string{}
+	for _, e := range c.Env {
+		switch {
+		case e.ValueFrom == nil:
+			envs[e.Name] = e.Value
+		case e.ValueFrom.ResourceFieldRef != nil && e.ValueFrom.ResourceFieldRef.Resource == "limits.memory" &&
+			(e.ValueFrom.ResourceFieldRef.Divisor == "" || e.ValueFrom.ResourceFieldRef.Divisor == "1") &&
+			(e.ValueFrom.ResourceFieldRef.ContainerName == "" || e.ValueFrom.ResourceFieldRef.ContainerName == c.Name):
+			envs[e.Name] = strconv.FormatInt(limit, 10)
+		}
+	}
+	for i, a := range c.Args {
+		if name, ok := strings.CutPrefix(a, "$("); ok {
+			name = strings.TrimSuffix(name, ")")
+			v, ok := envs[name]
+			if !ok {
+				t.Fatalf("container arg %s names no env variable the test can resolve", a)
+			}
+			c.Args[i] = v
+		}
 	}
 
 	// The config file the args name is the ConfigMap's, mounted there.
@@ -592,30 +631,36 @@ func TestDeployManifests(t *testing.T) {
 
 	// Resources: the memory limit holds the frame cache plus headroom for
 	// indexes, buffers and the runtime (docs/operations.md sizing rule).
-	limit, err := parseK8sQuantity(c.Resources.Limits["memory"])
-	if err != nil {
-		t.Fatalf("memory limit: %v", err)
-	}
 	if c.Resources.Requests["cpu"] == "" || c.Resources.Requests["memory"] == "" {
 		t.Error("requests not set")
 	}
 	if limit < cfg.CacheBytes+512<<20 {
 		t.Errorf("memory limit %d is below cache_bytes %d + 512 MiB", limit, cfg.CacheBytes)
 	}
-	// GOMEMLIMIT (the runtime's soft limit) sits between the read
-	// budget and the container's limit, with room for the runtime.
-	var gomem string
-	for _, e := range c.Env {
-		if e.Name == "GOMEMLIMIT" {
-			gomem = e.Value
+	gomem, handSet := envs["GOMEMLIMIT"]
+	if cfg.MemoryTarget != 0 {
+		// --memory-target is the container's limit, and its division
+		// (applied by checkConfig above) fits in it with the runtime's
+		// headroom; a hand-set GOMEMLIMIT beside it would be replaced.
+		if cfg.MemoryTarget != limit {
+			t.Errorf("--memory-target %d, want the container's memory limit %d", cfg.MemoryTarget, limit)
 		}
-	}
-	soft, err := parseK8sQuantity(strings.TrimSuffix(gomem, "B"))
-	if err != nil {
-		t.Fatalf("GOMEMLIMIT %q: %v", gomem, err)
-	}
-	if read := cfg.Read.frameCache(cfg.CacheBytes).MemoryBudget(); soft < read+128<<20 || soft > limit*95/100 {
-		t.Errorf("GOMEMLIMIT %s: want between read memory %d + 128 MiB and 95%% of the limit %d", gomem, read, limit)
+		if handSet {
+			t.Errorf("GOMEMLIMIT %s is set beside --memory-target, which replaces it", gomem)
+		}
+		if read := cfg.Read.frameCache(cfg.CacheBytes).MemoryBudget(); read+int64(cfg.IndexMemory)+minRuntime > limit*90/100 {
+			t.Errorf("read memory %d + index memory %d + 64 MiB exceed 90%% of the limit %d", read, cfg.IndexMemory, limit)
+		}
+	} else {
+		// GOMEMLIMIT (the runtime's soft limit) sits between the read
+		// budget and the container's limit, with room for the runtime.
+		soft, err := parseK8sQuantity(strings.TrimSuffix(gomem, "B"))
+		if err != nil {
+			t.Fatalf("neither --memory-target nor GOMEMLIMIT: GOMEMLIMIT %q: %v", gomem, err)
+		}
+		if read := cfg.Read.frameCache(cfg.CacheBytes).MemoryBudget(); soft < read+128<<20 || soft > limit*95/100 {
+			t.Errorf("GOMEMLIMIT %s: want between read memory %d + 128 MiB and 95%% of the limit %d", gomem, read, limit)
+		}
 	}
 
 	// Non-root.

@@ -54,6 +54,11 @@ func TestBinaryLinksNoTestCode(t *testing.T) {
 		"github.com/johannesboyne/gofakes3",
 		"github.com/aws/aws-sdk-go-v2/feature/s3/manager",
 		module + "/integration",
+		// The Store conformance suite and the real S3 server of the
+		// end-to-end tests (scripts/test.sh builds versitygw into ./bin;
+		// it must never become a dependency of the binary).
+		module + "/backend/storetest",
+		"github.com/versity/versitygw",
 	}
 	var importers []string
 	for pkg, imports := range graph {

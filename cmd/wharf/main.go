@@ -32,6 +32,7 @@ usage:
   wharf pack    DIR --store URL --bucket B --prefix P [--frame-size N] [--quiet]
   wharf bench   [--soak] [flags]
   wharf demo    [--listen HOST:PORT] [--tls]
+  wharf doctor  [the flags or --config of serve]: check keys, TLS, store, credentials, manifests, restores, index cache
   wharf version
 
 Run "wharf COMMAND -h" for a command's flags. verify, pack, index build and
@@ -73,6 +74,8 @@ func run(args []string) int {
 		err = runBench(ctx, args[1:])
 	case "demo":
 		err = runDemo(ctx, args[1:])
+	case "doctor":
+		err = runDoctor(ctx, args[1:])
 	case "version", "--version", "-v":
 		fmt.Println("wharf", version)
 		return 0

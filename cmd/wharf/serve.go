@@ -70,6 +70,12 @@ type serveConfig struct {
 	IndexCacheSecretFile   string
 	IndexCacheTrustWriters bool
 
+	// MemoryTarget (--memory-target) divides the budgets and sets the Go
+	// soft memory limit; memorySet says which budgets were given
+	// explicitly and keep their value (memtarget.go). 0 = off.
+	MemoryTarget int64
+	memorySet    memoryExplicit
+
 	VirtualHostBase string
 	Region          string
 	LogFormat       string // json | console
@@ -218,7 +224,7 @@ func (cfg *serveConfig) validate(keys []auth.Key) error {
 		return errors.New("--store is required (file:///DIR or s3://)")
 	}
 	if len(cfg.Archives)+len(cfg.Discover)+len(cfg.Aliases) == 0 {
-		return errors.New("at least one --archive NAME=MANIFEST_URL, --discover s3://BUCKET/PREFIX or --alias NAME=s3://BUCKET/PREFIX@latest is required")
+		return errors.New("at least one --archive NAME=MANIFEST_URL, --discover s3://BUCKET/PREFIX or --alias NAME=s3://BUCKET/PREFIX@latest (or NAME=s3://BUCKET/DATASET@current) is required")
 	}
 	seen := map[string]bool{}
 	for _, a := range cfg.Archives {
@@ -316,9 +322,14 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 	if err != nil {
 		return err
 	}
+	plan, planned, err := cfg.applyMemoryTarget()
+	if err != nil {
+		return err
+	}
 	if err := cfg.validate(keys); err != nil {
 		return err
 	}
+	defer setGoMemoryLimit(plan, planned, log)()
 	if cfg.Region == "" {
 		cfg.Region = "us-east-1"
 	}
@@ -353,6 +364,9 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 	_, restorer := backend.AsRestorer(store)
 	if cfg.AllowRestore && !restorer {
 		return fmt.Errorf("--allow-restore: the store %s cannot restore objects", cfg.StoreURL)
+	}
+	if cfg.AllowRestore {
+		logRestoreProbes(ctx, log, store, &cfg) // doctor.go
 	}
 	indexCache, dropIndexSpool, err := cfg.openIndexCache(ctx, store, reg, log)
 	if err != nil {
@@ -397,6 +411,7 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 		return err
 	}
 	reg.MustRegister(catalog.NewCollector(cm.Catalog()))
+	reg.MustRegister(cm.DatasetCollector()) // wharf_dataset_version_info, wharf_dataset_pointer_errors_total
 
 	verifier, err := auth.New(auth.Config{Keys: keys, Anonymous: cfg.Anonymous, VirtualHostBase: cfg.VirtualHostBase})
 	if err != nil {

@@ -53,9 +53,19 @@ type Config struct {
 	// workload.
 	Archive   archiveview.Options
 	ColdFiles int // files of the cold 16 MiB-frame workload (0 skips it)
-	Seed      uint64
-	TempDir   string // "" = os.TempDir()
-	Command   string // the command line, for the header
+	// ShapeSize is the file of the analytic request-shapes workload
+	// (shapes.go; 0 skips it), packed in ShapeFrame-byte frames.
+	ShapeSize  int64
+	ShapeFrame int64
+	// Models are the ways wharf reaches the S3 model, each run in full and
+	// reported side by side: ModelHTTP (backend.S3Store over loopback HTTP,
+	// the served path) and ModelInProcess (the store called in-process).
+	// Empty = ModelHTTP alone.
+	Models  []string
+	Model   string // the one being run (set by Run per model)
+	Seed    uint64
+	TempDir string // "" = os.TempDir()
+	Command string // the command line, for the header
 	// Progress, when set, receives one line per step.
 	Progress io.Writer
 }
@@ -66,6 +76,8 @@ func DefaultConfig() Config {
 		Latency:     20 * time.Millisecond,
 		Bandwidth:   100e6,
 		ColdFiles:   48,
+		ShapeSize:   64 << 20,
+		ShapeFrame:  4 << 20,
 		Concurrency: []int{1, 8, 32},
 		Files:       2000,
 		MaxFileSize: 64 << 10,
@@ -75,6 +87,7 @@ func DefaultConfig() Config {
 		RandomReads: 200,
 		WarmFor:     2 * time.Second,
 		CacheBytes:  512 << 20,
+		Models:      []string{ModelHTTP},
 		Seed:        1,
 	}
 }
@@ -101,8 +114,20 @@ func (c Config) validate() error {
 		return errors.New("bench: sizes, counts and durations must not be negative")
 	case c.CacheBytes <= 0:
 		return fmt.Errorf("bench: frame cache budget %d: want a positive size", c.CacheBytes)
+	case c.ShapeSize != 0 && (c.ShapeSize < minShapeSize || c.ShapeFrame < 64<<10 || c.ShapeFrame > c.ShapeSize):
+		return fmt.Errorf("bench: analytic shapes: file %d bytes in %d-byte frames: want 0 (skip) or a file of at least %d MiB and frames of 64 KiB up to the file's size", c.ShapeSize, c.ShapeFrame, minShapeSize>>20)
 	case c.LargeSize > 0 && c.LargeSize < minLargeSize:
 		return fmt.Errorf("bench: --large-size %d: want 0 (skip the large-file workloads) or at least %d MiB", c.LargeSize, minLargeSize>>20)
+	}
+	seen := map[string]bool{}
+	for _, m := range c.Models {
+		if m != ModelHTTP && m != ModelInProcess {
+			return fmt.Errorf("bench: S3 model %q: want %q or %q", m, ModelHTTP, ModelInProcess)
+		}
+		if seen[m] {
+			return fmt.Errorf("bench: S3 model %q named twice", m)
+		}
+		seen[m] = true
 	}
 	if c.Files == 0 {
 		return nil
@@ -137,38 +162,83 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	rep := &Report{}
 	rep.Header = header(cfg)
-	e, err := newEnv(cfg)
-	if err != nil {
-		return nil, err
+	models := cfg.Models
+	if len(models) == 0 {
+		models = []string{ModelHTTP}
 	}
-	defer e.close()
-
 	start := time.Now()
-	if cfg.Files > 0 {
-		if err := walkAndRandom(ctx, cfg, e, rep); err != nil {
-			return rep, err
+	for i, m := range models {
+		rep.model, rep.primary = "", i == 0
+		if len(models) > 1 {
+			rep.model = m
 		}
-	}
-	if cfg.ColdFiles > 0 {
-		if err := coldFrames(ctx, cfg, e, rep); err != nil {
-			return rep, err
-		}
-	}
-	if cfg.LargeSize > 0 {
-		if err := firstRead(ctx, cfg, e, rep); err != nil {
-			return rep, err
-		}
-		if err := largeFile(ctx, cfg, e, rep); err != nil {
-			return rep, err
-		}
-	}
-	if cfg.ListKeys > 0 {
-		if err := listingAtScale(ctx, cfg, e, rep); err != nil {
+		cfg.Model = m
+		cfg.logf("S3 model: %s", modelLine(m))
+		if err := runModel(ctx, cfg, rep); err != nil {
 			return rep, err
 		}
 	}
 	rep.Header = append(rep.Header, fmt.Sprintf("total bench time: %.1f s", time.Since(start).Seconds()))
 	return rep, nil
+}
+
+// modelLines describes each of models (empty: the default).
+func modelLines(models []string) []string {
+	if len(models) == 0 {
+		models = []string{ModelHTTP}
+	}
+	var out []string
+	for _, m := range models {
+		out = append(out, modelLine(m))
+	}
+	return out
+}
+
+// modelLine describes how wharf reaches the S3 model m.
+func modelLine(m string) string {
+	if m == ModelInProcess {
+		return "inprocess: wharf calls the S3 model's store (faults.Faulty over a local directory) in-process: no SDK, no HTTP"
+	}
+	return "http: wharf reads through backend.S3Store (aws-sdk-go-v2, serve's HTTP client) from the S3 model served on loopback HTTP"
+}
+
+// runModel runs every configured workload once, with wharf reaching the
+// S3 model as cfg.Model says, adding its rows to rep.
+func runModel(ctx context.Context, cfg Config, rep *Report) error {
+	e, err := newEnv(cfg)
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	if cfg.Files > 0 {
+		if err := walkAndRandom(ctx, cfg, e, rep); err != nil {
+			return err
+		}
+	}
+	if cfg.ColdFiles > 0 {
+		if err := coldFrames(ctx, cfg, e, rep); err != nil {
+			return err
+		}
+	}
+	if cfg.ShapeSize > 0 {
+		if err := analyticShapesWorkload(ctx, cfg, e, rep); err != nil {
+			return err
+		}
+	}
+	if cfg.LargeSize > 0 {
+		if err := firstRead(ctx, cfg, e, rep); err != nil {
+			return err
+		}
+		if err := largeFile(ctx, cfg, e, rep); err != nil {
+			return err
+		}
+	}
+	if cfg.ListKeys > 0 {
+		if err := listingAtScale(ctx, cfg, e, rep); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func header(cfg Config) []string {
@@ -191,8 +261,9 @@ func header(cfg Config) []string {
 		"command: `" + cfg.Command + "`",
 		fmt.Sprintf("date: %s", time.Now().UTC().Format(time.RFC3339)),
 		fmt.Sprintf("machine: %s/%s, %d CPUs (%s), %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpu, runtime.Version()),
-		fmt.Sprintf("backing store: local directory behind faults.Faulty, %v first-byte latency per request, bandwidth %s", cfg.Latency, bw),
+		fmt.Sprintf("S3 model: local directory behind faults.Faulty, %v first-byte latency per request, bandwidth %s; plain objects (the baselines) read by the SDK over loopback HTTP from it", cfg.Latency, bw),
 		"wharf: in-process s3api handler on a loopback listener, anonymous; clients: aws-sdk-go-v2",
+		"wharf's backend: " + strings.Join(modelLines(cfg.Models), "; and "),
 		fmt.Sprintf("frame cache budget: %d MiB", cfg.CacheBytes>>20),
 		checkLine(cfg.Archive),
 	}
@@ -264,7 +335,7 @@ func walkAndRandom(ctx context.Context, cfg Config, e *env, rep *Report) error {
 			rep.add(Row{Workload: wl, System: sys.name, Variant: variant, Concurrency: c, Metric: "backend GETs", Value: float64(gets)})
 			rep.add(Row{Workload: wl, System: sys.name, Variant: variant, Concurrency: c, Metric: "backend MB", Value: float64(sys.store.BytesReturned()) / 1e6})
 			if sys.store == e.faulty {
-				rep.Walk = append(rep.Walk, WalkPoint{System: "per-object", Concurrency: c, Seconds: secs, GETs: gets})
+				rep.walk(WalkPoint{System: "per-object", Concurrency: c, Seconds: secs, GETs: gets})
 			}
 			cfg.logf("%s walk, %d clients: %.2f s, %d GETs", sys.name, c, secs, gets)
 		}
@@ -299,7 +370,7 @@ func walkAndRandom(ctx context.Context, cfg Config, e *env, rep *Report) error {
 			rep.add(Row{Workload: wl, System: "wharf", Variant: variant, Concurrency: c, Metric: "backend bytes / compressed", Value: bytesRatio})
 			rep.add(Row{Workload: wl, System: "wharf", Variant: variant, Concurrency: c, Metric: "speedup vs per-object", Value: speedup, Unit: "x"})
 			if ai == 0 {
-				rep.Walk = append(rep.Walk, WalkPoint{System: "wharf", Concurrency: c, Seconds: secs, GETs: gets})
+				rep.walk(WalkPoint{System: "wharf", Concurrency: c, Seconds: secs, GETs: gets})
 			}
 			cfg.logf("wharf walk %s, %d clients: %.2f s, %d GETs (%d manifest), bytes ratio %.3f, %.1fx per-object",
 				variant, c, secs, gets, manifestGETs, bytesRatio, speedup)
@@ -605,6 +676,7 @@ func largeFile(ctx context.Context, cfg Config, e *env, rep *Report) error {
 		all := map[string][]float64{}
 		peak, idle := map[string]int64{}, map[string]int64{}
 		var gets, mb = map[string]int64{}, map[string]float64{}
+		conns := map[string]int64{} // wharf's new connections to the HTTP S3 model, last round
 		for round := 0; round < rounds; round++ {
 			for _, r := range runs {
 				if r.wharf {
@@ -614,6 +686,7 @@ func largeFile(ctx context.Context, cfg Config, e *env, rep *Report) error {
 				}
 				e.plain.use(e.faulty)
 				e.faulty.Reset()
+				conns0, _ := e.backendConns()
 				// What earlier steps freed is not counted here: two
 				// collections empty the buffer pools (sync.Pool keeps a
 				// victim generation through one), then the heap is
@@ -639,6 +712,9 @@ func largeFile(ctx context.Context, cfg Config, e *env, rep *Report) error {
 				}
 				gets[k] = getsOf(e.faulty)
 				mb[k] = float64(e.faulty.BytesReturned()) / 1e6
+				if c, ok := e.backendConns(); ok && r.wharf {
+					conns[k] = c - conns0
+				}
 			}
 		}
 		secs := map[string]float64{}
@@ -651,6 +727,9 @@ func largeFile(ctx context.Context, cfg Config, e *env, rep *Report) error {
 			rep.add(Row{Workload: wl, System: r.system, Variant: v, Concurrency: r.conc, Metric: "throughput", Value: float64(size) / 1e6 / d, Unit: "MB/s"})
 			rep.add(Row{Workload: wl, System: r.system, Variant: v, Concurrency: r.conc, Metric: "backend GETs", Value: float64(gets[k])})
 			rep.add(Row{Workload: wl, System: r.system, Variant: v, Concurrency: r.conc, Metric: "backend MB", Value: mb[k]})
+			if c, ok := conns[k]; ok {
+				rep.add(Row{Workload: wl, System: r.system, Variant: v, Concurrency: r.conc, Metric: "backend connections opened (last round)", Value: float64(c)})
+			}
 			rep.add(Row{Workload: wl, System: r.system, Variant: v, Concurrency: r.conc, Metric: "peak RSS", Value: float64(peak[k]) / (1 << 20), Unit: "MiB"})
 			rep.add(Row{Workload: wl, System: r.system, Variant: v, Concurrency: r.conc, Metric: "RSS before the run", Value: float64(idle[k]) / (1 << 20), Unit: "MiB"})
 			cfg.logf("%s: %s %s: %.2f s median of %v (%.0f MB/s), %d backend GETs, peak RSS %d MiB", ct.name, r.system, r.name, d, fmtSecs(all[k]),

@@ -28,6 +28,12 @@ func TestRunRefusesBadConfig(t *testing.T) {
 		{"concurrency 0", func(c *Config) { c.Concurrency = []int{8, 0} }, "walk concurrency 0"},
 		{"no random reads", func(c *Config) { c.RandomReads = 0 }, "needs at least one file"},
 		{"no warm time", func(c *Config) { c.WarmFor = 0 }, "warm-cache measurement time 0s"},
+		{"unknown S3 model", func(c *Config) { c.Models = []string{"http", "gofakes3"} }, `S3 model "gofakes3"`},
+		{"shapes file too small", func(c *Config) { c.ShapeSize = 512 << 10 }, "analytic shapes: file 524288 bytes"},
+		{"shapes file negative", func(c *Config) { c.ShapeSize = -1 }, "analytic shapes"},
+		{"shapes frames tiny", func(c *Config) { c.ShapeFrame = 4 << 10 }, "in 4096-byte frames"},
+		{"shapes frames over the file", func(c *Config) { c.ShapeSize, c.ShapeFrame = 2<<20, 4<<20 }, "frames of 64 KiB up to the file's size"},
+		{"S3 model twice", func(c *Config) { c.Models = []string{"http", "http"} }, `S3 model "http" named twice`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := DefaultConfig()

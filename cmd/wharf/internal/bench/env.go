@@ -21,6 +21,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/pprof"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -62,7 +63,32 @@ type env struct {
 	plainClient *s3.Client
 	readOpts    []chunkio.CacheOption
 	archOpts    archiveview.Options // Config.Archive
+
+	// model is how wharf reaches the S3 model (Config.Model). With
+	// ModelHTTP, backing is a backend.S3Store (the AWS SDK, the tuned HTTP
+	// client serve builds) talking to s3model, a plainServer of its own
+	// fixed on faulty over loopback: the served path of production, and
+	// faulty still counts every request and byte. With ModelInProcess,
+	// backing is faulty itself.
+	model      string
+	backing    backend.Store
+	s3model    *plainServer
+	s3modelSrv *http.Server
+	s3modelURL string
+	// clock, when set, times wharf's backend reads (serveArchive puts it
+	// between the archive and backing).
+	clock *fetchClock
 }
+
+// The S3 models Config.Model names.
+const (
+	// ModelHTTP: wharf reads through backend.S3Store over HTTP from the
+	// S3 model on loopback (the default).
+	ModelHTTP = "http"
+	// ModelInProcess: wharf reads the S3 model's store in-process, with
+	// no SDK and no HTTP between them.
+	ModelInProcess = "inprocess"
+)
 
 const benchBucket = "bench"
 
@@ -74,7 +100,10 @@ func newEnv(cfg Config) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &env{dir: dir, store: backend.NewFileStore(dir), reg: prometheus.NewRegistry()}
+	e := &env{dir: dir, store: backend.NewFileStore(dir), reg: prometheus.NewRegistry(), model: cfg.Model}
+	if e.model == "" {
+		e.model = ModelHTTP
+	}
 	e.faulty = faults.NewFaulty(e.store, faults.FaultConfig{Latency: cfg.Latency, Bandwidth: cfg.Bandwidth})
 	e.nolat = faults.NewFaulty(e.store, faults.FaultConfig{})
 	e.readOpts = cfg.ReadOptions
@@ -96,7 +125,7 @@ func newEnv(cfg Config) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	e.srv = &http.Server{Handler: e.labelled("wharf", h), ReadHeaderTimeout: 10 * time.Second}
 	go e.srv.Serve(ln)
 	e.url = "http://" + ln.Addr().String()
 	tr := &http.Transport{
@@ -113,10 +142,72 @@ func newEnv(cfg Config) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.plainSrv = &http.Server{Handler: e.plain, ReadHeaderTimeout: 10 * time.Second}
+	e.plainSrv = &http.Server{Handler: e.labelled("s3model", e.plain), ReadHeaderTimeout: 10 * time.Second}
 	go e.plainSrv.Serve(pln)
 	e.plainClient = newClient("http://"+pln.Addr().String(), &http.Client{Transport: tr.Clone()})
+	switch cfg.Model {
+	case ModelInProcess:
+		e.backing = e.faulty
+	case ModelHTTP, "":
+		// The same S3 model as the plain objects' (same server code, same
+		// store, same counters) on a listener of its own, so that the
+		// baselines' store swaps never touch wharf's backend.
+		e.s3model = &plainServer{meta: e.store}
+		e.s3model.use(e.faulty)
+		mln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		e.s3modelSrv = &http.Server{Handler: e.labelled("s3model", e.s3model), ReadHeaderTimeout: 10 * time.Second,
+			ConnState: e.s3model.connState}
+		go e.s3modelSrv.Serve(mln)
+		e.s3modelURL = "http://" + mln.Addr().String()
+		if _, err := e.renewBacking(context.Background()); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("bench: S3 model %q: want %q or %q", cfg.Model, ModelHTTP, ModelInProcess)
+	}
 	return e, nil
+}
+
+// renewBacking gives wharf, with the HTTP model, a new backend.S3Store as
+// serve builds it (a new SDK client, HTTP transport and no connections),
+// as in a freshly started wharf; the old store's idle connections are
+// closed at the S3 model. It reports false, and does nothing, with the
+// in-process model.
+func (e *env) renewBacking(ctx context.Context) (bool, error) {
+	if e.s3model == nil {
+		return false, nil
+	}
+	e.s3model.closeIdle()
+	s3s, err := backend.NewS3Store(ctx, backend.S3Config{Endpoint: e.s3modelURL, Region: "us-east-1", PathStyle: true, Anonymous: true})
+	if err != nil {
+		return false, fmt.Errorf("bench: S3 store for the HTTP S3 model: %w", err)
+	}
+	e.backing = s3s
+	return true, nil
+}
+
+// backendConns is how many connections wharf has opened to the HTTP S3
+// model so far, and false with the in-process model.
+func (e *env) backendConns() (int64, bool) {
+	if e.s3model == nil {
+		return 0, false
+	}
+	return e.s3model.conns.Load(), true
+}
+
+// labelled runs h under the pprof labels side=side and model=e.model, so
+// that a CPU profile of the bench ("wharf bench --cpuprofile") separates
+// wharf's work from the clients' and the S3 model's, per model:
+// `go tool pprof -tagfocus side=wharf -tagfocus model=http`. The goroutines
+// a request starts (wharf's fetches, and the SDK's connection reads and
+// writes dialled for them) inherit the labels.
+func (e *env) labelled(side string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		pprof.Do(r.Context(), pprof.Labels("side", side, "model", e.model), func(context.Context) { h.ServeHTTP(w, r) })
+	})
 }
 
 // newClient is an anonymous path-style SDK client of url.
@@ -143,7 +234,18 @@ func (e *env) serveArchive(ctx context.Context, manifestKey string, cacheBytes i
 	opts.Cache = chunkio.NewFrameCache(cacheBytes, e.readOpts...)
 	opts.Metrics = e.avmet
 	opts.Readahead = readahead
-	a, err := archiveview.Open(ctx, backend.Instrument(e.faulty, e.bmet), benchBucket, manifestKey, opts)
+	var a *archiveview.Archive
+	var err error
+	// Under wharf's label too: the connections this open dials stay
+	// wharf's for their lifetime.
+	pprof.Do(ctx, pprof.Labels("side", "wharf", "model", e.model), func(ctx context.Context) {
+		store := e.backing
+		if e.clock != nil {
+			e.clock.Store = e.backing
+			store = e.clock
+		}
+		a, err = archiveview.Open(ctx, backend.Instrument(store, e.bmet), benchBucket, manifestKey, opts)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", manifestKey, err)
 	}
@@ -167,5 +269,8 @@ func (e *env) close() {
 	}
 	e.srv.Close()
 	e.plainSrv.Close()
+	if e.s3modelSrv != nil {
+		e.s3modelSrv.Close()
+	}
 	os.RemoveAll(e.dir)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/wharf-s3/wharf/archiveview/cargopack"
+	"github.com/wharf-s3/wharf/backend"
 )
 
 // metricValue returns the value of the series name{labels} in g, and whether
@@ -49,12 +50,22 @@ func metricValue(t *testing.T, g prometheus.Gatherer, name string, labels map[st
 
 // TestMetricsMatchCountingBackend walks an archive through the real s3api
 // handler and checks every issue-5 metric against what the counting backend
-// wrapper (faults.Faulty) and the source tree say happened.
+// wrapper (faults.Faulty) and the source tree say happened, for both S3
+// models: through backend.S3Store over HTTP, every request the store
+// counted is one the HTTP S3 model answered, so the bench's counts are
+// exact on the real path too.
 func TestMetricsMatchCountingBackend(t *testing.T) {
+	for _, m := range []string{ModelHTTP, ModelInProcess} {
+		t.Run(m, func(t *testing.T) { testMetricsMatchCountingBackend(t, m) })
+	}
+}
+
+func testMetricsMatchCountingBackend(t *testing.T, model string) {
 	ctx := context.Background()
 	cfg := DefaultConfig()
 	cfg.Latency = 0
 	cfg.TempDir = t.TempDir()
+	cfg.Model = model
 	e, err := newEnv(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -140,6 +151,16 @@ func TestMetricsMatchCountingBackend(t *testing.T) {
 	}
 	if n := e.faulty.Requests("get") + e.faulty.Requests("range"); n > int64(res.Frames)+1 {
 		t.Errorf("walk made %d backend GETs for %d frames + 1 manifest", n, res.Frames)
+	}
+	switch _, viaSDK := e.backing.(*backend.S3Store); {
+	case model == ModelHTTP && (!viaSDK || e.s3model == nil):
+		t.Fatalf("http model: wharf's backend is %T, want *backend.S3Store in front of the HTTP S3 model", e.backing)
+	case model == ModelHTTP:
+		if got, want := e.s3model.served.Load(), e.faulty.Requests(""); got != want || got == 0 {
+			t.Errorf("http model: the S3 model answered %d HTTP requests, the store behind it counted %d", got, want)
+		}
+	case e.backing != backend.Store(e.faulty) || e.s3model != nil:
+		t.Fatalf("inprocess model: wharf's backend is %T, want the Faulty store itself", e.backing)
 	}
 	hits, _ := metricValue(t, e.reg, "wharf_frame_cache_hits_total", nil)
 	if hits < float64(len(tr.rels)-res.Frames) {

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/wharf-s3/wharf/backend"
@@ -20,18 +22,56 @@ import (
 // Content-Range, 206, 404, 416); the store behind it (swappable) adds S3's
 // first-byte latency and per-connection bandwidth.
 //
+// It is also the S3 model wharf itself reads through backend.S3Store in
+// the bench's default model (env.go), so it honours If-Match as S3 does.
+//
 // One request costs one round trip, as on S3: a GET takes the object's
 // size and ETag from meta (the same objects with no latency) and pays the
 // latency once, on its body; a HEAD, or a GET with no body, pays it on
 // the store's Stat.
 type plainServer struct {
-	meta  backend.Store
-	store atomic.Pointer[backend.Store]
+	meta   backend.Store
+	store  atomic.Pointer[backend.Store]
+	served atomic.Int64 // HTTP requests answered
+	conns  atomic.Int64 // connections accepted (connState)
+
+	mu   sync.Mutex
+	idle map[net.Conn]bool // connections idle between requests (connState)
+}
+
+// connState counts the connections clients open to p and tracks the idle
+// ones (http.Server.ConnState): how well a client reuses its connections.
+func (p *plainServer) connState(c net.Conn, s http.ConnState) {
+	if s == http.StateNew {
+		p.conns.Add(1)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if s == http.StateIdle {
+		if p.idle == nil {
+			p.idle = map[net.Conn]bool{}
+		}
+		p.idle[c] = true
+	} else {
+		delete(p.idle, c)
+	}
+}
+
+// closeIdle closes every connection idle between requests (those of a
+// client being dropped), as a server's idle timeout would.
+func (p *plainServer) closeIdle() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.idle {
+		c.Close()
+		delete(p.idle, c)
+	}
 }
 
 func (p *plainServer) use(s backend.Store) { p.store.Store(&s) }
 
 func (p *plainServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.served.Add(1)
 	ctx := r.Context()
 	store := *p.store.Load()
 	bucket, key, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
@@ -49,6 +89,14 @@ func (p *plainServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h := w.Header()
+	if im := r.Header.Get("If-Match"); im != "" && im != "*" && strings.Trim(im, `"`) != info.ETag {
+		// wharf's S3Store reads every range of an object under If-Match
+		// on the ETag it saw first, as S3 answers it.
+		h.Set("Content-Type", "application/xml")
+		w.WriteHeader(http.StatusPreconditionFailed)
+		fmt.Fprint(w, "<Error><Code>PreconditionFailed</Code></Error>")
+		return
+	}
 	h.Set("ETag", `"`+info.ETag+`"`)
 	h.Set("Last-Modified", info.LastModified.UTC().Format(http.TimeFormat))
 	h.Set("Accept-Ranges", "bytes")

@@ -19,6 +19,9 @@ type Row struct {
 	Metric      string
 	Value       float64
 	Unit        string
+	// Model is how wharf reached the S3 model for this figure (ModelHTTP,
+	// ModelInProcess); "" when the run had one model only.
+	Model string
 }
 
 // Target is one goal from the issue and whether this run met it.
@@ -34,8 +37,11 @@ type Report struct {
 	Header  []string // command line, machine, settings
 	Rows    []Row
 	Targets []Target
-	// Walk holds the tree-walk figures for the chart.
+	// Walk holds the tree-walk figures for the chart (the first model's).
 	Walk []WalkPoint
+
+	model   string // Row.Model of the rows being added
+	primary bool   // the first (or only) model is being run
 }
 
 // WalkPoint is one tree-walk run, for the chart.
@@ -46,19 +52,34 @@ type WalkPoint struct {
 	GETs        int64
 }
 
-func (r *Report) add(row Row) { r.Rows = append(r.Rows, row) }
+func (r *Report) add(row Row) {
+	if row.Model == "" {
+		row.Model = r.model
+	}
+	r.Rows = append(r.Rows, row)
+}
+
+// walk adds chart points, of the first model only.
+func (r *Report) walk(p ...WalkPoint) {
+	if r.primary || r.model == "" {
+		r.Walk = append(r.Walk, p...)
+	}
+}
 
 func (r *Report) target(name, measured, goal string, met bool) {
+	if r.model != "" {
+		name = "[" + r.model + "] " + name
+	}
 	r.Targets = append(r.Targets, Target{Name: name, Measured: measured, Goal: goal, Met: met})
 }
 
 // WriteCSV writes every row.
 func (r *Report) WriteCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
-	cw.Write([]string{"workload", "system", "variant", "concurrency", "metric", "value", "unit"})
+	cw.Write([]string{"workload", "system", "variant", "concurrency", "metric", "value", "unit", "model"})
 	for _, row := range r.Rows {
 		cw.Write([]string{row.Workload, row.System, row.Variant, strconv.Itoa(row.Concurrency), row.Metric,
-			strconv.FormatFloat(row.Value, 'g', 6, 64), row.Unit})
+			strconv.FormatFloat(row.Value, 'g', 6, 64), row.Unit, row.Model})
 	}
 	cw.Flush()
 	return cw.Error()
@@ -87,6 +108,7 @@ func (r *Report) WriteMarkdown(w io.Writer) {
 		type rk struct {
 			sys, variant string
 			conc         int
+			model        string
 		}
 		var keys []rk
 		kseen := map[rk]bool{}
@@ -103,7 +125,7 @@ func (r *Report) WriteMarkdown(w io.Writer) {
 				mseen[m] = true
 				metrics = append(metrics, m)
 			}
-			k := rk{row.System, row.Variant, row.Concurrency}
+			k := rk{row.System, row.Variant, row.Concurrency, row.Model}
 			if !kseen[k] {
 				kseen[k] = true
 				keys = append(keys, k)
@@ -111,8 +133,31 @@ func (r *Report) WriteMarkdown(w io.Writer) {
 			}
 			cell[k][m] = fmtValue(row.Value)
 		}
-		fmt.Fprintf(w, "| system | variant | clients | %s |\n", strings.Join(metrics, " | "))
-		fmt.Fprintf(w, "|---|---|---|%s\n", strings.Repeat("---|", len(metrics)))
+		// With several S3 models, each line's figures for every model
+		// stand one under the other, in the order the models ran.
+		models := false
+		for _, k := range keys {
+			models = models || k.model != ""
+		}
+		order := map[rk]int{}
+		for i, k := range keys {
+			g := k
+			g.model = ""
+			if _, ok := order[g]; !ok {
+				order[g] = i
+			}
+		}
+		sort.SliceStable(keys, func(i, j int) bool {
+			gi, gj := keys[i], keys[j]
+			gi.model, gj.model = "", ""
+			return order[gi] < order[gj]
+		})
+		mcol, mhead := "", ""
+		if models {
+			mcol, mhead = " S3 model |", "---|"
+		}
+		fmt.Fprintf(w, "| system | variant | clients |%s %s |\n", mcol, strings.Join(metrics, " | "))
+		fmt.Fprintf(w, "|---|---|---|%s%s\n", mhead, strings.Repeat("---|", len(metrics)))
 		for _, k := range keys {
 			conc := "-"
 			if k.conc > 0 {
@@ -126,7 +171,11 @@ func (r *Report) WriteMarkdown(w io.Writer) {
 					vals[i] = ""
 				}
 			}
-			fmt.Fprintf(w, "| %s | %s | %s | %s |\n", k.sys, k.variant, conc, strings.Join(vals, " | "))
+			mval := ""
+			if models {
+				mval = " " + k.model + " |"
+			}
+			fmt.Fprintf(w, "| %s | %s | %s |%s %s |\n", k.sys, k.variant, conc, mval, strings.Join(vals, " | "))
 		}
 	}
 	if len(r.Targets) > 0 {

@@ -1,10 +1,10 @@
-package archiveview
+package index
 
 // Serving an archive from its index file in place.
 //
 // An index file loaded from a path (Open with Options.IndexCache, or
 // OpenIndexFile) is mapped read-only and its columns are slices over the
-// mapping (indexfile.go): nothing is copied, and the process's resident
+// mapping (format.go): nothing is copied, and the process's resident
 // memory follows the pages requests touch, which the kernel can drop and
 // read again (file-backed page cache, not anonymous memory).
 //
@@ -25,23 +25,29 @@ package archiveview
 // index files by rename (a new inode; the mapping keeps the old one) and
 // never writes a published file in place. A file truncated or rewritten
 // in place by something else is outside that contract: reads of pages past
-// a truncated end fault (the process dies with SIGBUS), and bytes written
+// a truncated end fault, and bytes written
 // in place are served unchecked, as a binary changed under a running
 // program would be. Keep other writers away from the index cache
-// directory.
+// directory. A truncated file does not kill the process: the readers of
+// the mapping (Index.Guard and Index.Must, around Stat, List,
+// DeleteMarker, a file's extents and Write) run with
+// debug.SetPanicOnFault and turn the fault into an error wrapping
+// ErrFileChanged, so the requests that touch the lost pages fail
+// (TestTruncatedMappedFile, archiveview's TestTruncatedMappedIndexRead).
 
 import (
 	"runtime"
 	"sync"
 )
 
-// indexMapping is an index file mapped for an index to read in place.
-type indexMapping struct {
-	st *mapState
+// Mapping is an index file mapped for an index to read in place.
+type Mapping struct {
+	st   *mapState
+	path string // the file, for errors
 }
 
 // mapState is what the cleanup needs (it must not reference the
-// indexMapping itself).
+// Mapping itself).
 type mapState struct {
 	mu      sync.Mutex
 	data    []byte
@@ -64,7 +70,7 @@ func (s *mapState) unmap() {
 
 // mapIndex maps path; release (may be nil) runs after the unmap. On error
 // release has run.
-func mapIndex(path string, release func()) (*indexMapping, []byte, error) {
+func mapIndex(path string, release func()) (*Mapping, []byte, error) {
 	data, err := mapFile(path)
 	if err != nil {
 		if release != nil {
@@ -73,21 +79,30 @@ func mapIndex(path string, release func()) (*indexMapping, []byte, error) {
 		return nil, nil, err
 	}
 	st := &mapState{data: data, release: release}
-	m := &indexMapping{st: st}
+	m := &Mapping{st: st}
 	runtime.AddCleanup(m, func(s *mapState) { s.unmap() }, st)
 	return m, data, nil
 }
 
-// openMapped maps path and checks its header and tree hash.
-func openMapped(path string, release func()) (*indexDecoder, *indexMapping, error) {
+// Map maps path and checks its header and tree hash (Decode); release
+// (may be nil) runs once the file is unmapped. The Tree of the returned
+// decoder is served from the mapping. On error the file is unmapped and
+// release has run.
+func Map(path string, release func()) (*Decoder, *Mapping, error) {
 	m, data, err := mapIndex(path, release)
 	if err != nil {
 		return nil, nil, err
 	}
-	d, err := newIndexDecoder(data, path)
+	m.path = path
+	d, err := Decode(data, path)
 	if err != nil {
 		m.st.unmap()
 		return nil, nil, err
 	}
+	d.mm = m
 	return d, m, nil
 }
+
+// Unmap unmaps the file at once (and runs its release): only for a
+// mapping no tree uses (a decode that failed or was refused).
+func (m *Mapping) Unmap() { m.st.unmap() }

@@ -1,7 +1,7 @@
-package archiveview
+package index
 
 // The persistent index file, format version 3: laid out so that an
-// archive is served from the file in place (mapped, indexmap_unix.go)
+// archive is served from the file in place (mapped, mapping_unix.go)
 // without loading it. Little-endian throughout.
 //
 //	header (128 bytes): magic "WHARFIDX" | version u32 (3) | reserved u32 (0)
@@ -40,7 +40,7 @@ package archiveview
 //
 // Strings in the meta section are a u32 length and the bytes. Columns sit
 // at offsets computed from the header alone, aligned, so that each is a
-// slice over the file's bytes; index.go's columns are exactly these.
+// slice over the file's bytes; columns.go's columns are exactly these.
 //
 // A file is never trusted. Before anything is used: the length, magic and
 // version, then the tree hash over the whole file, then the header's
@@ -73,24 +73,24 @@ import (
 
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
 	"github.com/wharf-s3/wharf/archiveview/manifest"
-	"github.com/wharf-s3/wharf/backend"
 )
 
 const (
-	indexMagic         = "WHARFIDX"
-	indexFormatVersion = 3
-	indexHeaderBytes   = 128
-	indexTrailerBytes  = sha256.Size
-	indexAlign         = 64
-	indexHashBlock     = 8 << 20
+	indexMagic     = "WHARFIDX"
+	FormatVersion  = 3
+	HeaderBytes    = 128
+	TrailerBytes   = sha256.Size
+	indexAlign     = 64
+	indexHashBlock = 8 << 20
 
-	colMD5   = 1 << 0
-	colCtype = 1 << 1
-	colLink  = 1 << 2
+	// Optional-column bits of the header. Written to disk: append only.
+	ColMD5   = 1 << 0
+	ColCtype = 1 << 1
+	ColLink  = 1 << 2
 
 	extRecBytes = 72
 
-	knownFlags = flagSum | flagMD5 | flagMulti | flagIdentity | flagSplit
+	knownFlags = FlagSum | FlagMD5 | FlagMulti | FlagIdentity | FlagSplit
 
 	// Fixed bytes per element of the meta section, for count checks.
 	idxSourceMin = 4 + 4 + 8 + 8 + 32 + 1
@@ -102,72 +102,73 @@ const (
 // The layout of extRec is the file's extent record: asserted at compile
 // time (a mismatch makes one of these constants negative).
 const (
-	_ = uint(unsafe.Sizeof(extRec{}) - extRecBytes)
-	_ = uint(extRecBytes - unsafe.Sizeof(extRec{}))
-	_ = uint(unsafe.Offsetof(extRec{}.sum) - 24)
-	_ = uint(24 - unsafe.Offsetof(extRec{}.sum))
-	_ = uint(unsafe.Offsetof(extRec{}.chunk) - 56)
-	_ = uint(56 - unsafe.Offsetof(extRec{}.chunk))
-	_ = uint(unsafe.Offsetof(extRec{}.hasSum) - 68)
-	_ = uint(68 - unsafe.Offsetof(extRec{}.hasSum))
+	_ = uint(unsafe.Sizeof(ExtRec{}) - extRecBytes)
+	_ = uint(extRecBytes - unsafe.Sizeof(ExtRec{}))
+	_ = uint(unsafe.Offsetof(ExtRec{}.Sum) - 24)
+	_ = uint(24 - unsafe.Offsetof(ExtRec{}.Sum))
+	_ = uint(unsafe.Offsetof(ExtRec{}.Chunk) - 56)
+	_ = uint(56 - unsafe.Offsetof(ExtRec{}.Chunk))
+	_ = uint(unsafe.Offsetof(ExtRec{}.HasSum) - 68)
+	_ = uint(68 - unsafe.Offsetof(ExtRec{}.HasSum))
 )
 
-// Column sections, in file order.
+// Column sections, in file order. Written to disk (their order is the
+// layout): append only, and only with a new format version.
 const (
-	secNames = iota
-	secEnds
-	secSize
-	secMsec
-	secMnsec
-	secSum
-	secFlags
-	secChunk
-	secOff
-	secRoot
-	secMD5
-	secCtype
-	secLink
-	secExts
-	secExtNames
-	secTombNames
-	secTombEnds
-	secTombLink
-	numSections
+	SecNames = iota
+	SecEnds
+	SecSize
+	SecMsec
+	SecMnsec
+	SecSum
+	SecFlags
+	SecChunk
+	SecOff
+	SecRoot
+	SecMD5
+	SecCtype
+	SecLink
+	SecExts
+	SecExtNames
+	SecTombNames
+	SecTombEnds
+	SecTombLink
+	NumSections
 )
 
-// fileHeader is the header's counts.
-type fileHeader struct {
+// FileHeader is the header's counts.
+type FileHeader struct {
 	files, namesLen, exts, extNamesLen, tombs, tombNamesLen, cols, metaLen uint64
 }
 
 func alignUp(v uint64) uint64 { return (v + indexAlign - 1) &^ (indexAlign - 1) }
 
-// layout returns every section's offset and length and the end of the
+// Layout returns every section's offset and length and the end of the
 // body (where the trailer starts); ok is false for counts out of range.
 // The bounds keep every sum far from overflowing.
-func (h *fileHeader) layout() (off, size [numSections]uint64, end uint64, ok bool) {
+func (h *FileHeader) Layout() (off, size [NumSections]uint64, end uint64, ok bool) {
 	if h.files > math.MaxInt32 || h.exts > math.MaxInt32 || h.tombs > math.MaxInt32 ||
 		h.namesLen > math.MaxUint32 || h.extNamesLen > math.MaxUint32 || h.tombNamesLen > math.MaxUint32 ||
-		h.metaLen > 1<<40 || h.cols&^(colMD5|colCtype|colLink) != 0 {
+		h.metaLen > 1<<40 || h.cols&^(ColMD5|ColCtype|ColLink) != 0 {
 		return off, size, 0, false
 	}
 	f := h.files
-	size = [numSections]uint64{
-		secNames: h.namesLen, secEnds: 4 * f, secSize: 8 * f, secMsec: 8 * f, secMnsec: 4 * f,
-		secSum: 32 * f, secFlags: f, secChunk: 4 * f, secOff: 8 * f, secRoot: 4 * f,
-		secExts: extRecBytes * h.exts, secExtNames: h.extNamesLen,
-		secTombNames: h.tombNamesLen, secTombEnds: 4 * h.tombs, secTombLink: 2 * h.tombs,
+	size = [NumSections]uint64{
+		SecNames: h.namesLen, SecEnds: 4 * f, SecSize: 8 * f, SecMsec: 8 * f, SecMnsec: 4 * f,
+		SecSum: 32 * f, SecFlags: f, SecChunk: 4 * f, SecOff: 8 * f, SecRoot: 4 * f,
+		SecExts: extRecBytes * h.exts, SecExtNames: h.extNamesLen,
+		SecTombNames: h.tombNamesLen, SecTombEnds: 4 * h.tombs, SecTombLink: 2 * h.tombs,
 	}
-	if h.cols&colMD5 != 0 {
-		size[secMD5] = 16 * f
+	if h.cols&ColMD5 != 0 {
+		size[SecMD5] = 16 * f
 	}
-	if h.cols&colCtype != 0 {
-		size[secCtype] = 4 * f
+	if h.cols&ColCtype != 0 {
+		size[SecCtype] = 4 * f
 	}
-	if h.cols&colLink != 0 {
-		size[secLink] = 2 * f
+	if h.cols&ColLink != 0 {
+		size[SecLink] = 2 * f
 	}
-	at := uint64(indexHeaderBytes) + h.metaLen
+	at := uint64(HeaderBytes) + h.metaLen
 	for s := range size {
 		at = alignUp(at)
 		off[s] = at
@@ -186,9 +187,9 @@ func hostLittleEndian() bool {
 // ---------------------------------------------------------------------------
 // The tree hash
 
-// treeHash is the trailer of body: sha256 over the sha256 of each
+// TreeHash is the trailer of body: sha256 over the sha256 of each
 // indexHashBlock-byte block, the blocks hashed by up to 4 goroutines.
-func treeHash(body []byte) [32]byte {
+func TreeHash(body []byte) [32]byte {
 	nb := (len(body) + indexHashBlock - 1) / indexHashBlock
 	sums := make([]byte, 32*nb)
 	workers := min(runtime.GOMAXPROCS(0), 4, nb)
@@ -311,36 +312,33 @@ func (w *idxWriter) b1(v bool) {
 // learnedFileOffset returns the tar offset of file i's single extent when
 // the manifest gave none and a completed tar walk of the read path found
 // the member (name and length).
-func (a *Archive) learnedFileOffset(i int) (int64, bool) {
-	x := &a.idx
-	if x.flags[i]&flagMulti != 0 || x.off[i] >= 0 {
+func learnedFileOffset(x *Index, i int, learned Learned) (int64, bool) {
+	if learned == nil || x.Flags[i]&FlagMulti != 0 || x.Off[i] >= 0 {
 		return 0, false
 	}
-	return a.set.LearnedOffset(x.chunk[i], x.roots[x.root[i]]+x.rawKey(i), x.size[i])
+	return learned(x.Chunk[i], x.Roots[x.Root[i]]+x.RawKey(i), x.Size[i])
 }
 
 // learnedExtOffset is learnedFileOffset for extent record r.
-func (a *Archive) learnedExtOffset(r *extRec) (int64, bool) {
-	if r.off >= 0 {
+func learnedExtOffset(x *Index, r *ExtRec, learned Learned) (int64, bool) {
+	if learned == nil || r.Off >= 0 {
 		return 0, false
 	}
-	x := &a.idx
-	return a.set.LearnedOffset(r.chunk, x.extNames[r.name:r.name+r.nameLen], r.length)
+	return learned(r.Chunk, x.ExtNames[r.Name:r.Name+r.NameLen], r.Length)
 }
 
-// LearnedOffsets is the number of extents without a manifest archive_offset
+// LearnedOffsets is the number of extents of x without a manifest archive_offset
 // whose tar offset the read path has learned (and WriteIndex would record).
-func (a *Archive) LearnedOffsets() int {
-	defer runtime.KeepAlive(a)
+func LearnedOffsets(x *Index, learned Learned) int {
+	defer runtime.KeepAlive(x)
 	n := 0
-	x := &a.idx
-	for i := 0; i < x.n(); i++ {
-		if _, ok := a.learnedFileOffset(i); ok {
+	for i := 0; i < x.N(); i++ {
+		if _, ok := learnedFileOffset(x, i, learned); ok {
 			n++
 		}
 	}
-	for i := range x.exts {
-		if _, ok := a.learnedExtOffset(&x.exts[i]); ok {
+	for i := range x.Exts {
+		if _, ok := learnedExtOffset(x, &x.Exts[i], learned); ok {
 			n++
 		}
 	}
@@ -348,63 +346,60 @@ func (a *Archive) LearnedOffsets() int {
 }
 
 // encodeMeta encodes the meta section.
-func (a *Archive) encodeMeta() []byte {
+func encodeMeta(t *Tree, m *Meta) []byte {
 	iw := &idxWriter{b: &bytes.Buffer{}}
-	a.writeMeta(iw)
+	writeMeta(iw, t, m)
 	return iw.b.Bytes()
 }
 
-// metaBytes is the length of the meta section, counted without encoding
+// MetaBytes is the length of the meta section, counted without encoding
 // it (Info calls this at every metrics scrape).
-func (a *Archive) metaBytes() int {
+func MetaBytes(t *Tree, m *Meta) int {
 	iw := &idxWriter{}
-	a.writeMeta(iw)
+	writeMeta(iw, t, m)
 	return iw.n
 }
 
 // writeMeta writes the meta section to iw.
-func (a *Archive) writeMeta(iw *idxWriter) {
-	x := &a.idx
-	prov := a.prov
-	if prov == nil {
-		prov = &indexProvenance{maxFrame: effectiveMaxFrame(a.opts), limits: a.opts.Limits}
-	}
-	iw.str(a.bucket)
-	iw.str(a.manifestKey)
-	iw.i64(prov.maxFrame)
-	for _, v := range limitsList(prov.limits) {
+func writeMeta(iw *idxWriter, a *Tree, m *Meta) {
+	x := &a.Idx
+	prov := m.Prov
+	iw.str(m.Bucket)
+	iw.str(m.ManifestKey)
+	iw.i64(prov.MaxFrame)
+	for _, v := range limitsList(prov.Limits) {
 		iw.i64(v)
 	}
-	iw.u32(uint32(len(prov.sources)))
-	for _, s := range prov.sources {
-		iw.str(s.key)
-		iw.str(s.etag)
-		iw.i64(s.size)
-		iw.i64(s.modSec)
-		iw.raw(s.sha256[:])
-		iw.b1(s.absent)
+	iw.u32(uint32(len(prov.Sources)))
+	for _, s := range prov.Sources {
+		iw.str(s.Key)
+		iw.str(s.ETag)
+		iw.i64(s.Size)
+		iw.i64(s.ModSec)
+		iw.raw(s.SHA256[:])
+		iw.b1(s.Absent)
 	}
-	iw.str(a.uploadID)
-	iw.str(a.version)
-	_, zoff := a.created.Zone()
-	iw.i64(a.created.Unix())
-	iw.u32(uint32(a.created.Nanosecond()))
+	iw.str(a.Upload)
+	iw.str(a.Version)
+	_, zoff := a.CreatedAt.Zone()
+	iw.i64(a.CreatedAt.Unix())
+	iw.u32(uint32(a.CreatedAt.Nanosecond()))
 	iw.u32(uint32(int32(zoff)))
-	iw.str(a.region)
-	iw.strs(a.chain)
-	iw.strs(a.shapes)
-	iw.strs(a.warnings)
-	iw.i64(int64(x.frames))
-	iw.i64(x.compressed)
-	iw.i64(x.uncompressed)
+	iw.str(a.RegionName)
+	iw.strs(a.Chain)
+	iw.strs(a.Shapes)
+	iw.strs(a.Warnings)
+	iw.i64(int64(x.Frames))
+	iw.i64(x.Compressed)
+	iw.i64(x.Uncompressed)
 	nFrames := 0
-	for i := range a.chunks {
-		nFrames += len(a.chunks[i].Frames)
+	for i := range a.Chunks {
+		nFrames += len(a.Chunks[i].Frames)
 	}
-	iw.u32(uint32(len(a.chunks)))
+	iw.u32(uint32(len(a.Chunks)))
 	iw.u64(uint64(nFrames))
-	for i := range a.chunks {
-		c := &a.chunks[i]
+	for i := range a.Chunks {
+		c := &a.Chunks[i]
 		iw.str(c.Key)
 		iw.u8(uint8(c.Kind))
 		iw.i64(c.Size)
@@ -413,8 +408,8 @@ func (a *Archive) writeMeta(iw *idxWriter) {
 		iw.i64(c.MaxTar)
 		iw.u32(uint32(len(c.Frames)))
 	}
-	for i := range a.chunks {
-		for _, f := range a.chunks[i].Frames {
+	for i := range a.Chunks {
+		for _, f := range a.Chunks[i].Frames {
 			iw.i64(f.COff)
 			iw.i64(f.CSize)
 			iw.i64(f.UOff)
@@ -423,9 +418,9 @@ func (a *Archive) writeMeta(iw *idxWriter) {
 			iw.raw(f.Sum[:])
 		}
 	}
-	iw.strs(x.roots)
-	iw.strs(x.ctypes)
-	units := a.set.VerifiedUnits()
+	iw.strs(x.Roots)
+	iw.strs(x.Ctypes)
+	units := m.Units
 	iw.u32(uint32(len(units)))
 	for _, u := range units {
 		iw.u32(uint32(u.Chunk))
@@ -471,70 +466,79 @@ func writeInts[T int32 | uint32 | int64 | uint16](t *treeWriter, s []T) {
 }
 
 // putExtRec encodes one extent record.
-func putExtRec(b []byte, r *extRec) {
+func putExtRec(b []byte, r *ExtRec) {
 	le := binary.LittleEndian
-	le.PutUint64(b[0:], uint64(r.fileOff))
-	le.PutUint64(b[8:], uint64(r.off))
-	le.PutUint64(b[16:], uint64(r.length))
-	copy(b[24:56], r.sum[:])
-	le.PutUint32(b[56:], uint32(r.chunk))
-	le.PutUint32(b[60:], r.name)
-	le.PutUint32(b[64:], r.nameLen)
-	b[68] = r.hasSum
+	le.PutUint64(b[0:], uint64(r.FileOff))
+	le.PutUint64(b[8:], uint64(r.Off))
+	le.PutUint64(b[16:], uint64(r.Length))
+	copy(b[24:56], r.Sum[:])
+	le.PutUint32(b[56:], uint32(r.Chunk))
+	le.PutUint32(b[60:], r.Name)
+	le.PutUint32(b[64:], r.NameLen)
+	b[68] = r.HasSum
 	b[69], b[70], b[71] = 0, 0, 0
 }
 
 // indexHeader is the header of the archive's index file: its counts and
 // optional columns, with metaLen the length of the meta section.
-func (a *Archive) indexHeader(metaLen int) fileHeader {
-	x := &a.idx
-	h := fileHeader{files: uint64(x.n()), namesLen: uint64(len(x.names)), exts: uint64(len(x.exts)),
-		extNamesLen: uint64(len(x.extNames)), tombs: uint64(x.tombs.n()), tombNamesLen: uint64(len(x.tombs.names)),
+func indexHeader(x *Index, metaLen int) FileHeader {
+	h := FileHeader{files: uint64(x.N()), namesLen: uint64(len(x.Names)), exts: uint64(len(x.Exts)),
+		extNamesLen: uint64(len(x.ExtNames)), tombs: uint64(x.Tombs.N()), tombNamesLen: uint64(len(x.Tombs.Names)),
 		metaLen: uint64(metaLen)}
-	if x.md5 != nil {
-		h.cols |= colMD5
+	if x.MD5 != nil {
+		h.cols |= ColMD5
 	}
-	if x.ctype != nil {
-		h.cols |= colCtype
+	if x.Ctype != nil {
+		h.cols |= ColCtype
 	}
-	if x.link != nil {
-		h.cols |= colLink
+	if x.Link != nil {
+		h.cols |= ColLink
 	}
 	return h
 }
 
-// indexFileBytes is the size WriteIndex writes, from the counts alone.
-func (a *Archive) indexFileBytes() int64 {
-	h := a.indexHeader(a.metaBytes())
-	_, _, end, ok := h.layout()
+// FileBytes is the size Write writes, from the counts alone.
+func FileBytes(t *Tree, m *Meta) int64 {
+	h := indexHeader(&t.Idx, MetaBytes(t, m))
+	_, _, end, ok := h.Layout()
 	if !ok {
 		return -1
 	}
-	return int64(end) + indexTrailerBytes
+	return int64(end) + TrailerBytes
 }
 
-// WriteIndex writes the archive's resolved tree in the persistent index
-// format (indexfile.go). Offsets the read path has learned by walking
-// legacy chunks are recorded. An archive opened by Open without
-// IndexCache (not BuildIndex) has no recorded manifest sources: its file
-// loads with OpenIndex but is never used as Open's cache.
-func (a *Archive) WriteIndex(w io.Writer) error {
+// Learned returns the tar offset the read path learned for a piece whose
+// manifest gave none (chunkio.Set.LearnedOffset), if it did.
+type Learned func(chunk int32, tarName string, length int64) (int64, bool)
+
+// Meta is what an index file records besides the tree: what it indexes,
+// the provenance (never nil) and the verified units of the read path.
+type Meta struct {
+	Bucket, ManifestKey string
+	Prov                *Provenance
+	Units               []chunkio.VerifiedUnit
+}
+
+// Write writes tree a (of the archive called name) and m in the
+// persistent index format. Offsets the read path has learned by walking
+// legacy chunks (learned, may be nil) are recorded.
+func Write(w io.Writer, name string, a *Tree, m *Meta, learned Learned) error {
 	defer runtime.KeepAlive(a)
-	x := &a.idx
-	if len(a.chunks) > math.MaxInt32 || x.n() > math.MaxInt32 || len(x.exts) > math.MaxInt32 {
-		return fmt.Errorf("archive %q: too large for the index format", a.name)
+	x := &a.Idx
+	if len(a.Chunks) > math.MaxInt32 || x.N() > math.MaxInt32 || len(x.Exts) > math.MaxInt32 {
+		return fmt.Errorf("archive %q: too large for the index format", name)
 	}
-	meta := a.encodeMeta()
-	h := a.indexHeader(len(meta))
-	off, _, end, ok := h.layout()
+	meta := encodeMeta(a, m)
+	h := indexHeader(x, len(meta))
+	off, _, end, ok := h.Layout()
 	if !ok {
-		return fmt.Errorf("archive %q: too large for the index format", a.name)
+		return fmt.Errorf("archive %q: too large for the index format", name)
 	}
 	t := newTreeWriter(w)
-	var hdr [indexHeaderBytes]byte
+	var hdr [HeaderBytes]byte
 	copy(hdr[:], indexMagic)
 	le := binary.LittleEndian
-	le.PutUint32(hdr[8:], indexFormatVersion)
+	le.PutUint32(hdr[8:], FormatVersion)
 	for i, v := range []uint64{h.files, h.namesLen, h.exts, h.extNamesLen, h.tombs, h.tombNamesLen, h.cols, h.metaLen} {
 		le.PutUint64(hdr[16+8*i:], v)
 	}
@@ -542,75 +546,74 @@ func (a *Archive) WriteIndex(w io.Writer) error {
 	t.write(meta)
 
 	section := func(s int) { t.padTo(off[s]) }
-	section(secNames)
-	t.write(unsafe.Slice(unsafe.StringData(x.names), len(x.names)))
-	section(secEnds)
-	writeInts(t, x.ends)
-	section(secSize)
-	writeInts(t, x.size)
-	section(secMsec)
-	writeInts(t, x.msec)
-	section(secMnsec)
-	writeInts(t, x.mnsec)
-	section(secSum)
-	t.write(asBytes(x.sum))
-	section(secFlags)
-	t.write(x.flags)
-	section(secChunk)
-	writeInts(t, x.chunk)
-	section(secOff)
-	a.writeOffsets(t)
-	section(secRoot)
-	writeInts(t, x.root)
-	section(secMD5)
-	t.write(asBytes(x.md5))
-	section(secCtype)
-	writeInts(t, x.ctype)
-	section(secLink)
-	writeInts(t, x.link)
-	section(secExts)
+	section(SecNames)
+	t.write(unsafe.Slice(unsafe.StringData(x.Names), len(x.Names)))
+	section(SecEnds)
+	writeInts(t, x.Ends)
+	section(SecSize)
+	writeInts(t, x.Size)
+	section(SecMsec)
+	writeInts(t, x.Msec)
+	section(SecMnsec)
+	writeInts(t, x.Mnsec)
+	section(SecSum)
+	t.write(asBytes(x.Sum))
+	section(SecFlags)
+	t.write(x.Flags)
+	section(SecChunk)
+	writeInts(t, x.Chunk)
+	section(SecOff)
+	writeOffsets(t, x, learned)
+	section(SecRoot)
+	writeInts(t, x.Root)
+	section(SecMD5)
+	t.write(asBytes(x.MD5))
+	section(SecCtype)
+	writeInts(t, x.Ctype)
+	section(SecLink)
+	writeInts(t, x.Link)
+	section(SecExts)
 	var rec [extRecBytes]byte
-	for i := range x.exts {
-		r := x.exts[i]
-		if lo, ok := a.learnedExtOffset(&r); ok {
-			r.off = lo
+	for i := range x.Exts {
+		r := x.Exts[i]
+		if lo, ok := learnedExtOffset(x, &r, learned); ok {
+			r.Off = lo
 		}
 		putExtRec(rec[:], &r)
 		t.write(rec[:])
 	}
-	section(secExtNames)
-	t.write(unsafe.Slice(unsafe.StringData(x.extNames), len(x.extNames)))
-	section(secTombNames)
-	t.write(unsafe.Slice(unsafe.StringData(x.tombs.names), len(x.tombs.names)))
-	section(secTombEnds)
-	writeInts(t, x.tombs.ends)
-	section(secTombLink)
-	writeInts(t, x.tombs.link)
+	section(SecExtNames)
+	t.write(unsafe.Slice(unsafe.StringData(x.ExtNames), len(x.ExtNames)))
+	section(SecTombNames)
+	t.write(unsafe.Slice(unsafe.StringData(x.Tombs.Names), len(x.Tombs.Names)))
+	section(SecTombEnds)
+	writeInts(t, x.Tombs.Ends)
+	section(SecTombLink)
+	writeInts(t, x.Tombs.Link)
 	t.padTo(end)
 	if err := t.finish(); err != nil {
-		return fmt.Errorf("archive %q: write index: %w", a.name, err)
+		return fmt.Errorf("archive %q: write index: %w", name, err)
 	}
 	return nil
 }
 
 // writeOffsets writes the off column, with the offsets the read path has
 // learned for single extents whose manifest gave none.
-func (a *Archive) writeOffsets(t *treeWriter) {
-	x := &a.idx
-	learned := false
-	for i, v := range x.off {
-		if v < 0 && x.flags[i]&flagMulti == 0 {
-			learned = true
+func writeOffsets(t *treeWriter, x *Index, learned Learned) {
+	unknown := false
+	for i, v := range x.Off {
+		if v < 0 && x.Flags[i]&FlagMulti == 0 {
+			unknown = true
 			break
 		}
 	}
-	if !learned {
-		writeInts(t, x.off)
+	if !unknown || learned == nil {
+		writeInts(t, x.Off)
 		return
 	}
 	buf := make([]int64, 0, 512)
-	for i, v := range x.off {
-		if lo, ok := a.learnedFileOffset(i); ok {
+	for i, v := range x.Off {
+		if lo, ok := learnedFileOffset(x, i, learned); ok {
 			v = lo
 		}
 		buf = append(buf, v)
@@ -707,14 +710,14 @@ func (c *idxCursor) strs() []string {
 	return out
 }
 
-// indexDecoder holds a verified (tree hash) index file, its header and its
+// Decoder holds a verified (tree hash) index file, its header and its
 // layout.
-type indexDecoder struct {
+type Decoder struct {
 	name string
 	data []byte
-	h    fileHeader
-	off  [numSections]uint64
-	size [numSections]uint64
+	h    FileHeader
+	off  [NumSections]uint64
+	size [NumSections]uint64
 	c    idxCursor // the meta section
 
 	// copyCols makes every column a copy instead of a view of data
@@ -723,27 +726,45 @@ type indexDecoder struct {
 
 	bucket, manifestKey string
 	units               []chunkio.VerifiedUnit
+
+	mm *Mapping // the file's mapping (Map), nil for bytes in memory
 }
 
-func (d *indexDecoder) errf(format string, args ...any) error {
+// CopyColumns makes Tree decode every column as a copy instead of a view
+// of the file's bytes: the path of hosts that are not little-endian, for
+// tests of it on hosts that are. Call it before Tree.
+func (d *Decoder) CopyColumns() { d.copyCols = true }
+
+// Bucket and ManifestKey are what the file says it indexes (set by
+// Provenance).
+func (d *Decoder) Bucket() string      { return d.bucket }
+func (d *Decoder) ManifestKey() string { return d.manifestKey }
+
+// Units are the verified units the file recorded (set by Tree).
+func (d *Decoder) Units() []chunkio.VerifiedUnit { return d.units }
+
+// Mapping is the decoder's mapping (Map), nil for Decode.
+func (d *Decoder) Mapping() *Mapping { return d.mm }
+
+func (d *Decoder) errf(format string, args ...any) error {
 	return fmt.Errorf("index %s: %w: %s", d.name, ErrBadIndex, fmt.Sprintf(format, args...))
 }
 
-// newIndexDecoder checks length, magic, version and the tree hash, then
+// Decode checks length, magic, version and the tree hash, then
 // the header: its counts and the layout they give, zero padding.
-func newIndexDecoder(data []byte, name string) (*indexDecoder, error) {
-	d := &indexDecoder{name: name, data: data, copyCols: !hostLittleEndian()}
-	if len(data) < indexHeaderBytes+indexTrailerBytes {
+func Decode(data []byte, name string) (*Decoder, error) {
+	d := &Decoder{name: name, data: data, copyCols: !hostLittleEndian()}
+	if len(data) < HeaderBytes+TrailerBytes {
 		return nil, d.errf("%d bytes: too short", len(data))
 	}
 	if string(data[:8]) != indexMagic {
 		return nil, d.errf("not a wharf index (magic %q)", data[:8])
 	}
-	if v := binary.LittleEndian.Uint32(data[8:12]); v != indexFormatVersion {
-		return nil, d.errf("format version %d, this wharf reads version %d", v, indexFormatVersion)
+	if v := binary.LittleEndian.Uint32(data[8:12]); v != FormatVersion {
+		return nil, d.errf("format version %d, this wharf reads version %d", v, FormatVersion)
 	}
-	body := data[:len(data)-indexTrailerBytes]
-	if sum := treeHash(body); !bytes.Equal(sum[:], data[len(body):]) {
+	body := data[:len(data)-TrailerBytes]
+	if sum := TreeHash(body); !bytes.Equal(sum[:], data[len(body):]) {
 		return nil, d.errf("checksum mismatch (file corrupted or truncated)")
 	}
 	le := binary.LittleEndian
@@ -754,16 +775,16 @@ func newIndexDecoder(data []byte, name string) (*indexDecoder, error) {
 	for i, p := range []*uint64{&h.files, &h.namesLen, &h.exts, &h.extNamesLen, &h.tombs, &h.tombNamesLen, &h.cols, &h.metaLen} {
 		*p = le.Uint64(data[16+8*i:])
 	}
-	if !allZero(data[80:indexHeaderBytes]) {
+	if !allZero(data[80:HeaderBytes]) {
 		return nil, d.errf("reserved header bytes not zero")
 	}
-	off, size, end, ok := h.layout()
+	off, size, end, ok := h.Layout()
 	if !ok || end != uint64(len(body)) {
 		return nil, d.errf("counts (%d files, %d name bytes, %d extents, %d tombstones, %d meta bytes, columns %#x) do not lay out the %d bytes present",
 			h.files, h.namesLen, h.exts, h.tombs, h.metaLen, h.cols, len(body))
 	}
 	d.off, d.size = off, size
-	at := uint64(indexHeaderBytes) + h.metaLen
+	at := uint64(HeaderBytes) + h.metaLen
 	for s := range off {
 		if !allZero(body[at:off[s]]) {
 			return nil, d.errf("padding before section %d not zero", s)
@@ -773,7 +794,7 @@ func newIndexDecoder(data []byte, name string) (*indexDecoder, error) {
 	if !allZero(body[at:]) {
 		return nil, d.errf("padding at the end not zero")
 	}
-	d.c = idxCursor{b: data[indexHeaderBytes : indexHeaderBytes+h.metaLen]}
+	d.c = idxCursor{b: data[HeaderBytes : HeaderBytes+h.metaLen]}
 	return d, nil
 }
 
@@ -787,19 +808,19 @@ func allZero(b []byte) bool {
 }
 
 // section returns section s's bytes.
-func (d *indexDecoder) section(s int) []byte {
+func (d *Decoder) section(s int) []byte {
 	return d.data[d.off[s] : d.off[s]+d.size[s] : d.off[s]+d.size[s]]
 }
 
 // inPlace reports whether b can be used as a column of elements aligned
 // to align bytes.
-func (d *indexDecoder) inPlace(b []byte, align uintptr) bool {
+func (d *Decoder) inPlace(b []byte, align uintptr) bool {
 	return !d.copyCols && uintptr(unsafe.Pointer(unsafe.SliceData(b)))%align == 0
 }
 
 // colInts returns integer section s as a column: a view of the file, or a
 // decoded copy.
-func colInts[T int32 | uint32 | int64 | uint16](d *indexDecoder, s int) []T {
+func colInts[T int32 | uint32 | int64 | uint16](d *Decoder, s int) []T {
 	b := d.section(s)
 	sz := int(unsafe.Sizeof(T(0)))
 	if len(b) == 0 {
@@ -823,7 +844,7 @@ func colInts[T int32 | uint32 | int64 | uint16](d *indexDecoder, s int) []T {
 }
 
 // colArrays returns section s as a column of byte arrays.
-func colArrays[T [16]byte | [32]byte](d *indexDecoder, s int) []T {
+func colArrays[T [16]byte | [32]byte](d *Decoder, s int) []T {
 	b := d.section(s)
 	var zero T
 	sz := len(zero)
@@ -839,7 +860,7 @@ func colArrays[T [16]byte | [32]byte](d *indexDecoder, s int) []T {
 }
 
 // colString returns section s as a string.
-func (d *indexDecoder) colString(s int) string {
+func (d *Decoder) colString(s int) string {
 	b := d.section(s)
 	if len(b) == 0 {
 		return ""
@@ -851,36 +872,38 @@ func (d *indexDecoder) colString(s int) string {
 }
 
 // colExts returns the extent records, checking their reserved bytes.
-func (d *indexDecoder) colExts() ([]extRec, error) {
-	b := d.section(secExts)
+func (d *Decoder) colExts() ([]ExtRec, error) {
+	b := d.section(SecExts)
 	if len(b) == 0 {
 		return nil, nil
 	}
 	for i := 0; i < len(b); i += extRecBytes {
 		if b[i+68] > 1 || b[i+69]|b[i+70]|b[i+71] != 0 {
-			return nil, d.errf("extent %d: has-sum byte %d, reserved bytes %x", i/extRecBytes, b[i+68], b[i+69:i+72])
+			return nil, d.errf("Extent %d: has-sum byte %d, reserved bytes %x", i/extRecBytes, b[i+68], b[i+69:i+72])
 		}
 	}
 	if d.inPlace(b, 8) {
-		return unsafe.Slice((*extRec)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/extRecBytes), nil
+		return unsafe.Slice((*ExtRec)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/extRecBytes), nil
 	}
 	le := binary.LittleEndian
-	out := make([]extRec, len(b)/extRecBytes)
+	out := make([]ExtRec, len(b)/extRecBytes)
 	for i := range out {
 		r := b[i*extRecBytes:]
 		e := &out[i]
-		e.fileOff, e.off, e.length = int64(le.Uint64(r[0:])), int64(le.Uint64(r[8:])), int64(le.Uint64(r[16:]))
-		copy(e.sum[:], r[24:56])
-		e.chunk, e.name, e.nameLen, e.hasSum = int32(le.Uint32(r[56:])), le.Uint32(r[60:]), le.Uint32(r[64:]), r[68]
+		e.FileOff, e.Off, e.Length = int64(le.Uint64(r[0:])), int64(le.Uint64(r[8:])), int64(le.Uint64(r[16:]))
+		copy(e.Sum[:], r[24:56])
+		e.Chunk, e.Name, e.NameLen, e.HasSum = int32(le.Uint32(r[56:])), le.Uint32(r[60:]), le.Uint32(r[64:]), r[68]
 	}
 	return out, nil
 }
 
-// provenance decodes the provenance (the start of the meta section).
-func (d *indexDecoder) provenance() (*indexProvenance, error) {
+// Provenance decodes the provenance (the start of the meta section): what
+// the file indexes and the manifests it was built from. Call it first,
+// then Tree.
+func (d *Decoder) Provenance() (*Provenance, error) {
 	c := &d.c
 	d.bucket, d.manifestKey = c.str(), c.str()
-	p := &indexProvenance{maxFrame: c.i64()}
+	p := &Provenance{MaxFrame: c.i64()}
 	var lim [7]int64
 	for i := range lim {
 		lim[i] = c.i64()
@@ -888,26 +911,26 @@ func (d *indexDecoder) provenance() (*indexProvenance, error) {
 			return nil, d.errf("limit %d is %d", i, lim[i])
 		}
 	}
-	if c.err == nil && p.maxFrame <= 0 {
-		return nil, d.errf("max frame bytes %d", p.maxFrame)
+	if c.err == nil && p.MaxFrame <= 0 {
+		return nil, d.errf("max frame bytes %d", p.MaxFrame)
 	}
-	p.limits = manifest.Limits{MaxStoredBytes: lim[0], MaxJSONBytes: lim[1], MaxFiles: int(lim[2]), MaxChunks: int(lim[3]),
+	p.Limits = manifest.Limits{MaxStoredBytes: lim[0], MaxJSONBytes: lim[1], MaxFiles: int(lim[2]), MaxChunks: int(lim[3]),
 		MaxFrames: int(lim[4]), MaxPathBytes: int(lim[5]), MaxChainDepth: int(lim[6])}
 	n := c.u32()
 	if c.err == nil && uint64(n)*idxSourceMin > c.left() {
 		return nil, d.errf("%d sources cannot fit in %d bytes", n, c.left())
 	}
 	if c.err == nil && n > 0 {
-		p.sources = make([]indexSource, n)
+		p.Sources = make([]Source, n)
 	}
-	for i := range p.sources {
-		s := &p.sources[i]
-		s.key, s.etag = c.str(), c.str()
-		s.size, s.modSec = c.i64(), c.i64()
-		copy(s.sha256[:], c.take(32))
-		s.absent = c.flag()
-		if c.err == nil && (s.key == "" || s.size < 0) {
-			return nil, d.errf("source %d: key %q size %d", i, s.key, s.size)
+	for i := range p.Sources {
+		s := &p.Sources[i]
+		s.Key, s.ETag = c.str(), c.str()
+		s.Size, s.ModSec = c.i64(), c.i64()
+		copy(s.SHA256[:], c.take(32))
+		s.Absent = c.flag()
+		if c.err == nil && (s.Key == "" || s.Size < 0) {
+			return nil, d.errf("source %d: key %q size %d", i, s.Key, s.Size)
 		}
 	}
 	if c.err != nil {
@@ -919,35 +942,40 @@ func (d *indexDecoder) provenance() (*indexProvenance, error) {
 	return p, nil
 }
 
-// archive decodes the rest of the meta section and the columns, validates
-// the tree and returns the archive (served from d.data in place).
-func (d *indexDecoder) archive(store backend.Store, opts Options, prov *indexProvenance, mm *indexMapping) (*Archive, error) {
+// Tree decodes the rest of the meta section (after Provenance) and the
+// columns, validates the tree and returns it: served from the file's bytes
+// in place (the mapping, for a decoder from Map), which must not change
+// while it is used. allow are the key prefixes, besides the archive's own
+// (manifest.KeyRoot of the recorded manifest key), its chunk and direct
+// keys may lie under (manifest.Confined). The verified units the file
+// recorded are d.Units() after.
+func (d *Decoder) Tree(allow []string) (*Tree, error) {
 	c := &d.c
-	a := &tree{}
-	a.uploadID, a.version = c.str(), c.str()
+	a := &Tree{}
+	a.Upload, a.Version = c.str(), c.str()
 	sec, nsec, zoff := c.i64(), c.u32(), int32(c.u32())
 	if nsec >= 1e9 {
 		return nil, d.errf("created: nanoseconds %d", nsec)
 	}
-	a.created = time.Unix(sec, int64(nsec)).UTC()
+	a.CreatedAt = time.Unix(sec, int64(nsec)).UTC()
 	if zoff != 0 {
-		a.created = a.created.In(time.FixedZone("", int(zoff)))
+		a.CreatedAt = a.CreatedAt.In(time.FixedZone("", int(zoff)))
 	}
-	a.region = c.str()
-	a.chain = c.strs()
-	a.shapes = c.strs()
-	a.warnings = c.strs()
-	x := &a.idx
-	x.frames = int(c.i64())
-	x.compressed, x.uncompressed = c.i64(), c.i64()
+	a.RegionName = c.str()
+	a.Chain = c.strs()
+	a.Shapes = c.strs()
+	a.Warnings = c.strs()
+	x := &a.Idx
+	x.Frames = int(c.i64())
+	x.Compressed, x.Uncompressed = c.i64(), c.i64()
 	if c.err != nil {
 		return nil, d.errf("metadata: %v", c.err)
 	}
-	if len(a.chain) == 0 || a.chain[0] != a.uploadID {
-		return nil, d.errf("chain %q does not start with upload id %q", a.chain, a.uploadID)
+	if len(a.Chain) == 0 || a.Chain[0] != a.Upload {
+		return nil, d.errf("chain %q does not start with upload id %q", a.Chain, a.Upload)
 	}
-	if len(a.chain) > math.MaxUint16+1 {
-		return nil, d.errf("chain of %d uploads", len(a.chain))
+	if len(a.Chain) > math.MaxUint16+1 {
+		return nil, d.errf("chain of %d uploads", len(a.Chain))
 	}
 
 	// chunks
@@ -958,15 +986,15 @@ func (d *indexDecoder) archive(store backend.Store, opts Options, prov *indexPro
 	if c.err != nil {
 		return nil, d.errf("chunks: %v", c.err)
 	}
-	if x.frames < 0 || uint64(x.frames) != nFrames || x.compressed < 0 || x.uncompressed < 0 {
-		return nil, d.errf("totals (%d frames, %d, %d bytes) disagree with the chunks", x.frames, x.compressed, x.uncompressed)
+	if x.Frames < 0 || uint64(x.Frames) != nFrames || x.Compressed < 0 || x.Uncompressed < 0 {
+		return nil, d.errf("totals (%d frames, %d, %d bytes) disagree with the chunks", x.Frames, x.Compressed, x.Uncompressed)
 	}
-	a.chunks = make([]chunkio.Chunk, nChunks)
+	a.Chunks = make([]chunkio.Chunk, nChunks)
 	frameCounts := make([]uint32, nChunks)
-	confinement := &resolver{root: keyRoot(d.manifestKey), opts: opts}
+	root := manifest.KeyRoot(d.manifestKey)
 	var nf uint64
-	for i := range a.chunks {
-		ch := &a.chunks[i]
+	for i := range a.Chunks {
+		ch := &a.Chunks[i]
 		ch.Key = c.str()
 		ch.Kind = chunkio.Kind(c.u8())
 		ch.Size = c.i64()
@@ -984,11 +1012,15 @@ func (d *indexDecoder) archive(store backend.Store, opts Options, prov *indexPro
 		if (frameCounts[i] > 0) != (ch.Kind == chunkio.FramedZstd) {
 			return nil, d.errf("chunk %s: %d frames on a %s chunk", ch.Key, frameCounts[i], ch.Kind)
 		}
-		// The same confinement as the resolver's, under the options in
-		// force now: an index built with a prefix since disallowed is
-		// not used (Open then reads the manifest, which refuses it).
-		if err := confinement.confine(ch.Key); err != nil {
+		// The rules the manifest path applies to every object key: no
+		// ".." segment, and the one confinement rule under the options
+		// in force now (an index built with a prefix since disallowed is
+		// not used: Open then reads the manifest, which refuses it).
+		if err := manifest.CheckObjectKey(ch.Key); err != nil {
 			return nil, d.errf("chunk %d: %v", i, err)
+		}
+		if !manifest.Confined(root, allow, ch.Key) {
+			return nil, d.errf("chunk %d: key %q lies outside the archive's prefix %q/ and the allowed ones", i, ch.Key, root)
 		}
 	}
 	if nf != nFrames {
@@ -1015,8 +1047,8 @@ func (d *indexDecoder) archive(store backend.Store, opts Options, prov *indexPro
 	uncomp := make([]int64, nChunks) // tar bytes of framed chunks
 	var compressed int64
 	var at uint64
-	for i := range a.chunks {
-		ch := &a.chunks[i]
+	for i := range a.Chunks {
+		ch := &a.Chunks[i]
 		n := uint64(frameCounts[i])
 		ch.Frames = frames[at : at+n : at+n]
 		at += n
@@ -1039,15 +1071,15 @@ func (d *indexDecoder) archive(store backend.Store, opts Options, prov *indexPro
 		}
 		compressed += ch.Size
 	}
-	if compressed != x.compressed {
-		return nil, d.errf("chunks total %d bytes, header says %d", compressed, x.compressed)
+	if compressed != x.Compressed {
+		return nil, d.errf("chunks total %d bytes, header says %d", compressed, x.Compressed)
 	}
-	x.roots = c.strs()
-	x.ctypes = c.strs()
+	x.Roots = c.strs()
+	x.Ctypes = c.strs()
 	if c.err != nil {
 		return nil, d.errf("roots: %v", c.err)
 	}
-	units, err := d.verifiedUnits(len(a.chunks))
+	units, err := d.verifiedUnits(len(a.Chunks))
 	if err != nil {
 		return nil, err
 	}
@@ -1056,70 +1088,67 @@ func (d *indexDecoder) archive(store backend.Store, opts Options, prov *indexPro
 		return nil, d.errf("%d bytes left over after the meta section", len(c.b)-c.off)
 	}
 
-	if err := d.columns(x, len(a.chain)); err != nil {
+	if err := d.columns(x, len(a.Chain)); err != nil {
 		return nil, err
 	}
-	x.mm = mm
-	if err := d.checkFiles(x, a.chunks, uncomp); err != nil {
+	x.mm = d.mm
+	if err := d.checkFiles(x, a.Chunks, uncomp); err != nil {
 		return nil, err
 	}
-	if err := d.checkTombstones(x, len(a.chain)); err != nil {
+	if err := d.checkTombstones(x, len(a.Chain)); err != nil {
 		return nil, err
 	}
-	arc := newArchive(*a, store, d.bucket, d.manifestKey, opts, nil)
-	arc.prov = prov
-	arc.set.MarkVerified(d.units)
-	return arc, nil
+	return a, nil
 }
 
 // columns sets x's columns from the file.
-func (d *indexDecoder) columns(x *index, nChain int) error {
-	x.names = d.colString(secNames)
-	x.ends = colInts[uint32](d, secEnds)
-	x.size = colInts[int64](d, secSize)
-	x.msec = colInts[int64](d, secMsec)
-	x.mnsec = colInts[uint32](d, secMnsec)
-	x.sum = colArrays[[32]byte](d, secSum)
-	x.flags = d.section(secFlags)
-	if len(x.flags) == 0 {
-		x.flags = nil
+func (d *Decoder) columns(x *Index, nChain int) error {
+	x.Names = d.colString(SecNames)
+	x.Ends = colInts[uint32](d, SecEnds)
+	x.Size = colInts[int64](d, SecSize)
+	x.Msec = colInts[int64](d, SecMsec)
+	x.Mnsec = colInts[uint32](d, SecMnsec)
+	x.Sum = colArrays[[32]byte](d, SecSum)
+	x.Flags = d.section(SecFlags)
+	if len(x.Flags) == 0 {
+		x.Flags = nil
 	} else if d.copyCols {
-		x.flags = bytes.Clone(x.flags)
+		x.Flags = bytes.Clone(x.Flags)
 	}
-	x.chunk = colInts[int32](d, secChunk)
-	x.off = colInts[int64](d, secOff)
-	x.root = colInts[uint32](d, secRoot)
+	x.Chunk = colInts[int32](d, SecChunk)
+	x.Off = colInts[int64](d, SecOff)
+	x.Root = colInts[uint32](d, SecRoot)
 	// An optional column is present (not nil, maybe empty) exactly when
 	// its bit is set, as WriteIndex sets the bit.
-	x.md5 = colArrays[[16]byte](d, secMD5)
-	if d.h.cols&colMD5 != 0 && x.md5 == nil {
-		x.md5 = [][16]byte{}
+	x.MD5 = colArrays[[16]byte](d, SecMD5)
+	if d.h.cols&ColMD5 != 0 && x.MD5 == nil {
+		x.MD5 = [][16]byte{}
 	}
-	x.ctype = colInts[uint32](d, secCtype)
-	if d.h.cols&colCtype != 0 && x.ctype == nil {
-		x.ctype = []uint32{}
+	x.Ctype = colInts[uint32](d, SecCtype)
+	if d.h.cols&ColCtype != 0 && x.Ctype == nil {
+		x.Ctype = []uint32{}
 	}
-	x.link = colInts[uint16](d, secLink)
-	if d.h.cols&colLink != 0 && x.link == nil {
-		x.link = []uint16{}
+	x.Link = colInts[uint16](d, SecLink)
+	if d.h.cols&ColLink != 0 && x.Link == nil {
+		x.Link = []uint16{}
 	}
 	exts, err := d.colExts()
 	if err != nil {
 		return err
 	}
-	x.exts = exts
-	x.extNames = d.colString(secExtNames)
-	x.tombs.names = d.colString(secTombNames)
-	x.tombs.ends = colInts[uint32](d, secTombEnds)
-	x.tombs.link = colInts[uint16](d, secTombLink)
+	x.Exts = exts
+	x.ExtNames = d.colString(SecExtNames)
+	x.Tombs.Names = d.colString(SecTombNames)
+	x.Tombs.Ends = colInts[uint32](d, SecTombEnds)
+	x.Tombs.Link = colInts[uint16](d, SecTombLink)
 
 	switch {
-	case (x.ctype != nil) != (len(x.ctypes) > 0):
-		return d.errf("content-type column present %v with %d content types", x.ctype != nil, len(x.ctypes))
-	case len(x.ctypes) == 1 && x.ctypes[0] == "":
+	case (x.Ctype != nil) != (len(x.Ctypes) > 0):
+		return d.errf("content-type column present %v with %d content types", x.Ctype != nil, len(x.Ctypes))
+	case len(x.Ctypes) == 1 && x.Ctypes[0] == "":
 		return d.errf("content types: only the empty one")
-	case (d.h.cols&colLink != 0) != (nChain > 1):
-		return d.errf("link column present %v for a chain of %d", d.h.cols&colLink != 0, nChain)
+	case (d.h.cols&ColLink != 0) != (nChain > 1):
+		return d.errf("link column present %v for a chain of %d", d.h.cols&ColLink != 0, nChain)
 	case d.h.tombs > 0 && nChain <= 1:
 		return d.errf("%d tombstones in a single upload", d.h.tombs)
 	}
@@ -1127,98 +1156,101 @@ func (d *indexDecoder) columns(x *index, nChain int) error {
 }
 
 // checkExtent checks one stored piece against its chunk.
-func checkExtent(e *extent, chunks []chunkio.Chunk, uncomp []int64) error {
-	if e.chunk < 0 || int(e.chunk) >= len(chunks) {
-		return fmt.Errorf("chunk index %d out of range", e.chunk)
+func checkExtent(e *Extent, chunks []chunkio.Chunk, uncomp []int64) error {
+	if e.Chunk < 0 || int(e.Chunk) >= len(chunks) {
+		return fmt.Errorf("chunk index %d out of range", e.Chunk)
 	}
-	ch := &chunks[e.chunk]
+	ch := &chunks[e.Chunk]
 	switch {
-	case e.length < 0 || e.off < -1:
-		return fmt.Errorf("offset %d length %d", e.off, e.length)
+	case e.Length < 0 || e.Off < -1:
+		return fmt.Errorf("offset %d length %d", e.Off, e.Length)
 	case ch.Kind == chunkio.Direct:
-		if e.off != 0 || e.length != ch.Size || e.tarName != "" {
-			return fmt.Errorf("direct object %s: offset %d length %d (object %d bytes)", ch.Key, e.off, e.length, ch.Size)
+		if e.Off != 0 || e.Length != ch.Size || e.TarName != "" {
+			return fmt.Errorf("direct object %s: offset %d length %d (object %d bytes)", ch.Key, e.Off, e.Length, ch.Size)
 		}
-	case e.tarName == "":
+	case e.TarName == "":
 		return fmt.Errorf("no tar name in chunk %s", ch.Key)
-	case ch.Kind == chunkio.FramedZstd && e.off >= 0:
-		if e.off > uncomp[e.chunk] || e.length > uncomp[e.chunk]-e.off {
-			return fmt.Errorf("bytes [%d,+%d) outside chunk %s (%d bytes)", e.off, e.length, ch.Key, uncomp[e.chunk])
+	case ch.Kind == chunkio.FramedZstd && e.Off >= 0:
+		if e.Off > uncomp[e.Chunk] || e.Length > uncomp[e.Chunk]-e.Off {
+			return fmt.Errorf("bytes [%d,+%d) outside chunk %s (%d bytes)", e.Off, e.Length, ch.Key, uncomp[e.Chunk])
 		}
 	}
 	return nil
 }
 
 // checkFiles checks every file against the tree's invariants.
-func (d *indexDecoder) checkFiles(x *index, chunks []chunkio.Chunk, uncomp []int64) error {
-	n := x.n()
-	nRoots, nCtypes := uint32(len(x.roots)), uint32(len(x.ctypes))
-	for i := range x.exts {
-		r := &x.exts[i]
-		if uint64(r.name)+uint64(r.nameLen) > uint64(len(x.extNames)) {
-			return d.errf("extent %d: tar name [%d,+%d) past %d name bytes", i, r.name, r.nameLen, len(x.extNames))
+func (d *Decoder) checkFiles(x *Index, chunks []chunkio.Chunk, uncomp []int64) error {
+	n := x.N()
+	nRoots, nCtypes := uint32(len(x.Roots)), uint32(len(x.Ctypes))
+	for i := range x.Exts {
+		r := &x.Exts[i]
+		if uint64(r.Name)+uint64(r.NameLen) > uint64(len(x.ExtNames)) {
+			return d.errf("Extent %d: tar name [%d,+%d) past %d name bytes", i, r.Name, r.NameLen, len(x.ExtNames))
 		}
-		e := r.extent(x)
+		e := r.Extent(x)
 		if err := checkExtent(&e, chunks, uncomp); err != nil {
-			return d.errf("extent %d: %v", i, err)
+			return d.errf("Extent %d: %v", i, err)
 		}
 	}
 	var prevStart, prevEnd uint32
 	nextExt := int64(0)
 	for i := 0; i < n; i++ {
-		end := x.ends[i]
+		end := x.Ends[i]
 		if end <= prevEnd || uint64(end) > d.h.namesLen {
 			return d.errf("file %d: key end %d (previous %d, %d name bytes)", i, end, prevEnd, d.h.namesLen)
 		}
-		if i > 0 && x.names[prevEnd:end] <= x.names[prevStart:prevEnd] {
-			return d.errf("file %d: key %q does not sort after %q", i, x.names[prevEnd:end], x.names[prevStart:prevEnd])
+		if i > 0 && x.Names[prevEnd:end] <= x.Names[prevStart:prevEnd] {
+			return d.errf("file %d: key %q does not sort after %q", i, x.Names[prevEnd:end], x.Names[prevStart:prevEnd])
+		}
+		if err := manifest.CheckVirtualKey(x.Names[prevEnd:end]); err != nil {
+			return d.errf("file %d: %v", i, err)
 		}
 		prevStart, prevEnd = prevEnd, end
-		fsize := x.size[i]
-		fl := x.flags[i]
-		ch, off, root := x.chunk[i], x.off[i], x.root[i]
-		if x.ctype != nil && x.ctype[i] >= nCtypes {
-			return d.errf("file %d: content type %d of %d", i, x.ctype[i], nCtypes)
+		fsize := x.Size[i]
+		fl := x.Flags[i]
+		ch, off, root := x.Chunk[i], x.Off[i], x.Root[i]
+		if x.Ctype != nil && x.Ctype[i] >= nCtypes {
+			return d.errf("file %d: content type %d of %d", i, x.Ctype[i], nCtypes)
 		}
 		switch {
-		case fsize < 0 || x.mnsec[i] >= 1e9:
-			return d.errf("file %d: size %d, nanoseconds %d", i, fsize, x.mnsec[i])
+		case fsize < 0 || x.Mnsec[i] >= 1e9:
+			return d.errf("file %d: size %d, nanoseconds %d", i, fsize, x.Mnsec[i])
 		case fl&^knownFlags != 0:
 			return d.errf("file %d: unknown flags %#x", i, fl)
-		case (fl&flagSum != 0) == (fl&flagIdentity != 0):
+		case (fl&FlagSum != 0) == (fl&FlagIdentity != 0):
 			return d.errf("file %d: flags %#x: exactly one of checksum and identity", i, fl)
-		case fl&flagMD5 != 0 && x.md5 == nil:
+		case fl&FlagMD5 != 0 && x.MD5 == nil:
 			return d.errf("file %d: md5 flag without an md5 column", i)
-		case fl&flagSplit != 0 && fl&flagMulti == 0:
+		case fl&FlagSplit != 0 && fl&FlagMulti == 0:
 			return d.errf("file %d: split file without extents", i)
 		}
-		if fl&flagMulti == 0 {
-			e := extent{chunk: ch, off: off, length: fsize}
+		if fl&FlagMulti == 0 {
+			e := Extent{Chunk: ch, Off: off, Length: fsize}
 			if root >= nRoots {
 				return d.errf("file %d: root %d of %d", i, root, nRoots)
 			}
 			if ch >= 0 && int(ch) < len(chunks) && chunks[ch].Kind != chunkio.Direct {
-				e.tarName = "-" // roots[root]+key, never empty (keys are not)
+				e.TarName = "-" // roots[root]+key, never empty (keys are not)
 			}
 			if err := checkExtent(&e, chunks, uncomp); err != nil {
 				return d.errf("file %d: %v", i, err)
 			}
 			continue
 		}
-		if ch < 1 || off != nextExt || int64(ch) > int64(len(x.exts))-off {
-			return d.errf("file %d: extents [%d,+%d) (expected to start at %d, %d extents)", i, off, ch, nextExt, len(x.exts))
+		if ch < 1 || off != nextExt || int64(ch) > int64(len(x.Exts))-off {
+			return d.errf("file %d: extents [%d,+%d) (expected to start at %d, %d extents)", i, off, ch, nextExt, len(x.Exts))
 		}
 		nextExt += int64(ch)
 		var at int64
 		for j := off; j < off+int64(ch); j++ {
-			e := &x.exts[j]
-			if e.fileOff != at || e.length > fsize-at {
-				return d.errf("file %d: extent at %d+%d does not continue at %d within %d bytes", i, e.fileOff, e.length, at, fsize)
+			e := &x.Exts[j]
+			if e.FileOff != at || e.Length > fsize-at {
+				return d.errf("file %d: Extent at %d+%d does not continue at %d within %d bytes", i, e.FileOff, e.Length, at, fsize)
 			}
-			if fl&flagSplit != 0 && e.length == 0 {
+			if fl&FlagSplit != 0 && e.Length == 0 {
 				return d.errf("file %d: empty split part", i)
 			}
-			at += e.length
+			at += e.Length
 		}
 		if at != fsize {
 			return d.errf("file %d: extents cover %d of %d bytes", i, at, fsize)
@@ -1227,8 +1259,8 @@ func (d *indexDecoder) checkFiles(x *index, chunks []chunkio.Chunk, uncomp []int
 	if uint64(prevEnd) != d.h.namesLen {
 		return d.errf("names: %d bytes, keys use %d", d.h.namesLen, prevEnd)
 	}
-	if nextExt != int64(len(x.exts)) {
-		return d.errf("%d extents, files use %d", len(x.exts), nextExt)
+	if nextExt != int64(len(x.Exts)) {
+		return d.errf("%d extents, files use %d", len(x.Exts), nextExt)
 	}
 	return nil
 }
@@ -1236,32 +1268,35 @@ func (d *indexDecoder) checkFiles(x *index, chunks []chunkio.Chunk, uncomp []int
 // checkTombstones checks the tombstone table and the link column: keys
 // strictly ascending, links within the chain, no key both a file and
 // deleted.
-func (d *indexDecoder) checkTombstones(x *index, nChain int) error {
-	for i, l := range x.link {
+func (d *Decoder) checkTombstones(x *Index, nChain int) error {
+	for i, l := range x.Link {
 		if int(l) >= nChain {
 			return d.errf("file %d: chain link %d of %d", i, l, nChain)
 		}
 	}
-	t := &x.tombs
+	t := &x.Tombs
 	var prev uint32
-	for i := range t.ends {
-		if t.ends[i] <= prev || uint64(t.ends[i]) > d.h.tombNamesLen {
-			return d.errf("tombstone %d: end %d (previous %d, %d name bytes)", i, t.ends[i], prev, d.h.tombNamesLen)
+	for i := range t.Ends {
+		if t.Ends[i] <= prev || uint64(t.Ends[i]) > d.h.tombNamesLen {
+			return d.errf("tombstone %d: end %d (previous %d, %d name bytes)", i, t.Ends[i], prev, d.h.tombNamesLen)
 		}
-		if i > 0 && t.key(i) <= t.key(i-1) {
-			return d.errf("tombstone %d: key %q does not sort after %q", i, t.key(i), t.key(i-1))
+		if i > 0 && t.Key(i) <= t.Key(i-1) {
+			return d.errf("tombstone %d: key %q does not sort after %q", i, t.Key(i), t.Key(i-1))
 		}
-		if int(t.link[i]) >= nChain {
-			return d.errf("tombstone %d: chain link %d of %d", i, t.link[i], nChain)
+		if err := manifest.CheckVirtualKey(t.Key(i)); err != nil {
+			return d.errf("tombstone %d: %v", i, err)
 		}
-		prev = t.ends[i]
+		if int(t.Link[i]) >= nChain {
+			return d.errf("tombstone %d: chain link %d of %d", i, t.Link[i], nChain)
+		}
+		prev = t.Ends[i]
 	}
 	if uint64(prev) != d.h.tombNamesLen {
 		return d.errf("tombstone names: %d bytes, keys use %d", d.h.tombNamesLen, prev)
 	}
-	for i := 0; i < t.n(); i++ {
-		k := t.key(i)
-		if j := x.search(k); j < x.n() && x.rawKey(j) == k {
+	for i := 0; i < t.N(); i++ {
+		k := t.Key(i)
+		if j := x.Search(k); j < x.N() && x.RawKey(j) == k {
 			return d.errf("key %q is both a file and deleted", k)
 		}
 	}
@@ -1270,7 +1305,7 @@ func (d *indexDecoder) checkTombstones(x *index, nChain int) error {
 
 // verifiedUnits decodes the verified-unit section: chunks in range, known
 // kinds, non-negative spans, an ETag each.
-func (d *indexDecoder) verifiedUnits(nChunks int) ([]chunkio.VerifiedUnit, error) {
+func (d *Decoder) verifiedUnits(nChunks int) ([]chunkio.VerifiedUnit, error) {
 	c := &d.c
 	n := c.u32()
 	const minUnit = 4 + 1 + 8 + 8 + 32 + 4
@@ -1298,4 +1333,14 @@ func (d *indexDecoder) verifiedUnits(nChunks int) ([]chunkio.VerifiedUnit, error
 		return nil, d.errf("verified units: %v", c.err)
 	}
 	return out, nil
+}
+
+// ParseHeader reads the counts of an index file's header (data holds at
+// least HeaderBytes; nothing is checked: Decode checks).
+func ParseHeader(data []byte) FileHeader {
+	var h FileHeader
+	for i, p := range []*uint64{&h.files, &h.namesLen, &h.exts, &h.extNamesLen, &h.tombs, &h.tombNamesLen, &h.cols, &h.metaLen} {
+		*p = binary.LittleEndian.Uint64(data[16+8*i:])
+	}
+	return h
 }

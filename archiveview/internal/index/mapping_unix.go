@@ -1,6 +1,6 @@
 //go:build unix
 
-package archiveview
+package index
 
 import (
 	"fmt"

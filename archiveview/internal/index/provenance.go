@@ -1,0 +1,185 @@
+package index
+
+// Provenance: which manifests an index was built from, recorded while
+// they are read (Recorder) and checked against the store before a cached
+// file is used (Matches).
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"slices"
+	"sync"
+
+	"github.com/wharf-s3/wharf/archiveview/manifest"
+	"github.com/wharf-s3/wharf/backend"
+)
+
+// ErrBadIndex is wrapped by every error about an index file that cannot be
+// used: wrong magic, unknown version, checksum mismatch, truncation,
+// impossible counts or a tree that violates the index invariants.
+var ErrBadIndex = errors.New("invalid index file")
+
+// ErrStale: a cached index's manifests changed (or its options differ).
+var ErrStale = errors.New("index is stale")
+
+// Source is one manifest (or an absent candidate key) an index was
+// built from: the cache is valid while every source still stats the same.
+type Source struct {
+	Key     string
+	ETag    string
+	Size    int64
+	ModSec  int64 // LastModified, unix seconds (0 = unknown)
+	SHA256  [32]byte
+	Absent  bool // the key was tried and did not exist
+	NotHash bool // (building only) the body was not read to its end
+}
+
+// indexProvenance records where an archive's tree came from.
+type Provenance struct {
+	Sources  []Source
+	MaxFrame int64 // the giant-frame threshold the tree was built with
+	Limits   manifest.Limits
+}
+
+func limitsList(l manifest.Limits) [7]int64 {
+	l = l.WithDefaults()
+	return [7]int64{l.MaxStoredBytes, l.MaxJSONBytes, int64(l.MaxFiles), int64(l.MaxChunks),
+		int64(l.MaxFrames), int64(l.MaxPathBytes), int64(l.MaxChainDepth)}
+}
+
+// Recorder passes every request through and records each Get (the
+// manifests Open reads): ETag, size and the sha256 of the whole body.
+type Recorder struct {
+	backend.Store
+	max int64 // bytes hashed at most per object
+
+	mu      sync.Mutex
+	sources []Source
+}
+
+func (s *Recorder) Get(ctx context.Context, bucket, key string) (io.ReadCloser, backend.ObjectInfo, error) {
+	rc, info, err := s.Store.Get(ctx, bucket, key)
+	if errors.Is(err, backend.ErrNotFound) {
+		s.add(Source{Key: key, Absent: true})
+	}
+	if err != nil {
+		return rc, info, err
+	}
+	return &hashingReader{rc: rc, s: s, info: info, h: sha256.New()}, info, nil
+}
+
+func (s *Recorder) add(src Source) {
+	s.mu.Lock()
+	s.sources = append(s.sources, src)
+	s.mu.Unlock()
+}
+
+// hashingReader hashes what the parser reads; Close reads the rest so the
+// sum covers the whole object.
+type hashingReader struct {
+	rc     io.ReadCloser
+	s      *Recorder
+	info   backend.ObjectInfo
+	h      hash.Hash
+	n      int64
+	eof    bool
+	failed bool
+	closed bool
+}
+
+func (r *hashingReader) Read(p []byte) (int, error) {
+	n, err := r.rc.Read(p)
+	r.h.Write(p[:n])
+	r.n += int64(n)
+	switch {
+	case err == io.EOF:
+		r.eof = true
+	case err != nil:
+		r.failed = true
+	}
+	return n, err
+}
+
+func (r *hashingReader) Close() error {
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	if !r.eof && !r.failed {
+		n, err := io.Copy(r.h, io.LimitReader(r.rc, r.s.max-r.n+1))
+		r.n += n
+		r.eof = err == nil && r.n <= r.s.max
+		r.failed = !r.eof
+	}
+	src := Source{Key: r.info.Key, ETag: r.info.ETag, Size: r.n, NotHash: r.failed || !r.eof}
+	if !r.info.LastModified.IsZero() {
+		src.ModSec = r.info.LastModified.Unix()
+	}
+	if r.info.Size > 0 && r.info.Size != r.n {
+		src.NotHash = true
+	}
+	copy(src.SHA256[:], r.h.Sum(nil))
+	r.s.add(src)
+	return r.rc.Close()
+}
+
+// NewRecorder returns a Recorder of store that hashes at most max bytes
+// of each object (the manifest size limit).
+func NewRecorder(store backend.Store, max int64) *Recorder {
+	return &Recorder{Store: store, max: max}
+}
+
+// Sources are the objects recorded so far, in the order read.
+func (s *Recorder) Sources() []Source {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.sources)
+}
+
+// Matches checks the recorded build against the request and the store:
+// one stat per recorded source, but none for the manifest itself when top
+// (its stat, made by the caller) is not nil.
+func (p *Provenance) Matches(ctx context.Context, store backend.Store, pBucket, pKey, bucket, manifestKey string, top *backend.ObjectInfo, maxFrame int64, limits manifest.Limits) error {
+	switch {
+	case pBucket != bucket || pKey != manifestKey:
+		return fmt.Errorf("%w: built for %s/%s", ErrStale, pBucket, pKey)
+	case len(p.Sources) == 0:
+		return fmt.Errorf("%w: no manifest sources recorded", ErrStale)
+	case p.MaxFrame != maxFrame || limitsList(p.Limits) != limitsList(limits):
+		return fmt.Errorf("%w: built with other limits", ErrStale)
+	}
+	for _, s := range p.Sources {
+		var info backend.ObjectInfo
+		var err error
+		if top != nil && s.Key == manifestKey {
+			info = *top
+		} else {
+			info, err = store.Stat(ctx, bucket, s.Key)
+		}
+		if s.Absent {
+			if errors.Is(err, backend.ErrNotFound) {
+				continue
+			}
+			if err == nil {
+				return fmt.Errorf("%w: manifest %s now exists", ErrStale, s.Key)
+			}
+			return fmt.Errorf("stat manifest %s: %w", s.Key, err)
+		}
+		if err != nil {
+			return fmt.Errorf("stat manifest %s: %w", s.Key, err)
+		}
+		mod := int64(0)
+		if !info.LastModified.IsZero() {
+			mod = info.LastModified.Unix()
+		}
+		if info.ETag != s.ETag || info.Size != s.Size || (s.ModSec != 0 && mod != 0 && mod != s.ModSec) {
+			return fmt.Errorf("%w: manifest %s changed (ETag %q size %d, indexed %q size %d)",
+				ErrStale, s.Key, info.ETag, info.Size, s.ETag, s.Size)
+		}
+	}
+	return nil
+}
