@@ -3,6 +3,7 @@ package s3api_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -68,7 +69,12 @@ func fairServer(t *testing.T, cache *chunkio.FrameCache, big, small []byte) *htt
 // with Retry-After, never a hang, and a GET of another bucket is answered
 // within a second while they run. With memory to spare (4 GiB, wait 10 s)
 // every reader is served; with a small budget and a short wait (40 MiB,
-// 300 ms) some are refused, which shows the 503 mapping. On the old code
+// 300 ms) some are refused, which shows the 503 mapping, and a reader
+// whose first part went out but whose next part found no memory within the
+// wait is aborted mid-body (the status was sent: a broken body, only right
+// bytes before the break); the other bucket's GET, from the same client
+// and so within the same client share, may then be refused too, but
+// within the second. On the old code
 // the first case hung (GET slots taken one at a time, held while waiting
 // for the rest, no deadline) and the second answered 503 without
 // Retry-After.
@@ -80,7 +86,7 @@ func TestFairRangedReadersHTTP(t *testing.T) {
 		memory    int64
 		wait      time.Duration
 		want503   bool
-		minServed int
+		minServed int // readers served whole
 	}{
 		{"plenty", 4 << 30, 10 * time.Second, false, 64},
 		{"scarce", 40 << 20, 300 * time.Millisecond, true, 0}, // how many of the 64 fit in 300 ms depends on the machine (0-25 seen); this case shows the 503 mapping and that none hangs
@@ -107,7 +113,7 @@ func TestFairRangedReadersHTTP(t *testing.T) {
 			}
 			const readers, span = 64, 1 << 20
 			var mu sync.Mutex
-			served, refused := 0, 0
+			served, refused, aborted := 0, 0, 0
 			var wg sync.WaitGroup
 			for i := range readers {
 				wg.Add(1)
@@ -118,8 +124,11 @@ func TestFairRangedReadersHTTP(t *testing.T) {
 					mu.Lock()
 					defer mu.Unlock()
 					switch {
+					case tc.want503 && code == http.StatusPartialContent && errors.Is(err, io.ErrUnexpectedEOF) &&
+						len(b) < span && bytes.Equal(b, big[off:off+int64(len(b))]):
+						aborted++
 					case err != nil:
-						t.Errorf("reader %d: %v", i, err)
+						t.Errorf("reader %d: %d, %d bytes: %v", i, code, len(b), err)
 					case code == http.StatusPartialContent && bytes.Equal(b, big[off:off+span]):
 						served++
 					case code == http.StatusServiceUnavailable && strings.Contains(string(b), "<Code>SlowDown</Code>"):
@@ -139,7 +148,9 @@ func TestFairRangedReadersHTTP(t *testing.T) {
 			otherDone := make(chan error, 1)
 			go func() {
 				code, _, b, err := get("/other/small.bin", 0, 0)
-				if err == nil && (code != http.StatusOK || !bytes.Equal(b, small)) {
+				if tc.want503 && err == nil && code == http.StatusServiceUnavailable && strings.Contains(string(b), "<Code>SlowDown</Code>") {
+					t.Logf("the other bucket's GET refused 503 SlowDown (same client, scarce memory)")
+				} else if err == nil && (code != http.StatusOK || !bytes.Equal(b, small)) {
 					err = fmt.Errorf("status %d, %d bytes", code, len(b))
 				}
 				otherDone <- err
@@ -158,7 +169,7 @@ func TestFairRangedReadersHTTP(t *testing.T) {
 			case <-time.After(45 * time.Second):
 				t.Fatalf("ranged GETs still unanswered after 45 s")
 			}
-			t.Logf("%d readers: %d served exact, %d refused 503 SlowDown", readers, served, refused)
+			t.Logf("%d readers: %d served exact, %d refused 503 SlowDown, %d aborted mid-body after right bytes", readers, served, refused, aborted)
 			if served < tc.minServed {
 				t.Errorf("%d served, want at least %d", served, tc.minServed)
 			}
