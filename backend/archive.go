@@ -373,3 +373,15 @@ func AsPutter(s Store) (Putter, bool) {
 	}
 	return p, ok
 }
+
+// AsMatchPutter returns s's conditional-replace capability, if it has one;
+// like AsPutter it asks a wrapper's CanPutIfMatch method, so a wrapper
+// that passes PutIfMatch through (Instrument, faults.Faulty) answers as
+// the store it wraps does, never more.
+func AsMatchPutter(s Store) (MatchPutter, bool) {
+	p, ok := s.(MatchPutter)
+	if c, declares := s.(interface{ CanPutIfMatch() bool }); ok && declares && !c.CanPutIfMatch() {
+		return nil, false
+	}
+	return p, ok
+}
