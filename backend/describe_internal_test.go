@@ -130,6 +130,13 @@ func TestS3ErrorText(t *testing.T) {
 			t.Errorf("restore %s: %v, want %v (not retryable)", c.name, got, c.kind)
 		}
 	}
+	// A store's restore refusal carries S3's code and message as the
+	// reason a client is shown (s3api answers it), structured.
+	var ire *InvalidRestoreError
+	got := classifyS3ErrIn(respErr(400, &smithy.GenericAPIError{Code: "InvalidArgument", Message: "Days must be positive"}), s3RestoreCodes)
+	if !errors.As(got, &ire) || ire.Reason != "InvalidArgument: Days must be positive" || !errors.Is(got, ErrInvalidRestore) {
+		t.Errorf("restore InvalidArgument: %v, reason %+v", got, ire)
+	}
 	// A GET's InvalidObjectState is an archived object, not ErrNotArchived.
 	if got := classifyS3Err(respErr(403, &smithy.GenericAPIError{Code: "InvalidObjectState"})); !errors.Is(got, ErrArchived) {
 		t.Errorf("GET InvalidObjectState: %v, want ErrArchived", got)

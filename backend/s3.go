@@ -678,6 +678,10 @@ func classifyS3ErrIn(err error, extra map[string]s3Code) error {
 		case !known && status > 0:
 			text = fmt.Sprintf("%s (HTTP %d)", text, status)
 		}
+		if rule.kind == ErrInvalidRestore {
+			// The reason is the client's to read (s3api answers it).
+			return &causeError{kind: &InvalidRestoreError{Reason: withAttempts(err, text)}, cause: err}
+		}
 		return &causeError{kind: rule.kind, text: withAttempts(err, text), cause: err}
 	}
 	if status > 0 {
