@@ -180,9 +180,8 @@ func probeIndexCache(ctx context.Context, v string, store backend.Store) error {
 		rc.Close()
 		return probeConditionalPut(ctx, v, store, bucket, prefix+indexProbeKey)
 	}
-	f, _ := backend.Describe(err)
 	switch {
-	case errors.Is(err, backend.ErrNotFound) && (strings.Contains(f.Detail, "no such bucket") || strings.Contains(f.Detail, "no bucket directory")):
+	case errors.Is(err, backend.ErrNoSuchBucket):
 		return fmt.Errorf("--index-cache %s: bucket %q does not exist", v, bucket)
 	case errors.Is(err, backend.ErrNotFound):
 		return probeConditionalPut(ctx, v, store, bucket, prefix+indexProbeKey)

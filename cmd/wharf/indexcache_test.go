@@ -340,3 +340,18 @@ func TestOpenIndexCacheCapabilities(t *testing.T) {
 		})
 	}
 }
+
+// TestIndexCacheProbeMissingBucket: a missing bucket (S3's NoSuchBucket
+// over gofakes3) is a start-up error saying so, told apart from a
+// missing probe object by backend.ErrNoSuchBucket, not by the error's
+// text (issue 21); FileStore's case is TestServeIndexCacheProbe.
+func TestIndexCacheProbeMissingBucket(t *testing.T) {
+	_, store := testS3(t, nil)
+	err := probeIndexCache(context.Background(), "s3://nobucket/idx/", store)
+	if err == nil || !strings.Contains(err.Error(), `bucket "nobucket" does not exist`) {
+		t.Fatalf("probe of a missing bucket: %v", err)
+	}
+	if err := probeIndexCache(context.Background(), "s3://bkt/idx/", store); err != nil {
+		t.Fatalf("probe of an existing bucket without the probe object: %v", err)
+	}
+}
