@@ -143,7 +143,7 @@ func TestDoctorS3(t *testing.T) {
 		putFile(t, mem, dir, k)
 	}
 	putFile(t, mem, dir, res.ManifestKey)
-	args := append(append([]string{}, s3flags...), "--anonymous", "--archive", "a="+manifest, "--index-cache", "s3://src/wharf-index/")
+	args := append(append([]string{}, s3flags...), "--anonymous", "--archive", "a="+manifest, "--index-cache", "s3://src/wharf-index/", "--index-cache-trust-writers")
 
 	out, err := doctorRun(t, args...)
 	if err != nil {
