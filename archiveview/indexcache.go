@@ -288,7 +288,7 @@ func (c StoreIndexCache) Publish(ctx context.Context, name IndexName, path strin
 }
 
 func (c StoreIndexCache) publish(ctx context.Context, name IndexName, path string) (PublishOutcome, error) {
-	p, ok := c.Store.(backend.Putter)
+	p, ok := backend.AsPutter(c.Store)
 	if !ok {
 		return 0, fmt.Errorf("index cache %s: the store cannot write", c)
 	}
@@ -319,7 +319,7 @@ func (c StoreIndexCache) publish(ctx context.Context, name IndexName, path strin
 		case bad == nil:
 			return AlreadyValid, nil
 		}
-		mp, ok := c.Store.(backend.MatchPutter)
+		mp, ok := backend.AsMatchPutter(c.Store)
 		if !ok {
 			return 0, fmt.Errorf("index cache %s: %s is unusable (%v) and the store cannot replace it conditionally", c, c.key(name), bad)
 		}

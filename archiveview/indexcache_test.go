@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	"github.com/wharf-s3/wharf/archiveview/cargopack"
@@ -122,5 +123,42 @@ func TestStoreIndexCacheReplicas(t *testing.T) {
 	piReadAll(t, d, want, rand.New(rand.NewPCG(1, 2)))
 	if got, _ := os.ReadFile(objs[0]); !bytes.Equal(got, first) {
 		t.Error("the foreign object was not replaced")
+	}
+}
+
+// TestStoreIndexCacheThroughInstrument (issue 21): the shared index cache
+// over a wrapped store (Instrument over FileStore, as wharf serve wraps
+// its store for metrics) still publishes, and still replaces a damaged
+// object: the capabilities are asked with backend.AsPutter and
+// AsMatchPutter, which see through the wrapper.
+func TestStoreIndexCacheThroughInstrument(t *testing.T) {
+	dir, key, want := piSetup(t, piShape{opt: cargopack.Options{FrameSize: 16 << 10}})
+	store := backend.Instrument(backend.NewFileStore(dir), backend.NewMetrics(prometheus.NewRegistry()))
+	open := func(t *testing.T, logs *bytes.Buffer) *Archive {
+		t.Helper()
+		a, err := Open(context.Background(), store, rvBucket, key, Options{Name: "shared", Logger: zerolog.New(logs),
+			IndexCache: StoreIndexCache{Store: store, Bucket: rvBucket, Prefix: "wharf-index/", Spool: t.TempDir()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { a.Close() })
+		return a
+	}
+	var logs bytes.Buffer
+	piReadAll(t, open(t, &logs), want, rand.New(rand.NewPCG(3, 4)))
+	objs, _ := filepath.Glob(filepath.Join(dir, rvBucket, "wharf-index", "*.widx"))
+	if len(objs) != 1 || !strings.Contains(logs.String(), "index cache: published") {
+		t.Fatalf("published objects %v, logs %s", objs, logs.String())
+	}
+	first, _ := os.ReadFile(objs[0])
+	damaged := bytes.Clone(first)
+	damaged[len(damaged)/3] ^= 0x04
+	if err := os.WriteFile(objs[0], damaged, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logs.Reset()
+	piReadAll(t, open(t, &logs), want, rand.New(rand.NewPCG(3, 4)))
+	if got, _ := os.ReadFile(objs[0]); !bytes.Equal(got, first) || !strings.Contains(logs.String(), `"outcome":"damaged, replaced"`) {
+		t.Errorf("the damaged object was not replaced through the wrapper (logs %s)", logs.String())
 	}
 }

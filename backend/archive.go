@@ -62,6 +62,23 @@ var (
 	ErrInvalidRestore = errors.New("invalid restore request")
 )
 
+// InvalidRestoreError is a restore request refused as malformed, by
+// CheckRestore or by the store (S3 InvalidArgument, MalformedXML,
+// InvalidRequest). Reason says why in words a client can be shown (S3's
+// code and message when the store refused); it holds neither the object's
+// name nor the sentinel's text. It unwraps to ErrInvalidRestore.
+type InvalidRestoreError struct {
+	Reason string
+}
+
+func (e *InvalidRestoreError) Error() string { return ErrInvalidRestore.Error() + ": " + e.Reason }
+
+func (e *InvalidRestoreError) Unwrap() error { return ErrInvalidRestore }
+
+func invalidRestore(format string, args ...any) error {
+	return &InvalidRestoreError{Reason: fmt.Sprintf(format, args...)}
+}
+
 // ArchivedError is the error of a read refused because the object is
 // archived. It unwraps to ErrArchived.
 type ArchivedError struct {
@@ -285,23 +302,23 @@ func ValidRetrievalTier(t string) bool {
 // checked here (the restore itself answers ErrNotArchived).
 func CheckRestore(class, tier string, req RestoreRequest) error {
 	if req.Tier != "" && !ValidRetrievalTier(req.Tier) {
-		return fmt.Errorf("%w: tier %q: want Standard, Bulk or Expedited", ErrInvalidRestore, req.Tier)
+		return invalidRestore("tier %q: want Standard, Bulk or Expedited", req.Tier)
 	}
 	if req.Days < 0 || req.Days > MaxRestoreDays {
-		return fmt.Errorf("%w: Days %d: want 1 to %d", ErrInvalidRestore, req.Days, MaxRestoreDays)
+		return invalidRestore("Days %d: want 1 to %d", req.Days, MaxRestoreDays)
 	}
 	switch {
 	case class == ClassIntelligentTiering && NeedsRestore(class, tier):
 		if req.Days != 0 {
-			return fmt.Errorf("%w: Days must not be given for an object in the Intelligent-Tiering %s tier (its restore moves it back to the frequent tier)", ErrInvalidRestore, tier)
+			return invalidRestore("Days must not be given for an object in the Intelligent-Tiering %s tier (its restore moves it back to the frequent tier)", tier)
 		}
 	case NeedsRestore(class, tier):
 		if req.Days < 1 {
-			return fmt.Errorf("%w: Days (1 to %d) is required to restore a %s object", ErrInvalidRestore, MaxRestoreDays, class)
+			return invalidRestore("Days (1 to %d) is required to restore a %s object", MaxRestoreDays, class)
 		}
 	}
 	if req.Tier == RetrievalExpedited && (class == ClassDeepArchive || tier == TierDeepArchiveAccess) {
-		return fmt.Errorf("%w: Expedited retrieval is not available for objects in %s", ErrInvalidRestore, deepName(class, tier))
+		return invalidRestore("Expedited retrieval is not available for objects in %s", deepName(class, tier))
 	}
 	return nil
 }
@@ -369,6 +386,18 @@ func AsRestorer(s Store) (Restorer, bool) {
 func AsPutter(s Store) (Putter, bool) {
 	p, ok := s.(Putter)
 	if c, declares := s.(interface{ CanPut() bool }); ok && declares && !c.CanPut() {
+		return nil, false
+	}
+	return p, ok
+}
+
+// AsMatchPutter returns s's conditional-replace capability, if it has one;
+// like AsPutter it asks a wrapper's CanPutIfMatch method, so a wrapper
+// that passes PutIfMatch through (Instrument, faults.Faulty) answers as
+// the store it wraps does, never more.
+func AsMatchPutter(s Store) (MatchPutter, bool) {
+	p, ok := s.(MatchPutter)
+	if c, declares := s.(interface{ CanPutIfMatch() bool }); ok && declares && !c.CanPutIfMatch() {
 		return nil, false
 	}
 	return p, ok

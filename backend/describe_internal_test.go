@@ -44,6 +44,11 @@ func TestFileStoreErrorText(t *testing.T) {
 			t.Errorf("%s/%s: %v, want %s", c.bucket, c.key, err, c.text)
 			continue
 		}
+		// Only the missing bucket is ErrNoSuchBucket (issue 21: told
+		// apart by the error, not by its text).
+		if errors.Is(err, ErrNoSuchBucket) != (c.bucket == "nob") {
+			t.Errorf("%s/%s: %v is ErrNoSuchBucket: %v", c.bucket, c.key, err, errors.Is(err, ErrNoSuchBucket))
+		}
 		f, ok := Describe(fmt.Errorf("wrapped: %w", err))
 		if !ok || f.Kind != c.kind || f.Detail != c.detail || f.Bucket != c.bucket || f.Key != c.key || f.Op != "get" {
 			t.Errorf("%s/%s: Describe = %+v", c.bucket, c.key, f)
@@ -109,6 +114,9 @@ func TestS3ErrorText(t *testing.T) {
 		{"retries exhausted", &retry.MaxAttemptsError{Attempt: 5, Err: respErr(0, refused)}, "store unavailable: gave up after 5 attempts: dial tcp: connection refused", ErrUnavailable},
 	} {
 		got := classifyS3Err(c.err)
+		if errors.Is(got, ErrNoSuchBucket) != (c.name == "no such bucket") {
+			t.Errorf("%s: %v is ErrNoSuchBucket: %v", c.name, got, errors.Is(got, ErrNoSuchBucket))
+		}
 		if got.Error() != c.text || !errors.Is(got, c.kind) || !errors.Is(got, c.err) {
 			t.Errorf("%s: %q (is %v: %v), want %q", c.name, got, c.kind, errors.Is(got, c.kind), c.text)
 		}
@@ -129,6 +137,13 @@ func TestS3ErrorText(t *testing.T) {
 		if !errors.Is(got, c.kind) || IsRetryable(got) {
 			t.Errorf("restore %s: %v, want %v (not retryable)", c.name, got, c.kind)
 		}
+	}
+	// A store's restore refusal carries S3's code and message as the
+	// reason a client is shown (s3api answers it), structured.
+	var ire *InvalidRestoreError
+	got := classifyS3ErrIn(respErr(400, &smithy.GenericAPIError{Code: "InvalidArgument", Message: "Days must be positive"}), s3RestoreCodes)
+	if !errors.As(got, &ire) || ire.Reason != "InvalidArgument: Days must be positive" || !errors.Is(got, ErrInvalidRestore) {
+		t.Errorf("restore InvalidArgument: %v, reason %+v", got, ire)
 	}
 	// A GET's InvalidObjectState is an archived object, not ErrNotArchived.
 	if got := classifyS3Err(respErr(403, &smithy.GenericAPIError{Code: "InvalidObjectState"})); !errors.Is(got, ErrArchived) {

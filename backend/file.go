@@ -125,7 +125,7 @@ func (s *FileStore) openBucket(bucket string) (*os.Root, error) {
 	defer top.Close()
 	r, err := top.OpenRoot(bucket)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, &causeError{kind: ErrNotFound, text: fmt.Sprintf("no bucket directory %s", path.Join(s.dir, bucket)), cause: err}
+		return nil, &causeError{kind: ErrNotFound, also: ErrNoSuchBucket, text: fmt.Sprintf("no bucket directory %s", path.Join(s.dir, bucket)), cause: err}
 	}
 	if err != nil {
 		return nil, classifyFSErr(err)

@@ -3,6 +3,7 @@ package backend
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path"
@@ -95,11 +96,19 @@ func (s *FileStore) PutIfMatch(ctx context.Context, bucket, key, etag string, bo
 }
 
 // PutIfMatch passes a conditional replacement through when the store can
-// make one.
+// make one; over one that cannot, it fails with ErrNotImplemented (and
+// CanPutIfMatch is false).
 func (i *instrumented) PutIfMatch(ctx context.Context, bucket, key, etag string, body io.ReadSeeker, size int64) (bool, error) {
-	p, ok := i.inner.(MatchPutter)
+	p, ok := AsMatchPutter(i.inner)
 	if !ok {
-		return false, &Error{Op: "put", Bucket: bucket, Key: key, Err: errors.New("the store cannot replace objects conditionally")}
+		return false, &Error{Op: "put", Bucket: bucket, Key: key, Err: fmt.Errorf("%w: the store cannot replace objects conditionally", ErrNotImplemented)}
 	}
 	return p.PutIfMatch(ctx, bucket, key, etag, body, size)
+}
+
+// CanPutIfMatch reports whether the wrapped store can replace objects
+// conditionally (AsMatchPutter).
+func (i *instrumented) CanPutIfMatch() bool {
+	_, ok := AsMatchPutter(i.inner)
+	return ok
 }

@@ -557,6 +557,7 @@ func quoteETag(etag string) string { return `"` + etag + `"` }
 // replace it.
 type s3Code struct {
 	kind    error
+	also    error  // a second sentinel (ErrNoSuchBucket), or nil
 	quiet   string // the message S3 sends by default ("*" = any message)
 	instead string // the text used when the message is quiet
 }
@@ -573,7 +574,7 @@ type s3Code struct {
 var s3Codes = map[string]s3Code{
 	"NoSuchKey":    {kind: ErrNotFound, quiet: "*"},
 	"NotFound":     {kind: ErrNotFound, quiet: "*"},
-	"NoSuchBucket": {kind: ErrNotFound, quiet: "*", instead: "no such bucket"},
+	"NoSuchBucket": {kind: ErrNotFound, also: ErrNoSuchBucket, quiet: "*", instead: "no such bucket"},
 
 	"AccessDenied":          {kind: ErrAccessDenied, quiet: "Access Denied"},
 	"Forbidden":             {kind: ErrAccessDenied, quiet: "Forbidden"},
@@ -678,7 +679,11 @@ func classifyS3ErrIn(err error, extra map[string]s3Code) error {
 		case !known && status > 0:
 			text = fmt.Sprintf("%s (HTTP %d)", text, status)
 		}
-		return &causeError{kind: rule.kind, text: withAttempts(err, text), cause: err}
+		if rule.kind == ErrInvalidRestore {
+			// The reason is the client's to read (s3api answers it).
+			return &causeError{kind: &InvalidRestoreError{Reason: withAttempts(err, text)}, cause: err}
+		}
+		return &causeError{kind: rule.kind, also: rule.also, text: withAttempts(err, text), cause: err}
 	}
 	if status > 0 {
 		return &causeError{kind: statusKind(status), text: withAttempts(err, fmt.Sprintf("HTTP status %d", status)), cause: err}

@@ -38,6 +38,11 @@ import (
 var (
 	// ErrNotFound: the bucket or key does not exist.
 	ErrNotFound = errors.New("object not found")
+	// ErrNoSuchBucket is wrapped beside ErrNotFound when what is missing
+	// is the bucket itself (S3's NoSuchBucket, FileStore's missing bucket
+	// directory), so a caller tells the two apart without reading text.
+	// It adds nothing to the error's text.
+	ErrNoSuchBucket = errors.New("no such bucket")
 	// ErrAccessDenied: the store refused the credentials.
 	ErrAccessDenied = errors.New("access denied")
 	// ErrBadResponse: the store answered in a way that cannot be used, for
@@ -157,6 +162,7 @@ func Describe(err error) (f Failure, ok bool) {
 // the filesystem's error types).
 type causeError struct {
 	kind  error
+	also  error // a second sentinel the error is (ErrNoSuchBucket), not in the text; may be nil
 	text  string
 	cause error
 }
@@ -168,7 +174,12 @@ func (e *causeError) Error() string {
 	return e.kind.Error() + ": " + e.text
 }
 
-func (e *causeError) Unwrap() []error { return []error{e.kind, e.cause} }
+func (e *causeError) Unwrap() []error {
+	if e.also != nil {
+		return []error{e.kind, e.also, e.cause}
+	}
+	return []error{e.kind, e.cause}
+}
 
 // IsRetryable reports whether trying the same request again could succeed.
 func IsRetryable(err error) bool {

@@ -345,9 +345,9 @@ func (s *server) restoreObject(req *request, a *archiveview.Archive) {
 		fail(&apiError{Code: errInvalidObjectState, Message: "Restore is not allowed for the object's current storage class", Cause: err})
 		return
 	case errors.Is(err, backend.ErrInvalidRestore):
-		msg := err.Error()
-		if i := strings.Index(msg, backend.ErrInvalidRestore.Error()+": "); i >= 0 {
-			msg = msg[i+len(backend.ErrInvalidRestore.Error())+2:]
+		msg := "The restore request is not valid for this object"
+		if ire := (*backend.InvalidRestoreError)(nil); errors.As(err, &ire) {
+			msg = ire.Reason
 		}
 		fail(&apiError{Code: errInvalidArgument, Message: msg, Cause: err})
 		return

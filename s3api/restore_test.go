@@ -230,6 +230,14 @@ func TestArchivedFilesSDK(t *testing.T) {
 			t.Fatalf("restore %s %d %s: %d %v; want %d %s", tc.key, tc.days, tc.tier, status, err, tc.status, tc.code)
 		}
 	}
+	// The InvalidArgument message is the refusal's reason, as
+	// backend.InvalidRestoreError carries it (issue 21: it was sliced out
+	// of the error's text), without the sentinel or the object's name.
+	_, err = restoreStatus(t, c, "deep.bin", 1, types.TierExpedited)
+	var ae smithy.APIError
+	if !errors.As(err, &ae) || ae.ErrorMessage() != "Expedited retrieval is not available for objects in DEEP_ARCHIVE" {
+		t.Fatalf("InvalidArgument message: %v", err)
+	}
 	if h := head("cold.bin"); aws.ToString(h.Restore) != `ongoing-request="true"` {
 		t.Fatalf("HEAD during the restore: %q", aws.ToString(h.Restore))
 	}

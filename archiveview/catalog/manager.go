@@ -296,11 +296,12 @@ func (cm *Manager) openUpload(ctx context.Context, name, bucket, key string, lis
 	files := int(min(max(listed/storedBytesPerFile, minReserveFiles), int64(capAll)))
 	for {
 		a, err := cm.openReserved(ctx, name, bucket, key, files, allow...)
-		// The manifest decoder says "more than N files" (or file_paths,
-		// deleted_paths, metadata entries: all capped at MaxFiles) when
-		// the cap this open set is what stopped it.
+		// The manifest decoder names the MaxFiles cap that stopped it
+		// (files, file_paths, deleted_paths, metadata entries) in
+		// FilesLimit: retry only when it is the cap this open set.
+		var me *manifest.Error
 		if err == nil || !errors.Is(err, manifest.ErrTooLarge) || ctx.Err() != nil ||
-			!strings.Contains(err.Error(), fmt.Sprintf("more than %d ", files)) {
+			!errors.As(err, &me) || me.FilesLimit != files {
 			return a, err
 		}
 		if files >= capAll {

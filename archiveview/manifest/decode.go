@@ -157,7 +157,7 @@ func (d *decoder) manifestField(m *Manifest, name []byte) (int, error) {
 		if d.st != nil && d.st.deleted != nil {
 			return 8, d.streamDeleted()
 		}
-		return 8, d.strings(&m.DeletedPaths, d.lim.MaxFiles, "deleted_paths")
+		return 8, d.strings(&m.DeletedPaths, d.lim.MaxFiles, "deleted_paths", true)
 	case "bucket":
 		return 9, l.str(&m.Bucket)
 	case "prefix":
@@ -181,7 +181,7 @@ func (d *decoder) manifestField(m *Manifest, name []byte) (int, error) {
 	case "checksum_algorithm":
 		return 19, l.str(&m.ChecksumAlgorithm)
 	case "format_features":
-		return 20, d.strings(&m.FormatFeatures, d.lim.MaxFiles, "format_features")
+		return 20, d.strings(&m.FormatFeatures, d.lim.MaxFiles, "format_features", true)
 	case "writer_id":
 		return 21, l.str(&m.WriterID)
 	case "encryption":
@@ -206,8 +206,15 @@ func capErr(what string, max int) error {
 	return &capError{what: what, limit: int64(max), count: true}
 }
 
+// filesCapErr is capErr for an array capped at Limits.MaxFiles (files,
+// file_paths, deleted_paths, metadata entries, ...): the *Error it becomes
+// says so in FilesLimit.
+func filesCapErr(what string, max int) error {
+	return &capError{what: what, limit: int64(max), count: true, files: true}
+}
+
 // strings decodes an array of strings (null gives nil).
-func (d *decoder) strings(dst *[]string, max int, what string) error {
+func (d *decoder) strings(dst *[]string, max int, what string, files bool) error {
 	if isNull, err := d.l.null(); isNull || err != nil {
 		if isNull {
 			*dst = nil
@@ -216,6 +223,9 @@ func (d *decoder) strings(dst *[]string, max int, what string) error {
 	}
 	out := []string{}
 	err := d.l.array(func() error {
+		if len(out) >= max && files {
+			return filesCapErr(what, max)
+		}
 		if len(out) >= max {
 			return capErr(what, max)
 		}
@@ -252,7 +262,7 @@ func (d *decoder) files(m *Manifest) error {
 	err := d.l.array(func() error {
 		i := bl.len()
 		if i >= d.lim.MaxFiles {
-			return capErr("files", d.lim.MaxFiles)
+			return filesCapErr("files", d.lim.MaxFiles)
 		}
 		f := bl.next()
 		if err := d.fileEntry(f, i); err != nil {
@@ -284,7 +294,7 @@ func (d *decoder) filePaths(c *ChunkEntry) error {
 		n := 0
 		return d.l.array(func() error {
 			if n++; n > d.lim.MaxFiles {
-				return capErr("file_paths", d.lim.MaxFiles)
+				return filesCapErr("file_paths", d.lim.MaxFiles)
 			}
 			if isNull, err := d.l.null(); isNull || err != nil {
 				return err
@@ -296,7 +306,7 @@ func (d *decoder) filePaths(c *ChunkEntry) error {
 	out := []string{}
 	err := d.l.array(func() error {
 		if len(out) >= d.lim.MaxFiles {
-			return capErr("file_paths", d.lim.MaxFiles)
+			return filesCapErr("file_paths", d.lim.MaxFiles)
 		}
 		like := ""
 		if d.pathAt < len(d.fileList) {
@@ -410,7 +420,7 @@ func (d *decoder) strMap(dst *map[string]string) error {
 	n := 0
 	return d.l.object(func(name []byte) error {
 		if n++; n > d.lim.MaxFiles {
-			return capErr("metadata entries", d.lim.MaxFiles)
+			return filesCapErr("metadata entries", d.lim.MaxFiles)
 		}
 		var k string
 		if d.st != nil {
@@ -586,7 +596,7 @@ func (d *decoder) shardField(s *ShardEntry, name []byte) (int, error) {
 	case "compressed_size":
 		return 5, l.i64(&s.CompressedSize)
 	case "chunk_keys":
-		return 6, d.strings(&s.ChunkKeys, d.lim.MaxChunks, "chunk_keys")
+		return 6, d.strings(&s.ChunkKeys, d.lim.MaxChunks, "chunk_keys", false)
 	}
 	if canon, ok := fold(name, shardFields); ok {
 		return d.shardField(s, canon)
@@ -708,7 +718,7 @@ func (d *decoder) fileRefs(dst *map[string]FileReference) error {
 	n := 0
 	return d.l.object(func(name []byte) error {
 		if n++; n > d.lim.MaxFiles {
-			return capErr("file_references", d.lim.MaxFiles)
+			return filesCapErr("file_references", d.lim.MaxFiles)
 		}
 		if d.st != nil {
 			// Streaming: checked (types, caps, repeats) but not kept; no

@@ -31,6 +31,13 @@ type Error struct {
 
 	Msg   string // what is wrong, naming the offending entry
 	Cause error  // underlying error (JSON syntax, gzip, I/O), may be nil
+
+	// FilesLimit is, for an ErrTooLarge the decoder stopped at because an
+	// array capped at Limits.MaxFiles (files, file_paths, deleted_paths,
+	// metadata entries, ...) grew past it, that cap; else 0. A caller that
+	// set a low MaxFiles on purpose (archiveview/catalog) retries with a
+	// higher one when this is its cap, without reading Msg.
+	FilesLimit int
 }
 
 func (e *Error) Error() string {

@@ -144,6 +144,7 @@ type capError struct {
 	what  string
 	limit int64
 	count bool // limit is an entry count, not bytes
+	files bool // the count is capped at Limits.MaxFiles
 }
 
 func (e *capError) Error() string {
@@ -218,7 +219,11 @@ func readErr(key string, err error, where string) error {
 	}
 	var ce *capError
 	if errors.As(err, &ce) {
-		return newErr(key, ErrTooLarge, nil, ce.Error())
+		e := newErr(key, ErrTooLarge, nil, ce.Error())
+		if ce.files {
+			e.FilesLimit = int(ce.limit)
+		}
+		return e
 	}
 	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader) {
 		return newErr(key, ErrInvalid, err, where+": truncated or corrupt")

@@ -58,18 +58,19 @@ func TestDecodeCountCapsAtTheCap(t *testing.T) {
 	// One past the cap, one list at a time: the decoder refuses it while
 	// decoding ("more than N <list>"), before Validate could.
 	for _, c := range []struct {
-		what string
-		grow func(m *Manifest)
+		what  string
+		files bool // capped at MaxFiles: FilesLimit names the cap
+		grow  func(m *Manifest)
 	}{
-		{"deleted_paths", func(m *Manifest) { m.DeletedPaths = append(m.DeletedPaths, "/data/src/gone/x") }},
-		{"format_features", func(m *Manifest) { m.FormatFeatures = append(m.FormatFeatures, "f7") }},
-		{"metadata entries", func(m *Manifest) { m.Files[0].Metadata["k6"] = "v" }},
-		{"file_references", func(m *Manifest) { m.Deduplication.FileReferences["h6"] = FileReference{Hash: "h"} }},
-		{"shards", func(m *Manifest) { m.Shards = append(m.Shards, ShardEntry{ID: 2}) }},
-		{"file_paths", func(m *Manifest) {
+		{"deleted_paths", true, func(m *Manifest) { m.DeletedPaths = append(m.DeletedPaths, "/data/src/gone/x") }},
+		{"format_features", true, func(m *Manifest) { m.FormatFeatures = append(m.FormatFeatures, "f7") }},
+		{"metadata entries", true, func(m *Manifest) { m.Files[0].Metadata["k6"] = "v" }},
+		{"file_references", true, func(m *Manifest) { m.Deduplication.FileReferences["h6"] = FileReference{Hash: "h"} }},
+		{"shards", false, func(m *Manifest) { m.Shards = append(m.Shards, ShardEntry{ID: 2}) }},
+		{"file_paths", true, func(m *Manifest) {
 			m.Chunks[0].FilePaths = append(m.Chunks[0].FilePaths, "/x/1", "/x/2", "/x/3", "/x/4")
 		}},
-		{"frames", func(m *Manifest) {
+		{"frames", false, func(m *Manifest) {
 			m.Chunks[1].Frames = append(m.Chunks[1].Frames, m.Chunks[1].Frames[1])
 		}},
 	} {
@@ -80,6 +81,16 @@ func TestDecodeCountCapsAtTheCap(t *testing.T) {
 			checkErr(t, "Parse", err, ErrTooLarge, key, "more than ")
 			if !strings.Contains(err.Error(), c.what) {
 				t.Fatalf("error %q does not name %s", err, c.what)
+			}
+			// The MaxFiles cap, structured (archiveview/catalog retries
+			// past its own low cap by it, issue 21).
+			want := 0
+			if c.files {
+				want = capLimits.MaxFiles
+			}
+			var me *Error
+			if !errors.As(err, &me) || me.FilesLimit != want {
+				t.Fatalf("FilesLimit of %v: %+v, want %d", err, me, want)
 			}
 		})
 	}

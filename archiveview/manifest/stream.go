@@ -163,7 +163,7 @@ func (d *decoder) streamFiles() error {
 	return d.l.array(func() error {
 		i := st.nFiles
 		if i >= d.lim.MaxFiles {
-			return capErr("files", d.lim.MaxFiles)
+			return filesCapErr("files", d.lim.MaxFiles)
 		}
 		if i == 0 && st.head != nil {
 			if err := st.head(d.m, d.topSeen); err != nil {
@@ -219,7 +219,7 @@ func (d *decoder) streamDeleted() error {
 	return d.l.array(func() error {
 		i := st.nDeleted
 		if i >= d.lim.MaxFiles {
-			return capErr("deleted_paths", d.lim.MaxFiles)
+			return filesCapErr("deleted_paths", d.lim.MaxFiles)
 		}
 		st.nDeleted++
 		st.buf = st.buf[:0]

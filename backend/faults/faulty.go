@@ -385,13 +385,21 @@ func (f *Faulty) PutIfAbsent(ctx context.Context, bucket, key string, body io.Re
 }
 
 // PutIfMatch passes a conditional replacement through (not counted, no
-// faults) when the inner store can make one.
+// faults) when the inner store can make one; over one that cannot, it
+// fails with backend.ErrNotImplemented and CanPutIfMatch is false.
 func (f *Faulty) PutIfMatch(ctx context.Context, bucket, key, etag string, body io.ReadSeeker, size int64) (bool, error) {
-	p, ok := f.inner.(backend.MatchPutter)
+	p, ok := backend.AsMatchPutter(f.inner)
 	if !ok {
-		return false, &backend.Error{Op: "put", Bucket: bucket, Key: key, Err: errors.New("the store cannot replace objects conditionally")}
+		return false, &backend.Error{Op: "put", Bucket: bucket, Key: key, Err: fmt.Errorf("%w: the store cannot replace objects conditionally", backend.ErrNotImplemented)}
 	}
 	return p.PutIfMatch(ctx, bucket, key, etag, body, size)
+}
+
+// CanPutIfMatch reports whether the inner store can replace objects
+// conditionally (backend.AsMatchPutter).
+func (f *Faulty) CanPutIfMatch() bool {
+	_, ok := backend.AsMatchPutter(f.inner)
+	return ok
 }
 
 // CanPut reports whether the inner store can write (backend.AsPutter).

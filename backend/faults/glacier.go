@@ -356,11 +356,18 @@ func (s *GlacierStore) List(ctx context.Context, bucket, prefix string, fn func(
 // PutIfMatch passes a conditional replacement through when the inner
 // store can make one (backend.MatchPutter).
 func (s *GlacierStore) PutIfMatch(ctx context.Context, bucket, key, etag string, body io.ReadSeeker, size int64) (bool, error) {
-	p, ok := s.inner.(backend.MatchPutter)
+	p, ok := backend.AsMatchPutter(s.inner)
 	if !ok {
-		return false, &backend.Error{Op: "put", Bucket: bucket, Key: key, Err: errors.New("the store cannot replace objects conditionally")}
+		return false, &backend.Error{Op: "put", Bucket: bucket, Key: key, Err: fmt.Errorf("%w: the store cannot replace objects conditionally", backend.ErrNotImplemented)}
 	}
 	return p.PutIfMatch(ctx, bucket, key, etag, body, size)
+}
+
+// CanPutIfMatch reports whether the inner store can replace objects
+// conditionally (backend.AsMatchPutter).
+func (s *GlacierStore) CanPutIfMatch() bool {
+	_, ok := backend.AsMatchPutter(s.inner)
+	return ok
 }
 
 // Restore implements backend.Restorer.

@@ -251,6 +251,11 @@ func testCapabilities(t *testing.T, f Fixture) {
 	if puts != innerPuts {
 		t.Errorf("the wrapper writes: %v, the store it wraps: %v (an optional capability dropped or invented)", puts, innerPuts)
 	}
+	if _, mp := backend.AsMatchPutter(f.Store); mp {
+		if _, innerMP := backend.AsMatchPutter(f.Inner); !innerMP {
+			t.Errorf("the wrapper replaces conditionally but the store it wraps cannot (a capability invented)")
+		}
+	}
 	if !restores || !innerRestores {
 		return
 	}

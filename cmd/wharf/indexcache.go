@@ -180,9 +180,8 @@ func probeIndexCache(ctx context.Context, v string, store backend.Store) error {
 		rc.Close()
 		return probeConditionalPut(ctx, v, store, bucket, prefix+indexProbeKey)
 	}
-	f, _ := backend.Describe(err)
 	switch {
-	case errors.Is(err, backend.ErrNotFound) && (strings.Contains(f.Detail, "no such bucket") || strings.Contains(f.Detail, "no bucket directory")):
+	case errors.Is(err, backend.ErrNoSuchBucket):
 		return fmt.Errorf("--index-cache %s: bucket %q does not exist", v, bucket)
 	case errors.Is(err, backend.ErrNotFound):
 		return probeConditionalPut(ctx, v, store, bucket, prefix+indexProbeKey)
@@ -200,10 +199,10 @@ func openIndexCache(v string, store backend.Store, secret *archiveview.IndexSecr
 	if err != nil || !ok {
 		return nil, nil, fmt.Errorf("--index-cache %q: want s3://BUCKET/PREFIX", v)
 	}
-	if _, ok := store.(backend.Putter); !ok {
+	if _, ok := backend.AsPutter(store); !ok {
 		return nil, nil, fmt.Errorf("--index-cache %s: the store cannot write", v)
 	}
-	if _, ok := store.(backend.MatchPutter); !ok {
+	if _, ok := backend.AsMatchPutter(store); !ok {
 		return nil, nil, fmt.Errorf("--index-cache %s: the store cannot replace objects conditionally (If-Match), so a damaged index could never be repaired", v)
 	}
 	spool, err := os.MkdirTemp("", "wharf-index-")
@@ -302,7 +301,7 @@ func loadIndexSecret(path string) (*archiveview.IndexSecret, error) {
 // would let replicas overwrite one another's index objects (and a valid
 // one with a damaged one): it must not be used as a shared index cache.
 func probeConditionalPut(ctx context.Context, v string, store backend.Store, bucket, key string) error {
-	p, ok := store.(backend.Putter)
+	p, ok := backend.AsPutter(store)
 	if !ok {
 		return fmt.Errorf("--index-cache %s: the store cannot write", v)
 	}
@@ -320,7 +319,7 @@ func probeConditionalPut(ctx context.Context, v string, store backend.Store, buc
 	if wrote {
 		return fmt.Errorf("--index-cache %s: the store does not enforce conditional PUTs (a PUT with If-None-Match: * overwrote the existing object %s): replicas would overwrite one another's index objects, so it cannot be a shared index cache", v, key)
 	}
-	mp, ok := store.(backend.MatchPutter)
+	mp, ok := backend.AsMatchPutter(store)
 	if !ok {
 		return fmt.Errorf("--index-cache %s: the store cannot replace objects conditionally (If-Match)", v)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/wharf-s3/wharf/archiveview"
 	"github.com/wharf-s3/wharf/backend"
@@ -300,5 +301,57 @@ func TestServeSharedIndexMetrics(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(objs[0]); !bytes.Equal(got, good) {
 		t.Error("the unauthenticated object was not replaced")
+	}
+}
+
+// plainStore hides every optional capability of the store it embeds.
+type plainStore struct{ backend.Store }
+
+// TestOpenIndexCacheCapabilities (issue 21): openIndexCache asks a
+// wrapped store what the store it wraps can do (backend.AsPutter,
+// AsMatchPutter). A store that cannot write, or cannot replace
+// conditionally, is refused at start even behind Instrument, whose
+// PutIfAbsent and PutIfMatch methods exist whatever it wraps (before, the
+// direct type assertions accepted both); Instrument over one that can is
+// accepted.
+func TestOpenIndexCacheCapabilities(t *testing.T) {
+	dir := t.TempDir()
+	fs := backend.NewFileStore(dir)
+	instr := func(s backend.Store) backend.Store {
+		return backend.Instrument(s, backend.NewMetrics(prometheus.NewRegistry()))
+	}
+	for _, tc := range []struct {
+		name  string
+		store backend.Store
+		want  string // "" accepted
+	}{
+		{"Instrument(FileStore)", instr(fs), ""},
+		{"Instrument(read-only)", instr(plainStore{fs}), "the store cannot write"},
+		{"Instrument(Glacier(FileStore))", instr(faults.NewGlacier(faults.GlacierConfig{}).Store(fs)), "cannot replace objects conditionally"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, cleanup, err := openIndexCache("s3://bkt/idx/", tc.store, nil)
+			if err == nil {
+				cleanup()
+			}
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Fatalf("openIndexCache: %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestIndexCacheProbeMissingBucket: a missing bucket (S3's NoSuchBucket
+// over gofakes3) is a start-up error saying so, told apart from a
+// missing probe object by backend.ErrNoSuchBucket, not by the error's
+// text (issue 21); FileStore's case is TestServeIndexCacheProbe.
+func TestIndexCacheProbeMissingBucket(t *testing.T) {
+	_, store := testS3(t, nil)
+	err := probeIndexCache(context.Background(), "s3://nobucket/idx/", store)
+	if err == nil || !strings.Contains(err.Error(), `bucket "nobucket" does not exist`) {
+		t.Fatalf("probe of a missing bucket: %v", err)
+	}
+	if err := probeIndexCache(context.Background(), "s3://bkt/idx/", store); err != nil {
+		t.Fatalf("probe of an existing bucket without the probe object: %v", err)
 	}
 }
