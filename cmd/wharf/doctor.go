@@ -17,9 +17,9 @@ package main
 //	              that does not exist); a failure (not implemented, or the
 //	              probe itself failing) only with --allow-restore
 //	index-cache   a local --index-cache directory is writable; an s3://
-//	              cache's store can write and its bucket can be listed. The
-//	              conditional-PUT-enforced probe belongs to the shared index
-//	              cache (issue 25, the trust work) and is not repeated here.
+//	              cache's store can write, its bucket can be listed, and it
+//	              enforces conditional PUTs (If-None-Match: * and If-Match:
+//	              the probe wharf serve runs at start, probeIndexCache)
 //
 // Each line reads "ok|FAIL|skip  NAME  DETAIL"; the exit status is non-zero
 // when any check failed.
@@ -299,7 +299,13 @@ func checkIndexCache(ctx context.Context, store backend.Store, cfg *serveConfig)
 		if err := backend.ProbeRead(c, store, bucket); err != nil {
 			return failCheck("index-cache", fmt.Errorf("--index-cache %s: %w", cfg.IndexCacheURL, err))
 		}
-		return okCheck("index-cache", "%s: the store can write and the bucket can be listed (conditional PUT: the index cache's own probe)", cfg.IndexCacheURL)
+		// The probe wharf serve runs at start (indexcache.go): If-None-Match: *
+		// and If-Match must both be enforced, or replicas overwrite one
+		// another's index objects.
+		if err := probeIndexCache(c, cfg.IndexCacheURL, store); err != nil {
+			return failCheck("index-cache", err)
+		}
+		return okCheck("index-cache", "%s: writable, the bucket can be listed, conditional PUTs enforced", cfg.IndexCacheURL)
 	}
 	return skipCheck("index-cache", "no --index-cache")
 }

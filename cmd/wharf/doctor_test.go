@@ -234,3 +234,36 @@ func reverseTo(t *testing.T, target string) http.Handler {
 	}
 	return &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(u); r.Out.Host = r.In.Host }}
 }
+
+// TestDoctorIndexCacheConditionalPut: doctor runs the shared index cache's
+// start-up probe, so a store that ignores If-None-Match: * (gofakes3 behind
+// faults.IgnorePutConditions) fails the index-cache check (and doctor), and
+// the same server enforcing the conditions passes it. (No archive is
+// configured, so doctor's config check fails in both: only the
+// index-cache line is compared.)
+func TestDoctorIndexCacheConditionalPut(t *testing.T) {
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDTEST")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
+	t.Setenv("AWS_CONFIG_FILE", "/nonexistent")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+	secret := testIndexSecretFile(t)
+	for _, tc := range []struct {
+		name   string
+		wrap   func(http.Handler) http.Handler
+		status string
+		detail string
+	}{
+		{"enforced", nil, "ok", "conditional PUTs enforced"},
+		{"ignored", faults.IgnorePutConditions, "FAIL", "does not enforce conditional PUTs"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			url, _ := testS3(t, tc.wrap)
+			out, err := doctorRun(t, "--store", "s3://", "--s3-endpoint", url, "--s3-path-style", "--s3-region", "us-east-1",
+				"--anonymous", "--index-cache", "s3://bkt/idx/", "--index-cache-secret-file", secret)
+			wantLine(t, out, tc.status, "index-cache", tc.detail)
+			if tc.status == "FAIL" && err == nil {
+				t.Errorf("doctor passed with the index-cache check failing\n%s", out)
+			}
+		})
+	}
+}
