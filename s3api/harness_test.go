@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -58,7 +59,8 @@ type fixtureOpts struct {
 	noChecksums bool
 	// cors is the server's Config.CORS.
 	cors s3api.CORSPolicy
-	// aliasBuckets is the server's Config.AliasBuckets.
+	// aliasBuckets are the buckets the server's Config.FollowsUpdates
+	// names.
 	aliasBuckets []string
 }
 
@@ -131,7 +133,7 @@ func newFixtureFromArchive(t testing.TB, a *archiveview.Archive, o fixtureOpts) 
 		Region:          o.region,
 		VirtualHostBase: o.vhostBase,
 		CORS:            o.cors,
-		AliasBuckets:    o.aliasBuckets,
+		FollowsUpdates:  func(b string) bool { return slices.Contains(o.aliasBuckets, b) },
 	})
 	f.srv = httptest.NewServer(h)
 	t.Cleanup(f.srv.Close)

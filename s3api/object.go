@@ -43,7 +43,7 @@ func contentType(f archiveview.File) string {
 	return "application/octet-stream"
 }
 
-// Cache-Control values (Config.AliasBuckets).
+// Cache-Control values (Config.FollowsUpdates).
 const (
 	// cacheFixed: a fixed archive's object, or a pinned version, never
 	// changes under its key; a year is the longest RFC 9111 freshness
@@ -58,7 +58,7 @@ const (
 // cacheControl is the Cache-Control of an object of bucket; pinned says
 // the request named a ?versionId.
 func (s *server) cacheControl(bucket string, pinned bool) string {
-	if s.aliases[bucket] && !pinned {
+	if !pinned && s.cfg.FollowsUpdates != nil && s.cfg.FollowsUpdates(bucket) {
 		return cacheFollowing
 	}
 	return cacheFixed

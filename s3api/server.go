@@ -104,13 +104,14 @@ type Config struct {
 	// window stays closed, then fails its write, and the handler returns
 	// and releases the buffers and frames it held. 0 = no deadline.
 	SendTimeout time.Duration
-	// AliasBuckets are the buckets whose content follows the newest upload
-	// (an @latest alias): their objects change under the same key, so
-	// their responses are sent with Cache-Control: no-cache (revalidate
-	// with the ETag on every use). Every other bucket serves a fixed
-	// archive, and a GET or HEAD naming a ?versionId a fixed version:
-	// Cache-Control: max-age=31536000, immutable (object.go).
-	AliasBuckets []string
+	// FollowsUpdates reports whether a bucket's content can change under
+	// the same key (an @latest alias, a dataset bucket following CURRENT):
+	// its responses are sent with Cache-Control: no-cache (revalidate with
+	// the ETag on every use). Every other bucket serves a fixed archive or
+	// a pinned version, and a GET or HEAD naming a ?versionId a fixed
+	// version: Cache-Control: max-age=31536000, immutable (object.go). nil:
+	// every bucket is fixed.
+	FollowsUpdates func(bucket string) bool
 }
 
 // server is the S3 handler that New returns.
@@ -125,8 +126,6 @@ type server struct {
 	owner    *owner
 	ownerXML string
 	console  http.Handler
-	// aliases is Config.AliasBuckets as a set.
-	aliases map[string]bool
 }
 
 // New returns the S3 http.Handler for cfg. It panics if cfg.Catalog is nil or
@@ -158,10 +157,7 @@ func New(cfg Config) http.Handler {
 	}
 	s := &server{cfg: cfg, metrics: m, limit: lim, now: time.Now,
 		owner:    &owner{ID: cfg.OwnerID, DisplayName: cfg.OwnerName},
-		ownerXML: ownerElement(cfg.OwnerID, cfg.OwnerName), aliases: map[string]bool{}}
-	for _, b := range cfg.AliasBuckets {
-		s.aliases[b] = true
-	}
+		ownerXML: ownerElement(cfg.OwnerID, cfg.OwnerName)}
 	if cfg.Console != nil {
 		s.console = cfg.Console(s)
 	}

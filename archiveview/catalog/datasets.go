@@ -482,3 +482,23 @@ func datasetErrors(plans []datasetPlan) error {
 	}
 	return errors.Join(errs...)
 }
+
+// FollowsUpdates reports whether bucket name's objects can change under
+// the same key while wharf runs: an @latest alias (it moves to a newer
+// upload at a rescan) or a dataset bucket following CURRENT (configured or
+// discovered). A fixed archive, a discovered upload and a pinned dataset
+// version never change. s3api's Cache-Control is chosen by it.
+func (cm *Manager) FollowsUpdates(name string) bool {
+	cm.dsMu.Lock()
+	st := cm.datasets[name]
+	cm.dsMu.Unlock()
+	if st != nil {
+		return st.ref.Version == ""
+	}
+	for _, al := range cm.cfg.Aliases {
+		if al.Name == name {
+			return true // not a dataset's: an @latest alias
+		}
+	}
+	return false
+}

@@ -373,6 +373,13 @@ func TestDatasetPinned(t *testing.T) {
 	}
 	checkTree(t, bucketArchive(t, cm, "old"), v1Files)
 	checkTree(t, bucketArchive(t, cm, "cur"), v2Files)
+	// Cache-Control follows this: a pinned version never changes, CURRENT's
+	// bucket does, and a name the manager does not serve is fixed.
+	for name, want := range map[string]bool{"old": false, "cur": true, "nobody": false} {
+		if got := cm.FollowsUpdates(name); got != want {
+			t.Errorf("FollowsUpdates(%q) = %v, want %v", name, got, want)
+		}
+	}
 	d.point(t, v1ID)
 	if err := cm.Scan(ctx, false); err != nil {
 		t.Fatal(err)
@@ -589,6 +596,10 @@ func TestDiscoverDatasets(t *testing.T) {
 				t.Fatalf("skipped %+v", p.Skipped)
 			}
 			checkTree(t, bucketArchive(t, cm, "ocean"), v1Files)
+			if !cm.FollowsUpdates("ocean") || cm.FollowsUpdates("plain-upload") {
+				t.Errorf("FollowsUpdates: discovered dataset %v (want true), discovered upload %v (want false)",
+					cm.FollowsUpdates("ocean"), cm.FollowsUpdates("plain-upload"))
+			}
 			d.point(t, v2ID)
 			if err := cm.Scan(ctx, false); err != nil {
 				t.Fatal(err)

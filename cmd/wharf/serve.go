@@ -430,7 +430,7 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 		AllowRestore:      cfg.AllowRestore,
 		Console:           consoleHandler(&cfg, cm.Catalog(), verifier, len(keys) > 0, log),
 		SendTimeout:       cfg.sendTimeout(),
-		AliasBuckets:      cfg.aliasNames(),
+		FollowsUpdates:    cm.FollowsUpdates,
 	})
 
 	ln, err := net.Listen("tcp", cfg.Listen)
@@ -664,16 +664,6 @@ func (cfg *serveConfig) catalogSources() []catalog.Source {
 	out := make([]catalog.Source, len(cfg.Archives))
 	for i, a := range cfg.Archives {
 		out[i] = catalog.Source{Name: a.Name, ManifestURL: a.ManifestURL}
-	}
-	return out
-}
-
-// aliasNames are the buckets that follow the newest upload (s3api's
-// Cache-Control).
-func (cfg *serveConfig) aliasNames() []string {
-	out := make([]string, len(cfg.Aliases))
-	for i, a := range cfg.Aliases {
-		out[i] = a.Name
 	}
 	return out
 }
