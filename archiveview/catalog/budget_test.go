@@ -158,7 +158,7 @@ func TestManagerIndexBudget(t *testing.T) {
 
 	t.Run("room for one", func(t *testing.T) {
 		const budget = 80 << 20
-		cm, errs, grew := open(t, budget, 0, 5*time.Second) // room for the first open on a loaded machine; the second waits it out
+		cm, errs, grew := open(t, budget, 0, slowdown*5*time.Second) // room for the first open on a loaded machine; the second waits it out
 		defer cm.CloseAll()
 		var opened, refused int
 		for name, err := range errs {
