@@ -295,12 +295,8 @@ func (l *ReadLimits) take(ctx context.Context, n int64, gets int, mode allocMode
 		return nil, 0, fmt.Errorf("%d bytes asked of a read memory budget of %d: %w", n, l.memory, ErrBusy)
 	}
 	id := clientOf(ctx)
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
+	dl := deadline{wait: l.wait}
+	defer dl.stop()
 	for {
 		l.mu.Lock()
 		ch := l.freed
@@ -318,17 +314,12 @@ func (l *ReadLimits) take(ctx context.Context, n int64, gets int, mode allocMode
 		if mode == speculative {
 			return nil, 0, errNoMemory
 		}
-		if timer == nil {
-			timer = time.NewTimer(l.wait)
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return nil, 0, ctx.Err()
-		case <-timer.C:
+		if err := dl.await(ctx, ch); err == errWaitExpired {
 			used, inFlight := l.inUse()
 			return nil, 0, fmt.Errorf("waited %v for %d bytes and a backend GET (short of %s; %d of %d bytes in use, %d of %d GETs in flight): %w",
 				l.wait, n, short, used, l.memory, inFlight, l.maxGets, ErrBusy)
+		} else if err != nil {
+			return nil, 0, err
 		}
 	}
 }
@@ -379,12 +370,8 @@ func (l *ReadLimits) give(cl *clientUse, n int64, gets int) {
 // ends the admission, with the client record returned.
 func (l *ReadLimits) admitDecoder(ctx context.Context) (*clientUse, error) {
 	id := clientOf(ctx)
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
+	dl := deadline{wait: l.wait}
+	defer dl.stop()
 	for {
 		l.mu.Lock()
 		ch := l.freed
@@ -403,15 +390,10 @@ func (l *ReadLimits) admitDecoder(ctx context.Context) (*clientUse, error) {
 		if l.reclaim(false) {
 			continue
 		}
-		if timer == nil {
-			timer = time.NewTimer(l.wait)
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-timer.C:
+		if err := dl.await(ctx, ch); err == errWaitExpired {
 			return nil, fmt.Errorf("waited %v for one of %d stream decoders (at most %d per client): %w", l.wait, l.maxDecoders, l.clientDecs, ErrBusy)
+		} else if err != nil {
+			return nil, err
 		}
 	}
 }
@@ -472,3 +454,36 @@ func (l *ReadLimits) MemoryBudget() int64 { return l.memory }
 // streamStarted and streamEnded count the streams sharing the budget.
 func (l *ReadLimits) streamStarted() { l.streams.Add(1) }
 func (l *ReadLimits) streamEnded()   { l.streams.Add(-1) }
+
+// deadline is one wait on the limits: MemoryWait from the first time the
+// waiter finds them full, however often it is woken and finds them full
+// again. The zero timer starts at the first await.
+type deadline struct {
+	wait  time.Duration
+	timer *time.Timer
+}
+
+// errWaitExpired is await's answer when the deadline passed.
+var errWaitExpired = errors.New("chunkio: read limits wait expired")
+
+// await waits for ch (the limits' "something was freed" signal), ctx or
+// the deadline: nil when woken, ctx's error, or errWaitExpired.
+func (d *deadline) await(ctx context.Context, ch <-chan struct{}) error {
+	if d.timer == nil {
+		d.timer = time.NewTimer(d.wait)
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-d.timer.C:
+		return errWaitExpired
+	}
+}
+
+func (d *deadline) stop() {
+	if d.timer != nil {
+		d.timer.Stop()
+	}
+}
