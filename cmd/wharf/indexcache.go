@@ -259,6 +259,9 @@ func loadIndexSecret(path string) (*archiveview.IndexSecret, error) {
 	fail := func(format string, args ...any) (*archiveview.IndexSecret, error) {
 		return nil, fmt.Errorf("--index-cache-secret-file %s: "+format, append([]any{path}, args...)...)
 	}
+	if strings.Contains(path, "://") {
+		return fail("a URL, not a local file: the secret is read from each replica's own disk (a mounted secret)")
+	}
 	// Stat before opening: opening a FIFO would wait for a writer.
 	if fi, err := os.Stat(path); err != nil {
 		return fail("%w", err)

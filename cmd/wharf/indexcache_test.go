@@ -69,6 +69,7 @@ func TestIndexCacheTrustValidation(t *testing.T) {
 		{"neither", []string{"--index-cache", "s3://src/idx"}, "a shared index cache needs --index-cache-secret-file FILE"},
 		{"both", []string{"--index-cache", "s3://src/idx", "--index-cache-secret-file", good, "--index-cache-trust-writers"}, "choose one"},
 		{"missing", []string{"--index-cache", "s3://src/idx", "--index-cache-secret-file", missing}, missing},
+		{"a URL", []string{"--index-cache", "s3://src/idx", "--index-cache-secret-file", "s3://src/secret"}, "a URL, not a local file"},
 		{"short", []string{"--index-cache", "s3://src/idx", "--index-cache-secret-file", short}, "31 bytes of secret, want at least 32"},
 		{"world-readable", []string{"--index-cache", "s3://src/idx", "--index-cache-secret-file", open}, "readable by every user (mode 0644)"},
 		{"directory", []string{"--index-cache", "s3://src/idx", "--index-cache-secret-file", dir}, "not a regular file"},
