@@ -1064,6 +1064,7 @@ type Page struct {
 // (Error says why; the bucket answers that error).
 type BucketEntry struct {
 	Bucket            string   `json:"bucket"`
+	Kind              Kind     `json:"kind"`
 	Source            string   `json:"source"`
 	State             string   `json:"state"`
 	Error             string   `json:"error,omitempty"`
@@ -1130,7 +1131,8 @@ func (cm *Manager) Page() Page {
 		if src == "" {
 			src = cm.staticSources[name]
 		}
-		be := BucketEntry{Bucket: name, Source: src, Archive: e.Name, Chain: []string{}, Shapes: []string{}, Warnings: []string{}}
+		kind, _ := cm.Kind(name)
+		be := BucketEntry{Bucket: name, Kind: kind, Source: src, Archive: e.Name, Chain: []string{}, Shapes: []string{}, Warnings: []string{}}
 		a, err, done := e.State()
 		switch {
 		case !done:

@@ -270,6 +270,11 @@ func TestManagerAliasSharesOpens(t *testing.T) {
 		if src := cm.Page(); !strings.Contains(fmt.Sprint(src.Buckets), "alias s3://lake/base@latest -> s3://lake/base/uploads/a3/manifest.json.gz") {
 			t.Errorf("wait %v: alias source not reported: %+v", wait, src.Buckets)
 		}
+		for name, want := range map[string]Kind{"latest": KindAlias, BucketName("a1"): KindDiscovered, "nosuch": ""} {
+			if k, ok := cm.Kind(name); k != want || ok != (want != "") {
+				t.Errorf("Kind(%s) = %q %v, want %q", name, k, ok, want)
+			}
+		}
 		cm.CloseAll()
 	}
 }
@@ -324,6 +329,9 @@ func TestManagerRefreshesStorageClasses(t *testing.T) {
 	defer cm.CloseAll()
 	if n := faulty.Requests("list"); n != 1 {
 		t.Fatalf("%d listings at open, want 1 (one upload prefix)", n)
+	}
+	if k, ok := cm.Kind("arch"); k != KindArchive || !ok {
+		t.Errorf("Kind(arch) = %q %v, want %q", k, ok, KindArchive)
 	}
 	a, _, _ := cm.Catalog().Bucket(ctx, "arch")
 	f, _ := a.Stat("a.txt")

@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -184,6 +186,22 @@ func TestServeDataset(t *testing.T) {
 		for k, v := range d.v1 {
 			wantBody(t, "http://"+addr+"/"+b+"/"+k, v)
 		}
+	}
+	// /-/archives names what each bucket serves, from the catalog (the
+	// console reads the same Manager.Kind).
+	_, body = get(t, "http://"+admin+"/-/archives")
+	var page struct {
+		Buckets []struct{ Bucket, Kind string }
+	}
+	if err := json.Unmarshal(body, &page); err != nil {
+		t.Fatalf("/-/archives: %v %s", err, body)
+	}
+	kinds := map[string]string{}
+	for _, b := range page.Buckets {
+		kinds[b.Bucket] = b.Kind
+	}
+	if want := map[string]string{"live": "dataset", "first": "pinned version", "ocean": "discovered dataset"}; !maps.Equal(kinds, want) {
+		t.Fatalf("/-/archives kinds %v, want %v", kinds, want)
 	}
 
 	// An unchanged rescan: one request per followed dataset, a 304 each.

@@ -428,7 +428,7 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 		MaxInflightPerKey: cfg.MaxInflightPerKey,
 		CORS:              cors,
 		AllowRestore:      cfg.AllowRestore,
-		Console:           consoleHandler(&cfg, cm.Catalog(), verifier, len(keys) > 0, log),
+		Console:           consoleHandler(&cfg, cm, verifier, len(keys) > 0, log),
 		SendTimeout:       cfg.sendTimeout(),
 		FollowsUpdates:    cm.FollowsUpdates,
 	})

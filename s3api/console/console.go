@@ -76,9 +76,10 @@ type Config struct {
 	AllowRestore bool
 	// Region is used to sign share links and restores ("" = us-east-1).
 	Region string
-	// Source, when set, describes a bucket's source (catalog.BucketEntry
-	// Source: "archive s3://…", "discover …", "alias …").
-	Source func(bucket string) string
+	// Kind, when set, names what a bucket serves (catalog.Manager.Kind:
+	// "archive", "alias", "dataset", "pinned version", "discovered
+	// archive", "discovered dataset"). nil or "" = "archive".
+	Kind func(bucket string) string
 	// Secret signs session cookies and CSRF tokens. nil = 32 random bytes
 	// drawn by New (sessions then end with the process).
 	Secret []byte

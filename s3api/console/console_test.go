@@ -154,11 +154,11 @@ func newServer(t testing.TB, o opts) *server {
 		Console: func(api http.Handler) http.Handler {
 			return console.New(console.Config{Catalog: cat, Verifier: v, API: api, Logins: len(o.keys) > 0,
 				AllowRestore: o.allowRestore, Logger: zerolog.New(s.logs), LoginBurst: 3, LoginEvery: time.Hour,
-				Source: func(b string) string {
+				Kind: func(b string) string {
 					if b == "chain" {
-						return "alias s3://src/chain@latest"
+						return "alias"
 					}
-					return "archive s3://src/..."
+					return ""
 				}})
 		}})
 	s.Server = httptest.NewServer(h)

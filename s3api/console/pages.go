@@ -81,11 +81,9 @@ func (c *Console) buckets(w http.ResponseWriter, r *http.Request, v visitor) {
 	defer cancel()
 	for _, name := range names {
 		row := bucketRow{Name: name, Kind: "archive"}
-		if c.cfg.Source != nil {
-			if src := c.cfg.Source(name); strings.HasPrefix(src, "alias ") {
-				row.Kind = aliasKind(strings.TrimPrefix(src, "alias "))
-			} else if strings.HasPrefix(src, "discover ") {
-				row.Kind = "discovered archive"
+		if c.cfg.Kind != nil {
+			if k := c.cfg.Kind(name); k != "" {
+				row.Kind = k
 			}
 		}
 		a, _, err := c.cfg.Catalog.Bucket(ctx, name)
@@ -675,19 +673,4 @@ func (s *shareCache) retain(live map[*archiveview.Archive]bool) {
 			delete(s.m, a)
 		}
 	}
-}
-
-// aliasKind names what an --alias target serves: the newest upload
-// (@latest), a published dataset following its CURRENT pointer (@current)
-// or one pinned dataset version (@<version_id>).
-func aliasKind(target string) string {
-	switch {
-	case strings.HasSuffix(target, "@latest"):
-		return "alias"
-	case strings.HasSuffix(target, "@current"):
-		return "dataset"
-	case strings.Contains(target, "@"):
-		return "pinned version"
-	}
-	return "alias"
 }
