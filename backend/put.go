@@ -53,10 +53,7 @@ func (s *S3Store) PutIfAbsent(ctx context.Context, bucket, key string, body io.R
 // (a link never replaces an existing file) and removed.
 func (s *FileStore) PutIfAbsent(ctx context.Context, bucket, key string, body io.ReadSeeker, size int64) (bool, error) {
 	fail := func(err error) (bool, error) { return false, &Error{Op: "put", Bucket: bucket, Key: key, Err: err} }
-	if err := validFileKey(key); err != nil {
-		return fail(err)
-	}
-	root, err := s.openBucket(bucket)
+	root, err := s.putRoot(bucket, key)
 	if err != nil {
 		return fail(err)
 	}
@@ -66,7 +63,7 @@ func (s *FileStore) PutIfAbsent(ctx context.Context, bucket, key string, body io
 			return fail(classifyFSErr(err))
 		}
 	}
-	tmp := key + ".tmp-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	tmp := tempName(key)
 	if err := writeTemp(ctx, root, tmp, body, size); err != nil {
 		return fail(err)
 	}
@@ -78,6 +75,22 @@ func (s *FileStore) PutIfAbsent(ctx context.Context, bucket, key string, body io
 		return fail(classifyFSErr(err))
 	}
 	return true, nil
+}
+
+// putRoot checks key and opens bucket's directory for a conditional
+// write (the caller closes it): the common prologue of FileStore's
+// PutIfAbsent and PutIfMatch.
+func (s *FileStore) putRoot(bucket, key string) (*os.Root, error) {
+	if err := validFileKey(key); err != nil {
+		return nil, err
+	}
+	return s.openBucket(bucket)
+}
+
+// tempName is the temporary file a conditional write fills beside key: a
+// dot name in key's directory, unique per call.
+func tempName(key string) string {
+	return path.Join(path.Dir(key), "."+path.Base(key)+".tmp-"+strconv.FormatInt(time.Now().UnixNano(), 36))
 }
 
 // writeTemp writes exactly size bytes of body to the new file tmp in root

@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path"
-	"strconv"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -63,10 +60,7 @@ func (s *S3Store) PutIfMatch(ctx context.Context, bucket, key, etag string, body
 // if the target's ETag (FileStore's mtime and size) is still etag.
 func (s *FileStore) PutIfMatch(ctx context.Context, bucket, key, etag string, body io.ReadSeeker, size int64) (bool, error) {
 	fail := func(err error) (bool, error) { return false, &Error{Op: "put", Bucket: bucket, Key: key, Err: err} }
-	if err := validFileKey(key); err != nil {
-		return fail(err)
-	}
-	root, err := s.openBucket(bucket)
+	root, err := s.putRoot(bucket, key)
 	if err != nil {
 		return fail(err)
 	}
@@ -74,7 +68,7 @@ func (s *FileStore) PutIfMatch(ctx context.Context, bucket, key, etag string, bo
 	if _, err := root.Stat(key); errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	}
-	tmp := path.Join(path.Dir(key), "."+path.Base(key)+".tmp-"+strconv.FormatInt(time.Now().UnixNano(), 36))
+	tmp := tempName(key)
 	if err := writeTemp(ctx, root, tmp, body, size); err != nil {
 		return fail(err)
 	}
