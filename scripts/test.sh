@@ -91,6 +91,18 @@ check_gofmt() {
 	fi
 }
 
+# check_merge_markers fails on a conflict marker left in any tracked text
+# file (a merge resolved in a hurry once left one in ARCHITECTURE.md).
+check_merge_markers() {
+	local out
+	out=$(git grep -nE '^(<<<<<<< |>>>>>>> |=======$)' -- ':!*.tar' ':!*.zst' ':!*.gz' 2>/dev/null || true)
+	if [ -n "$out" ]; then
+		echo "    merge conflict markers:"
+		echo "$out" | sed 's/^/      /'
+		return 1
+	fi
+}
+
 run_staticcheck() {
 	local bin="$PWD/bin/staticcheck"
 	if ! "$bin" -version 2>/dev/null | grep -qF "(${STATICCHECK_VERSION#v})"; then
@@ -156,6 +168,7 @@ check_compose() {
 step "install test tools" install_packages
 step "go build" go build ./...
 step "gofmt" check_gofmt
+step "no merge markers" check_merge_markers
 step "go vet" go vet ./...
 step "go mod tidy" go mod tidy -diff
 step "staticcheck" run_staticcheck
