@@ -95,7 +95,7 @@ check_gofmt() {
 # file (a merge resolved in a hurry once left one in ARCHITECTURE.md).
 check_merge_markers() {
 	local out
-	out=$(git grep -nE '^(<<<<<<< |>>>>>>> |=======$)' -- ':!*.tar' ':!*.zst' ':!*.gz' 2>/dev/null || true)
+	out=$(git grep -InE '^(<<<<<<< |>>>>>>> |=======$)' 2>/dev/null || true)
 	if [ -n "$out" ]; then
 		echo "    merge conflict markers:"
 		echo "$out" | sed 's/^/      /'
