@@ -3,7 +3,8 @@
 #
 #   1. installs the missing Debian packages the end-to-end tests drive
 #      (only as root with apt-get; otherwise it says what is missing),
-#   2. checks gofmt, go vet, that `go mod tidy` would change nothing, and
+#   2. checks gofmt, that no merge conflict marker was left in a tracked
+#      file, go vet, that `go mod tidy` would change nothing, and
 #      staticcheck (a pinned version, installed into ./bin on first use),
 #   3. runs every Go test: the unit tests of every package (these include
 #      cmd/wharf/internal/bench: the metrics check and the short soak),
