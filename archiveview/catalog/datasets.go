@@ -89,8 +89,9 @@ type datasetState struct {
 	pendMan  string
 	readAt   time.Time // last pointer read (conditional or not)
 	lastErr  string
-	errAt    time.Time // when lastErr happened
-	errs     int       // pointer errors since start
+	errAt    time.Time     // when lastErr happened
+	errs     int           // pointer errors since start
+	hist     *historyState // the served version's history (historymgr.go), once asked for
 }
 
 // datasetEntry is bucket name's dataset part of the /-/archives page (nil
@@ -380,6 +381,9 @@ func (cm *Manager) applyDatasets(op *scanOp, plans []datasetPlan) {
 			if st.pending != nil && !cm.datasetHolds(st.pending, st) {
 				cm.retire(st.pending)
 			}
+			if st.hist != nil {
+				st.hist.retire(cm)
+			}
 			delete(cm.datasets, n)
 		}
 	}
@@ -435,6 +439,10 @@ func (cm *Manager) adoptDatasets(op *scanOp, keepGood bool) []error {
 			continue
 		}
 		was := st.ptr.VersionID
+		if st.hist != nil {
+			st.hist.retire(cm) // the history of the version no longer served
+			st.hist = nil
+		}
 		st.entry, st.ptr, st.etag, st.manifest = e, st.pendPtr, st.pendETag, st.pendMan
 		st.lastErr = ""
 		op.rep.Sources[name] = st.source + " -> version " + st.ptr.VersionID + " (" + st.manifest + ")"

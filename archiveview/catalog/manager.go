@@ -137,6 +137,10 @@ type Config struct {
 	// aliased upload may list (0 = DefaultMaxFilesPerUpload; never more
 	// than Options.Limits allows).
 	MaxFilesPerUpload int
+	// DatasetHistory is the number of published versions a dataset
+	// bucket's version history holds at most (0 = DefaultDatasetHistory;
+	// history.go).
+	DatasetHistory int
 }
 
 // Manager owns the served archives: the configured ones (opened once at
@@ -200,6 +204,9 @@ func NewManager(cfg Config) *Manager {
 	}
 	if cfg.MaxFilesPerUpload <= 0 {
 		cfg.MaxFilesPerUpload = DefaultMaxFilesPerUpload
+	}
+	if cfg.DatasetHistory <= 0 {
+		cfg.DatasetHistory = DefaultDatasetHistory
 	}
 	if lim := cfg.Options.Limits.WithDefaults().MaxFiles; cfg.MaxFilesPerUpload > lim {
 		cfg.MaxFilesPerUpload = lim
@@ -1034,6 +1041,7 @@ func (cm *Manager) CloseAll() {
 	cm.closed.Do(func() {
 		cm.stop()
 		close(cm.done)
+		cm.retireHistories()
 		cm.jobs.Wait()
 		cm.retired.Wait()
 		cm.mu.Lock()
