@@ -276,7 +276,7 @@ func (cm *Manager) startDatasetOpen(name string, ref DatasetRef, key string, siz
 	cm.jobs.Add(1)
 	go func() {
 		defer cm.jobs.Done()
-		a, err := cm.openUpload(ctx, name, ref.Bucket, key, size, ref.VersionsRoot())
+		a, err := cm.openUpload(ctx, name, ref.Bucket, key, size, openExtra{allow: []string{ref.VersionsRoot()}})
 		if err != nil {
 			err = fmt.Errorf("dataset %s version at s3://%s/%s: %w", ref.URL(), ref.Bucket, key, err)
 		}

@@ -14,10 +14,12 @@ package catalog
 // Per key, a version is a run of consecutive published versions in which
 // the key has the same bytes (sha256 when both sides have one, else size and
 // ETag; an ETag without a checksum is derived from the chunk keys, offsets
-// and lengths, so it stands for the location), its version id the oldest
-// published version of the run (where those bytes first appeared); a delete
-// marker is a run in which the key is absent after it existed, its version
-// id the published version in which the key disappeared.
+// and lengths, so it stands for the location), its version id the
+// smallest (the earliest published) version id of the run: where those
+// bytes first appeared (the oldest of the run, unless a promote put an
+// older version first); a delete marker is a run in which the key is
+// absent after it existed, its version id the published version in which
+// the key disappeared.
 //
 // The history is built lazily (the first ListObjectVersions or versionId=
 // request, never a plain GET or HEAD), in the background, opening the
@@ -85,7 +87,8 @@ type HistoryParams struct {
 
 // keyVer is one version of a key in a dataset history.
 type keyVer struct {
-	id   uint16   // the published version: where the bytes first appeared, or (del) where the key disappeared
+	id   uint16   // the run's oldest published version in the history (as-of lookups)
+	name uint16   // the version id shown: of the run's versions the smallest id (where the bytes first appeared), or (del) id
 	from uint16   // the newest published version of the run: the archive read (0 = the served one)
 	del  bool     // a delete marker
 	meta *verMeta // from > 0: the file as that version lists it
@@ -195,7 +198,7 @@ func BuildHistory(ctx context.Context, p HistoryParams) (*DatasetHistory, error)
 	chain, ended := chainFrom(p.Current.ID, p.Previous, listing, p.Limit)
 
 	w := &historyWalk{}
-	if err := w.step(0, p.Archive, false); err != nil {
+	if err := w.step(0, p.Current.ID, p.Archive, false); err != nil {
 		return nil, err
 	}
 	n := 1
@@ -215,7 +218,7 @@ func BuildHistory(ctx context.Context, p HistoryParams) (*DatasetHistory, error)
 			break
 		}
 		v.Created = a.Created()
-		err = w.step(n, a, true)
+		err = w.step(n, v.ID, a, true)
 		p.Close(a, false)
 		if err != nil {
 			return nil, fmt.Errorf("dataset %s: history: version %s: %w", p.Ref.URL(), v.ID, err)
@@ -343,6 +346,7 @@ func chainFrom(current, previous string, l versionListing, limit int) (chain []H
 // runs per key.
 type historyWalk struct {
 	states []keyState // by key
+	ids    []string   // the versions stepped, newest first
 }
 
 // keyState is a key's open run while walking.
@@ -350,6 +354,7 @@ type keyState struct {
 	key    string
 	absent bool // the run is one of versions without the key
 	from   uint16
+	first  uint16 // of the run's versions the one with the smallest id
 	id     ident
 	meta   *verMeta
 	out    []keyVer // closed runs, newest first
@@ -357,7 +362,8 @@ type keyState struct {
 
 // step merges version i's files (all of a's keys, in order). older: the
 // archive is an older version, closed after the step (copy what is kept).
-func (w *historyWalk) step(i int, a *archiveview.Archive, older bool) error {
+func (w *historyWalk) step(i int, id string, a *archiveview.Archive, older bool) error {
+	w.ids = append(w.ids, id)
 	var (
 		next  = make([]keyState, 0, max(len(w.states), a.Files()))
 		j     int
@@ -366,7 +372,7 @@ func (w *historyWalk) step(i int, a *archiveview.Archive, older bool) error {
 		cur   = uint16(i)
 	)
 	start := func(s *keyState, f archiveview.File) {
-		s.absent, s.from, s.id, s.meta = false, cur, identOf(f), nil
+		s.absent, s.from, s.first, s.id, s.meta = false, cur, cur, identOf(f), nil
 		if older {
 			s.id = ident{size: f.Size, sha: strings.Clone(f.SHA256), etag: strings.Clone(f.ETag)}
 			s.meta = &verMeta{size: f.Size, mod: f.ModTime, etag: s.id.etag, sha: s.id.sha,
@@ -375,9 +381,9 @@ func (w *historyWalk) step(i int, a *archiveview.Archive, older bool) error {
 	}
 	closeRun := func(s *keyState) {
 		if s.absent {
-			s.out = append(s.out, keyVer{id: prev, del: true})
+			s.out = append(s.out, keyVer{id: prev, name: prev, del: true})
 		} else {
-			s.out = append(s.out, keyVer{id: prev, from: s.from, meta: s.meta})
+			s.out = append(s.out, keyVer{id: prev, name: s.first, from: s.from, meta: s.meta})
 		}
 	}
 	onlyOld := func(s keyState) {
@@ -408,6 +414,8 @@ func (w *historyWalk) step(i int, a *archiveview.Archive, older bool) error {
 				case !s.id.same(identOf(f)):
 					closeRun(&s)
 					start(&s, f)
+				case id < w.ids[s.first]: // the same bytes: the run goes on
+					s.first = cur
 				}
 				next = append(next, s)
 				continue
@@ -417,7 +425,7 @@ func (w *historyWalk) step(i int, a *archiveview.Archive, older bool) error {
 				s.key = strings.Clone(f.Key)
 			}
 			if i > 0 { // absent from every newer version: deleted in i-1
-				s.out = append(s.out, keyVer{id: prev, del: true})
+				s.out = append(s.out, keyVer{id: prev, name: prev, del: true})
 			}
 			start(&s, f)
 			next = append(next, s)
@@ -444,7 +452,7 @@ func (w *historyWalk) finish(n int) (keys []string, vstart []uint32, vers []keyV
 	vstart = make([]uint32, 0, len(w.states)+1)
 	for _, s := range w.states {
 		if !s.absent {
-			s.out = append(s.out, keyVer{id: last, from: s.from, meta: s.meta})
+			s.out = append(s.out, keyVer{id: last, name: s.first, from: s.from, meta: s.meta})
 		}
 		keys = append(keys, s.key)
 		vstart = append(vstart, uint32(len(vers)))
@@ -460,7 +468,7 @@ func (w *historyWalk) finish(n int) (keys []string, vstart []uint32, vers []keyV
 func (h *DatasetHistory) version(k, j int) (archiveview.Version, bool) {
 	e := h.vers[int(h.vstart[k])+j]
 	key := h.keys[k]
-	v := archiveview.Version{VersionID: h.versions[e.id].ID, IsLatest: j == 0}
+	v := archiveview.Version{VersionID: h.versions[e.name].ID, IsLatest: j == 0}
 	switch {
 	case e.del:
 		v.DeleteMarker = true
@@ -631,7 +639,7 @@ func (h *DatasetHistory) ListVersions(p archiveview.VersionListParams) (archivev
 			k := h.keyIndex(p.KeyMarker)
 			j := -1
 			if k >= 0 {
-				j = slices.IndexFunc(h.vers[h.vstart[k]:h.vstart[k+1]], func(e keyVer) bool { return h.versions[e.id].ID == p.VersionIDMarker })
+				j = slices.IndexFunc(h.vers[h.vstart[k]:h.vstart[k+1]], func(e keyVer) bool { return h.versions[e.name].ID == p.VersionIDMarker })
 			}
 			if j < 0 {
 				return res, fmt.Errorf("dataset history: version %q of key %q: %w", p.VersionIDMarker, p.KeyMarker, archiveview.ErrUnknownVersion)

@@ -104,7 +104,8 @@ func (cm *Manager) newHistoryState(name string, st *datasetState, a *archiveview
 		Limit:    cm.cfg.DatasetHistory,
 		Log:      cm.log,
 		Open: func(ctx context.Context, v HistoryVersion) (*archiveview.Archive, error) {
-			return cm.openUpload(ctx, name+"@"+v.ID, ref.Bucket, v.ManifestKey, v.ManifestSz, ref.VersionsRoot())
+			return cm.openUpload(ctx, name+"@"+v.ID, ref.Bucket, v.ManifestKey, v.ManifestSz,
+				openExtra{allow: []string{ref.VersionsRoot()}, noClasses: true}) // no listing outside a scan
 		},
 		Close: func(old *archiveview.Archive, inUse bool) {
 			if inUse {
