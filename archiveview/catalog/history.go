@@ -232,6 +232,30 @@ func BuildHistory(ctx context.Context, p HistoryParams) (*DatasetHistory, error)
 	return h, nil
 }
 
+// HistoryChain returns the published versions a history of current
+// (previous: its pointer's previous_version_id) walks, newest first with
+// current first, and why it ends there, from one listing of DATASET/v/
+// and no open (wharf inspect). BuildHistory may end sooner, at a version
+// that does not open.
+func HistoryChain(ctx context.Context, store backend.Store, ref DatasetRef, current HistoryVersion, previous string, limit int) ([]HistoryVersion, string, error) {
+	if limit <= 0 {
+		limit = DefaultDatasetHistory
+	}
+	out := []HistoryVersion{current}
+	switch {
+	case previous == "":
+		return out, "the version served has no previous version", nil
+	case limit == 1:
+		return out, "the history limit (1 version)", nil
+	}
+	l, err := listVersions(ctx, store, ref)
+	if err != nil {
+		return nil, "", err
+	}
+	chain, ended := chainFrom(current.ID, previous, l, limit)
+	return append(out, chain...), ended, nil
+}
+
 // versionListing is what one listing of DATASET/v/ found.
 type versionListing struct {
 	ids       []string                  // every version folder, ascending

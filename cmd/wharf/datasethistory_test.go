@@ -350,3 +350,63 @@ func TestServeDatasetHistory(t *testing.T) {
 		t.Errorf("the history's end is not logged")
 	}
 }
+
+// TestCLIDatasetHistory: wharf ls --versions on s3://B/D@current lists the
+// published versions as serve does (the real binary); inspect --json
+// reports the history's length from one listing; a pinned version lists
+// one version per key.
+func TestCLIDatasetHistory(t *testing.T) {
+	d := newHistoryLake(t)
+	out, errOut, code := d.run(t, "ls", "--versions", "--recursive", "--json", "s3://lake/datasets/sea@current")
+	if code != 0 {
+		t.Fatalf("ls --versions: exit %d: %s", code, errOut)
+	}
+	got := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var e struct {
+			Key          string `json:"key"`
+			VersionID    string `json:"version_id"`
+			DeleteMarker bool   `json:"delete_marker"`
+		}
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		n := "V"
+		if e.DeleteMarker {
+			n = "DM"
+		}
+		got[e.Key] = append(got[e.Key], n+hsName(e.VersionID))
+	}
+	wantVersions(t, got, map[string]string{"same.txt": "V1", "changed.txt": "V3 V2 V1", "gone.txt": "DM3 V1", "big.bin": "V1", "new.txt": "V2"})
+
+	out, errOut, code = d.run(t, "ls", "--versions", "--recursive", "--dataset-history", "2", "s3://lake/datasets/sea@current")
+	if code != 0 || !strings.Contains(out, hsIDs[1]) || strings.Contains(out, hsIDs[0]) {
+		t.Fatalf("ls --versions --dataset-history 2: exit %d\n%s%s", code, out, errOut)
+	}
+
+	out, errOut, code = d.run(t, "inspect", "--json", "s3://lake/datasets/sea@current")
+	if code != 0 {
+		t.Fatalf("inspect: exit %d: %s", code, errOut)
+	}
+	var info struct {
+		Dataset struct {
+			History struct {
+				Versions   int      `json:"versions"`
+				VersionIDs []string `json:"version_ids"`
+				Ended      string   `json:"ended"`
+			} `json:"history"`
+		} `json:"dataset"`
+	}
+	if err := json.Unmarshal([]byte(out), &info); err != nil {
+		t.Fatal(err)
+	}
+	h := info.Dataset.History
+	if h.Versions != 3 || strings.Join(h.VersionIDs, " ") != hsIDs[2]+" "+hsIDs[1]+" "+hsIDs[0] || !strings.Contains(h.Ended, "oldest") {
+		t.Fatalf("inspect --json history: %+v", h)
+	}
+
+	out, errOut, code = d.run(t, "ls", "--versions", "--recursive", "s3://lake/datasets/sea@"+hsIDs[1])
+	if code != 0 || strings.Count(out, hsIDs[1]) != len(hsFiles[1]) || strings.Contains(out, hsIDs[0]) {
+		t.Fatalf("ls --versions of a pinned version: exit %d\n%s%s", code, out, errOut)
+	}
+}
