@@ -160,6 +160,23 @@ func (h *DatasetHistory) Ended() string { return h.ended }
 // Archive is the archive of the version served (the history's newest).
 func (h *DatasetHistory) Archive() *archiveview.Archive { return h.cur }
 
+// Bytes estimates the memory the history holds: its key table, versions
+// and the descriptions of older versions' files (not the served archive,
+// nor the older versions open for reads).
+func (h *DatasetHistory) Bytes() int64 {
+	n := int64(len(h.versions)) * 64
+	for _, k := range h.keys {
+		n += int64(len(k)) + 16
+	}
+	n += int64(len(h.vstart))*4 + int64(len(h.vers))*16
+	for _, e := range h.vers {
+		if e.meta != nil {
+			n += 96 + int64(len(e.meta.etag)+len(e.meta.sha)+len(e.meta.ctype))
+		}
+	}
+	return n
+}
+
 // KeyVersions is the number of versions and delete markers of every key.
 func (h *DatasetHistory) KeyVersions() int {
 	if h.keys == nil {

@@ -165,7 +165,7 @@ func (hs *historyState) start(cm *Manager) {
 				cm.log.Error().Err(err).Str("dataset", ref.URL()).Msg("dataset history not built")
 			} else {
 				cm.log.Info().Str("dataset", ref.URL()).Str("version_id", hs.params.Current.ID).
-					Int("versions", len(h.versions)).Int("keys", len(h.keys)).Int("key_versions", len(h.vers)).
+					Int("versions", len(h.versions)).Int("keys", len(h.keys)).Int("key_versions", len(h.vers)).Int64("bytes", h.Bytes()).
 					Str("ended", h.ended).Dur("took", time.Since(t0)).Msg("dataset history built")
 			}
 			hs.h, hs.err = h, err
