@@ -317,6 +317,9 @@ func (cm *Manager) applyDatasets(op *scanOp, plans []datasetPlan) {
 		live[b.name] = true
 		st := cm.datasets[b.name]
 		if st == nil || st.ref != b.ref {
+			if st != nil {
+				cm.dropHistory(b.name, st)
+			}
 			st = &datasetState{ref: b.ref}
 			cm.datasets[b.name] = st
 		}
@@ -381,12 +384,15 @@ func (cm *Manager) applyDatasets(op *scanOp, plans []datasetPlan) {
 			if st.pending != nil && !cm.datasetHolds(st.pending, st) {
 				cm.retire(st.pending)
 			}
-			if st.hist != nil {
-				st.hist.retire(cm)
-			}
+			cm.dropHistory(n, st)
 			delete(cm.datasets, n)
 		}
 	}
+	names := make(map[string]bool, len(cm.datasets))
+	for n := range cm.datasets {
+		names[n] = true
+	}
+	cm.dsNames.Store(&names)
 }
 
 // datasetHolds reports whether a dataset bucket other than except serves
@@ -439,10 +445,7 @@ func (cm *Manager) adoptDatasets(op *scanOp, keepGood bool) []error {
 			continue
 		}
 		was := st.ptr.VersionID
-		if st.hist != nil {
-			st.hist.retire(cm) // the history of the version no longer served
-			st.hist = nil
-		}
+		cm.dropHistory(name, st) // the history of the version no longer served
 		st.entry, st.ptr, st.etag, st.manifest = e, st.pendPtr, st.pendETag, st.pendMan
 		st.lastErr = ""
 		op.rep.Sources[name] = st.source + " -> version " + st.ptr.VersionID + " (" + st.manifest + ")"

@@ -42,6 +42,22 @@ var ErrHistoryBuilding = fmt.Errorf("the dataset's version history is still bein
 // version (a pinned bucket, a first version) costs nothing and is always
 // there.
 func (cm *Manager) History(ctx context.Context, name string, a *archiveview.Archive, build bool) (h archiveview.History, dataset bool, err error) {
+	// The request path: an atomic load and map lookups, no lock, once the
+	// bucket's history state exists.
+	if !(*cm.dsNames.Load())[name] {
+		return nil, false, nil
+	}
+	if v, ok := cm.hists.Load(histKey{name, a}); ok {
+		if hs := v.(*historyState); !hs.failed() {
+			if dh := hs.ready(); dh != nil {
+				return dh, true, nil
+			}
+			if !build {
+				return nil, true, nil
+			}
+			return cm.waitHistory(ctx, name, hs)
+		}
+	}
 	cm.dsMu.Lock()
 	st := cm.datasets[name]
 	if st == nil {
@@ -61,11 +77,10 @@ func (cm *Manager) History(ctx context.Context, name string, a *archiveview.Arch
 	}
 	hs := st.hist
 	if hs == nil || hs.arc != a || hs.failed() {
-		if hs != nil {
-			hs.retire(cm)
-		}
+		cm.dropHistory(name, st)
 		hs = cm.newHistoryState(name, st, a)
 		st.hist = hs
+		cm.hists.Store(histKey{name, a}, hs)
 	}
 	cm.dsMu.Unlock()
 
@@ -75,6 +90,29 @@ func (cm *Manager) History(ctx context.Context, name string, a *archiveview.Arch
 	if !build {
 		return nil, true, nil
 	}
+	return cm.waitHistory(ctx, name, hs)
+}
+
+// histKey names a history: the bucket and the archive it serves (buckets
+// sharing an archive may have different histories: pinned or followed).
+type histKey struct {
+	name string
+	a    *archiveview.Archive
+}
+
+// dropHistory retires st's history, if any. Called with cm.dsMu held.
+func (cm *Manager) dropHistory(name string, st *datasetState) {
+	if st.hist == nil {
+		return
+	}
+	cm.hists.Delete(histKey{name, st.hist.arc})
+	st.hist.retire(cm)
+	st.hist = nil
+}
+
+// waitHistory starts hs's build (once) and waits for it up to the open
+// wait.
+func (cm *Manager) waitHistory(ctx context.Context, name string, hs *historyState) (archiveview.History, bool, error) {
 	hs.start(cm)
 	t := time.NewTimer(cm.catalog.OpenWait)
 	defer t.Stop()
@@ -193,10 +231,7 @@ func (hs *historyState) retire(cm *Manager) {
 func (cm *Manager) retireHistories() {
 	cm.dsMu.Lock()
 	defer cm.dsMu.Unlock()
-	for _, st := range cm.datasets {
-		if st.hist != nil {
-			st.hist.retire(cm)
-			st.hist = nil
-		}
+	for name, st := range cm.datasets {
+		cm.dropHistory(name, st)
 	}
 }

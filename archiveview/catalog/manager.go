@@ -177,8 +177,10 @@ type Manager struct {
 	done    chan struct{} // closed at shutdown: retire now
 	closed  sync.Once
 
-	dsMu     sync.Mutex               // guards datasets (read by Page and the collector)
-	datasets map[string]*datasetState // dataset buckets by name (datasets.go)
+	dsMu     sync.Mutex                      // guards datasets (read by Page and the collector)
+	datasets map[string]*datasetState        // dataset buckets by name (datasets.go)
+	dsNames  atomic.Pointer[map[string]bool] // the names of datasets, for requests (no lock)
+	hists    sync.Map                        // histKey → *historyState: the histories made, for requests (no lock)
 }
 
 // scanReport is what the last scan found, for /-/archives.
@@ -229,6 +231,7 @@ func NewManager(cfg Config) *Manager {
 	cm.base, cm.stop = context.WithCancel(context.Background())
 	cm.report.Store(&scanReport{Sources: map[string]string{}})
 	cm.held.Store(&map[*archiveview.Archive]bool{})
+	cm.dsNames.Store(&map[string]bool{})
 	return cm
 }
 
