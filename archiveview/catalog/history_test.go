@@ -348,3 +348,79 @@ func TestDatasetHistoryReplaced(t *testing.T) {
 	}
 	checkHistory(t, h2, histWant{"a.txt": {"V3", "V4", "V2", "V1"}, "b.txt": {"V1"}, "d.txt": {"DM3", "V4", "V1"}, "e.txt": {"V3", "DM4", "V2"}})
 }
+
+// blockingList holds every List until release is closed.
+type blockingList struct {
+	backend.Store
+	release chan struct{}
+}
+
+func (b *blockingList) List(ctx context.Context, bucket, prefix string, fn func(backend.ObjectInfo) error) error {
+	select {
+	case <-b.release:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return b.Store.List(ctx, bucket, prefix, fn)
+}
+
+// TestDatasetHistoryBuilding: a request waits for a history still being
+// built up to the open wait, then gets an error wrapping
+// ErrHistoryBuilding (a 503) while the build goes on; the next request
+// gets the history.
+func TestDatasetHistoryBuilding(t *testing.T) {
+	d := publishHistory(t)
+	store := &blockingList{Store: backend.NewFileStore(d.dir), release: make(chan struct{})}
+	cm := NewManager(Config{Store: store, Aliases: []Alias{{Name: "ocean", Target: "s3://lake/ocean@current"}},
+		WaitOpen: true, RetireGrace: time.Hour, OpenWait: 50 * time.Millisecond})
+	defer cm.CloseAll()
+	ctx := context.Background()
+	if err := cm.Scan(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	a := bucketArchive(t, cm, "ocean")
+	h, ds, err := cm.History(ctx, "ocean", a, true)
+	if h != nil || !ds || !errors.Is(err, ErrHistoryBuilding) || !errors.Is(err, backend.ErrUnavailable) {
+		t.Fatalf("history %v dataset %v err %v, want ErrHistoryBuilding", h, ds, err)
+	}
+	close(store.release)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		h, _, err = cm.History(ctx, "ocean", a, true)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, ErrHistoryBuilding) || time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+	}
+	checkHistory(t, h, histWant{"a.txt": {"V4", "V2", "V1"}, "b.txt": {"V1"}, "d.txt": {"V4", "DM3", "V1"}, "e.txt": {"DM4", "V2"}})
+}
+
+// TestDatasetHistoryRewritten: an older version rewritten after the
+// history was built (its manifest now describes other bytes) is refused
+// when its bytes are asked for, never served as that version.
+func TestDatasetHistoryRewritten(t *testing.T) {
+	d := publishHistory(t)
+	cm := datasetManager(backend.NewFileStore(d.dir), Alias{Name: "ocean", Target: "s3://lake/ocean@current"})
+	defer cm.CloseAll()
+	ctx := context.Background()
+	if err := cm.Scan(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	a := bucketArchive(t, cm, "ocean")
+	h, _, err := cm.History(ctx, "ocean", a, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a.txt as of V2 is read from V3 (the newest version of that run):
+	// V3's manifest now holds V1's files.
+	data, err := os.ReadFile(filepath.Join(d.dir, dsBucket, d.mans[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeObject(t, d.dir, d.mans[2], string(data))
+	if _, _, err := h.Lookup(ctx, "a.txt", histIDs[1]); !errors.Is(err, archiveview.ErrInvalidTree) || !strings.Contains(err.Error(), "a.txt") {
+		t.Fatalf("a rewritten version: %v, want a refusal naming the key", err)
+	}
+}
