@@ -119,6 +119,9 @@ func (cm *Manager) datasetEntry(name string) *DatasetEntry {
 		t := st.errAt.UTC()
 		de.PointerErrorAt = &t
 	}
+	if st.hist != nil {
+		de.History = st.hist.entry()
+	}
 	return de
 }
 

@@ -167,6 +167,9 @@ func TestDatasetHistory(t *testing.T) {
 	if dh := h.(*DatasetHistory); len(dh.Versions()) != 4 || !strings.Contains(dh.Ended(), "oldest listed") {
 		t.Fatalf("versions %d, ended %q", len(dh.Versions()), dh.Ended())
 	}
+	if de := cm.datasetEntry("ocean"); de == nil || de.History == nil || de.History.Versions != 4 || de.History.KeyVersions != 9 || de.History.Bytes <= 0 {
+		t.Fatalf("/-/archives dataset entry: %+v", de)
+	}
 	// As of each version, every key: its bytes, a delete marker, or none.
 	for vi, id := range histIDs {
 		for _, key := range []string{"a.txt", "b.txt", "d.txt", "e.txt"} {

@@ -235,3 +235,28 @@ func (cm *Manager) retireHistories() {
 		cm.dropHistory(name, st)
 	}
 }
+
+// HistoryEntry is a dataset bucket's history on /-/archives.
+type HistoryEntry struct {
+	Versions    int    `json:"versions"`     // published versions in the history
+	KeyVersions int    `json:"key_versions"` // versions and delete markers of every key
+	Bytes       int64  `json:"bytes"`        // the history's memory (estimate)
+	Ended       string `json:"ended"`        // why it ends where it ends
+	Error       string `json:"error,omitempty"`
+}
+
+// entry is hs on /-/archives: nil while it is not built (nor failed).
+func (hs *historyState) entry() *HistoryEntry {
+	select {
+	case <-hs.done:
+	default:
+		return nil
+	}
+	if hs.err != nil {
+		return &HistoryEntry{Error: hs.err.Error()}
+	}
+	if hs.h == nil {
+		return nil
+	}
+	return &HistoryEntry{Versions: len(hs.h.versions), KeyVersions: hs.h.KeyVersions(), Bytes: hs.h.Bytes(), Ended: hs.h.ended}
+}

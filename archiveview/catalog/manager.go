@@ -1128,6 +1128,9 @@ type DatasetEntry struct {
 	PointerError   string     `json:"pointer_error,omitempty"`
 	PointerErrorAt *time.Time `json:"pointer_error_at,omitempty"`
 	PointerErrors  int        `json:"pointer_errors"`
+	// History is the version history of the version served, once a
+	// versioned request built it (historymgr.go).
+	History *HistoryEntry `json:"history,omitempty"`
 }
 
 // Page builds the /-/archives document from the current catalog and the
