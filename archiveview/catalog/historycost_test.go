@@ -8,7 +8,9 @@ package catalog
 //
 //	go test ./archiveview/catalog/ -tags histcost -run TestHistoryCost -v -timeout 30m
 //
-// (WHARF_HIST_VERSIONS and WHARF_HIST_FILES change the shape.)
+// (WHARF_HIST_VERSIONS and WHARF_HIST_FILES change the shape;
+// WHARF_HIST_INDEX_CACHE=1 opens every version through a DirIndexCache
+// and builds the history a second time in a new manager, from the cache.)
 
 import (
 	"bytes"
@@ -148,8 +150,15 @@ func TestHistoryCost(t *testing.T) {
 	t.Logf("built %d versions of %d files in %v (manifests %.1f MB gzip in all)", nv, nf, time.Since(t0).Round(time.Millisecond), float64(manBytes)/1e6)
 
 	store := &byteStore{countStore: newCountStore(backend.NewFileStore(dir))}
-	cm := NewManager(Config{Store: store, Aliases: []Alias{{Name: "ocean", Target: "s3://lake/ocean@current"}}, WaitOpen: true,
-		RetireGrace: time.Hour, OpenWait: 30 * time.Minute, OpenTimeout: 10 * time.Minute})
+	var opts archiveview.Options
+	if os.Getenv("WHARF_HIST_INDEX_CACHE") == "1" {
+		opts.IndexCache = archiveview.DirIndexCache{Dir: t.TempDir()}
+	}
+	newManager := func() *Manager {
+		return NewManager(Config{Store: store, Options: opts, Aliases: []Alias{{Name: "ocean", Target: "s3://lake/ocean@current"}}, WaitOpen: true,
+			RetireGrace: time.Hour, OpenWait: 30 * time.Minute, OpenTimeout: 10 * time.Minute})
+	}
+	cm := newManager()
 	defer cm.CloseAll()
 	if err := cm.Scan(ctx, true); err != nil {
 		t.Fatal(err)
@@ -201,6 +210,26 @@ func TestHistoryCost(t *testing.T) {
 		after["range"]-before["range"], float64(store.bytes.Load()-bytes0)/1e6)
 	t.Logf("heap: in use before %.1f MB (the served version's index included), peak during the build %.1f MB, retained with the history %.1f MB; index budget peak %.1f MB; the history's own estimate (Bytes) %.1f MB",
 		float64(heap0)/1e6, float64(peak.Load())/1e6, (float64(ms.HeapInuse)-float64(heap0))/1e6, float64(idxPeak)/1e6, float64(dh.Bytes())/1e6)
+
+	if opts.IndexCache != nil {
+		// Again in a new manager (a restart, or another replica sharing
+		// the cache): every version from its index file.
+		cm2 := newManager()
+		defer cm2.CloseAll()
+		if err := cm2.Scan(ctx, true); err != nil {
+			t.Fatal(err)
+		}
+		a2 := bucketArchive(t, cm2, "ocean")
+		before, bytes0 := store.counts(), store.bytes.Load()
+		t0 := time.Now()
+		if _, _, err := cm2.History(ctx, "ocean", a2, true); err != nil {
+			t.Fatal(err)
+		}
+		after := store.counts()
+		t.Logf("history build from the index cache: %v; requests: list %d, get %d, stat %d; bytes read %.1f MB",
+			time.Since(t0).Round(time.Millisecond), after["list"]-before["list"], after["get"]-before["get"], after["stat"]-before["stat"],
+			float64(store.bytes.Load()-bytes0)/1e6)
+	}
 
 	// Correctness at this size: hot/changing has a version per published
 	// version, f/000002 a delete marker over version 1's, f/099999 one.
