@@ -193,7 +193,7 @@ func awsCLI(t *testing.T, endpoint string, args ...string) []byte {
 }
 
 // TestServeDatasetHistory: wharf serve over a dataset of three published
-// versions, read by aws-sdk-go-v2 and the aws CLI: a changed file has a
+// versions, read by aws-sdk-go-v2, the aws CLI and boto3: a changed file has a
 // version per change, an unchanged one one version (the version its bytes
 // first appeared in, also sent as x-amz-version-id), a deleted one a
 // delete marker over its old version; versionId= reads byte for byte,
@@ -320,6 +320,37 @@ func TestServeDatasetHistory(t *testing.T) {
 	awsCLI(t, endpoint, "s3api", "get-object", "--bucket", "sea", "--key", "big.bin", "--version-id", hsIDs[1], out)
 	if got, _ := os.ReadFile(out); !bytes.Equal(got, hsFiles[1]["big.bin"]) {
 		t.Fatalf("aws s3api get-object big.bin --version-id V2: %d bytes", len(got))
+	}
+
+	// boto3: list_object_versions and get_object(VersionId=...).
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatal("python3 not found: install python3 and python3-boto3")
+	}
+	script := `
+import sys, json, boto3
+from botocore import UNSIGNED
+from botocore.config import Config
+s3 = boto3.client("s3", endpoint_url=sys.argv[1], region_name="us-east-1", config=Config(signature_version=UNSIGNED))
+r = s3.list_object_versions(Bucket="sea", Prefix="changed.txt")
+body = s3.get_object(Bucket="sea", Key="changed.txt", VersionId=sys.argv[2])["Body"].read()
+print(json.dumps({"versions": [v["VersionId"] for v in r.get("Versions", [])], "body": body.decode()}))
+`
+	cmd := exec.Command(py, "-c", script, endpoint, hsIDs[1])
+	cmd.Env = []string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH"), "AWS_CONFIG_FILE=/nonexistent", "AWS_SHARED_CREDENTIALS_FILE=/nonexistent", "AWS_EC2_METADATA_DISABLED=true"}
+	pyOut, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("boto3: %v\n%s", err, pyOut)
+	}
+	var bo struct {
+		Versions []string `json:"versions"`
+		Body     string   `json:"body"`
+	}
+	if err := json.Unmarshal(pyOut, &bo); err != nil {
+		t.Fatalf("boto3 output %q: %v", pyOut, err)
+	}
+	if strings.Join(bo.Versions, " ") != hsIDs[2]+" "+hsIDs[1]+" "+hsIDs[0] || bo.Body != string(hsFiles[1]["changed.txt"]) {
+		t.Fatalf("boto3: versions %v, body as of V2 %q", bo.Versions, bo.Body)
 	}
 
 	// A promote (CURRENT back to V2, replacing V3): the history is V2's.
