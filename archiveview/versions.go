@@ -47,6 +47,34 @@ type Version struct {
 	VersionID    string // the upload id that wrote this version
 	IsLatest     bool
 	DeleteMarker bool
+
+	// Archive, when not nil, is the archive File belongs to and is read
+	// from (a published dataset's older version, package catalog); nil:
+	// the archive whose history this is.
+	Archive *Archive
+	// Class, when not empty, is the version's storage class as recorded
+	// when the history was built, for a version whose archive is not open:
+	// File is then a description only (Key, Size, ModTime, ETag, SHA256,
+	// ContentType), never to be read or passed to an Archive.
+	Class string
+}
+
+// History is a bucket's object versions as S3 shows them: an archive's
+// chain (*Versions) or a published dataset's versions (package catalog).
+// Implementations are immutable and safe for concurrent use.
+type History interface {
+	// Lookup returns version versionID of key ("" = the latest, which may
+	// be a delete marker); ok is false when key has no such version. It
+	// may open an older version's archive (bounded by ctx).
+	Lookup(ctx context.Context, key, versionID string) (v Version, ok bool, err error)
+	// ListVersions returns one page of versions, as Versions.ListVersions.
+	ListVersions(p VersionListParams) (VersionListResult, error)
+}
+
+// Lookup implements History with StatVersion.
+func (v *Versions) Lookup(_ context.Context, key, versionID string) (Version, bool, error) {
+	ver, ok := v.StatVersion(key, versionID)
+	return ver, ok, nil
 }
 
 // VersionListParams selects one page of ListVersions.

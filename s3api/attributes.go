@@ -81,7 +81,7 @@ func (s *server) getObjectAttributes(req *request, a *archiveview.Archive) {
 		s.writeError(req, apiErr)
 		return
 	}
-	f, versionID, ok := s.objectVersion(req, a)
+	a, f, versionID, ok := s.objectVersion(req, a)
 	if !ok {
 		return
 	}

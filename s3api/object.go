@@ -80,7 +80,7 @@ func (s *server) getObject(req *request, a *archiveview.Archive) {
 			}
 		}
 	}
-	f, versionID, ok := s.objectVersion(req, a)
+	a, f, versionID, ok := s.objectVersion(req, a)
 	if !ok {
 		return
 	}
@@ -202,32 +202,79 @@ func (s *server) getObject(req *request, a *archiveview.Archive) {
 // written the error response when ok is false. Without ?versionId the
 // version history is not needed (nor built): the latest version's id comes
 // from the tree, and a key whose latest version is a delete marker gets the
-// marker's headers on its 404, as AWS does.
-func (s *server) objectVersion(req *request, a *archiveview.Archive) (f archiveview.File, versionID string, ok bool) {
+// marker's headers on its 404, as AWS does. A published dataset's bucket
+// (Config.History) takes its version ids from the dataset's history: with
+// ?versionId the key as of that published version (read from that
+// version's archive, returned as va), without it the latest version's id
+// only when the history is built already (else no x-amz-version-id: a
+// plain GET never opens older versions, and never sends an id it would
+// later change).
+func (s *server) objectVersion(req *request, a *archiveview.Archive) (va *archiveview.Archive, f archiveview.File, versionID string, ok bool) {
 	ctx := req.r.Context()
 	if req.query.Has("versionId") {
 		vid := req.query.Get("versionId")
 		if vid == "" {
 			s.writeError(req, &apiError{Code: errInvalidArgument, Bucket: req.bucket, Key: req.key,
 				Message: "Version id cannot be the empty string"})
-			return f, "", false
+			return a, f, "", false
 		}
-		vs, err := a.Versions(ctx)
+		vs, err := s.history(ctx, req, a)
 		if err != nil {
 			s.readFailed(req, a, ctx, err)
-			return f, "", false
+			return a, f, "", false
 		}
-		v, found := vs.StatVersion(req.key, vid)
+		v, found, err := vs.Lookup(ctx, req.key, vid)
 		switch {
+		case err != nil:
+			s.readFailed(req, a, ctx, err)
+			return a, f, "", false
 		case !found:
 			s.writeError(req, &apiError{Code: errNoSuchVersion, Bucket: req.bucket, Key: req.key})
-			return f, "", false
+			return a, f, "", false
 		case v.DeleteMarker:
 			s.writeError(req, &apiError{Code: errMethodNotAllowed, Bucket: req.bucket, Key: req.key,
-				Header: http.Header{"X-Amz-Delete-Marker": {"true"}, "X-Amz-Version-Id": {vid}, "Allow": {"DELETE"}}})
-			return f, "", false
+				Header: http.Header{"X-Amz-Delete-Marker": {"true"}, "X-Amz-Version-Id": {v.VersionID}, "Allow": {"DELETE"}}})
+			return a, f, "", false
 		}
-		return v.File, vid, true
+		if v.Archive != nil {
+			a = v.Archive
+		}
+		return a, v.File, v.VersionID, true
+	}
+	// A dataset bucket: its history's ids, when it is built.
+	var hist archiveview.History
+	dataset := false
+	if s.cfg.History != nil {
+		var err error
+		if hist, dataset, err = s.cfg.History(ctx, req.bucket, a, false); err != nil {
+			s.readFailed(req, a, ctx, err)
+			return a, f, "", false
+		}
+	}
+	if dataset {
+		var latest archiveview.Version
+		found := false
+		if hist != nil {
+			var err error
+			if latest, found, err = hist.Lookup(ctx, req.key, ""); err != nil {
+				s.readFailed(req, a, ctx, err)
+				return a, f, "", false
+			}
+		}
+		f, inTree := a.Stat(req.key)
+		if !inTree {
+			e := &apiError{Code: errNoSuchKey, Bucket: req.bucket, Key: req.key}
+			if found && latest.DeleteMarker {
+				e.Header = http.Header{"X-Amz-Delete-Marker": {"true"}, "X-Amz-Version-Id": {latest.VersionID}}
+			}
+			s.writeError(req, e)
+			return a, f, "", false
+		}
+		f.VersionID = ""
+		if found && !latest.DeleteMarker {
+			f.VersionID = latest.VersionID
+		}
+		return a, f, f.VersionID, true
 	}
 	// Without ?versionId the tree answers alone: each file knows the
 	// upload that wrote it, and each deleted key the upload that deleted
@@ -239,9 +286,9 @@ func (s *server) objectVersion(req *request, a *archiveview.Archive) (f archivev
 			e.Header = http.Header{"X-Amz-Delete-Marker": {"true"}, "X-Amz-Version-Id": {vid}}
 		}
 		s.writeError(req, e)
-		return f, "", false
+		return a, f, "", false
 	}
-	return f, f.VersionID, true
+	return a, f, f.VersionID, true
 }
 
 // streamBody sends n bytes of f from off. The first buffer is read before

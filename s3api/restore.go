@@ -334,7 +334,7 @@ func (s *server) restoreObject(req *request, a *archiveview.Archive) {
 		fail(e)
 		return
 	}
-	f, versionID, ok := s.objectVersion(req, a)
+	a, f, versionID, ok := s.objectVersion(req, a)
 	if !ok {
 		return
 	}

@@ -224,7 +224,7 @@ func (s *server) route(req *request) {
 		s.listObjectVersions(req, a)
 	case opGetObjectACL, opGetObjectTagging:
 		// The key (or the version ?versionId names) must exist.
-		if _, _, ok := s.objectVersion(req, a); !ok {
+		if _, _, _, ok := s.objectVersion(req, a); !ok {
 			return
 		}
 		if req.op == opGetObjectACL {

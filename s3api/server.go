@@ -26,6 +26,7 @@
 package s3api
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -38,6 +39,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/wharf-s3/wharf/archiveview"
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
 	"github.com/wharf-s3/wharf/auth"
 )
@@ -112,6 +114,14 @@ type Config struct {
 	// version: Cache-Control: max-age=31536000, immutable (object.go). nil:
 	// every bucket is fixed.
 	FollowsUpdates func(bucket string) bool
+	// History, when set, gives some buckets a version history of their own
+	// (published datasets: catalog's Manager.History): dataset is true for
+	// such a bucket, whose versions are then the history's and not its
+	// archive's chain. With build the call may build the history (bounded
+	// by ctx; an error wrapping backend.ErrUnavailable is a 503); without
+	// it the call never does I/O and h is nil until the history is built.
+	// nil: every bucket's history is its archive's chain.
+	History func(ctx context.Context, bucket string, a *archiveview.Archive, build bool) (h archiveview.History, dataset bool, err error)
 }
 
 // server is the S3 handler that New returns.

@@ -1,6 +1,7 @@
 package s3api
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -35,7 +36,7 @@ func (s *server) listObjectVersions(req *request, a *archiveview.Archive) {
 		return
 	}
 	ctx := req.r.Context()
-	vs, err := a.Versions(ctx)
+	vs, err := s.history(ctx, req, a)
 	if err != nil {
 		s.readFailed(req, a, ctx, err)
 		return
@@ -68,7 +69,7 @@ func (s *server) listObjectVersions(req *request, a *archiveview.Archive) {
 	w.common(lq, res.Truncated)
 	if lq.restoreStatus {
 		prepareStorage(req, a, res.Entries, func(e archiveview.VersionEntry) (archiveview.File, bool) {
-			return e.Version.File, e.Prefix == "" && !e.Version.DeleteMarker
+			return e.Version.File, e.Prefix == "" && !e.Version.DeleteMarker && e.Version.Archive == nil && e.Version.Class == ""
 		})
 	}
 	for _, e := range res.Entries {
@@ -80,8 +81,16 @@ func (s *server) listObjectVersions(req *request, a *archiveview.Archive) {
 			class   string
 			restore backend.RestoreStatus
 		)
-		if !v.DeleteMarker {
-			if class, restore, err = s.entryStorage(req, a, v.File, lq.restoreStatus); err != nil {
+		switch {
+		case v.DeleteMarker:
+		case v.Class != "": // a dataset's older version, not open: its class when the history was built
+			class = v.Class
+		default:
+			va := a
+			if v.Archive != nil {
+				va = v.Archive
+			}
+			if class, restore, err = s.entryStorage(req, va, v.File, lq.restoreStatus); err != nil {
 				s.readFailed(req, a, ctx, err)
 				return
 			}
@@ -113,4 +122,23 @@ func (s *server) listObjectVersions(req *request, a *archiveview.Archive) {
 		}
 	}
 	s.writeBody(req, http.StatusOK, "application/xml", w.close())
+}
+
+// history is the version history of req's bucket: a published dataset's
+// (Config.History, built on first use), else its archive's chain.
+func (s *server) history(ctx context.Context, req *request, a *archiveview.Archive) (archiveview.History, error) {
+	if s.cfg.History != nil {
+		h, dataset, err := s.cfg.History(ctx, req.bucket, a, true)
+		if dataset {
+			if err != nil {
+				return nil, err
+			}
+			return h, nil
+		}
+	}
+	vs, err := a.Versions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return vs, nil
 }

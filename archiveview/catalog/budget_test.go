@@ -207,7 +207,7 @@ func TestOpenUploadRetriesPastTheEstimate(t *testing.T) {
 	store := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{})
 	cm := NewManager(Config{Store: store, IndexMemory: 64 << 20, Logger: zerolog.Nop()})
 	defer cm.CloseAll()
-	a, err := cm.openUpload(context.Background(), "dense", "lake", "base/uploads/dense/manifest.json.gz", 1)
+	a, err := cm.openUpload(context.Background(), "dense", "lake", "base/uploads/dense/manifest.json.gz", 1, openExtra{})
 	if err != nil {
 		t.Fatal(err)
 	}

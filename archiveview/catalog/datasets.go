@@ -89,8 +89,9 @@ type datasetState struct {
 	pendMan  string
 	readAt   time.Time // last pointer read (conditional or not)
 	lastErr  string
-	errAt    time.Time // when lastErr happened
-	errs     int       // pointer errors since start
+	errAt    time.Time     // when lastErr happened
+	errs     int           // pointer errors since start
+	hist     *historyState // the served version's history (historymgr.go), once asked for
 }
 
 // datasetEntry is bucket name's dataset part of the /-/archives page (nil
@@ -117,6 +118,9 @@ func (cm *Manager) datasetEntry(name string) *DatasetEntry {
 	if st.lastErr != "" && !st.errAt.IsZero() {
 		t := st.errAt.UTC()
 		de.PointerErrorAt = &t
+	}
+	if st.hist != nil {
+		de.History = st.hist.entry()
 	}
 	return de
 }
@@ -275,7 +279,7 @@ func (cm *Manager) startDatasetOpen(name string, ref DatasetRef, key string, siz
 	cm.jobs.Add(1)
 	go func() {
 		defer cm.jobs.Done()
-		a, err := cm.openUpload(ctx, name, ref.Bucket, key, size, ref.VersionsRoot())
+		a, err := cm.openUpload(ctx, name, ref.Bucket, key, size, openExtra{allow: []string{ref.VersionsRoot()}})
 		if err != nil {
 			err = fmt.Errorf("dataset %s version at s3://%s/%s: %w", ref.URL(), ref.Bucket, key, err)
 		}
@@ -316,6 +320,9 @@ func (cm *Manager) applyDatasets(op *scanOp, plans []datasetPlan) {
 		live[b.name] = true
 		st := cm.datasets[b.name]
 		if st == nil || st.ref != b.ref {
+			if st != nil {
+				cm.dropHistory(b.name, st)
+			}
 			st = &datasetState{ref: b.ref}
 			cm.datasets[b.name] = st
 		}
@@ -380,9 +387,15 @@ func (cm *Manager) applyDatasets(op *scanOp, plans []datasetPlan) {
 			if st.pending != nil && !cm.datasetHolds(st.pending, st) {
 				cm.retire(st.pending)
 			}
+			cm.dropHistory(n, st)
 			delete(cm.datasets, n)
 		}
 	}
+	names := make(map[string]bool, len(cm.datasets))
+	for n := range cm.datasets {
+		names[n] = true
+	}
+	cm.dsNames.Store(&names)
 }
 
 // datasetHolds reports whether a dataset bucket other than except serves
@@ -435,6 +448,7 @@ func (cm *Manager) adoptDatasets(op *scanOp, keepGood bool) []error {
 			continue
 		}
 		was := st.ptr.VersionID
+		cm.dropHistory(name, st) // the history of the version no longer served
 		st.entry, st.ptr, st.etag, st.manifest = e, st.pendPtr, st.pendETag, st.pendMan
 		st.lastErr = ""
 		op.rep.Sources[name] = st.source + " -> version " + st.ptr.VersionID + " (" + st.manifest + ")"

@@ -23,5 +23,13 @@
 // pins one version; Discover finds datasets by their CURRENT. Every
 // version may name objects under DATASET/v/ (Options.AllowKeyPrefixes).
 //
-// Listing the store happens only here, never on the read path.
+// A dataset bucket's S3 object versions are its published versions
+// (history.go, historymgr.go; Manager.History answers s3api): walked from
+// CURRENT's previous_version_id and one listing of DATASET/v/, at most
+// Config.DatasetHistory versions, ending cleanly at a pruned version;
+// built on the first versioned request, never by a plain GET or HEAD.
+//
+// Listing the store happens only here, never on the read path (a dataset
+// history's one listing of DATASET/v/ is made on the first versioned
+// request for the version served, once).
 package catalog

@@ -137,6 +137,10 @@ type Config struct {
 	// aliased upload may list (0 = DefaultMaxFilesPerUpload; never more
 	// than Options.Limits allows).
 	MaxFilesPerUpload int
+	// DatasetHistory is the number of published versions a dataset
+	// bucket's version history holds at most (0 = DefaultDatasetHistory;
+	// history.go).
+	DatasetHistory int
 }
 
 // Manager owns the served archives: the configured ones (opened once at
@@ -173,8 +177,10 @@ type Manager struct {
 	done    chan struct{} // closed at shutdown: retire now
 	closed  sync.Once
 
-	dsMu     sync.Mutex               // guards datasets (read by Page and the collector)
-	datasets map[string]*datasetState // dataset buckets by name (datasets.go)
+	dsMu     sync.Mutex                      // guards datasets (read by Page and the collector)
+	datasets map[string]*datasetState        // dataset buckets by name (datasets.go)
+	dsNames  atomic.Pointer[map[string]bool] // the names of datasets, for requests (no lock)
+	hists    sync.Map                        // histKey → *historyState: the histories made, for requests (no lock)
 }
 
 // scanReport is what the last scan found, for /-/archives.
@@ -201,6 +207,9 @@ func NewManager(cfg Config) *Manager {
 	if cfg.MaxFilesPerUpload <= 0 {
 		cfg.MaxFilesPerUpload = DefaultMaxFilesPerUpload
 	}
+	if cfg.DatasetHistory <= 0 {
+		cfg.DatasetHistory = DefaultDatasetHistory
+	}
 	if lim := cfg.Options.Limits.WithDefaults().MaxFiles; cfg.MaxFilesPerUpload > lim {
 		cfg.MaxFilesPerUpload = lim
 	}
@@ -222,6 +231,7 @@ func NewManager(cfg Config) *Manager {
 	cm.base, cm.stop = context.WithCancel(context.Background())
 	cm.report.Store(&scanReport{Sources: map[string]string{}})
 	cm.held.Store(&map[*archiveview.Archive]bool{})
+	cm.dsNames.Store(&map[string]bool{})
 	return cm
 }
 
@@ -257,10 +267,18 @@ func (cm *Manager) logArchive(name, source string, a *archiveview.Archive) {
 		Msg("serving archive")
 }
 
+// openExtra is what an open adds to the manager's options: key prefixes
+// its objects may lie under (a dataset's versions folder), and noClasses
+// to list no storage classes (a dataset history's older versions: no
+// listing outside a scan).
+type openExtra struct {
+	allow     []string
+	noClasses bool
+}
+
 // openArchive opens one manifest holding an open slot, within the open
-// deadline; maxFiles > 0 tightens the manifests' file cap; allow adds key
-// prefixes its objects may lie under (a dataset's versions folder).
-func (cm *Manager) openArchive(ctx context.Context, name, bucket, key string, maxFiles int, allow ...string) (*archiveview.Archive, error) {
+// deadline; maxFiles > 0 tightens the manifests' file cap.
+func (cm *Manager) openArchive(ctx context.Context, name, bucket, key string, maxFiles int, x openExtra) (*archiveview.Archive, error) {
 	select {
 	case cm.slots <- struct{}{}:
 	case <-ctx.Done():
@@ -269,8 +287,11 @@ func (cm *Manager) openArchive(ctx context.Context, name, bucket, key string, ma
 	defer func() { <-cm.slots }()
 	o := cm.opts
 	o.Name = name
-	if len(allow) > 0 {
-		o.AllowKeyPrefixes = append(slices.Clone(o.AllowKeyPrefixes), allow...)
+	if len(x.allow) > 0 {
+		o.AllowKeyPrefixes = append(slices.Clone(o.AllowKeyPrefixes), x.allow...)
+	}
+	if x.noClasses {
+		o.StorageClasses = false
 	}
 	if maxFiles > 0 {
 		o.Limits = o.Limits.WithDefaults()
@@ -291,11 +312,11 @@ func (cm *Manager) openArchive(ctx context.Context, name, bucket, key string, ma
 // files at that; a manifest that lists more is opened again with the
 // whole per-upload reservation (MaxFilesPerUpload files, at most the
 // budget).
-func (cm *Manager) openUpload(ctx context.Context, name, bucket, key string, listed int64, allow ...string) (*archiveview.Archive, error) {
+func (cm *Manager) openUpload(ctx context.Context, name, bucket, key string, listed int64, x openExtra) (*archiveview.Archive, error) {
 	capAll := int(min(int64(cm.cfg.MaxFilesPerUpload), cm.index.limit/IndexBytesPerFile))
 	files := int(min(max(listed/storedBytesPerFile, minReserveFiles), int64(capAll)))
 	for {
-		a, err := cm.openReserved(ctx, name, bucket, key, files, allow...)
+		a, err := cm.openReserved(ctx, name, bucket, key, files, x)
 		// The manifest decoder names the MaxFiles cap that stopped it
 		// (files, file_paths, deleted_paths, metadata entries) in
 		// FilesLimit: retry only when it is the cap this open set.
@@ -315,7 +336,7 @@ func (cm *Manager) openUpload(ctx context.Context, name, bucket, key string, lis
 // openReserved reserves files' index memory (waiting at most the open
 // timeout), opens with that file cap, and keeps the archive's real index
 // size charged until it is closed.
-func (cm *Manager) openReserved(ctx context.Context, name, bucket, key string, files int, allow ...string) (*archiveview.Archive, error) {
+func (cm *Manager) openReserved(ctx context.Context, name, bucket, key string, files int, x openExtra) (*archiveview.Archive, error) {
 	wctx, cancel := context.WithTimeout(ctx, cm.cfg.OpenTimeout)
 	got, err := cm.index.reserve(wctx, int64(files)*IndexBytesPerFile)
 	cancel()
@@ -325,7 +346,7 @@ func (cm *Manager) openReserved(ctx context.Context, name, bucket, key string, f
 		}
 		return nil, fmt.Errorf("archive %q: manifest s3://%s/%s: %w", name, bucket, key, err)
 	}
-	a, err := cm.openArchive(ctx, name, bucket, key, files, allow...)
+	a, err := cm.openArchive(ctx, name, bucket, key, files, x)
 	if err != nil {
 		cm.index.release(got)
 		return nil, err
@@ -368,7 +389,7 @@ func (cm *Manager) startOpen(name, bucket, key string, listed int64, created tim
 	cm.jobs.Add(1)
 	go func() {
 		defer cm.jobs.Done()
-		a, err := cm.openUpload(ctx, name, bucket, key, listed)
+		a, err := cm.openUpload(ctx, name, bucket, key, listed, openExtra{})
 		e.finish(a, err)
 	}()
 	return e
@@ -398,7 +419,7 @@ func (cm *Manager) OpenStatic(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			a, err := cm.openArchive(ctx, sa.Name, bucket, key, 0)
+			a, err := cm.openArchive(ctx, sa.Name, bucket, key, 0, openExtra{})
 			results[i] = result{a, err} // an *archiveview.OpenError names the archive and the manifest
 			if err != nil {
 				cancel() // the start fails anyway: stop the others
@@ -1034,6 +1055,7 @@ func (cm *Manager) CloseAll() {
 	cm.closed.Do(func() {
 		cm.stop()
 		close(cm.done)
+		cm.retireHistories()
 		cm.jobs.Wait()
 		cm.retired.Wait()
 		cm.mu.Lock()
@@ -1107,6 +1129,9 @@ type DatasetEntry struct {
 	PointerError   string     `json:"pointer_error,omitempty"`
 	PointerErrorAt *time.Time `json:"pointer_error_at,omitempty"`
 	PointerErrors  int        `json:"pointer_errors"`
+	// History is the version history of the version served, once a
+	// versioned request built it (historymgr.go).
+	History *HistoryEntry `json:"history,omitempty"`
 }
 
 // Page builds the /-/archives document from the current catalog and the

@@ -8,7 +8,10 @@ import (
 func TestKeyRootConfined(t *testing.T) {
 	for _, tc := range []struct{ manifestKey, root string }{
 		{"p/q/uploads/u1/manifest.json.gz", "p/q"},
-		{"uploads/u1/manifest.json", ""},
+		{"uploads/u1/manifest.json", "uploads"}, // not the whole bucket (issue 22)
+		{"uploads/u1/manifest.json.gz", "uploads"},
+		{"x/uploads/u1/manifest.json.gz", "x"},
+		{"writers/w1/uploads/u1/manifest.json.gz", "writers/w1"},
 		{"dir/manifest.partial.json.gz", "dir"},
 		{"manifest.json.gz", ""},
 	} {

@@ -262,11 +262,16 @@ func UploadDir(manifestKey string) (dir, uploadID string, ok bool) {
 }
 
 // KeyRoot is the prefix an archive's object keys must lie under: the part
-// of the manifest key before "/uploads/" (UploadDir), else the manifest's
-// directory. "" (a manifest at the top of its bucket, or under
-// "uploads/" directly) confines nothing.
+// of the manifest key before "/uploads/" (UploadDir), "uploads" for an
+// upload at the top of its bucket (uploads/<id>/manifest.json.gz: its
+// keys lie under uploads/, never anywhere in the bucket), else the
+// manifest's directory. "" (a manifest file at the top of its bucket)
+// confines nothing.
 func KeyRoot(manifestKey string) string {
 	if dir, _, ok := UploadDir(manifestKey); ok {
+		if dir == "" && strings.HasPrefix(manifestKey, "uploads/") {
+			return "uploads"
+		}
 		return dir
 	}
 	if i := strings.LastIndexByte(manifestKey, '/'); i >= 0 {

@@ -82,6 +82,7 @@ restore_status_ttl: 30s
 open_timeout: 90s
 index_memory: 2GiB
 max_files_per_upload: 2000000
+dataset_history: 25
 `
 
 // fullConfigFlags says the same as fullConfigYAML, except keys (a flag
@@ -103,7 +104,7 @@ var fullConfigFlags = []string{
 	"--tls-reload-interval", "2s", "--cors-allow-origin", "https://viewer.example.org", "--cors-allow-origin", "http://localhost:8080",
 	"--cors-max-age", "1h",
 	"--allow-restore", "--restore-status-ttl", "30s",
-	"--open-timeout", "90s", "--index-memory", "2GiB", "--max-files-per-upload", "2000000",
+	"--open-timeout", "90s", "--index-memory", "2GiB", "--max-files-per-upload", "2000000", "--dataset-history", "25",
 }
 
 func writeFile(t *testing.T, name, content string) string {
@@ -159,7 +160,7 @@ func TestConfigRoundTrip(t *testing.T) {
 			TLSReloadInterval: 2 * time.Second, CORSAllowOrigins: []string{"https://viewer.example.org", "http://localhost:8080"},
 			CORSMaxAge: time.Hour},
 		AllowRestore: true, RestoreStatusTTL: 30 * time.Second,
-		openLimits: openLimits{OpenTimeout: 90 * time.Second, IndexMemory: 2 << 30, MaxFilesPerUpload: 2_000_000},
+		openLimits: openLimits{OpenTimeout: 90 * time.Second, IndexMemory: 2 << 30, MaxFilesPerUpload: 2_000_000, DatasetHistory: 25},
 		memorySet:  memoryExplicit{cache: true, read: true, index: true, maxFiles: true},
 	}
 	if !reflect.DeepEqual(fromFile, want) {

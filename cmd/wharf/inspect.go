@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/wharf-s3/wharf/archiveview"
+	"github.com/wharf-s3/wharf/archiveview/catalog"
 	"github.com/wharf-s3/wharf/archiveview/catalog/dataset"
 )
 
@@ -24,6 +25,7 @@ func inspect(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
 	sf := addStoreFlags(fs)
 	asJSON := fs.Bool("json", false, "print the facts as one JSON object (field names in README)")
+	histLimit := fs.Int("dataset-history", catalog.DefaultDatasetHistory, "for a dataset name: the published versions its history counts at most")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: wharf inspect [--store URL] [--s3-endpoint URL --s3-region R --s3-path-style --s3-access-key AK --s3-secret-key SK] [--json] MANIFEST_URL|s3://BUCKET/DATASET@current|@<version_id>")
 		fs.PrintDefaults()
@@ -36,6 +38,9 @@ func inspect(ctx context.Context, args []string, out io.Writer) error {
 		fs.Usage()
 		return usageErr(fmt.Errorf("want exactly one MANIFEST_URL, got %d arguments", len(pos)))
 	}
+	if *histLimit < 1 || *histLimit > catalog.MaxDatasetHistory {
+		return usageErr(fmt.Errorf("--dataset-history %d: want 1 to %d", *histLimit, catalog.MaxDatasetHistory))
+	}
 	t, err := sf.openTarget(ctx, pos[0])
 	if err != nil {
 		return err
@@ -46,6 +51,18 @@ func inspect(ctx context.Context, args []string, out io.Writer) error {
 	}
 	defer a.Close()
 	ds := t.datasetJSON(a.Info())
+	if ds != nil {
+		// The history's length: one listing of DATASET/v/, no version opened.
+		cur, prev := t.historyCurrent(a)
+		chain, ended, err := catalog.HistoryChain(ctx, t.store, t.dataset.Ref, cur, prev, *histLimit)
+		if err != nil {
+			return err
+		}
+		ds.History = &inspectHistoryJSON{Versions: len(chain), Ended: ended}
+		for _, v := range chain {
+			ds.History.VersionIDs = append(ds.History.VersionIDs, v.ID)
+		}
+	}
 	if *asJSON {
 		return printInfoJSON(out, t.bucket, a.Info(), ds)
 	}
@@ -67,6 +84,18 @@ type inspectDatasetJSON struct {
 	VersionID string           `json:"version_id"`
 	Pointer   *dataset.Pointer `json:"pointer"`
 	Warnings  []string         `json:"warnings"`
+	// History is the version history wharf serve's ListObjectVersions
+	// walks for this version (at most --dataset-history versions).
+	History *inspectHistoryJSON `json:"history"`
+}
+
+// inspectHistoryJSON is the dataset object's "history": its length, the
+// published version ids newest first (the served one first), and why it
+// ends there.
+type inspectHistoryJSON struct {
+	Versions   int      `json:"versions"`
+	VersionIDs []string `json:"version_ids"`
+	Ended      string   `json:"ended"`
 }
 
 func (t target) datasetJSON(in archiveview.Info) *inspectDatasetJSON {
@@ -97,6 +126,9 @@ func printDataset(w io.Writer, d *inspectDatasetJSON) {
 	}
 	for _, s := range d.Warnings {
 		fmt.Fprintf(w, "pointer warning:    %s\n", s)
+	}
+	if h := d.History; h != nil {
+		fmt.Fprintf(w, "history:            %d published version(s), newest first %s; it ends: %s\n", h.Versions, strings.Join(h.VersionIDs, " "), h.Ended)
 	}
 }
 

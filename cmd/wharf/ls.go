@@ -13,17 +13,21 @@ import (
 	"time"
 
 	"github.com/wharf-s3/wharf/archiveview"
+	"github.com/wharf-s3/wharf/archiveview/catalog"
 )
 
 const lsUsage = `usage: wharf ls [--store URL] [--s3-endpoint URL --s3-region R --s3-path-style --s3-access-key AK --s3-secret-key SK]
-                [--recursive] [--versions] [--json] [--human-readable] [--summarize] MANIFEST_URL [PREFIX]
+                [--recursive] [--versions [--dataset-history N]] [--json] [--human-readable] [--summarize] MANIFEST_URL [PREFIX]
 
 Lists the archive's effective tree (what wharf serve shows) like "aws s3 ls",
 reading only the manifests. MANIFEST_URL may name a published dataset:
 s3://BUCKET/DATASET@current (the version CURRENT names) or
-s3://BUCKET/DATASET@<version_id> (that version). --versions lists the
-versions of that version's upload chain, not the dataset's published
-versions.
+s3://BUCKET/DATASET@<version_id> (that version). For s3://B/D@current
+--versions lists the dataset's published versions as wharf serve's
+ListObjectVersions does (version ids are published version_ids; at most
+--dataset-history versions, each older one opened once); for a pinned
+version, every key has that one version; for a manifest URL, the
+versions of its upload chain.
 
   - without --recursive, PREFIX is a key prefix and "/" the delimiter:
     directories print as "                           PRE name/" and files as
@@ -74,7 +78,8 @@ func lsCmd(ctx context.Context, args []string, out io.Writer) error {
 	sf := addStoreFlags(fs)
 	recursive := fs.Bool("recursive", false, "list every file under PREFIX (no directories)")
 	fs.BoolVar(recursive, "r", false, "same as --recursive")
-	versions := fs.Bool("versions", false, "list every version of each key (an incremental chain's uploads)")
+	versions := fs.Bool("versions", false, "list every version of each key (an incremental chain's uploads; a dataset's published versions)")
+	histLimit := fs.Int("dataset-history", catalog.DefaultDatasetHistory, "with --versions on a dataset name: the published versions listed at most")
 	asJSON := fs.Bool("json", false, "one JSON object per line")
 	human := fs.Bool("human-readable", false, "sizes in KiB, MiB, GiB")
 	summarize := fs.Bool("summarize", false, "end with the number of files and their total size")
@@ -94,7 +99,14 @@ func lsCmd(ctx context.Context, args []string, out io.Writer) error {
 	if len(pos) == 2 {
 		prefix = pos[1]
 	}
-	a, err := sf.openArchive(ctx, pos[0], archiveview.Options{})
+	if *histLimit < 1 || *histLimit > catalog.MaxDatasetHistory {
+		return usageErr(fmt.Errorf("--dataset-history %d: want 1 to %d", *histLimit, catalog.MaxDatasetHistory))
+	}
+	t, err := sf.openTarget(ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	a, err := t.open(ctx, archiveview.Options{})
 	if err != nil {
 		return err
 	}
@@ -109,7 +121,26 @@ func lsCmd(ctx context.Context, args []string, out io.Writer) error {
 		delim = ""
 	}
 	if *versions {
-		err = l.versions(ctx, a, delim)
+		var (
+			h   archiveview.History
+			ids = a.Info().Chain
+		)
+		if t.dataset != nil {
+			dh, herr := t.history(ctx, a, *histLimit)
+			if herr != nil {
+				return herr
+			}
+			defer dh.Close()
+			h, ids = dh, nil
+			for _, v := range dh.Versions() {
+				ids = append(ids, v.ID)
+			}
+		} else if vs, verr := a.Versions(ctx); verr != nil {
+			return verr
+		} else {
+			h = vs
+		}
+		err = l.versions(h, ids, delim)
 	} else {
 		err = l.files(a, delim)
 	}
@@ -198,13 +229,10 @@ func (l *lister) files(a *archiveview.Archive, delim string) error {
 	})
 }
 
-// versions lists every version of every key (a single upload has one).
-func (l *lister) versions(ctx context.Context, a *archiveview.Archive, delim string) error {
-	v, err := a.Versions(ctx)
-	if err != nil {
-		return err
-	}
-	for _, id := range a.Info().Chain {
+// versions lists every version of every key of v (a single upload has
+// one); ids are its version ids (for the column width).
+func (l *lister) versions(v archiveview.History, ids []string, delim string) error {
+	for _, id := range ids {
 		l.idWidth = max(l.idWidth, len(id))
 	}
 	p := archiveview.VersionListParams{Prefix: l.prefix, Delimiter: delim, MaxKeys: 1000}

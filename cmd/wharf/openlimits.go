@@ -23,13 +23,16 @@ const (
 	minFilesPerLoad = 1000
 )
 
-// openLimits are --open-timeout, --index-memory and
-// --max-files-per-upload (YAML open_timeout, index_memory,
-// max_files_per_upload).
+// openLimits are --open-timeout, --index-memory,
+// --max-files-per-upload and --dataset-history (YAML open_timeout,
+// index_memory, max_files_per_upload, dataset_history).
 type openLimits struct {
 	OpenTimeout       time.Duration `yaml:"open_timeout"`
 	IndexMemory       yamlBytes     `yaml:"index_memory"`
 	MaxFilesPerUpload int           `yaml:"max_files_per_upload"`
+	// DatasetHistory: the published versions a dataset bucket's version
+	// history holds at most (each is opened once to build it).
+	DatasetHistory int `yaml:"dataset_history"`
 }
 
 func defaultOpenLimits() openLimits {
@@ -37,6 +40,7 @@ func defaultOpenLimits() openLimits {
 		OpenTimeout:       catalog.DefaultOpenTimeout,
 		IndexMemory:       yamlBytes(catalog.DefaultIndexMemory),
 		MaxFilesPerUpload: catalog.DefaultMaxFilesPerUpload,
+		DatasetHistory:    catalog.DefaultDatasetHistory,
 	}
 }
 
@@ -48,6 +52,8 @@ func openLimitFlags(fs *flag.FlagSet, ol *openLimits) {
 		"index memory all discovered and aliased uploads may hold, open or opening (e.g. 1GiB); an open waits while it is used, up to --open-timeout")
 	fs.IntVar(&ol.MaxFilesPerUpload, "max-files-per-upload", ol.MaxFilesPerUpload,
 		"files one manifest of a discovered or aliased upload may list; a larger one fails to open, naming the flag")
+	fs.IntVar(&ol.DatasetHistory, "dataset-history", ol.DatasetHistory,
+		"published versions a dataset bucket's version history (ListObjectVersions, versionId=) holds at most, the served one included; built on first use by opening each older version once")
 }
 
 // validate checks the limits at start; a zero field takes its default.
@@ -61,6 +67,12 @@ func (ol openLimits) validate() error {
 	}
 	if ol.MaxFilesPerUpload == 0 {
 		ol.MaxFilesPerUpload = def.MaxFilesPerUpload
+	}
+	if ol.DatasetHistory == 0 {
+		ol.DatasetHistory = def.DatasetHistory
+	}
+	if ol.DatasetHistory < 1 || ol.DatasetHistory > catalog.MaxDatasetHistory {
+		return fmt.Errorf("--dataset-history %d: want 1 to %d (default %d)", ol.DatasetHistory, catalog.MaxDatasetHistory, catalog.DefaultDatasetHistory)
 	}
 	if ol.OpenTimeout < minOpenTimeout || ol.OpenTimeout > maxOpenTimeout {
 		return fmt.Errorf("--open-timeout %s: want %s to %s (default %s)", ol.OpenTimeout, minOpenTimeout, maxOpenTimeout, catalog.DefaultOpenTimeout)

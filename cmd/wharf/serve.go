@@ -398,6 +398,7 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 		OpenTimeout:       cfg.OpenTimeout, // openlimits.go; 0 = the defaults
 		IndexMemory:       int64(cfg.IndexMemory),
 		MaxFilesPerUpload: cfg.MaxFilesPerUpload,
+		DatasetHistory:    cfg.DatasetHistory,
 	})
 	defer func() {
 		if retErr != nil {
@@ -431,6 +432,7 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 		Console:           consoleHandler(&cfg, cm, verifier, len(keys) > 0, log),
 		SendTimeout:       cfg.sendTimeout(),
 		FollowsUpdates:    cm.FollowsUpdates,
+		History:           cm.History, // published datasets' version histories
 	})
 
 	ln, err := net.Listen("tcp", cfg.Listen)

@@ -1,0 +1,775 @@
+package catalog
+
+// Dataset history: a published dataset's versions as S3 object versions.
+//
+// The history of a dataset bucket is a list of published versions, newest
+// first: the version served, then CURRENT's previous_version_id, then the
+// versions found by one listing of DATASET/v/, each strictly older (by
+// version id; cargoship writes time-ordered ids) than the link before and
+// not already in the history. It ends at the limit (Config.DatasetHistory),
+// at a version whose manifest is gone (pruned: normal, not an error), at a
+// version that does not open (logged), or when no older version is listed.
+// A pinned bucket's history is its one version.
+//
+// Per key, a version is a run of consecutive published versions in which
+// the key has the same bytes (sha256 when both sides have one, else size and
+// ETag; an ETag without a checksum is derived from the chunk keys, offsets
+// and lengths, so it stands for the location), its version id the
+// smallest (the earliest published) version id of the run: where those
+// bytes first appeared (the oldest of the run, unless a promote put an
+// older version first); a delete marker is a run in which the key is
+// absent after it existed, its version id the published version in which
+// the key disappeared.
+//
+// The history is built lazily (the first ListObjectVersions or versionId=
+// request, never a plain GET or HEAD), in the background, opening the
+// older versions one at a time through the manager's open path (index
+// budget, open timeout, index cache) and closing each once compared. An
+// older version's bytes are read by opening that version again (a few kept
+// open, retired like other archives).
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/wharf-s3/wharf/archiveview"
+	"github.com/wharf-s3/wharf/archiveview/catalog/dataset"
+	"github.com/wharf-s3/wharf/archiveview/chunkio"
+	"github.com/wharf-s3/wharf/backend"
+)
+
+// DefaultDatasetHistory is Config.DatasetHistory's default: the published
+// versions a dataset bucket's history holds at most.
+const DefaultDatasetHistory = 100
+
+// MaxDatasetHistory is the largest history limit accepted.
+const MaxDatasetHistory = 10000
+
+// historyOpenMax is how many older versions a history keeps open for
+// versionId= reads; the next one retires the least recently used.
+const historyOpenMax = 2
+
+// HistoryVersion is one published version of a dataset history.
+type HistoryVersion struct {
+	ID          string
+	ManifestKey string
+	ManifestSz  int64     // the manifest's size, as listed (the open's reservation)
+	Created     time.Time // the version's manifest created_at (delete markers' LastModified)
+}
+
+// HistoryParams is what BuildHistory walks.
+type HistoryParams struct {
+	Store backend.Store
+	Ref   DatasetRef
+	// Current is the version served and Archive its open archive.
+	Current HistoryVersion
+	Archive *archiveview.Archive
+	// Previous is the served pointer's previous_version_id ("" for the
+	// first version, and for a pinned version: a history of one).
+	Previous string
+	Limit    int // versions at most (<= 0: DefaultDatasetHistory)
+	// Open opens an older version (its manifest under the dataset's
+	// versions folder); Close releases it, inUse meaning requests may still
+	// read it (close after a grace).
+	Open  func(ctx context.Context, v HistoryVersion) (*archiveview.Archive, error)
+	Close func(a *archiveview.Archive, inUse bool)
+	Log   zerolog.Logger
+}
+
+// keyVer is one version of a key in a dataset history.
+type keyVer struct {
+	id   uint16   // the run's oldest published version in the history (as-of lookups)
+	name uint16   // the version id shown: of the run's versions the smallest id (where the bytes first appeared), or (del) id
+	from uint16   // the newest published version of the run: the archive read (0 = the served one)
+	del  bool     // a delete marker
+	meta *verMeta // from > 0: the file as that version lists it
+}
+
+// verMeta describes a key's version read from an older published version.
+type verMeta struct {
+	size  int64
+	mod   time.Time
+	etag  string
+	sha   string
+	ctype string
+	class string
+}
+
+// ident is what decides whether a key's bytes changed between versions.
+type ident struct {
+	size int64
+	sha  string
+	etag string
+}
+
+func identOf(f archiveview.File) ident {
+	return ident{size: f.Size, sha: f.SHA256, etag: f.ETag}
+}
+
+// same: by sha256 when both have one, else by size and ETag (which, with
+// no checksum, is derived from the chunk keys, offsets and lengths).
+func (a ident) same(b ident) bool {
+	if a.size != b.size {
+		return false
+	}
+	if a.sha != "" && b.sha != "" {
+		return a.sha == b.sha
+	}
+	return a.etag == b.etag
+}
+
+// DatasetHistory is a dataset bucket's version history. It is immutable
+// once built (its cache of open older versions aside) and safe for
+// concurrent use.
+type DatasetHistory struct {
+	versions []HistoryVersion // newest first; [0] is served by cur
+	byID     map[string]int
+	cur      *archiveview.Archive
+	ended    string // why the history ends where it ends
+
+	// nil keys: a history of one version (every key one version, the
+	// served archive's).
+	keys   []string
+	vstart []uint32
+	vers   []keyVer
+
+	openFn  func(ctx context.Context, v HistoryVersion) (*archiveview.Archive, error)
+	closeFn func(a *archiveview.Archive, inUse bool)
+
+	mu     sync.Mutex
+	opens  map[int]*chunkio.Memo[*archiveview.Archive]
+	lru    []int // open older versions, least recently used first
+	closed bool
+}
+
+// Versions returns the history's published versions, newest first.
+func (h *DatasetHistory) Versions() []HistoryVersion { return slices.Clone(h.versions) }
+
+// Ended says why the history ends at its oldest version.
+func (h *DatasetHistory) Ended() string { return h.ended }
+
+// Archive is the archive of the version served (the history's newest).
+func (h *DatasetHistory) Archive() *archiveview.Archive { return h.cur }
+
+// Bytes estimates the memory the history holds: its key table, versions
+// and the descriptions of older versions' files (not the served archive,
+// nor the older versions open for reads).
+func (h *DatasetHistory) Bytes() int64 {
+	n := int64(len(h.versions)) * 64
+	for _, k := range h.keys {
+		n += int64(len(k)) + 16
+	}
+	n += int64(len(h.vstart))*4 + int64(len(h.vers))*16
+	for _, e := range h.vers {
+		if e.meta != nil {
+			n += 96 + int64(len(e.meta.etag)+len(e.meta.sha)+len(e.meta.ctype))
+		}
+	}
+	return n
+}
+
+// KeyVersions is the number of versions and delete markers of every key.
+func (h *DatasetHistory) KeyVersions() int {
+	if h.keys == nil {
+		return h.cur.Files()
+	}
+	return len(h.vers)
+}
+
+// BuildHistory walks a dataset's published versions (see the file
+// comment) and builds the per-key history. A version whose manifest is
+// gone ends the history; an error the store may not repeat (a timeout, a
+// throttle, ctx) fails the build; a version that does not open for any
+// other reason ends the history there, logged.
+func BuildHistory(ctx context.Context, p HistoryParams) (*DatasetHistory, error) {
+	if p.Limit <= 0 {
+		p.Limit = DefaultDatasetHistory
+	}
+	h := &DatasetHistory{versions: []HistoryVersion{p.Current}, cur: p.Archive,
+		openFn: p.Open, closeFn: p.Close, opens: map[int]*chunkio.Memo[*archiveview.Archive]{}}
+	if h.versions[0].Created.IsZero() {
+		h.versions[0].Created = p.Archive.Created()
+	}
+	h.byID = map[string]int{p.Current.ID: 0}
+	switch {
+	case p.Previous == "":
+		h.ended = "the version served has no previous version"
+		return h, nil
+	case p.Limit == 1:
+		h.ended = "the history limit (1 version)"
+		return h, nil
+	}
+	listing, err := listVersions(ctx, p.Store, p.Ref)
+	if err != nil {
+		return nil, err
+	}
+	chain, ended := chainFrom(p.Current.ID, p.Previous, listing, p.Limit)
+
+	w := &historyWalk{}
+	if err := w.step(0, p.Current.ID, p.Archive, false); err != nil {
+		return nil, err
+	}
+	n := 1
+	for _, v := range chain {
+		a, err := p.Open(ctx, v)
+		if err != nil {
+			if ctx.Err() != nil || backend.IsRetryable(err) {
+				return nil, fmt.Errorf("dataset %s: history: version %s: %w", p.Ref.URL(), v.ID, err)
+			}
+			if errors.Is(err, backend.ErrNotFound) {
+				ended = fmt.Sprintf("version %s: its manifest is gone (pruned)", v.ID)
+			} else {
+				ended = fmt.Sprintf("version %s did not open: %v", v.ID, err)
+				p.Log.Warn().Err(err).Str("dataset", p.Ref.URL()).Str("version_id", v.ID).
+					Msg("dataset history ends at a version that does not open")
+			}
+			break
+		}
+		v.Created = a.Created()
+		err = w.step(n, v.ID, a, true)
+		p.Close(a, false)
+		if err != nil {
+			return nil, fmt.Errorf("dataset %s: history: version %s: %w", p.Ref.URL(), v.ID, err)
+		}
+		h.byID[v.ID] = n
+		h.versions = append(h.versions, v)
+		n++
+	}
+	h.ended = ended
+	h.keys, h.vstart, h.vers = w.finish(n)
+	return h, nil
+}
+
+// HistoryChain returns the published versions a history of current
+// (previous: its pointer's previous_version_id) walks, newest first with
+// current first, and why it ends there, from one listing of DATASET/v/
+// and no open (wharf inspect). BuildHistory may end sooner, at a version
+// that does not open.
+func HistoryChain(ctx context.Context, store backend.Store, ref DatasetRef, current HistoryVersion, previous string, limit int) ([]HistoryVersion, string, error) {
+	if limit <= 0 {
+		limit = DefaultDatasetHistory
+	}
+	out := []HistoryVersion{current}
+	switch {
+	case previous == "":
+		return out, "the version served has no previous version", nil
+	case limit == 1:
+		return out, "the history limit (1 version)", nil
+	}
+	l, err := listVersions(ctx, store, ref)
+	if err != nil {
+		return nil, "", err
+	}
+	chain, ended := chainFrom(current.ID, previous, l, limit)
+	return append(out, chain...), ended, nil
+}
+
+// versionListing is what one listing of DATASET/v/ found.
+type versionListing struct {
+	ids       []string                  // every version folder, ascending
+	manifests map[string]HistoryVersion // the folders holding a finished upload's manifest
+}
+
+// listVersions lists DATASET/v/ once: every version folder, and in each
+// the manifest of its upload (manifest.json.gz before manifest.json; of
+// several uploads the newest).
+func listVersions(ctx context.Context, store backend.Store, ref DatasetRef) (versionListing, error) {
+	root := ref.VersionsRoot()
+	l := versionListing{manifests: map[string]HistoryVersion{}}
+	seen := map[string]bool{}
+	best := map[string]backend.ObjectInfo{}
+	err := store.List(ctx, ref.Bucket, root, func(oi backend.ObjectInfo) error {
+		id, man, ok := parseVersionKey(oi.Key[len(root):])
+		if !ok {
+			return nil
+		}
+		if !seen[id] {
+			seen[id] = true
+			l.ids = append(l.ids, id)
+		}
+		if !man {
+			return nil
+		}
+		if b, had := best[id]; !had || betterManifest(oi, b) {
+			best[id] = oi
+		}
+		return nil
+	})
+	if err != nil {
+		return versionListing{}, fmt.Errorf("dataset %s: listing s3://%s/%s: %w", ref.URL(), ref.Bucket, root, err)
+	}
+	slices.Sort(l.ids)
+	for id, oi := range best {
+		l.manifests[id] = HistoryVersion{ID: id, ManifestKey: oi.Key, ManifestSz: oi.Size}
+	}
+	return l, nil
+}
+
+// betterManifest: of two manifests of one version, the newer upload, and
+// in one folder .gz before plain.
+func betterManifest(a, b backend.ObjectInfo) bool {
+	fa, fb := a.Key[:strings.LastIndexByte(a.Key, '/')], b.Key[:strings.LastIndexByte(b.Key, '/')]
+	if fa == fb {
+		return strings.HasSuffix(a.Key, ".gz")
+	}
+	if c := a.LastModified.Compare(b.LastModified); c != 0 {
+		return c > 0
+	}
+	return a.Key > b.Key
+}
+
+// parseVersionKey splits a key relative to DATASET/v/: the version folder
+// (a valid version id) and whether the key is an upload's finished manifest
+// (<id>/uploads/<upload>/manifest.json[.gz]). ok is false for a key not in
+// a valid version folder.
+func parseVersionKey(rel string) (id string, manifest, ok bool) {
+	id, rest, found := strings.Cut(rel, "/")
+	if !found || dataset.ValidVersionID(id) != nil {
+		return "", false, false
+	}
+	up, ok := strings.CutPrefix(rest, "uploads/")
+	if !ok {
+		return id, false, true
+	}
+	upload, name, found := strings.Cut(up, "/")
+	if !found || upload == "" || upload == "." || upload == ".." {
+		return id, false, true
+	}
+	return id, name == "manifest.json.gz" || name == "manifest.json", true
+}
+
+// chainFrom is the history's older versions: previous first, then the
+// listed versions older than the last link and not yet in the history,
+// newest first; it stops at limit versions in all (the served one
+// counted), at a version with no manifest (pruned), at a repeated id (a
+// pointer naming itself) or when no older version is listed.
+func chainFrom(current, previous string, l versionListing, limit int) (chain []HistoryVersion, ended string) {
+	in := map[string]bool{current: true}
+	next := previous
+	for {
+		if len(chain)+1 >= limit {
+			return chain, fmt.Sprintf("the history limit (%d versions)", limit)
+		}
+		if in[next] {
+			return chain, fmt.Sprintf("version %s is already in the history (a cycle)", next)
+		}
+		v, ok := l.manifests[next]
+		if !ok {
+			return chain, fmt.Sprintf("version %s: its manifest is gone (pruned)", next)
+		}
+		chain = append(chain, v)
+		in[next] = true
+		// The greatest listed id below next that is not in the history.
+		i := sort.SearchStrings(l.ids, next)
+		next = ""
+		for i--; i >= 0; i-- {
+			if !in[l.ids[i]] {
+				next = l.ids[i]
+				break
+			}
+		}
+		if next == "" {
+			return chain, fmt.Sprintf("version %s is the oldest listed", chain[len(chain)-1].ID)
+		}
+	}
+}
+
+// historyWalk merges the published versions' trees, newest first, into
+// runs per key.
+type historyWalk struct {
+	states []keyState // by key
+	ids    []string   // the versions stepped, newest first
+}
+
+// keyState is a key's open run while walking.
+type keyState struct {
+	key    string
+	absent bool // the run is one of versions without the key
+	from   uint16
+	first  uint16 // of the run's versions the one with the smallest id
+	id     ident
+	meta   *verMeta
+	out    []keyVer // closed runs, newest first
+}
+
+// step merges version i's files (all of a's keys, in order). older: the
+// archive is an older version, closed after the step (copy what is kept).
+func (w *historyWalk) step(i int, id string, a *archiveview.Archive, older bool) error {
+	w.ids = append(w.ids, id)
+	var (
+		next  = make([]keyState, 0, max(len(w.states), a.Files()))
+		j     int
+		after string
+		prev  = uint16(max(i-1, 0))
+		cur   = uint16(i)
+	)
+	start := func(s *keyState, f archiveview.File) {
+		s.absent, s.from, s.first, s.id, s.meta = false, cur, cur, identOf(f), nil
+		if older {
+			s.id = ident{size: f.Size, sha: strings.Clone(f.SHA256), etag: strings.Clone(f.ETag)}
+			s.meta = &verMeta{size: f.Size, mod: f.ModTime, etag: s.id.etag, sha: s.id.sha,
+				ctype: strings.Clone(f.ContentType), class: cmp.Or(a.StorageClass(f), backend.ClassStandard)}
+		}
+	}
+	closeRun := func(s *keyState) {
+		if s.absent {
+			s.out = append(s.out, keyVer{id: prev, name: prev, del: true})
+		} else {
+			s.out = append(s.out, keyVer{id: prev, name: s.first, from: s.from, meta: s.meta})
+		}
+	}
+	onlyOld := func(s keyState) {
+		if !s.absent { // the key is not in version i: it appeared in i-1
+			closeRun(&s)
+			s.absent, s.meta = true, nil
+		}
+		next = append(next, s)
+	}
+	for {
+		res := a.List(archiveview.ListParams{After: after, MaxKeys: 1000})
+		for _, e := range res.Entries {
+			if e.Prefix != "" {
+				continue
+			}
+			f := e.File
+			for j < len(w.states) && w.states[j].key < f.Key {
+				onlyOld(w.states[j])
+				j++
+			}
+			if j < len(w.states) && w.states[j].key == f.Key {
+				s := w.states[j]
+				j++
+				switch {
+				case s.absent: // deleted in i-1, present in i
+					closeRun(&s)
+					start(&s, f)
+				case !s.id.same(identOf(f)):
+					closeRun(&s)
+					start(&s, f)
+				case id < w.ids[s.first]: // the same bytes: the run goes on
+					s.first = cur
+				}
+				next = append(next, s)
+				continue
+			}
+			s := keyState{key: f.Key}
+			if older {
+				s.key = strings.Clone(f.Key)
+			}
+			if i > 0 { // absent from every newer version: deleted in i-1
+				s.out = append(s.out, keyVer{id: prev, name: prev, del: true})
+			}
+			start(&s, f)
+			next = append(next, s)
+		}
+		if !res.Truncated {
+			break
+		}
+		after = res.NextAfter
+	}
+	for ; j < len(w.states); j++ {
+		onlyOld(w.states[j])
+	}
+	if len(next) > 1<<31 {
+		return fmt.Errorf("more than %d keys", 1<<31)
+	}
+	w.states = next
+	return nil
+}
+
+// finish closes every run after n versions and flattens the result.
+func (w *historyWalk) finish(n int) (keys []string, vstart []uint32, vers []keyVer) {
+	last := uint16(n - 1)
+	keys = make([]string, 0, len(w.states))
+	vstart = make([]uint32, 0, len(w.states)+1)
+	for _, s := range w.states {
+		if !s.absent {
+			s.out = append(s.out, keyVer{id: last, name: s.first, from: s.from, meta: s.meta})
+		}
+		keys = append(keys, s.key)
+		vstart = append(vstart, uint32(len(vers)))
+		vers = append(vers, s.out...)
+	}
+	vstart = append(vstart, uint32(len(vers)))
+	w.states = nil
+	return keys, vstart, vers
+}
+
+// version describes version j (0 = newest) of key k for a listing; an
+// older version's File is a description (Class set), not readable.
+func (h *DatasetHistory) version(k, j int) (archiveview.Version, bool) {
+	e := h.vers[int(h.vstart[k])+j]
+	key := h.keys[k]
+	v := archiveview.Version{VersionID: h.versions[e.name].ID, IsLatest: j == 0}
+	switch {
+	case e.del:
+		v.DeleteMarker = true
+		v.Key = key
+		v.ModTime = h.versions[e.id].Created.UTC()
+	case e.from == 0:
+		f, ok := h.cur.Stat(key)
+		if !ok {
+			return archiveview.Version{}, false
+		}
+		v.File = f
+	default:
+		m := e.meta
+		v.File = archiveview.File{Key: key, Size: m.size, ModTime: m.mod, ETag: m.etag, SHA256: m.sha, ContentType: m.ctype}
+		v.Class = m.class
+	}
+	v.File.VersionID = v.VersionID
+	return v, true
+}
+
+// keyIndex returns key's position in the history, or -1.
+func (h *DatasetHistory) keyIndex(key string) int {
+	k := sort.SearchStrings(h.keys, key)
+	if k < len(h.keys) && h.keys[k] == key {
+		return k
+	}
+	return -1
+}
+
+// Lookup implements archiveview.History: versionID is any published
+// version of the history (the key as of that version: the key's version
+// whose run covers it, or its delete marker) or "" for the latest. A key
+// that did not exist as of that version, or an id not in the history, is
+// not found. An older version's File comes from that version's archive,
+// opened again (Version.Archive).
+func (h *DatasetHistory) Lookup(ctx context.Context, key, versionID string) (archiveview.Version, bool, error) {
+	vi := 0
+	if versionID != "" {
+		var ok bool
+		if vi, ok = h.byID[versionID]; !ok {
+			return archiveview.Version{}, false, nil
+		}
+	}
+	if h.keys == nil {
+		f, ok := h.cur.Stat(key)
+		if !ok {
+			return archiveview.Version{}, false, nil
+		}
+		f.VersionID = h.versions[0].ID
+		return archiveview.Version{File: f, VersionID: f.VersionID, IsLatest: true}, true, nil
+	}
+	k := h.keyIndex(key)
+	if k < 0 {
+		return archiveview.Version{}, false, nil
+	}
+	vs := h.vers[h.vstart[k]:h.vstart[k+1]]
+	j := slices.IndexFunc(vs, func(e keyVer) bool { return int(e.id) >= vi })
+	if j < 0 {
+		return archiveview.Version{}, false, nil
+	}
+	e := vs[j]
+	v, ok := h.version(k, j)
+	if !ok {
+		return archiveview.Version{}, false, fmt.Errorf("dataset history: key %q: not in the served version's tree: %w", key, archiveview.ErrInvalidTree)
+	}
+	if e.del || e.from == 0 {
+		return v, true, nil
+	}
+	a, err := h.open(ctx, int(e.from))
+	if err != nil {
+		return archiveview.Version{}, false, err
+	}
+	f, ok := a.Stat(key)
+	if !ok || !identOf(f).same(ident{size: e.meta.size, sha: e.meta.sha, etag: e.meta.etag}) {
+		return archiveview.Version{}, false, fmt.Errorf("dataset history: version %s: key %q changed since the history was built: %w",
+			h.versions[e.from].ID, key, archiveview.ErrInvalidTree)
+	}
+	f.VersionID = v.VersionID
+	v.File, v.Archive, v.Class = f, a, ""
+	return v, true, nil
+}
+
+// open returns older version i's archive, opening it once (concurrent
+// callers share the open) and keeping at most historyOpenMax open.
+func (h *DatasetHistory) open(ctx context.Context, i int) (*archiveview.Archive, error) {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil, fmt.Errorf("dataset history: version %s: the history was replaced: %w", h.versions[i].ID, backend.ErrUnavailable)
+	}
+	m := h.opens[i]
+	if m == nil {
+		m = &chunkio.Memo[*archiveview.Archive]{}
+		h.opens[i] = m
+	}
+	h.mu.Unlock()
+	a, err := m.Do(ctx, func(ctx context.Context) (*archiveview.Archive, error) {
+		return h.openFn(ctx, h.versions[i])
+	}, nil)
+	if err != nil {
+		h.mu.Lock()
+		if h.opens[i] == m {
+			delete(h.opens, i)
+		}
+		h.mu.Unlock()
+		return nil, err
+	}
+	var evict []*archiveview.Archive
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		h.closeFn(a, true)
+		return a, nil
+	}
+	h.lru = slices.DeleteFunc(h.lru, func(x int) bool { return x == i })
+	h.lru = append(h.lru, i)
+	for len(h.lru) > historyOpenMax {
+		old := h.lru[0]
+		h.lru = h.lru[1:]
+		if om := h.opens[old]; om != nil {
+			if oa, ok := om.Peek(); ok {
+				evict = append(evict, oa)
+			}
+			delete(h.opens, old)
+		}
+	}
+	h.mu.Unlock()
+	for _, oa := range evict {
+		h.closeFn(oa, true)
+	}
+	return a, nil
+}
+
+// Close retires the older versions the history holds open (after the
+// grace: reads may be in flight). The history answers no more
+// versionId= reads of older versions.
+func (h *DatasetHistory) Close() {
+	h.mu.Lock()
+	h.closed = true
+	var all []*archiveview.Archive
+	for _, m := range h.opens {
+		if a, ok := m.Peek(); ok {
+			all = append(all, a)
+		}
+	}
+	h.opens, h.lru = map[int]*chunkio.Memo[*archiveview.Archive]{}, nil
+	h.mu.Unlock()
+	for _, a := range all {
+		h.closeFn(a, true)
+	}
+}
+
+// ListVersions implements archiveview.History: keys in byte order, each
+// key's versions newest first, paged as Versions.ListVersions.
+func (h *DatasetHistory) ListVersions(p archiveview.VersionListParams) (archiveview.VersionListResult, error) {
+	if h.keys == nil {
+		return h.listSingle(p)
+	}
+	var res archiveview.VersionListResult
+	if p.MaxKeys <= 0 {
+		return res, nil
+	}
+	n := len(h.keys)
+	i := sort.SearchStrings(h.keys, p.Prefix)
+	startVer := 0
+	if p.KeyMarker != "" && p.KeyMarker >= p.Prefix {
+		if p.VersionIDMarker != "" {
+			k := h.keyIndex(p.KeyMarker)
+			j := -1
+			if k >= 0 {
+				j = slices.IndexFunc(h.vers[h.vstart[k]:h.vstart[k+1]], func(e keyVer) bool { return h.versions[e.name].ID == p.VersionIDMarker })
+			}
+			if j < 0 {
+				return res, fmt.Errorf("dataset history: version %q of key %q: %w", p.VersionIDMarker, p.KeyMarker, archiveview.ErrUnknownVersion)
+			}
+			i, startVer = k, j+1
+		} else {
+			i = sort.Search(n, func(x int) bool { return h.keys[x] > p.KeyMarker })
+		}
+	}
+	full := func() bool {
+		if len(res.Entries) < p.MaxKeys {
+			return false
+		}
+		res.Truncated = true
+		last := res.Entries[len(res.Entries)-1]
+		if last.Prefix != "" {
+			res.NextKeyMarker = last.Prefix
+		} else {
+			res.NextKeyMarker, res.NextVersionIDMarker = last.Version.Key, last.Version.VersionID
+		}
+		return true
+	}
+	for ; i < n; i, startVer = i+1, 0 {
+		k := h.keys[i]
+		if !strings.HasPrefix(k, p.Prefix) {
+			break
+		}
+		if p.Delimiter != "" {
+			if d := strings.Index(k[len(p.Prefix):], p.Delimiter); d >= 0 {
+				cp := k[:len(p.Prefix)+d+len(p.Delimiter)]
+				next := i + sort.Search(n-i, func(x int) bool { return !strings.HasPrefix(h.keys[i+x], cp) })
+				if cp > p.KeyMarker {
+					if full() {
+						return res, nil
+					}
+					res.Entries = append(res.Entries, archiveview.VersionEntry{Prefix: cp})
+				}
+				i = next - 1
+				continue
+			}
+		}
+		for j, c := startVer, int(h.vstart[i+1]-h.vstart[i]); j < c; j++ {
+			v, ok := h.version(i, j)
+			if !ok {
+				return res, fmt.Errorf("dataset history: key %q: not in the served version's tree: %w", k, archiveview.ErrInvalidTree)
+			}
+			if full() {
+				return res, nil
+			}
+			res.Entries = append(res.Entries, archiveview.VersionEntry{Version: v})
+		}
+	}
+	return res, nil
+}
+
+// listSingle lists a history of one version: the served archive's keys,
+// one version each.
+func (h *DatasetHistory) listSingle(p archiveview.VersionListParams) (archiveview.VersionListResult, error) {
+	var res archiveview.VersionListResult
+	if p.MaxKeys <= 0 {
+		return res, nil
+	}
+	after := ""
+	if p.KeyMarker != "" && p.KeyMarker >= p.Prefix {
+		if p.VersionIDMarker != "" {
+			if _, ok := h.cur.Stat(p.KeyMarker); !ok || p.VersionIDMarker != h.versions[0].ID {
+				return res, fmt.Errorf("dataset history: version %q of key %q: %w", p.VersionIDMarker, p.KeyMarker, archiveview.ErrUnknownVersion)
+			}
+		}
+		after = p.KeyMarker
+	}
+	lr := h.cur.List(archiveview.ListParams{Prefix: p.Prefix, Delimiter: p.Delimiter, After: after, MaxKeys: p.MaxKeys})
+	for _, e := range lr.Entries {
+		if e.Prefix != "" {
+			res.Entries = append(res.Entries, archiveview.VersionEntry{Prefix: e.Prefix})
+			continue
+		}
+		f := e.File
+		f.VersionID = h.versions[0].ID
+		res.Entries = append(res.Entries, archiveview.VersionEntry{Version: archiveview.Version{File: f, VersionID: f.VersionID, IsLatest: true}})
+	}
+	if lr.Truncated && len(res.Entries) > 0 {
+		res.Truncated = true
+		last := res.Entries[len(res.Entries)-1]
+		if last.Prefix != "" {
+			res.NextKeyMarker = last.Prefix
+		} else {
+			res.NextKeyMarker, res.NextVersionIDMarker = last.Version.Key, last.Version.VersionID
+		}
+	}
+	return res, nil
+}

@@ -1,0 +1,262 @@
+package catalog
+
+// The manager's side of dataset histories (history.go): one per dataset
+// bucket, for the archive it serves, built on the first request that
+// needs it and dropped when the bucket serves another version.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/wharf-s3/wharf/archiveview"
+	"github.com/wharf-s3/wharf/backend"
+)
+
+// historyState is a dataset bucket's history for the archive it serves.
+type historyState struct {
+	arc    *archiveview.Archive
+	params HistoryParams
+	once   sync.Once
+	done   chan struct{}
+	ctx    context.Context // the build's: cm.base, cancelled by retire
+	cancel context.CancelFunc
+	h      *DatasetHistory // set before done is closed (or at once for a history of one version)
+	err    error
+}
+
+// ErrHistoryBuilding is wrapped by the error of a request that waited its
+// bound for a dataset history still being built (503 SlowDown: retry).
+var ErrHistoryBuilding = fmt.Errorf("the dataset's version history is still being built: %w", backend.ErrUnavailable)
+
+// History returns the version history of dataset bucket name, whose
+// archive the request looked up as a (archiveview.History; s3api's
+// Config.History). dataset is false for a bucket that is not a dataset's
+// (its archive's own chain is its history). Without build it never starts
+// the history and returns nil when it is not built yet: the plain GET and
+// HEAD path, which must not open older versions. With build it starts the
+// history in the background (once) and waits for it up to the catalog's
+// open wait, then an error wrapping ErrHistoryBuilding. A history of one
+// version (a pinned bucket, a first version) costs nothing and is always
+// there.
+func (cm *Manager) History(ctx context.Context, name string, a *archiveview.Archive, build bool) (h archiveview.History, dataset bool, err error) {
+	// The request path: an atomic load and map lookups, no lock, once the
+	// bucket's history state exists.
+	if !(*cm.dsNames.Load())[name] {
+		return nil, false, nil
+	}
+	if v, ok := cm.hists.Load(histKey{name, a}); ok {
+		if hs := v.(*historyState); !hs.failed() {
+			if dh := hs.ready(); dh != nil {
+				return dh, true, nil
+			}
+			if !build {
+				return nil, true, nil
+			}
+			return cm.waitHistory(ctx, name, hs)
+		}
+	}
+	cm.dsMu.Lock()
+	st := cm.datasets[name]
+	if st == nil {
+		cm.dsMu.Unlock()
+		return nil, false, nil
+	}
+	served := (*archiveview.Archive)(nil)
+	if st.entry != nil {
+		served, _, _ = st.entry.State()
+	}
+	if served == nil || served != a {
+		cm.dsMu.Unlock()
+		if build {
+			return nil, true, fmt.Errorf("dataset bucket %s: the version served changed during the request: %w", name, backend.ErrUnavailable)
+		}
+		return nil, true, nil
+	}
+	hs := st.hist
+	if hs == nil || hs.arc != a || hs.failed() {
+		cm.dropHistory(name, st)
+		hs = cm.newHistoryState(name, st, a)
+		st.hist = hs
+		cm.hists.Store(histKey{name, a}, hs)
+	}
+	cm.dsMu.Unlock()
+
+	if dh := hs.ready(); dh != nil {
+		return dh, true, nil
+	}
+	if !build {
+		return nil, true, nil
+	}
+	return cm.waitHistory(ctx, name, hs)
+}
+
+// histKey names a history: the bucket and the archive it serves (buckets
+// sharing an archive may have different histories: pinned or followed).
+type histKey struct {
+	name string
+	a    *archiveview.Archive
+}
+
+// dropHistory retires st's history, if any. Called with cm.dsMu held.
+func (cm *Manager) dropHistory(name string, st *datasetState) {
+	if st.hist == nil {
+		return
+	}
+	cm.hists.Delete(histKey{name, st.hist.arc})
+	st.hist.retire(cm)
+	st.hist = nil
+}
+
+// waitHistory starts hs's build (once) and waits for it up to the open
+// wait.
+func (cm *Manager) waitHistory(ctx context.Context, name string, hs *historyState) (archiveview.History, bool, error) {
+	hs.start(cm)
+	t := time.NewTimer(cm.catalog.OpenWait)
+	defer t.Stop()
+	select {
+	case <-hs.done:
+	case <-ctx.Done():
+		return nil, true, ctx.Err()
+	case <-t.C:
+		return nil, true, fmt.Errorf("dataset bucket %s: %w", name, ErrHistoryBuilding)
+	}
+	if hs.err != nil {
+		return nil, true, hs.err
+	}
+	return hs.h, true, nil
+}
+
+// newHistoryState prepares the history of st's served version a. Called
+// with cm.dsMu held.
+func (cm *Manager) newHistoryState(name string, st *datasetState, a *archiveview.Archive) *historyState {
+	ref := st.ref
+	p := HistoryParams{
+		Store:    cm.store,
+		Ref:      ref,
+		Current:  HistoryVersion{ID: st.ptr.VersionID, ManifestKey: st.ptr.ManifestKey, Created: a.Created()},
+		Archive:  a,
+		Previous: st.ptr.PreviousVersionID,
+		Limit:    cm.cfg.DatasetHistory,
+		Log:      cm.log,
+		Open: func(ctx context.Context, v HistoryVersion) (*archiveview.Archive, error) {
+			return cm.openUpload(ctx, name+"@"+v.ID, ref.Bucket, v.ManifestKey, v.ManifestSz,
+				openExtra{allow: []string{ref.VersionsRoot()}, noClasses: true}) // no listing outside a scan
+		},
+		Close: func(old *archiveview.Archive, inUse bool) {
+			if inUse {
+				cm.retire(readyEntry(old.Name(), old)) // reads may be in flight: after the grace
+				return
+			}
+			cm.closeArchive(old)
+		},
+	}
+	hs := &historyState{arc: a, params: p, done: make(chan struct{})}
+	hs.ctx, hs.cancel = context.WithCancel(cm.base)
+	if p.Previous == "" || p.Limit == 1 {
+		// A history of one version: no store request.
+		hs.h, _ = BuildHistory(context.Background(), p)
+		hs.once.Do(func() {})
+		close(hs.done)
+	}
+	return hs
+}
+
+// ready returns the built history, or nil.
+func (hs *historyState) ready() *DatasetHistory {
+	select {
+	case <-hs.done:
+		return hs.h
+	default:
+		return nil
+	}
+}
+
+// failed reports a build that ended in an error (the next request tries
+// again).
+func (hs *historyState) failed() bool {
+	select {
+	case <-hs.done:
+		return hs.err != nil
+	default:
+		return false
+	}
+}
+
+// start builds the history in the background, once.
+func (hs *historyState) start(cm *Manager) {
+	hs.once.Do(func() {
+		ctx := hs.ctx
+		cm.jobs.Add(1)
+		go func() {
+			defer cm.jobs.Done()
+			defer hs.cancel()
+			t0 := time.Now()
+			h, err := BuildHistory(ctx, hs.params)
+			ref := hs.params.Ref
+			if err != nil {
+				if errors.Is(err, context.Canceled) {
+					err = fmt.Errorf("dataset %s: history: %w", ref.URL(), backend.ErrUnavailable)
+				}
+				cm.log.Error().Err(err).Str("dataset", ref.URL()).Msg("dataset history not built")
+			} else {
+				cm.log.Info().Str("dataset", ref.URL()).Str("version_id", hs.params.Current.ID).
+					Int("versions", len(h.versions)).Int("keys", len(h.keys)).Int("key_versions", len(h.vers)).Int64("bytes", h.Bytes()).
+					Str("ended", h.ended).Dur("took", time.Since(t0)).Msg("dataset history built")
+			}
+			hs.h, hs.err = h, err
+			close(hs.done)
+		}()
+	})
+}
+
+// retire stops a build in progress and retires the older versions the
+// history holds open.
+func (hs *historyState) retire(cm *Manager) {
+	hs.cancel()
+	hs.once.Do(func() { close(hs.done) }) // never started: nothing to wait for
+	cm.retired.Add(1)
+	go func() {
+		defer cm.retired.Done()
+		<-hs.done
+		if hs.h != nil {
+			hs.h.Close()
+		}
+	}()
+}
+
+// retireHistories retires every dataset history (shutdown).
+func (cm *Manager) retireHistories() {
+	cm.dsMu.Lock()
+	defer cm.dsMu.Unlock()
+	for name, st := range cm.datasets {
+		cm.dropHistory(name, st)
+	}
+}
+
+// HistoryEntry is a dataset bucket's history on /-/archives.
+type HistoryEntry struct {
+	Versions    int    `json:"versions"`     // published versions in the history
+	KeyVersions int    `json:"key_versions"` // versions and delete markers of every key
+	Bytes       int64  `json:"bytes"`        // the history's memory (estimate)
+	Ended       string `json:"ended"`        // why it ends where it ends
+	Error       string `json:"error,omitempty"`
+}
+
+// entry is hs on /-/archives: nil while it is not built (nor failed).
+func (hs *historyState) entry() *HistoryEntry {
+	select {
+	case <-hs.done:
+	default:
+		return nil
+	}
+	if hs.err != nil {
+		return &HistoryEntry{Error: hs.err.Error()}
+	}
+	if hs.h == nil {
+		return nil
+	}
+	return &HistoryEntry{Versions: len(hs.h.versions), KeyVersions: hs.h.KeyVersions(), Bytes: hs.h.Bytes(), Ended: hs.h.ended}
+}
