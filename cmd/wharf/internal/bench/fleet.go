@@ -1,0 +1,342 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/wharf-s3/wharf/archiveview"
+	"github.com/wharf-s3/wharf/archiveview/cargopack"
+	"github.com/wharf-s3/wharf/archiveview/catalog"
+	"github.com/wharf-s3/wharf/archiveview/chunkio"
+	"github.com/wharf-s3/wharf/archiveview/manifest"
+	"github.com/wharf-s3/wharf/auth"
+	"github.com/wharf-s3/wharf/backend"
+	"github.com/wharf-s3/wharf/s3api"
+)
+
+// The fleet workload (issue 23): Replicas wharf replicas in this process,
+// each with its own frame cache, its own backend client (with the HTTP
+// model, a backend.S3Store of its own: its own connections) and its own
+// loopback listener, over the one S3 model, read by Clients concurrent
+// clients that send each request to a replica chosen at random (a load
+// balancer without affinity). The archive is Files log-like files of
+// 16–64 KiB in 4 MiB frames; the reads are Reads random files. Every byte
+// is checked against the source. The report gives, per variant, the
+// backend GETs and bytes against the frames the reads touched (each
+// frame counted once for the fleet: the ideal is 1x), and the request
+// latency p50/p99.
+
+// FleetConfig sets the fleet workload (Config.Fleet).
+type FleetConfig struct {
+	Replicas int // replicas of the fleet; 0 skips the workload
+	Reads    int // random whole-file reads through the balancer
+	Files    int // files of the fleet archive
+	Clients  int // concurrent clients
+}
+
+// DefaultFleetConfig is the issue's fleet: four replicas, 1,200 random
+// reads of small files, 8 clients.
+func DefaultFleetConfig() FleetConfig {
+	return FleetConfig{Replicas: 4, Reads: 1200, Files: 1500, Clients: 8}
+}
+
+// The fleet archive's shape.
+const (
+	fleetFrame   = 4 << 20
+	fleetMinFile = 16 << 10
+	fleetMaxFile = 64 << 10
+)
+
+func (c FleetConfig) validate() error {
+	if c.Replicas == 0 {
+		return nil
+	}
+	switch {
+	case c.Replicas < 1 || c.Replicas > 64:
+		return fmt.Errorf("bench: fleet of %d replicas: want 0 (skip) or 1 to 64", c.Replicas)
+	case c.Reads < 1 || c.Files < 1 || c.Clients < 1:
+		return fmt.Errorf("bench: fleet: %d reads of %d files by %d clients: want at least one of each", c.Reads, c.Files, c.Clients)
+	}
+	return nil
+}
+
+// fleetFrameRef is one frame of the fleet archive.
+type fleetFrameRef struct {
+	chunk string // the chunk's s3_key
+	index int
+}
+
+// fleetFrames maps every file of m (by virtual key) to the frames its
+// read needs (its 512-byte tar header, checked before the data, and its
+// data) and gives each frame's compressed size.
+func fleetFrames(m *manifest.Manifest) (map[string][]fleetFrameRef, map[fleetFrameRef]int64, error) {
+	chunks := map[string]*manifest.ChunkEntry{}
+	size := map[fleetFrameRef]int64{}
+	for i := range m.Chunks {
+		c := &m.Chunks[i]
+		chunks[c.S3Key] = c
+		for fi, fr := range c.Frames {
+			size[fleetFrameRef{c.S3Key, fi}] = fr.CompressedSize
+		}
+	}
+	files := map[string][]fleetFrameRef{}
+	for _, f := range m.Files {
+		key, err := manifest.RelativeKey(m.SourcePath, f.Path)
+		if err != nil {
+			return nil, nil, err
+		}
+		c := chunks[f.S3Key]
+		if c == nil || len(c.Frames) == 0 || f.ArchiveOffset == nil {
+			return nil, nil, fmt.Errorf("bench: fleet: %s is not in a framed chunk with a known archive offset", key)
+		}
+		u0, u1 := *f.ArchiveOffset-512, *f.ArchiveOffset+f.Size
+		for fi, fr := range c.Frames {
+			if fr.UncompressedOffset < u1 && fr.UncompressedOffset+fr.UncompressedSize > u0 {
+				files[key] = append(files[key], fleetFrameRef{c.S3Key, fi})
+			}
+		}
+	}
+	return files, size, nil
+}
+
+// fleetReplica is one in-process wharf of the fleet.
+type fleetReplica struct {
+	arch   *archiveview.Archive
+	srv    *http.Server
+	client *s3.Client
+}
+
+func (r *fleetReplica) close() {
+	r.srv.Close()
+	if r.arch != nil {
+		r.arch.Close()
+	}
+}
+
+// replicaStore is how one replica reaches the S3 model: a backend.S3Store
+// of its own with the HTTP model (as a separate wharf process has), the
+// counting store itself in-process.
+func (e *env) replicaStore(ctx context.Context) (backend.Store, error) {
+	if e.s3model == nil {
+		return e.faulty, nil
+	}
+	s, err := backend.NewS3Store(ctx, backend.S3Config{Endpoint: e.s3modelURL, Region: "us-east-1", PathStyle: true, Anonymous: true})
+	if err != nil {
+		return nil, fmt.Errorf("bench: fleet: S3 store for the HTTP S3 model: %w", err)
+	}
+	return s, nil
+}
+
+// startFleetReplica opens manifestKey as bucket "fleet" with a cold cache
+// of its own and serves it on a loopback listener.
+func (e *env) startFleetReplica(ctx context.Context, cfg Config, manifestKey string, hc *http.Client) (*fleetReplica, error) {
+	store, err := e.replicaStore(ctx)
+	if err != nil {
+		return nil, err
+	}
+	reg := prometheus.NewRegistry()
+	opts := e.archOpts
+	opts.Name = "fleet"
+	opts.Cache = chunkio.NewFrameCache(cfg.CacheBytes, e.readOpts...)
+	opts.Metrics = chunkio.NewMetrics(reg)
+	a, err := archiveview.Open(ctx, backend.Instrument(store, backend.NewMetrics(reg)), benchBucket, manifestKey, opts)
+	if err != nil {
+		return nil, fmt.Errorf("bench: fleet: open %s: %w", manifestKey, err)
+	}
+	cat := catalog.NewDynamic(nil)
+	cat.Swap(map[string]*archiveview.Archive{"fleet": a})
+	verifier, err := auth.New(auth.Config{Anonymous: true})
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
+	h := s3api.New(s3api.Config{Catalog: cat, Verifier: verifier, Logger: zerolog.Nop(), Registerer: reg})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
+	r := &fleetReplica{arch: a, srv: &http.Server{Handler: e.labelled("wharf", h), ReadHeaderTimeout: 10 * time.Second}}
+	go r.srv.Serve(ln)
+	r.client = newClient("http://"+ln.Addr().String(), hc)
+	return r, nil
+}
+
+// fleetRun is what one variant of the fleet measured.
+type fleetRun struct {
+	variant   string
+	reads     int
+	gets      int64 // backend GETs of the read path (after the opens)
+	bytes     int64 // backend body bytes of the read path
+	touched   int   // distinct frames the reads needed
+	touchedB  int64 // their compressed bytes
+	latencies []time.Duration
+}
+
+func (f *fleetRun) bytesPerTouched() float64 { return float64(f.bytes) / float64(f.touchedB) }
+func (f *fleetRun) getsPerTouched() float64  { return float64(f.gets) / float64(f.touched) }
+
+// quantile is the q-quantile of the sorted latencies (the upper of two
+// middles for the median).
+func (f *fleetRun) quantile(q float64) time.Duration {
+	if len(f.latencies) == 0 {
+		return 0
+	}
+	return f.latencies[min(int(q*float64(len(f.latencies))), len(f.latencies)-1)]
+}
+
+// fleetWorkload packs the fleet archive and runs the fleet without peers.
+func fleetWorkload(ctx context.Context, cfg Config, e *env, rep *Report) error {
+	fc := cfg.Fleet
+	cfg.logf("fleet: packing %d files in %d MiB frames", fc.Files, fleetFrame>>20)
+	rng := rand.New(rand.NewPCG(cfg.Seed, 23))
+	data := make(map[string][]byte, fc.Files)
+	keys := make([]string, 0, fc.Files)
+	for i := 0; i < fc.Files; i++ {
+		key := fmt.Sprintf("fleet/%02d/part-%05d.log", i/100, i)
+		n := fleetMinFile + rng.IntN(fleetMaxFile-fleetMinFile+1)
+		data[key] = newLogGen(cfg.Seed+uint64(i)).fill(make([]byte, 0, n), n)
+		keys = append(keys, key)
+	}
+	mtime := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	res, err := cargopack.Write(ctx, cargopack.DirSink(e.dir), cargopack.FromMap(data, mtime), cargopack.Options{
+		Bucket: benchBucket, Prefix: "fleet", UploadID: "fleet-1", SourcePath: "/srv/fleet",
+		FrameSize: fleetFrame, ChunkSize: 16 << 20, ContentHash: true, Created: mtime,
+	})
+	if err != nil {
+		return fmt.Errorf("bench: fleet: pack: %w", err)
+	}
+	frames, sizes, err := fleetFrames(res.Manifest)
+	if err != nil {
+		return err
+	}
+	picks := make([]string, fc.Reads)
+	for i := range picks {
+		picks[i] = keys[rng.IntN(len(keys))]
+	}
+	runs := []*fleetRun{}
+	run, err := e.runFleet(ctx, cfg, "no peers", res.ManifestKey, picks, data, frames, sizes)
+	if err != nil {
+		return err
+	}
+	runs = append(runs, run)
+	reportFleet(cfg, rep, runs)
+	return nil
+}
+
+// runFleet starts the fleet with cold caches, runs the reads through the
+// random balancer and counts the backend's work.
+func (e *env) runFleet(ctx context.Context, cfg Config, variant, manifestKey string, picks []string, data map[string][]byte,
+	frames map[string][]fleetFrameRef, sizes map[fleetFrameRef]int64) (*fleetRun, error) {
+	fc := cfg.Fleet
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second, DisableCompression: true}}
+	defer hc.CloseIdleConnections()
+	replicas := make([]*fleetReplica, 0, fc.Replicas)
+	defer func() {
+		for _, r := range replicas {
+			r.close()
+		}
+	}()
+	for range fc.Replicas {
+		r, err := e.startFleetReplica(ctx, cfg, manifestKey, hc)
+		if err != nil {
+			return nil, err
+		}
+		replicas = append(replicas, r)
+	}
+	e.faulty.Reset() // the opens are no part of the read path
+	run := &fleetRun{variant: variant, reads: len(picks)}
+	touched := map[fleetFrameRef]bool{}
+	for _, k := range picks {
+		for _, f := range frames[k] {
+			touched[f] = true
+		}
+	}
+	run.touched = len(touched)
+	for f := range touched {
+		run.touchedB += sizes[f]
+	}
+	var (
+		next  atomic.Int64
+		mu    sync.Mutex
+		wg    sync.WaitGroup
+		first error
+	)
+	lat := make([]time.Duration, len(picks))
+	for w := range fc.Clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(cfg.Seed, uint64(w)))
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(picks) || ctx.Err() != nil {
+					return
+				}
+				r := replicas[rng.IntN(len(replicas))]
+				t0 := time.Now()
+				err := getAndCheckFrom(ctx, r.client, "fleet", picks[i], data[picks[i]])
+				lat[i] = time.Since(t0)
+				if err != nil {
+					mu.Lock()
+					if first == nil {
+						first = fmt.Errorf("bench: fleet (%s): %w", variant, err)
+					}
+					mu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if first != nil {
+		return nil, first
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	run.gets, run.bytes = getsOf(e.faulty), e.faulty.BytesReturned()
+	if run.touchedB == 0 {
+		return nil, errors.New("bench: fleet: the reads touched no frame")
+	}
+	run.latencies = slices.Sorted(slices.Values(lat))
+	cfg.logf("fleet %s: %d replicas, %d reads: %d GETs, %.1f MB = %.2fx the %d touched frames; p50 %v, p99 %v",
+		variant, fc.Replicas, run.reads, run.gets, float64(run.bytes)/1e6, run.bytesPerTouched(), run.touched,
+		run.quantile(0.5).Round(10*time.Microsecond), run.quantile(0.99).Round(10*time.Microsecond))
+	return run, nil
+}
+
+// fleetWorkloadName is the fleet's table in the report.
+const fleetWorkloadName = "8. Fleet: random small-file reads behind a random balancer (4 MiB frames)"
+
+// reportFleet adds one line per variant: backend GETs and bytes against
+// the touched frames, and the latencies.
+func reportFleet(cfg Config, rep *Report, runs []*fleetRun) {
+	sys := fmt.Sprintf("wharf x %d replicas", cfg.Fleet.Replicas)
+	for _, r := range runs {
+		add := func(metric string, v float64, unit string) {
+			rep.add(Row{Workload: fleetWorkloadName, System: sys, Variant: r.variant, Concurrency: cfg.Fleet.Clients, Metric: metric, Value: v, Unit: unit})
+		}
+		add("reads", float64(r.reads), "")
+		add("touched frames", float64(r.touched), "")
+		add("touched frames MB", float64(r.touchedB)/1e6, "")
+		add("backend GETs", float64(r.gets), "")
+		add("backend MB", float64(r.bytes)/1e6, "")
+		add("GETs / touched frame", r.getsPerTouched(), "")
+		add("backend bytes / touched frames", r.bytesPerTouched(), "x")
+		add("request p50", float64(r.quantile(0.5).Microseconds())/1e3, "ms")
+		add("request p99", float64(r.quantile(0.99).Microseconds())/1e3, "ms")
+	}
+}
