@@ -328,16 +328,22 @@ func (a *fleetArchive) bytesOf(frames map[frameID]bool) int64 {
 	return n
 }
 
-// runLoad sends reads GETs of random keys (seeded) through the balancer,
-// conc at a time, checks every body against the source and times each.
-// during, when set, is called once after half of the reads were sent.
-func runLoad(t *testing.T, b *balancer, a *fleetArchive, replicas, reads, conc int, seed uint64, during func()) *loadResult {
-	t.Helper()
+// randomKeys is n keys drawn at random (seeded) from from.
+func randomKeys(from []string, n int, seed uint64) []string {
 	rng := rand.New(rand.NewPCG(seed, 7))
-	keys := make([]string, reads)
+	keys := make([]string, n)
 	for i := range keys {
-		keys[i] = a.keys[rng.IntN(len(a.keys))]
+		keys[i] = from[rng.IntN(len(from))]
 	}
+	return keys
+}
+
+// runLoad sends a GET of each of keys through the balancer, conc at a
+// time, checks every body against the source and times each. during,
+// when set, is called once after half of the reads were sent.
+func runLoad(t *testing.T, b *balancer, a *fleetArchive, replicas int, keys []string, conc int, during func()) *loadResult {
+	t.Helper()
+	reads := len(keys)
 	res := &loadResult{reads: reads, touched: map[frameID]bool{}, failedBy: make([]int, replicas)}
 	for range replicas {
 		res.perReplica = append(res.perReplica, map[frameID]bool{})
@@ -484,6 +490,11 @@ const (
 // runFleet starts n replicas over a fresh S3 model (cold caches), puts
 // them behind a random balancer and runs the workload.
 func runFleet(t *testing.T, name string, a *fleetArchive, n int, args func(i int, model *fleetModel) []string, during func(*fleetRun)) *fleetRun {
+	return runFleetKeys(t, name, a, n, randomKeys(a.keys, fleetReads, 1), args, during)
+}
+
+// runFleetKeys is runFleet reading keys.
+func runFleetKeys(t *testing.T, name string, a *fleetArchive, n int, keys []string, args func(i int, model *fleetModel) []string, during func(*fleetRun)) *fleetRun {
 	t.Helper()
 	r := &fleetRun{name: name, model: newFleetModel(t, a)}
 	r.replicas = startReplicas(t, n, func(i int) []string { return args(i, r.model) })
@@ -495,7 +506,7 @@ func runFleet(t *testing.T, name string, a *fleetArchive, n int, args func(i int
 	if during != nil {
 		hook = func() { during(r) }
 	}
-	r.load = runLoad(t, r.bal, a, n, fleetReads, fleetConc, 1, hook)
+	r.load = runLoad(t, r.bal, a, n, keys, fleetConc, hook)
 	t.Log(r.summary(a))
 	return r
 }
