@@ -148,20 +148,47 @@ func packFleetArchive() (*fleetArchive, error) {
 
 // fleetModel is the S3 model of a fleet: the suite's S3 behind
 // faults.FaultyHTTP (first-byte latency, per-connection bandwidth), with
-// the GETs and body bytes of the fleet archive's chunk objects counted.
+// the GETs and body bytes of the fleet archive's chunk objects counted,
+// in all and per replica (each replica has a front of its own).
 type fleetModel struct {
-	url       string
+	t         *testing.T
 	chunkKeys map[string]bool
 	gets      atomic.Int64
 	bytes     atomic.Int64
+
+	mu     sync.Mutex
+	fronts map[int]string        // replica → its front's URL
+	by     map[int]*atomic.Int64 // replica → chunk bytes it fetched
+	log    []fleetGet
+}
+
+// fleetGet is one chunk GET the model answered.
+type fleetGet struct {
+	replica int
+	path    string
+	rng     string
 }
 
 func newFleetModel(t *testing.T, a *fleetArchive) *fleetModel {
-	m := &fleetModel{chunkKeys: a.chunkKeys}
+	return &fleetModel{t: t, chunkKeys: a.chunkKeys, fronts: map[int]string{}, by: map[int]*atomic.Int64{}}
+}
+
+// front is the URL replica i reaches the model at.
+func (m *fleetModel) front(i int) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if u, ok := m.fronts[i]; ok {
+		return u
+	}
+	mine := new(atomic.Int64)
+	m.by[i] = mine
 	count := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet && m.chunkKeys[r.URL.Path] {
 			m.gets.Add(1)
-			w = &countingWriter{ResponseWriter: w, n: &m.bytes}
+			m.mu.Lock()
+			m.log = append(m.log, fleetGet{i, r.URL.Path, r.Header.Get("Range")})
+			m.mu.Unlock()
+			w = &countingWriter{ResponseWriter: w, n: &m.bytes, mine: mine}
 		}
 		suite.backend.ServeHTTP(w, r)
 	})
@@ -169,20 +196,49 @@ func newFleetModel(t *testing.T, a *fleetArchive) *fleetModel {
 		return faults.HTTPFault{Delay: fleetLatency, Bandwidth: fleetBandwidth}
 	})
 	srv := httptest.NewServer(fh)
-	t.Cleanup(srv.Close)
-	m.url = srv.URL
-	return m
+	m.t.Cleanup(srv.Close)
+	m.fronts[i] = srv.URL
+	return srv.URL
 }
 
-// countingWriter counts the body bytes written through it into n.
+// reset zeroes the counts and the log (after the replicas started).
+func (m *fleetModel) reset() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.gets.Store(0)
+	m.bytes.Store(0)
+	for _, n := range m.by {
+		n.Store(0)
+	}
+	m.log = nil
+}
+
+// perReplica is the chunk bytes each replica fetched, in MB, for logs.
+func (m *fleetModel) perReplica(n int) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var parts []string
+	for i := range n {
+		var v int64
+		if c := m.by[i]; c != nil {
+			v = c.Load()
+		}
+		parts = append(parts, fmt.Sprintf("%.1f", float64(v)/1e6))
+	}
+	return strings.Join(parts, "/")
+}
+
+// countingWriter counts the body bytes written through it into n and
+// mine.
 type countingWriter struct {
 	http.ResponseWriter
-	n *atomic.Int64
+	n, mine *atomic.Int64
 }
 
 func (c *countingWriter) Write(p []byte) (int, error) {
 	k, err := c.ResponseWriter.Write(p)
 	c.n.Add(int64(k))
+	c.mine.Add(int64(k))
 	return k, err
 }
 
@@ -192,11 +248,11 @@ func (c *countingWriter) Flush() {
 	}
 }
 
-// replicaArgs is `wharf serve` for one anonymous replica over model,
+// replicaArgs is `wharf serve` for anonymous replica i over model,
 // serving the fleet archive, plus extra.
-func replicaArgs(model *fleetModel, a *fleetArchive, extra ...string) []string {
+func replicaArgs(model *fleetModel, a *fleetArchive, i int, extra ...string) []string {
 	return append([]string{"serve", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--store", "s3://",
-		"--s3-endpoint", model.url, "--s3-path-style", "--s3-region", "us-east-1", "--anonymous",
+		"--s3-endpoint", model.front(i), "--s3-path-style", "--s3-region", "us-east-1", "--anonymous",
 		"--archive", a.bucket + "=" + a.manifestURL}, extra...)
 }
 
@@ -474,8 +530,8 @@ func (r *fleetRun) ratio(a *fleetArchive) float64 {
 }
 
 func (r *fleetRun) summary(a *fleetArchive) string {
-	return fmt.Sprintf("%s: %d replicas, %d reads: backend %d GETs, %.1f MB = %.2fx the %d frames touched (%.1f MB); latency p50 %v, p99 %v",
-		r.name, len(r.replicas), r.load.reads, r.model.gets.Load(), float64(r.model.bytes.Load())/1e6, r.ratio(a),
+	return fmt.Sprintf("%s: %d replicas, %d reads: backend %d GETs, %.1f MB (%s by replica) = %.2fx the %d frames touched (%.1f MB); latency p50 %v, p99 %v",
+		r.name, len(r.replicas), r.load.reads, r.model.gets.Load(), float64(r.model.bytes.Load())/1e6, r.model.perReplica(len(r.replicas)), r.ratio(a),
 		len(r.load.touched), float64(a.bytesOf(r.load.touched))/1e6,
 		r.load.median().Round(10*time.Microsecond), r.load.p99().Round(10*time.Microsecond))
 }
@@ -500,8 +556,7 @@ func runFleetKeys(t *testing.T, name string, a *fleetArchive, n int, keys []stri
 	r.replicas = startReplicas(t, n, func(i int) []string { return args(i, r.model) })
 	r.bal = newBalancer(t, r.replicas)
 	// Start-up reads (manifests, listings) are no part of the measure.
-	r.model.gets.Store(0)
-	r.model.bytes.Store(0)
+	r.model.reset()
 	var hook func()
 	if during != nil {
 		hook = func() { during(r) }
@@ -520,7 +575,7 @@ func runFleetKeys(t *testing.T, name string, a *fleetArchive, n int, keys []stri
 // replicas, and not more than 5% above that.
 func TestFleetNoPeers(t *testing.T) {
 	a := getFleetArchive(t)
-	r := runFleet(t, "no peers", a, fleetSize, func(_ int, m *fleetModel) []string { return replicaArgs(m, a) }, nil)
+	r := runFleet(t, "no peers", a, fleetSize, func(i int, m *fleetModel) []string { return replicaArgs(m, a, i) }, nil)
 	if len(r.load.failures) > 0 {
 		t.Fatalf("%d of %d reads failed or were wrong; first: %s", len(r.load.failures), r.load.reads, r.load.failures[0])
 	}
