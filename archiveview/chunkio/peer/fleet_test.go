@@ -1,0 +1,207 @@
+package peer
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/wharf-s3/wharf/archiveview"
+	"github.com/wharf-s3/wharf/archiveview/cargopack"
+	"github.com/wharf-s3/wharf/archiveview/chunkio"
+	"github.com/wharf-s3/wharf/backend"
+	"github.com/wharf-s3/wharf/backend/faults"
+)
+
+var testSecret = []byte("0123456789abcdef0123456789abcdef-test")
+
+// testArchive packs files (frames of 16 KiB) into a directory and returns
+// the directory, the manifest key and the files.
+func testArchive(t testing.TB, n int) (string, string, map[string][]byte) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(1, 2))
+	files := map[string][]byte{}
+	for i := range n {
+		b := make([]byte, 20<<10+rng.IntN(20<<10))
+		for j := range b {
+			b[j] = byte(rng.IntN(16)) // compressible, not trivially
+		}
+		files[fmt.Sprintf("d/f%03d.bin", i)] = b
+	}
+	dir := t.TempDir()
+	mtime := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	res, err := cargopack.Write(context.Background(), cargopack.DirSink(dir), cargopack.FromMap(files, mtime),
+		cargopack.Options{Bucket: "arch", Prefix: "team", UploadID: "20250102-00000001", FrameSize: 16 << 10,
+			Created: mtime, Hostname: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, res.ManifestKey, files
+}
+
+// replica is one member of a test fleet.
+type replica struct {
+	url   string
+	group *Group
+	cache *chunkio.FrameCache
+	arch  *archiveview.Archive
+	reg   *prometheus.Registry
+	srv   *http.Server
+	ln    net.Listener
+}
+
+// fleetOpts shape a test fleet.
+type fleetOpts struct {
+	noPeers bool
+	// wrap wraps replica i's peer handler (a lying proxy, a hang).
+	wrap func(i int, h http.Handler) http.Handler
+	cfg  func(i int, c *Config)
+}
+
+// newFleet starts n replicas over one counting store, each with its own
+// frame cache, archive and peer listener on 127.0.0.1.
+func newFleet(t testing.TB, n int, store backend.Store, manifestKey string, o fleetOpts) []*replica {
+	t.Helper()
+	rs := make([]*replica, n)
+	var urls []string
+	for i := range rs {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs[i] = &replica{ln: ln, url: "http://" + ln.Addr().String(), reg: prometheus.NewRegistry()}
+		urls = append(urls, rs[i].url)
+	}
+	for i, r := range rs {
+		var opts []chunkio.CacheOption
+		if !o.noPeers {
+			cfg := Config{Self: r.url, Peers: urls, Secret: testSecret, Registerer: r.reg}
+			if o.cfg != nil {
+				o.cfg(i, &cfg)
+			}
+			g, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.group = g
+			opts = append(opts, chunkio.WithPeers(g))
+		}
+		r.cache = chunkio.NewFrameCache(64<<20, opts...)
+		a, err := archiveview.Open(context.Background(), store, "arch", manifestKey,
+			archiveview.Options{Name: fmt.Sprintf("r%d", i), Cache: r.cache, Readahead: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.arch = a
+		var h http.Handler = http.NotFoundHandler()
+		if r.group != nil {
+			h = r.group.Handler(r.cache)
+		}
+		if o.wrap != nil {
+			h = o.wrap(i, h)
+		}
+		r.srv = &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+		go r.srv.Serve(r.ln)
+	}
+	t.Cleanup(func() {
+		for _, r := range rs {
+			r.srv.Close()
+			r.arch.Close()
+			if r.group != nil {
+				r.group.Close()
+			}
+		}
+	})
+	return rs
+}
+
+// readAll reads key through r and fails the test unless the bytes are want.
+func (r *replica) readAll(t testing.TB, key string, want []byte) {
+	t.Helper()
+	f, ok := r.arch.Stat(key)
+	if !ok {
+		t.Fatalf("%s: Stat(%q): not found", r.url, key)
+	}
+	rc, err := r.arch.Open(context.Background(), f, 0, f.Size)
+	if err != nil {
+		t.Fatalf("%s: open %s: %v", r.url, key, err)
+	}
+	defer rc.Close()
+	got, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatalf("%s: read %s: %v", r.url, key, err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s: %s: %d bytes differ from the %d written", r.url, key, len(got), len(want))
+	}
+}
+
+// compressedTotal is the archive's chunk bytes (what one fetch of every
+// frame costs).
+func compressedTotal(t testing.TB, dir string, store backend.Store, key string) int64 {
+	t.Helper()
+	a, err := archiveview.Open(context.Background(), store, "arch", key, archiveview.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	return a.Info().CompressedBytes
+}
+
+// TestFleetFetchesEachFrameOnce: three replicas each read every file (in
+// their own random order); with peers the backend serves about one copy of
+// every frame, without peers one per replica. Every byte is compared.
+func TestFleetFetchesEachFrameOnce(t *testing.T) {
+	dir, key, files := testArchive(t, 40)
+	var keys []string
+	for k := range files {
+		keys = append(keys, k)
+	}
+	for _, tc := range []struct {
+		name     string
+		noPeers  bool
+		min, max float64 // backend bytes / compressed bytes
+	}{
+		{"peers", false, 0.95, 1.10},
+		{"no peers", true, 2.9, 3.1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{})
+			total := compressedTotal(t, dir, backend.NewFileStore(dir), key)
+			rs := newFleet(t, 3, store, key, fleetOpts{noPeers: tc.noPeers})
+			base := store.BytesReturned()
+			for i, r := range rs {
+				order := append([]string(nil), keys...)
+				rand.New(rand.NewPCG(uint64(i), 9)).Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
+				for _, k := range order {
+					r.readAll(t, k, files[k])
+				}
+			}
+			ratio := float64(store.BytesReturned()-base) / float64(total)
+			t.Logf("%s: backend bytes %.3fx the compressed frames", tc.name, ratio)
+			if ratio < tc.min || ratio > tc.max {
+				t.Errorf("backend bytes %.3fx the compressed frames, want %.2f to %.2f", ratio, tc.min, tc.max)
+			}
+			if !tc.noPeers {
+				var hits float64
+				for _, r := range rs {
+					hits += testutil.ToFloat64(r.group.m.hits)
+					if f := testutil.ToFloat64(r.group.m.fallbacks.WithLabelValues(reasonError)); f != 0 {
+						t.Errorf("%s: %v fallbacks for errors", r.url, f)
+					}
+				}
+				if hits == 0 {
+					t.Error("no frame came from a peer")
+				}
+			}
+		})
+	}
+}
