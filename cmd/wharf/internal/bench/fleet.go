@@ -20,6 +20,7 @@ import (
 	"github.com/wharf-s3/wharf/archiveview/cargopack"
 	"github.com/wharf-s3/wharf/archiveview/catalog"
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
+	"github.com/wharf-s3/wharf/archiveview/chunkio/peer"
 	"github.com/wharf-s3/wharf/archiveview/manifest"
 	"github.com/wharf-s3/wharf/auth"
 	"github.com/wharf-s3/wharf/backend"
@@ -33,10 +34,16 @@ import (
 // clients that send each request to a replica chosen at random (a load
 // balancer without affinity). The archive is Files log-like files of
 // 16–64 KiB in 4 MiB frames; the reads are Reads random files. Every byte
-// is checked against the source. The report gives, per variant, the
-// backend GETs and bytes against the frames the reads touched (each
-// frame counted once for the fleet: the ideal is 1x), and the request
-// latency p50/p99.
+// is checked against the source. The same reads run twice, each time
+// with cold caches: without peers (each replica fetches what its own
+// clients read) and as peers (serve's --peers wiring: a peer.Group per
+// replica asked by its frame cache, its handler on a peer listener of its
+// own, authenticated with a shared secret). The report gives, per
+// variant, the backend GETs and bytes against the frames the reads
+// touched (each frame counted once for the fleet: the ideal is 1x), the
+// peer traffic, fallbacks and verify failures, and the request latency
+// p50/p99; and issue 23's targets (as peers at most 1.25x the touched
+// frames, and a median latency at most 1.5x that without peers).
 
 // FleetConfig sets the fleet workload (Config.Fleet).
 type FleetConfig struct {
@@ -113,16 +120,48 @@ func fleetFrames(m *manifest.Manifest) (map[string][]fleetFrameRef, map[fleetFra
 
 // fleetReplica is one in-process wharf of the fleet.
 type fleetReplica struct {
-	arch   *archiveview.Archive
-	srv    *http.Server
-	client *s3.Client
+	arch    *archiveview.Archive
+	srv     *http.Server
+	client  *s3.Client
+	reg     *prometheus.Registry
+	group   *peer.Group  // nil without peers
+	peerSrv *http.Server // its peer listener's server
 }
 
 func (r *fleetReplica) close() {
 	r.srv.Close()
+	if r.peerSrv != nil {
+		r.peerSrv.Close()
+	}
+	if r.group != nil {
+		r.group.Close()
+	}
 	if r.arch != nil {
 		r.arch.Close()
 	}
+}
+
+// fleetSecret is the in-process fleet's shared peer secret (the bench's
+// replicas talk over loopback only).
+const fleetSecret = "wharf bench fleet: a peer secret of at least 32 bytes"
+
+// peerListeners opens n loopback peer listeners (every URL must be known
+// before any replica's Group is made).
+func peerListeners(n int) ([]net.Listener, []string, error) {
+	var lns []net.Listener
+	var urls []string
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			for _, l := range lns {
+				l.Close()
+			}
+			return nil, nil, err
+		}
+		lns = append(lns, ln)
+		urls = append(urls, "http://"+ln.Addr().String())
+	}
+	return lns, urls, nil
 }
 
 // replicaStore is how one replica reaches the S3 model: a backend.S3Store
@@ -140,19 +179,36 @@ func (e *env) replicaStore(ctx context.Context) (backend.Store, error) {
 }
 
 // startFleetReplica opens manifestKey as bucket "fleet" with a cold cache
-// of its own and serves it on a loopback listener.
-func (e *env) startFleetReplica(ctx context.Context, cfg Config, manifestKey string, hc *http.Client) (*fleetReplica, error) {
+// of its own and serves it on a loopback listener. With peerLn, the
+// replica is the member self of the fleet peers (serve's wiring: a
+// peer.Group asked by the frame cache, its handler on peerLn).
+func (e *env) startFleetReplica(ctx context.Context, cfg Config, manifestKey string, hc *http.Client, peerLn net.Listener, self string, peers []string) (*fleetReplica, error) {
 	store, err := e.replicaStore(ctx)
 	if err != nil {
 		return nil, err
 	}
-	reg := prometheus.NewRegistry()
+	r := &fleetReplica{reg: prometheus.NewRegistry()}
+	reg := r.reg
+	cacheOpts := e.readOpts
+	if peerLn != nil {
+		g, err := peer.New(peer.Config{Self: self, Peers: peers, Secret: []byte(fleetSecret), Registerer: reg, Logger: zerolog.Nop()})
+		if err != nil {
+			return nil, fmt.Errorf("bench: fleet: peers: %w", err)
+		}
+		r.group = g
+		cacheOpts = append(slices.Clone(cacheOpts), chunkio.WithPeers(g), chunkio.WithPeerCache(0))
+	}
 	opts := e.archOpts
 	opts.Name = "fleet"
-	opts.Cache = chunkio.NewFrameCache(cfg.CacheBytes, e.readOpts...)
+	opts.Cache = chunkio.NewFrameCache(cfg.CacheBytes, cacheOpts...)
 	opts.Metrics = chunkio.NewMetrics(reg)
+	if r.group != nil {
+		r.peerSrv = &http.Server{Handler: e.labelled("wharf", r.group.Handler(opts.Cache)), ReadHeaderTimeout: 5 * time.Second}
+		go r.peerSrv.Serve(peerLn)
+	}
 	a, err := archiveview.Open(ctx, backend.Instrument(store, backend.NewMetrics(reg)), benchBucket, manifestKey, opts)
 	if err != nil {
+		r.close()
 		return nil, fmt.Errorf("bench: fleet: open %s: %w", manifestKey, err)
 	}
 	cat := catalog.NewDynamic(nil)
@@ -168,7 +224,7 @@ func (e *env) startFleetReplica(ctx context.Context, cfg Config, manifestKey str
 		a.Close()
 		return nil, err
 	}
-	r := &fleetReplica{arch: a, srv: &http.Server{Handler: e.labelled("wharf", h), ReadHeaderTimeout: 10 * time.Second}}
+	r.arch, r.srv = a, &http.Server{Handler: e.labelled("wharf", h), ReadHeaderTimeout: 10 * time.Second}
 	go r.srv.Serve(ln)
 	r.client = newClient("http://"+ln.Addr().String(), hc)
 	return r, nil
@@ -183,6 +239,9 @@ type fleetRun struct {
 	touched   int   // distinct frames the reads needed
 	touchedB  int64 // their compressed bytes
 	latencies []time.Duration
+	// With peers: frames received from owners, compressed bytes moved
+	// between replicas, fallbacks to the backend and verify failures.
+	peerHits, peerBytes, fallbacks, verifyFailures float64
 }
 
 func (f *fleetRun) bytesPerTouched() float64 { return float64(f.bytes) / float64(f.touchedB) }
@@ -226,21 +285,41 @@ func fleetWorkload(ctx context.Context, cfg Config, e *env, rep *Report) error {
 	for i := range picks {
 		picks[i] = keys[rng.IntN(len(keys))]
 	}
-	runs := []*fleetRun{}
-	run, err := e.runFleet(ctx, cfg, "no peers", res.ManifestKey, picks, data, frames, sizes)
-	if err != nil {
-		return err
+	var runs []*fleetRun
+	for _, peers := range []bool{false, true} {
+		run, err := e.runFleet(ctx, cfg, peers, res.ManifestKey, picks, data, frames, sizes)
+		if err != nil {
+			return err
+		}
+		runs = append(runs, run)
 	}
-	runs = append(runs, run)
 	reportFleet(cfg, rep, runs)
 	return nil
 }
 
-// runFleet starts the fleet with cold caches, runs the reads through the
-// random balancer and counts the backend's work.
-func (e *env) runFleet(ctx context.Context, cfg Config, variant, manifestKey string, picks []string, data map[string][]byte,
+// The fleet's two variants.
+const (
+	fleetNoPeers = "no peers"
+	fleetPeers   = "peers"
+)
+
+// runFleet starts the fleet with cold caches (as peers or not), runs the
+// reads through the random balancer and counts the backend's work.
+func (e *env) runFleet(ctx context.Context, cfg Config, peers bool, manifestKey string, picks []string, data map[string][]byte,
 	frames map[string][]fleetFrameRef, sizes map[fleetFrameRef]int64) (*fleetRun, error) {
 	fc := cfg.Fleet
+	variant := fleetNoPeers
+	var (
+		lns  []net.Listener
+		urls []string
+	)
+	if peers {
+		variant = fleetPeers
+		var err error
+		if lns, urls, err = peerListeners(fc.Replicas); err != nil {
+			return nil, err
+		}
+	}
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second, DisableCompression: true}}
 	defer hc.CloseIdleConnections()
 	replicas := make([]*fleetReplica, 0, fc.Replicas)
@@ -249,9 +328,17 @@ func (e *env) runFleet(ctx context.Context, cfg Config, variant, manifestKey str
 			r.close()
 		}
 	}()
-	for range fc.Replicas {
-		r, err := e.startFleetReplica(ctx, cfg, manifestKey, hc)
+	for i := range fc.Replicas {
+		var ln net.Listener
+		var self string
+		if peers {
+			ln, self = lns[i], urls[i]
+		}
+		r, err := e.startFleetReplica(ctx, cfg, manifestKey, hc, ln, self, urls)
 		if err != nil {
+			for _, l := range lns[i:] {
+				l.Close()
+			}
 			return nil, err
 		}
 		replicas = append(replicas, r)
@@ -312,20 +399,53 @@ func (e *env) runFleet(ctx context.Context, cfg Config, variant, manifestKey str
 		return nil, errors.New("bench: fleet: the reads touched no frame")
 	}
 	run.latencies = slices.Sorted(slices.Values(lat))
-	cfg.logf("fleet %s: %d replicas, %d reads: %d GETs, %.1f MB = %.2fx the %d touched frames; p50 %v, p99 %v",
-		variant, fc.Replicas, run.reads, run.gets, float64(run.bytes)/1e6, run.bytesPerTouched(), run.touched,
+	for _, r := range replicas {
+		run.peerHits += gatherSum(r.reg, "wharf_peer_hits_total")
+		run.peerBytes += gatherSum(r.reg, "wharf_peer_bytes_in_total")
+		run.fallbacks += gatherSum(r.reg, "wharf_peer_fallbacks_total")
+		run.verifyFailures += gatherSum(r.reg, "wharf_peer_verify_failures_total")
+	}
+	cfg.logf("fleet %s: %d replicas, %d reads: %d GETs, %.1f MB = %.2fx the %d touched frames; %.1f MB between peers; p50 %v, p99 %v",
+		variant, fc.Replicas, run.reads, run.gets, float64(run.bytes)/1e6, run.bytesPerTouched(), run.touched, run.peerBytes/1e6,
 		run.quantile(0.5).Round(10*time.Microsecond), run.quantile(0.99).Round(10*time.Microsecond))
 	return run, nil
+}
+
+// gatherSum is the sum of every sample of the counter or gauge name in
+// reg (0 when there is none).
+func gatherSum(reg *prometheus.Registry, name string) float64 {
+	mfs, err := reg.Gather()
+	if err != nil {
+		return 0
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	return sum
 }
 
 // fleetWorkloadName is the fleet's table in the report.
 const fleetWorkloadName = "8. Fleet: random small-file reads behind a random balancer (4 MiB frames)"
 
 // reportFleet adds one line per variant: backend GETs and bytes against
-// the touched frames, and the latencies.
+// the touched frames, peer traffic and the latencies; and, with both
+// variants, issue 23's targets.
 func reportFleet(cfg Config, rep *Report, runs []*fleetRun) {
 	sys := fmt.Sprintf("wharf x %d replicas", cfg.Fleet.Replicas)
+	var none, with *fleetRun
 	for _, r := range runs {
+		switch r.variant {
+		case fleetNoPeers:
+			none = r
+		case fleetPeers:
+			with = r
+		}
 		add := func(metric string, v float64, unit string) {
 			rep.add(Row{Workload: fleetWorkloadName, System: sys, Variant: r.variant, Concurrency: cfg.Fleet.Clients, Metric: metric, Value: v, Unit: unit})
 		}
@@ -336,7 +456,21 @@ func reportFleet(cfg Config, rep *Report, runs []*fleetRun) {
 		add("backend MB", float64(r.bytes)/1e6, "")
 		add("GETs / touched frame", r.getsPerTouched(), "")
 		add("backend bytes / touched frames", r.bytesPerTouched(), "x")
+		add("peer MB", r.peerBytes/1e6, "")
+		add("peer hits", r.peerHits, "")
+		add("fallbacks to backend", r.fallbacks, "")
+		add("verify failures", r.verifyFailures, "")
 		add("request p50", float64(r.quantile(0.5).Microseconds())/1e3, "ms")
 		add("request p99", float64(r.quantile(0.99).Microseconds())/1e3, "ms")
 	}
+	if none == nil || with == nil {
+		return
+	}
+	n := cfg.Fleet.Replicas
+	rep.target(fmt.Sprintf("fleet of %d as peers: backend bytes / touched frames", n), fmt.Sprintf("%.2fx (%.2fx without peers)", with.bytesPerTouched(), none.bytesPerTouched()),
+		"<= 1.25x", with.bytesPerTouched() <= 1.25)
+	p50, base := with.quantile(0.5), none.quantile(0.5)
+	rep.target(fmt.Sprintf("fleet of %d as peers: median latency vs without peers", n), fmt.Sprintf("%.2fx (%v vs %v)", float64(p50)/float64(base),
+		p50.Round(10*time.Microsecond), base.Round(10*time.Microsecond)), "<= 1.5x", float64(p50) <= 1.5*float64(base))
+	rep.target(fmt.Sprintf("fleet of %d as peers: verify failures among honest peers", n), fmt.Sprintf("%.0f", with.verifyFailures), "0", with.verifyFailures == 0)
 }

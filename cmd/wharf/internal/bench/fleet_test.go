@@ -37,10 +37,17 @@ func TestFleetConfigValidate(t *testing.T) {
 
 // TestFleetTiny runs the fleet workload at CI size on both S3 models,
 // without latency: three replicas, 150 random reads of 200 files (two
-// frames), every byte checked (runFleet fails on a wrong one). Without
-// peers each replica fetches the frames its own reads touch, so the
-// backend bytes lie between one copy of the touched frames and one per
-// replica; the report has every row for the variant.
+// frames), every byte checked (runFleet fails on a wrong one), without
+// and with peers. Without peers each replica fetches the frames its own
+// reads touch, so the backend bytes lie between one copy of the touched
+// frames and one per replica; as peers at most two copies (each frame
+// once from its owner, plus at most the owner's second fetch when its own
+// client's read and a peer's request for the frame race, which at zero
+// latency over two frames happens often: docs/operations.md, "Running a
+// fleet"), fewer than without peers, with frames moved between the
+// replicas and no verify failure. Issue 23's 1.25x is the report's target
+// and TestFleetPeers' (integration/), at S3's latency over 18 frames. The
+// report has every row for both variants and the three targets.
 func TestFleetTiny(t *testing.T) {
 	for _, model := range []string{ModelHTTP, ModelInProcess} {
 		t.Run(model, func(t *testing.T) {
@@ -57,26 +64,42 @@ func TestFleetTiny(t *testing.T) {
 			if err := fleetWorkload(context.Background(), cfg, e, rep); err != nil {
 				t.Fatal(err)
 			}
-			got := map[string]float64{}
+			got := map[string]map[string]float64{fleetNoPeers: {}, fleetPeers: {}}
 			for _, r := range rep.Rows {
-				if r.Workload == fleetWorkloadName && r.Variant == "no peers" {
-					got[r.Metric] = r.Value
+				if r.Workload == fleetWorkloadName && got[r.Variant] != nil {
+					got[r.Variant][r.Metric] = r.Value
 				}
 			}
-			for _, m := range []string{"reads", "touched frames", "touched frames MB", "backend GETs", "backend MB",
-				"GETs / touched frame", "backend bytes / touched frames", "request p50", "request p99"} {
-				if _, ok := got[m]; !ok {
-					t.Errorf("no %q row for the fleet without peers", m)
+			for variant, g := range got {
+				for _, m := range []string{"reads", "touched frames", "touched frames MB", "backend GETs", "backend MB",
+					"GETs / touched frame", "backend bytes / touched frames", "peer MB", "peer hits", "fallbacks to backend",
+					"verify failures", "request p50", "request p99"} {
+					if _, ok := g[m]; !ok {
+						t.Errorf("no %q row for the fleet with %s", m, variant)
+					}
+				}
+				if g["reads"] != 150 || g["touched frames"] < 1 {
+					t.Errorf("%s: %v reads, %v touched frames: want 150 and at least 1", variant, g["reads"], g["touched frames"])
+				}
+				if g["request p99"] < g["request p50"] || g["request p50"] <= 0 {
+					t.Errorf("%s: latency p50 %v ms, p99 %v ms", variant, g["request p50"], g["request p99"])
 				}
 			}
-			if got["reads"] != 150 || got["touched frames"] < 1 {
-				t.Errorf("%v reads, %v touched frames: want 150 and at least 1", got["reads"], got["touched frames"])
-			}
-			if r := got["backend bytes / touched frames"]; r < 1 || r > 3*1.05 {
+			if r := got[fleetNoPeers]["backend bytes / touched frames"]; r < 1 || r > 3*1.05 {
 				t.Errorf("no-peer fleet of 3 fetched %.2fx the touched frames: want 1x to 3x (one copy per replica at most)", r)
 			}
-			if got["request p99"] < got["request p50"] || got["request p50"] <= 0 {
-				t.Errorf("latency p50 %v ms, p99 %v ms", got["request p50"], got["request p99"])
+			if g := got[fleetNoPeers]; g["peer MB"] != 0 || g["peer hits"] != 0 {
+				t.Errorf("no-peer fleet: %v peer MB, %v peer hits: want none", g["peer MB"], g["peer hits"])
+			}
+			p := got[fleetPeers]
+			if r := p["backend bytes / touched frames"]; r < 1 || r > 2 || r >= got[fleetNoPeers]["backend bytes / touched frames"] {
+				t.Errorf("peer fleet of 3 fetched %.2fx the touched frames (%.2fx without peers): want 1x to 2x, and less than without", r, got[fleetNoPeers]["backend bytes / touched frames"])
+			}
+			if p["peer hits"] < 1 || p["peer MB"] <= 0 || p["verify failures"] != 0 {
+				t.Errorf("peer fleet: %v hits, %v MB between peers, %v verify failures: want frames moved, none refused", p["peer hits"], p["peer MB"], p["verify failures"])
+			}
+			if len(rep.Targets) != 3 {
+				t.Errorf("%d targets, want 3 (bytes, median latency, verify failures)", len(rep.Targets))
 			}
 			var md strings.Builder
 			rep.WriteMarkdown(&md)
