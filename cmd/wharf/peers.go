@@ -260,7 +260,7 @@ type peerSide struct {
 
 // newPeerGroup builds the Group from validated options (nil without
 // --peers).
-func (pc *peerConfig) newPeerGroup(reg prometheus.Registerer, log zerolog.Logger) (*peer.Group, error) {
+func (pc *peerConfig) newPeerGroup(maxFrame int64, reg prometheus.Registerer, log zerolog.Logger) (*peer.Group, error) {
 	if !pc.enabled() {
 		return nil, nil
 	}
@@ -273,7 +273,7 @@ func (pc *peerConfig) newPeerGroup(reg prometheus.Registerer, log zerolog.Logger
 		return nil, err
 	}
 	g, err := peer.New(peer.Config{
-		Self: pc.advertise(), Peers: pc.peerList(), Secret: secret, ClientTLS: ctls,
+		Self: pc.advertise(), Peers: pc.peerList(), Secret: secret, ClientTLS: ctls, MaxFrame: maxFrame,
 		Registerer: reg, Logger: log.With().Str("component", "peers").Logger(),
 	})
 	if err != nil {
