@@ -288,9 +288,11 @@ func (s *Set) chunkByKey(key string) (int32, bool) {
 // other is ErrNotShared. An id whose ETag differs from the one this
 // replica pinned for the object fails with backend.ErrChanged. The bytes
 // are fetched at most once at a time per frame, charged to the read
-// memory budget (ctx's client, WithClient) and checked against the sha256
-// before they are returned; a mismatch is fetched once more, then fails
-// with ErrChecksum. Without WithPeers every call is ErrNotShared.
+// memory budget (ctx's client, WithClient) with a take that never waits
+// (no room: an error wrapping backend.ErrUnavailable), and checked against
+// the sha256 before they are returned; a mismatch is fetched once more,
+// then fails with ErrChecksum. Without WithPeers every call is
+// ErrNotShared.
 func (c *FrameCache) PeerFrame(ctx context.Context, id FrameID) (*Buf, bool, error) {
 	if c.peers == nil {
 		return nil, false, ErrNotShared
@@ -315,12 +317,22 @@ func (c *FrameCache) PeerFrame(ctx context.Context, id FrameID) (*Buf, bool, err
 	})
 }
 
+// errPeerNoRoom: an owner had no memory or GET slot free for a peer's
+// frame (answered 503: the asker reads the backend itself).
+var errPeerNoRoom = fmt.Errorf("no memory or backend GET free for a peer's frame: %w", backend.ErrUnavailable)
+
 // fetchCompressed fetches frame i of chunk ci's compressed bytes from the
-// backend and checks them against the frame's sha256.
+// backend and checks them against the frame's sha256. The take is
+// speculative: serving a peer never waits for, nor takes, memory this
+// replica's own readers are waiting for (cached frames may be evicted);
+// without room it fails with errPeerNoRoom at once.
 func fetchCompressed(ctx context.Context, s *Set, ci int32, i int) (*Buf, error) {
 	f := s.chunks[ci].Frames[i]
 	plan := partPlan{off: f.COff, end: f.COff + f.CSize, lo: i, hi: i}
-	p, err := s.launch(ctx, nil, ci, plan, s.lim.streamParts, 0, 0, demand, nil)
+	p, err := s.launch(ctx, nil, ci, plan, s.lim.streamParts, 0, 0, speculative, nil)
+	if err == nil && p == nil {
+		err = errPeerNoRoom
+	}
 	if err != nil {
 		return nil, fmt.Errorf("frame %d (object bytes %d-%d): %w", i, f.COff, f.COff+f.CSize, err)
 	}

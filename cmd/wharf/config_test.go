@@ -703,12 +703,16 @@ func configDump(t testing.TB, cfg serveConfig) []byte {
 		MaxFrameBytes:   yamlBytes(cfg.Read.MaxFrameBytes),
 		frontDoorConfig: cfg.frontDoorConfig,
 		AllowRestore:    cfg.AllowRestore, RestoreStatusTTL: cfg.RestoreStatusTTL,
+		peerConfig: cfg.peerConfig,
 	}
 	if fc.AllowKeyPrefixes == nil {
 		fc.AllowKeyPrefixes = []string{}
 	}
 	if fc.CORSAllowOrigins == nil {
 		fc.CORSAllowOrigins = []string{}
+	}
+	if fc.Peers == nil {
+		fc.Peers = []string{}
 	}
 	fc.S3.Endpoint, fc.S3.Region, fc.S3.PathStyle = cfg.S3.Endpoint, cfg.S3.Region, cfg.S3.PathStyle
 	for _, a := range cfg.Archives {
@@ -743,12 +747,16 @@ func fileSettable(cfg serveConfig) serveConfig {
 		MaxInflightPerKey: cfg.MaxInflightPerKey, ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 		ReadTimeout: cfg.ReadTimeout, IdleTimeout: cfg.IdleTimeout, MaxHeaderBytes: cfg.MaxHeaderBytes, SendTimeout: cfg.SendTimeout,
 		Read: cfg.Read, frontDoorConfig: cfg.frontDoorConfig, AllowRestore: cfg.AllowRestore, RestoreStatusTTL: cfg.RestoreStatusTTL,
+		peerConfig: cfg.peerConfig,
 	}
 	if len(out.Read.AllowKeyPrefixes) == 0 {
 		out.Read.AllowKeyPrefixes = nil
 	}
 	if len(out.CORSAllowOrigins) == 0 {
 		out.CORSAllowOrigins = nil
+	}
+	if len(out.Peers) == 0 {
+		out.Peers = nil
 	}
 	out.S3.Endpoint, out.S3.Region, out.S3.PathStyle = cfg.S3.Endpoint, cfg.S3.Region, cfg.S3.PathStyle
 	if len(cfg.Archives) > 0 {

@@ -148,6 +148,11 @@ func (pc *peerConfig) validate(listen, admin string, cacheBytes int64) error {
 	if (pc.PeerTLSCert == "") != (pc.PeerTLSKey == "") {
 		return errors.New("--peer-tls-cert and --peer-tls-key go together")
 	}
+	if pc.PeerTLSCert != "" {
+		if _, err := readKeyPair(pc.certSource(), time.Now()); err != nil {
+			return err
+		}
+	}
 	adv := pc.advertise()
 	if pc.PeerTLSCert != "" && !strings.HasPrefix(adv, "https://") {
 		return fmt.Errorf("--peer-advertise %s: the peer listener speaks TLS (--peer-tls-cert), so the URL is https://", adv)
@@ -229,6 +234,11 @@ func readPeerSecret(path string) ([]byte, error) {
 	return data, nil
 }
 
+// certSource names the peer listener's certificate pair.
+func (pc *peerConfig) certSource() certSource {
+	return certSource{listener: "peer", certFlag: "--peer-tls-cert", keyFlag: "--peer-tls-key", certFile: pc.PeerTLSCert, keyFile: pc.PeerTLSKey}
+}
+
 // clientTLS is the TLS configuration that verifies other replicas (nil:
 // plain http, or the system's roots without --peer-tls-ca).
 func (pc *peerConfig) clientTLS() (*tls.Config, error) {
@@ -260,7 +270,7 @@ type peerSide struct {
 
 // newPeerGroup builds the Group from validated options (nil without
 // --peers).
-func (pc *peerConfig) newPeerGroup(reg prometheus.Registerer, log zerolog.Logger) (*peer.Group, error) {
+func (pc *peerConfig) newPeerGroup(maxFrame int64, reg prometheus.Registerer, log zerolog.Logger) (*peer.Group, error) {
 	if !pc.enabled() {
 		return nil, nil
 	}
@@ -273,7 +283,7 @@ func (pc *peerConfig) newPeerGroup(reg prometheus.Registerer, log zerolog.Logger
 		return nil, err
 	}
 	g, err := peer.New(peer.Config{
-		Self: pc.advertise(), Peers: pc.peerList(), Secret: secret, ClientTLS: ctls,
+		Self: pc.advertise(), Peers: pc.peerList(), Secret: secret, ClientTLS: ctls, MaxFrame: maxFrame,
 		Registerer: reg, Logger: log.With().Str("component", "peers").Logger(),
 	})
 	if err != nil {
@@ -306,8 +316,7 @@ func (cfg *serveConfig) startPeerSide(g *peer.Group, cache *chunkio.FrameCache, 
 				return nil, err
 			}
 		}
-		r, err := newCertReloader(certSource{listener: "peer", certFlag: "--peer-tls-cert", keyFlag: "--peer-tls-key",
-			certFile: cfg.PeerTLSCert, keyFile: cfg.PeerTLSKey}, log, m, time.Now)
+		r, err := newCertReloader(cfg.peerConfig.certSource(), log, m, time.Now)
 		if err != nil {
 			return nil, err
 		}

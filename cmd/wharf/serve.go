@@ -375,7 +375,7 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 	if cfg.AllowRestore {
 		logRestoreProbes(ctx, log, store, &cfg) // doctor.go
 	}
-	peers, err := cfg.newPeerGroup(reg, log) // nil without --peers
+	peers, err := cfg.newPeerGroup(cfg.Read.MaxFrameBytes, reg, log) // nil without --peers
 	if err != nil {
 		return err
 	}

@@ -64,6 +64,10 @@ type fleetOpts struct {
 	// wrap wraps replica i's peer handler (a lying proxy, a hang).
 	wrap func(i int, h http.Handler) http.Handler
 	cfg  func(i int, c *Config)
+	// extra are member URLs that are no replica here (a down peer).
+	extra []string
+	// peers wraps replica i's Group as its cache's Peers (a recorder).
+	peers func(i int, g *Group) chunkio.Peers
 }
 
 // newFleet starts n replicas over one counting store, each with its own
@@ -80,6 +84,7 @@ func newFleet(t testing.TB, n int, store backend.Store, manifestKey string, o fl
 		rs[i] = &replica{ln: ln, url: "http://" + ln.Addr().String(), reg: prometheus.NewRegistry()}
 		urls = append(urls, rs[i].url)
 	}
+	urls = append(urls, o.extra...)
 	for i, r := range rs {
 		var opts []chunkio.CacheOption
 		if !o.noPeers {
@@ -92,7 +97,11 @@ func newFleet(t testing.TB, n int, store backend.Store, manifestKey string, o fl
 				t.Fatal(err)
 			}
 			r.group = g
-			opts = append(opts, chunkio.WithPeers(g))
+			var p chunkio.Peers = g
+			if o.peers != nil {
+				p = o.peers(i, g)
+			}
+			opts = append(opts, chunkio.WithPeers(p))
 		}
 		r.cache = chunkio.NewFrameCache(64<<20, opts...)
 		a, err := archiveview.Open(context.Background(), store, "arch", manifestKey,
@@ -121,6 +130,18 @@ func newFleet(t testing.TB, n int, store backend.Store, manifestKey string, o fl
 		}
 	})
 	return rs
+}
+
+// openArchive opens the test archive over cache (no readahead: each read
+// fetches only its frames).
+func openArchive(t testing.TB, store backend.Store, key string, cache *chunkio.FrameCache) *archiveview.Archive {
+	t.Helper()
+	a, err := archiveview.Open(context.Background(), store, "arch", key, archiveview.Options{Cache: cache, Readahead: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	return a
 }
 
 // readAll reads key through r and fails the test unless the bytes are want.
