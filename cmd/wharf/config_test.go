@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -364,9 +365,12 @@ type k8sDoc struct {
 		} `yaml:"selector"`
 		Ports []struct {
 			Name       string `yaml:"name"`
+			Port       int    `yaml:"port"`
 			TargetPort string `yaml:"targetPort"`
 		} `yaml:"ports"`
-		Template struct {
+		ClusterIP                string `yaml:"clusterIP"`
+		PublishNotReadyAddresses bool   `yaml:"publishNotReadyAddresses"`
+		Template                 struct {
 			Spec struct {
 				SecurityContext struct {
 					RunAsNonRoot *bool `yaml:"runAsNonRoot"`
@@ -406,6 +410,9 @@ type k8sContainer struct {
 				Resource      string `yaml:"resource"`
 				Divisor       string `yaml:"divisor"`
 			} `yaml:"resourceFieldRef"`
+			FieldRef *struct {
+				FieldPath string `yaml:"fieldPath"`
+			} `yaml:"fieldRef"`
 		} `yaml:"valueFrom"`
 	} `yaml:"env"`
 	Ports []struct {
@@ -433,8 +440,10 @@ type k8sContainer struct {
 // really runs: the container args and the mounted config are accepted by
 // wharf serve's own flag and config code (and pass --check-config), the
 // ports match the listen addresses, the probes hit /healthz and /readyz on
-// the admin port, resources follow the memory sizing rule, and the pod runs
-// as non-root with every path wharf writes mounted.
+// the admin port, resources follow the memory sizing rule, the pod runs
+// as non-root with every path wharf writes mounted, and the peers' dns+
+// members name a headless Service that publishes not-ready pods, their
+// secret mounted from a Secret.
 func TestDeployManifests(t *testing.T) {
 	t.Setenv("WHARF_ACCESS_KEY", "")
 	t.Setenv("WHARF_SECRET_KEY", "")
@@ -499,17 +508,20 @@ func TestDeployManifests(t *testing.T) {
 			(e.ValueFrom.ResourceFieldRef.Divisor == "" || e.ValueFrom.ResourceFieldRef.Divisor == "1") &&
 			(e.ValueFrom.ResourceFieldRef.ContainerName == "" || e.ValueFrom.ResourceFieldRef.ContainerName == c.Name):
 			envs[e.Name] = strconv.FormatInt(limit, 10)
+		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "status.podIP":
+			envs[e.Name] = "10.0.0.7" // the pod's IP, as the kubelet gives it
 		}
 	}
+	// $(VAR) anywhere in an arg ("http://$(POD_IP):7946") is expanded.
+	varRef := regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
 	for i, a := range c.Args {
-		if name, ok := strings.CutPrefix(a, "$("); ok {
-			name = strings.TrimSuffix(name, ")")
-			v, ok := envs[name]
+		c.Args[i] = varRef.ReplaceAllStringFunc(a, func(ref string) string {
+			v, ok := envs[varRef.FindStringSubmatch(ref)[1]]
 			if !ok {
 				t.Fatalf("container arg %s names no env variable the test can resolve", a)
 			}
-			c.Args[i] = v
-		}
+			return v
+		})
 	}
 
 	// The config file the args name is the ConfigMap's, mounted there.
@@ -566,6 +578,17 @@ func TestDeployManifests(t *testing.T) {
 		}
 		cfg.IndexCacheDir = t.TempDir() // the emptyDir exists in the pod
 	}
+	// The peers' secret comes from a Secret (the test's own file stands in
+	// for it: wharf checks the file's mode and length at start).
+	if cfg.PeerSecretFile != "" {
+		if vol, _, ok := mountOf(cfg.PeerSecretFile); !ok || pod.Volumes[volumes[vol]].Secret == nil {
+			t.Errorf("peer_secret_file %s is not mounted from a Secret", cfg.PeerSecretFile)
+		}
+		cfg.PeerSecretFile = writeFile(t, "peer-secret", "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\n")
+		if err := os.Chmod(cfg.PeerSecretFile, 0o400); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// TLS files come from a Secret mounted as a directory (a subPath
 	// mount never sees a renewed secret).
 	pki := newTestPKI(t)
@@ -595,7 +618,11 @@ func TestDeployManifests(t *testing.T) {
 	for _, p := range c.Ports {
 		ports[p.Name] = p.ContainerPort
 	}
-	for name, addr := range map[string]string{"s3": cfg.Listen, "admin": cfg.AdminListen} {
+	listens := map[string]string{"s3": cfg.Listen, "admin": cfg.AdminListen}
+	if cfg.PeerListen != "" {
+		listens["peer"] = cfg.PeerListen
+	}
+	for name, addr := range listens {
 		host, port, err := splitHostPort(addr)
 		if err != nil {
 			t.Fatalf("%s listen: %v", name, err)
@@ -612,6 +639,45 @@ func TestDeployManifests(t *testing.T) {
 			if _, ok := ports[p.TargetPort]; !ok {
 				t.Errorf("Service %s targets port %q, which the container does not name", svc.Metadata.Name, p.TargetPort)
 			}
+		}
+	}
+
+	// Peers: each dns+ member names a headless Service of the example
+	// that publishes not-ready pods (a starting pod finds the others) and
+	// maps the member's port to the container's peer port.
+	for _, m := range cfg.peerList() {
+		rest, ok := strings.CutPrefix(m, "dns+http://")
+		if !ok {
+			rest, ok = strings.CutPrefix(m, "dns+https://")
+		}
+		if !ok {
+			continue
+		}
+		host, port, err := splitHostPort(rest)
+		if err != nil {
+			t.Fatalf("--peers %s: %v", m, err)
+		}
+		name, _, _ := strings.Cut(host, ".")
+		found := false
+		for _, svc := range byKind["Service"] {
+			if svc.Metadata.Name != name {
+				continue
+			}
+			found = true
+			if svc.Spec.ClusterIP != "None" || !svc.Spec.PublishNotReadyAddresses {
+				t.Errorf("Service %s (the peers' %s): clusterIP %q, publishNotReadyAddresses %v; want a headless Service (None) publishing not-ready pods",
+					name, m, svc.Spec.ClusterIP, svc.Spec.PublishNotReadyAddresses)
+			}
+			mapped := false
+			for _, p := range svc.Spec.Ports {
+				mapped = mapped || (fmt.Sprint(p.Port) == port && p.TargetPort == "peer")
+			}
+			if !mapped {
+				t.Errorf("Service %s maps no port %s to the container's peer port", name, port)
+			}
+		}
+		if !found {
+			t.Errorf("--peers %s names no Service of the example", m)
 		}
 	}
 
