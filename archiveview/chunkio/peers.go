@@ -214,6 +214,17 @@ func (cf *compFrames) get(ctx context.Context, c *FrameCache, k cacheKey, fill f
 	}
 }
 
+// PeerBytes is the bytes of compressed frames held for other replicas
+// (WithPeerCache's budget bounds it; 0 without WithPeers).
+func (c *FrameCache) PeerBytes() int64 {
+	if c.comp == nil {
+		return 0
+	}
+	c.comp.mu.Lock()
+	defer c.comp.mu.Unlock()
+	return c.comp.bytes
+}
+
 // peerReg is the cache's registry of open Sets by bucket, for PeerFrame.
 type peerReg struct {
 	mu   sync.Mutex

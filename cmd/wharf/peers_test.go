@@ -211,3 +211,40 @@ func TestServePeers(t *testing.T) {
 		t.Errorf("unauthenticated peer request: %d with %d bytes, want 403 and none", code, len(body))
 	}
 }
+
+// TestMemoryTargetWithPeers: with --peers, --memory-target's division
+// names the peer cache inside the frame cache (an eighth by default, the
+// explicit --peer-cache-bytes otherwise), and the result is valid.
+func TestMemoryTargetWithPeers(t *testing.T) {
+	t.Setenv("WHARF_ACCESS_KEY", "")
+	t.Setenv("WHARF_SECRET_KEY", "")
+	secret := peerSecretFile(t, 40, 0o600)
+	peers := []string{"--peers", "http://10.0.0.1:7946,http://10.0.0.2:7946", "--peer-listen", "10.0.0.1:7946", "--peer-secret-file", secret}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want func(p memoryPlan) int64
+	}{
+		{"no peers", nil, func(memoryPlan) int64 { return 0 }},
+		{"default", peers, func(p memoryPlan) int64 { return p.Cache / 8 }},
+		{"explicit", append([]string{"--peer-cache-bytes", "100MiB"}, peers...), func(memoryPlan) int64 { return 100 << 20 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"--store", "s3://", "--discover", "s3://a/b", "--anonymous", "--memory-target", "4GiB"}, tc.args...)
+			cfg, _, err := parseServeArgs(args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, planned, err := cfg.applyMemoryTarget()
+			if err != nil || !planned {
+				t.Fatalf("applyMemoryTarget: %v %v", planned, err)
+			}
+			if want := tc.want(p); p.PeerCache != want || p.PeerCache > p.Cache/2 {
+				t.Errorf("peer cache %d of a cache of %d, want %d", p.PeerCache, p.Cache, want)
+			}
+			if _, err := cfg.checkConfig(); err != nil {
+				t.Errorf("checkConfig: %v", err)
+			}
+		})
+	}
+}

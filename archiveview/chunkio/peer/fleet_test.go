@@ -26,11 +26,17 @@ var testSecret = []byte("0123456789abcdef0123456789abcdef-test")
 // testArchive packs files (frames of 16 KiB) into a directory and returns
 // the directory, the manifest key and the files.
 func testArchive(t testing.TB, n int) (string, string, map[string][]byte) {
+	return testArchiveWith(t, n, 20<<10, cargopack.Options{FrameSize: 16 << 10})
+}
+
+// testArchiveWith packs n files of about size bytes with the packer's
+// options o (bucket, prefix, upload id and dates are set here).
+func testArchiveWith(t testing.TB, n, size int, o cargopack.Options) (string, string, map[string][]byte) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(1, 2))
 	files := map[string][]byte{}
 	for i := range n {
-		b := make([]byte, 20<<10+rng.IntN(20<<10))
+		b := make([]byte, size+rng.IntN(size))
 		for j := range b {
 			b[j] = byte(rng.IntN(16)) // compressible, not trivially
 		}
@@ -38,9 +44,8 @@ func testArchive(t testing.TB, n int) (string, string, map[string][]byte) {
 	}
 	dir := t.TempDir()
 	mtime := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
-	res, err := cargopack.Write(context.Background(), cargopack.DirSink(dir), cargopack.FromMap(files, mtime),
-		cargopack.Options{Bucket: "arch", Prefix: "team", UploadID: "20250102-00000001", FrameSize: 16 << 10,
-			Created: mtime, Hostname: "test"})
+	o.Bucket, o.Prefix, o.UploadID, o.Created, o.Hostname = "arch", "team", "20250102-00000001", mtime, "test"
+	res, err := cargopack.Write(context.Background(), cargopack.DirSink(dir), cargopack.FromMap(files, mtime), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,6 +73,11 @@ type fleetOpts struct {
 	extra []string
 	// peers wraps replica i's Group as its cache's Peers (a recorder).
 	peers func(i int, g *Group) chunkio.Peers
+	// archive are the archives' options (Cache is set here; Readahead
+	// -1 unless set).
+	archive archiveview.Options
+	// cache are the frame caches' extra options.
+	cache []chunkio.CacheOption
 }
 
 // newFleet starts n replicas over one counting store, each with its own
@@ -103,9 +113,13 @@ func newFleet(t testing.TB, n int, store backend.Store, manifestKey string, o fl
 			}
 			opts = append(opts, chunkio.WithPeers(p))
 		}
-		r.cache = chunkio.NewFrameCache(64<<20, opts...)
-		a, err := archiveview.Open(context.Background(), store, "arch", manifestKey,
-			archiveview.Options{Name: fmt.Sprintf("r%d", i), Cache: r.cache, Readahead: -1})
+		r.cache = chunkio.NewFrameCache(64<<20, append(opts, o.cache...)...)
+		ao := o.archive
+		ao.Name, ao.Cache = fmt.Sprintf("r%d", i), r.cache
+		if ao.Readahead == 0 {
+			ao.Readahead = -1
+		}
+		a, err := archiveview.Open(context.Background(), store, "arch", manifestKey, ao)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -221,6 +235,70 @@ func TestFleetFetchesEachFrameOnce(t *testing.T) {
 				}
 				if hits == 0 {
 					t.Error("no frame came from a peer")
+				}
+			}
+		})
+	}
+}
+
+// TestFleetSequentialWithReadahead: large files read whole with readahead
+// on (prefetch asks owners too, speculatively): every byte exact, the
+// fleet's backend bytes near one copy, and, once the archives are closed,
+// every byte charged to each replica's read memory is a frame its caches
+// hold (nothing leaked, nothing pinned).
+func TestFleetSequentialWithReadahead(t *testing.T) {
+	dir, key, files := testArchiveWith(t, 8, 300<<10, cargopack.Options{FrameSize: 16 << 10})
+	store := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{})
+	total := compressedTotal(t, dir, backend.NewFileStore(dir), key)
+	rs := newFleet(t, 3, store, key, fleetOpts{archive: archiveview.Options{Readahead: 8}})
+	base := store.BytesReturned()
+	for i, r := range rs {
+		for k := range 8 {
+			name := fmt.Sprintf("d/f%03d.bin", (k+3*i)%8)
+			r.readAll(t, name, files[name])
+		}
+	}
+	ratio := float64(store.BytesReturned()-base) / float64(total)
+	t.Logf("backend bytes %.3fx the compressed frames", ratio)
+	if ratio > 1.25 {
+		t.Errorf("backend bytes %.3fx the compressed frames, want at most 1.25", ratio)
+	}
+	for _, r := range rs {
+		r.arch.Close() // waits for its prefetch
+		used, peak := r.cache.MemoryInUse()
+		held := r.cache.Bytes() + r.cache.PeerBytes()
+		if _, pinned := r.cache.Pinned(); used != held || pinned != 0 || peak > r.cache.MemoryBudget() {
+			t.Errorf("%s: %d bytes charged, %d held in the caches, %d pinned; peak %d of %d", r.url, used, held, pinned, peak, r.cache.MemoryBudget())
+		}
+	}
+}
+
+// TestUnsharedShapes: extents no frame checksum covers (plain tar, an
+// unframed zstd chunk, direct objects, giant frames) are never asked of a
+// peer nor served to one; they read exactly, from the backend.
+func TestUnsharedShapes(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		o        cargopack.Options
+		maxFrame int64
+	}{
+		{"plain tar", cargopack.Options{FrameSize: 16 << 10, PlainTar: func(string) bool { return true }}, 0},
+		{"unframed zstd", cargopack.Options{}, 0},
+		{"direct objects", cargopack.Options{Direct: true}, 0},
+		{"giant frames", cargopack.Options{FrameSize: 256 << 10, NoSubFrames: true}, 64 << 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, key, files := testArchiveWith(t, 6, 100<<10, tc.o)
+			store := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{})
+			rs := newFleet(t, 2, store, key, fleetOpts{archive: archiveview.Options{MaxFrameBytes: tc.maxFrame}})
+			for _, r := range rs {
+				for k, b := range files {
+					r.readAll(t, k, b)
+				}
+			}
+			for _, r := range rs {
+				if h, s := testutil.ToFloat64(r.group.m.hits), testutil.ToFloat64(r.group.m.served.WithLabelValues("200")); h != 0 || s != 0 || r.cache.PeerBytes() != 0 {
+					t.Errorf("%s: %v peer hits, %v frames served, %d bytes kept for peers; want none", r.url, h, s, r.cache.PeerBytes())
 				}
 			}
 		})
