@@ -404,10 +404,24 @@ func randomKeys(from []string, n int, seed uint64) []string {
 // last ones still in flight); the second half waits until it returns.
 func runLoad(t *testing.T, b *balancer, a *fleetArchive, replicas int, keys []string, conc int, during func()) *loadResult {
 	t.Helper()
+	return runLoads(t, []*balancer{b}, a, replicas, keys, conc, during)[0]
+}
+
+// runLoads is runLoad over several fleets at once, paired: each read is
+// sent to every balancer in turn (the first one rotating with the read's
+// index), so the fleets see the same reads at the same moments of the
+// machine's load, and the latencies they are compared by are measured
+// under the same conditions.
+func runLoads(t *testing.T, bals []*balancer, a *fleetArchive, replicas int, keys []string, conc int, during func()) []*loadResult {
+	t.Helper()
 	reads := len(keys)
-	res := &loadResult{reads: reads, touched: map[frameID]bool{}, failedBy: make([]int, replicas)}
-	for range replicas {
-		res.perReplica = append(res.perReplica, map[frameID]bool{})
+	var results []*loadResult
+	for range bals {
+		res := &loadResult{reads: reads, touched: map[frameID]bool{}, failedBy: make([]int, replicas)}
+		for range replicas {
+			res.perReplica = append(res.perReplica, map[frameID]bool{})
+		}
+		results = append(results, res)
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conc, DisableCompression: true}, Timeout: 60 * time.Second}
 	defer client.CloseIdleConnections()
@@ -422,6 +436,40 @@ func runLoad(t *testing.T, b *balancer, a *fleetArchive, replicas int, keys []st
 	if during == nil {
 		close(resume)
 	}
+	get := func(b *balancer, res *loadResult, key string) {
+		t0 := time.Now()
+		resp, err := client.Get(b.srv.URL + "/" + a.bucket + "/" + key)
+		var body []byte
+		if err == nil {
+			body, err = io.ReadAll(resp.Body)
+			resp.Body.Close()
+		}
+		took := time.Since(t0)
+		mu.Lock()
+		defer mu.Unlock()
+		res.latencies = append(res.latencies, took)
+		replica := -1
+		if resp != nil {
+			replica, _ = strconv.Atoi(resp.Header.Get(servedBy))
+		}
+		switch {
+		case err != nil:
+			res.failures = append(res.failures, fmt.Sprintf("GET %s (replica %d): %v", key, replica, err))
+		case resp.StatusCode != http.StatusOK:
+			res.failures = append(res.failures, fmt.Sprintf("GET %s (replica %d): %d %s", key, replica, resp.StatusCode, strings.TrimSpace(string(body[:min(len(body), 200)]))))
+		case string(body) != string(a.data[key]):
+			res.failures = append(res.failures, fmt.Sprintf("GET %s (replica %d): %d bytes differ from the source's %d", key, replica, len(body), len(a.data[key])))
+		default:
+			for _, f := range a.frames[key] {
+				res.touched[f] = true
+				res.perReplica[replica][f] = true
+			}
+			replica = -2 // not a failure
+		}
+		if replica >= 0 {
+			res.failedBy[replica]++
+		}
+	}
 	for range conc {
 		wg.Add(1)
 		go func() {
@@ -435,39 +483,10 @@ func runLoad(t *testing.T, b *balancer, a *fleetArchive, replicas int, keys []st
 					halfOnce.Do(func() { close(half) })
 					<-resume
 				}
-				key := keys[i]
-				t0 := time.Now()
-				resp, err := client.Get(b.srv.URL + "/" + a.bucket + "/" + key)
-				var body []byte
-				if err == nil {
-					body, err = io.ReadAll(resp.Body)
-					resp.Body.Close()
+				for j := range bals {
+					k := (i + j) % len(bals)
+					get(bals[k], results[k], keys[i])
 				}
-				took := time.Since(t0)
-				mu.Lock()
-				res.latencies = append(res.latencies, took)
-				replica := -1
-				if resp != nil {
-					replica, _ = strconv.Atoi(resp.Header.Get(servedBy))
-				}
-				switch {
-				case err != nil:
-					res.failures = append(res.failures, fmt.Sprintf("GET %s (replica %d): %v", key, replica, err))
-				case resp.StatusCode != http.StatusOK:
-					res.failures = append(res.failures, fmt.Sprintf("GET %s (replica %d): %d %s", key, replica, resp.StatusCode, strings.TrimSpace(string(body[:min(len(body), 200)]))))
-				case string(body) != string(a.data[key]):
-					res.failures = append(res.failures, fmt.Sprintf("GET %s (replica %d): %d bytes differ from the source's %d", key, replica, len(body), len(a.data[key])))
-				default:
-					for _, f := range a.frames[key] {
-						res.touched[f] = true
-						res.perReplica[replica][f] = true
-					}
-					replica = -2 // not a failure
-				}
-				if replica >= 0 {
-					res.failedBy[replica]++
-				}
-				mu.Unlock()
 			}
 		}()
 	}
@@ -481,8 +500,10 @@ func runLoad(t *testing.T, b *balancer, a *fleetArchive, replicas int, keys []st
 		close(resume)
 	}
 	wg.Wait()
-	slices.Sort(res.latencies)
-	return res
+	for _, res := range results {
+		slices.Sort(res.latencies)
+	}
+	return results
 }
 
 // scrape returns replica s's /metrics text.
@@ -563,18 +584,33 @@ func runFleet(t *testing.T, name string, a *fleetArchive, n int, args func(i int
 // runFleetKeys is runFleet reading keys.
 func runFleetKeys(t *testing.T, name string, a *fleetArchive, n int, keys []string, args func(i int, model *fleetModel) []string, during func(*fleetRun)) *fleetRun {
 	t.Helper()
+	r := startFleet(t, name, a, n, args)
+	r.run(t, a, keys, during)
+	return r
+}
+
+// startFleet starts n replicas over a fresh S3 model (cold caches) and
+// puts them behind a random balancer.
+func startFleet(t *testing.T, name string, a *fleetArchive, n int, args func(i int, model *fleetModel) []string) *fleetRun {
+	t.Helper()
 	r := &fleetRun{name: name, model: newFleetModel(t, a)}
 	r.replicas = startReplicas(t, n, func(i int) []string { return args(i, r.model) })
 	r.bal = newBalancer(t, r.replicas)
 	// Start-up reads (manifests, listings) are no part of the measure.
 	r.model.reset()
+	return r
+}
+
+// run reads keys through the fleet's balancer (runLoad) and logs the
+// summary.
+func (r *fleetRun) run(t *testing.T, a *fleetArchive, keys []string, during func(*fleetRun)) {
+	t.Helper()
 	var hook func()
 	if during != nil {
 		hook = func() { during(r) }
 	}
-	r.load = runLoad(t, r.bal, a, n, keys, fleetConc, hook)
+	r.load = runLoad(t, r.bal, a, len(r.replicas), keys, fleetConc, hook)
 	t.Log(r.summary(a))
-	return r
 }
 
 // checkOneCopyPerReplica checks a fleet without peers: each replica's own
