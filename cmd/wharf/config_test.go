@@ -370,7 +370,17 @@ type k8sDoc struct {
 		} `yaml:"ports"`
 		ClusterIP                string `yaml:"clusterIP"`
 		PublishNotReadyAddresses bool   `yaml:"publishNotReadyAddresses"`
-		Template                 struct {
+		Ingress                  []struct {
+			From []struct {
+				PodSelector *struct {
+					MatchLabels map[string]string `yaml:"matchLabels"`
+				} `yaml:"podSelector"`
+			} `yaml:"from"`
+			Ports []struct {
+				Port string `yaml:"port"`
+			} `yaml:"ports"`
+		} `yaml:"ingress"`
+		Template struct {
 			Spec struct {
 				SecurityContext struct {
 					RunAsNonRoot *bool `yaml:"runAsNonRoot"`
@@ -678,6 +688,38 @@ func TestDeployManifests(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("--peers %s names no Service of the example", m)
+		}
+	}
+
+	// A NetworkPolicy lets every named port in that the container has, and
+	// the peer port only from the replicas themselves.
+	for _, np := range byKind["NetworkPolicy"] {
+		open := map[string]string{}
+		for _, rule := range np.Spec.Ingress {
+			from := "anywhere"
+			if len(rule.From) > 0 {
+				from = "others"
+				for _, f := range rule.From {
+					if f.PodSelector != nil && reflect.DeepEqual(f.PodSelector.MatchLabels, dep.Spec.Selector.MatchLabels) && len(rule.From) == 1 {
+						from = "replicas"
+					}
+				}
+			}
+			for _, p := range rule.Ports {
+				if _, ok := ports[p.Port]; !ok {
+					t.Errorf("NetworkPolicy %s opens port %q, which the container does not name", np.Metadata.Name, p.Port)
+				}
+				open[p.Port] = from
+			}
+		}
+		for name := range ports {
+			want := "anywhere"
+			if name == "peer" {
+				want = "replicas"
+			}
+			if open[name] != want {
+				t.Errorf("NetworkPolicy %s: port %s open to %q, want %s", np.Metadata.Name, name, open[name], want)
+			}
 		}
 	}
 
