@@ -709,7 +709,11 @@ func TestDeployManifests(t *testing.T) {
 				if _, ok := ports[p.Port]; !ok {
 					t.Errorf("NetworkPolicy %s opens port %q, which the container does not name", np.Metadata.Name, p.Port)
 				}
-				open[p.Port] = from
+				// The widest rule wins: a port open to anywhere in one
+				// rule is open to anywhere.
+				if open[p.Port] != "anywhere" && (open[p.Port] == "" || from != "replicas") {
+					open[p.Port] = from
+				}
 			}
 		}
 		for name := range ports {
