@@ -95,7 +95,7 @@ func fillFrame(ctx context.Context, s *Set, ci int32, i int) (*Buf, error) {
 			if err != nil {
 				return nil, fmt.Errorf("frame %d: %w", i, err)
 			}
-			return peerOrBackend(ctx, s, ci, i, owner, cl)
+			return peerOrBackend(ctx, s, ci, i, owner, cl, demand)
 		}
 		buf, err := fetchFrame(ctx, s, ci, i)
 		if errors.Is(err, ErrChecksum) {

@@ -317,7 +317,7 @@ func (fs *framedSource) startPeer(i int, fl *flight, owner string) (reserved int
 	fs.held += need
 	fs.mu.Unlock()
 	go func() {
-		buf, err := peerOrBackend(fs.ctx, s, fs.ci, i, owner, cl)
+		buf, err := peerOrBackend(fs.ctx, s, fs.ci, i, owner, cl, demand)
 		s.cache.complete(key, fl, buf, err)
 		if buf != nil {
 			buf.Release()
@@ -615,7 +615,7 @@ func prefetch(ctx context.Context, s *Set, ci int32, lo, hi int, budget, held *i
 			workers.Add(1)
 			go func(i int) {
 				defer workers.Done()
-				buf, err := peerOrBackend(ctx, s, ci, i, owner, cl)
+				buf, err := peerOrBackend(ctx, s, ci, i, owner, cl, speculative)
 				if buf != nil {
 					buf.prefetchedBy, buf.prefetchBytes = s.metrics, fr[i].CSize // before the buffer is published
 				}

@@ -33,6 +33,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 	"sync"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
@@ -270,9 +271,21 @@ func (r *peerReg) find(id FrameID) (*Set, int32, int, bool) {
 		if !ok || s.chunks[ci].Kind != FramedZstd {
 			continue
 		}
-		for i, f := range s.chunks[ci].Frames {
-			if f.COff == id.Off && f.CSize == id.Size && f.HasSum && f.Sum == id.Sum && !s.giant(f) {
-				return s, ci, i, true
+		fr := s.chunks[ci].Frames
+		match := func(i int) bool {
+			f := fr[i]
+			return f.COff == id.Off && f.CSize == id.Size && f.HasSum && f.Sum == id.Sum && !s.giant(f)
+		}
+		// Frame tables are in object order (a binary search finds the
+		// frame); one that is not is searched through.
+		if i := sort.Search(len(fr), func(i int) bool { return fr[i].COff >= id.Off }); i < len(fr) && match(i) {
+			return s, ci, i, true
+		}
+		if !sort.SliceIsSorted(fr, func(a, b int) bool { return fr[a].COff < fr[b].COff }) {
+			for i := range fr {
+				if match(i) {
+					return s, ci, i, true
+				}
 			}
 		}
 	}
@@ -444,15 +457,20 @@ func fromPeer(ctx context.Context, s *Set, ci int32, i int, owner string, cl *cl
 }
 
 // peerOrBackend fills frame i of chunk ci from its remote owner (or our
-// own compressed copy, owner ""), the
-// caller having reserved peerCost for cl, and falls back to the backend
-// (after giving the reservation back) when the peer fails. A frame whose
-// sha256 matched but which does not decode is a failure of the data: the
-// backend's bytes would be the same, so it is returned as it is.
-func peerOrBackend(ctx context.Context, s *Set, ci int32, i int, owner string, cl *clientUse) (*Buf, error) {
+// own compressed copy, owner ""), the caller having reserved peerCost for
+// cl, and falls back to the backend (after giving the reservation back)
+// when the peer fails. A frame whose sha256 matched but which does not
+// decode is a failure of the data: the backend's bytes would be the same,
+// so it is returned as it is. A prefetch (mode speculative) does not fall
+// back: it ends in errGaveUp, so a reader that joined its flight fetches
+// the frame itself, with a take that may wait, as the prefetch's may not.
+func peerOrBackend(ctx context.Context, s *Set, ci int32, i int, owner string, cl *clientUse, mode allocMode) (*Buf, error) {
 	buf, err := fromPeer(ctx, s, ci, i, owner, cl)
 	if err == nil || ctx.Err() != nil || errors.Is(err, ErrCorrupt) {
 		return buf, err
+	}
+	if mode == speculative {
+		return nil, errGaveUp
 	}
 	buf, err = fetchFrame(ctx, s, ci, i)
 	if errors.Is(err, ErrChecksum) {

@@ -352,3 +352,22 @@ func (ps *peerSide) run(ctx context.Context, errc chan<- error) {
 	ps.group.Start(ctx)
 	go func() { errc <- serveOn(ps.srv, ps.ln) }()
 }
+
+// peerShutdownGrace bounds the wait for peer answers in progress at
+// shutdown: an asker whose answer is cut reads the backend instead, so
+// there is nothing to wait for long (and a peer's idle connection, which
+// net/http's Shutdown would wait 5 s for, is just closed).
+const peerShutdownGrace = time.Second
+
+// shutdown stops the peer listener: answers in progress get
+// peerShutdownGrace, then every connection is closed; this replica's own
+// connections to its peers are closed too.
+func (ps *peerSide) shutdown(log zerolog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), peerShutdownGrace)
+	defer cancel()
+	if err := ps.srv.Shutdown(ctx); err != nil {
+		log.Info().Err(err).Msg("peer listener: closing the remaining connections")
+	}
+	ps.srv.Close()
+	ps.group.Close()
+}

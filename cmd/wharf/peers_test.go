@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -152,10 +154,17 @@ func metricValue(t *testing.T, page []byte, name string) float64 {
 }
 
 // TestServePeers: two "wharf serve" replicas over one store, peers of each
-// other: every file reads back exactly from both, frames move between
-// them (wharf_peer_hits_total), /-/peers shows the ring, and the peer
-// port refuses an unauthenticated request.
+// other (plain http, and https with --peer-tls-cert/--peer-tls-ca): every
+// file reads back exactly from both, frames move between them
+// (wharf_peer_hits_total), /-/peers shows the ring, and the peer port
+// refuses an unauthenticated request.
 func TestServePeers(t *testing.T) {
+	for _, tlsOn := range []bool{false, true} {
+		t.Run(map[bool]string{false: "http", true: "https"}[tlsOn], func(t *testing.T) { testServePeers(t, tlsOn) })
+	}
+}
+
+func testServePeers(t *testing.T, tlsOn bool) {
 	files := map[string][]byte{}
 	for i := range 12 {
 		files[fmt.Sprintf("d/f%02d.bin", i)] = bytes.Repeat([]byte(fmt.Sprintf("file %d of the peer test. ", i)), 5000+i*300)
@@ -163,9 +172,20 @@ func TestServePeers(t *testing.T) {
 	store, man := packServeTree(t, files)
 	secret := peerSecretFile(t, 40, 0o600)
 	ports := []int{freePort(t), freePort(t)}
+	scheme := "http"
+	var tlsCfg peerConfig
+	pki := newTestPKI(t)
+	if tlsOn {
+		scheme = "https"
+		tlsCfg.PeerTLSCert, tlsCfg.PeerTLSKey = pki.pair(t, "peer", validNow)
+		tlsCfg.PeerTLSCA = filepath.Join(t.TempDir(), "ca.pem")
+		if err := os.WriteFile(tlsCfg.PeerTLSCA, pki.ca.certPEM, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var urls []string
 	for _, p := range ports {
-		urls = append(urls, fmt.Sprintf("http://127.0.0.1:%d", p))
+		urls = append(urls, fmt.Sprintf("%s://127.0.0.1:%d", scheme, p))
 	}
 	type rep struct{ addr, admin string }
 	var reps []rep
@@ -174,7 +194,8 @@ func TestServePeers(t *testing.T) {
 			Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0", StoreURL: store,
 			Archives: []serveArchive{{Name: "data", ManifestURL: man}}, Anonymous: true,
 			CacheBytes: 64 << 20, LogFormat: "json",
-			peerConfig: peerConfig{PeerListen: fmt.Sprintf("127.0.0.1:%d", ports[i]), Peers: []string{strings.Join(urls, ",")}, PeerSecretFile: secret},
+			peerConfig: peerConfig{PeerListen: fmt.Sprintf("127.0.0.1:%d", ports[i]), Peers: []string{strings.Join(urls, ",")}, PeerSecretFile: secret,
+				PeerTLSCert: tlsCfg.PeerTLSCert, PeerTLSKey: tlsCfg.PeerTLSKey, PeerTLSCA: tlsCfg.PeerTLSCA},
 		})
 		waitReady(t, admin)
 		reps = append(reps, rep{addr, admin})
@@ -206,8 +227,17 @@ func TestServePeers(t *testing.T) {
 	if hits == 0 {
 		t.Error("no frame moved between the replicas")
 	}
-	code, body := get(t, urls[0]+"/wharf-peer/v1/frame?b=src&k=x&e=&o=0&n=1&s="+strings.Repeat("0", 64))
-	if code != 403 || len(body) != 0 {
+	client := http.DefaultClient
+	if tlsOn {
+		client = pki.client(false)
+	}
+	resp, err := client.Get(urls[0] + "/wharf-peer/v1/frame?b=src&k=x&e=&o=0&n=1&s=" + strings.Repeat("0", 64))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if code := resp.StatusCode; code != 403 || len(body) != 0 {
 		t.Errorf("unauthenticated peer request: %d with %d bytes, want 403 and none", code, len(body))
 	}
 }

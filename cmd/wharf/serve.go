@@ -461,7 +461,6 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 	servers := []*http.Server{srv}
 	errc := make(chan error, 3)
 	if peerSide != nil {
-		servers = append(servers, peerSide.srv)
 		defer peers.Close()
 	}
 	var ready atomic.Bool
@@ -558,6 +557,9 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 	log.Info().Dur("timeout", timeout).Msg("shutting down: finishing in-flight requests")
 	sctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	if peerSide != nil {
+		peerSide.shutdown(log)
+	}
 	for _, s := range servers {
 		if err := s.Shutdown(sctx); err != nil {
 			log.Warn().Err(err).Msg("shutdown incomplete; closing remaining connections")

@@ -25,9 +25,11 @@
 //     chunkio.FrameID.OwnerKey (bucket, key, compressed offset and size).
 //     Every replica with the same member list computes the same owner;
 //     adding or removing one member moves only the frames it gains or
-//     owned. A member this replica found down (an error or a deadline, not
-//     a refusal) is skipped for a back-off period, so its frames go to
-//     their next owner (or to the backend) instead of waiting for it.
+//     owned. A member that failed this replica (no connection, a deadline,
+//     a refusal of its authentication, an answer that failed its check) is
+//     skipped for a back-off period (1 s, doubling to 30 s while it keeps
+//     failing), so its frames go to their next owner instead of waiting
+//     for it, or lying again.
 //
 //   - Asking (Fetch). One GET per frame to the owner's peer listener,
 //     authenticated (below), with a first-byte deadline (FirstByte, default

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -76,8 +77,10 @@ type fleetOpts struct {
 	// archive are the archives' options (Cache is set here; Readahead
 	// -1 unless set).
 	archive archiveview.Options
-	// cache are the frame caches' extra options.
-	cache []chunkio.CacheOption
+	// cache are the frame caches' extra options; cacheBytes their budget
+	// (0: 64 MiB).
+	cache      []chunkio.CacheOption
+	cacheBytes int64
 }
 
 // newFleet starts n replicas over one counting store, each with its own
@@ -113,7 +116,11 @@ func newFleet(t testing.TB, n int, store backend.Store, manifestKey string, o fl
 			}
 			opts = append(opts, chunkio.WithPeers(p))
 		}
-		r.cache = chunkio.NewFrameCache(64<<20, append(opts, o.cache...)...)
+		budget := o.cacheBytes
+		if budget == 0 {
+			budget = 64 << 20
+		}
+		r.cache = chunkio.NewFrameCache(budget, append(opts, o.cache...)...)
 		ao := o.archive
 		ao.Name, ao.Cache = fmt.Sprintf("r%d", i), r.cache
 		if ao.Readahead == 0 {
@@ -302,5 +309,87 @@ func TestUnsharedShapes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestReplicaKilledDuringLoad: one replica of three stops (its listener
+// and connections closed) while the other two read concurrently: no read
+// of theirs fails or returns a wrong byte, and afterwards the frames it
+// owned go to another owner (or this replica) instead of waiting for it.
+func TestReplicaKilledDuringLoad(t *testing.T) {
+	dir, key, files := testArchive(t, 60)
+	store := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{})
+	// Small caches: frames keep being fetched, before and after the kill.
+	rs := newFleet(t, 3, store, key, fleetOpts{cacheBytes: 256 << 10, cfg: func(_ int, c *Config) { c.FirstByte = 300 * time.Millisecond }})
+	var keys []string
+	for k := range files {
+		keys = append(keys, k)
+	}
+	done := make(chan struct{})
+	errs := make(chan error, 8)
+	var wg sync.WaitGroup
+	for w := range 4 {
+		r := rs[w%2]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 7))
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				k := keys[rng.IntN(len(keys))]
+				f, _ := r.arch.Stat(k)
+				rc, err := r.arch.Open(context.Background(), f, 0, f.Size)
+				if err == nil {
+					var got []byte
+					got, err = io.ReadAll(rc)
+					rc.Close()
+					if err == nil && !bytes.Equal(got, files[k]) {
+						err = fmt.Errorf("%s: wrong bytes", k)
+					}
+				}
+				if err != nil {
+					errs <- fmt.Errorf("%s: %w", r.url, err)
+					return
+				}
+			}
+		}()
+	}
+	time.Sleep(100 * time.Millisecond)
+	rs[2].srv.Close() // the replica dies: listener and connections gone
+	time.Sleep(400 * time.Millisecond)
+	close(done)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	var failed, hits float64
+	for _, r := range rs[:2] {
+		failed += testutil.ToFloat64(r.group.m.fallbacks.WithLabelValues(reasonConnect)) + testutil.ToFloat64(r.group.m.fallbacks.WithLabelValues(reasonTimeout))
+		hits += testutil.ToFloat64(r.group.m.hits)
+	}
+	t.Logf("%v peer hits, %v fallbacks for the dead replica", hits, failed)
+	if failed == 0 || hits == 0 {
+		t.Errorf("%v peer hits and %v fallbacks: the kill was not exercised", hits, failed)
+	}
+	// The dead replica's frames now have another owner.
+	var moved, owned int
+	for i := range 200 {
+		id := chunkio.FrameID{Bucket: "arch", Key: "k", Off: int64(i) << 14, Size: 1 << 14}
+		r := rs[0].group.ring.Load()
+		if r.urls[r.owner(hash64(id.OwnerKey()), nil)] != rs[2].url {
+			continue
+		}
+		owned++
+		if o, _ := rs[0].group.Owner(id); o != rs[2].url {
+			moved++
+		}
+	}
+	if owned == 0 || moved != owned {
+		t.Errorf("%d of the %d frames the dead replica owned have another owner", moved, owned)
 	}
 }

@@ -327,12 +327,17 @@ func (g *Group) Fetch(ctx context.Context, owner string, id chunkio.FrameID, dst
 	g.m.fallbacks.WithLabelValues(fe.reason).Inc()
 	switch fe.reason {
 	case reasonConnect, reasonTimeout:
-		g.down(owner, err)
+		if g.down(owner, err) {
+			g.log.Warn().Str("peer", owner).Err(err).Msg("peer unreachable: its frames go to their next owner during its back-off")
+		}
 	case reasonVerify:
 		g.m.verifyFailures.WithLabelValues(owner).Inc()
-		g.log.Warn().Str("peer", owner).Str("frame", id.String()).Err(err).Msg("peer answer failed its check: not used, fetched from the backend instead")
+		g.down(owner, err)
+		g.log.Warn().Str("peer", owner).Str("frame", id.String()).Err(err).Msg("peer answer failed its check: not used, fetched from the backend instead; the peer is skipped during its back-off")
 	case reasonRefused:
-		g.log.Warn().Str("peer", owner).Msg("peer refused our authentication: do the replicas hold the same --peer-secret-file, and are their clocks within 30s?")
+		if g.down(owner, err) {
+			g.log.Warn().Str("peer", owner).Msg("peer refused our authentication: do the replicas hold the same --peer-secret-file, and are their clocks within 30s? It is skipped during its back-off")
+		}
 	}
 	return err
 }
@@ -398,12 +403,14 @@ func (g *Group) transportErr(fctx context.Context, owner string, err error) erro
 func (g *Group) Rejected(owner string, id chunkio.FrameID, err error) {
 	g.m.verifyFailures.WithLabelValues(owner).Inc()
 	g.m.fallbacks.WithLabelValues(reasonVerify).Inc()
-	g.log.Warn().Str("peer", owner).Str("frame", id.String()).Err(err).Msg("peer answered a frame that fails its sha256: not used, fetched from the backend instead")
+	g.down(owner, err)
+	g.log.Warn().Str("peer", owner).Str("frame", id.String()).Err(err).Msg("peer answered a frame that fails its sha256: not used, fetched from the backend instead; the peer is skipped during its back-off")
 }
 
 // down puts owner in its back-off: 1 s after its first failure, doubling
-// up to 30 s while it keeps failing.
-func (g *Group) down(owner string, err error) {
+// up to 30 s while it keeps failing. It reports whether owner was not in
+// a back-off already (the first failure of a series: worth a log line).
+func (g *Group) down(owner string, err error) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	st := g.states[owner]
@@ -411,10 +418,12 @@ func (g *Group) down(owner string, err error) {
 		st = &peerState{}
 		g.states[owner] = st
 	}
+	first := !g.now().Before(st.downUntil)
 	st.failures++
 	d := minBackoff << min(st.failures-1, 5)
 	st.downUntil = g.now().Add(min(d, maxBackoff))
 	st.lastErr = err.Error()
+	return first
 }
 
 // up records a success of owner.
