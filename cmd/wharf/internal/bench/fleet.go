@@ -24,6 +24,7 @@ import (
 	"github.com/wharf-s3/wharf/archiveview/manifest"
 	"github.com/wharf-s3/wharf/auth"
 	"github.com/wharf-s3/wharf/backend"
+	"github.com/wharf-s3/wharf/backend/faults"
 	"github.com/wharf-s3/wharf/s3api"
 )
 
@@ -34,11 +35,14 @@ import (
 // clients that send each request to a replica chosen at random (a load
 // balancer without affinity). The archive is Files log-like files of
 // 16–64 KiB in 4 MiB frames; the reads are Reads random files. Every byte
-// is checked against the source. The same reads run twice, each time
-// with cold caches: without peers (each replica fetches what its own
-// clients read) and as peers (serve's --peers wiring: a peer.Group per
-// replica asked by its frame cache, its handler on a peer listener of its
-// own, authenticated with a shared secret). The report gives, per
+// is checked against the source. Two fleets with cold caches, each over
+// an S3 model of its own (same store, same costs, counted apart), read at
+// the same time, every read sent to one fleet then the other: one without
+// peers (each replica fetches what its own clients read) and one as peers
+// (serve's --peers wiring: a peer.Group per replica asked by its frame
+// cache, its handler on a peer listener of its own, authenticated with a
+// shared secret). Both see the same reads at the same moments of the
+// machine's load, so their latencies compare. The report gives, per
 // variant, the backend GETs and bytes against the frames the reads
 // touched (each frame counted once for the fleet: the ideal is 1x), the
 // peer traffic, fallbacks and verify failures, and the request latency
@@ -164,14 +168,48 @@ func peerListeners(n int) ([]net.Listener, []string, error) {
 	return lns, urls, nil
 }
 
-// replicaStore is how one replica reaches the S3 model: a backend.S3Store
-// of its own with the HTTP model (as a separate wharf process has), the
-// counting store itself in-process.
-func (e *env) replicaStore(ctx context.Context) (backend.Store, error) {
+// fleetModel is one fleet's S3 model: its own faults.Faulty over the
+// env's store (S3's latency and bandwidth, exact counts of this fleet's
+// requests and bytes) and, with the HTTP model, its own plainServer on a
+// loopback listener, so that two fleets reading at once are counted
+// apart.
+type fleetModel struct {
+	faulty *faults.Faulty
+	srv    *http.Server // nil in-process
+	url    string
+}
+
+func (e *env) newFleetModel(cfg Config) (*fleetModel, error) {
+	m := &fleetModel{faulty: faults.NewFaulty(e.store, faults.FaultConfig{Latency: cfg.Latency, Bandwidth: cfg.Bandwidth})}
 	if e.s3model == nil {
-		return e.faulty, nil
+		return m, nil
 	}
-	s, err := backend.NewS3Store(ctx, backend.S3Config{Endpoint: e.s3modelURL, Region: "us-east-1", PathStyle: true, Anonymous: true})
+	ps := &plainServer{meta: e.store}
+	ps.use(m.faulty)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	m.srv = &http.Server{Handler: e.labelled("s3model", ps), ReadHeaderTimeout: 10 * time.Second}
+	go m.srv.Serve(ln)
+	m.url = "http://" + ln.Addr().String()
+	return m, nil
+}
+
+func (m *fleetModel) close() {
+	if m.srv != nil {
+		m.srv.Close()
+	}
+}
+
+// store is how one replica reaches m: a backend.S3Store of its own with
+// the HTTP model (as a separate wharf process has), the counting store
+// itself in-process.
+func (m *fleetModel) store(ctx context.Context) (backend.Store, error) {
+	if m.srv == nil {
+		return m.faulty, nil
+	}
+	s, err := backend.NewS3Store(ctx, backend.S3Config{Endpoint: m.url, Region: "us-east-1", PathStyle: true, Anonymous: true})
 	if err != nil {
 		return nil, fmt.Errorf("bench: fleet: S3 store for the HTTP S3 model: %w", err)
 	}
@@ -182,8 +220,8 @@ func (e *env) replicaStore(ctx context.Context) (backend.Store, error) {
 // of its own and serves it on a loopback listener. With peerLn, the
 // replica is the member self of the fleet peers (serve's wiring: a
 // peer.Group asked by the frame cache, its handler on peerLn).
-func (e *env) startFleetReplica(ctx context.Context, cfg Config, manifestKey string, hc *http.Client, peerLn net.Listener, self string, peers []string) (*fleetReplica, error) {
-	store, err := e.replicaStore(ctx)
+func (e *env) startFleetReplica(ctx context.Context, cfg Config, model *fleetModel, manifestKey string, hc *http.Client, peerLn net.Listener, self string, peers []string) (*fleetReplica, error) {
+	store, err := model.store(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -256,7 +294,7 @@ func (f *fleetRun) quantile(q float64) time.Duration {
 	return f.latencies[min(int(q*float64(len(f.latencies))), len(f.latencies)-1)]
 }
 
-// fleetWorkload packs the fleet archive and runs the fleet without peers.
+// fleetWorkload packs the fleet archive and runs the two fleets.
 func fleetWorkload(ctx context.Context, cfg Config, e *env, rep *Report) error {
 	fc := cfg.Fleet
 	cfg.logf("fleet: packing %d files in %d MiB frames", fc.Files, fleetFrame>>20)
@@ -285,13 +323,39 @@ func fleetWorkload(ctx context.Context, cfg Config, e *env, rep *Report) error {
 	for i := range picks {
 		picks[i] = keys[rng.IntN(len(keys))]
 	}
-	var runs []*fleetRun
+	touched := map[fleetFrameRef]bool{}
+	for _, k := range picks {
+		for _, f := range frames[k] {
+			touched[f] = true
+		}
+	}
+	var fleets []*fleet
+	defer func() {
+		for _, f := range fleets {
+			f.close()
+		}
+	}()
 	for _, peers := range []bool{false, true} {
-		run, err := e.runFleet(ctx, cfg, peers, res.ManifestKey, picks, data, frames, sizes)
+		f, err := e.startFleet(ctx, cfg, peers, res.ManifestKey)
 		if err != nil {
 			return err
 		}
+		fleets = append(fleets, f)
+	}
+	lat, err := loadFleets(ctx, cfg, fleets, picks, data)
+	if err != nil {
+		return err
+	}
+	var runs []*fleetRun
+	for i, f := range fleets {
+		run := f.measured(lat[i], touched, sizes)
+		cfg.logf("fleet %s: %d replicas, %d reads: %d GETs, %.1f MB = %.2fx the %d touched frames; %.1f MB between peers; p50 %v, p99 %v",
+			run.variant, fc.Replicas, run.reads, run.gets, float64(run.bytes)/1e6, run.bytesPerTouched(), run.touched, run.peerBytes/1e6,
+			run.quantile(0.5).Round(10*time.Microsecond), run.quantile(0.99).Round(10*time.Microsecond))
 		runs = append(runs, run)
+	}
+	if runs[0].touchedB == 0 {
+		return errors.New("bench: fleet: the reads touched no frame")
 	}
 	reportFleet(cfg, rep, runs)
 	return nil
@@ -303,66 +367,81 @@ const (
 	fleetPeers   = "peers"
 )
 
-// runFleet starts the fleet with cold caches (as peers or not), runs the
-// reads through the random balancer and counts the backend's work.
-func (e *env) runFleet(ctx context.Context, cfg Config, peers bool, manifestKey string, picks []string, data map[string][]byte,
-	frames map[string][]fleetFrameRef, sizes map[fleetFrameRef]int64) (*fleetRun, error) {
+// fleet is one fleet of replicas with cold caches over its own S3 model.
+type fleet struct {
+	variant  string
+	model    *fleetModel
+	replicas []*fleetReplica
+	hc       *http.Client
+}
+
+func (f *fleet) close() {
+	for _, r := range f.replicas {
+		r.close()
+	}
+	f.hc.CloseIdleConnections()
+	f.model.close()
+}
+
+// startFleet starts cfg.Fleet.Replicas replicas (as peers or not) over a
+// fleet model of their own, and zeroes its counts after the opens.
+func (e *env) startFleet(ctx context.Context, cfg Config, peers bool, manifestKey string) (*fleet, error) {
 	fc := cfg.Fleet
-	variant := fleetNoPeers
+	model, err := e.newFleetModel(cfg)
+	if err != nil {
+		return nil, err
+	}
+	f := &fleet{variant: fleetNoPeers, model: model,
+		hc: &http.Client{Transport: &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second, DisableCompression: true}}}
 	var (
 		lns  []net.Listener
 		urls []string
 	)
 	if peers {
-		variant = fleetPeers
-		var err error
+		f.variant = fleetPeers
 		if lns, urls, err = peerListeners(fc.Replicas); err != nil {
+			f.close()
 			return nil, err
 		}
 	}
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second, DisableCompression: true}}
-	defer hc.CloseIdleConnections()
-	replicas := make([]*fleetReplica, 0, fc.Replicas)
-	defer func() {
-		for _, r := range replicas {
-			r.close()
-		}
-	}()
 	for i := range fc.Replicas {
 		var ln net.Listener
 		var self string
 		if peers {
 			ln, self = lns[i], urls[i]
 		}
-		r, err := e.startFleetReplica(ctx, cfg, manifestKey, hc, ln, self, urls)
+		r, err := e.startFleetReplica(ctx, cfg, model, manifestKey, f.hc, ln, self, urls)
 		if err != nil {
 			for _, l := range lns[i:] {
 				l.Close()
 			}
+			f.close()
 			return nil, err
 		}
-		replicas = append(replicas, r)
+		f.replicas = append(f.replicas, r)
 	}
-	e.faulty.Reset() // the opens are no part of the read path
-	run := &fleetRun{variant: variant, reads: len(picks)}
-	touched := map[fleetFrameRef]bool{}
-	for _, k := range picks {
-		for _, f := range frames[k] {
-			touched[f] = true
-		}
-	}
-	run.touched = len(touched)
-	for f := range touched {
-		run.touchedB += sizes[f]
-	}
+	model.faulty.Reset() // the opens are no part of the read path
+	return f, nil
+}
+
+// loadFleets sends every read of picks to each fleet in turn (the first
+// one rotating with the read's index), each to a replica chosen at
+// random, cfg.Fleet.Clients reads at a time, checking every body: the
+// fleets see the same reads at the same moments of the machine's load,
+// so their latencies compare under the same conditions. It returns each
+// fleet's latencies, sorted.
+func loadFleets(ctx context.Context, cfg Config, fleets []*fleet, picks []string, data map[string][]byte) ([][]time.Duration, error) {
 	var (
 		next  atomic.Int64
 		mu    sync.Mutex
 		wg    sync.WaitGroup
 		first error
 	)
-	lat := make([]time.Duration, len(picks))
-	for w := range fc.Clients {
+	lat := make([][]time.Duration, len(fleets))
+	for i := range lat {
+		lat[i] = make([]time.Duration, len(picks))
+	}
+	for w := range cfg.Fleet.Clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -372,17 +451,21 @@ func (e *env) runFleet(ctx context.Context, cfg Config, peers bool, manifestKey 
 				if i >= len(picks) || ctx.Err() != nil {
 					return
 				}
-				r := replicas[rng.IntN(len(replicas))]
-				t0 := time.Now()
-				err := getAndCheckFrom(ctx, r.client, "fleet", picks[i], data[picks[i]])
-				lat[i] = time.Since(t0)
-				if err != nil {
-					mu.Lock()
-					if first == nil {
-						first = fmt.Errorf("bench: fleet (%s): %w", variant, err)
+				for j := range fleets {
+					k := (i + j) % len(fleets)
+					f := fleets[k]
+					r := f.replicas[rng.IntN(len(f.replicas))]
+					t0 := time.Now()
+					err := getAndCheckFrom(ctx, r.client, "fleet", picks[i], data[picks[i]])
+					lat[k][i] = time.Since(t0)
+					if err != nil {
+						mu.Lock()
+						if first == nil {
+							first = fmt.Errorf("bench: fleet (%s): %w", f.variant, err)
+						}
+						mu.Unlock()
+						return
 					}
-					mu.Unlock()
-					return
 				}
 			}
 		}()
@@ -394,21 +477,27 @@ func (e *env) runFleet(ctx context.Context, cfg Config, peers bool, manifestKey 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	run.gets, run.bytes = getsOf(e.faulty), e.faulty.BytesReturned()
-	if run.touchedB == 0 {
-		return nil, errors.New("bench: fleet: the reads touched no frame")
+	for i := range lat {
+		slices.Sort(lat[i])
 	}
-	run.latencies = slices.Sorted(slices.Values(lat))
-	for _, r := range replicas {
+	return lat, nil
+}
+
+// measured is what f's backend and peers counted for reads whose
+// latencies are lat and which touched the frames touched.
+func (f *fleet) measured(lat []time.Duration, touched map[fleetFrameRef]bool, sizes map[fleetFrameRef]int64) *fleetRun {
+	run := &fleetRun{variant: f.variant, reads: len(lat), latencies: lat, touched: len(touched),
+		gets: getsOf(f.model.faulty), bytes: f.model.faulty.BytesReturned()}
+	for fr := range touched {
+		run.touchedB += sizes[fr]
+	}
+	for _, r := range f.replicas {
 		run.peerHits += gatherSum(r.reg, "wharf_peer_hits_total")
 		run.peerBytes += gatherSum(r.reg, "wharf_peer_bytes_in_total")
 		run.fallbacks += gatherSum(r.reg, "wharf_peer_fallbacks_total")
 		run.verifyFailures += gatherSum(r.reg, "wharf_peer_verify_failures_total")
 	}
-	cfg.logf("fleet %s: %d replicas, %d reads: %d GETs, %.1f MB = %.2fx the %d touched frames; %.1f MB between peers; p50 %v, p99 %v",
-		variant, fc.Replicas, run.reads, run.gets, float64(run.bytes)/1e6, run.bytesPerTouched(), run.touched, run.peerBytes/1e6,
-		run.quantile(0.5).Round(10*time.Microsecond), run.quantile(0.99).Round(10*time.Microsecond))
-	return run, nil
+	return run
 }
 
 // gatherSum is the sum of every sample of the counter or gauge name in
