@@ -225,7 +225,20 @@ func TestFleetPeers(t *testing.T) {
 func TestFleetLyingPeer(t *testing.T) {
 	a := getFleetArchive(t)
 	addrs := freePorts(t, fleetSize)
-	liar := newPeerProxy(t, "http://"+addrs[1], true)
+	// The liar must own some frames in replica 0's ring (its URL is part
+	// of the hash): one that owns none is replaced by another.
+	var liar *peerProxy
+	for try := 0; liar == nil; try++ {
+		p := newPeerProxy(t, "http://"+addrs[1], true)
+		peers := peerURLs(addrs)
+		peers[1] = p.srv.URL
+		if owned := a.ownedBy(t, peers[0], peers, p.srv.URL); owned > 0 {
+			t.Logf("the lying proxy owns %d of the archive's %d frames in replica 0's ring", owned, len(a.frameSize))
+			liar = p
+		} else if try == 10 {
+			t.Fatal("no proxy address owns a frame in replica 0's ring")
+		}
+	}
 	secret := fleetSecret(t, fleetSecretA)
 	r := runFleet(t, "lying peer", a, fleetSize, func(i int, m *fleetModel) []string {
 		peers := peerURLs(addrs)
@@ -265,6 +278,30 @@ func TestFleetLyingPeer(t *testing.T) {
 	}
 }
 
+// ownedBy is how many frames of the archive member owns in the ring of
+// the replica self whose member list is peers (computed as every replica
+// computes it: peer.Group.Owner).
+func (a *fleetArchive) ownedBy(t *testing.T, self string, peers []string, member string) int {
+	t.Helper()
+	ring, err := peer.New(peer.Config{Self: self, Peers: peers, Secret: []byte(fleetSecretA)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ring.Close()
+	n := 0
+	for f := range a.frameSize {
+		if owner, _ := ring.Owner(a.frameID(f)); owner == member {
+			n++
+		}
+	}
+	return n
+}
+
+// frameID is frame f as the peers name it.
+func (a *fleetArchive) frameID(f frameID) chunkio.FrameID {
+	return chunkio.FrameID{Bucket: srcBucket, Key: a.objectKey[f.chunk], Off: a.frameOff[f], Size: a.frameSize[f]}
+}
+
 // grepLines is the lines of text containing sub.
 func grepLines(text, sub string) string {
 	var out []string
@@ -296,6 +333,7 @@ func TestFleetKilledReplica(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer ring.Close()
 	owned := make([][]frameID, fleetSize) // late frames by owner
 	lateFrames := map[frameID]bool{}
 	for _, k := range keys[fleetReads/2:] {
@@ -304,7 +342,7 @@ func TestFleetKilledReplica(t *testing.T) {
 		}
 	}
 	for f := range lateFrames {
-		owner, _ := ring.Owner(chunkio.FrameID{Bucket: srcBucket, Key: a.objectKey[f.chunk], Off: a.frameOff[f], Size: a.frameSize[f]})
+		owner, _ := ring.Owner(a.frameID(f))
 		owned[slices.Index(urls, owner)] = append(owned[slices.Index(urls, owner)], f)
 	}
 	victim := 0
@@ -500,8 +538,11 @@ func TestFleetPeerAuth(t *testing.T) {
 		return replicaArgs(model, a, 2, peerArgs(addrs[2], []string{"http://" + addrs[0], rec2.srv.URL, "http://" + addrs[2]}, fleetSecret(t, fleetSecretB))...)
 	})[0]
 	stranger.name = "replica-wrong-secret"
-	for _, k := range a.keys[:60] {
+	for i, k := range a.keys {
 		read(stranger, k)
+		if i >= 60 && len(rec2.exchanges()) > 0 {
+			break
+		}
 	}
 	ex := rec2.exchanges()
 	if len(ex) == 0 {
