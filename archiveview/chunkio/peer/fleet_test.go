@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -391,5 +392,75 @@ func TestReplicaKilledDuringLoad(t *testing.T) {
 	}
 	if owned == 0 || moved != owned {
 		t.Errorf("%d of the %d frames the dead replica owned have another owner", moved, owned)
+	}
+}
+
+// TestFleetModelledS3: the shape at small scale. Four replicas
+// behind a random balancer over a modelled S3 (20 ms to first byte,
+// 100 MB/s per connection), 8 clients reading 800 random small files of 600.
+// With peers the fleet's backend bytes stay near one copy of the touched
+// frames (at most 1.25x) where without they approach one per replica, and
+// reads are at most 1.5x as slow (median and p90).
+func TestFleetModelledS3(t *testing.T) {
+	dir, key, files := testArchiveWith(t, 600, 8<<10, cargopack.Options{FrameSize: 64 << 10})
+	var keys []string
+	for k := range files {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	type result struct {
+		ratio       float64
+		median, p90 time.Duration
+	}
+	run := func(noPeers bool) result {
+		store := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{Latency: 20 * time.Millisecond, Bandwidth: 100 << 20})
+		rs := newFleet(t, 4, store, key, fleetOpts{noPeers: noPeers})
+		var mu sync.Mutex
+		var lat []time.Duration
+		touched := map[string]bool{}
+		var wg sync.WaitGroup
+		for c := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rng := rand.New(rand.NewPCG(uint64(c), 42))
+				for range 100 {
+					k := keys[rng.IntN(len(keys))]
+					r := rs[rng.IntN(len(rs))]
+					start := time.Now()
+					r.readAll(t, k, files[k])
+					d := time.Since(start)
+					mu.Lock()
+					lat = append(lat, d)
+					touched[k] = true
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		// The touched frames: what one replica alone fetches for the
+		// same files, read once each.
+		one := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{})
+		solo := newFleet(t, 1, one, key, fleetOpts{noPeers: true})
+		for k := range touched {
+			solo[0].readAll(t, k, files[k])
+		}
+		slices.Sort(lat)
+		return result{float64(store.BytesReturned()) / float64(one.BytesReturned()), lat[len(lat)/2], lat[len(lat)*9/10]}
+	}
+	with, without := run(false), run(true)
+	t.Logf("backend bytes per touched frame: %.2fx with peers, %.2fx without; median read %v with, %v without; p90 %v with, %v without",
+		with.ratio, without.ratio, with.median, without.median, with.p90, without.p90)
+	if with.ratio > 1.25 {
+		t.Errorf("with peers the fleet fetched %.2fx the touched frames, want at most 1.25x", with.ratio)
+	}
+	if without.ratio < 2 {
+		t.Errorf("without peers the fleet fetched only %.2fx the touched frames: the test does not show what peers save", without.ratio)
+	}
+	// Half the reads are cache hits of microseconds either way, where a
+	// busy machine's scheduling decides: the median gets 2 ms of slack;
+	// the p90 (reads that fetch) must be within 1.5x as it is.
+	if with.median > without.median*3/2+2*time.Millisecond || with.p90 > without.p90*3/2 {
+		t.Errorf("reads with peers: median %v, p90 %v; without: %v, %v; want at most 1.5x", with.median, with.p90, without.median, without.p90)
 	}
 }

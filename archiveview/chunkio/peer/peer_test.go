@@ -614,3 +614,155 @@ func FuzzParseMember(f *testing.F) {
 		}
 	})
 }
+
+// TestOwnerFetchesOnce: concurrent peer requests for one frame the owner
+// does not hold cost one backend fetch of it (one flight), and later ones
+// none (its compressed-frame cache).
+func TestOwnerFetchesOnce(t *testing.T) {
+	dir, key, files := testArchive(t, 4)
+	store := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{Latency: 30 * time.Millisecond})
+	var rec *recorder
+	rs := newFleet(t, 2, store, key, fleetOpts{peers: func(i int, g *Group) chunkio.Peers {
+		if i > 0 {
+			return g
+		}
+		rec = &recorder{Group: g}
+		return rec
+	}})
+	// A frame replica 0 read and owns: replica 1 never held it.
+	for k, b := range files {
+		rs[0].readAll(t, k, b)
+	}
+	var id chunkio.FrameID
+	rec.mu.Lock()
+	for _, f := range rec.ids {
+		if _, remote := rs[0].group.Owner(f); !remote {
+			id = f
+		}
+	}
+	rec.mu.Unlock()
+	if id.Size == 0 {
+		t.Fatal("replica 0 owns no frame it read")
+	}
+	for round, want := range []int64{id.Size, 0} {
+		before := store.BytesReturned()
+		askConcurrently(t, rs[1], id, 8)
+		if got := store.BytesReturned() - before; got != want {
+			t.Errorf("round %d: 8 concurrent asks cost %d backend bytes, want %d", round, got, want)
+		}
+	}
+}
+
+// askConcurrently sends n signed requests for id to r at once; each must
+// get the frame's bytes.
+func askConcurrently(t *testing.T, r *replica, id chunkio.FrameID, n int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	codes := make([]int, n)
+	for i := range codes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := http.DefaultClient.Do(signed(t, r.group, r.url, id, time.Now(), nil))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			codes[i] = resp.StatusCode
+			if int64(len(b)) != id.Size {
+				t.Errorf("answer of %d bytes, want %d", len(b), id.Size)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, c := range codes {
+		if c != http.StatusOK {
+			t.Fatalf("codes %v", codes)
+		}
+	}
+}
+
+// fakePeers answers every ask from a function, with no HTTP: chunkio's
+// own checks are what is tested.
+type fakePeers struct {
+	owner    string
+	answer   func(id chunkio.FrameID, dst []byte) error
+	mu       sync.Mutex
+	asked    int
+	rejected int
+}
+
+func (f *fakePeers) Owner(chunkio.FrameID) (string, bool) { return f.owner, true }
+func (f *fakePeers) Fetch(_ context.Context, _ string, id chunkio.FrameID, dst []byte) error {
+	f.mu.Lock()
+	f.asked++
+	f.mu.Unlock()
+	return f.answer(id, dst)
+}
+func (f *fakePeers) Rejected(string, chunkio.FrameID, error) {
+	f.mu.Lock()
+	f.rejected++
+	f.mu.Unlock()
+}
+
+// TestChunkioChecksEveryAnswer: whatever a Peers implementation answers,
+// chunkio uses only bytes that match the frame's sha256: garbage and
+// errors cost a backend fetch (garbage is reported as Rejected), the true
+// bytes cost none.
+func TestChunkioChecksEveryAnswer(t *testing.T) {
+	dir, key, files := testArchive(t, 10)
+	fs := backend.NewFileStore(dir)
+	truth := func(id chunkio.FrameID, dst []byte) error {
+		rc, _, err := fs.ReadRange(context.Background(), id.Bucket, id.Key, id.Off, id.Size, "")
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		_, err = io.ReadFull(rc, dst)
+		return err
+	}
+	for _, tc := range []struct {
+		name     string
+		answer   func(id chunkio.FrameID, dst []byte) error
+		rejected bool // every ask is rejected
+		backend  bool // frames come from the backend
+	}{
+		{"true bytes", truth, false, false},
+		{"garbage", func(_ chunkio.FrameID, dst []byte) error {
+			for i := range dst {
+				dst[i] = byte(i)
+			}
+			return nil
+		}, true, true},
+		{"one flipped byte", func(id chunkio.FrameID, dst []byte) error {
+			err := truth(id, dst)
+			dst[len(dst)-1] ^= 1
+			return err
+		}, true, true},
+		{"error", func(chunkio.FrameID, []byte) error { return errors.New("peer exploded") }, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := faults.NewFaulty(fs, faults.FaultConfig{})
+			fp := &fakePeers{owner: "http://10.0.0.2:1", answer: tc.answer}
+			cache := chunkio.NewFrameCache(64<<20, chunkio.WithPeers(fp))
+			a := openArchive(t, store, key, cache)
+			r := &replica{url: "fake", arch: a}
+			base := store.BytesReturned()
+			for k, b := range files {
+				r.readAll(t, k, b)
+			}
+			got := store.BytesReturned() - base
+			if fp.asked == 0 {
+				t.Fatal("no frame was asked of the peer")
+			}
+			if tc.rejected != (fp.rejected == fp.asked) || (!tc.rejected && fp.rejected != 0) {
+				t.Errorf("%d of %d answers rejected", fp.rejected, fp.asked)
+			}
+			if tc.backend != (got > 0) {
+				t.Errorf("%d backend bytes", got)
+			}
+		})
+	}
+}
