@@ -47,7 +47,7 @@ func runBench(ctx context.Context, args []string) error {
 	fs.Var(&cache, "cache-bytes", "decoded-frame cache budget")
 	conc := fs.String("concurrency", "1,8,32", "client concurrencies for the tree walk")
 	out := fs.String("out", "bench-results", "directory for report.md, report.csv and walk.svg")
-	quick := fs.Bool("quick", false, "small sizes for a smoke run (200 files, 32 MiB large file, 20,000 keys, 16 cold files)")
+	quick := fs.Bool("quick", false, "small sizes for a smoke run (200 files, 32 MiB large file, 20,000 keys, 16 cold files, a fleet of 400 files read 300 times)")
 	soak := fs.Bool("soak", false, "run the load test instead: random reads and listings across several archives with faults injected")
 	soakFor := fs.Duration("soak-duration", bench.DefaultSoakConfig().Duration, "with --soak: how long the load runs")
 	soakClients := fs.Int("soak-clients", bench.DefaultSoakConfig().Clients, "with --soak: concurrent clients")
