@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -321,8 +322,9 @@ func grepLines(text, sub string) string {
 // it dies; the victim is the replica that owns the most of those (the
 // owners computed as every replica computes them, peer.Group.Owner). No
 // request answered by the other replicas fails or is wrong, the
-// survivors count the dead owner as fallbacks, and every frame it owned
-// is fetched from S3 after its death (by the asker, or by a new owner).
+// survivors count the dead owner as fallbacks and show its failures on
+// /-/peers, and every frame it owned is fetched from S3 after its death
+// (by the asker, or by a new owner).
 func TestFleetKilledReplica(t *testing.T) {
 	a := getFleetArchive(t)
 	early, late := a.splitByFrames()
@@ -390,6 +392,36 @@ func TestFleetKilledReplica(t *testing.T) {
 	if fallbacks < 1 {
 		t.Errorf("the survivors counted no fallback, yet replica %d owned %d frames nobody had fetched when it died:\n%s",
 			victim, len(owned[victim]), grepLines(scrape(t, alive[0]), "wharf_peer_"))
+	}
+	// The survivors' /-/peers pages show the dead replica's failures.
+	failedOn := 0
+	for _, s := range alive {
+		resp, err := http.Get(s.adminURL + "/-/peers")
+		if err != nil {
+			t.Fatalf("%s: /-/peers: %v", s.name, err)
+		}
+		var page struct {
+			Ring []struct {
+				URL       string `json:"url"`
+				State     string `json:"state"`
+				Failures  int    `json:"failures"`
+				LastError string `json:"last_error"`
+			} `json:"ring"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&page)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatalf("%s: /-/peers: %v", s.name, err)
+		}
+		for _, m := range page.Ring {
+			if m.URL == urls[victim] && m.Failures > 0 && m.LastError != "" {
+				failedOn++
+				t.Logf("%s's /-/peers: the dead replica %s, %d failures, last: %s", s.name, m.State, m.Failures, m.LastError)
+			}
+		}
+	}
+	if failedOn == 0 {
+		t.Errorf("no survivor's /-/peers page shows a failure of the dead replica %s", urls[victim])
 	}
 	// Every frame the dead replica owned was read from S3 after its death.
 	r.model.mu.Lock()
