@@ -150,17 +150,29 @@ func (cf *compFrames) addLocked(k cacheKey, buf *Buf) {
 	}
 }
 
-// held returns k's compressed bytes with a reference for the caller, if
-// held (nil otherwise; a fill in progress is not waited for).
-func (cf *compFrames) held(k cacheKey) *Buf {
+// await returns k's compressed bytes with a reference for the caller:
+// held, or from the fill in progress (waited for). With neither, or when
+// that fill fails, it is errOwnCopyGone; it never starts a fill.
+func (cf *compFrames) await(ctx context.Context, c *FrameCache, k cacheKey) (*Buf, error) {
 	cf.mu.Lock()
-	defer cf.mu.Unlock()
-	b, ok := cf.lru.Get(k)
-	if !ok {
-		return nil
+	if b, ok := cf.lru.Get(k); ok {
+		b.retain()
+		cf.mu.Unlock()
+		return b, nil
 	}
-	b.retain()
-	return b
+	fl, busy := cf.flights[k]
+	if busy {
+		fl.waiters++
+	}
+	cf.mu.Unlock()
+	if !busy {
+		return nil, errOwnCopyGone
+	}
+	b, err := c.waitFlight(ctx, fl)
+	if err != nil && ctx.Err() == nil {
+		return nil, fmt.Errorf("%w: %w", errOwnCopyGone, err)
+	}
+	return b, err
 }
 
 // has reports whether k is held or being filled.
@@ -212,6 +224,23 @@ func (cf *compFrames) get(ctx context.Context, c *FrameCache, k cacheKey, fill f
 			continue // the filler's context ended, not ours
 		}
 		return b, !mine, err
+	}
+}
+
+// awaitFlight waits for a fill of k in progress, if there is one, without
+// claiming one when there is none.
+func (c *FrameCache) awaitFlight(ctx context.Context, k cacheKey) {
+	c.mu.Lock()
+	fl, ok := c.flights[k]
+	if ok {
+		fl.waiters++
+	}
+	c.mu.Unlock()
+	if !ok {
+		return
+	}
+	if b, err := c.waitFlight(ctx, fl); err == nil && b != nil {
+		b.Release()
 	}
 }
 
@@ -332,6 +361,12 @@ func (c *FrameCache) PeerFrame(ctx context.Context, id FrameID) (*Buf, bool, err
 		return nil, false, err
 	}
 	k := s.frameKey(ci, i)
+	if _, remote := c.peers.Owner(id); !remote && !c.comp.has(k) {
+		// A read of ours may be fetching the frame right now; it keeps a
+		// copy for the peers (keepOwned) before it completes: wait for it
+		// rather than fetch the frame a second time.
+		c.awaitFlight(ctx, k)
+	}
 	return c.comp.get(ctx, c, k, func(ctx context.Context) (*Buf, error) {
 		b, err := fetchCompressed(ctx, s, ci, i)
 		if errors.Is(err, ErrChecksum) {
@@ -407,6 +442,10 @@ func (s *Set) peerOwner(ci int32, i int) (owner string, ok bool) {
 // compressed bytes and its decoded frame.
 func peerCost(f Frame) int64 { return bufSize(f.CSize) + bufSize(f.USize) }
 
+// errOwnCopyGone: the compressed copy this replica kept of a frame it
+// owns was evicted before a miss could use it (the backend is read).
+var errOwnCopyGone = errors.New("own compressed copy of the frame evicted")
+
 // errPeerBytes: a peer's bytes failed the frame's sha256.
 var errPeerBytes = errors.New("peer answered bytes that fail the frame's sha256")
 
@@ -419,12 +458,17 @@ func fromPeer(ctx context.Context, s *Set, ci int32, i int, owner string, cl *cl
 	f := s.chunks[ci].Frames[i]
 	id := s.frameID(ci, i)
 	var comp *Buf
-	if owner == "" { // our own copy, kept for the others: checked when kept
+	if owner == "" {
+		// Our own copy, kept for the others (checked when kept), or the
+		// fetch of it a peer's ask has in flight: waiting for that costs no
+		// budget (its take never waits), and a second fetch would.
 		s.lim.unreserve(cl, bufSize(f.CSize))
-		if comp = s.cache.comp.held(s.frameKey(ci, i)); comp == nil {
+		c, err := s.cache.comp.await(ctx, s.cache, s.frameKey(ci, i))
+		if err != nil {
 			s.lim.unreserve(cl, bufSize(f.USize))
-			return nil, errors.New("own compressed copy evicted")
+			return nil, err
 		}
+		comp = c
 		defer comp.Release()
 		if err := decodeSlot(ctx, s); err != nil {
 			s.lim.unreserve(cl, bufSize(f.USize))

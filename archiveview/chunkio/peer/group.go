@@ -169,8 +169,19 @@ func New(cfg Config) (*Group, error) {
 	}
 	g.m = newMetrics(cfg.Registerer, func() float64 { return float64(len(g.ring.Load().urls)) })
 	urls, _, _ := resolve(context.Background(), noDNS{}, g.staticOnly(), g.self, nil)
-	g.ring.Store(newRing(urls, g.self))
+	g.install(newRing(urls, g.self))
 	return g, nil
+}
+
+// install makes r the ring, with every peer's verify-failure series
+// emitted (at zero) from the moment it is a member.
+func (g *Group) install(r *ring) {
+	for i, u := range r.urls {
+		if i != r.self {
+			g.m.verifyFailures.WithLabelValues(u)
+		}
+	}
+	g.ring.Store(r)
 }
 
 // noRedirects: a peer answers, it never sends the asker elsewhere.
@@ -248,7 +259,7 @@ func (g *Group) Resolve(ctx context.Context) {
 	}
 	old := g.ring.Load()
 	if !equalStrings(old.urls, urls) {
-		g.ring.Store(newRing(urls, g.self))
+		g.install(newRing(urls, g.self))
 		g.log.Info().Strs("members", urls).Int("was", len(old.urls)).Msg("peers: ring changed")
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
@@ -764,5 +765,31 @@ func TestChunkioChecksEveryAnswer(t *testing.T) {
 				t.Errorf("%d backend bytes", got)
 			}
 		})
+	}
+}
+
+// TestMetricsFromStart: every wharf_peer_* series is there at zero before
+// any traffic, the verify failures of each member included.
+func TestMetricsFromStart(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	if _, err := New(Config{Self: "http://10.0.0.1:1", Peers: []string{"http://10.0.0.1:1", "http://10.0.0.2:1"}, Secret: testSecret, Registerer: reg}); err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, mf := range mfs {
+		got[mf.GetName()] = len(mf.GetMetric())
+	}
+	for name, n := range map[string]int{
+		"wharf_peer_hits_total": 1, "wharf_peer_misses_total": 1, "wharf_peer_bytes_in_total": 1, "wharf_peer_bytes_out_total": 1,
+		"wharf_peer_fallbacks_total": len(fallbackReasons), "wharf_peer_verify_failures_total": 1,
+		"wharf_peer_requests_served_total": 6, "wharf_peer_members": 1,
+	} {
+		if got[name] != n {
+			t.Errorf("%s: %d series, want %d", name, got[name], n)
+		}
 	}
 }

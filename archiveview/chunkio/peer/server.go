@@ -93,8 +93,8 @@ func (g *Group) serve(w http.ResponseWriter, r *http.Request, cache *chunkio.Fra
 	if err != nil {
 		code := http.StatusBadGateway
 		switch {
-		case errors.Is(err, chunkio.ErrNotShared):
-			code = http.StatusNotFound
+		case errors.Is(err, chunkio.ErrNotShared), errors.Is(err, backend.ErrArchived):
+			code = http.StatusNotFound // an archived object's bytes are not served here either
 		case errors.Is(err, backend.ErrChanged):
 			code = http.StatusConflict
 		case errors.Is(err, backend.ErrUnavailable):
