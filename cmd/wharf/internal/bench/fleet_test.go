@@ -37,17 +37,14 @@ func TestFleetConfigValidate(t *testing.T) {
 
 // TestFleetTiny runs the fleet workload at CI size on both S3 models,
 // without latency: three replicas, 150 random reads of 200 files (two
-// frames), every byte checked (runFleet fails on a wrong one), without
+// frames), every byte checked (loadFleets fails on a wrong one), without
 // and with peers. Without peers each replica fetches the frames its own
 // reads touch, so the backend bytes lie between one copy of the touched
-// frames and one per replica; as peers at most two copies (each frame
-// once from its owner, plus at most the owner's second fetch when its own
-// client's read and a peer's request for the frame race, which at zero
-// latency over two frames happens often: docs/operations.md, "Running a
-// fleet"), fewer than without peers, with frames moved between the
-// replicas and no verify failure. Issue 23's 1.25x is the report's target
-// and TestFleetPeers' (integration/), at S3's latency over 18 frames. The
-// report has every row for both variants and the three targets.
+// frames and one per replica; as peers about one copy (each frame once,
+// from its owner: at most issue 23's 1.25x, 1.00x measured), fewer than
+// without peers, with frames moved between the replicas and no verify
+// failure. The report has every row for both variants and the three
+// targets.
 func TestFleetTiny(t *testing.T) {
 	for _, model := range []string{ModelHTTP, ModelInProcess} {
 		t.Run(model, func(t *testing.T) {
@@ -92,8 +89,8 @@ func TestFleetTiny(t *testing.T) {
 				t.Errorf("no-peer fleet: %v peer MB, %v peer hits: want none", g["peer MB"], g["peer hits"])
 			}
 			p := got[fleetPeers]
-			if r := p["backend bytes / touched frames"]; r < 1 || r > 2 || r >= got[fleetNoPeers]["backend bytes / touched frames"] {
-				t.Errorf("peer fleet of 3 fetched %.2fx the touched frames (%.2fx without peers): want 1x to 2x, and less than without", r, got[fleetNoPeers]["backend bytes / touched frames"])
+			if r := p["backend bytes / touched frames"]; r < 1 || r > 1.25 || r >= got[fleetNoPeers]["backend bytes / touched frames"] {
+				t.Errorf("peer fleet of 3 fetched %.2fx the touched frames (%.2fx without peers): want 1x to 1.25x, and less than without", r, got[fleetNoPeers]["backend bytes / touched frames"])
 			}
 			if p["peer hits"] < 1 || p["peer MB"] <= 0 || p["verify failures"] != 0 {
 				t.Errorf("peer fleet: %v hits, %v MB between peers, %v verify failures: want frames moved, none refused", p["peer hits"], p["peer MB"], p["verify failures"])
