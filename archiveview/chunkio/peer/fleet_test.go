@@ -415,6 +415,7 @@ func TestFleetModelledS3(t *testing.T) {
 	run := func(noPeers bool) result {
 		store := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{Latency: 20 * time.Millisecond, Bandwidth: 100 << 20})
 		rs := newFleet(t, 4, store, key, fleetOpts{noPeers: noPeers})
+		base := store.BytesReturned() // the manifests the replicas opened
 		var mu sync.Mutex
 		var lat []time.Duration
 		touched := map[string]bool{}
@@ -442,11 +443,12 @@ func TestFleetModelledS3(t *testing.T) {
 		// same files, read once each.
 		one := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{})
 		solo := newFleet(t, 1, one, key, fleetOpts{noPeers: true})
+		soloBase := one.BytesReturned()
 		for k := range touched {
 			solo[0].readAll(t, k, files[k])
 		}
 		slices.Sort(lat)
-		return result{float64(store.BytesReturned()) / float64(one.BytesReturned()), lat[len(lat)/2], lat[len(lat)*9/10]}
+		return result{float64(store.BytesReturned()-base) / float64(one.BytesReturned()-soloBase), lat[len(lat)/2], lat[len(lat)*9/10]}
 	}
 	with, without := run(false), run(true)
 	t.Logf("backend bytes per touched frame: %.2fx with peers, %.2fx without; median read %v with, %v without; p90 %v with, %v without",
