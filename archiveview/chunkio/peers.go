@@ -85,6 +85,12 @@ type Peers interface {
 	Rejected(owner string, id FrameID, err error)
 }
 
+// PeersAccepted is what a Peers may also implement to be told that the
+// bytes owner answered for id passed the frame's sha256 and were used.
+type PeersAccepted interface {
+	Accepted(owner string, id FrameID)
+}
+
 // WithPeers makes frame misses of frames with a sha256 ask their owner
 // among the replicas first (peers.go), and lets PeerFrame answer the
 // other replicas.
@@ -488,6 +494,9 @@ func fromPeer(ctx context.Context, s *Set, ci int32, i int, owner string, cl *cl
 		s.log.Warn().Str("archive", s.name).Str("chunk", s.chunks[ci].Key).Int("frame", i).Str("peer", owner).
 			Msg("peer answered a frame that fails its sha256: not used, fetched from the backend instead")
 		return nil, err
+	}
+	if a, ok := s.cache.peers.(PeersAccepted); ok {
+		a.Accepted(owner, id)
 	}
 	if err := decodeSlot(ctx, s); err != nil {
 		s.lim.unreserve(cl, bufSize(f.USize))
