@@ -85,6 +85,12 @@ type Peers interface {
 	Rejected(owner string, id FrameID, err error)
 }
 
+// PeersAccepted is what a Peers may also implement to be told that the
+// bytes owner answered for id passed the frame's sha256 and were used.
+type PeersAccepted interface {
+	Accepted(owner string, id FrameID)
+}
+
 // WithPeers makes frame misses of frames with a sha256 ask their owner
 // among the replicas first (peers.go), and lets PeerFrame answer the
 // other replicas.
@@ -227,23 +233,6 @@ func (cf *compFrames) get(ctx context.Context, c *FrameCache, k cacheKey, fill f
 	}
 }
 
-// awaitFlight waits for a fill of k in progress, if there is one, without
-// claiming one when there is none.
-func (c *FrameCache) awaitFlight(ctx context.Context, k cacheKey) {
-	c.mu.Lock()
-	fl, ok := c.flights[k]
-	if ok {
-		fl.waiters++
-	}
-	c.mu.Unlock()
-	if !ok {
-		return
-	}
-	if b, err := c.waitFlight(ctx, fl); err == nil && b != nil {
-		b.Release()
-	}
-}
-
 // PeerBytes is the bytes of compressed frames held for other replicas
 // (WithPeerCache's budget bounds it; 0 without WithPeers).
 func (c *FrameCache) PeerBytes() int64 {
@@ -362,10 +351,24 @@ func (c *FrameCache) PeerFrame(ctx context.Context, id FrameID) (*Buf, bool, err
 	}
 	k := s.frameKey(ci, i)
 	if _, remote := c.peers.Owner(id); !remote && !c.comp.has(k) {
-		// A read of ours may be fetching the frame right now; it keeps a
-		// copy for the peers (keepOwned) before it completes: wait for it
-		// rather than fetch the frame a second time.
-		c.awaitFlight(ctx, k)
+		// One fetch per frame across our own reads and the peers' asks.
+		// A read of ours fetching the frame keeps a copy for the peers
+		// (keepOwned) before it completes its flight: wait for it. With
+		// none, hold the frame's flight while we fetch the compressed
+		// bytes, so that a read of ours arriving meanwhile waits for us and
+		// then decodes our copy (errGaveUp sends it round again) instead
+		// of fetching the frame a second time.
+		buf, fl, mine := c.lookup(k, true)
+		switch {
+		case buf != nil:
+			buf.Release()
+		case mine:
+			defer c.complete(k, fl, nil, errGaveUp)
+		default:
+			if b, err := c.waitFlight(ctx, fl); err == nil {
+				b.Release()
+			}
+		}
 	}
 	return c.comp.get(ctx, c, k, func(ctx context.Context) (*Buf, error) {
 		b, err := fetchCompressed(ctx, s, ci, i)
@@ -491,6 +494,9 @@ func fromPeer(ctx context.Context, s *Set, ci int32, i int, owner string, cl *cl
 		s.log.Warn().Str("archive", s.name).Str("chunk", s.chunks[ci].Key).Int("frame", i).Str("peer", owner).
 			Msg("peer answered a frame that fails its sha256: not used, fetched from the backend instead")
 		return nil, err
+	}
+	if a, ok := s.cache.peers.(PeersAccepted); ok {
+		a.Accepted(owner, id)
 	}
 	if err := decodeSlot(ctx, s); err != nil {
 		s.lim.unreserve(cl, bufSize(f.USize))

@@ -399,7 +399,7 @@ func TestReplicaKilledDuringLoad(t *testing.T) {
 // behind a random balancer over a modelled S3 (20 ms to first byte,
 // 100 MB/s per connection), 8 clients reading 800 random small files of 600.
 // With peers the fleet's backend bytes stay near one copy of the touched
-// frames (at most 1.25x) where without they approach one per replica, and
+// frames (at most 1.10x) where without they approach one per replica, and
 // reads are at most 1.5x as slow (median and p90).
 func TestFleetModelledS3(t *testing.T) {
 	dir, key, files := testArchiveWith(t, 600, 8<<10, cargopack.Options{FrameSize: 64 << 10})
@@ -415,6 +415,7 @@ func TestFleetModelledS3(t *testing.T) {
 	run := func(noPeers bool) result {
 		store := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{Latency: 20 * time.Millisecond, Bandwidth: 100 << 20})
 		rs := newFleet(t, 4, store, key, fleetOpts{noPeers: noPeers})
+		base := store.BytesReturned() // the manifests the replicas opened
 		var mu sync.Mutex
 		var lat []time.Duration
 		touched := map[string]bool{}
@@ -442,17 +443,21 @@ func TestFleetModelledS3(t *testing.T) {
 		// same files, read once each.
 		one := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{})
 		solo := newFleet(t, 1, one, key, fleetOpts{noPeers: true})
+		soloBase := one.BytesReturned()
 		for k := range touched {
 			solo[0].readAll(t, k, files[k])
 		}
 		slices.Sort(lat)
-		return result{float64(store.BytesReturned()) / float64(one.BytesReturned()), lat[len(lat)/2], lat[len(lat)*9/10]}
+		return result{float64(store.BytesReturned()-base) / float64(one.BytesReturned()-soloBase), lat[len(lat)/2], lat[len(lat)*9/10]}
 	}
 	with, without := run(false), run(true)
 	t.Logf("backend bytes per touched frame: %.2fx with peers, %.2fx without; median read %v with, %v without; p90 %v with, %v without",
 		with.ratio, without.ratio, with.median, without.median, with.p90, without.p90)
-	if with.ratio > 1.25 {
-		t.Errorf("with peers the fleet fetched %.2fx the touched frames, want at most 1.25x", with.ratio)
+	// The issue asks for 1.25x end to end; one flight per frame across
+	// the fleet gives 1.00x here, and 1.10x would mean frames fetched
+	// twice again (the owner's read racing a peer's ask gave 1.07-1.11x).
+	if with.ratio > 1.10 {
+		t.Errorf("with peers the fleet fetched %.2fx the touched frames, want at most 1.10x", with.ratio)
 	}
 	if without.ratio < 2 {
 		t.Errorf("without peers the fleet fetched only %.2fx the touched frames: the test does not show what peers save", without.ratio)

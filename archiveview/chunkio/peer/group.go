@@ -113,7 +113,10 @@ type peerState struct {
 	lastOK    time.Time
 }
 
-var _ chunkio.Peers = (*Group)(nil)
+var (
+	_ chunkio.Peers         = (*Group)(nil)
+	_ chunkio.PeersAccepted = (*Group)(nil)
+)
 
 // New checks cfg and returns the Group. Static members are in the ring
 // at once; dns+ members join when Start resolves them. No network is used.
@@ -324,9 +327,8 @@ func (g *Group) Fetch(ctx context.Context, owner string, id chunkio.FrameID, dst
 	}
 	err := g.fetch(ctx, owner, id, dst)
 	if err == nil {
-		g.m.hits.Inc()
 		g.up(owner)
-		return nil
+		return nil // a hit once chunkio has checked the bytes (Accepted)
 	}
 	if ctx.Err() != nil {
 		return ctx.Err() // the reader left: no fallback follows
@@ -408,6 +410,10 @@ func (g *Group) transportErr(fctx context.Context, owner string, err error) erro
 	}
 	return &fetchError{reasonConnect, fmt.Errorf("peer %s: %w", owner, err)}
 }
+
+// Accepted implements chunkio.PeersAccepted: owner's bytes for id passed
+// the frame's sha256 (a hit).
+func (g *Group) Accepted(string, chunkio.FrameID) { g.m.hits.Inc() }
 
 // Rejected implements chunkio.Peers: owner's bytes for id failed the
 // frame's sha256.

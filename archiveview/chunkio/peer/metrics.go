@@ -29,7 +29,7 @@ func newMetrics(reg prometheus.Registerer, members func() float64) *metrics {
 	m := &metrics{
 		hits: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "wharf_peer_hits_total",
-			Help: "Frames this replica asked of their owner and received, verified (no backend fetch here).",
+			Help: "Frames this replica asked of their owner and received, their sha256 checked (no backend fetch here).",
 		}),
 		misses: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "wharf_peer_misses_total",
