@@ -58,6 +58,16 @@
 //     upload prefix when the archive asks for it with Load, else from HEADs
 //     and refused GETs) and sends restores once per object.
 //
+//   - Peers (peers.go): with WithPeers, a miss of a frame that has a
+//     sha256 (not giant) is first asked of the replica that owns it
+//     (Peers.Owner, Peers.Fetch); its bytes are checked against the
+//     sha256 like the backend's before any is used, and any failure of
+//     the peer costs one backend fetch instead, never a failed read.
+//     PeerFrame answers the other replicas: verified compressed frames of
+//     archives a Set of this cache has open, and nothing else. Frames
+//     without a frame checksum and giant frames are never shared. Every
+//     peer buffer is charged to the one memory budget.
+//
 // The package never sees HTTP. It lists the bucket only in Classes.Load,
 // which the archive layer calls at open and on rescans when asked to.
 package chunkio

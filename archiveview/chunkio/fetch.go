@@ -90,6 +90,13 @@ func shortBody(err error) error {
 func fillFrame(ctx context.Context, s *Set, ci int32, i int) (*Buf, error) {
 	k := s.frameKey(ci, i)
 	return s.cache.get(ctx, k, s.metrics, func(ctx context.Context) (*Buf, error) {
+		if owner, peer := s.peerOwner(ci, i); peer {
+			cl, err := s.lim.reserve(ctx, peerCost(s.chunks[ci].Frames[i]), demand)
+			if err != nil {
+				return nil, fmt.Errorf("frame %d: %w", i, err)
+			}
+			return peerOrBackend(ctx, s, ci, i, owner, cl, demand)
+		}
 		buf, err := fetchFrame(ctx, s, ci, i)
 		if errors.Is(err, ErrChecksum) {
 			buf, err = refetchFrame(ctx, s, ci, i, err)
@@ -119,7 +126,11 @@ func fetchFrame(ctx context.Context, s *Set, ci int32, i int) (*Buf, error) {
 		return nil, fmt.Errorf("frame %d: %w", i, err)
 	}
 	defer func() { <-s.cache.decodeSem }()
-	return checkFrame(s, ci, i, p.buf.b, nil, s.lim.bufReserved(p.cl, f.USize))
+	buf, err := checkFrame(s, ci, i, p.buf.b, nil, s.lim.bufReserved(p.cl, f.USize))
+	if err == nil {
+		keepOwned(s, ci, i, p.buf.b)
+	}
+	return buf, err
 }
 
 // refetchFrame fetches frame i once more after its bytes failed their

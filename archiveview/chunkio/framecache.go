@@ -53,6 +53,11 @@ type FrameCache struct {
 	idMu   sync.Mutex
 	stores map[any]string // store instance -> its id in cache keys
 	nextID uint64
+
+	// Peers (peers.go): nil without WithPeers.
+	peers Peers
+	comp  *compFrames // compressed frames kept for the other replicas
+	reg   peerReg     // open Sets, for PeerFrame
 }
 
 // NewFrameCache returns a cache holding at most budget bytes of decoded
@@ -82,8 +87,21 @@ func NewFrameCache(budget int64, opts ...CacheOption) *FrameCache {
 	if cfg.memoryWait <= 0 {
 		cfg.memoryWait = DefaultMemoryWait
 	}
+	budget = min(budget, cfg.memory)
+	var comp *compFrames
+	if cfg.peers != nil {
+		n := cfg.peerCache
+		if n <= 0 {
+			n = budget / 8
+		}
+		n = min(n, budget/2)
+		comp = newCompFrames(n)
+		budget -= n
+	}
 	c := &FrameCache{
-		budget:    min(budget, cfg.memory),
+		budget:    budget,
+		peers:     cfg.peers,
+		comp:      comp,
 		flights:   make(map[cacheKey]*flight),
 		lim:       newReadLimits(cfg),
 		decs:      make(chan *zstd.Decoder, 2*runtime.GOMAXPROCS(0)+2),
@@ -146,7 +164,7 @@ func (c *FrameCache) evictForMemory() bool {
 	c.mu.Lock()
 	_, _, ok := c.lru.RemoveOldest()
 	c.mu.Unlock()
-	if ok {
+	if ok || (c.comp != nil && c.comp.removeOldest()) {
 		return true
 	}
 	return c.dropParked()

@@ -153,11 +153,29 @@ func (fs *framedSource) produce() {
 			i++
 			continue
 		}
+		if owner, peer := s.peerOwner(fs.ci, i); peer {
+			reserved, ok, retry := fs.startPeer(i, fu.fl, owner)
+			if !ok {
+				return
+			}
+			if retry {
+				continue // the claim was given back: look frame i up again
+			}
+			fu.last = reserved
+			if !fs.send(fu) {
+				return
+			}
+			i++
+			continue
+		}
 		// Claim the run of adjacent missing frames that fits one part: a
 		// frame joins when it is ours to fetch (the first that is not is
 		// the next future).
 		fls := []*flight{fu.fl}
 		plan := nextFramePart(fs.hi+1, func(k int) Frame { return fr[k] }, i, s.lim.partSize, func(k int) bool {
+			if _, peer := s.peerOwner(fs.ci, k); peer {
+				return false // asked of its owner on its own
+			}
 			buf, fl, m := c.lookup(s.frameKey(fs.ci, k), true)
 			if !m {
 				if buf != nil {
@@ -255,6 +273,59 @@ func (fs *framedSource) start(plan partPlan, fls []*flight) (reserved int64, ok,
 	return need, true, false
 }
 
+// startPeer asks owner for frame i (whose flight fl the producer
+// claimed) once the window has room, like start does for a part: the
+// compressed bytes and the decoded frame are taken at once, as a demand
+// take when nothing of this source is ahead of the consumer, else
+// speculatively (within the stream's fair share, never waiting). One that
+// finds no room gives its claim back (errGaveUp), waits until the
+// consumer caught up and asks the producer to look the frame up again
+// (retry). It returns the bytes the fetch holds.
+func (fs *framedSource) startPeer(i int, fl *flight, owner string) (reserved int64, ok, retry bool) {
+	s := fs.set
+	key := s.frameKey(fs.ci, i)
+	need := peerCost(s.chunks[fs.ci].Frames[i])
+	ahead, held, ok := fs.slot()
+	if !ok {
+		s.cache.complete(key, fl, nil, fs.ctx.Err())
+		return 0, false, false
+	}
+	mode := speculative
+	if ahead == 0 {
+		mode = demand
+	}
+	var cl *clientUse
+	var err error
+	if mode == speculative && held+need > s.lim.share() {
+		err = errNoMemory
+	} else {
+		cl, err = s.lim.reserve(fs.ctx, need, mode)
+	}
+	if err == errNoMemory {
+		s.cache.complete(key, fl, nil, errGaveUp)
+		if !fs.drained() {
+			return 0, false, false
+		}
+		return 0, true, true
+	}
+	if err != nil {
+		s.cache.complete(key, fl, nil, fmt.Errorf("frame %d: %w", i, err))
+		return 0, true, false
+	}
+	fs.mu.Lock()
+	fs.ahead++
+	fs.held += need
+	fs.mu.Unlock()
+	go func() {
+		buf, err := peerOrBackend(fs.ctx, s, fs.ci, i, owner, cl, demand)
+		s.cache.complete(key, fl, buf, err)
+		if buf != nil {
+			buf.Release()
+		}
+	}()
+	return need, true, false
+}
+
 // consumed is called when the consumer took the last frame of a part this
 // source launched, which held bytes.
 func (fs *framedSource) consumed(bytes int64) {
@@ -311,8 +382,12 @@ func partWorker(ctx context.Context, s *Set, p *part, lo, hi int, fls []*flight,
 		}
 		size := bufSize(f.USize)
 		reserved -= size
-		buf, err := checkFrame(s, p.ci, k, p.buf.b[f.COff-p.off:f.COff+f.CSize-p.off], &sum, s.lim.bufReserved(p.cl, f.USize))
+		comp := p.buf.b[f.COff-p.off : f.COff+f.CSize-p.off]
+		buf, err := checkFrame(s, p.ci, k, comp, &sum, s.lim.bufReserved(p.cl, f.USize))
 		<-c.decodeSem
+		if err == nil {
+			keepOwned(s, p.ci, k, comp)
+		}
 		if errors.Is(err, ErrChecksum) {
 			buf, err = refetchFrame(ctx, s, p.ci, k, err)
 		}
@@ -523,6 +598,34 @@ func prefetch(ctx context.Context, s *Set, ci int32, lo, hi int, budget, held *i
 			}
 			continue
 		}
+		if owner, peer := s.peerOwner(ci, i); peer {
+			// Asked of its owner on its own, speculatively.
+			need := peerCost(fr[i])
+			var cl *clientUse
+			var err error = errNoMemory
+			if *held+need <= s.lim.share() {
+				cl, err = s.lim.reserve(ctx, need, speculative)
+			}
+			if err != nil {
+				c.complete(s.frameKey(ci, i), fl, nil, errGaveUp)
+				return
+			}
+			*budget -= bufSize(fr[i].USize)
+			*held += need
+			workers.Add(1)
+			go func(i int) {
+				defer workers.Done()
+				buf, err := peerOrBackend(ctx, s, ci, i, owner, cl, speculative)
+				if buf != nil {
+					buf.prefetchedBy, buf.prefetchBytes = s.metrics, fr[i].CSize // before the buffer is published
+				}
+				c.complete(s.frameKey(ci, i), fl, buf, err)
+				if buf != nil {
+					buf.Release()
+				}
+			}(i)
+			continue
+		}
 		// A frame joins the part when it is cached, fits the prefetch's
 		// budget and is ours to fetch.
 		fls := []*flight{fl}
@@ -530,6 +633,9 @@ func prefetch(ctx context.Context, s *Set, ci int32, lo, hi int, budget, held *i
 		plan := nextFramePart(hi+1, func(k int) Frame { return fr[k] }, i, s.lim.partSize, func(k int) bool {
 			if s.giant(fr[k]) || decoded+fr[k].USize > *budget {
 				return false
+			}
+			if _, peer := s.peerOwner(ci, k); peer {
+				return false // asked of its owner on its own
 			}
 			buf, fl2, m := c.lookup(s.frameKey(ci, k), false)
 			if !m {

@@ -88,6 +88,8 @@ type cacheConfig struct {
 	maxParts    int
 	memoryWait  time.Duration
 	clientShare float64
+	peers       Peers // peers.go
+	peerCache   int64
 }
 
 // WithMemory sets the hard memory budget of all reads (bytes): cached

@@ -115,6 +115,9 @@ type Set struct {
 	closed bool
 
 	decoded atomic.Int64 // bytes produced by stream decoders (tests: O(size))
+
+	keyIdxOnce sync.Once // chunkByKey (peers.go)
+	keyIdx     map[string]int32
 }
 
 // NewSet returns the read state for chunks of bucket in store. The chunk
@@ -147,6 +150,9 @@ func NewSet(store backend.Store, bucket string, chunks []Chunk, o Options) *Set 
 		s.classes = NewClasses(store, bucket, ClassOptions{Logger: o.Logger, Name: o.Name})
 	}
 	s.storeID = s.cache.storeID(store)
+	if s.cache.peers != nil {
+		s.cache.reg.add(s) // PeerFrame serves its frames until Close
+	}
 	switch {
 	case s.readahead == 0:
 		s.readahead = DefaultReadahead
@@ -196,6 +202,9 @@ func (s *Set) Close() {
 	s.closed = true
 	s.mu.Unlock()
 	s.cache.dropParkedOf(s)
+	if s.cache.peers != nil {
+		s.cache.reg.remove(s)
+	}
 	s.prefetchWG.Wait()
 }
 

@@ -23,7 +23,8 @@
 //   - FaultyHTTP wraps an S3 server's http.Handler (gofakes3 in tests) and
 //     applies the HTTPFault a hook chooses to real protocol traffic: S3
 //     error documents, connection resets and truncation mid-body, stalls,
-//     ignored or shifted ranges and over-long bodies, so that S3Store's
+//     ignored or shifted ranges, over-long bodies and paced bodies (a
+//     per-connection bandwidth), so that S3Store's
 //     retries, resumes and checks are tested against the wire.
 //
 // A hook sees each request (with a sequence number) and returns the fault

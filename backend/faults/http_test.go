@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -194,5 +195,52 @@ func TestFaultyHTTPLog(t *testing.T) {
 	send("GET", "/b1/k", "", "")
 	if log := fh.Log(); len(log) != 1 || log[0].N != 0 {
 		t.Fatalf("after Reset: %+v", log)
+	}
+}
+
+// TestFaultyHTTPBandwidth: HTTPFault.Bandwidth paces a body at its rate
+// (and only the body: a fault without it is not slowed), every byte
+// intact, also over a ranged answer.
+func TestFaultyHTTPBandwidth(t *testing.T) {
+	obj := randBytes(41, 200000)
+	origin := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.ServeContent(w, r, "obj", time.Time{}, bytes.NewReader(obj))
+	})
+	var rate atomic.Int64 // set per case, read by the server's goroutines
+	fh := FaultyHTTP(origin, func(HTTPRequest) HTTPFault { return HTTPFault{Bandwidth: rate.Load()} })
+	srv := httptest.NewServer(fh)
+	defer srv.Close()
+	for _, tc := range []struct {
+		name            string
+		rate            int64
+		rng             string
+		want            []byte
+		atLeast, atMost time.Duration
+	}{
+		{"unpaced", 0, "", obj, 0, 150 * time.Millisecond},
+		{"1 MB/s", 1e6, "", obj, 190 * time.Millisecond, 2 * time.Second},
+		{"1 MB/s, a 100,000-byte range", 1e6, "bytes=50000-149999", obj[50000:150000], 90 * time.Millisecond, time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rate.Store(tc.rate)
+			req, _ := http.NewRequest(http.MethodGet, srv.URL+"/bkt/key", nil)
+			if tc.rng != "" {
+				req.Header.Set("Range", tc.rng)
+			}
+			t0 := time.Now()
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			took := time.Since(t0)
+			if err != nil || !bytes.Equal(body, tc.want) {
+				t.Fatalf("body: %d bytes, err %v; want the %d bytes intact", len(body), err, len(tc.want))
+			}
+			if took < tc.atLeast || took > tc.atMost {
+				t.Errorf("took %v, want %v..%v", took, tc.atLeast, tc.atMost)
+			}
+		})
 	}
 }

@@ -47,7 +47,7 @@ func runBench(ctx context.Context, args []string) error {
 	fs.Var(&cache, "cache-bytes", "decoded-frame cache budget")
 	conc := fs.String("concurrency", "1,8,32", "client concurrencies for the tree walk")
 	out := fs.String("out", "bench-results", "directory for report.md, report.csv and walk.svg")
-	quick := fs.Bool("quick", false, "small sizes for a smoke run (200 files, 32 MiB large file, 20,000 keys, 16 cold files)")
+	quick := fs.Bool("quick", false, "small sizes for a smoke run (200 files, 32 MiB large file, 20,000 keys, 16 cold files, a fleet of 400 files read 300 times)")
 	soak := fs.Bool("soak", false, "run the load test instead: random reads and listings across several archives with faults injected")
 	soakFor := fs.Duration("soak-duration", bench.DefaultSoakConfig().Duration, "with --soak: how long the load runs")
 	soakClients := fs.Int("soak-clients", bench.DefaultSoakConfig().Clients, "with --soak: concurrent clients")
@@ -61,6 +61,8 @@ func runBench(ctx context.Context, args []string) error {
 	scalePages := fs.Int("scale-pages", scaleDef.Pages, "with --scale: listing pages of the partial walk")
 	scaleRepeat := fs.Int("scale-repeat", scaleDef.Repeat, "with --scale: build runs per size (the median is reported)")
 	scaleUploads := fs.Int("scale-uploads", 2000, "with --scale: also time discovery of this many uploads at 50ms per request (0 skips it)")
+	fleetReplicas := fs.Int("fleet-replicas", def.Fleet.Replicas, "replicas of the fleet workload, in-process over the one S3 model behind a random balancer, with and without peers (0 skips it)")
+	fleetReads := fs.Int("fleet-reads", def.Fleet.Reads, "random small-file reads of the fleet workload")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	var memTarget int64
 	fs.Var(memoryTargetFlag{&memTarget}, "memory-target", "with --soak: as serve's --memory-target, the process's memory limit: sets the Go soft memory limit and divides --cache-bytes and --read-memory from it (explicit ones win)")
@@ -169,6 +171,7 @@ func runBench(ctx context.Context, args []string) error {
 	cfg.CacheBytes = int64(cache)
 	cfg.ColdFiles = *coldFiles
 	cfg.ShapeSize, cfg.ShapeFrame = int64(shapeSize), int64(shapeFrame)
+	cfg.Fleet.Replicas, cfg.Fleet.Reads = *fleetReplicas, *fleetReads
 	cfg.Models = nil
 	for _, m := range strings.Split(*model, ",") {
 		cfg.Models = append(cfg.Models, strings.TrimSpace(m))
@@ -196,6 +199,7 @@ func runBench(ctx context.Context, args []string) error {
 		cfg.ColdFiles = min(cfg.ColdFiles, 16)
 		cfg.ShapeSize = min(cfg.ShapeSize, 16<<20)
 		cfg.ShapeFrame = min(cfg.ShapeFrame, cfg.ShapeSize)
+		cfg.Fleet.Reads, cfg.Fleet.Files = min(cfg.Fleet.Reads, 300), min(cfg.Fleet.Files, 400)
 	}
 	cfg.Command = "wharf bench " + strings.Join(args, " ")
 	cfg.Progress = os.Stderr

@@ -12,7 +12,7 @@ import (
 // know before any work, defaults to the HTTP path, and with two models
 // names both in the report.
 func TestBenchModelFlag(t *testing.T) {
-	none := []string{"--files", "0", "--list-keys", "0", "--large-size", "0", "--cold-files", "0", "--shapes-size", "0"}
+	none := []string{"--files", "0", "--list-keys", "0", "--large-size", "0", "--cold-files", "0", "--shapes-size", "0", "--fleet-replicas", "0"}
 	for _, bad := range []string{"gofakes3", "http,", "http,http"} {
 		err := runBench(context.Background(), append([]string{"--model", bad, "--out", t.TempDir()}, none...))
 		if err == nil || !strings.Contains(err.Error(), "S3 model") {

@@ -110,6 +110,9 @@ type fileConfig struct {
 
 	// The container's memory limit, divided into the budgets (memtarget.go).
 	MemoryTarget yamlMemoryTarget `yaml:"memory_target"`
+
+	// Peers (peers.go).
+	peerConfig `yaml:",inline"`
 }
 
 // yamlBytes is a size in YAML: an integer or a string such as "512MiB".
@@ -199,6 +202,7 @@ func applyConfigYAML(data []byte, cfg *serveConfig) error {
 	fc.S3.Endpoint, fc.S3.Region, fc.S3.PathStyle = cfg.S3.Endpoint, cfg.S3.Region, cfg.S3.PathStyle
 	fc.IndexCacheSecretFile, fc.IndexCacheTrustWriters = cfg.IndexCacheSecretFile, cfg.IndexCacheTrustWriters
 	fc.MemoryTarget = yamlMemoryTarget(cfg.MemoryTarget)
+	fc.peerConfig = cfg.peerConfig
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&fc); err != nil && !errors.Is(err, io.EOF) {
@@ -239,6 +243,7 @@ func applyConfigYAML(data []byte, cfg *serveConfig) error {
 	cfg.AllowRestore, cfg.RestoreStatusTTL = fc.AllowRestore, fc.RestoreStatusTTL
 	cfg.Console = fc.Console
 	cfg.MemoryTarget = int64(fc.MemoryTarget)
+	cfg.peerConfig = fc.peerConfig
 	cfg.memorySet.markYAML(data)
 	return nil
 }
@@ -342,6 +347,7 @@ func serveFlags(cfg *serveConfig, configPath *string, check *bool) *flag.FlagSet
 	fs.DurationVar(&cfg.RestoreStatusTTL, "restore-status-ttl", cfg.RestoreStatusTTL, "trust an archived chunk's restore state this long before asking S3 again with a HEAD (0 = 1m; at most 24h)")
 	fs.BoolVar(&cfg.Console, "console", cfg.Console, "serve a read-only web console at /-/console/ on the S3 listener (browse, preview, download; login with an access key unless --anonymous)")
 	fs.Var(memoryTargetFlag{&cfg.MemoryTarget}, "memory-target", "the container's memory limit (e.g. 3GiB, or its bytes from the Kubernetes downward API): sets the Go soft memory limit and divides --cache-bytes, --read-memory and --index-memory from it, leaving headroom for the runtime; budgets given explicitly win (docs/operations.md, \"One memory target\")")
+	peerFlags(fs, &cfg.peerConfig)
 	return fs
 }
 

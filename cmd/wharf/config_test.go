@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -365,8 +366,21 @@ type k8sDoc struct {
 		} `yaml:"selector"`
 		Ports []struct {
 			Name       string `yaml:"name"`
+			Port       int    `yaml:"port"`
 			TargetPort string `yaml:"targetPort"`
 		} `yaml:"ports"`
+		ClusterIP                string `yaml:"clusterIP"`
+		PublishNotReadyAddresses bool   `yaml:"publishNotReadyAddresses"`
+		Ingress                  []struct {
+			From []struct {
+				PodSelector *struct {
+					MatchLabels map[string]string `yaml:"matchLabels"`
+				} `yaml:"podSelector"`
+			} `yaml:"from"`
+			Ports []struct {
+				Port string `yaml:"port"`
+			} `yaml:"ports"`
+		} `yaml:"ingress"`
 		Template struct {
 			Spec struct {
 				SecurityContext struct {
@@ -407,6 +421,9 @@ type k8sContainer struct {
 				Resource      string `yaml:"resource"`
 				Divisor       string `yaml:"divisor"`
 			} `yaml:"resourceFieldRef"`
+			FieldRef *struct {
+				FieldPath string `yaml:"fieldPath"`
+			} `yaml:"fieldRef"`
 		} `yaml:"valueFrom"`
 	} `yaml:"env"`
 	Ports []struct {
@@ -434,8 +451,10 @@ type k8sContainer struct {
 // really runs: the container args and the mounted config are accepted by
 // wharf serve's own flag and config code (and pass --check-config), the
 // ports match the listen addresses, the probes hit /healthz and /readyz on
-// the admin port, resources follow the memory sizing rule, and the pod runs
-// as non-root with every path wharf writes mounted.
+// the admin port, resources follow the memory sizing rule, the pod runs
+// as non-root with every path wharf writes mounted, and the peers' dns+
+// members name a headless Service that publishes not-ready pods, their
+// secret mounted from a Secret.
 func TestDeployManifests(t *testing.T) {
 	t.Setenv("WHARF_ACCESS_KEY", "")
 	t.Setenv("WHARF_SECRET_KEY", "")
@@ -500,17 +519,20 @@ func TestDeployManifests(t *testing.T) {
 			(e.ValueFrom.ResourceFieldRef.Divisor == "" || e.ValueFrom.ResourceFieldRef.Divisor == "1") &&
 			(e.ValueFrom.ResourceFieldRef.ContainerName == "" || e.ValueFrom.ResourceFieldRef.ContainerName == c.Name):
 			envs[e.Name] = strconv.FormatInt(limit, 10)
+		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "status.podIP":
+			envs[e.Name] = "10.0.0.7" // the pod's IP, as the kubelet gives it
 		}
 	}
+	// $(VAR) anywhere in an arg ("http://$(POD_IP):7946") is expanded.
+	varRef := regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
 	for i, a := range c.Args {
-		if name, ok := strings.CutPrefix(a, "$("); ok {
-			name = strings.TrimSuffix(name, ")")
-			v, ok := envs[name]
+		c.Args[i] = varRef.ReplaceAllStringFunc(a, func(ref string) string {
+			v, ok := envs[varRef.FindStringSubmatch(ref)[1]]
 			if !ok {
 				t.Fatalf("container arg %s names no env variable the test can resolve", a)
 			}
-			c.Args[i] = v
-		}
+			return v
+		})
 	}
 
 	// The config file the args name is the ConfigMap's, mounted there.
@@ -567,6 +589,17 @@ func TestDeployManifests(t *testing.T) {
 		}
 		cfg.IndexCacheDir = t.TempDir() // the emptyDir exists in the pod
 	}
+	// The peers' secret comes from a Secret (the test's own file stands in
+	// for it: wharf checks the file's mode and length at start).
+	if cfg.PeerSecretFile != "" {
+		if vol, _, ok := mountOf(cfg.PeerSecretFile); !ok || pod.Volumes[volumes[vol]].Secret == nil {
+			t.Errorf("peer_secret_file %s is not mounted from a Secret", cfg.PeerSecretFile)
+		}
+		cfg.PeerSecretFile = writeFile(t, "peer-secret", "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\n")
+		if err := os.Chmod(cfg.PeerSecretFile, 0o400); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// TLS files come from a Secret mounted as a directory (a subPath
 	// mount never sees a renewed secret).
 	pki := newTestPKI(t)
@@ -596,7 +629,11 @@ func TestDeployManifests(t *testing.T) {
 	for _, p := range c.Ports {
 		ports[p.Name] = p.ContainerPort
 	}
-	for name, addr := range map[string]string{"s3": cfg.Listen, "admin": cfg.AdminListen} {
+	listens := map[string]string{"s3": cfg.Listen, "admin": cfg.AdminListen}
+	if cfg.PeerListen != "" {
+		listens["peer"] = cfg.PeerListen
+	}
+	for name, addr := range listens {
 		host, port, err := splitHostPort(addr)
 		if err != nil {
 			t.Fatalf("%s listen: %v", name, err)
@@ -612,6 +649,81 @@ func TestDeployManifests(t *testing.T) {
 		for _, p := range svc.Spec.Ports {
 			if _, ok := ports[p.TargetPort]; !ok {
 				t.Errorf("Service %s targets port %q, which the container does not name", svc.Metadata.Name, p.TargetPort)
+			}
+		}
+	}
+
+	// Peers: each dns+ member names a headless Service of the example
+	// that publishes not-ready pods (a starting pod finds the others) and
+	// maps the member's port to the container's peer port.
+	for _, m := range cfg.peerList() {
+		rest, ok := strings.CutPrefix(m, "dns+http://")
+		if !ok {
+			rest, ok = strings.CutPrefix(m, "dns+https://")
+		}
+		if !ok {
+			continue
+		}
+		host, port, err := splitHostPort(rest)
+		if err != nil {
+			t.Fatalf("--peers %s: %v", m, err)
+		}
+		name, _, _ := strings.Cut(host, ".")
+		found := false
+		for _, svc := range byKind["Service"] {
+			if svc.Metadata.Name != name {
+				continue
+			}
+			found = true
+			if svc.Spec.ClusterIP != "None" || !svc.Spec.PublishNotReadyAddresses {
+				t.Errorf("Service %s (the peers' %s): clusterIP %q, publishNotReadyAddresses %v; want a headless Service (None) publishing not-ready pods",
+					name, m, svc.Spec.ClusterIP, svc.Spec.PublishNotReadyAddresses)
+			}
+			mapped := false
+			for _, p := range svc.Spec.Ports {
+				mapped = mapped || (fmt.Sprint(p.Port) == port && p.TargetPort == "peer")
+			}
+			if !mapped {
+				t.Errorf("Service %s maps no port %s to the container's peer port", name, port)
+			}
+		}
+		if !found {
+			t.Errorf("--peers %s names no Service of the example", m)
+		}
+	}
+
+	// A NetworkPolicy lets every named port in that the container has, and
+	// the peer port only from the replicas themselves.
+	for _, np := range byKind["NetworkPolicy"] {
+		open := map[string]string{}
+		for _, rule := range np.Spec.Ingress {
+			from := "anywhere"
+			if len(rule.From) > 0 {
+				from = "others"
+				for _, f := range rule.From {
+					if f.PodSelector != nil && reflect.DeepEqual(f.PodSelector.MatchLabels, dep.Spec.Selector.MatchLabels) && len(rule.From) == 1 {
+						from = "replicas"
+					}
+				}
+			}
+			for _, p := range rule.Ports {
+				if _, ok := ports[p.Port]; !ok {
+					t.Errorf("NetworkPolicy %s opens port %q, which the container does not name", np.Metadata.Name, p.Port)
+				}
+				// The widest rule wins: a port open to anywhere in one
+				// rule is open to anywhere.
+				if open[p.Port] != "anywhere" && (open[p.Port] == "" || from != "replicas") {
+					open[p.Port] = from
+				}
+			}
+		}
+		for name := range ports {
+			want := "anywhere"
+			if name == "peer" {
+				want = "replicas"
+			}
+			if open[name] != want {
+				t.Errorf("NetworkPolicy %s: port %s open to %q, want %s", np.Metadata.Name, name, open[name], want)
 			}
 		}
 	}
@@ -704,12 +816,16 @@ func configDump(t testing.TB, cfg serveConfig) []byte {
 		MaxFrameBytes:   yamlBytes(cfg.Read.MaxFrameBytes),
 		frontDoorConfig: cfg.frontDoorConfig,
 		AllowRestore:    cfg.AllowRestore, RestoreStatusTTL: cfg.RestoreStatusTTL,
+		peerConfig: cfg.peerConfig,
 	}
 	if fc.AllowKeyPrefixes == nil {
 		fc.AllowKeyPrefixes = []string{}
 	}
 	if fc.CORSAllowOrigins == nil {
 		fc.CORSAllowOrigins = []string{}
+	}
+	if fc.Peers == nil {
+		fc.Peers = []string{}
 	}
 	fc.S3.Endpoint, fc.S3.Region, fc.S3.PathStyle = cfg.S3.Endpoint, cfg.S3.Region, cfg.S3.PathStyle
 	for _, a := range cfg.Archives {
@@ -744,12 +860,16 @@ func fileSettable(cfg serveConfig) serveConfig {
 		MaxInflightPerKey: cfg.MaxInflightPerKey, ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 		ReadTimeout: cfg.ReadTimeout, IdleTimeout: cfg.IdleTimeout, MaxHeaderBytes: cfg.MaxHeaderBytes, SendTimeout: cfg.SendTimeout,
 		Read: cfg.Read, frontDoorConfig: cfg.frontDoorConfig, AllowRestore: cfg.AllowRestore, RestoreStatusTTL: cfg.RestoreStatusTTL,
+		peerConfig: cfg.peerConfig,
 	}
 	if len(out.Read.AllowKeyPrefixes) == 0 {
 		out.Read.AllowKeyPrefixes = nil
 	}
 	if len(out.CORSAllowOrigins) == 0 {
 		out.CORSAllowOrigins = nil
+	}
+	if len(out.Peers) == 0 {
+		out.Peers = nil
 	}
 	out.S3.Endpoint, out.S3.Region, out.S3.PathStyle = cfg.S3.Endpoint, cfg.S3.Region, cfg.S3.PathStyle
 	if len(cfg.Archives) > 0 {

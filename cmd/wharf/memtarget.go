@@ -64,6 +64,12 @@ type memoryPlan struct {
 	MaxFiles  int   // --max-files-per-upload: derived (0 = kept), or the explicit one in divideMemory's cur
 	Explicit  memoryExplicit
 	Available int64 // what the budgets may use together: Read + Index at most
+
+	// PeerCache is the part of Cache that holds compressed frames this
+	// replica owns for its peers (--peer-cache-bytes, default an eighth);
+	// 0 without --peers. Peer fetches in flight come out of Read - Cache
+	// like every read's buffers.
+	PeerCache int64
 }
 
 // parseMemoryTarget reads a --memory-target value: 0 (off) or a positive
@@ -294,6 +300,12 @@ func (cfg *serveConfig) applyMemoryTarget() (memoryPlan, bool, error) {
 	if p.MaxFiles != 0 {
 		cfg.MaxFilesPerUpload = p.MaxFiles
 	}
+	if cfg.peerConfig.enabled() {
+		p.PeerCache = int64(cfg.PeerCacheBytes)
+		if p.PeerCache == 0 {
+			p.PeerCache = p.Cache / 8 // chunkio.WithPeerCache's default
+		}
+	}
 	return p, true, nil
 }
 
@@ -317,6 +329,9 @@ func setGoMemoryLimit(p memoryPlan, planned bool, log zerolog.Logger) (restore f
 		Bool("index_explicit", p.Explicit.index)
 	if p.MaxFiles != 0 {
 		ev = ev.Int("max_files_per_upload", p.MaxFiles)
+	}
+	if p.PeerCache != 0 {
+		ev = ev.Int64("peer_cache_bytes", p.PeerCache)
 	}
 	ev.Msg("memory: budgets divided from --memory-target")
 	if envSet {

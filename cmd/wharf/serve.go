@@ -26,6 +26,7 @@ import (
 	"github.com/wharf-s3/wharf/archiveview"
 	"github.com/wharf-s3/wharf/archiveview/catalog"
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
+	"github.com/wharf-s3/wharf/archiveview/chunkio/peer"
 	"github.com/wharf-s3/wharf/auth"
 	"github.com/wharf-s3/wharf/backend"
 	"github.com/wharf-s3/wharf/s3api"
@@ -99,6 +100,9 @@ type serveConfig struct {
 
 	// TLS and CORS (frontdoor.go).
 	frontDoorConfig
+
+	// Peers: replicas sharing verified frames (peers.go).
+	peerConfig
 
 	// Open deadline and index memory of discovered uploads (openlimits.go).
 	openLimits
@@ -303,6 +307,9 @@ func (cfg *serveConfig) validate(keys []auth.Key) error {
 	if cfg.Console && len(keys) == 0 && !cfg.Anonymous {
 		return errors.New("--console: with neither access keys nor --anonymous nobody could see anything in the console")
 	}
+	if err := cfg.peerConfig.validate(cfg.Listen, cfg.AdminListen, cfg.CacheBytes); err != nil {
+		return err
+	}
 	return cfg.frontDoorConfig.validate(cfg.AdminListen, time.Now())
 }
 
@@ -368,6 +375,11 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 	if cfg.AllowRestore {
 		logRestoreProbes(ctx, log, store, &cfg) // doctor.go
 	}
+	peers, err := cfg.newPeerGroup(cfg.Read.MaxFrameBytes, reg, log) // nil without --peers
+	if err != nil {
+		return err
+	}
+	cache := chunkio.NewFrameCache(cfg.CacheBytes, append(cfg.Read.cacheOptions(), cfg.peerConfig.cacheOptions(peers)...)...)
 	indexCache, dropIndexSpool, err := cfg.openIndexCache(ctx, store, reg, log)
 	if err != nil {
 		return err
@@ -376,7 +388,7 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 	cm := catalog.NewManager(catalog.Config{
 		Store: store,
 		Options: archiveview.Options{
-			Cache:            cfg.Read.frameCache(cfg.CacheBytes),
+			Cache:            cache,
 			TrustUnframed:    cfg.Read.TrustUnframed,
 			MaxFrameBytes:    cfg.Read.MaxFrameBytes,
 			AllowKeyPrefixes: cfg.Read.AllowKeyPrefixes,
@@ -435,14 +447,24 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 		History:           cm.History, // published datasets' version histories
 	})
 
+	peerSide, err := cfg.startPeerSide(peers, cache, front, reg, log) // nil without --peers
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
+		if peerSide != nil {
+			peerSide.ln.Close()
+		}
 		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
 	}
 	srv := newHTTPServer(handler, &cfg)
 	front.configure(srv, front.s3, log)
 	servers := []*http.Server{srv}
-	errc := make(chan error, 2)
+	errc := make(chan error, 3)
+	if peerSide != nil {
+		defer peers.Close()
+	}
 	var ready atomic.Bool
 
 	adminAddr := ""
@@ -450,10 +472,13 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 		aln, err := net.Listen("tcp", cfg.AdminListen)
 		if err != nil {
 			ln.Close()
+			if peerSide != nil {
+				peerSide.ln.Close()
+			}
 			return fmt.Errorf("admin listen %s: %w", cfg.AdminListen, err)
 		}
 		adminAddr = aln.Addr().String()
-		asrv := newHTTPServer(adminMux(reg, &ready, cm), &cfg)
+		asrv := newHTTPServer(adminMux(reg, &ready, cm, peers), &cfg)
 		front.configure(asrv, front.admin, log)
 		servers = append(servers, asrv)
 		go func() { errc <- serveOn(asrv, aln) }()
@@ -461,7 +486,7 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 		if front.admin != nil {
 			adminURL = "https://" + adminAddr
 		}
-		log.Info().Str("addr", adminAddr).Bool("tls", front.admin != nil).Msg("admin endpoints (/healthz /readyz /metrics /-/archives /debug/pprof/) on " + adminURL)
+		log.Info().Str("addr", adminAddr).Bool("tls", front.admin != nil).Msg("admin endpoints (/healthz /readyz /metrics /-/archives /-/peers /debug/pprof/) on " + adminURL)
 	}
 
 	// Rescans: SIGHUP, the --rescan interval, and the test trigger. The
@@ -492,6 +517,11 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 		defer close(loopDone)
 		cm.RescanLoop(loopCtx, cfg.Rescan, trigger, cfg.scanned)
 	}()
+	if peerSide != nil {
+		peerSide.run(loopCtx, errc)
+		log.Info().Str("addr", peerSide.ln.Addr().String()).Str("advertise", peers.Self()).Strs("members", peers.Members()).
+			Bool("tls", peerSide.cert != nil).Msg("peer listener: replicas share verified frames")
+	}
 	tlsDone := make(chan struct{})
 	go func() { // certificate reloads: SIGHUP and the poll (tls.go)
 		defer close(tlsDone)
@@ -529,6 +559,9 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 	log.Info().Dur("timeout", timeout).Msg("shutting down: finishing in-flight requests")
 	sctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	if peerSide != nil {
+		peerSide.shutdown(log)
+	}
 	for _, s := range servers {
 		if err := s.Shutdown(sctx); err != nil {
 			log.Warn().Err(err).Msg("shutdown incomplete; closing remaining connections")
@@ -627,9 +660,9 @@ func newHTTPServer(h http.Handler, cfg *serveConfig) *http.Server {
 	return srv
 }
 
-// adminMux serves /healthz, /readyz, /metrics, /-/archives and
-// /debug/pprof/.
-func adminMux(reg *prometheus.Registry, ready *atomic.Bool, cm *catalog.Manager) http.Handler {
+// adminMux serves /healthz, /readyz, /metrics, /-/archives, /-/peers
+// (peers nil: {"enabled": false}) and /debug/pprof/.
+func adminMux(reg *prometheus.Registry, ready *atomic.Bool, cm *catalog.Manager, peers *peer.Group) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "ok\n")
@@ -652,6 +685,16 @@ func adminMux(reg *prometheus.Registry, ready *atomic.Bool, cm *catalog.Manager)
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(cm.Page())
+	})
+	mux.HandleFunc("/-/peers", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		if peers == nil {
+			_ = enc.Encode(map[string]bool{"enabled": false})
+			return
+		}
+		_ = enc.Encode(peers.Page())
 	})
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)

@@ -61,8 +61,10 @@ type Config struct {
 	// reported side by side: ModelHTTP (backend.S3Store over loopback HTTP,
 	// the served path) and ModelInProcess (the store called in-process).
 	// Empty = ModelHTTP alone.
-	Models  []string
-	Model   string // the one being run (set by Run per model)
+	Models []string
+	Model  string // the one being run (set by Run per model)
+	// Fleet is the fleet workload (fleet.go); Fleet.Replicas 0 skips it.
+	Fleet   FleetConfig
 	Seed    uint64
 	TempDir string // "" = os.TempDir()
 	Command string // the command line, for the header
@@ -88,6 +90,7 @@ func DefaultConfig() Config {
 		WarmFor:     2 * time.Second,
 		CacheBytes:  512 << 20,
 		Models:      []string{ModelHTTP},
+		Fleet:       DefaultFleetConfig(),
 		Seed:        1,
 	}
 }
@@ -128,6 +131,9 @@ func (c Config) validate() error {
 			return fmt.Errorf("bench: S3 model %q named twice", m)
 		}
 		seen[m] = true
+	}
+	if err := c.Fleet.validate(); err != nil {
+		return err
 	}
 	if c.Files == 0 {
 		return nil
@@ -235,6 +241,11 @@ func runModel(ctx context.Context, cfg Config, rep *Report) error {
 	}
 	if cfg.ListKeys > 0 {
 		if err := listingAtScale(ctx, cfg, e, rep); err != nil {
+			return err
+		}
+	}
+	if cfg.Fleet.Replicas > 0 {
+		if err := fleetWorkload(ctx, cfg, e, rep); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,70 @@
+// Package peer lets the replicas of a wharf fleet share verified
+// compressed frames, so that a fleet fetches each frame from the backend
+// about once instead of once per replica. It is the HTTP side of
+// chunkio's peer hook (chunkio.Peers, chunkio.FrameCache.PeerFrame):
+// chunkio checks every byte; this package chooses owners, moves bytes,
+// authenticates, keeps deadlines and counts.
+//
+// # Use
+//
+// One Group per replica (any number per process: the package holds no
+// state of its own):
+//
+//	g, err := peer.New(peer.Config{Self: "http://10.0.0.1:7946",
+//		Peers: []string{"http://10.0.0.1:7946", "http://10.0.0.2:7946"}, Secret: secret})
+//	cache := chunkio.NewFrameCache(budget, chunkio.WithPeers(g))
+//	srv := &http.Server{Handler: g.Handler(cache)} // on the peer listener, never the S3 one
+//	go srv.Serve(peerListener)
+//	g.Start(ctx) // re-resolves dns+ members until ctx ends (static lists need nothing)
+//	defer g.Close()
+//
+// # Contract
+//
+//   - Ownership. Each frame has one owner: the member with the highest
+//     rendezvous (highest-random-weight) score for the frame's
+//     chunkio.FrameID.OwnerKey (bucket, key, compressed offset and size).
+//     Every replica with the same member list computes the same owner;
+//     adding or removing one member moves only the frames it gains or
+//     owned. A member that failed this replica (no connection, a deadline,
+//     a refusal of its authentication, an answer that failed its check) is
+//     skipped for a back-off period (1 s, doubling to 30 s while it keeps
+//     failing), so its frames go to their next owner instead of waiting
+//     for it, or lying again.
+//
+//   - Asking (Fetch). One GET per frame to the owner's peer listener,
+//     authenticated (below), with a first-byte deadline (FirstByte, default
+//     2 s) and a minimum rate (MinRate, default 4 MiB/s: the whole answer
+//     must arrive within FirstByte + size/MinRate), never past the caller's
+//     context. Any failure is an error and chunkio reads the backend
+//     instead: a failed peer costs one fallback, never a failed read.
+//     Fallbacks are counted by reason (wharf_peer_fallbacks_total).
+//
+//   - Answering (Handler). A request without a valid MAC, with a date
+//     outside MaxSkew, or malformed, is answered 403 (or 400) with no
+//     body, before any lookup. A valid one gets the frame's verified
+//     compressed bytes from chunkio.FrameCache.PeerFrame: only frames of
+//     archives this replica has open; anything else is 404. At most
+//     MaxServing answers are in progress at once (more get 503), each
+//     bounded by a write deadline.
+//
+//   - Authentication. Every request carries HMAC-SHA256, keyed by a key
+//     derived from the shared secret, over the method, path and query (the
+//     frame's identity), a Unix date and a random nonce, and the asker's
+//     advertised URL: the secret never crosses the wire, a request cannot be
+//     altered or aimed at another frame, and a replay outside MaxSkew is
+//     refused. Every 200 answer carries a MAC over the request's nonce,
+//     the body's length and the frame's sha256, which the asker checks
+//     before it reads the body; the body itself is checked against the
+//     frame's sha256 by chunkio. An answer failing either check counts in
+//     wharf_peer_verify_failures_total{peer} and is logged naming the peer.
+//
+//   - Membership. Config.Peers lists every replica, self included:
+//     http://HOST:PORT, https://HOST:PORT, or dns+http://NAME:PORT and
+//     dns+https://NAME:PORT, whose addresses (a headless Service) are
+//     resolved by Start and again every ResolveEvery; a failed resolution
+//     keeps the addresses it had. Self is always a member.
+//
+//   - Memory. Every buffer of a peer fetch and the owner's compressed
+//     frames are chunkio's, charged to the one read memory budget; this
+//     package holds none.
+package peer

@@ -1,0 +1,456 @@
+package peer
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/wharf-s3/wharf/archiveview/chunkio"
+)
+
+// Defaults of Config's zero values.
+const (
+	DefaultFirstByte    = 2 * time.Second
+	DefaultMinRate      = 4 << 20 // bytes per second
+	DefaultResolveEvery = 10 * time.Second
+	DefaultMaxServing   = 64
+	DefaultMaxFrame     = chunkio.DefaultMaxFrameBytes
+
+	resolveTimeout = 5 * time.Second
+	minBackoff     = time.Second
+	maxBackoff     = 30 * time.Second
+)
+
+// Config configures a Group. Self, Peers and Secret are required; zero
+// values of the rest take the defaults.
+type Config struct {
+	// Self is this replica's URL as the others reach it
+	// (http://HOST:PORT or https://HOST:PORT, --peer-advertise).
+	Self string
+	// Peers lists every replica, this one included (--peers):
+	// http(s)://HOST:PORT, or dns+http(s)://NAME:PORT for a headless
+	// Service. Self must be one of them, or a dns+ entry of its scheme and
+	// port must be there (ParseMembers).
+	Peers []string
+	// Secret is the shared secret (at least MinSecretBytes), the same on
+	// every replica. It is never sent.
+	Secret []byte
+
+	// Resolver resolves dns+ members (nil: net.DefaultResolver), again
+	// every ResolveEvery (default 10 s).
+	Resolver     Resolver
+	ResolveEvery time.Duration
+	// ClientTLS verifies https peers (nil: the system's roots). The
+	// listener's own TLS is the caller's (Handler is a plain handler).
+	ClientTLS *tls.Config
+	// FirstByte bounds the wait for an answer's headers; MinRate (bytes/s)
+	// the time its body may take: FirstByte + size/MinRate in all.
+	FirstByte time.Duration
+	MinRate   int64
+	// MaxSkew is how far a request's date may be from the owner's clock
+	// (default 30 s).
+	MaxSkew time.Duration
+	// MaxServing bounds the answers in progress at once (default 64);
+	// MaxFrame the largest frame asked or answered (default 64 MiB, the
+	// giant-frame threshold).
+	MaxServing int
+	MaxFrame   int64
+
+	// Registerer receives the wharf_peer_* series (nil: not registered).
+	Registerer prometheus.Registerer
+	Logger     zerolog.Logger
+	// Now is the clock (nil: time.Now); Transport the HTTP transport
+	// asking peers (nil: one of the Group's own). Tests set them.
+	Now       func() time.Time
+	Transport http.RoundTripper
+}
+
+// Group is one replica's view of its fleet: the ring, the peers' states,
+// the asking side (it implements chunkio.Peers) and, with Handler, the
+// answering side. It is safe for concurrent use.
+type Group struct {
+	cfg     Config
+	members []Member
+	self    string
+	keys    keys
+	log     zerolog.Logger
+	m       *metrics
+	client  *http.Client
+	now     func() time.Time
+	serving chan struct{}
+
+	ring atomic.Pointer[ring]
+
+	mu       sync.Mutex
+	states   map[string]*peerState // by replica URL
+	dnsPrev  map[string][]string   // last addresses of each dns+ member
+	resolved time.Time
+	resErr   string
+
+	stop    context.CancelFunc
+	stopped chan struct{}
+}
+
+// peerState is what this replica knows of one peer (under Group.mu).
+type peerState struct {
+	failures  int
+	downUntil time.Time
+	lastErr   string
+	lastOK    time.Time
+}
+
+var (
+	_ chunkio.Peers         = (*Group)(nil)
+	_ chunkio.PeersAccepted = (*Group)(nil)
+)
+
+// New checks cfg and returns the Group. Static members are in the ring
+// at once; dns+ members join when Start resolves them. No network is used.
+func New(cfg Config) (*Group, error) {
+	if len(cfg.Secret) < MinSecretBytes {
+		return nil, fmt.Errorf("peer secret: %d bytes, want at least %d", len(cfg.Secret), MinSecretBytes)
+	}
+	members, me, err := ParseMembers(cfg.Self, cfg.Peers)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.FirstByte <= 0 {
+		cfg.FirstByte = DefaultFirstByte
+	}
+	if cfg.MinRate <= 0 {
+		cfg.MinRate = DefaultMinRate
+	}
+	if cfg.ResolveEvery <= 0 {
+		cfg.ResolveEvery = DefaultResolveEvery
+	}
+	if cfg.MaxSkew <= 0 {
+		cfg.MaxSkew = DefaultMaxSkew
+	}
+	if cfg.MaxServing <= 0 {
+		cfg.MaxServing = DefaultMaxServing
+	}
+	if cfg.MaxFrame <= 0 {
+		cfg.MaxFrame = DefaultMaxFrame
+	}
+	if cfg.Resolver == nil {
+		cfg.Resolver = net.DefaultResolver
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	rt := cfg.Transport
+	if rt == nil {
+		rt = &http.Transport{
+			DialContext:           (&net.Dialer{Timeout: cfg.FirstByte, KeepAlive: 30 * time.Second}).DialContext,
+			TLSClientConfig:       cfg.ClientTLS,
+			TLSHandshakeTimeout:   cfg.FirstByte,
+			ResponseHeaderTimeout: cfg.FirstByte,
+			MaxIdleConnsPerHost:   32,
+			IdleConnTimeout:       90 * time.Second,
+			DisableCompression:    true,
+		}
+	}
+	g := &Group{
+		cfg: cfg, members: members, self: me.String(), keys: deriveKeys(cfg.Secret),
+		log: cfg.Logger, client: &http.Client{Transport: rt, CheckRedirect: noRedirects},
+		now: cfg.Now, serving: make(chan struct{}, cfg.MaxServing),
+		states: make(map[string]*peerState), dnsPrev: make(map[string][]string),
+	}
+	g.m = newMetrics(cfg.Registerer, func() float64 { return float64(len(g.ring.Load().urls)) })
+	urls, _, _ := resolve(context.Background(), noDNS{}, g.staticOnly(), g.self, nil)
+	g.install(newRing(urls, g.self))
+	return g, nil
+}
+
+// install makes r the ring, with every peer's verify-failure series
+// emitted (at zero) from the moment it is a member.
+func (g *Group) install(r *ring) {
+	for i, u := range r.urls {
+		if i != r.self {
+			g.m.verifyFailures.WithLabelValues(u)
+		}
+	}
+	g.ring.Store(r)
+}
+
+// noRedirects: a peer answers, it never sends the asker elsewhere.
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// noDNS resolves nothing (New's first ring holds the static members).
+type noDNS struct{}
+
+func (noDNS) LookupHost(context.Context, string) ([]string, error) {
+	return nil, errors.New("not resolved yet")
+}
+
+func (g *Group) staticOnly() []Member {
+	var out []Member
+	for _, m := range g.members {
+		if !m.DNS {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func (g *Group) hasDNS() bool { return len(g.staticOnly()) != len(g.members) }
+
+// Self is this replica's URL in the ring.
+func (g *Group) Self() string { return g.self }
+
+// Members is the ring's replica URLs now, sorted, this one included.
+func (g *Group) Members() []string { return append([]string(nil), g.ring.Load().urls...) }
+
+// Start resolves the dns+ members (within 5 s) and keeps re-resolving them
+// every ResolveEvery until ctx ends or Close. A first resolution that
+// fails is logged, not fatal: the ring holds the static members and this
+// replica until a later one succeeds. Without dns+ members it does
+// nothing. Call it once.
+func (g *Group) Start(ctx context.Context) {
+	if !g.hasDNS() {
+		return
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	g.stop, g.stopped = cancel, make(chan struct{})
+	g.Resolve(ctx)
+	go func() {
+		defer close(g.stopped)
+		t := time.NewTicker(g.cfg.ResolveEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				g.Resolve(ctx)
+			}
+		}
+	}()
+}
+
+// Resolve resolves the dns+ members once now and installs the new ring
+// (Start calls it periodically; tests call it directly).
+func (g *Group) Resolve(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, resolveTimeout)
+	defer cancel()
+	g.mu.Lock()
+	prev := g.dnsPrev
+	g.mu.Unlock()
+	urls, next, errs := resolve(ctx, g.cfg.Resolver, g.members, g.self, prev)
+	g.mu.Lock()
+	g.dnsPrev, g.resolved, g.resErr = next, g.now(), ""
+	if len(errs) > 0 {
+		g.resErr = errors.Join(errs...).Error()
+	}
+	g.mu.Unlock()
+	for _, err := range errs {
+		g.log.Warn().Err(err).Msg("peers: resolution failed; keeping the addresses it had")
+	}
+	old := g.ring.Load()
+	if !equalStrings(old.urls, urls) {
+		g.install(newRing(urls, g.self))
+		g.log.Info().Strs("members", urls).Int("was", len(old.urls)).Msg("peers: ring changed")
+	}
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Close stops the re-resolution and closes idle connections.
+func (g *Group) Close() {
+	if g.stop != nil {
+		g.stop()
+		<-g.stopped
+	}
+	g.client.CloseIdleConnections()
+}
+
+// Owner implements chunkio.Peers: the member with the highest rendezvous
+// score for id, skipping peers in their back-off.
+func (g *Group) Owner(id chunkio.FrameID) (string, bool) {
+	r := g.ring.Load()
+	now := g.now()
+	g.mu.Lock()
+	i := r.owner(hash64(id.OwnerKey()), func(i int) bool {
+		if i == r.self {
+			return false
+		}
+		st := g.states[r.urls[i]]
+		return st != nil && now.Before(st.downUntil)
+	})
+	g.mu.Unlock()
+	if i < 0 || i == r.self {
+		return g.self, false
+	}
+	return r.urls[i], true
+}
+
+// fetchError is a failed Fetch with its fallback reason.
+type fetchError struct {
+	reason string
+	err    error
+}
+
+func (e *fetchError) Error() string { return e.err.Error() }
+func (e *fetchError) Unwrap() error { return e.err }
+
+// Fetch implements chunkio.Peers: one authenticated GET of frame id from
+// owner, within FirstByte + size/MinRate (and ctx). Every failure but
+// ctx's own end counts as a fallback by reason; connection failures and
+// deadlines also put owner in its back-off.
+func (g *Group) Fetch(ctx context.Context, owner string, id chunkio.FrameID, dst []byte) error {
+	if int64(len(dst)) != id.Size || id.Size <= 0 || id.Size > g.cfg.MaxFrame {
+		return fmt.Errorf("peer fetch of %s into %d bytes: not a shareable frame", id, len(dst))
+	}
+	err := g.fetch(ctx, owner, id, dst)
+	if err == nil {
+		g.up(owner)
+		return nil // a hit once chunkio has checked the bytes (Accepted)
+	}
+	if ctx.Err() != nil {
+		return ctx.Err() // the reader left: no fallback follows
+	}
+	var fe *fetchError
+	if !errors.As(err, &fe) {
+		fe = &fetchError{reasonError, err}
+	}
+	g.m.fallbacks.WithLabelValues(fe.reason).Inc()
+	switch fe.reason {
+	case reasonConnect, reasonTimeout:
+		if g.down(owner, err) {
+			g.log.Warn().Str("peer", owner).Err(err).Msg("peer unreachable: its frames go to their next owner during its back-off")
+		}
+	case reasonVerify:
+		g.m.verifyFailures.WithLabelValues(owner).Inc()
+		g.down(owner, err)
+		g.log.Warn().Str("peer", owner).Str("frame", id.String()).Err(err).Msg("peer answer failed its check: not used, fetched from the backend instead; the peer is skipped during its back-off")
+	case reasonRefused:
+		if g.down(owner, err) {
+			g.log.Warn().Str("peer", owner).Msg("peer refused our authentication: do the replicas hold the same --peer-secret-file, and are their clocks within 30s? It is skipped during its back-off")
+		}
+	}
+	return err
+}
+
+func (g *Group) fetch(ctx context.Context, owner string, id chunkio.FrameID, dst []byte) error {
+	limit := g.cfg.FirstByte + time.Duration(float64(id.Size)/float64(g.cfg.MinRate)*float64(time.Second))
+	fctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	q := frameQuery(id)
+	var nb [16]byte
+	if _, err := rand.Read(nb[:]); err != nil {
+		return err
+	}
+	nonce := hex.EncodeToString(nb[:])
+	date := strconv.FormatInt(g.now().Unix(), 10)
+	req, err := http.NewRequestWithContext(fctx, http.MethodGet, owner+framePath+"?"+q, nil)
+	if err != nil {
+		return &fetchError{reasonError, err}
+	}
+	req.Header.Set(hdrDate, date)
+	req.Header.Set(hdrNonce, nonce)
+	req.Header.Set(hdrFrom, g.self)
+	req.Header.Set(hdrAuth, authPre+hex.EncodeToString(g.keys.requestMAC(http.MethodGet, framePath, q, date, nonce, g.self)))
+	resp, err := g.client.Do(req)
+	if err != nil {
+		return g.transportErr(fctx, owner, err)
+	}
+	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusForbidden:
+		return &fetchError{reasonRefused, fmt.Errorf("peer %s refused the request (403)", owner)}
+	case http.StatusNotFound, http.StatusConflict:
+		return &fetchError{reasonMissing, fmt.Errorf("peer %s has no open archive with %s (%d)", owner, id, resp.StatusCode)}
+	case http.StatusServiceUnavailable:
+		return &fetchError{reasonBusy, fmt.Errorf("peer %s is busy (503)", owner)}
+	default:
+		return &fetchError{reasonError, fmt.Errorf("peer %s answered %s", owner, resp.Status)}
+	}
+	mac, ok := macFromHeader(resp.Header.Get(hdrAnswer))
+	if !ok || resp.ContentLength != id.Size || !hmac.Equal(mac, g.keys.answerMAC(nonce, id.Size, id.Sum)) {
+		return &fetchError{reasonVerify, fmt.Errorf("peer %s: answer for %s without a valid MAC or of the wrong length (%d bytes)", owner, id, resp.ContentLength)}
+	}
+	n, err := io.ReadFull(resp.Body, dst)
+	g.m.bytesIn.Add(float64(n))
+	if err != nil {
+		return g.transportErr(fctx, owner, fmt.Errorf("body ended after %d of %d bytes: %w", n, id.Size, err))
+	}
+	return nil
+}
+
+// transportErr classifies an error of the connection or the body.
+func (g *Group) transportErr(fctx context.Context, owner string, err error) error {
+	var ne net.Error
+	if errors.Is(fctx.Err(), context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+		return &fetchError{reasonTimeout, fmt.Errorf("peer %s: deadline: %w", owner, err)}
+	}
+	return &fetchError{reasonConnect, fmt.Errorf("peer %s: %w", owner, err)}
+}
+
+// Accepted implements chunkio.PeersAccepted: owner's bytes for id passed
+// the frame's sha256 (a hit).
+func (g *Group) Accepted(string, chunkio.FrameID) { g.m.hits.Inc() }
+
+// Rejected implements chunkio.Peers: owner's bytes for id failed the
+// frame's sha256.
+func (g *Group) Rejected(owner string, id chunkio.FrameID, err error) {
+	g.m.verifyFailures.WithLabelValues(owner).Inc()
+	g.m.fallbacks.WithLabelValues(reasonVerify).Inc()
+	g.down(owner, err)
+	g.log.Warn().Str("peer", owner).Str("frame", id.String()).Err(err).Msg("peer answered a frame that fails its sha256: not used, fetched from the backend instead; the peer is skipped during its back-off")
+}
+
+// down puts owner in its back-off: 1 s after its first failure, doubling
+// up to 30 s while it keeps failing. It reports whether owner was not in
+// a back-off already (the first failure of a series: worth a log line).
+func (g *Group) down(owner string, err error) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	st := g.states[owner]
+	if st == nil {
+		st = &peerState{}
+		g.states[owner] = st
+	}
+	first := !g.now().Before(st.downUntil)
+	st.failures++
+	d := minBackoff << min(st.failures-1, 5)
+	st.downUntil = g.now().Add(min(d, maxBackoff))
+	st.lastErr = err.Error()
+	return first
+}
+
+// up records a success of owner.
+func (g *Group) up(owner string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	st := g.states[owner]
+	if st == nil {
+		st = &peerState{}
+		g.states[owner] = st
+	}
+	st.failures, st.downUntil, st.lastOK = 0, time.Time{}, g.now()
+}

@@ -1,0 +1,207 @@
+package peer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Member is one entry of a member list: a replica (Scheme://Host:Port) or,
+// with DNS, a name whose addresses are the replicas.
+type Member struct {
+	Scheme string // http or https
+	Host   string // an address, a host name, or (DNS) the name to resolve
+	Port   int
+	DNS    bool // dns+http(s)://: Host is resolved, each address a replica
+}
+
+// URL is the member as written for its kind (dns+ kept).
+func (m Member) String() string {
+	u := m.Scheme + "://" + net.JoinHostPort(m.Host, strconv.Itoa(m.Port))
+	if m.DNS {
+		return "dns+" + u
+	}
+	return u
+}
+
+// replicaURL is the URL of the replica at address host of member m.
+func (m Member) replicaURL(host string) string {
+	return m.Scheme + "://" + net.JoinHostPort(host, strconv.Itoa(m.Port))
+}
+
+// ParseMember reads one --peers entry: http://HOST:PORT, https://HOST:PORT,
+// dns+http://NAME:PORT or dns+https://NAME:PORT. The port is required; a
+// path (other than "/"), a query, a fragment or user information is an
+// error, and so is anything that is not such a URL (a file path, a bare
+// host). Host names are lower-cased, so equal members compare equal.
+func ParseMember(v string) (Member, error) {
+	fail := func(why string) (Member, error) {
+		return Member{}, fmt.Errorf("peer %q: %s", v, why)
+	}
+	if v == "" {
+		return fail("empty")
+	}
+	if !strings.Contains(v, "://") {
+		if strings.HasPrefix(v, "/") || strings.HasPrefix(v, ".") {
+			return fail("a path, not a URL: want http://HOST:PORT, https://HOST:PORT or dns+http://NAME:PORT")
+		}
+		return fail("want a URL: http://HOST:PORT, https://HOST:PORT or dns+http://NAME:PORT")
+	}
+	u, err := url.Parse(v)
+	if err != nil {
+		return fail(err.Error())
+	}
+	var m Member
+	switch strings.ToLower(u.Scheme) {
+	case "http", "https":
+		m.Scheme = strings.ToLower(u.Scheme)
+	case "dns+http", "dns+https":
+		m.Scheme, m.DNS = strings.TrimPrefix(strings.ToLower(u.Scheme), "dns+"), true
+	default:
+		return fail("scheme " + u.Scheme + ": want http, https, dns+http or dns+https")
+	}
+	switch {
+	case u.User != nil:
+		return fail("user information is not allowed (peers authenticate with --peer-secret-file)")
+	case u.Path != "" && u.Path != "/", u.Opaque != "":
+		return fail("a path is not allowed: want SCHEME://HOST:PORT")
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+		return fail("a query or fragment is not allowed")
+	}
+	host, port := u.Hostname(), u.Port()
+	if host == "" {
+		return fail("no host")
+	}
+	if port == "" {
+		return fail("no port: want SCHEME://HOST:PORT")
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 1 || n > 65535 {
+		return fail("port " + port + ": want 1 to 65535")
+	}
+	m.Host, m.Port = strings.ToLower(host), n
+	if ip := net.ParseIP(m.Host); ip != nil {
+		if m.DNS {
+			return fail("dns+ wants a name to resolve, not an address")
+		}
+		m.Host = ip.String()
+	} else if !validHostName(m.Host) {
+		return fail("host " + host + " is not a valid host name")
+	}
+	return m, nil
+}
+
+// validHostName checks a DNS host name: labels of letters, digits and
+// hyphens (and underscores, as some service names have), 1-63 bytes each,
+// 253 at most.
+func validHostName(h string) bool {
+	h = strings.TrimSuffix(h, ".")
+	if h == "" || len(h) > 253 {
+		return false
+	}
+	for _, l := range strings.Split(h, ".") {
+		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
+			return false
+		}
+		for _, c := range []byte(l) {
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// ParseMembers reads a member list and checks it against self (the
+// advertised URL, which must be a plain http(s)://HOST:PORT member): no
+// entry twice, one scheme throughout, and self among the entries, or,
+// with DNS entries, a DNS entry of self's scheme and port (its addresses
+// are known only once resolved). It returns the members and self.
+func ParseMembers(self string, list []string) ([]Member, Member, error) {
+	me, err := ParseMember(self)
+	if err != nil {
+		return nil, Member{}, fmt.Errorf("advertised URL: %w", err)
+	}
+	if me.DNS {
+		return nil, Member{}, fmt.Errorf("advertised URL %q: a replica's own URL, not a dns+ name", self)
+	}
+	if len(list) == 0 {
+		return nil, Member{}, errors.New("no peers: list every replica, this one included")
+	}
+	var ms []Member
+	seen := map[string]bool{}
+	found := false
+	for _, v := range list {
+		m, err := ParseMember(strings.TrimSpace(v))
+		if err != nil {
+			return nil, Member{}, err
+		}
+		if seen[m.String()] {
+			return nil, Member{}, fmt.Errorf("peer %q listed twice", v)
+		}
+		seen[m.String()] = true
+		if m.Scheme != me.Scheme {
+			return nil, Member{}, fmt.Errorf("peer %q is %s but this replica advertises %s: one scheme for the whole fleet", v, m.Scheme, self)
+		}
+		if m == me || (m.DNS && m.Port == me.Port) {
+			found = true
+		}
+		ms = append(ms, m)
+	}
+	if !found {
+		return nil, Member{}, fmt.Errorf("this replica's advertised URL %s is not among the peers %s (list every replica, this one included; or set the advertised URL to this replica's entry)",
+			me, strings.Join(list, ","))
+	}
+	return ms, me, nil
+}
+
+// Resolver looks up the addresses of a name (net.Resolver has this
+// method); tests inject their own.
+type Resolver interface {
+	LookupHost(ctx context.Context, host string) ([]string, error)
+}
+
+// resolve returns the replica URLs of members: static ones as they are,
+// DNS ones as the addresses r returns now (prev: the last addresses of
+// each DNS member, kept when a lookup fails). errs names the lookups that
+// failed. Self is always included. The result is sorted.
+func resolve(ctx context.Context, r Resolver, members []Member, self string, prev map[string][]string) (urls []string, next map[string][]string, errs []error) {
+	next = make(map[string][]string, len(prev))
+	set := map[string]bool{self: true}
+	for _, m := range members {
+		if !m.DNS {
+			set[m.String()] = true
+			continue
+		}
+		addrs, err := r.LookupHost(ctx, m.Host)
+		if err == nil && len(addrs) == 0 {
+			err = errors.New("no addresses")
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("resolve %s: %w", m, err))
+			addrs = prev[m.String()]
+		}
+		var kept []string
+		for _, a := range addrs {
+			ip := net.ParseIP(a)
+			if ip == nil {
+				continue // a resolver answering names: not an address
+			}
+			kept = append(kept, m.replicaURL(ip.String()))
+		}
+		next[m.String()] = addrs
+		for _, u := range kept {
+			set[u] = true
+		}
+	}
+	for u := range set {
+		urls = append(urls, u)
+	}
+	slices.Sort(urls)
+	return urls, next, errs
+}

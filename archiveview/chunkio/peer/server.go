@@ -1,0 +1,123 @@
+package peer
+
+import (
+	"crypto/hmac"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/wharf-s3/wharf/archiveview/chunkio"
+	"github.com/wharf-s3/wharf/backend"
+)
+
+// Handler is the answering side, for the peer listener (never the S3
+// one): GET /wharf-peer/v1/frame with a valid MAC gets the frame's
+// verified compressed bytes from cache (chunkio.FrameCache.PeerFrame, so
+// only frames of archives open here). A request that fails authentication
+// gets 403 with no body before anything is looked up; see the package
+// doc for the rest.
+func (g *Group) Handler(cache *chunkio.FrameCache) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		g.serve(w, r, cache)
+	})
+}
+
+// refuse answers code with no body.
+func (g *Group) refuse(w http.ResponseWriter, code int) {
+	w.Header().Set("Content-Length", "0")
+	w.WriteHeader(code)
+	g.m.served.WithLabelValues(itoa(code)).Inc()
+}
+
+func itoa(n int) string {
+	var b [8]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+		if n == 0 {
+			return string(b[i:])
+		}
+	}
+}
+
+// authenticate checks a request's date, nonce, sender and MAC.
+func (g *Group) authenticate(r *http.Request) (from, nonce string, err error) {
+	date, nonce, from := r.Header.Get(hdrDate), r.Header.Get(hdrNonce), r.Header.Get(hdrFrom)
+	if err := checkDate(date, g.now(), g.cfg.MaxSkew); err != nil {
+		return "", "", err
+	}
+	if !validNonce(nonce) {
+		return "", "", errors.New("no valid nonce")
+	}
+	if from == "" || len(from) > maxFromLen || hasControl(from) {
+		return "", "", errors.New("no valid sender")
+	}
+	mac, ok := macFromHeader(r.Header.Get(hdrAuth))
+	if !ok {
+		return "", "", errors.New("no MAC")
+	}
+	if !hmac.Equal(mac, g.keys.requestMAC(r.Method, r.URL.Path, r.URL.RawQuery, date, nonce, from)) {
+		return "", "", errors.New("MAC mismatch")
+	}
+	return from, nonce, nil
+}
+
+func (g *Group) serve(w http.ResponseWriter, r *http.Request, cache *chunkio.FrameCache) {
+	from, nonce, err := g.authenticate(r)
+	if err != nil {
+		g.log.Debug().Str("remote", r.RemoteAddr).Err(err).Msg("peer request refused")
+		g.refuse(w, http.StatusForbidden)
+		return
+	}
+	if r.Method != http.MethodGet || r.URL.Path != framePath {
+		g.refuse(w, http.StatusNotFound)
+		return
+	}
+	id, err := parseFrameQuery(r.URL.RawQuery, g.cfg.MaxFrame)
+	if err != nil {
+		g.refuse(w, http.StatusBadRequest)
+		return
+	}
+	select {
+	case g.serving <- struct{}{}:
+		defer func() { <-g.serving }()
+	default:
+		g.refuse(w, http.StatusServiceUnavailable)
+		return
+	}
+	ctx := chunkio.WithClient(r.Context(), "peer "+from)
+	buf, held, err := cache.PeerFrame(ctx, id)
+	if err != nil {
+		code := http.StatusBadGateway
+		switch {
+		case errors.Is(err, chunkio.ErrNotShared), errors.Is(err, backend.ErrArchived):
+			code = http.StatusNotFound // an archived object's bytes are not served here either
+		case errors.Is(err, backend.ErrChanged):
+			code = http.StatusConflict
+		case errors.Is(err, backend.ErrUnavailable):
+			code = http.StatusServiceUnavailable
+		default:
+			g.log.Warn().Str("peer", from).Str("frame", id.String()).Err(err).Msg("peer request: frame could not be read")
+		}
+		g.refuse(w, code)
+		return
+	}
+	defer buf.Release()
+	if !held {
+		g.m.misses.Inc()
+	}
+	b := buf.Bytes()
+	limit := g.cfg.FirstByte + time.Duration(float64(len(b))/float64(g.cfg.MinRate)*float64(time.Second))
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(limit))
+	h := w.Header()
+	h.Set("Content-Type", "application/octet-stream")
+	h.Set("Content-Length", itoa(len(b)))
+	h.Set(hdrAnswer, authPre+hex.EncodeToString(g.keys.answerMAC(nonce, int64(len(b)), id.Sum)))
+	w.WriteHeader(http.StatusOK)
+	g.m.served.WithLabelValues("200").Inc()
+	n, _ := w.Write(b)
+	g.m.bytesOut.Add(float64(n))
+}
