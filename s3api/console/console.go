@@ -42,6 +42,7 @@ package console
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"image"
 	"image/color"
@@ -53,6 +54,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/wharf-s3/wharf/archiveview"
 	"github.com/wharf-s3/wharf/s3api"
 )
 
@@ -76,6 +78,11 @@ type Config struct {
 	AllowRestore bool
 	// Region is used to sign share links and restores ("" = us-east-1).
 	Region string
+	// History, when set, gives some buckets a version history of their
+	// own (published datasets: catalog's Manager.History, the same hook as
+	// s3api.Config.History); other buckets' versions are their archive's
+	// chain.
+	History func(ctx context.Context, bucket string, a *archiveview.Archive, build bool) (h archiveview.History, dataset bool, err error)
 	// Kind, when set, names what a bucket serves (catalog.Manager.Kind:
 	// "archive", "alias", "dataset", "pinned version", "discovered
 	// archive", "discovered dataset"). nil or "" = "archive".

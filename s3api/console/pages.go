@@ -204,9 +204,27 @@ func fmtTime(t time.Time) string {
 	return t.UTC().Format("2006-01-02 15:04:05 UTC")
 }
 
+// history is bucket's version history: a published dataset's
+// (Config.History, built when build is set; nil while it is not built and
+// build is not set), else a's chain.
+func (c *Console) history(ctx context.Context, bucket string, a *archiveview.Archive, build bool) (archiveview.History, error) {
+	if c.cfg.History != nil {
+		h, dataset, err := c.cfg.History(ctx, bucket, a, build)
+		if dataset {
+			return h, err
+		}
+	}
+	vs, err := a.Versions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return vs, nil
+}
+
 // lookup finds the file (or the version ?version= names) of a file
-// request; it has answered when ok is false.
-func (c *Console) lookup(w http.ResponseWriter, r *http.Request, v visitor, a *archiveview.Archive, bucket string) (archiveview.File, bool) {
+// request, and the archive to read it from (an older published version's
+// for a dataset's older version); it has answered when ok is false.
+func (c *Console) lookup(w http.ResponseWriter, r *http.Request, v visitor, a *archiveview.Archive, bucket string) (*archiveview.Archive, archiveview.File, bool) {
 	q := r.URL.Query()
 	key, version := q.Get("key"), q.Get("version")
 	if r.Method == http.MethodPost {
@@ -214,26 +232,36 @@ func (c *Console) lookup(w http.ResponseWriter, r *http.Request, v visitor, a *a
 	}
 	if key == "" {
 		c.fail(w, r, &v, http.StatusBadRequest, "No key given.")
-		return archiveview.File{}, false
-	}
-	if f, found := a.Stat(key); found && (version == "" || version == f.VersionID) {
-		return f, true
+		return nil, archiveview.File{}, false
 	}
 	if version == "" {
+		if f, found := a.Stat(key); found {
+			return a, f, true
+		}
 		c.fail(w, r, &v, http.StatusNotFound, "No file "+key+" in "+bucket+".")
-		return archiveview.File{}, false
+		return nil, archiveview.File{}, false
 	}
-	vs, err := a.Versions(r.Context())
+	h, err := c.history(r.Context(), bucket, a, true)
 	if err != nil {
 		c.fail(w, r, &v, http.StatusInternalServerError, "The version history of "+bucket+" could not be read: "+err.Error())
-		return archiveview.File{}, false
+		return nil, archiveview.File{}, false
 	}
-	ver, found := vs.StatVersion(key, version)
+	ver, found, err := h.Lookup(r.Context(), key, version)
+	if err != nil {
+		c.fail(w, r, &v, http.StatusInternalServerError, "Version "+version+" of "+key+" could not be read: "+err.Error())
+		return nil, archiveview.File{}, false
+	}
 	if !found || ver.DeleteMarker {
 		c.fail(w, r, &v, http.StatusNotFound, "No version "+version+" of "+key+" in "+bucket+".")
-		return archiveview.File{}, false
+		return nil, archiveview.File{}, false
 	}
-	return ver.File, true
+	va := a
+	if ver.Archive != nil {
+		va = ver.Archive
+	}
+	f := ver.File
+	f.VersionID = ver.VersionID
+	return va, f, true
 }
 
 // versionRow is one version on a file page.
@@ -266,17 +294,17 @@ func (c *Console) file(w http.ResponseWriter, r *http.Request, v visitor, bucket
 	if !ok {
 		return
 	}
-	f, ok := c.lookup(w, r, v, a, bucket)
+	va, f, ok := c.lookup(w, r, v, a, bucket)
 	if !ok {
 		return
 	}
 	ctx := r.Context()
 	version := r.URL.Query().Get("version")
 	fi := fileInfo{Key: f.Key, Name: path.Base(f.Key), ETag: f.ETag, SHA256: f.SHA256, MTime: fmtTime(f.ModTime),
-		VersionID: f.VersionID, Asked: version, Size: f.Size, Verified: verification(a, f),
+		VersionID: f.VersionID, Asked: version, Size: f.Size, Verified: verification(va, f),
 		DownloadURL: objURL("dl", bucket, f.Key, version), RawURL: objURL("raw", bucket, f.Key, version),
 		RestoreURL: Prefix + "restore/" + url.PathEscape(bucket), FileURL: fileURL(bucket, f.Key, version)}
-	st, err := a.FileStorage(ctx, f)
+	st, err := va.FileStorage(ctx, f)
 	if err != nil {
 		c.fail(w, r, &v, http.StatusInternalServerError, "The storage of "+f.Key+" could not be read: "+err.Error())
 		return
@@ -303,9 +331,9 @@ func (c *Console) file(w http.ResponseWriter, r *http.Request, v visitor, bucket
 
 	d := pageData{Title: bucket + "/" + f.Key, V: v, Bucket: bucket, Crumbs: crumbs(bucket, f.Key), File: &fi,
 		Flash: r.URL.Query().Get("restore")}
-	d.Versions, d.VersionsErr = c.versions(ctx, a, bucket, f)
+	d.Versions, d.VersionsErr = c.versions(ctx, a, bucket, f, version)
 	if fi.Readable {
-		d.Preview = c.preview(ctx, a, f, fi.RawURL)
+		d.Preview = c.preview(ctx, va, f, fi.RawURL)
 	}
 	d.Snippets = snippets(scheme(r)+"://"+r.Host, bucket, f.Key, version, v.sess == nil)
 	if v.sess != nil {
@@ -341,12 +369,24 @@ func verification(a *archiveview.Archive, f archiveview.File) string {
 	return "frame and chunk checksums where the upload recorded them; some files of this archive have none"
 }
 
-// versions lists f's versions (chain uploads), newest first: the
-// history's entries for keys starting with f's key, up to the first other
-// key (a key has one version per upload of its chain).
-func (c *Console) versions(ctx context.Context, a *archiveview.Archive, bucket string, f archiveview.File) ([]versionRow, string) {
-	vs, err := a.Versions(ctx)
+// historyWait bounds how long a file page waits for a dataset's version
+// history still being built.
+const historyWait = 2 * time.Second
+
+// versions lists f's versions, newest first: the history's entries (the
+// uploads of a chain, or a dataset's published versions) for keys
+// starting with f's key, up to the first other key. asked is the version
+// the page shows ("" = the latest).
+func (c *Console) versions(ctx context.Context, a *archiveview.Archive, bucket string, f archiveview.File, asked string) ([]versionRow, string) {
+	// A published dataset's history is built on first use, in the
+	// background: the page waits for it a little, then says so.
+	hctx, cancel := context.WithTimeout(ctx, historyWait)
+	defer cancel()
+	vs, err := c.history(hctx, bucket, a, true)
 	if err != nil {
+		if ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, backend.ErrUnavailable)) {
+			return nil, "The version history of " + bucket + " is being built; reload this page in a moment."
+		}
 		return nil, err.Error()
 	}
 	res, err := vs.ListVersions(archiveview.VersionListParams{Prefix: f.Key, MaxKeys: 1000})
@@ -360,7 +400,7 @@ func (c *Console) versions(ctx context.Context, a *archiveview.Archive, bucket s
 			break
 		}
 		row := versionRow{ID: ver.VersionID, MTime: fmtTime(ver.ModTime), Latest: ver.IsLatest, Deleted: ver.DeleteMarker,
-			Current: ver.VersionID == f.VersionID}
+			Current: ver.VersionID == asked || asked == "" && ver.IsLatest}
 		if !ver.DeleteMarker {
 			row.URL, row.Size, row.ETag = fileURL(bucket, f.Key, ver.VersionID), ver.Size, ver.ETag
 		}
@@ -380,7 +420,7 @@ func (c *Console) download(w http.ResponseWriter, r *http.Request, v visitor, bu
 	if !ok {
 		return
 	}
-	f, ok := c.lookup(w, r, v, a, bucket)
+	va, f, ok := c.lookup(w, r, v, a, bucket)
 	if !ok {
 		return
 	}
@@ -395,7 +435,7 @@ func (c *Console) download(w http.ResponseWriter, r *http.Request, v visitor, bu
 	}
 	defer c.streams.release(who)
 	ctx := r.Context()
-	rc, err := a.Open(ctx, f, 0, f.Size)
+	rc, err := va.Open(ctx, f, 0, f.Size)
 	if err != nil {
 		c.readFailed(w, r, v, bucket, f, err)
 		return
@@ -438,7 +478,7 @@ func (c *Console) download(w http.ResponseWriter, r *http.Request, v visitor, bu
 	rest := f.Size - int64(n)
 	copied, err := io.CopyBuffer(w, rc, buf)
 	if err == nil && copied != rest {
-		err = fmt.Errorf("archive %s key %q: body gave %d of %d bytes: %w", a.Name(), f.Key, int64(n)+copied, f.Size, io.ErrUnexpectedEOF)
+		err = fmt.Errorf("archive %s key %q: body gave %d of %d bytes: %w", va.Name(), f.Key, int64(n)+copied, f.Size, io.ErrUnexpectedEOF)
 	}
 	if err != nil {
 		c.cfg.Logger.Warn().Str("bucket", bucket).Str("key", f.Key).Err(err).Msg("console download aborted")
@@ -494,7 +534,7 @@ func (c *Console) restore(w http.ResponseWriter, r *http.Request, v visitor, buc
 	if !ok {
 		return
 	}
-	f, ok := c.lookup(w, r, v, a, bucket)
+	_, f, ok := c.lookup(w, r, v, a, bucket)
 	if !ok {
 		return
 	}
@@ -509,7 +549,7 @@ func (c *Console) restore(w http.ResponseWriter, r *http.Request, v visitor, buc
 		return
 	}
 	body := fmt.Sprintf(`<RestoreRequest xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Days>%d</Days><GlacierJobParameters><Tier>%s</Tier></GlacierJobParameters></RestoreRequest>`, days, tier)
-	status, resp, err := c.sendRestore(r, v.sess, a, bucket, f, []byte(body))
+	status, resp, err := c.sendRestore(r, v.sess, bucket, f.Key, r.PostFormValue("version"), []byte(body))
 	if err != nil {
 		c.fail(w, r, &v, http.StatusInternalServerError, "The restore could not be sent: "+err.Error())
 		return
@@ -531,10 +571,10 @@ func (c *Console) restore(w http.ResponseWriter, r *http.Request, v visitor, buc
 }
 
 // sendRestore serves a signed POST ?restore through the S3 handler.
-func (c *Console) sendRestore(r *http.Request, se *session, a *archiveview.Archive, bucket string, f archiveview.File, body []byte) (int, []byte, error) {
-	u := "http://" + r.Host + "/" + bucket + "/" + auth.URIEncode(f.Key, true) + "?restore"
-	if latest, ok := a.Stat(f.Key); f.VersionID != "" && (!ok || latest.VersionID != f.VersionID) {
-		u += "&versionId=" + auth.URIEncode(f.VersionID, false) // an older version
+func (c *Console) sendRestore(r *http.Request, se *session, bucket, key, version string, body []byte) (int, []byte, error) {
+	u := "http://" + r.Host + "/" + bucket + "/" + auth.URIEncode(key, true) + "?restore"
+	if version != "" {
+		u += "&versionId=" + auth.URIEncode(version, false) // the version the page showed
 	}
 	req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, u, bytes.NewReader(body))
 	if err != nil {
