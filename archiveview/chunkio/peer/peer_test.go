@@ -797,3 +797,30 @@ func TestMetricsFromStart(t *testing.T) {
 		}
 	}
 }
+
+// FuzzPeerHandler: whatever a request carries (query, date, nonce, sender,
+// authorization), one not signed with the secret gets no 200 and no body.
+func FuzzPeerHandler(f *testing.F) {
+	g, err := New(Config{Self: "http://10.0.0.1:1", Peers: []string{"http://10.0.0.1:1"}, Secret: testSecret})
+	if err != nil {
+		f.Fatal(err)
+	}
+	h := g.Handler(chunkio.NewFrameCache(1<<20, chunkio.WithPeers(g)))
+	now := strconv.FormatInt(time.Now().Unix(), 10)
+	id := chunkio.FrameID{Bucket: "b", Key: "k", Off: 0, Size: 10}
+	f.Add(frameQuery(id), now, strings.Repeat("a", 32), "http://10.0.0.2:1", authPre+strings.Repeat("0", 64))
+	f.Add("b=&k=", "0", "", "", "")
+	f.Add(frameQuery(id), now, "0123456789abcdef0123456789abcdef", "x\ny", authPre+hex.EncodeToString(g.keys.requestMAC("GET", framePath, frameQuery(id), now, "0", "x")))
+	f.Fuzz(func(t *testing.T, query, date, nonce, from, auth string) {
+		r := httptest.NewRequest(http.MethodGet, "http://10.0.0.1:1"+framePath, nil)
+		r.URL.RawQuery = query
+		for k, v := range map[string]string{hdrDate: date, hdrNonce: nonce, hdrFrom: from, hdrAuth: auth} {
+			r.Header[k] = []string{v}
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code == http.StatusOK || w.Body.Len() != 0 {
+			t.Fatalf("unsigned request answered %d with %d bytes", w.Code, w.Body.Len())
+		}
+	})
+}
