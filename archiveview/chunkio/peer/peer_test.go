@@ -491,7 +491,10 @@ func TestDNSMembership(t *testing.T) {
 	if got := g.Members(); !slices.Equal(got, []string{"http://10.0.0.1:7946", "http://10.0.9.9:7946"}) {
 		t.Errorf("before Start: %v", got)
 	}
-	g.Start(context.Background())
+	g.Start(context.Background()) // resolves in the background
+	for deadline := time.Now().Add(5 * time.Second); len(g.Members()) == 2 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
 	steps := []struct {
 		name  string
 		addrs []string
