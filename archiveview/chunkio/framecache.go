@@ -187,7 +187,8 @@ func (c *FrameCache) evictOwn(cl *clientUse) bool {
 	return false
 }
 
-// Budget is the cache's byte budget.
+// Budget is the cache's byte budget of decoded frames (with WithPeers,
+// NewFrameCache's budget less the compressed frames kept for peers).
 func (c *FrameCache) Budget() int64 { return c.budget }
 
 // Bytes is the number of bytes currently held.

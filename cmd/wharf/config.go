@@ -435,9 +435,9 @@ func (cfg *serveConfig) resolveKeys() ([]auth.Key, error) {
 // checkSummary is what --check-config prints for a valid configuration.
 func (cfg *serveConfig) checkSummary(keys []auth.Key) string {
 	adminTLS, _ := cfg.adminTLS()
-	return fmt.Sprintf("config ok: store %s, %d archives, %d discovery roots, %d aliases, %d keys, anonymous %v, cache %d bytes, listen %s, admin %q, tls %v, admin tls %v, cors origins %d\n",
+	return fmt.Sprintf("config ok: store %s, %d archives, %d discovery roots, %d aliases, %d keys, anonymous %v, cache %d bytes, listen %s, admin %q, tls %v, admin tls %v, cors origins %d, peers %d\n",
 		cfg.StoreURL, len(cfg.Archives), len(cfg.Discover), len(cfg.Aliases), len(keys), cfg.Anonymous, cfg.CacheBytes, cfg.Listen, cfg.AdminListen,
-		cfg.tlsEnabled(), adminTLS && cfg.AdminListen != "", len(cfg.CORSAllowOrigins))
+		cfg.tlsEnabled(), adminTLS && cfg.AdminListen != "", len(cfg.CORSAllowOrigins), len(cfg.peerList()))
 }
 
 // checkConfig validates cfg without opening the store or listening:

@@ -15,7 +15,7 @@
 //	cache := chunkio.NewFrameCache(budget, chunkio.WithPeers(g))
 //	srv := &http.Server{Handler: g.Handler(cache)} // on the peer listener, never the S3 one
 //	go srv.Serve(peerListener)
-//	g.Start(ctx) // re-resolves dns+ members until ctx ends (static lists need nothing)
+//	g.Start(ctx) // resolves dns+ members in the background until ctx ends (static lists need nothing)
 //	defer g.Close()
 //
 // # Contract
@@ -61,8 +61,9 @@
 //   - Membership. Config.Peers lists every replica, self included:
 //     http://HOST:PORT, https://HOST:PORT, or dns+http://NAME:PORT and
 //     dns+https://NAME:PORT, whose addresses (a headless Service) are
-//     resolved by Start and again every ResolveEvery; a failed resolution
-//     keeps the addresses it had. Self is always a member.
+//     resolved by Start in the background and again every ResolveEvery; a
+//     failed resolution keeps the addresses it had. Self is always a
+//     member.
 //
 //   - Memory. Every buffer of a peer fetch and the owner's compressed
 //     frames are chunkio's, charged to the one read memory budget; this

@@ -215,20 +215,21 @@ func (g *Group) Self() string { return g.self }
 // Members is the ring's replica URLs now, sorted, this one included.
 func (g *Group) Members() []string { return append([]string(nil), g.ring.Load().urls...) }
 
-// Start resolves the dns+ members (within 5 s) and keeps re-resolving them
-// every ResolveEvery until ctx ends or Close. A first resolution that
-// fails is logged, not fatal: the ring holds the static members and this
-// replica until a later one succeeds. Without dns+ members it does
-// nothing. Call it once.
+// Start resolves the dns+ members in the background, at once and then
+// every ResolveEvery, until ctx ends or Close; it returns at once (until
+// the first resolution, each within 5 s, the ring holds the static
+// members and this replica: frames they do not own are read from the
+// backend). A failed resolution is logged, not fatal. Without dns+
+// members it does nothing. Call it once, before Close.
 func (g *Group) Start(ctx context.Context) {
 	if !g.hasDNS() {
 		return
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	g.stop, g.stopped = cancel, make(chan struct{})
-	g.Resolve(ctx)
 	go func() {
 		defer close(g.stopped)
+		g.Resolve(ctx)
 		t := time.NewTicker(g.cfg.ResolveEvery)
 		defer t.Stop()
 		for {

@@ -59,7 +59,7 @@ func newMetrics(reg prometheus.Registerer, members func() float64) *metrics {
 	for _, r := range fallbackReasons {
 		m.fallbacks.WithLabelValues(r)
 	}
-	for _, c := range []string{"200", "400", "403", "404", "409", "503"} {
+	for _, c := range []string{"200", "400", "403", "404", "409", "502", "503"} {
 		m.served.WithLabelValues(c)
 	}
 	m.members = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
