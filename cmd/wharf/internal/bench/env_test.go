@@ -11,9 +11,9 @@ import (
 )
 
 // TestFreshAndRunningBackend: with the HTTP S3 model a running wharf
-// reads a cold frame over the connections it already has (none dialled),
-// while after renewBacking (a freshly started wharf) the same read dials
-// its own; the in-process model has no connections to renew. This is what
+// opens an archive and reads a cold frame over the connections it already
+// has (none dialled), while after renewBacking (a freshly started wharf)
+// the same open and read dial their own; the in-process model has no connections to renew. This is what
 // the cold-frame workload's two wharf lines rest on.
 func TestFreshAndRunningBackend(t *testing.T) {
 	ctx := context.Background()
@@ -46,19 +46,28 @@ func TestFreshAndRunningBackend(t *testing.T) {
 				t.Fatalf("renewBacking: %v, %v", ok, err)
 			}
 		}
+		c0, _ := e.backendConns() // the open's manifest GET counts too
 		if _, err := e.serveArchive(ctx, res.ManifestKey, 64<<20, -1); err != nil {
 			t.Fatal(err)
 		}
-		c0, _ := e.backendConns()
 		if _, _, err := timedGet(ctx, e.client, "wharf", "f/2.bin", files["f/2.bin"]); err != nil {
 			t.Fatal(err)
 		}
 		c1, _ := e.backendConns()
 		return c1 - c0
 	}
-	read(true) // warm
-	if n := read(false); n != 0 {
-		t.Errorf("running wharf: the cold read dialled %d connections, want 0 (reused)", n)
+	// Warm: a fresh start, then cold reads until one dials nothing (the
+	// pool grows to as many connections as a cold read of this frame runs
+	// at once: its sub-range GETs are parallel, and a connection is back
+	// in the pool only once its body is closed, so the first reads may
+	// dial one more). Then every cold read of the running wharf reuses.
+	read(true)
+	for i := 0; i < 5 && read(false) != 0; i++ {
+	}
+	for i := 0; i < 3; i++ {
+		if n := read(false); n != 0 {
+			t.Errorf("running wharf: cold read %d dialled %d connections, want 0 (reused)", i+1, n)
+		}
 	}
 	if n := read(true); n < 1 {
 		t.Errorf("freshly started wharf: the cold read dialled %d connections, want at least 1", n)
