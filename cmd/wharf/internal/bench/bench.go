@@ -232,6 +232,9 @@ func runModel(ctx context.Context, cfg Config, rep *Report) error {
 		if err := largeFile(ctx, cfg, e, rep); err != nil {
 			return err
 		}
+		if err := cpuPerGB(ctx, cfg, e, rep); err != nil {
+			return err
+		}
 	}
 	if cfg.ListKeys > 0 {
 		if err := listingAtScale(ctx, cfg, e, rep); err != nil {
