@@ -192,7 +192,9 @@ func (s *Set) launch(ctx, life context.Context, ci int32, plan partPlan, ways in
 			<-slots
 		}
 	}
-	useful := len(splitSubs(plan.off, plan.end, k, minSubRange)) - 1
+	_, inFlight := l.inUse()
+	minSub := minSubFor(inFlight, l.streamParts)
+	useful := len(splitSubs(plan.off, plan.end, k, minSub)) - 1
 	putStream(k - useful)
 	cl, n, err := l.take(ctx, need, useful, mode)
 	if err != nil {
@@ -203,7 +205,7 @@ func (s *Set) launch(ctx, life context.Context, ci int32, plan partPlan, ways in
 		return nil, err
 	}
 	putStream(useful - n)
-	plan.subs = splitSubs(plan.off, plan.end, n, minSubRange)
+	plan.subs = splitSubs(plan.off, plan.end, n, minSub)
 	if life == nil {
 		life = ctx
 	}
