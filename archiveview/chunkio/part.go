@@ -192,9 +192,7 @@ func (s *Set) launch(ctx, life context.Context, ci int32, plan partPlan, ways in
 			<-slots
 		}
 	}
-	_, inFlight := l.inUse()
-	minSub := minSubFor(inFlight, l.streamParts)
-	useful := len(splitSubs(plan.off, plan.end, k, minSub)) - 1
+	useful := len(splitSubs(plan.off, plan.end, k, minSubRange)) - 1
 	putStream(k - useful)
 	cl, n, err := l.take(ctx, need, useful, mode)
 	if err != nil {
@@ -205,7 +203,7 @@ func (s *Set) launch(ctx, life context.Context, ci int32, plan partPlan, ways in
 		return nil, err
 	}
 	putStream(useful - n)
-	plan.subs = splitSubs(plan.off, plan.end, n, minSub)
+	plan.subs = splitSubs(plan.off, plan.end, n, minSubRange)
 	if life == nil {
 		life = ctx
 	}

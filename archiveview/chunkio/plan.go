@@ -23,10 +23,9 @@ package chunkio
 //     a part is fetched as several concurrent sub-ranges when the stream
 //     has fewer parts in flight than StreamParts: a stream keeps about
 //     StreamParts GETs in flight however large its parts are. No
-//     sub-range is smaller than minSubRange, or half of it while fewer
-//     than StreamParts GETs are in flight in the whole process
-//     (minSubFor). A cold read of one large frame thus arrives over
-//     several connections at once, hashed in order as it lands.
+//     sub-range is smaller than minSubRange. A cold read of one large frame
+//     thus arrives over several connections at once, hashed in order as it
+//     lands.
 //   - The window (parts in flight ahead of the reader) starts at
 //     initialWindow and doubles, up to StreamParts, each time the reader
 //     had to wait for data; a reader that stalls stops the window from
@@ -132,21 +131,6 @@ func splitSubs(off, end int64, ways int, minSub int64) []int64 {
 		subs = append(subs, off+n*i/k)
 	}
 	return subs
-}
-
-// minSubFor is the smallest sub-range worth its own GET when gets GETs
-// are in flight across the process: minSubRange, or half of it when fewer
-// than streamParts are (a lone read, a COG window or an HDF5 chunk read
-// one after another: more, smaller parts spread its transfer over more
-// connections). Under load the larger minimum keeps the GET count, and
-// the CPU each GET costs, down (measured: 512 KiB sub-ranges made COG
-// windows 1.27x -> 1.15x and HDF5 hyperslabs 0.96x -> 0.85x the direct
-// time, and zarr's 16 and 64 concurrent chunk reads no faster).
-func minSubFor(gets, streamParts int) int64 {
-	if gets < streamParts {
-		return minSubRange / 2
-	}
-	return minSubRange
 }
 
 // waysFor is how many sub-ranges each part gets when a stream has

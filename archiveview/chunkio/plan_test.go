@@ -169,23 +169,3 @@ func TestNextFramePartJoin(t *testing.T) {
 		t.Errorf("nextRange(20, 25, 10) = [%d,%d), want [20,25)", p.off, p.end)
 	}
 }
-
-// TestMinSubFor: sub-ranges go down to half of minSubRange only while the
-// process has fewer GETs in flight than a stream may keep.
-func TestMinSubFor(t *testing.T) {
-	for _, tc := range []struct {
-		gets, streamParts int
-		want              int64
-	}{
-		{0, 8, minSubRange / 2},
-		{7, 8, minSubRange / 2},
-		{8, 8, minSubRange},
-		{63, 8, minSubRange},
-		{0, 1, minSubRange / 2},
-		{1, 1, minSubRange},
-	} {
-		if got := minSubFor(tc.gets, tc.streamParts); got != tc.want {
-			t.Errorf("minSubFor(%d, %d) = %d, want %d", tc.gets, tc.streamParts, got, tc.want)
-		}
-	}
-}
