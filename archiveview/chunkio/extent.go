@@ -77,6 +77,18 @@ func (s *Set) OpenExtent(ctx context.Context, e Extent, start, n int64) (Source,
 			}
 		}
 	}
+	if needHdr && start > 0 && !s.streamDecodedAt(ci, base-512) && !s.streamDecodedAt(ci, u0) {
+		// A partial read of a member in cacheable frames: its header is
+		// checked while its data frames are fetched, not before (the
+		// header's frame and the data's are two cold fetches that would
+		// otherwise follow one another), and no data byte is yielded
+		// before the check passed.
+		src, err := s.Range(ctx, ci, u0, u1)
+		if err != nil {
+			return nil, err
+		}
+		return newHdrCheckedSource(ctx, s, ci, base, e, src), nil
+	}
 	if needHdr && (start > 0 || s.streamDecodedAt(ci, base-512)) {
 		// A stream-decoded header is checked on its own too, once for
 		// concurrent readers, whose decodes then continue from it
@@ -144,6 +156,49 @@ func acceptHeader(s *Set, ci int32, base int64, e Extent, hdr []byte) error {
 	}
 	s.state(ci).hdrOK.Store(hdrKey{off: base, name: e.TarName, length: e.Length}, struct{}{})
 	return nil
+}
+
+// hdrCheckedSource yields inner's bytes only once the check of the tar
+// header in front of its member (checkHeaderOnce, started with the source
+// and run while inner fetches) has passed; a failed check is the error of
+// the first Next, and none of inner's bytes is returned.
+type hdrCheckedSource struct {
+	inner   Source
+	cancel  context.CancelFunc
+	done    chan struct{}
+	err     error // the check's result, set before done is closed
+	checked bool
+}
+
+func newHdrCheckedSource(ctx context.Context, s *Set, ci int32, base int64, e Extent, inner Source) *hdrCheckedSource {
+	cctx, cancel := context.WithCancel(ctx)
+	h := &hdrCheckedSource{inner: inner, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(h.done)
+		h.err = checkHeaderOnce(cctx, s, ci, base, e)
+	}()
+	return h
+}
+
+func (h *hdrCheckedSource) Next() ([]byte, *Buf, error) {
+	if h.checked {
+		return h.inner.Next()
+	}
+	seg, rel, err := h.inner.Next() // starts the data's fetches; the check runs meanwhile
+	<-h.done                        // the check ends with the source's context at the latest
+	if h.err != nil {
+		if rel != nil {
+			rel.Release()
+		}
+		return nil, nil, h.err
+	}
+	h.checked = true
+	return seg, rel, err
+}
+
+func (h *hdrCheckedSource) Close() {
+	h.cancel()
+	h.inner.Close()
 }
 
 // hdrSource consumes and checks the 512 header bytes in front of the data

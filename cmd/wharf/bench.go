@@ -34,7 +34,7 @@ func runBench(ctx context.Context, args []string) error {
 	model := fs.String("model", bench.ModelHTTP, "how wharf reaches the S3 model: http (backend.S3Store, the AWS SDK over loopback HTTP: the served path), inprocess (the store called in-process), or both comma-separated (each run in full, reported side by side)")
 	coldFiles := fs.Int("cold-files", def.ColdFiles, "1 MiB files of the cold 16 MiB-frame workload (0 skips it)")
 	shapeSize := byteSize(def.ShapeSize)
-	fs.Var(&shapeSize, "shapes-size", "file of the analytic request-shapes workload: DuckDB Parquet open, zarr-python 3 at 16 and 64, pyarrow coalescing, 256 small concurrent reads, COG windows (0 skips it)")
+	fs.Var(&shapeSize, "shapes-size", "file of the analytic request-shapes workload: DuckDB Parquet open, zarr-python 3 at 16 and 64, pyarrow coalescing, 256 small concurrent reads, COG windows, HDF5 hyperslabs (0 skips it)")
 	shapeFrame := byteSize(def.ShapeFrame)
 	fs.Var(&shapeFrame, "shapes-frame", "frame size the request-shapes file is packed with")
 	var ro readOptions

@@ -57,6 +57,7 @@ const (
 	shapeZarr     = 512 << 10 // one zarr chunk (compressed, as stored)
 	shapeCOGTile  = 192 << 10 // one 512x512 tile of a COG, compressed
 	shapeCOGWidth = 16        // tiles per row of the COG's full-resolution level
+	shapeH5Block  = 1 << 20   // fsspec's block (its readahead cache's unit) for the HDF5 shape
 )
 
 // analyticShapes is the request shapes of issue 24 against a file of size
@@ -130,6 +131,26 @@ func analyticShapes(size, frame int64, seed uint64) []shape {
 		}
 	}
 	out = append(out, shape{name: "COG-like random 512x512 windows (2x2 tiles of 192 KiB, 8 windows)", batches: cog, target: true})
+
+	// h5py over an fsspec HTTP file (xarray's h5netcdf engine): fsspec's
+	// readahead cache turns every miss into one range of the bytes asked
+	// for plus one block (1 MiB here). The superblock and root group are
+	// read first (one block at the start), then the chunk index (a B-tree
+	// node a few MiB in), then 8 hyperslabs one after another, each a row
+	// of two 512 KiB chunks: h5py reads the first chunk, whose miss
+	// fetches it and the next block (holding the second chunk).
+	// (A file smaller than 8 MiB scales the block and chunk down.)
+	blk := min(int64(shapeH5Block), max(size/8, 1))
+	chunk := min(int64(shapeZarr), max(blk/2, 1))
+	h5 := []shapeBatch{{conc: 1, ranges: []shapeRange{{off: 0, n: blk}}}}
+	h5 = append(h5, shapeBatch{conc: 1, ranges: []shapeRange{{off: 2*blk + rng.Int64N(blk), n: blk}}})
+	if rowsH5 := (size - 4*blk) / (2 * chunk); rowsH5 > 0 {
+		for _, r := range rng.Perm(int(rowsH5))[:min(int(rowsH5), 8)] {
+			off := 4*blk + int64(r)*2*chunk
+			h5 = append(h5, shapeBatch{conc: 1, ranges: []shapeRange{{off: off, n: min(chunk+blk, size-off)}}})
+		}
+	}
+	out = append(out, shape{name: "HDF5 hyperslabs, h5py over fsspec (2 metadata block reads, then 8 rows of 2 chunks of 512 KiB, 1 MiB readahead blocks)", batches: h5, target: true})
 	return out
 }
 

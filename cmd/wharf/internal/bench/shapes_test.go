@@ -24,7 +24,7 @@ func tinyShapesEnv(t *testing.T, model string) (Config, *env) {
 // TestAnalyticShapesTiny runs every request shape at CI size on both S3
 // models: every byte is checked against the source (runShape), and each
 // shape reports its GETs, bytes, amplification against the covering frames
-// and p50/p99 against the plain object; the Zarr and COG shapes carry
+// and p50/p99 against the plain object; the Zarr, COG and HDF5 shapes carry
 // issue 24's targets.
 func TestAnalyticShapesTiny(t *testing.T) {
 	for _, model := range []string{ModelHTTP, ModelInProcess} {
@@ -35,8 +35,8 @@ func TestAnalyticShapesTiny(t *testing.T) {
 				t.Fatal(err)
 			}
 			shapes := analyticShapes(cfg.ShapeSize, cfg.ShapeFrame, cfg.Seed)
-			if len(shapes) != 6 {
-				t.Fatalf("%d shapes, want 6", len(shapes))
+			if len(shapes) != 7 {
+				t.Fatalf("%d shapes, want 7", len(shapes))
 			}
 			for _, s := range shapes {
 				got := map[string]float64{}
@@ -56,8 +56,8 @@ func TestAnalyticShapesTiny(t *testing.T) {
 						got["wharf/backend GETs"], got["wharf/backend bytes / covering frames"])
 				}
 			}
-			if len(rep.Targets) != 12 {
-				t.Errorf("%d targets, want 12 (two each for the two Zarr shapes and the COG, with readahead on and off)", len(rep.Targets))
+			if len(rep.Targets) != 16 {
+				t.Errorf("%d targets, want 16 (two each for the two Zarr shapes, the COG and the HDF5 hyperslabs, with readahead on and off)", len(rep.Targets))
 			}
 		})
 	}

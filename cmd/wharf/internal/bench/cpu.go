@@ -1,0 +1,231 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/pprof"
+	"slices"
+	"time"
+
+	"github.com/wharf-s3/wharf/archiveview/cargopack"
+	"github.com/wharf-s3/wharf/archiveview/manifest"
+)
+
+// cpuMaxSize caps the CPU workload's file: its figures are per GB and do
+// not need the whole --large-size.
+const cpuMaxSize = 256 << 20
+
+// cpuPerGB is workload 9 (issue 24): the CPU seconds wharf spends per GB
+// served, against the floor of the work it must do, the reference
+// `zstd -d` of the compressed bytes plus `openssl dgst -sha256` of the
+// compressed and of the decoded bytes (each tool's user + system CPU,
+// measured in the same run on the same files). One file of mixed content
+// (at most 256 MiB of --large-size) is packed twice: in 4 MiB sub-frames
+// and as one giant zstd frame (the shape older CargoShip versions wrote),
+// and each is read cold by one whole GET and by five concurrent 8 MiB
+// ranges (the SDK downloader), three rounds each. wharf's CPU is the CPU
+// profile's samples labelled side=wharf (its handlers, the read path and
+// its SDK connections to the S3 model; env.labelled), so the clients and
+// the S3 model in the same process are not counted. With --cpuprofile the
+// process profile is taken and this workload reports nothing.
+func cpuPerGB(ctx context.Context, cfg Config, e *env, rep *Report) error {
+	size := min(cfg.LargeSize, cpuMaxSize)
+	wl := fmt.Sprintf("9. CPU per GB served (%d MiB file, mixed content, cold cache per read)", size>>20)
+	seed := cfg.Seed + 900
+	rawKey := "raw/cpu.bin"
+	want, err := writeRaw(e, rawKey, contents[0].open(seed, size))
+	if err != nil {
+		return err
+	}
+	defer os.Remove(filepath.Join(e.dir, benchBucket, filepath.FromSlash(rawKey)))
+	mtime := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	type packed struct {
+		name string
+		res  *cargopack.Result
+	}
+	var packs []packed
+	for _, p := range []struct {
+		name, prefix string
+		giant        bool
+	}{{"4 MiB sub-frames", "cpusub", false}, {"one giant frame", "cpugiant", true}} {
+		cfg.logf("packing the CPU workload's %d MiB file (%s)", size>>20, p.name)
+		res, err := cargopack.Write(ctx, cargopack.DirSink(e.dir), []cargopack.File{{
+			Rel: "large/data.bin", Size: size, ModTime: mtime, Mode: 0o644,
+			Open: func() (io.ReadCloser, error) { return contents[0].open(seed, size), nil },
+		}}, cargopack.Options{
+			Bucket: benchBucket, Prefix: p.prefix, UploadID: p.prefix,
+			FrameSize: 4 << 20, NoSubFrames: p.giant, ChunkSize: size + (1 << 20), ShardCount: 1,
+		})
+		if err != nil {
+			return fmt.Errorf("pack CPU workload file (%s): %w", p.name, err)
+		}
+		defer os.RemoveAll(filepath.Join(e.dir, benchBucket, p.prefix))
+		packs = append(packs, packed{p.name, res})
+	}
+
+	// The floor, on the sub-frame archive's chunk and the raw file.
+	floor, how, err := cpuFloor(e, packs[0].res, filepath.Join(e.dir, benchBucket, filepath.FromSlash(rawKey)))
+	if err != nil {
+		return err
+	}
+	floorGB := floor.Seconds() / (float64(size) / 1e9)
+	rep.add(Row{Workload: wl, System: "floor", Variant: how, Metric: "CPU s per GB", Value: floorGB, Unit: "s"})
+	cfg.logf("CPU floor (%s): %.2f CPU s per GB", how, floorGB)
+
+	const rounds = 3
+	modes := []struct {
+		name string
+		do   func() (uint32, error)
+	}{
+		{"one GET", func() (uint32, error) { return getCRC(ctx, e.client, "wharf", "large/data.bin") }},
+		{"five concurrent 8 MiB ranges (SDK downloader)", func() (uint32, error) {
+			return downloadCRCConc(ctx, e, e.client, "wharf", "large/data.bin", size, sdkConcurrency)
+		}},
+	}
+	perGB := map[string]float64{}
+	for _, p := range packs {
+		for _, m := range modes {
+			var prof bytes.Buffer
+			if err := pprof.StartCPUProfile(&prof); err != nil {
+				cfg.logf("CPU workload skipped: %v (--cpuprofile takes the process profile)", err)
+				rep.add(Row{Workload: wl, System: "wharf", Variant: "not measured: the CPU profile is in use (--cpuprofile)", Metric: "CPU s per GB", Value: 0, Unit: "s"})
+				return nil
+			}
+			var backendB int64
+			var walls []float64
+			err := func() error {
+				defer pprof.StopCPUProfile()
+				for r := 0; r < rounds; r++ {
+					if _, err := e.serveArchive(ctx, p.res.ManifestKey, cfg.CacheBytes, 0); err != nil {
+						return err
+					}
+					e.faulty.Reset()
+					t0 := time.Now()
+					got, err := m.do()
+					if err != nil {
+						return err
+					}
+					walls = append(walls, time.Since(t0).Seconds())
+					if got != want {
+						return fmt.Errorf("CPU workload (%s, %s): bytes differ from the source", p.name, m.name)
+					}
+					backendB = max(backendB, e.faulty.BytesReturned())
+				}
+				return nil
+			}()
+			if err != nil {
+				return err
+			}
+			by, err := cpuByLabel(prof.Bytes(), "side")
+			if err != nil {
+				return err
+			}
+			gb := float64(rounds) * float64(size) / 1e9
+			w := by["wharf"].Seconds() / gb
+			perGB[p.name+"/"+m.name] = w
+			ratio := float64(backendB) / float64(p.res.CompressedBytes)
+			rep.add(Row{Workload: wl, System: "wharf", Variant: p.name + ", " + m.name, Metric: "CPU s per GB", Value: w, Unit: "s"})
+			rep.add(Row{Workload: wl, System: "wharf", Variant: p.name + ", " + m.name, Metric: "CPU / floor", Value: w / floorGB, Unit: "x"})
+			rep.add(Row{Workload: wl, System: "wharf", Variant: p.name + ", " + m.name, Metric: "throughput (median of 3)", Value: float64(size) / 1e6 / medianOf(walls), Unit: "MB/s"})
+			rep.add(Row{Workload: wl, System: "wharf", Variant: p.name + ", " + m.name, Metric: "backend bytes / compressed (most of a round)", Value: ratio, Unit: "x"})
+			rep.add(Row{Workload: wl, System: "S3 model + clients", Variant: p.name + ", " + m.name, Metric: "CPU s per GB", Value: (by["s3model"] + by[""]).Seconds() / gb, Unit: "s"})
+			cfg.logf("CPU %s, %s: wharf %.2f CPU s per GB (%.2fx the floor), %.0f MB/s, backend bytes %.2fx compressed; S3 model %.2f, clients and the rest %.2f CPU s per GB",
+				p.name, m.name, w, w/floorGB, float64(size)/1e6/medianOf(walls), ratio, by["s3model"].Seconds()/gb, by[""].Seconds()/gb)
+			if p.name == packs[0].name {
+				rep.target("CPU per GB served, "+m.name+", sub-frames, vs the floor (zstd -d + sha256 of compressed and decoded)",
+					fmt.Sprintf("%.2fx (%.2f vs %.2f CPU s/GB)", w/floorGB, w, floorGB), "<= 1.5x", w/floorGB <= 1.5)
+			} else if m.name == modes[1].name {
+				rep.target("giant frame, five concurrent 8 MiB ranges: backend bytes / the frame", fmt.Sprintf("%.2fx", ratio), "<= 2x", ratio <= 2.0)
+				sub := perGB[packs[0].name+"/"+m.name]
+				rep.target("giant frame, five concurrent 8 MiB ranges: CPU per GB vs the same file in sub-frames",
+					fmt.Sprintf("%.2fx (%.2f vs %.2f CPU s/GB)", w/sub, w, sub), "<= 1.5x", w <= 1.5*sub)
+			}
+		}
+	}
+	return nil
+}
+
+// cpuFloor is the CPU time of the work a read of res's file must do at
+// least: decode every chunk and sha256 both its compressed and its decoded
+// bytes, with the reference tools (`zstd -d`, `openssl dgst -sha256`),
+// each run three times (the median counts). Without those tools it is the
+// same work in this process with wharf's libraries, timed on one
+// goroutine, and how says so.
+func cpuFloor(e *env, res *cargopack.Result, raw string) (time.Duration, string, error) {
+	var chunks []string
+	for _, c := range res.Manifest.Chunks {
+		chunks = append(chunks, filepath.Join(e.dir, benchBucket, filepath.FromSlash(manifest.ResolveObjectKey(benchBucket, res.Manifest.Prefix, c.S3Key))))
+	}
+	_, zerr := exec.LookPath("zstd")
+	_, oerr := exec.LookPath("openssl")
+	if zerr != nil || oerr != nil {
+		limit, err := decodeLimit(e, res)
+		if err != nil {
+			return 0, "", err
+		}
+		// sha256 of the compressed and decoded bytes at this machine's
+		// single-goroutine rate.
+		rate, err := sha256Rate()
+		if err != nil {
+			return 0, "", err
+		}
+		dec := float64(res.Manifest.Files[0].Size) / 1e6
+		secs := dec/limit + (dec+float64(res.CompressedBytes)/1e6)/rate
+		return time.Duration(secs * float64(time.Second)), "Go floor (klauspost zstd DecodeAll + crypto/sha256, one goroutine): zstd or openssl missing", nil
+	}
+	var total time.Duration
+	for _, ch := range chunks {
+		for _, cmd := range [][]string{
+			{"zstd", "-d", "-q", "-f", "-o", os.DevNull, ch},
+			{"openssl", "dgst", "-sha256", ch},
+		} {
+			d, err := toolCPU(cmd)
+			if err != nil {
+				return 0, "", err
+			}
+			total += d
+		}
+	}
+	d, err := toolCPU([]string{"openssl", "dgst", "-sha256", raw})
+	if err != nil {
+		return 0, "", err
+	}
+	total += d
+	return total, "zstd -d + openssl dgst -sha256 of the compressed chunk and of the raw file (user + system CPU, median of 3 each)", nil
+}
+
+// sha256Rate is this machine's sha256 rate on one goroutine, MB/s.
+func sha256Rate() (float64, error) {
+	b := make([]byte, 64<<20)
+	t0 := time.Now()
+	_ = sha256.Sum256(b)
+	return float64(len(b)) / 1e6 / max(time.Since(t0).Seconds(), 1e-9), nil
+}
+
+// toolCPU runs cmd three times and returns the median of its user +
+// system CPU time.
+func toolCPU(cmd []string) (time.Duration, error) {
+	var ds []time.Duration
+	for i := 0; i < 3; i++ {
+		c := exec.Command(cmd[0], cmd[1:]...)
+		c.Stdout = io.Discard
+		var stderr bytes.Buffer
+		c.Stderr = &stderr
+		if err := c.Run(); err != nil {
+			return 0, fmt.Errorf("floor: %v: %w (%s)", cmd, err, stderr.String())
+		}
+		if c.ProcessState == nil {
+			return 0, errors.New("floor: no process state")
+		}
+		ds = append(ds, c.ProcessState.UserTime()+c.ProcessState.SystemTime())
+	}
+	slices.Sort(ds)
+	return ds[1], nil
+}
