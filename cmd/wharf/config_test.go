@@ -227,6 +227,8 @@ func TestCheckConfig(t *testing.T) {
 		{"negative send timeout", "store: s3://\ndiscover: [s3://a/b]\nsend_timeout: -1s\n", nil, "--send-timeout -1s"},
 		{"send timeout too short", "store: s3://\ndiscover: [s3://a/b]\n", []string{"--send-timeout", "10ms"}, "--send-timeout 10ms: want 100ms to 1h0m0s"},
 		{"send timeout too long", "store: s3://\ndiscover: [s3://a/b]\nsend_timeout: 2h\n", nil, "--send-timeout 2h0m0s"},
+		{"send timeout without a unit", "store: s3://\ndiscover: [s3://a/b]\n", []string{"--send-timeout", "5"}, `"5" has no unit: write a duration such as 5s`},
+		{"rescan not a duration", "store: s3://\ndiscover: [s3://a/b]\n", []string{"--rescan", "1x"}, `"1x" is not a duration`},
 		{"open wait beyond clients", "store: s3://\ndiscover: [s3://a/b]\n", []string{"--open-wait", "1h"}, "--open-wait 1h0m0s"},
 		{"open timeout too short", "store: s3://\ndiscover: [s3://a/b]\nopen_timeout: 10ms\n", nil, "--open-timeout 10ms"},
 		{"open timeout too long", "store: s3://\ndiscover: [s3://a/b]\n", []string{"--open-timeout", "2h"}, "--open-timeout 2h0m0s"},

@@ -60,13 +60,13 @@ func frontDoorFlags(fs *flag.FlagSet, fd *frontDoorConfig) {
 	fs.StringVar(&fd.AdminTLSCert, "admin-tls-cert", fd.AdminTLSCert, "PEM certificate `FILE` of the admin listener (default: the --tls-cert one)")
 	fs.StringVar(&fd.AdminTLSKey, "admin-tls-key", fd.AdminTLSKey, "PEM private key `FILE` of --admin-tls-cert")
 	fs.BoolVar(&fd.AdminPlain, "admin-plain", fd.AdminPlain, "keep the admin listener plain HTTP while S3 uses TLS (loopback --admin-listen only)")
-	fs.DurationVar(&fd.TLSReloadInterval, "tls-reload-interval", fd.TLSReloadInterval, "re-read the certificate files this often to pick up a rotation (0 = only on SIGHUP)")
+	durationVar(fs, &fd.TLSReloadInterval, "tls-reload-interval", fd.TLSReloadInterval, "re-read the certificate files this often to pick up a rotation (0 = only on SIGHUP)")
 	fs.Var(&listFlag[string]{list: &fd.CORSAllowOrigins, parse: func(v string) (string, error) {
 		_, err := s3api.ParseCORSOrigin(v)
 		return v, err
 	}, show: func(s string) string { return s }},
 		"cors-allow-origin", "`ORIGIN` (scheme://host[:port], or * for any) whose web pages may read the buckets with fetch(); repeatable")
-	fs.DurationVar(&fd.CORSMaxAge, "cors-max-age", fd.CORSMaxAge, "how long browsers may cache a CORS preflight answer (whole seconds; 0 = send no Access-Control-Max-Age)")
+	durationVar(fs, &fd.CORSMaxAge, "cors-max-age", fd.CORSMaxAge, "how long browsers may cache a CORS preflight answer (whole seconds; 0 = send no Access-Control-Max-Age)")
 }
 
 // tlsEnabled reports whether the S3 listener serves TLS.

@@ -26,7 +26,7 @@ func addProgressFlags(fs *flag.FlagSet) *progressFlags {
 	p := &progressFlags{stderr: os.Stderr}
 	fs.BoolVar(&p.quiet, "quiet", false, "no progress output (and only the essential lines)")
 	fs.BoolVar(&p.quiet, "q", false, "same as --quiet")
-	fs.DurationVar(&p.interval, "progress-interval", progress.DefaultInterval, "how often progress is logged when stderr is not a terminal")
+	durationVar(fs, &p.interval, "progress-interval", progress.DefaultInterval, "how often progress is logged when stderr is not a terminal")
 	return p
 }
 
