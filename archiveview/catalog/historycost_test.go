@@ -10,7 +10,10 @@ package catalog
 //
 // (WHARF_HIST_VERSIONS and WHARF_HIST_FILES change the shape;
 // WHARF_HIST_INDEX_CACHE=1 opens every version through a DirIndexCache
-// and builds the history a second time in a new manager, from the cache.)
+// and builds the history a second time in a new manager, from the cache;
+// WHARF_HIST_PROFILE=DIR writes a CPU and an allocation profile of each
+// build there: cpu-first.pprof, allocs-first.pprof, and -cached for the
+// build from the cache.)
 
 import (
 	"bytes"
@@ -24,6 +27,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -74,6 +78,36 @@ func envInt(name string, def int) int {
 		return v
 	}
 	return def
+}
+
+// profile starts a CPU profile of phase when WHARF_HIST_PROFILE names a
+// directory; the function returned stops it and writes the allocation
+// profile.
+func profile(t *testing.T, phase string) func() {
+	dir := os.Getenv("WHARF_HIST_PROFILE")
+	if dir == "" {
+		return func() {}
+	}
+	cf, err := os.Create(filepath.Join(dir, "cpu-"+phase+".pprof"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.MemProfileRate = 64 << 10
+	if err := pprof.StartCPUProfile(cf); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		cf.Close()
+		af, err := os.Create(filepath.Join(dir, "allocs-"+phase+".pprof"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer af.Close()
+		if err := pprof.Lookup("allocs").WriteTo(af, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func TestHistoryCost(t *testing.T) {
@@ -191,9 +225,11 @@ func TestHistoryCost(t *testing.T) {
 		}
 	}()
 	before, bytes0 := store.counts(), store.bytes.Load()
+	stopProf := profile(t, "first")
 	t0 = time.Now()
 	h, _, err := cm.History(ctx, "ocean", a, true)
 	took := time.Since(t0)
+	stopProf()
 	close(stop)
 	wg.Wait()
 	if err != nil {
@@ -221,10 +257,12 @@ func TestHistoryCost(t *testing.T) {
 		}
 		a2 := bucketArchive(t, cm2, "ocean")
 		before, bytes0 := store.counts(), store.bytes.Load()
+		stopProf := profile(t, "cached")
 		t0 := time.Now()
 		if _, _, err := cm2.History(ctx, "ocean", a2, true); err != nil {
 			t.Fatal(err)
 		}
+		stopProf()
 		after := store.counts()
 		t.Logf("history build from the index cache: %v; requests: list %d, get %d, stat %d; bytes read %.1f MB",
 			time.Since(t0).Round(time.Millisecond), after["list"]-before["list"], after["get"]-before["get"], after["stat"]-before["stat"],
