@@ -384,21 +384,37 @@ func chainFrom(current, previous string, l versionListing, limit int) (chain []H
 }
 
 // historyWalk merges the published versions' trees, newest first, into
-// runs per key.
+// runs per key. Each step is one pass over the version's identities
+// (Archive.EachIdentity: no File built, no allocation for a key whose
+// bytes did not change) merged with the open runs, written into the
+// spare slice of the last step (two slices of keyState in all).
 type historyWalk struct {
 	states []keyState // by key
+	spare  []keyState // the last step's states, reused
 	ids    []string   // the versions stepped, newest first
 }
 
 // keyState is a key's open run while walking.
 type keyState struct {
 	key    string
-	absent bool // the run is one of versions without the key
-	from   uint16
-	first  uint16 // of the run's versions the one with the smallest id
-	id     ident
+	id     archiveview.FileIdentity
 	meta   *verMeta
 	out    []keyVer // closed runs, newest first
+	absent bool     // the run is one of versions without the key
+	from   uint16
+	first  uint16 // of the run's versions the one with the smallest id
+}
+
+// sameBytes: by sha256 when both have one, else by size and ETag (which,
+// with no checksum, is derived from the chunk keys, offsets and lengths).
+func sameBytes(a, b archiveview.FileIdentity) bool {
+	if a.Size != b.Size {
+		return false
+	}
+	if a.HasSHA256 && b.HasSHA256 {
+		return a.SHA256 == b.SHA256
+	}
+	return a.SameETag(b)
 }
 
 // step merges version i's files (all of a's keys, in order). older: the
@@ -406,19 +422,27 @@ type keyState struct {
 func (w *historyWalk) step(i int, id string, a *archiveview.Archive, older bool) error {
 	w.ids = append(w.ids, id)
 	var (
-		next  = make([]keyState, 0, max(len(w.states), a.Files()))
-		j     int
-		after string
-		prev  = uint16(max(i-1, 0))
-		cur   = uint16(i)
+		next = w.spare[:0]
+		j    int
+		prev = uint16(max(i-1, 0))
+		cur  = uint16(i)
 	)
-	start := func(s *keyState, f archiveview.File) {
-		s.absent, s.from, s.first, s.id, s.meta = false, cur, cur, identOf(f), nil
+	if c := max(len(w.states), a.Files()); cap(next) < c {
+		next = make([]keyState, 0, c+c/16)
+	}
+	start := func(s *keyState, key string, fid archiveview.FileIdentity) error {
+		s.absent, s.from, s.first, s.id, s.meta = false, cur, cur, fid, nil
 		if older {
-			s.id = ident{size: f.Size, sha: strings.Clone(f.SHA256), etag: strings.Clone(f.ETag)}
-			s.meta = &verMeta{size: f.Size, mod: f.ModTime, etag: s.id.etag, sha: s.id.sha,
+			// A run that starts in an older version: its description,
+			// read once (a few keys a version).
+			f, ok := a.Stat(key)
+			if !ok {
+				return fmt.Errorf("key %q: listed but not found", key)
+			}
+			s.meta = &verMeta{size: f.Size, mod: f.ModTime, etag: f.ETag, sha: f.SHA256,
 				ctype: strings.Clone(f.ContentType), class: cmp.Or(a.StorageClass(f), backend.ClassStandard)}
 		}
+		return nil
 	}
 	closeRun := func(s *keyState) {
 		if s.absent {
@@ -427,62 +451,48 @@ func (w *historyWalk) step(i int, id string, a *archiveview.Archive, older bool)
 			s.out = append(s.out, keyVer{id: prev, name: s.first, from: s.from, meta: s.meta})
 		}
 	}
-	onlyOld := func(s keyState) {
-		if !s.absent { // the key is not in version i: it appeared in i-1
-			closeRun(&s)
-			s.absent, s.meta = true, nil
+	onlyOld := func(s *keyState) {
+		next = append(next, *s)
+		if t := &next[len(next)-1]; !t.absent { // the key is not in version i: it appeared in i-1
+			closeRun(t)
+			t.absent, t.meta = true, nil
 		}
-		next = append(next, s)
 	}
-	for {
-		res := a.List(archiveview.ListParams{After: after, MaxKeys: 1000})
-		for _, e := range res.Entries {
-			if e.Prefix != "" {
-				continue
-			}
-			f := e.File
-			for j < len(w.states) && w.states[j].key < f.Key {
-				onlyOld(w.states[j])
-				j++
-			}
-			if j < len(w.states) && w.states[j].key == f.Key {
-				s := w.states[j]
-				j++
-				switch {
-				case s.absent: // deleted in i-1, present in i
-					closeRun(&s)
-					start(&s, f)
-				case !s.id.same(identOf(f)):
-					closeRun(&s)
-					start(&s, f)
-				case id < w.ids[s.first]: // the same bytes: the run goes on
-					s.first = cur
-				}
-				next = append(next, s)
-				continue
-			}
-			s := keyState{key: f.Key}
-			if older {
-				s.key = strings.Clone(f.Key)
-			}
-			if i > 0 { // absent from every newer version: deleted in i-1
-				s.out = append(s.out, keyVer{id: prev, name: prev, del: true})
-			}
-			start(&s, f)
-			next = append(next, s)
+	err := a.EachIdentity(func(key string, fid archiveview.FileIdentity) error {
+		for j < len(w.states) && w.states[j].key < key {
+			onlyOld(&w.states[j])
+			j++
 		}
-		if !res.Truncated {
-			break
+		if j < len(w.states) && w.states[j].key == key {
+			next = append(next, w.states[j])
+			j++
+			s := &next[len(next)-1]
+			switch {
+			case s.absent, !sameBytes(s.id, fid): // deleted in i-1 and present in i, or other bytes
+				closeRun(s)
+				return start(s, key, fid)
+			case id < w.ids[s.first]: // the same bytes: the run goes on
+				s.first = cur
+			}
+			return nil
 		}
-		after = res.NextAfter
+		next = append(next, keyState{key: strings.Clone(key)})
+		s := &next[len(next)-1]
+		if i > 0 { // absent from every newer version: deleted in i-1
+			s.out = append(s.out, keyVer{id: prev, name: prev, del: true})
+		}
+		return start(s, s.key, fid)
+	})
+	if err != nil {
+		return err
 	}
 	for ; j < len(w.states); j++ {
-		onlyOld(w.states[j])
+		onlyOld(&w.states[j])
 	}
 	if len(next) > 1<<31 {
 		return fmt.Errorf("more than %d keys", 1<<31)
 	}
-	w.states = next
+	w.spare, w.states = w.states, next
 	return nil
 }
 
@@ -500,7 +510,7 @@ func (w *historyWalk) finish(n int) (keys []string, vstart []uint32, vers []keyV
 		vers = append(vers, s.out...)
 	}
 	vstart = append(vstart, uint32(len(vers)))
-	w.states = nil
+	w.states, w.spare = nil, nil
 	return keys, vstart, vers
 }
 

@@ -13,7 +13,8 @@ package catalog
 // and builds the history a second time in a new manager, from the cache;
 // WHARF_HIST_PROFILE=DIR writes a CPU and an allocation profile of each
 // build there: cpu-first.pprof, allocs-first.pprof, and -cached for the
-// build from the cache.)
+// build from the cache; WHARF_HIST_DUMP=FILE writes every key version of
+// the history, one a line, to compare two builds' results.)
 
 import (
 	"bytes"
@@ -307,6 +308,29 @@ func TestHistoryCost(t *testing.T) {
 		p.KeyMarker, p.VersionIDMarker = r.NextKeyMarker, r.NextVersionIDMarker
 	}
 	t.Logf("a full listing of the versions: %d entries in %d pages, %v", entries, pages, time.Since(t0).Round(time.Millisecond))
+	if path := os.Getenv("WHARF_HIST_DUMP"); path != "" {
+		var out bytes.Buffer
+		fmt.Fprintf(&out, "versions %v\nended %s\n", dh.Versions(), dh.Ended())
+		p := archiveview.VersionListParams{MaxKeys: 1000}
+		for {
+			r, err := h.ListVersions(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range r.Entries {
+				v := e.Version
+				fmt.Fprintf(&out, "%s %s latest=%v del=%v size=%d etag=%s sha=%s mod=%s ctype=%s class=%s\n", v.Key, v.VersionID, v.IsLatest, v.DeleteMarker,
+					v.Size, v.ETag, v.SHA256, v.ModTime.UTC().Format(time.RFC3339Nano), v.ContentType, v.Class)
+			}
+			if !r.Truncated {
+				break
+			}
+			p.KeyMarker, p.VersionIDMarker = r.NextKeyMarker, r.NextVersionIDMarker
+		}
+		if err := os.WriteFile(path, out.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	// A versionId= read of an old version: it opens that version again.
 	before = store.counts()
