@@ -83,7 +83,24 @@ type HistoryParams struct {
 	Open  func(ctx context.Context, v HistoryVersion) (*archiveview.Archive, error)
 	Close func(a *archiveview.Archive, inUse bool)
 	Log   zerolog.Logger
+	// Ahead is how many older versions the build holds at a time, open
+	// or opening, the one being merged counted (<= 1: one at a time, each
+	// opened once the one before is closed). With more, the next versions
+	// open while one is merged, each open starting once the one before
+	// holds its memory (OpenHeld's held; without OpenHeld, once it
+	// returned), so the opens take their memory in the walk's order and
+	// the one merged next never waits for memory a later one holds.
+	Ahead int
+	// OpenHeld, if set, is Open that calls held once the open holds its
+	// memory (the index reservation) or failed to get it; the history's
+	// build opens with it (Open stays for versionId= reads).
+	OpenHeld func(ctx context.Context, v HistoryVersion, held func()) (*archiveview.Archive, error)
 }
+
+// historyOpenAhead is HistoryParams.Ahead for a served dataset's history:
+// two versions at a time (one merged while the next opens, or two
+// opening), each within the index memory budget.
+const historyOpenAhead = 2
 
 // keyVer is one version of a key in a dataset history.
 type keyVer struct {
@@ -219,8 +236,17 @@ func BuildHistory(ctx context.Context, p HistoryParams) (*DatasetHistory, error)
 		return nil, err
 	}
 	n := 1
-	for _, v := range chain {
-		a, err := p.Open(ctx, v)
+	opens := startOpens(ctx, p, chain)
+	defer func() { opens.stop() }()
+	for k, v := range chain {
+		a, err := opens.next(k)
+		if err != nil && errors.Is(err, ErrIndexMemory) && ctx.Err() == nil && opens.ahead() {
+			// The memory may have been held by the versions opened ahead:
+			// from here on one at a time, as if never opened ahead.
+			opens.stop()
+			opens = startOpens(ctx, HistoryParams{Open: p.Open, Close: p.Close}, chain[k:])
+			a, err = opens.next(k)
+		}
 		if err != nil {
 			if ctx.Err() != nil || backend.IsRetryable(err) {
 				return nil, fmt.Errorf("dataset %s: history: version %s: %w", p.Ref.URL(), v.ID, err)
@@ -236,7 +262,7 @@ func BuildHistory(ctx context.Context, p HistoryParams) (*DatasetHistory, error)
 		}
 		v.Created = a.Created()
 		err = w.step(n, v.ID, a, true)
-		p.Close(a, false)
+		opens.done(k, a)
 		if err != nil {
 			return nil, fmt.Errorf("dataset %s: history: version %s: %w", p.Ref.URL(), v.ID, err)
 		}
@@ -247,6 +273,111 @@ func BuildHistory(ctx context.Context, p HistoryParams) (*DatasetHistory, error)
 	h.ended = ended
 	h.keys, h.vstart, h.vers = w.finish(n)
 	return h, nil
+}
+
+// historyOpens opens a history's older versions in the walk's order, up
+// to HistoryParams.Ahead at a time (historyOpens.ahead), for the merge
+// to take one by one (next, then done).
+type historyOpens struct {
+	p      HistoryParams
+	cancel context.CancelFunc
+	queue  chan *historyOpen // started opens, in order
+	slots  chan struct{}     // one per version held: opening, opened, or being merged
+	wg     sync.WaitGroup
+}
+
+// historyOpen is one version's open.
+type historyOpen struct {
+	done chan struct{}
+	a    *archiveview.Archive
+	err  error
+}
+
+// startOpens starts opening chain's versions in the background.
+func startOpens(ctx context.Context, p HistoryParams, chain []HistoryVersion) *historyOpens {
+	ahead := max(p.Ahead, 1)
+	o := &historyOpens{p: p, queue: make(chan *historyOpen, ahead), slots: make(chan struct{}, ahead)}
+	ctx, o.cancel = context.WithCancel(ctx)
+	o.wg.Add(1)
+	go func() {
+		defer o.wg.Done()
+		defer close(o.queue)
+		var prev *historyOpen
+		for _, v := range chain {
+			select {
+			case o.slots <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			if prev != nil {
+				select {
+				case <-prev.done:
+					if prev.err != nil {
+						return // the walk ends there: open nothing past it
+					}
+				default: // still opening (Ahead > 1): this one may be discarded
+				}
+			}
+			op := &historyOpen{done: make(chan struct{})}
+			prev = op
+			o.queue <- op // never blocks: a slot is held per queued open
+			held := make(chan struct{})
+			var once sync.Once
+			mark := func() { once.Do(func() { close(held) }) }
+			o.wg.Add(1)
+			go func() {
+				defer o.wg.Done()
+				defer close(op.done)
+				defer mark()
+				if p.OpenHeld != nil {
+					op.a, op.err = p.OpenHeld(ctx, v, mark)
+				} else {
+					op.a, op.err = p.Open(ctx, v)
+				}
+			}()
+			select {
+			case <-held:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return o
+}
+
+// ahead reports opens more than one at a time.
+func (o *historyOpens) ahead() bool { return max(o.p.Ahead, 1) > 1 }
+
+// next waits for the next version's open (k: its place in the chain).
+func (o *historyOpens) next(k int) (*archiveview.Archive, error) {
+	op, ok := <-o.queue
+	if !ok {
+		return nil, fmt.Errorf("version %d: not opened: %w", k, context.Canceled)
+	}
+	<-op.done
+	if op.err != nil {
+		<-o.slots
+	}
+	return op.a, op.err
+}
+
+// done closes version k's archive after its merge and frees its slot.
+func (o *historyOpens) done(_ int, a *archiveview.Archive) {
+	o.p.Close(a, false)
+	<-o.slots
+}
+
+// stop cancels the opens not yet taken and closes what they opened. The
+// merge's own archive (taken by next, not yet done) is the caller's.
+func (o *historyOpens) stop() {
+	o.cancel()
+	for op := range o.queue {
+		<-op.done
+		if op.a != nil {
+			o.p.Close(op.a, false)
+		}
+	}
+	o.wg.Wait()
 }
 
 // HistoryChain returns the published versions a history of current

@@ -145,6 +145,11 @@ func (cm *Manager) newHistoryState(name string, st *datasetState, a *archiveview
 			return cm.openUpload(ctx, name+"@"+v.ID, ref.Bucket, v.ManifestKey, v.ManifestSz,
 				openExtra{allow: []string{ref.VersionsRoot()}, noClasses: true}) // no listing outside a scan
 		},
+		Ahead: historyOpenAhead,
+		OpenHeld: func(ctx context.Context, v HistoryVersion, held func()) (*archiveview.Archive, error) {
+			return cm.openUpload(ctx, name+"@"+v.ID, ref.Bucket, v.ManifestKey, v.ManifestSz,
+				openExtra{allow: []string{ref.VersionsRoot()}, noClasses: true, held: held})
+		},
 		Close: func(old *archiveview.Archive, inUse bool) {
 			if inUse {
 				cm.retire(readyEntry(old.Name(), old)) // reads may be in flight: after the grace
