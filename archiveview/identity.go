@@ -89,3 +89,18 @@ func (a *Archive) EachIdentity(fn func(key string, id FileIdentity) error) error
 	}
 	return ferr
 }
+
+// ObjectKeys returns the keys of the distinct objects (chunks, direct
+// objects) holding f's bytes, in the order f's bytes use them; no
+// request. f is a file of a (from Stat or List).
+func (a *Archive) ObjectKeys(f File) ([]string, error) {
+	arc, cis, err := fileChunks(a, f)
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]string, len(cis))
+	for i, ci := range cis {
+		keys[i] = arc.tree.Chunks[ci].Key
+	}
+	return keys, nil
+}

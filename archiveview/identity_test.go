@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/wharf-s3/wharf/backend"
+	"github.com/wharf-s3/wharf/backend/faults"
 )
 
 // TestEachIdentity: every shape's files, in memory and from an index file
@@ -70,6 +72,41 @@ func TestEachIdentity(t *testing.T) {
 			n := 0
 			if err := a.EachIdentity(func(string, FileIdentity) error { n++; return stop }); err != stop || n != 1 {
 				t.Errorf("fn's error: %v after %d calls", err, n)
+			}
+		})
+	}
+}
+
+// TestObjectKeys: ObjectKeys names the objects FileStorage reports for
+// every file of every shape, in the same order, with no request.
+func TestObjectKeys(t *testing.T) {
+	for _, sh := range piShapes() {
+		t.Run(sh.name, func(t *testing.T) {
+			dir, key, _ := piSetup(t, sh)
+			fa := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{})
+			a, err := Open(context.Background(), fa, rvBucket, key, Options{Name: "served"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			r := a.List(ListParams{MaxKeys: 100000})
+			for _, e := range r.Entries {
+				before := fa.Requests("")
+				keys, err := a.ObjectKeys(e.File)
+				if err != nil || fa.Requests("") != before {
+					t.Fatalf("%s: %v, %d requests", e.File.Key, err, fa.Requests("")-before)
+				}
+				st, err := a.FileStorage(context.Background(), e.File)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var want []string
+				for _, o := range st.Objects {
+					want = append(want, o.Key)
+				}
+				if strings.Join(keys, " ") != strings.Join(want, " ") || len(keys) == 0 && e.File.Size > 0 {
+					t.Errorf("%s: objects %q, FileStorage %q", e.File.Key, keys, want)
+				}
 			}
 		})
 	}

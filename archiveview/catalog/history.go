@@ -231,7 +231,7 @@ func BuildHistory(ctx context.Context, p HistoryParams) (*DatasetHistory, error)
 	}
 	chain, ended := chainFrom(p.Current.ID, p.Previous, listing, p.Limit)
 
-	w := &historyWalk{}
+	w := &historyWalk{classOf: listing.classOf}
 	if err := w.step(0, p.Current.ID, p.Archive, false); err != nil {
 		return nil, err
 	}
@@ -408,6 +408,39 @@ func HistoryChain(ctx context.Context, store backend.Store, ref DatasetRef, curr
 type versionListing struct {
 	ids       []string                  // every version folder, ascending
 	manifests map[string]HistoryVersion // the folders holding a finished upload's manifest
+	// classes are the storage classes of the objects listed in a class
+	// other than STANDARD (at most historyClassesMax: the rest count as
+	// STANDARD), for the older versions' files (opened without listing).
+	classes map[string]objClass
+}
+
+// objClass is a listed object's storage class and archive tier.
+type objClass struct{ class, tier string }
+
+// historyClassesMax bounds the objects in a class other than STANDARD
+// that a history's listing records (versionListing.classes).
+const historyClassesMax = 1 << 16
+
+// classOf is the storage class of f, a file of an older version a: the
+// coldest of its objects' classes as the listing of DATASET/v/ reported
+// them. An object the listing did not record (outside DATASET/v/, an
+// allowed prefix; or past historyClassesMax) counts as STANDARD, as does
+// every object when a's objects cannot be told.
+func (l versionListing) classOf(a *archiveview.Archive, f archiveview.File) string {
+	if len(l.classes) == 0 {
+		return backend.ClassStandard
+	}
+	keys, err := a.ObjectKeys(f)
+	if err != nil {
+		return backend.ClassStandard
+	}
+	class, tier := backend.ClassStandard, ""
+	for _, k := range keys {
+		if oc, ok := l.classes[k]; ok && backend.Coldness(oc.class, oc.tier) > backend.Coldness(class, tier) {
+			class, tier = oc.class, oc.tier
+		}
+	}
+	return class
 }
 
 // listVersions lists DATASET/v/ once: every version folder, and in each
@@ -419,6 +452,12 @@ func listVersions(ctx context.Context, store backend.Store, ref DatasetRef) (ver
 	seen := map[string]bool{}
 	best := map[string]backend.ObjectInfo{}
 	err := store.List(ctx, ref.Bucket, root, func(oi backend.ObjectInfo) error {
+		if c := cmp.Or(oi.StorageClass, backend.ClassStandard); c != backend.ClassStandard && len(l.classes) < historyClassesMax {
+			if l.classes == nil {
+				l.classes = map[string]objClass{}
+			}
+			l.classes[oi.Key] = objClass{c, oi.AccessTier}
+		}
 		id, man, ok := parseVersionKey(oi.Key[len(root):])
 		if !ok {
 			return nil
@@ -520,6 +559,8 @@ func chainFrom(current, previous string, l versionListing, limit int) (chain []H
 // bytes did not change) merged with the open runs, written into the
 // spare slice of the last step (two slices of keyState in all).
 type historyWalk struct {
+	classOf func(a *archiveview.Archive, f archiveview.File) string // an older version's file's class
+
 	states []keyState // by key
 	spare  []keyState // the last step's states, reused
 	ids    []string   // the versions stepped, newest first
@@ -571,7 +612,7 @@ func (w *historyWalk) step(i int, id string, a *archiveview.Archive, older bool)
 				return fmt.Errorf("key %q: listed but not found", key)
 			}
 			s.meta = &verMeta{size: f.Size, mod: f.ModTime, etag: f.ETag, sha: f.SHA256,
-				ctype: strings.Clone(f.ContentType), class: cmp.Or(a.StorageClass(f), backend.ClassStandard)}
+				ctype: strings.Clone(f.ContentType), class: w.classOf(a, f)}
 		}
 		return nil
 	}
