@@ -9,6 +9,9 @@ package catalog
 //	go test ./archiveview/catalog/ -tags histcost -run TestHistoryCost -v -timeout 30m
 //
 // (WHARF_HIST_VERSIONS and WHARF_HIST_FILES change the shape;
+// WHARF_HIST_LATENCY=50ms delays every store request by that much, as a
+// first-byte latency; WHARF_HIST_AHEAD=1 builds one version at a time
+// (the build before opens ahead; default historyOpenAhead);
 // WHARF_HIST_INDEX_CACHE=1 opens every version through a DirIndexCache
 // and builds the history a second time in a new manager, from the cache;
 // WHARF_HIST_PROFILE=DIR writes a CPU and an allocation profile of each
@@ -41,10 +44,38 @@ import (
 	"github.com/wharf-s3/wharf/backend"
 )
 
-// byteStore counts the body bytes GETs return.
+// byteStore counts the body bytes GETs return, and delays every request
+// by latency (a first-byte latency, as S3's).
 type byteStore struct {
 	*countStore
-	bytes atomic.Int64
+	bytes   atomic.Int64
+	latency time.Duration
+}
+
+func (s *byteStore) wait(ctx context.Context) error {
+	if s.latency <= 0 {
+		return nil
+	}
+	select {
+	case <-time.After(s.latency):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *byteStore) Stat(ctx context.Context, b, k string) (backend.ObjectInfo, error) {
+	if err := s.wait(ctx); err != nil {
+		return backend.ObjectInfo{}, err
+	}
+	return s.countStore.Stat(ctx, b, k)
+}
+
+func (s *byteStore) List(ctx context.Context, b, p string, fn func(backend.ObjectInfo) error) error {
+	if err := s.wait(ctx); err != nil {
+		return err
+	}
+	return s.countStore.List(ctx, b, p, fn)
 }
 
 type countingBody struct {
@@ -59,6 +90,9 @@ func (c countingBody) Read(p []byte) (int, error) {
 }
 
 func (s *byteStore) Get(ctx context.Context, b, k string) (io.ReadCloser, backend.ObjectInfo, error) {
+	if err := s.wait(ctx); err != nil {
+		return nil, backend.ObjectInfo{}, err
+	}
 	rc, oi, err := s.countStore.Get(ctx, b, k)
 	if err == nil {
 		rc = countingBody{rc, &s.bytes}
@@ -67,6 +101,9 @@ func (s *byteStore) Get(ctx context.Context, b, k string) (io.ReadCloser, backen
 }
 
 func (s *byteStore) ReadRange(ctx context.Context, b, k string, off, n int64, m string) (io.ReadCloser, backend.ObjectInfo, error) {
+	if err := s.wait(ctx); err != nil {
+		return nil, backend.ObjectInfo{}, err
+	}
 	rc, oi, err := s.countStore.ReadRange(ctx, b, k, off, n, m)
 	if err == nil {
 		rc = countingBody{rc, &s.bytes}
@@ -185,13 +222,20 @@ func TestHistoryCost(t *testing.T) {
 	t.Logf("built %d versions of %d files in %v (manifests %.1f MB gzip in all)", nv, nf, time.Since(t0).Round(time.Millisecond), float64(manBytes)/1e6)
 
 	store := &byteStore{countStore: newCountStore(backend.NewFileStore(dir))}
+	if v := os.Getenv("WHARF_HIST_LATENCY"); v != "" {
+		if store.latency, err = time.ParseDuration(v); err != nil {
+			t.Fatalf("WHARF_HIST_LATENCY: %v", err)
+		}
+	}
+	ahead := envInt("WHARF_HIST_AHEAD", historyOpenAhead)
+	t.Logf("store latency %v, versions opened %d at a time", store.latency, ahead)
 	var opts archiveview.Options
 	if os.Getenv("WHARF_HIST_INDEX_CACHE") == "1" {
 		opts.IndexCache = archiveview.DirIndexCache{Dir: t.TempDir()}
 	}
 	newManager := func() *Manager {
 		return NewManager(Config{Store: store, Options: opts, Aliases: []Alias{{Name: "ocean", Target: "s3://lake/ocean@current"}}, WaitOpen: true,
-			RetireGrace: time.Hour, OpenWait: 30 * time.Minute, OpenTimeout: 10 * time.Minute})
+			RetireGrace: time.Hour, OpenWait: 30 * time.Minute, OpenTimeout: 10 * time.Minute, historyAhead: ahead})
 	}
 	cm := newManager()
 	defer cm.CloseAll()

@@ -141,6 +141,10 @@ type Config struct {
 	// bucket's version history holds at most (0 = DefaultDatasetHistory;
 	// history.go).
 	DatasetHistory int
+
+	// historyAhead overrides historyOpenAhead (tests and the cost
+	// measurement: 1 builds a history one version at a time).
+	historyAhead int
 }
 
 // Manager owns the served archives: the configured ones (opened once at
