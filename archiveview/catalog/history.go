@@ -23,10 +23,14 @@ package catalog
 //
 // The history is built lazily (the first ListObjectVersions or versionId=
 // request, never a plain GET or HEAD), in the background, opening the
-// older versions one at a time through the manager's open path (index
-// budget, open timeout, index cache) and closing each once compared. An
-// older version's bytes are read by opening that version again (a few kept
-// open, retired like other archives).
+// older versions through the manager's open path (index budget, open
+// timeout, index cache) two at a time (HistoryParams.Ahead: the next opens
+// while one is merged; reservations taken in the walk's order) and closing
+// each once merged. The merge reads each version's file identities
+// (Archive.EachIdentity), no File per key. An older version's bytes are
+// read by opening that version again (a few kept open, retired like other
+// archives); its storage class is the one the listing of DATASET/v/
+// reported for its objects.
 
 import (
 	"cmp"
