@@ -2,12 +2,14 @@ package catalog
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/wharf-s3/wharf/archiveview"
 	"github.com/wharf-s3/wharf/backend"
 )
 
@@ -115,5 +117,65 @@ func TestDatasetHistoryOpensAhead(t *testing.T) {
 			}
 			t.Logf("built in %v, %d manifest GETs in flight at most", took.Round(time.Millisecond), most)
 		})
+	}
+}
+
+// TestDatasetHistoryAheadFallback: an open ahead that fails for index
+// memory (here: refused whenever another older version is held) is
+// retried with nothing held, one at a time from there, and the history
+// is the whole one; without the fallback it ended at V3 ("did not open"; checked).
+func TestDatasetHistoryAheadFallback(t *testing.T) {
+	d := publishHistory(t)
+	store := backend.NewFileStore(d.dir)
+	ctx := context.Background()
+	open := func(key string) (*archiveview.Archive, error) {
+		return archiveview.Open(ctx, store, dsBucket, key, archiveview.Options{AllowKeyPrefixes: []string{dsPrefix + "/v/"}})
+	}
+	cur, err := open(d.mans[3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cur.Close()
+	var (
+		mu                   sync.Mutex
+		held, most, refusals int
+	)
+	h, err := BuildHistory(ctx, HistoryParams{
+		Store: store, Ref: DatasetRef{Bucket: dsBucket, Prefix: dsPrefix}, Archive: cur, Previous: histIDs[2], Ahead: 2,
+		Current: HistoryVersion{ID: histIDs[3], ManifestKey: d.mans[3]},
+		Open: func(ctx context.Context, v HistoryVersion) (*archiveview.Archive, error) {
+			mu.Lock()
+			if held > 0 {
+				refusals++
+				mu.Unlock()
+				return nil, fmt.Errorf("version %s: %w", v.ID, ErrIndexMemory)
+			}
+			held++
+			most = max(most, held)
+			mu.Unlock()
+			return open(v.ManifestKey)
+		},
+		Close: func(a *archiveview.Archive, _ bool) {
+			a.Close()
+			time.Sleep(20 * time.Millisecond) // held a while: the next open ahead finds it held
+			mu.Lock()
+			held--
+			mu.Unlock()
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	checkHistory(t, h, histWant{
+		"a.txt": {"V4", "V2", "V1"},
+		"b.txt": {"V1"},
+		"d.txt": {"V4", "DM3", "V1"},
+		"e.txt": {"DM4", "V2"},
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if refusals == 0 || held != 0 || most != 1 {
+		t.Fatalf("%d refusals (want some: the test opened nothing ahead), %d held at the end, %d at most", refusals, held, most)
 	}
 }
