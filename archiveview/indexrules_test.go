@@ -180,7 +180,7 @@ func TestTruncatedMappedIndexRead(t *testing.T) {
 // truncatedChecks are the readers TestTruncatedMappedIndexRead runs on a
 // truncated mapping, one child process each.
 var truncatedChecks = []string{"get", "stat", "list", "delete-marker", "list-versions", "stat-version",
-	"build-versions", "info", "learned-offsets", "verify-bytes", "verify", "file-storage", "write-index"}
+	"build-versions", "info", "learned-offsets", "verify-bytes", "verify", "file-storage", "write-index", "each-identity", "object-keys"}
 
 // truncatedArchiveChild serves dir/check.widx (the golden archive's index
 // file, its objects in dir/store) in place, truncates the file and runs
@@ -245,6 +245,10 @@ func truncatedArchiveChild(t *testing.T, dir, check string) {
 		_, err = a.FileStorage(ctx, f)
 	case "write-index":
 		err = a.WriteIndex(io.Discard)
+	case "each-identity":
+		err = a.EachIdentity(func(string, FileIdentity) error { return nil })
+	case "object-keys":
+		_, err = a.ObjectKeys(f)
 	default:
 		t.Fatalf("unknown check %q", check)
 	}

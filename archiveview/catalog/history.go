@@ -23,10 +23,14 @@ package catalog
 //
 // The history is built lazily (the first ListObjectVersions or versionId=
 // request, never a plain GET or HEAD), in the background, opening the
-// older versions one at a time through the manager's open path (index
-// budget, open timeout, index cache) and closing each once compared. An
-// older version's bytes are read by opening that version again (a few kept
-// open, retired like other archives).
+// older versions through the manager's open path (index budget, open
+// timeout, index cache) two at a time (HistoryParams.Ahead: the next opens
+// while one is merged; reservations taken in the walk's order) and closing
+// each once merged. The merge reads each version's file identities
+// (Archive.EachIdentity), no File per key. An older version's bytes are
+// read by opening that version again (a few kept open, retired like other
+// archives); its storage class is the one the listing of DATASET/v/
+// reported for its objects.
 
 import (
 	"cmp"
@@ -83,7 +87,24 @@ type HistoryParams struct {
 	Open  func(ctx context.Context, v HistoryVersion) (*archiveview.Archive, error)
 	Close func(a *archiveview.Archive, inUse bool)
 	Log   zerolog.Logger
+	// Ahead is how many older versions the build holds at a time, open
+	// or opening, the one being merged counted (<= 1: one at a time, each
+	// opened once the one before is closed). With more, the next versions
+	// open while one is merged, each open starting once the one before
+	// holds its memory (OpenHeld's held; without OpenHeld, once it
+	// returned), so the opens take their memory in the walk's order and
+	// the one merged next never waits for memory a later one holds.
+	Ahead int
+	// OpenHeld, if set, is Open that calls held once the open holds its
+	// memory (the index reservation) or failed to get it; the history's
+	// build opens with it (Open stays for versionId= reads).
+	OpenHeld func(ctx context.Context, v HistoryVersion, held func()) (*archiveview.Archive, error)
 }
+
+// historyOpenAhead is HistoryParams.Ahead for a served dataset's history:
+// two versions at a time (one merged while the next opens, or two
+// opening), each within the index memory budget.
+const historyOpenAhead = 2
 
 // keyVer is one version of a key in a dataset history.
 type keyVer struct {
@@ -214,13 +235,22 @@ func BuildHistory(ctx context.Context, p HistoryParams) (*DatasetHistory, error)
 	}
 	chain, ended := chainFrom(p.Current.ID, p.Previous, listing, p.Limit)
 
-	w := &historyWalk{}
+	w := &historyWalk{classOf: listing.classOf}
 	if err := w.step(0, p.Current.ID, p.Archive, false); err != nil {
 		return nil, err
 	}
 	n := 1
-	for _, v := range chain {
-		a, err := p.Open(ctx, v)
+	opens := startOpens(ctx, p, chain)
+	defer func() { opens.stop() }()
+	for k, v := range chain {
+		a, err := opens.next(k)
+		if err != nil && errors.Is(err, ErrIndexMemory) && ctx.Err() == nil && opens.ahead() {
+			// The memory may have been held by the versions opened ahead:
+			// from here on one at a time, as if never opened ahead.
+			opens.stop()
+			opens = startOpens(ctx, HistoryParams{Open: p.Open, Close: p.Close}, chain[k:])
+			a, err = opens.next(k)
+		}
 		if err != nil {
 			if ctx.Err() != nil || backend.IsRetryable(err) {
 				return nil, fmt.Errorf("dataset %s: history: version %s: %w", p.Ref.URL(), v.ID, err)
@@ -236,7 +266,7 @@ func BuildHistory(ctx context.Context, p HistoryParams) (*DatasetHistory, error)
 		}
 		v.Created = a.Created()
 		err = w.step(n, v.ID, a, true)
-		p.Close(a, false)
+		opens.done(k, a)
 		if err != nil {
 			return nil, fmt.Errorf("dataset %s: history: version %s: %w", p.Ref.URL(), v.ID, err)
 		}
@@ -247,6 +277,111 @@ func BuildHistory(ctx context.Context, p HistoryParams) (*DatasetHistory, error)
 	h.ended = ended
 	h.keys, h.vstart, h.vers = w.finish(n)
 	return h, nil
+}
+
+// historyOpens opens a history's older versions in the walk's order, up
+// to HistoryParams.Ahead at a time (historyOpens.ahead), for the merge
+// to take one by one (next, then done).
+type historyOpens struct {
+	p      HistoryParams
+	cancel context.CancelFunc
+	queue  chan *historyOpen // started opens, in order
+	slots  chan struct{}     // one per version held: opening, opened, or being merged
+	wg     sync.WaitGroup
+}
+
+// historyOpen is one version's open.
+type historyOpen struct {
+	done chan struct{}
+	a    *archiveview.Archive
+	err  error
+}
+
+// startOpens starts opening chain's versions in the background.
+func startOpens(ctx context.Context, p HistoryParams, chain []HistoryVersion) *historyOpens {
+	ahead := max(p.Ahead, 1)
+	o := &historyOpens{p: p, queue: make(chan *historyOpen, ahead), slots: make(chan struct{}, ahead)}
+	ctx, o.cancel = context.WithCancel(ctx)
+	o.wg.Add(1)
+	go func() {
+		defer o.wg.Done()
+		defer close(o.queue)
+		var prev *historyOpen
+		for _, v := range chain {
+			select {
+			case o.slots <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			if prev != nil {
+				select {
+				case <-prev.done:
+					if prev.err != nil {
+						return // the walk ends there: open nothing past it
+					}
+				default: // still opening (Ahead > 1): this one may be discarded
+				}
+			}
+			op := &historyOpen{done: make(chan struct{})}
+			prev = op
+			o.queue <- op // never blocks: a slot is held per queued open
+			held := make(chan struct{})
+			var once sync.Once
+			mark := func() { once.Do(func() { close(held) }) }
+			o.wg.Add(1)
+			go func() {
+				defer o.wg.Done()
+				defer close(op.done)
+				defer mark()
+				if p.OpenHeld != nil {
+					op.a, op.err = p.OpenHeld(ctx, v, mark)
+				} else {
+					op.a, op.err = p.Open(ctx, v)
+				}
+			}()
+			select {
+			case <-held:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return o
+}
+
+// ahead reports opens more than one at a time.
+func (o *historyOpens) ahead() bool { return max(o.p.Ahead, 1) > 1 }
+
+// next waits for the next version's open (k: its place in the chain).
+func (o *historyOpens) next(k int) (*archiveview.Archive, error) {
+	op, ok := <-o.queue
+	if !ok {
+		return nil, fmt.Errorf("version %d: not opened: %w", k, context.Canceled)
+	}
+	<-op.done
+	if op.err != nil {
+		<-o.slots
+	}
+	return op.a, op.err
+}
+
+// done closes version k's archive after its merge and frees its slot.
+func (o *historyOpens) done(_ int, a *archiveview.Archive) {
+	o.p.Close(a, false)
+	<-o.slots
+}
+
+// stop cancels the opens not yet taken and closes what they opened. The
+// merge's own archive (taken by next, not yet done) is the caller's.
+func (o *historyOpens) stop() {
+	o.cancel()
+	for op := range o.queue {
+		<-op.done
+		if op.a != nil {
+			o.p.Close(op.a, false)
+		}
+	}
+	o.wg.Wait()
 }
 
 // HistoryChain returns the published versions a history of current
@@ -277,6 +412,39 @@ func HistoryChain(ctx context.Context, store backend.Store, ref DatasetRef, curr
 type versionListing struct {
 	ids       []string                  // every version folder, ascending
 	manifests map[string]HistoryVersion // the folders holding a finished upload's manifest
+	// classes are the storage classes of the objects listed in a class
+	// other than STANDARD (at most historyClassesMax: the rest count as
+	// STANDARD), for the older versions' files (opened without listing).
+	classes map[string]objClass
+}
+
+// objClass is a listed object's storage class and archive tier.
+type objClass struct{ class, tier string }
+
+// historyClassesMax bounds the objects in a class other than STANDARD
+// that a history's listing records (versionListing.classes).
+const historyClassesMax = 1 << 16
+
+// classOf is the storage class of f, a file of an older version a: the
+// coldest of its objects' classes as the listing of DATASET/v/ reported
+// them. An object the listing did not record (outside DATASET/v/, an
+// allowed prefix; or past historyClassesMax) counts as STANDARD, as does
+// every object when a's objects cannot be told.
+func (l versionListing) classOf(a *archiveview.Archive, f archiveview.File) string {
+	if len(l.classes) == 0 {
+		return backend.ClassStandard
+	}
+	keys, err := a.ObjectKeys(f)
+	if err != nil {
+		return backend.ClassStandard
+	}
+	class, tier := backend.ClassStandard, ""
+	for _, k := range keys {
+		if oc, ok := l.classes[k]; ok && backend.Coldness(oc.class, oc.tier) > backend.Coldness(class, tier) {
+			class, tier = oc.class, oc.tier
+		}
+	}
+	return class
 }
 
 // listVersions lists DATASET/v/ once: every version folder, and in each
@@ -288,6 +456,12 @@ func listVersions(ctx context.Context, store backend.Store, ref DatasetRef) (ver
 	seen := map[string]bool{}
 	best := map[string]backend.ObjectInfo{}
 	err := store.List(ctx, ref.Bucket, root, func(oi backend.ObjectInfo) error {
+		if c := cmp.Or(oi.StorageClass, backend.ClassStandard); c != backend.ClassStandard && len(l.classes) < historyClassesMax {
+			if l.classes == nil {
+				l.classes = map[string]objClass{}
+			}
+			l.classes[oi.Key] = objClass{c, oi.AccessTier}
+		}
 		id, man, ok := parseVersionKey(oi.Key[len(root):])
 		if !ok {
 			return nil
@@ -384,21 +558,39 @@ func chainFrom(current, previous string, l versionListing, limit int) (chain []H
 }
 
 // historyWalk merges the published versions' trees, newest first, into
-// runs per key.
+// runs per key. Each step is one pass over the version's identities
+// (Archive.EachIdentity: no File built, no allocation for a key whose
+// bytes did not change) merged with the open runs, written into the
+// spare slice of the last step (two slices of keyState in all).
 type historyWalk struct {
+	classOf func(a *archiveview.Archive, f archiveview.File) string // an older version's file's class
+
 	states []keyState // by key
+	spare  []keyState // the last step's states, reused
 	ids    []string   // the versions stepped, newest first
 }
 
 // keyState is a key's open run while walking.
 type keyState struct {
 	key    string
-	absent bool // the run is one of versions without the key
-	from   uint16
-	first  uint16 // of the run's versions the one with the smallest id
-	id     ident
+	id     archiveview.FileIdentity
 	meta   *verMeta
 	out    []keyVer // closed runs, newest first
+	absent bool     // the run is one of versions without the key
+	from   uint16
+	first  uint16 // of the run's versions the one with the smallest id
+}
+
+// sameBytes: by sha256 when both have one, else by size and ETag (which,
+// with no checksum, is derived from the chunk keys, offsets and lengths).
+func sameBytes(a, b archiveview.FileIdentity) bool {
+	if a.Size != b.Size {
+		return false
+	}
+	if a.HasSHA256 && b.HasSHA256 {
+		return a.SHA256 == b.SHA256
+	}
+	return a.SameETag(b)
 }
 
 // step merges version i's files (all of a's keys, in order). older: the
@@ -406,19 +598,27 @@ type keyState struct {
 func (w *historyWalk) step(i int, id string, a *archiveview.Archive, older bool) error {
 	w.ids = append(w.ids, id)
 	var (
-		next  = make([]keyState, 0, max(len(w.states), a.Files()))
-		j     int
-		after string
-		prev  = uint16(max(i-1, 0))
-		cur   = uint16(i)
+		next = w.spare[:0]
+		j    int
+		prev = uint16(max(i-1, 0))
+		cur  = uint16(i)
 	)
-	start := func(s *keyState, f archiveview.File) {
-		s.absent, s.from, s.first, s.id, s.meta = false, cur, cur, identOf(f), nil
+	if c := max(len(w.states), a.Files()); cap(next) < c {
+		next = make([]keyState, 0, c+c/16)
+	}
+	start := func(s *keyState, key string, fid archiveview.FileIdentity) error {
+		s.absent, s.from, s.first, s.id, s.meta = false, cur, cur, fid, nil
 		if older {
-			s.id = ident{size: f.Size, sha: strings.Clone(f.SHA256), etag: strings.Clone(f.ETag)}
-			s.meta = &verMeta{size: f.Size, mod: f.ModTime, etag: s.id.etag, sha: s.id.sha,
-				ctype: strings.Clone(f.ContentType), class: cmp.Or(a.StorageClass(f), backend.ClassStandard)}
+			// A run that starts in an older version: its description,
+			// read once (a few keys a version).
+			f, ok := a.Stat(key)
+			if !ok {
+				return fmt.Errorf("key %q: listed but not found", key)
+			}
+			s.meta = &verMeta{size: f.Size, mod: f.ModTime, etag: f.ETag, sha: f.SHA256,
+				ctype: strings.Clone(f.ContentType), class: w.classOf(a, f)}
 		}
+		return nil
 	}
 	closeRun := func(s *keyState) {
 		if s.absent {
@@ -427,62 +627,48 @@ func (w *historyWalk) step(i int, id string, a *archiveview.Archive, older bool)
 			s.out = append(s.out, keyVer{id: prev, name: s.first, from: s.from, meta: s.meta})
 		}
 	}
-	onlyOld := func(s keyState) {
-		if !s.absent { // the key is not in version i: it appeared in i-1
-			closeRun(&s)
-			s.absent, s.meta = true, nil
+	onlyOld := func(s *keyState) {
+		next = append(next, *s)
+		if t := &next[len(next)-1]; !t.absent { // the key is not in version i: it appeared in i-1
+			closeRun(t)
+			t.absent, t.meta = true, nil
 		}
-		next = append(next, s)
 	}
-	for {
-		res := a.List(archiveview.ListParams{After: after, MaxKeys: 1000})
-		for _, e := range res.Entries {
-			if e.Prefix != "" {
-				continue
-			}
-			f := e.File
-			for j < len(w.states) && w.states[j].key < f.Key {
-				onlyOld(w.states[j])
-				j++
-			}
-			if j < len(w.states) && w.states[j].key == f.Key {
-				s := w.states[j]
-				j++
-				switch {
-				case s.absent: // deleted in i-1, present in i
-					closeRun(&s)
-					start(&s, f)
-				case !s.id.same(identOf(f)):
-					closeRun(&s)
-					start(&s, f)
-				case id < w.ids[s.first]: // the same bytes: the run goes on
-					s.first = cur
-				}
-				next = append(next, s)
-				continue
-			}
-			s := keyState{key: f.Key}
-			if older {
-				s.key = strings.Clone(f.Key)
-			}
-			if i > 0 { // absent from every newer version: deleted in i-1
-				s.out = append(s.out, keyVer{id: prev, name: prev, del: true})
-			}
-			start(&s, f)
-			next = append(next, s)
+	err := a.EachIdentity(func(key string, fid archiveview.FileIdentity) error {
+		for j < len(w.states) && w.states[j].key < key {
+			onlyOld(&w.states[j])
+			j++
 		}
-		if !res.Truncated {
-			break
+		if j < len(w.states) && w.states[j].key == key {
+			next = append(next, w.states[j])
+			j++
+			s := &next[len(next)-1]
+			switch {
+			case s.absent, !sameBytes(s.id, fid): // deleted in i-1 and present in i, or other bytes
+				closeRun(s)
+				return start(s, key, fid)
+			case id < w.ids[s.first]: // the same bytes: the run goes on
+				s.first = cur
+			}
+			return nil
 		}
-		after = res.NextAfter
+		next = append(next, keyState{key: strings.Clone(key)})
+		s := &next[len(next)-1]
+		if i > 0 { // absent from every newer version: deleted in i-1
+			s.out = append(s.out, keyVer{id: prev, name: prev, del: true})
+		}
+		return start(s, s.key, fid)
+	})
+	if err != nil {
+		return err
 	}
 	for ; j < len(w.states); j++ {
-		onlyOld(w.states[j])
+		onlyOld(&w.states[j])
 	}
 	if len(next) > 1<<31 {
 		return fmt.Errorf("more than %d keys", 1<<31)
 	}
-	w.states = next
+	w.spare, w.states = w.states, next
 	return nil
 }
 
@@ -500,7 +686,7 @@ func (w *historyWalk) finish(n int) (keys []string, vstart []uint32, vers []keyV
 		vers = append(vers, s.out...)
 	}
 	vstart = append(vstart, uint32(len(vers)))
-	w.states = nil
+	w.states, w.spare = nil, nil
 	return keys, vstart, vers
 }
 

@@ -9,8 +9,15 @@ package catalog
 //	go test ./archiveview/catalog/ -tags histcost -run TestHistoryCost -v -timeout 30m
 //
 // (WHARF_HIST_VERSIONS and WHARF_HIST_FILES change the shape;
+// WHARF_HIST_LATENCY=50ms delays every store request by that much, as a
+// first-byte latency; WHARF_HIST_AHEAD=1 builds one version at a time
+// (the build before opens ahead; default historyOpenAhead);
 // WHARF_HIST_INDEX_CACHE=1 opens every version through a DirIndexCache
-// and builds the history a second time in a new manager, from the cache.)
+// and builds the history a second time in a new manager, from the cache;
+// WHARF_HIST_PROFILE=DIR writes a CPU and an allocation profile of each
+// build there: cpu-first.pprof, allocs-first.pprof, and -cached for the
+// build from the cache; WHARF_HIST_DUMP=FILE writes every key version of
+// the history, one a line, to compare two builds' results.)
 
 import (
 	"bytes"
@@ -24,6 +31,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -36,10 +44,38 @@ import (
 	"github.com/wharf-s3/wharf/backend"
 )
 
-// byteStore counts the body bytes GETs return.
+// byteStore counts the body bytes GETs return, and delays every request
+// by latency (a first-byte latency, as S3's).
 type byteStore struct {
 	*countStore
-	bytes atomic.Int64
+	bytes   atomic.Int64
+	latency time.Duration
+}
+
+func (s *byteStore) wait(ctx context.Context) error {
+	if s.latency <= 0 {
+		return nil
+	}
+	select {
+	case <-time.After(s.latency):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *byteStore) Stat(ctx context.Context, b, k string) (backend.ObjectInfo, error) {
+	if err := s.wait(ctx); err != nil {
+		return backend.ObjectInfo{}, err
+	}
+	return s.countStore.Stat(ctx, b, k)
+}
+
+func (s *byteStore) List(ctx context.Context, b, p string, fn func(backend.ObjectInfo) error) error {
+	if err := s.wait(ctx); err != nil {
+		return err
+	}
+	return s.countStore.List(ctx, b, p, fn)
 }
 
 type countingBody struct {
@@ -54,6 +90,9 @@ func (c countingBody) Read(p []byte) (int, error) {
 }
 
 func (s *byteStore) Get(ctx context.Context, b, k string) (io.ReadCloser, backend.ObjectInfo, error) {
+	if err := s.wait(ctx); err != nil {
+		return nil, backend.ObjectInfo{}, err
+	}
 	rc, oi, err := s.countStore.Get(ctx, b, k)
 	if err == nil {
 		rc = countingBody{rc, &s.bytes}
@@ -62,6 +101,9 @@ func (s *byteStore) Get(ctx context.Context, b, k string) (io.ReadCloser, backen
 }
 
 func (s *byteStore) ReadRange(ctx context.Context, b, k string, off, n int64, m string) (io.ReadCloser, backend.ObjectInfo, error) {
+	if err := s.wait(ctx); err != nil {
+		return nil, backend.ObjectInfo{}, err
+	}
 	rc, oi, err := s.countStore.ReadRange(ctx, b, k, off, n, m)
 	if err == nil {
 		rc = countingBody{rc, &s.bytes}
@@ -74,6 +116,36 @@ func envInt(name string, def int) int {
 		return v
 	}
 	return def
+}
+
+// profile starts a CPU profile of phase when WHARF_HIST_PROFILE names a
+// directory; the function returned stops it and writes the allocation
+// profile.
+func profile(t *testing.T, phase string) func() {
+	dir := os.Getenv("WHARF_HIST_PROFILE")
+	if dir == "" {
+		return func() {}
+	}
+	cf, err := os.Create(filepath.Join(dir, "cpu-"+phase+".pprof"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.MemProfileRate = 64 << 10
+	if err := pprof.StartCPUProfile(cf); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		cf.Close()
+		af, err := os.Create(filepath.Join(dir, "allocs-"+phase+".pprof"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer af.Close()
+		if err := pprof.Lookup("allocs").WriteTo(af, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func TestHistoryCost(t *testing.T) {
@@ -150,13 +222,20 @@ func TestHistoryCost(t *testing.T) {
 	t.Logf("built %d versions of %d files in %v (manifests %.1f MB gzip in all)", nv, nf, time.Since(t0).Round(time.Millisecond), float64(manBytes)/1e6)
 
 	store := &byteStore{countStore: newCountStore(backend.NewFileStore(dir))}
+	if v := os.Getenv("WHARF_HIST_LATENCY"); v != "" {
+		if store.latency, err = time.ParseDuration(v); err != nil {
+			t.Fatalf("WHARF_HIST_LATENCY: %v", err)
+		}
+	}
+	ahead := envInt("WHARF_HIST_AHEAD", historyOpenAhead)
+	t.Logf("store latency %v, versions opened %d at a time", store.latency, ahead)
 	var opts archiveview.Options
 	if os.Getenv("WHARF_HIST_INDEX_CACHE") == "1" {
 		opts.IndexCache = archiveview.DirIndexCache{Dir: t.TempDir()}
 	}
 	newManager := func() *Manager {
 		return NewManager(Config{Store: store, Options: opts, Aliases: []Alias{{Name: "ocean", Target: "s3://lake/ocean@current"}}, WaitOpen: true,
-			RetireGrace: time.Hour, OpenWait: 30 * time.Minute, OpenTimeout: 10 * time.Minute})
+			RetireGrace: time.Hour, OpenWait: 30 * time.Minute, OpenTimeout: 10 * time.Minute, historyAhead: ahead})
 	}
 	cm := newManager()
 	defer cm.CloseAll()
@@ -191,9 +270,11 @@ func TestHistoryCost(t *testing.T) {
 		}
 	}()
 	before, bytes0 := store.counts(), store.bytes.Load()
+	stopProf := profile(t, "first")
 	t0 = time.Now()
 	h, _, err := cm.History(ctx, "ocean", a, true)
 	took := time.Since(t0)
+	stopProf()
 	close(stop)
 	wg.Wait()
 	if err != nil {
@@ -221,10 +302,12 @@ func TestHistoryCost(t *testing.T) {
 		}
 		a2 := bucketArchive(t, cm2, "ocean")
 		before, bytes0 := store.counts(), store.bytes.Load()
+		stopProf := profile(t, "cached")
 		t0 := time.Now()
 		if _, _, err := cm2.History(ctx, "ocean", a2, true); err != nil {
 			t.Fatal(err)
 		}
+		stopProf()
 		after := store.counts()
 		t.Logf("history build from the index cache: %v; requests: list %d, get %d, stat %d; bytes read %.1f MB",
 			time.Since(t0).Round(time.Millisecond), after["list"]-before["list"], after["get"]-before["get"], after["stat"]-before["stat"],
@@ -269,6 +352,29 @@ func TestHistoryCost(t *testing.T) {
 		p.KeyMarker, p.VersionIDMarker = r.NextKeyMarker, r.NextVersionIDMarker
 	}
 	t.Logf("a full listing of the versions: %d entries in %d pages, %v", entries, pages, time.Since(t0).Round(time.Millisecond))
+	if path := os.Getenv("WHARF_HIST_DUMP"); path != "" {
+		var out bytes.Buffer
+		fmt.Fprintf(&out, "versions %v\nended %s\n", dh.Versions(), dh.Ended())
+		p := archiveview.VersionListParams{MaxKeys: 1000}
+		for {
+			r, err := h.ListVersions(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range r.Entries {
+				v := e.Version
+				fmt.Fprintf(&out, "%s %s latest=%v del=%v size=%d etag=%s sha=%s mod=%s ctype=%s class=%s\n", v.Key, v.VersionID, v.IsLatest, v.DeleteMarker,
+					v.Size, v.ETag, v.SHA256, v.ModTime.UTC().Format(time.RFC3339Nano), v.ContentType, v.Class)
+			}
+			if !r.Truncated {
+				break
+			}
+			p.KeyMarker, p.VersionIDMarker = r.NextKeyMarker, r.NextVersionIDMarker
+		}
+		if err := os.WriteFile(path, out.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	// A versionId= read of an old version: it opens that version again.
 	before = store.counts()

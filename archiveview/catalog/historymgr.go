@@ -5,6 +5,7 @@ package catalog
 // needs it and dropped when the bucket serves another version.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -144,6 +145,11 @@ func (cm *Manager) newHistoryState(name string, st *datasetState, a *archiveview
 		Open: func(ctx context.Context, v HistoryVersion) (*archiveview.Archive, error) {
 			return cm.openUpload(ctx, name+"@"+v.ID, ref.Bucket, v.ManifestKey, v.ManifestSz,
 				openExtra{allow: []string{ref.VersionsRoot()}, noClasses: true}) // no listing outside a scan
+		},
+		Ahead: cmp.Or(cm.cfg.historyAhead, historyOpenAhead),
+		OpenHeld: func(ctx context.Context, v HistoryVersion, held func()) (*archiveview.Archive, error) {
+			return cm.openUpload(ctx, name+"@"+v.ID, ref.Bucket, v.ManifestKey, v.ManifestSz,
+				openExtra{allow: []string{ref.VersionsRoot()}, noClasses: true, held: held})
 		},
 		Close: func(old *archiveview.Archive, inUse bool) {
 			if inUse {

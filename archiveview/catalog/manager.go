@@ -141,6 +141,10 @@ type Config struct {
 	// bucket's version history holds at most (0 = DefaultDatasetHistory;
 	// history.go).
 	DatasetHistory int
+
+	// historyAhead overrides historyOpenAhead (tests and the cost
+	// measurement: 1 builds a history one version at a time).
+	historyAhead int
 }
 
 // Manager owns the served archives: the configured ones (opened once at
@@ -270,10 +274,13 @@ func (cm *Manager) logArchive(name, source string, a *archiveview.Archive) {
 // openExtra is what an open adds to the manager's options: key prefixes
 // its objects may lie under (a dataset's versions folder), and noClasses
 // to list no storage classes (a dataset history's older versions: no
-// listing outside a scan).
+// listing outside a scan); held, if set, is called once the open holds
+// its index reservation, or failed to get it (a history's opens ahead
+// take their memory in order).
 type openExtra struct {
 	allow     []string
 	noClasses bool
+	held      func()
 }
 
 // openArchive opens one manifest holding an open slot, within the open
@@ -340,6 +347,9 @@ func (cm *Manager) openReserved(ctx context.Context, name, bucket, key string, f
 	wctx, cancel := context.WithTimeout(ctx, cm.cfg.OpenTimeout)
 	got, err := cm.index.reserve(wctx, int64(files)*IndexBytesPerFile)
 	cancel()
+	if x.held != nil {
+		x.held()
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
