@@ -52,7 +52,12 @@
 //     frame's identity), a Unix date and a random nonce, and the asker's
 //     advertised URL: the secret never crosses the wire, a request cannot be
 //     altered or aimed at another frame, and a replay outside MaxSkew is
-//     refused. Every 200 answer carries a MAC over the request's nonce,
+//     refused. Inside it, the owner remembers each authenticated request's
+//     (sender, nonce) until its date leaves MaxSkew, so a replay is
+//     refused (403) too; the memory is capped (MaxReplay, default 65,536
+//     requests, about 3 MiB) and, when full of requests still in their
+//     window, new requests get 503 (the asker reads the backend) rather
+//     than an entry being forgotten. Every 200 answer carries a MAC over the request's nonce,
 //     the body's length and the frame's sha256, which the asker checks
 //     before it reads the body; the body itself is checked against the
 //     frame's sha256 by chunkio. An answer failing either check counts in

@@ -69,6 +69,12 @@ type Config struct {
 	// giant-frame threshold).
 	MaxServing int
 	MaxFrame   int64
+	// MaxReplay bounds the requests remembered to refuse replays
+	// (default DefaultMaxReplay): each authenticated request's (sender,
+	// nonce) is kept until its date leaves MaxSkew; when that many are
+	// inside their window, new requests get 503 (never a forgotten
+	// entry, which would let a replay in).
+	MaxReplay int
 
 	// Registerer receives the wharf_peer_* series (nil: not registered).
 	Registerer prometheus.Registerer
@@ -92,6 +98,10 @@ type Group struct {
 	client  *http.Client
 	now     func() time.Time
 	serving chan struct{}
+	replay  *replayCache
+	// replayFull: the replay cache refused a request since it last had
+	// room (one log line per such spell).
+	replayFull atomic.Bool
 
 	ring atomic.Pointer[ring]
 
@@ -146,6 +156,9 @@ func New(cfg Config) (*Group, error) {
 	if cfg.MaxFrame <= 0 {
 		cfg.MaxFrame = DefaultMaxFrame
 	}
+	if cfg.MaxReplay <= 0 {
+		cfg.MaxReplay = DefaultMaxReplay
+	}
 	if cfg.Resolver == nil {
 		cfg.Resolver = net.DefaultResolver
 	}
@@ -167,7 +180,7 @@ func New(cfg Config) (*Group, error) {
 	g := &Group{
 		cfg: cfg, members: members, self: me.String(), keys: deriveKeys(cfg.Secret),
 		log: cfg.Logger, client: &http.Client{Transport: rt, CheckRedirect: noRedirects},
-		now: cfg.Now, serving: make(chan struct{}, cfg.MaxServing),
+		now: cfg.Now, serving: make(chan struct{}, cfg.MaxServing), replay: newReplayCache(cfg.MaxReplay),
 		states: make(map[string]*peerState), dnsPrev: make(map[string][]string),
 	}
 	g.m = newMetrics(cfg.Registerer, func() float64 { return float64(len(g.ring.Load().urls)) })

@@ -43,10 +43,14 @@ func itoa(n int) string {
 	}
 }
 
-// authenticate checks a request's date, nonce, sender and MAC.
+// authenticate checks a request's date, nonce, sender and MAC, then that
+// it is no replay (the replay cache: errReplay, or errReplayFull when
+// there is no room to remember it).
 func (g *Group) authenticate(r *http.Request) (from, nonce string, err error) {
 	date, nonce, from := r.Header.Get(hdrDate), r.Header.Get(hdrNonce), r.Header.Get(hdrFrom)
-	if err := checkDate(date, g.now(), g.cfg.MaxSkew); err != nil {
+	now := g.now()
+	dated, err := checkDate(date, now, g.cfg.MaxSkew)
+	if err != nil {
 		return "", "", err
 	}
 	if !validNonce(nonce) {
@@ -62,15 +66,36 @@ func (g *Group) authenticate(r *http.Request) (from, nonce string, err error) {
 	if !hmac.Equal(mac, g.keys.requestMAC(r.Method, r.URL.Path, r.URL.RawQuery, date, nonce, from)) {
 		return "", "", errors.New("MAC mismatch")
 	}
+	if err := g.replay.admit(nonce, from, dated, g.cfg.MaxSkew, now); err != nil {
+		return from, nonce, err // authentic, but not to be served
+	}
 	return from, nonce, nil
 }
 
 func (g *Group) serve(w http.ResponseWriter, r *http.Request, cache *chunkio.FrameCache) {
 	from, nonce, err := g.authenticate(r)
-	if err != nil {
+	switch {
+	case errors.Is(err, errReplayFull):
+		// Not remembered, so not served: refusing keeps replays out
+		// where forgetting an entry would let one in (the asker reads
+		// the backend; 503 puts no back-off on this replica).
+		if !g.replayFull.Swap(true) {
+			g.log.Warn().Str("peer", from).Int("max", g.cfg.MaxReplay).Msg("peer requests refused (503): the replay cache is full of requests still in their window, so they are read from the backend (logged once until there is room again)")
+		}
+		g.refuse(w, http.StatusServiceUnavailable)
+		return
+	case errors.Is(err, errReplay):
+		g.m.replays.Inc()
 		g.log.Debug().Str("remote", r.RemoteAddr).Err(err).Msg("peer request refused")
 		g.refuse(w, http.StatusForbidden)
 		return
+	case err != nil:
+		g.log.Debug().Str("remote", r.RemoteAddr).Err(err).Msg("peer request refused")
+		g.refuse(w, http.StatusForbidden)
+		return
+	}
+	if g.replayFull.Load() {
+		g.replayFull.Store(false)
 	}
 	if r.Method != http.MethodGet || r.URL.Path != framePath {
 		g.refuse(w, http.StatusNotFound)
