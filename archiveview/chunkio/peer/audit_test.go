@@ -1,14 +1,21 @@
 package peer
 
 import (
+	"context"
+	"encoding/hex"
+	"errors"
 	"io"
+	"net"
 	"net/http"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/wharf-s3/wharf/archiveview/cargopack"
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
 	"github.com/wharf-s3/wharf/backend"
 	"github.com/wharf-s3/wharf/backend/faults"
@@ -121,4 +128,184 @@ func TestReplayCacheFull(t *testing.T) {
 	if l := g.replay.len(); l != 1 {
 		t.Errorf("replay cache holds %d after the sweep, want 1", l)
 	}
+}
+
+// trickler answers like a peer holding the secret (a valid answer MAC and
+// length) and then sends the body one byte every 10 ms: a slowloris
+// answer. active counts the answers in progress.
+type trickler struct {
+	g      *Group
+	active atomic.Int32
+	sent   atomic.Int64
+}
+
+func (tr *trickler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	tr.active.Add(1)
+	defer tr.active.Add(-1)
+	id, err := parseFrameQuery(r.URL.RawQuery, DefaultMaxFrame)
+	if err != nil {
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	w.Header().Set("Content-Length", strconv.FormatInt(id.Size, 10))
+	w.Header().Set(hdrAnswer, authPre+hex.EncodeToString(tr.g.keys.answerMAC(r.Header.Get(hdrNonce), id.Size, id.Sum)))
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	for range id.Size {
+		if _, err := w.Write([]byte{0}); err != nil {
+			return
+		}
+		if rc.Flush() != nil {
+			return
+		}
+		tr.sent.Add(1)
+		select {
+		case <-r.Context().Done():
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// TestTricklingPeerDeadline: an owner that answers its headers at once
+// and then trickles the body (1 byte per 10 ms; a frame would take
+// minutes) holds the asker's fetch no longer than FirstByte + size/MinRate
+// (plus scheduling slack), the fetch fails as a timeout and costs a
+// fallback, every byte read is exact, the asker's memory all goes back to
+// its caches, and the trickling answers end (the asker closed them).
+func TestTricklingPeerDeadline(t *testing.T) {
+	dir, key, files := testArchive(t, 12)
+	store := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{})
+	const firstByte, minRate = 200 * time.Millisecond, 64 << 10
+	tr := &trickler{}
+	rs := newFleet(t, 2, store, key, fleetOpts{
+		cfg: func(_ int, c *Config) { c.FirstByte, c.MinRate = firstByte, minRate },
+		peers: func(i int, g *Group) chunkio.Peers {
+			if i == 1 {
+				tr.g = g // the trickler holds the secret
+			}
+			return g
+		},
+		wrap: func(i int, h http.Handler) http.Handler {
+			if i == 1 {
+				return tr
+			}
+			return h
+		},
+	})
+	for k, b := range files {
+		rs[0].readAll(t, k, b)
+	}
+	if fb := testutil.ToFloat64(rs[0].group.m.fallbacks.WithLabelValues(reasonTimeout)); fb == 0 {
+		t.Fatal("no timeout fallback: was any frame owned by the trickling peer?")
+	}
+	rs[0].arch.Close()
+	used, peak := rs[0].cache.MemoryInUse()
+	held := rs[0].cache.Bytes() + rs[0].cache.PeerBytes()
+	if _, pinned := rs[0].cache.Pinned(); used != held || pinned != 0 || peak > rs[0].cache.MemoryBudget() {
+		t.Errorf("asker: %d bytes charged, %d held in the caches, %d pinned; peak %d of %d", used, held, pinned, peak, rs[0].cache.MemoryBudget())
+	}
+
+	// One fetch, timed: the deadline is the documented one.
+	id := chunkio.FrameID{Bucket: "arch", Key: "team/x.tar.zst", Off: 0, Size: 32 << 10}
+	limit := firstByte + time.Duration(float64(id.Size)/minRate*float64(time.Second))
+	start := time.Now()
+	err := rs[0].group.Fetch(context.Background(), rs[1].url, id, make([]byte, id.Size))
+	took := time.Since(start)
+	var fe *fetchError
+	if !errors.As(err, &fe) || fe.reason != reasonTimeout {
+		t.Fatalf("fetch from a trickling peer: %v, want a timeout", err)
+	}
+	if took < limit-50*time.Millisecond || took > limit+time.Second {
+		t.Errorf("fetch took %v, want about its deadline %v", took, limit)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for tr.active.Load() != 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := tr.active.Load(); n != 0 {
+		t.Errorf("%d trickling answers still running after the asker gave up", n)
+	}
+	t.Logf("fetch gave up after %v (deadline %v); %d bytes trickled in all", took, limit, tr.sent.Load())
+}
+
+// smallBuffers gives every accepted connection a small send buffer, so
+// that an answer larger than the socket buffers needs a reader.
+type smallBuffers struct{ net.Listener }
+
+func (l smallBuffers) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetWriteBuffer(4 << 10)
+	}
+	return c, err
+}
+
+// TestSlowReadingAsker: an asker (holding the secret) that sends a valid
+// request and then reads nothing cannot hold the owner's answer, its
+// buffer or its answer slot past the write deadline (FirstByte +
+// size/MinRate): the answer is cut there, the slot is free, the
+// connection closed, and the owner's memory all goes back to its caches.
+// Without the write deadline the answer waits for the reader for ever
+// (the test fails).
+func TestSlowReadingAsker(t *testing.T) {
+	dir, key, files := testArchiveWith(t, 1, 1<<20, cargopack.Options{FrameSize: 1 << 20})
+	store := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{})
+	const firstByte = 200 * time.Millisecond
+	var rec *recorder
+	rs := newFleet(t, 1, store, key, fleetOpts{
+		cfg:        func(_ int, c *Config) { c.FirstByte = firstByte },
+		listener:   func(_ int, ln net.Listener) net.Listener { return smallBuffers{ln} },
+		cacheBytes: 16 << 20,
+		peers: func(_ int, g *Group) chunkio.Peers {
+			rec = &recorder{Group: g}
+			return rec
+		}})
+	id := someFrame(t, rs, rec, files)
+	g := rs[0].group
+	limit := firstByte + time.Duration(float64(id.Size)/DefaultMinRate*float64(time.Second))
+
+	conn, err := net.Dial("tcp", rs[0].ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.(*net.TCPConn).SetReadBuffer(4 << 10)
+	start := time.Now()
+	if err := signed(t, g, rs[0].url, id, time.Now(), nil).Write(conn); err != nil {
+		t.Fatal(err)
+	}
+	for len(g.serving) == 0 && time.Since(start) < time.Second {
+		time.Sleep(time.Millisecond)
+	}
+	for len(g.serving) != 0 && time.Since(start) < limit+5*time.Second {
+		time.Sleep(5 * time.Millisecond)
+	}
+	held := time.Since(start)
+	if n := len(g.serving); n != 0 {
+		t.Fatalf("the answer to a reader that reads nothing still holds its slot after %v (write deadline %v)", held, limit)
+	}
+	if held > limit+time.Second {
+		t.Errorf("the answer held its slot %v, want at most its write deadline %v (+1 s)", held, limit)
+	}
+	out := testutil.ToFloat64(g.m.bytesOut)
+	if out >= float64(id.Size) {
+		t.Fatalf("all %v bytes went into the socket buffers: the frame (%d bytes) is too small to test a stalled reader", out, id.Size)
+	}
+	// The owner closed the connection: what is left in the buffers is
+	// read, then the end, well before the read deadline.
+	_ = conn.SetReadDeadline(time.Now().Add(3 * time.Second))
+	got, err := io.Copy(io.Discard, conn)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Errorf("the owner kept the connection open after cutting the answer")
+	}
+	if got >= id.Size {
+		t.Errorf("the stalled reader got %d bytes, the whole frame (%d)", got, id.Size)
+	}
+	used, _ := rs[0].cache.MemoryInUse()
+	if inCaches := rs[0].cache.Bytes() + rs[0].cache.PeerBytes(); used != inCaches {
+		t.Errorf("owner: %d bytes charged, %d held in the caches", used, inCaches)
+	}
+	t.Logf("frame %d bytes: answer cut after %v (deadline %v), %v bytes sent, %d read", id.Size, held, limit, out, got)
 }
