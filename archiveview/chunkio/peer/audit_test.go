@@ -4,15 +4,18 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/wharf-s3/wharf/archiveview/cargopack"
@@ -308,4 +311,81 @@ func TestSlowReadingAsker(t *testing.T) {
 		t.Errorf("owner: %d bytes charged, %d held in the caches", used, inCaches)
 	}
 	t.Logf("frame %d bytes: answer cut after %v (deadline %v), %v bytes sent, %d read", id.Size, held, limit, out, got)
+}
+
+// series is the number of series of the metric name in reg.
+func series(t *testing.T, reg *prometheus.Registry, name string) int {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return len(mf.GetMetric())
+		}
+	}
+	return 0
+}
+
+// TestMembersBounded: a DNS answer of 5,000 addresses makes a ring of at
+// most MaxMembers replicas and self (the same lowest URLs on every
+// replica), with as many verify-failure series; when the addresses change
+// (pods replaced), the series and the states of the members that left go
+// with them, so churn does not grow either. Before the cap the ring held
+// all 5,001 and every address ever seen kept its series.
+func TestMembersBounded(t *testing.T) {
+	res := &fakeResolver{}
+	var many []string
+	for i := range 5000 {
+		many = append(many, fmt.Sprintf("10.1.%d.%d", i/250, i%250+1))
+	}
+	res.set(many, nil)
+	reg := prometheus.NewRegistry()
+	newGroup := func(self string, reg prometheus.Registerer) *Group {
+		g, err := New(Config{Self: self, Peers: []string{"dns+http://wharf-peers.ns.svc:7946"},
+			Secret: testSecret, Resolver: res, ResolveEvery: time.Hour, Registerer: reg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(g.Close)
+		g.Resolve(context.Background())
+		return g
+	}
+	g := newGroup("http://10.1.0.1:7946", reg)
+	other := newGroup("http://10.1.19.250:7946", nil)
+	m := g.Members()
+	if len(m) > MaxMembers+1 {
+		t.Fatalf("%d members from a DNS answer of 5000 addresses, want at most %d", len(m), MaxMembers+1)
+	}
+	om := other.Members()
+	if !slices.Equal(slices.DeleteFunc(slices.Clone(om), func(u string) bool { return u == other.Self() }), m[:MaxMembers]) {
+		t.Errorf("two replicas with the same DNS answer keep different members")
+	}
+	if n := series(t, reg, "wharf_peer_verify_failures_total"); n > MaxMembers {
+		t.Errorf("%d verify-failure series, want at most %d", n, MaxMembers)
+	}
+	gone := m[1]
+	g.down(gone, errors.New("test"))
+
+	res.set([]string{"10.2.0.1", "10.2.0.2", "10.1.0.1"}, nil)
+	g.Resolve(context.Background())
+	want := []string{"http://10.1.0.1:7946", "http://10.2.0.1:7946", "http://10.2.0.2:7946"}
+	if got := g.Members(); !slices.Equal(got, want) {
+		t.Fatalf("after the change: %v, want %v", got, want)
+	}
+	if n := series(t, reg, "wharf_peer_verify_failures_total"); n != 2 {
+		t.Errorf("%d verify-failure series after the change, want 2 (the peers now)", n)
+	}
+	g.mu.Lock()
+	_, kept := g.states[gone]
+	g.mu.Unlock()
+	if kept {
+		t.Errorf("the state of %s, which left the ring, is still kept", gone)
+	}
+	g.down(gone, errors.New("a fetch that was in flight"))
+	g.failedVerify(gone)
+	if n := series(t, reg, "wharf_peer_verify_failures_total"); n != 2 {
+		t.Errorf("a late failure of a departed member brought its series back (%d series)", n)
+	}
 }

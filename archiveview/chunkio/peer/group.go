@@ -184,20 +184,47 @@ func New(cfg Config) (*Group, error) {
 		states: make(map[string]*peerState), dnsPrev: make(map[string][]string),
 	}
 	g.m = newMetrics(cfg.Registerer, func() float64 { return float64(len(g.ring.Load().urls)) })
-	urls, _, _ := resolve(context.Background(), noDNS{}, g.staticOnly(), g.self, nil)
+	urls, _, _, _ := resolve(context.Background(), noDNS{}, g.staticOnly(), g.self, nil)
 	g.install(newRing(urls, g.self))
 	return g, nil
 }
 
 // install makes r the ring, with every peer's verify-failure series
-// emitted (at zero) from the moment it is a member.
+// emitted (at zero) from the moment it is a member. What this replica
+// kept of members that left (their state, their series) goes with them:
+// a fleet whose replicas come and go (new pod addresses) does not grow
+// either without bound.
 func (g *Group) install(r *ring) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if old := g.ring.Load(); old != nil {
+		for _, u := range old.urls {
+			if !r.has(u) {
+				g.m.verifyFailures.DeleteLabelValues(u)
+			}
+		}
+	}
+	for u := range g.states {
+		if !r.has(u) {
+			delete(g.states, u)
+		}
+	}
 	for i, u := range r.urls {
 		if i != r.self {
 			g.m.verifyFailures.WithLabelValues(u)
 		}
 	}
 	g.ring.Store(r)
+}
+
+// failedVerify counts a failed answer of owner, unless owner has left the
+// ring meanwhile (its series is gone with it).
+func (g *Group) failedVerify(owner string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.ring.Load().has(owner) {
+		g.m.verifyFailures.WithLabelValues(owner).Inc()
+	}
 }
 
 // noRedirects: a peer answers, it never sends the asker elsewhere.
@@ -264,7 +291,10 @@ func (g *Group) Resolve(ctx context.Context) {
 	g.mu.Lock()
 	prev := g.dnsPrev
 	g.mu.Unlock()
-	urls, next, errs := resolve(ctx, g.cfg.Resolver, g.members, g.self, prev)
+	urls, next, errs, dropped := resolve(ctx, g.cfg.Resolver, g.members, g.self, prev)
+	if dropped > 0 {
+		g.log.Warn().Int("dropped", dropped).Int("max", MaxMembers).Msg("peers: the member lists name more replicas than a ring holds; the lowest URLs are kept")
+	}
 	g.mu.Lock()
 	g.dnsPrev, g.resolved, g.resErr = next, g.now(), ""
 	if len(errs) > 0 {
@@ -358,7 +388,7 @@ func (g *Group) Fetch(ctx context.Context, owner string, id chunkio.FrameID, dst
 			g.log.Warn().Str("peer", owner).Err(err).Msg("peer unreachable: its frames go to their next owner during its back-off")
 		}
 	case reasonVerify:
-		g.m.verifyFailures.WithLabelValues(owner).Inc()
+		g.failedVerify(owner)
 		g.down(owner, err)
 		g.log.Warn().Str("peer", owner).Str("frame", id.String()).Err(err).Msg("peer answer failed its check: not used, fetched from the backend instead; the peer is skipped during its back-off")
 	case reasonRefused:
@@ -432,7 +462,7 @@ func (g *Group) Accepted(string, chunkio.FrameID) { g.m.hits.Inc() }
 // Rejected implements chunkio.Peers: owner's bytes for id failed the
 // frame's sha256.
 func (g *Group) Rejected(owner string, id chunkio.FrameID, err error) {
-	g.m.verifyFailures.WithLabelValues(owner).Inc()
+	g.failedVerify(owner)
 	g.m.fallbacks.WithLabelValues(reasonVerify).Inc()
 	g.down(owner, err)
 	g.log.Warn().Str("peer", owner).Str("frame", id.String()).Err(err).Msg("peer answered a frame that fails its sha256: not used, fetched from the backend instead; the peer is skipped during its back-off")
@@ -446,6 +476,9 @@ func (g *Group) down(owner string, err error) bool {
 	defer g.mu.Unlock()
 	st := g.states[owner]
 	if st == nil {
+		if !g.ring.Load().has(owner) {
+			return false // it left the ring meanwhile
+		}
 		st = &peerState{}
 		g.states[owner] = st
 	}
@@ -463,6 +496,9 @@ func (g *Group) up(owner string) {
 	defer g.mu.Unlock()
 	st := g.states[owner]
 	if st == nil {
+		if !g.ring.Load().has(owner) {
+			return // it left the ring meanwhile
+		}
 		st = &peerState{}
 		g.states[owner] = st
 	}
