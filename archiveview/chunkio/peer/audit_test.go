@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"errors"
@@ -8,8 +9,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,6 +20,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/rs/zerolog"
 
 	"github.com/wharf-s3/wharf/archiveview/cargopack"
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
@@ -387,5 +391,50 @@ func TestMembersBounded(t *testing.T) {
 	g.failedVerify(gone)
 	if n := series(t, reg, "wharf_peer_verify_failures_total"); n != 2 {
 		t.Errorf("a late failure of a departed member brought its series back (%d series)", n)
+	}
+}
+
+// TestRefusalLogBounded: a flood of unauthenticated requests (anyone who
+// reaches the peer port) writes at most one log line per refusalLogEvery,
+// even at debug level, and the next line counts what the previous ones
+// left out. Before, every refusal was a line.
+func TestRefusalLogBounded(t *testing.T) {
+	var logs bytes.Buffer
+	clock := &testClock{t: time.Now()}
+	g, err := New(Config{Self: "http://10.0.0.1:1", Peers: []string{"http://10.0.0.1:1"}, Secret: testSecret,
+		Logger: zerolog.New(&logs).Level(zerolog.DebugLevel), Now: clock.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := g.Handler(chunkio.NewFrameCache(1<<20, chunkio.WithPeers(g)))
+	flood := func(n int) {
+		for range n {
+			r := httptest.NewRequest(http.MethodGet, "http://10.0.0.1:1"+framePath+"?"+frameQuery(chunkio.FrameID{Bucket: "b", Key: "k", Size: 1}), nil)
+			r.Header.Set(hdrAuth, authPre+strings.Repeat("0", 64))
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			if w.Code != http.StatusForbidden {
+				t.Fatalf("unsigned request: %d", w.Code)
+			}
+		}
+	}
+	lines := func() []string {
+		var out []string
+		for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+			if strings.Contains(l, "refused") {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	flood(500)
+	if l := lines(); len(l) != 1 {
+		t.Fatalf("500 refusals in one period: %d log lines, want 1", len(l))
+	}
+	clock.add(refusalLogEvery + time.Second)
+	flood(1)
+	l := lines()
+	if len(l) != 2 || !strings.Contains(l[1], `"refused":500`) {
+		t.Fatalf("the next period: lines %q, want a second one counting 500 refusals", l)
 	}
 }

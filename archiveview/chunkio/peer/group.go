@@ -102,6 +102,7 @@ type Group struct {
 	// replayFull: the replay cache refused a request since it last had
 	// room (one log line per such spell).
 	replayFull atomic.Bool
+	refusals   refusalLog
 
 	ring atomic.Pointer[ring]
 

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
@@ -41,6 +42,37 @@ func itoa(n int) string {
 			return string(b[i:])
 		}
 	}
+}
+
+// refusalLogEvery is the least time between two log lines about refused
+// peer requests: anyone who reaches the peer port can send them, and must
+// not be able to flood the log (each line says how many were refused
+// since the last one; wharf_peer_requests_served_total{code="403"} counts
+// them all).
+const refusalLogEvery = 30 * time.Second
+
+// refusalLog is the state of the refusal log lines (under its mu).
+type refusalLog struct {
+	mu      sync.Mutex
+	last    time.Time
+	pending int // refusals since the last line
+}
+
+// logRefusal logs a refused request: at once when no line was written in
+// the last refusalLogEvery, else it is counted in the next line.
+func (g *Group) logRefusal(r *http.Request, err error) {
+	now := g.now()
+	g.refusals.mu.Lock()
+	g.refusals.pending++
+	if !g.refusals.last.IsZero() && now.Sub(g.refusals.last) < refusalLogEvery {
+		g.refusals.mu.Unlock()
+		return
+	}
+	n := g.refusals.pending
+	g.refusals.last, g.refusals.pending = now, 0
+	g.refusals.mu.Unlock()
+	g.log.Warn().Str("remote", r.RemoteAddr).Err(err).Int("refused", n).Dur("every", refusalLogEvery).
+		Msg("peer requests refused (403): wrong secret, clock off by more than the skew, a replay, or not a replica (at most one line per period; this one counts the refusals since the last)")
 }
 
 // authenticate checks a request's date, nonce, sender and MAC, then that
@@ -86,11 +118,11 @@ func (g *Group) serve(w http.ResponseWriter, r *http.Request, cache *chunkio.Fra
 		return
 	case errors.Is(err, errReplay):
 		g.m.replays.Inc()
-		g.log.Debug().Str("remote", r.RemoteAddr).Err(err).Msg("peer request refused")
+		g.logRefusal(r, err)
 		g.refuse(w, http.StatusForbidden)
 		return
 	case err != nil:
-		g.log.Debug().Str("remote", r.RemoteAddr).Err(err).Msg("peer request refused")
+		g.logRefusal(r, err)
 		g.refuse(w, http.StatusForbidden)
 		return
 	}
