@@ -327,7 +327,7 @@ func (cfg *serveConfig) startPeerSide(g *peer.Group, cache *chunkio.FrameCache, 
 	if err != nil {
 		return nil, fmt.Errorf("peer listen %s: %w", cfg.PeerListen, err)
 	}
-	ps.ln = ln
+	ps.ln = g.Listener(ln) // at most peer.DefaultMaxConns connections at once
 	ps.srv = &http.Server{
 		Handler:           g.Handler(cache),
 		ReadHeaderTimeout: 5 * time.Second,

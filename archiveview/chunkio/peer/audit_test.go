@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/hex"
@@ -436,5 +437,73 @@ func TestRefusalLogBounded(t *testing.T) {
 	l := lines()
 	if len(l) != 2 || !strings.Contains(l[1], `"refused":500`) {
 		t.Fatalf("the next period: lines %q, want a second one counting 500 refusals", l)
+	}
+}
+
+// TestListenerCapsConnections: with room for 3 connections, 3 idle
+// connections that send nothing (no authentication yet) are held and a
+// 4th is closed at once, counted; when one of the 3 goes, a new
+// connection is served again. Without the cap the 4th stays open.
+func TestListenerCapsConnections(t *testing.T) {
+	g, err := New(Config{Self: "http://10.0.0.1:1", Peers: []string{"http://10.0.0.1:1"}, Secret: testSecret, MaxConns: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: g.Handler(chunkio.NewFrameCache(1<<20, chunkio.WithPeers(g))), ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(g.Listener(ln))
+	defer srv.Close()
+	addr := ln.Addr().String()
+	dial := func() net.Conn {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	// open reports whether c is still open 300 ms after it was made
+	// (nothing is sent, so the server has nothing to answer).
+	open := func(c net.Conn) bool {
+		_ = c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+		_, err := c.Read(make([]byte, 1))
+		var ne net.Error
+		return errors.As(err, &ne) && ne.Timeout()
+	}
+	var held []net.Conn
+	for i := range 3 {
+		c := dial()
+		defer c.Close()
+		if !open(c) {
+			t.Fatalf("connection %d of 3 closed", i+1)
+		}
+		held = append(held, c)
+	}
+	extra := dial()
+	defer extra.Close()
+	if open(extra) {
+		t.Fatal("a 4th connection was held beyond the cap of 3")
+	}
+	if n := testutil.ToFloat64(g.m.connsRefused); n != 1 {
+		t.Errorf("wharf_peer_connections_refused_total %v, want 1", n)
+	}
+	held[0].Close()
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		c := dial()
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/", nil)
+		_ = req.Write(c)
+		_ = c.SetReadDeadline(time.Now().Add(time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(c), req)
+		c.Close()
+		if err == nil && resp.StatusCode == http.StatusForbidden {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no connection served after one of the 3 closed: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -75,6 +75,9 @@ type Config struct {
 	// inside their window, new requests get 503 (never a forgotten
 	// entry, which would let a replay in).
 	MaxReplay int
+	// MaxConns bounds the connections Listener holds at once (default
+	// DefaultMaxConns); more are closed as soon as they are accepted.
+	MaxConns int
 
 	// Registerer receives the wharf_peer_* series (nil: not registered).
 	Registerer prometheus.Registerer
@@ -159,6 +162,9 @@ func New(cfg Config) (*Group, error) {
 	}
 	if cfg.MaxReplay <= 0 {
 		cfg.MaxReplay = DefaultMaxReplay
+	}
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = DefaultMaxConns
 	}
 	if cfg.Resolver == nil {
 		cfg.Resolver = net.DefaultResolver

@@ -811,7 +811,7 @@ func TestMetricsFromStart(t *testing.T) {
 	for name, n := range map[string]int{
 		"wharf_peer_hits_total": 1, "wharf_peer_misses_total": 1, "wharf_peer_bytes_in_total": 1, "wharf_peer_bytes_out_total": 1,
 		"wharf_peer_fallbacks_total": len(fallbackReasons), "wharf_peer_verify_failures_total": 1,
-		"wharf_peer_requests_served_total": 7, "wharf_peer_members": 1, "wharf_peer_replays_total": 1,
+		"wharf_peer_requests_served_total": 7, "wharf_peer_members": 1, "wharf_peer_replays_total": 1, "wharf_peer_connections_refused_total": 1,
 	} {
 		if got[name] != n {
 			t.Errorf("%s: %d series, want %d", name, got[name], n)
