@@ -507,3 +507,93 @@ func TestListenerCapsConnections(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestOversizeAnswers: an answer (from a peer holding the secret, so with
+// valid MACs where it can) that is larger than what was asked is refused
+// without reading past the frame: headers over 16 KiB, a length other than
+// the frame's, no length (chunked); bytes beyond the declared length are
+// never read. Before, the asker took headers up to net/http's 10 MB
+// default.
+func TestOversizeAnswers(t *testing.T) {
+	var mode atomic.Value
+	var owner *Group
+	answer := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, _ := parseFrameQuery(r.URL.RawQuery, DefaultMaxFrame)
+		nonce := r.Header.Get(hdrNonce)
+		mac := authPre + hex.EncodeToString(owner.keys.answerMAC(nonce, id.Size, id.Sum))
+		switch mode.Load().(string) {
+		case "huge headers":
+			w.Header().Set(hdrAnswer, mac)
+			for i := range 64 {
+				w.Header().Set(fmt.Sprintf("X-Pad-%d", i), strings.Repeat("p", 1000))
+			}
+			w.Header().Set("Content-Length", strconv.FormatInt(id.Size, 10))
+			w.WriteHeader(http.StatusOK)
+			w.Write(make([]byte, id.Size))
+		case "longer than the frame":
+			n := id.Size + 1<<20
+			w.Header().Set(hdrAnswer, authPre+hex.EncodeToString(owner.keys.answerMAC(nonce, n, id.Sum)))
+			w.Header().Set("Content-Length", strconv.FormatInt(n, 10))
+			w.WriteHeader(http.StatusOK)
+			w.Write(make([]byte, n))
+		case "chunked":
+			w.Header().Set(hdrAnswer, mac)
+			w.WriteHeader(http.StatusOK)
+			for range 4 {
+				w.Write(make([]byte, id.Size))
+				http.NewResponseController(w).Flush()
+			}
+		case "more bytes than declared":
+			conn, bw, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				return
+			}
+			defer conn.Close()
+			fmt.Fprintf(bw, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n%s: %s\r\n\r\n", id.Size, hdrAnswer, mac)
+			bw.Write(make([]byte, id.Size+1<<20))
+			bw.Flush()
+		}
+	})
+	dir, key, _ := testArchive(t, 1)
+	rs := newFleet(t, 2, backend.NewFileStore(dir), key, fleetOpts{
+		peers: func(i int, g *Group) chunkio.Peers {
+			if i == 1 {
+				owner = g
+			}
+			return g
+		},
+		wrap: func(i int, h http.Handler) http.Handler {
+			if i == 1 {
+				return answer
+			}
+			return h
+		},
+	})
+	id := chunkio.FrameID{Bucket: "arch", Key: "team/x.tar.zst", Off: 0, Size: 16 << 10}
+	for _, tc := range []struct {
+		mode, reason string
+		in           float64 // body bytes read
+	}{
+		{"huge headers", reasonConnect, 0},
+		{"longer than the frame", reasonVerify, 0},
+		{"chunked", reasonVerify, 0},
+		{"more bytes than declared", "", float64(id.Size)},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			mode.Store(tc.mode)
+			g := rs[0].group
+			in := testutil.ToFloat64(g.m.bytesIn)
+			err := g.Fetch(context.Background(), rs[1].url, id, make([]byte, id.Size))
+			var fe *fetchError
+			switch {
+			case tc.reason == "" && err != nil:
+				t.Fatalf("fetch: %v, want the declared bytes (checked by chunkio after)", err)
+			case tc.reason != "" && (!errors.As(err, &fe) || fe.reason != tc.reason):
+				t.Fatalf("fetch: %v, want a %s failure", err, tc.reason)
+			}
+			if got := testutil.ToFloat64(g.m.bytesIn) - in; got != tc.in {
+				t.Errorf("%v body bytes read, want %v", got, tc.in)
+			}
+		})
+	}
+}

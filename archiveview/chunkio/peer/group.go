@@ -30,9 +30,10 @@ const (
 	DefaultMaxServing   = 64
 	DefaultMaxFrame     = chunkio.DefaultMaxFrameBytes
 
-	resolveTimeout = 5 * time.Second
-	minBackoff     = time.Second
-	maxBackoff     = 30 * time.Second
+	resolveTimeout  = 5 * time.Second
+	maxAnswerHeader = 16 << 10 // bytes of an answer's headers
+	minBackoff      = time.Second
+	maxBackoff      = 30 * time.Second
 )
 
 // Config configures a Group. Self, Peers and Secret are required; zero
@@ -179,9 +180,12 @@ func New(cfg Config) (*Group, error) {
 			TLSClientConfig:       cfg.ClientTLS,
 			TLSHandshakeTimeout:   cfg.FirstByte,
 			ResponseHeaderTimeout: cfg.FirstByte,
-			MaxIdleConnsPerHost:   32,
-			IdleConnTimeout:       90 * time.Second,
-			DisableCompression:    true,
+			// An answer's headers are a few short lines; net/http's
+			// default would take 10 MB from a peer per ask.
+			MaxResponseHeaderBytes: maxAnswerHeader,
+			MaxIdleConnsPerHost:    32,
+			IdleConnTimeout:        90 * time.Second,
+			DisableCompression:     true,
 		}
 	}
 	g := &Group{
