@@ -336,6 +336,12 @@ func (cfg *serveConfig) startPeerSide(g *peer.Group, cache *chunkio.FrameCache, 
 		MaxHeaderBytes:    16 << 10,
 	}
 	front.configure(ps.srv, ps.cert, log)
+	// Peers ask over HTTP/1.1 only (peer.Group's transport): offering
+	// HTTP/2 here would only add its streams and their attacks to a port
+	// anyone who reaches it can speak to before authentication.
+	var p1 http.Protocols
+	p1.SetHTTP1(true)
+	ps.srv.Protocols = &p1
 	return ps, nil
 }
 

@@ -240,6 +240,18 @@ func testServePeers(t *testing.T, tlsOn bool) {
 	if code := resp.StatusCode; code != 403 || len(body) != 0 {
 		t.Errorf("unauthenticated peer request: %d with %d bytes, want 403 and none", code, len(body))
 	}
+	if tlsOn {
+		// Peers speak HTTP/1.1: the peer listener offers no HTTP/2 (its
+		// streams, frames and their attacks) to a client that asks.
+		resp, err := pki.client(true).Get(urls[0] + "/wharf-peer/v1/frame")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.ProtoMajor != 1 || resp.StatusCode != 403 {
+			t.Errorf("peer listener with an HTTP/2 client: %s %d, want HTTP/1.1 403", resp.Proto, resp.StatusCode)
+		}
+	}
 }
 
 // TestMemoryTargetWithPeers: with --peers, --memory-target's division
