@@ -37,6 +37,10 @@ func TestPeerFlagValidation(t *testing.T) {
 	good := peerSecretFile(t, 40, 0o600)
 	short := peerSecretFile(t, 20, 0o600)
 	open := peerSecretFile(t, 40, 0o644)
+	group := peerSecretFile(t, 40, 0o640)   // a service group's: accepted
+	groupRO := peerSecretFile(t, 40, 0o440) // Kubernetes with an fsGroup: accepted
+	huge := peerSecretFile(t, 5000, 0o600)  // not a secret file
+	blank := peerSecretFile(t, 0, 0o600)    // only a newline
 	pki := newTestPKI(t)
 	cert, key := pki.pair(t, "peer", validNow)
 	oldCert, oldKey := pki.pair(t, "old", expired)
@@ -70,6 +74,10 @@ func TestPeerFlagValidation(t *testing.T) {
 		{"same as --admin-listen", []string{"--admin-listen", "0.0.0.0:7946", "--peers", two, "--peer-listen", "10.0.0.1:7946", "--peer-secret-file", good}, "the same address as --admin-listen"},
 		{"secret short", []string{"--peers", two, "--peer-listen", "10.0.0.1:7946", "--peer-secret-file", short}, "20 bytes of secret, want at least 32"},
 		{"secret world-readable", []string{"--peers", two, "--peer-listen", "10.0.0.1:7946", "--peer-secret-file", open}, "readable by every user"},
+		{"secret group-readable", []string{"--peers", two, "--peer-listen", "10.0.0.1:7946", "--peer-secret-file", group}, ""},
+		{"secret group-read-only", []string{"--peers", two, "--peer-listen", "10.0.0.1:7946", "--peer-secret-file", groupRO}, ""},
+		{"secret too large", []string{"--peers", two, "--peer-listen", "10.0.0.1:7946", "--peer-secret-file", huge}, "larger than 4096 bytes"},
+		{"secret blank", []string{"--peers", two, "--peer-listen", "10.0.0.1:7946", "--peer-secret-file", blank}, "0 bytes of secret"},
 		{"secret a URL", []string{"--peers", two, "--peer-listen", "10.0.0.1:7946", "--peer-secret-file", "s3://b/secret"}, "a URL, not a local file"},
 		{"secret missing", []string{"--peers", two, "--peer-listen", "10.0.0.1:7946", "--peer-secret-file", "/nonexistent/secret"}, "/nonexistent/secret"},
 		{"secret a directory", []string{"--peers", two, "--peer-listen", "10.0.0.1:7946", "--peer-secret-file", t.TempDir()}, "not a regular file"},
