@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // peerSecretFile writes a private secret file of n bytes.
@@ -195,10 +196,13 @@ func testServePeers(t *testing.T, tlsOn bool) {
 	for _, p := range ports {
 		urls = append(urls, fmt.Sprintf("%s://127.0.0.1:%d", scheme, p))
 	}
-	type rep struct{ addr, admin string }
+	type rep struct {
+		addr, admin string
+		logs        *lockedBuffer
+	}
 	var reps []rep
 	for i := range ports {
-		addr, admin, _, _ := startServe(t, serveConfig{
+		addr, admin, logs, _ := startServe(t, serveConfig{
 			Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0", StoreURL: store,
 			Archives: []serveArchive{{Name: "data", ManifestURL: man}}, Anonymous: true,
 			CacheBytes: 64 << 20, LogFormat: "json",
@@ -206,7 +210,7 @@ func testServePeers(t *testing.T, tlsOn bool) {
 				PeerTLSCert: tlsCfg.PeerTLSCert, PeerTLSKey: tlsCfg.PeerTLSKey, PeerTLSCA: tlsCfg.PeerTLSCA},
 		})
 		waitReady(t, admin)
-		reps = append(reps, rep{addr, admin})
+		reps = append(reps, rep{addr, admin, logs})
 	}
 	for _, r := range reps {
 		for k, b := range files {
@@ -258,6 +262,21 @@ func testServePeers(t *testing.T, tlsOn bool) {
 		resp.Body.Close()
 		if resp.ProtoMajor != 1 || resp.StatusCode != 403 {
 			t.Errorf("peer listener with an HTTP/2 client: %s %d, want HTTP/1.1 403", resp.Proto, resp.StatusCode)
+		}
+		// 50 connections that are no TLS at all: net/http logs a
+		// handshake error for each, the peer listener at most one.
+		for range 50 {
+			c, err := net.Dial("tcp", strings.TrimPrefix(urls[0], "https://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(c, "GET / HTTP/1.0\r\n\r\n")
+			_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			_, _ = io.Copy(io.Discard, c) // until the listener closes it
+			c.Close()
+		}
+		if n := strings.Count(reps[0].logs.String(), "TLS handshake error"); n != 1 {
+			t.Errorf("50 failed TLS handshakes on the peer port: %d log lines, want 1", n)
 		}
 	}
 }
