@@ -597,3 +597,44 @@ func TestOversizeAnswers(t *testing.T) {
 		})
 	}
 }
+
+// TestResolutionWarnings: a dns+ name whose addresses do not include this
+// replica's advertised host (a careless --peer-advertise: a host name, or
+// another address) is warned about once when it starts, not at every
+// resolution, and again if it comes back; so is a ring cut to MaxMembers.
+// Before, neither was logged.
+func TestResolutionWarnings(t *testing.T) {
+	var logs bytes.Buffer
+	res := &fakeResolver{}
+	g, err := New(Config{Self: "http://10.0.0.1:7946", Peers: []string{"dns+http://wharf-peers.ns.svc:7946"},
+		Secret: testSecret, Resolver: res, ResolveEvery: time.Hour, Logger: zerolog.New(&logs)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	count := func(s string) int { return strings.Count(logs.String(), s) }
+	const notSelf, cut = "advertised URL is not among the addresses", "more replicas than a ring holds"
+	var many []string
+	for i := range 300 {
+		many = append(many, fmt.Sprintf("10.3.%d.%d", i/250, i%250+1))
+	}
+	for _, st := range []struct {
+		name         string
+		addrs        []string
+		notSelf, cut int // lines so far
+	}{
+		{"self missing", []string{"10.0.0.2", "10.0.0.3"}, 1, 0},
+		{"still missing", []string{"10.0.0.2", "10.0.0.3"}, 1, 0},
+		{"still missing, another answer", []string{"10.0.0.3"}, 1, 0},
+		{"self there", []string{"10.0.0.1", "10.0.0.3"}, 1, 0},
+		{"missing again", []string{"10.0.0.3"}, 2, 0},
+		{"too many, self there", append([]string{"10.0.0.1"}, many...), 2, 1},
+		{"too many again", append([]string{"10.0.0.1"}, many...), 2, 1},
+	} {
+		res.set(st.addrs, nil)
+		g.Resolve(context.Background())
+		if n, m := count(notSelf), count(cut); n != st.notSelf || m != st.cut {
+			t.Errorf("%s: %d lines about self, %d about the cut; want %d and %d", st.name, n, m, st.notSelf, st.cut)
+		}
+	}
+}

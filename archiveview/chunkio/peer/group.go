@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -115,6 +116,10 @@ type Group struct {
 	dnsPrev  map[string][]string   // last addresses of each dns+ member
 	resolved time.Time
 	resErr   string
+	// dropped and selfMissing are the last resolution's (logged when
+	// they change).
+	dropped     int
+	selfMissing bool
 
 	stop    context.CancelFunc
 	stopped chan struct{}
@@ -303,10 +308,17 @@ func (g *Group) Resolve(ctx context.Context) {
 	prev := g.dnsPrev
 	g.mu.Unlock()
 	urls, next, errs, dropped := resolve(ctx, g.cfg.Resolver, g.members, g.self, prev)
-	if dropped > 0 {
+	missing := g.selfUnresolved(next)
+	g.mu.Lock()
+	// Each of these is logged when it starts (or changes), not at every
+	// resolution.
+	if dropped > 0 && dropped != g.dropped {
 		g.log.Warn().Int("dropped", dropped).Int("max", MaxMembers).Msg("peers: the member lists name more replicas than a ring holds; the lowest URLs are kept")
 	}
-	g.mu.Lock()
+	if missing && !g.selfMissing {
+		g.log.Warn().Str("advertise", g.self).Strs("members", urls).Msg("peers: this replica's advertised URL is not among the addresses its dns+ members resolve to, so the other replicas do not see it under that URL (give --peer-advertise http://POD_IP:PORT, the address the name resolves to)")
+	}
+	g.dropped, g.selfMissing = dropped, missing
 	g.dnsPrev, g.resolved, g.resErr = next, g.now(), ""
 	if len(errs) > 0 {
 		g.resErr = errors.Join(errs...).Error()
@@ -320,6 +332,29 @@ func (g *Group) Resolve(ctx context.Context) {
 		g.install(newRing(urls, g.self))
 		g.log.Info().Strs("members", urls).Int("was", len(old.urls)).Msg("peers: ring changed")
 	}
+}
+
+// selfUnresolved reports whether dns+ members of this replica's scheme
+// and port resolved to addresses (next) none of which is this replica's
+// advertised host: the others then know it under another URL, or not
+// at all.
+func (g *Group) selfUnresolved(next map[string][]string) bool {
+	me, err := ParseMember(g.self)
+	if err != nil {
+		return false
+	}
+	resolvedAny := false
+	for _, m := range g.members {
+		if !m.DNS || m.Scheme != me.Scheme || m.Port != me.Port {
+			continue
+		}
+		addrs := next[m.String()]
+		if slices.Contains(addrs, me.Host) {
+			return false
+		}
+		resolvedAny = resolvedAny || len(addrs) > 0
+	}
+	return resolvedAny
 }
 
 func equalStrings(a, b []string) bool {
