@@ -55,7 +55,7 @@
 //     refused. Inside it, the owner remembers each authenticated request's
 //     (sender, nonce) until its date leaves MaxSkew, so a replay is
 //     refused (403) too; the memory is capped (MaxReplay, default 65,536
-//     requests, about 3 MiB) and, when full of requests still in their
+//     requests, about 5 MiB) and, when full of requests still in their
 //     window, new requests get 503 (the asker reads the backend) rather
 //     than an entry being forgotten. Every 200 answer carries a MAC over the request's nonce,
 //     the body's length and the frame's sha256, which the asker checks
