@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -636,5 +637,61 @@ func TestResolutionWarnings(t *testing.T) {
 		if n, m := count(notSelf), count(cut); n != st.notSelf || m != st.cut {
 			t.Errorf("%s: %d lines about self, %d about the cut; want %d and %d", st.name, n, m, st.notSelf, st.cut)
 		}
+	}
+}
+
+// TestAnswerSwapRefused: a proxy that keeps the owner's first answer for a
+// frame (right bytes, right length, a valid answer MAC for that request's
+// nonce) and plays it back to a later request of the same frame is not
+// believed: the answer MAC binds the request's nonce.
+func TestAnswerSwapRefused(t *testing.T) {
+	dir, key, files := testArchive(t, 4)
+	store := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{})
+	var mu sync.Mutex
+	var kept *httptest.ResponseRecorder
+	var rec *recorder
+	rs := newFleet(t, 2, store, key, fleetOpts{
+		peers: func(i int, g *Group) chunkio.Peers {
+			if i == 0 {
+				rec = &recorder{Group: g}
+				return rec
+			}
+			return g
+		},
+		wrap: func(i int, h http.Handler) http.Handler {
+			if i != 1 {
+				return h
+			}
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				defer mu.Unlock()
+				if kept == nil {
+					kept = httptest.NewRecorder()
+					h.ServeHTTP(kept, r)
+				}
+				for k, v := range kept.Header() {
+					w.Header()[k] = v
+				}
+				w.WriteHeader(kept.Code)
+				w.Write(kept.Body.Bytes())
+			})
+		},
+	})
+	id := someFrame(t, rs, rec, files)
+	mu.Lock()
+	kept = nil // the reads may have asked for other frames: keep the next answer
+	mu.Unlock()
+	g := rs[0].group
+	dst := make([]byte, id.Size)
+	if err := g.Fetch(context.Background(), rs[1].url, id, dst); err != nil {
+		t.Fatalf("first fetch: %v", err)
+	}
+	if sha256.Sum256(dst) != id.Sum {
+		t.Fatal("first fetch: wrong bytes")
+	}
+	err := g.Fetch(context.Background(), rs[1].url, id, make([]byte, id.Size))
+	var fe *fetchError
+	if !errors.As(err, &fe) || fe.reason != reasonVerify {
+		t.Fatalf("an answer played back to another request: %v, want a verify failure", err)
 	}
 }
