@@ -133,6 +133,9 @@ func ParseMembers(self string, list []string) ([]Member, Member, error) {
 	if len(list) == 0 {
 		return nil, Member{}, errors.New("no peers: list every replica, this one included")
 	}
+	if len(list) > MaxMembers+1 {
+		return nil, Member{}, fmt.Errorf("%d peers listed: a ring holds at most %d besides this replica", len(list), MaxMembers)
+	}
 	var ms []Member
 	seen := map[string]bool{}
 	found := false

@@ -84,6 +84,8 @@ func TestParseMembers(t *testing.T) {
 		{"self is dns", "dns+http://wharf-peers:7946", []string{"dns+http://wharf-peers:7946"}, "not a dns+ name"},
 		{"self is a path", "/tmp/x", []string{"http://10.0.0.1:7946"}, "a path"},
 		{"empty list", "http://10.0.0.1:7946", nil, "no peers"},
+		{"most a ring holds", "http://10.0.0.1:7946", manyPeers(MaxMembers + 1), ""},
+		{"more than a ring holds", "http://10.0.0.1:7946", manyPeers(MaxMembers + 2), "a ring holds at most 256"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, err := ParseMembers(tc.self, tc.list)
@@ -92,6 +94,15 @@ func TestParseMembers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// manyPeers is a static list of n replicas, 10.0.0.1 first.
+func manyPeers(n int) []string {
+	var out []string
+	for i := range n {
+		out = append(out, fmt.Sprintf("http://10.0.%d.%d:7946", i/250, i%250+1))
+	}
+	return out
 }
 
 // TestOwnershipStableAndBalanced: every member gets its share of frames
