@@ -47,6 +47,15 @@
 //     MaxServing answers are in progress at once (more get 503), each
 //     bounded by a write deadline.
 //
+//   - Limits. Listener wraps the peer listener so that it holds at most
+//     MaxConns connections (default 1,024; more are closed as soon as
+//     accepted). Refused requests and refused connections are logged at
+//     most once per 30 s, each line counting those since the last. The
+//     asker takes at most 16 KiB of an answer's headers and reads a body
+//     only of the frame's exact length. A ring holds at most MaxMembers
+//     replicas besides this one; members that leave take their state and
+//     their wharf_peer_verify_failures_total{peer} series with them.
+//
 //   - Authentication. Every request carries HMAC-SHA256, keyed by a key
 //     derived from the shared secret, over the method, path and query (the
 //     frame's identity), a Unix date and a random nonce, and the asker's
