@@ -60,11 +60,11 @@ func send(t *testing.T, r *http.Request) (int, int) {
 	return resp.StatusCode, int(n)
 }
 
-// TestReplayRefused: a captured signed request sent again within the date
+// TestPeerReplayRefused: a captured signed request sent again within the date
 // window gets 403 and no bytes (counted in wharf_peer_replays_total); the
 // same frame asked with a fresh nonce is served. Before the replay cache
 // the second send got 200 and the whole frame.
-func TestReplayRefused(t *testing.T) {
+func TestPeerReplayRefused(t *testing.T) {
 	dir, key, files := testArchive(t, 4)
 	store := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{})
 	var rec *recorder
@@ -95,12 +95,12 @@ func TestReplayRefused(t *testing.T) {
 	}
 }
 
-// TestReplayCacheFull: with room for two requests, a third inside the
+// TestPeerReplayCacheFull: with room for two requests, a third inside the
 // window is refused with 503 and no bytes (never served unremembered);
 // once the first two are out of the date window there is room again, and
 // the cache never holds more than its cap. A replay of an expired request
 // is refused by its date.
-func TestReplayCacheFull(t *testing.T) {
+func TestPeerReplayCacheFull(t *testing.T) {
 	dir, key, files := testArchive(t, 4)
 	store := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{})
 	clock := &testClock{t: time.Now()}
@@ -250,14 +250,14 @@ func (l smallBuffers) Accept() (net.Conn, error) {
 	return c, err
 }
 
-// TestSlowReadingAsker: an asker (holding the secret) that sends a valid
+// TestPeerSlowReadingAsker: an asker (holding the secret) that sends a valid
 // request and then reads nothing cannot hold the owner's answer, its
 // buffer or its answer slot past the write deadline (FirstByte +
 // size/MinRate): the answer is cut there, the slot is free, the
 // connection closed, and the owner's memory all goes back to its caches.
 // Without the write deadline the answer waits for the reader for ever
 // (the test fails).
-func TestSlowReadingAsker(t *testing.T) {
+func TestPeerSlowReadingAsker(t *testing.T) {
 	dir, key, files := testArchiveWith(t, 1, 1<<20, cargopack.Options{FrameSize: 1 << 20})
 	store := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{})
 	const firstByte = 200 * time.Millisecond
@@ -334,13 +334,13 @@ func series(t *testing.T, reg *prometheus.Registry, name string) int {
 	return 0
 }
 
-// TestMembersBounded: a DNS answer of 5,000 addresses makes a ring of at
+// TestPeerMembersBounded: a DNS answer of 5,000 addresses makes a ring of at
 // most MaxMembers replicas and self (the same lowest URLs on every
 // replica), with as many verify-failure series; when the addresses change
 // (pods replaced), the series and the states of the members that left go
 // with them, so churn does not grow either. Before the cap the ring held
 // all 5,001 and every address ever seen kept its series.
-func TestMembersBounded(t *testing.T) {
+func TestPeerMembersBounded(t *testing.T) {
 	res := &fakeResolver{}
 	var many []string
 	for i := range 5000 {
@@ -396,11 +396,11 @@ func TestMembersBounded(t *testing.T) {
 	}
 }
 
-// TestRefusalLogBounded: a flood of unauthenticated requests (anyone who
+// TestPeerRefusalLogBounded: a flood of unauthenticated requests (anyone who
 // reaches the peer port) writes at most one log line per refusalLogEvery,
 // even at debug level, and the next line counts what the previous ones
 // left out. Before, every refusal was a line.
-func TestRefusalLogBounded(t *testing.T) {
+func TestPeerRefusalLogBounded(t *testing.T) {
 	var logs bytes.Buffer
 	clock := &testClock{t: time.Now()}
 	g, err := New(Config{Self: "http://10.0.0.1:1", Peers: []string{"http://10.0.0.1:1"}, Secret: testSecret,
@@ -441,11 +441,11 @@ func TestRefusalLogBounded(t *testing.T) {
 	}
 }
 
-// TestListenerCapsConnections: with room for 3 connections, 3 idle
+// TestPeerListenerCapsConnections: with room for 3 connections, 3 idle
 // connections that send nothing (no authentication yet) are held and a
 // 4th is closed at once, counted; when one of the 3 goes, a new
 // connection is served again. Without the cap the 4th stays open.
-func TestListenerCapsConnections(t *testing.T) {
+func TestPeerListenerCapsConnections(t *testing.T) {
 	g, err := New(Config{Self: "http://10.0.0.1:1", Peers: []string{"http://10.0.0.1:1"}, Secret: testSecret, MaxConns: 3})
 	if err != nil {
 		t.Fatal(err)
@@ -509,13 +509,13 @@ func TestListenerCapsConnections(t *testing.T) {
 	}
 }
 
-// TestOversizeAnswers: an answer (from a peer holding the secret, so with
+// TestPeerOversizeAnswers: an answer (from a peer holding the secret, so with
 // valid MACs where it can) that is larger than what was asked is refused
 // without reading past the frame: headers over 16 KiB, a length other than
 // the frame's, no length (chunked); bytes beyond the declared length are
 // never read. Before, the asker took headers up to net/http's 10 MB
 // default.
-func TestOversizeAnswers(t *testing.T) {
+func TestPeerOversizeAnswers(t *testing.T) {
 	var mode atomic.Value
 	var owner *Group
 	answer := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -599,12 +599,12 @@ func TestOversizeAnswers(t *testing.T) {
 	}
 }
 
-// TestResolutionWarnings: a dns+ name whose addresses do not include this
+// TestPeerResolutionWarnings: a dns+ name whose addresses do not include this
 // replica's advertised host (a careless --peer-advertise: a host name, or
 // another address) is warned about once when it starts, not at every
 // resolution, and again if it comes back; so is a ring cut to MaxMembers.
 // Before, neither was logged.
-func TestResolutionWarnings(t *testing.T) {
+func TestPeerResolutionWarnings(t *testing.T) {
 	var logs bytes.Buffer
 	res := &fakeResolver{}
 	g, err := New(Config{Self: "http://10.0.0.1:7946", Peers: []string{"dns+http://wharf-peers.ns.svc:7946"},
@@ -640,11 +640,11 @@ func TestResolutionWarnings(t *testing.T) {
 	}
 }
 
-// TestAnswerSwapRefused: a proxy that keeps the owner's first answer for a
+// TestPeerAnswerSwapRefused: a proxy that keeps the owner's first answer for a
 // frame (right bytes, right length, a valid answer MAC for that request's
 // nonce) and plays it back to a later request of the same frame is not
 // believed: the answer MAC binds the request's nonce.
-func TestAnswerSwapRefused(t *testing.T) {
+func TestPeerAnswerSwapRefused(t *testing.T) {
 	dir, key, files := testArchive(t, 4)
 	store := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{})
 	var mu sync.Mutex
