@@ -13,11 +13,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -303,7 +305,7 @@ func (pc *peerConfig) cacheOptions(g *peer.Group) []chunkio.CacheOption {
 // startPeerSide listens on --peer-listen and serves g's handler over
 // cache there (TLS with --peer-tls-cert, its certificate reloaded with
 // the front door's).
-func (cfg *serveConfig) startPeerSide(g *peer.Group, cache *chunkio.FrameCache, front *frontDoor, reg prometheus.Registerer, log zerolog.Logger) (*peerSide, error) {
+func (cfg *serveConfig) startPeerSide(g *peer.Group, cache *chunkio.FrameCache, front *frontDoor, reg prometheus.Registerer, lg zerolog.Logger) (*peerSide, error) {
 	if g == nil {
 		return nil, nil
 	}
@@ -316,7 +318,7 @@ func (cfg *serveConfig) startPeerSide(g *peer.Group, cache *chunkio.FrameCache, 
 				return nil, err
 			}
 		}
-		r, err := newCertReloader(cfg.peerConfig.certSource(), log, m, time.Now)
+		r, err := newCertReloader(cfg.peerConfig.certSource(), lg, m, time.Now)
 		if err != nil {
 			return nil, err
 		}
@@ -327,7 +329,7 @@ func (cfg *serveConfig) startPeerSide(g *peer.Group, cache *chunkio.FrameCache, 
 	if err != nil {
 		return nil, fmt.Errorf("peer listen %s: %w", cfg.PeerListen, err)
 	}
-	ps.ln = ln
+	ps.ln = g.Listener(ln) // at most peer.DefaultMaxConns connections at once
 	ps.srv = &http.Server{
 		Handler:           g.Handler(cache),
 		ReadHeaderTimeout: 5 * time.Second,
@@ -335,7 +337,14 @@ func (cfg *serveConfig) startPeerSide(g *peer.Group, cache *chunkio.FrameCache, 
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    16 << 10,
 	}
-	front.configure(ps.srv, ps.cert, log)
+	front.configure(ps.srv, ps.cert, lg)
+	ps.srv.ErrorLog = log.New(&peerErrorWriter{next: httpErrorWriter{lg.With().Str("listener", "peer").Logger()}, now: time.Now}, "", 0)
+	// Peers ask over HTTP/1.1 only (peer.Group's transport): offering
+	// HTTP/2 here would only add its streams and their attacks to a port
+	// anyone who reaches it can speak to before authentication.
+	var p1 http.Protocols
+	p1.SetHTTP1(true)
+	ps.srv.Protocols = &p1
 	return ps, nil
 }
 
@@ -370,4 +379,43 @@ func (ps *peerSide) shutdown(log zerolog.Logger) {
 	}
 	ps.srv.Close()
 	ps.group.Close()
+}
+
+// peerErrorLogEvery is the least time between two of net/http's error
+// lines about the peer listener.
+const peerErrorLogEvery = 30 * time.Second
+
+// peerErrorWriter passes net/http's error lines about the peer listener
+// on to next (httpErrorWriter), at most one per peerErrorLogEvery, the
+// next one saying how many were left out: anything that reaches the peer
+// port can cause one per connection (a failed TLS handshake, a malformed
+// request), and must not be able to flood the log.
+type peerErrorWriter struct {
+	next io.Writer
+	now  func() time.Time
+
+	mu      sync.Mutex
+	last    time.Time
+	pending int // lines since the last one written, this one included
+}
+
+func (w *peerErrorWriter) Write(p []byte) (int, error) {
+	now := w.now()
+	w.mu.Lock()
+	w.pending++
+	if !w.last.IsZero() && now.Sub(w.last) < peerErrorLogEvery {
+		w.mu.Unlock()
+		return len(p), nil
+	}
+	left := w.pending - 1
+	w.last, w.pending = now, 0
+	w.mu.Unlock()
+	line := bytes.TrimRight(p, "\n")
+	if left > 0 {
+		line = fmt.Appendf(append([]byte(nil), line...), " (and %d more such lines since the last one, not logged)", left)
+	}
+	if _, err := w.next.Write(line); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // peerSecretFile writes a private secret file of n bytes.
@@ -37,6 +38,10 @@ func TestPeerFlagValidation(t *testing.T) {
 	good := peerSecretFile(t, 40, 0o600)
 	short := peerSecretFile(t, 20, 0o600)
 	open := peerSecretFile(t, 40, 0o644)
+	group := peerSecretFile(t, 40, 0o640)   // a service group's: accepted
+	groupRO := peerSecretFile(t, 40, 0o440) // Kubernetes with an fsGroup: accepted
+	huge := peerSecretFile(t, 5000, 0o600)  // not a secret file
+	blank := peerSecretFile(t, 0, 0o600)    // only a newline
 	pki := newTestPKI(t)
 	cert, key := pki.pair(t, "peer", validNow)
 	oldCert, oldKey := pki.pair(t, "old", expired)
@@ -70,6 +75,10 @@ func TestPeerFlagValidation(t *testing.T) {
 		{"same as --admin-listen", []string{"--admin-listen", "0.0.0.0:7946", "--peers", two, "--peer-listen", "10.0.0.1:7946", "--peer-secret-file", good}, "the same address as --admin-listen"},
 		{"secret short", []string{"--peers", two, "--peer-listen", "10.0.0.1:7946", "--peer-secret-file", short}, "20 bytes of secret, want at least 32"},
 		{"secret world-readable", []string{"--peers", two, "--peer-listen", "10.0.0.1:7946", "--peer-secret-file", open}, "readable by every user"},
+		{"secret group-readable", []string{"--peers", two, "--peer-listen", "10.0.0.1:7946", "--peer-secret-file", group}, ""},
+		{"secret group-read-only", []string{"--peers", two, "--peer-listen", "10.0.0.1:7946", "--peer-secret-file", groupRO}, ""},
+		{"secret too large", []string{"--peers", two, "--peer-listen", "10.0.0.1:7946", "--peer-secret-file", huge}, "larger than 4096 bytes"},
+		{"secret blank", []string{"--peers", two, "--peer-listen", "10.0.0.1:7946", "--peer-secret-file", blank}, "0 bytes of secret"},
 		{"secret a URL", []string{"--peers", two, "--peer-listen", "10.0.0.1:7946", "--peer-secret-file", "s3://b/secret"}, "a URL, not a local file"},
 		{"secret missing", []string{"--peers", two, "--peer-listen", "10.0.0.1:7946", "--peer-secret-file", "/nonexistent/secret"}, "/nonexistent/secret"},
 		{"secret a directory", []string{"--peers", two, "--peer-listen", "10.0.0.1:7946", "--peer-secret-file", t.TempDir()}, "not a regular file"},
@@ -187,10 +196,13 @@ func testServePeers(t *testing.T, tlsOn bool) {
 	for _, p := range ports {
 		urls = append(urls, fmt.Sprintf("%s://127.0.0.1:%d", scheme, p))
 	}
-	type rep struct{ addr, admin string }
+	type rep struct {
+		addr, admin string
+		logs        *lockedBuffer
+	}
 	var reps []rep
 	for i := range ports {
-		addr, admin, _, _ := startServe(t, serveConfig{
+		addr, admin, logs, _ := startServe(t, serveConfig{
 			Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0", StoreURL: store,
 			Archives: []serveArchive{{Name: "data", ManifestURL: man}}, Anonymous: true,
 			CacheBytes: 64 << 20, LogFormat: "json",
@@ -198,7 +210,7 @@ func testServePeers(t *testing.T, tlsOn bool) {
 				PeerTLSCert: tlsCfg.PeerTLSCert, PeerTLSKey: tlsCfg.PeerTLSKey, PeerTLSCA: tlsCfg.PeerTLSCA},
 		})
 		waitReady(t, admin)
-		reps = append(reps, rep{addr, admin})
+		reps = append(reps, rep{addr, admin, logs})
 	}
 	for _, r := range reps {
 		for k, b := range files {
@@ -239,6 +251,33 @@ func testServePeers(t *testing.T, tlsOn bool) {
 	resp.Body.Close()
 	if code := resp.StatusCode; code != 403 || len(body) != 0 {
 		t.Errorf("unauthenticated peer request: %d with %d bytes, want 403 and none", code, len(body))
+	}
+	if tlsOn {
+		// Peers speak HTTP/1.1: the peer listener offers no HTTP/2 (its
+		// streams, frames and their attacks) to a client that asks.
+		resp, err := pki.client(true).Get(urls[0] + "/wharf-peer/v1/frame")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.ProtoMajor != 1 || resp.StatusCode != 403 {
+			t.Errorf("peer listener with an HTTP/2 client: %s %d, want HTTP/1.1 403", resp.Proto, resp.StatusCode)
+		}
+		// 50 connections that are no TLS at all: net/http logs a
+		// handshake error for each, the peer listener at most one.
+		for range 50 {
+			c, err := net.Dial("tcp", strings.TrimPrefix(urls[0], "https://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(c, "GET / HTTP/1.0\r\n\r\n")
+			_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			_, _ = io.Copy(io.Discard, c) // until the listener closes it
+			c.Close()
+		}
+		if n := strings.Count(reps[0].logs.String(), "TLS handshake error"); n != 1 {
+			t.Errorf("50 failed TLS handshakes on the peer port: %d log lines, want 1", n)
+		}
 	}
 }
 

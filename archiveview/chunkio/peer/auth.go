@@ -157,19 +157,19 @@ func hasControl(s string) bool {
 
 // checkDate reads a request date (decimal Unix seconds) and checks that it
 // is within skew of now.
-func checkDate(v string, now time.Time, skew time.Duration) error {
+func checkDate(v string, now time.Time, skew time.Duration) (time.Time, error) {
 	if v == "" || len(v) > 20 {
-		return errors.New("no date")
+		return time.Time{}, errors.New("no date")
 	}
 	sec, err := strconv.ParseInt(v, 10, 64)
 	if err != nil {
-		return fmt.Errorf("date %q: %w", v, err)
+		return time.Time{}, fmt.Errorf("date %q: %w", v, err)
 	}
 	d := now.Sub(time.Unix(sec, 0))
 	if d > skew || d < -skew {
-		return fmt.Errorf("date %s is %s from this replica's clock (at most %s)", time.Unix(sec, 0).UTC().Format(time.RFC3339), d.Round(time.Second), skew)
+		return time.Time{}, fmt.Errorf("date %s is %s from this replica's clock (at most %s)", time.Unix(sec, 0).UTC().Format(time.RFC3339), d.Round(time.Second), skew)
 	}
-	return nil
+	return time.Unix(sec, 0), nil
 }
 
 // validNonce: 32 lower-case hex digits.

@@ -47,12 +47,26 @@
 //     MaxServing answers are in progress at once (more get 503), each
 //     bounded by a write deadline.
 //
+//   - Limits. Listener wraps the peer listener so that it holds at most
+//     MaxConns connections (default 1,024; more are closed as soon as
+//     accepted). Refused requests and refused connections are logged at
+//     most once per 30 s, each line counting those since the last. The
+//     asker takes at most 16 KiB of an answer's headers and reads a body
+//     only of the frame's exact length. A ring holds at most MaxMembers
+//     replicas besides this one; members that leave take their state and
+//     their wharf_peer_verify_failures_total{peer} series with them.
+//
 //   - Authentication. Every request carries HMAC-SHA256, keyed by a key
 //     derived from the shared secret, over the method, path and query (the
 //     frame's identity), a Unix date and a random nonce, and the asker's
 //     advertised URL: the secret never crosses the wire, a request cannot be
 //     altered or aimed at another frame, and a replay outside MaxSkew is
-//     refused. Every 200 answer carries a MAC over the request's nonce,
+//     refused. Inside it, the owner remembers each authenticated request's
+//     (sender, nonce) until its date leaves MaxSkew, so a replay is
+//     refused (403) too; the memory is capped (MaxReplay, default 65,536
+//     requests, about 5 MiB) and, when full of requests still in their
+//     window, new requests get 503 (the asker reads the backend) rather
+//     than an entry being forgotten. Every 200 answer carries a MAC over the request's nonce,
 //     the body's length and the frame's sha256, which the asker checks
 //     before it reads the body; the body itself is checked against the
 //     frame's sha256 by chunkio. An answer failing either check counts in

@@ -82,6 +82,8 @@ type fleetOpts struct {
 	// (0: 64 MiB).
 	cache      []chunkio.CacheOption
 	cacheBytes int64
+	// listener wraps replica i's peer listener (small socket buffers).
+	listener func(i int, ln net.Listener) net.Listener
 }
 
 // newFleet starts n replicas over one counting store, each with its own
@@ -96,6 +98,9 @@ func newFleet(t testing.TB, n int, store backend.Store, manifestKey string, o fl
 			t.Fatal(err)
 		}
 		rs[i] = &replica{ln: ln, url: "http://" + ln.Addr().String(), reg: prometheus.NewRegistry()}
+		if o.listener != nil {
+			rs[i].ln = o.listener(i, ln)
+		}
 		urls = append(urls, rs[i].url)
 	}
 	urls = append(urls, o.extra...)

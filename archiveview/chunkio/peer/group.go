@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -30,9 +31,10 @@ const (
 	DefaultMaxServing   = 64
 	DefaultMaxFrame     = chunkio.DefaultMaxFrameBytes
 
-	resolveTimeout = 5 * time.Second
-	minBackoff     = time.Second
-	maxBackoff     = 30 * time.Second
+	resolveTimeout  = 5 * time.Second
+	maxAnswerHeader = 16 << 10 // bytes of an answer's headers
+	minBackoff      = time.Second
+	maxBackoff      = 30 * time.Second
 )
 
 // Config configures a Group. Self, Peers and Secret are required; zero
@@ -69,6 +71,15 @@ type Config struct {
 	// giant-frame threshold).
 	MaxServing int
 	MaxFrame   int64
+	// MaxReplay bounds the requests remembered to refuse replays
+	// (default DefaultMaxReplay): each authenticated request's (sender,
+	// nonce) is kept until its date leaves MaxSkew; when that many are
+	// inside their window, new requests get 503 (never a forgotten
+	// entry, which would let a replay in).
+	MaxReplay int
+	// MaxConns bounds the connections Listener holds at once (default
+	// DefaultMaxConns); more are closed as soon as they are accepted.
+	MaxConns int
 
 	// Registerer receives the wharf_peer_* series (nil: not registered).
 	Registerer prometheus.Registerer
@@ -92,6 +103,11 @@ type Group struct {
 	client  *http.Client
 	now     func() time.Time
 	serving chan struct{}
+	replay  *replayCache
+	// replayFull: the replay cache refused a request since it last had
+	// room (one log line per such spell).
+	replayFull atomic.Bool
+	refusals   refusalLog
 
 	ring atomic.Pointer[ring]
 
@@ -100,6 +116,10 @@ type Group struct {
 	dnsPrev  map[string][]string   // last addresses of each dns+ member
 	resolved time.Time
 	resErr   string
+	// dropped and selfMissing are the last resolution's (logged when
+	// they change).
+	dropped     int
+	selfMissing bool
 
 	stop    context.CancelFunc
 	stopped chan struct{}
@@ -146,6 +166,12 @@ func New(cfg Config) (*Group, error) {
 	if cfg.MaxFrame <= 0 {
 		cfg.MaxFrame = DefaultMaxFrame
 	}
+	if cfg.MaxReplay <= 0 {
+		cfg.MaxReplay = DefaultMaxReplay
+	}
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = DefaultMaxConns
+	}
 	if cfg.Resolver == nil {
 		cfg.Resolver = net.DefaultResolver
 	}
@@ -159,32 +185,62 @@ func New(cfg Config) (*Group, error) {
 			TLSClientConfig:       cfg.ClientTLS,
 			TLSHandshakeTimeout:   cfg.FirstByte,
 			ResponseHeaderTimeout: cfg.FirstByte,
-			MaxIdleConnsPerHost:   32,
-			IdleConnTimeout:       90 * time.Second,
-			DisableCompression:    true,
+			// An answer's headers are a few short lines; net/http's
+			// default would take 10 MB from a peer per ask.
+			MaxResponseHeaderBytes: maxAnswerHeader,
+			MaxIdleConnsPerHost:    32,
+			IdleConnTimeout:        90 * time.Second,
+			DisableCompression:     true,
 		}
 	}
 	g := &Group{
 		cfg: cfg, members: members, self: me.String(), keys: deriveKeys(cfg.Secret),
 		log: cfg.Logger, client: &http.Client{Transport: rt, CheckRedirect: noRedirects},
-		now: cfg.Now, serving: make(chan struct{}, cfg.MaxServing),
+		now: cfg.Now, serving: make(chan struct{}, cfg.MaxServing), replay: newReplayCache(cfg.MaxReplay),
 		states: make(map[string]*peerState), dnsPrev: make(map[string][]string),
 	}
 	g.m = newMetrics(cfg.Registerer, func() float64 { return float64(len(g.ring.Load().urls)) })
-	urls, _, _ := resolve(context.Background(), noDNS{}, g.staticOnly(), g.self, nil)
+	urls, _, _, _ := resolve(context.Background(), noDNS{}, g.staticOnly(), g.self, nil)
 	g.install(newRing(urls, g.self))
 	return g, nil
 }
 
 // install makes r the ring, with every peer's verify-failure series
-// emitted (at zero) from the moment it is a member.
+// emitted (at zero) from the moment it is a member. What this replica
+// kept of members that left (their state, their series) goes with them:
+// a fleet whose replicas come and go (new pod addresses) does not grow
+// either without bound.
 func (g *Group) install(r *ring) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if old := g.ring.Load(); old != nil {
+		for _, u := range old.urls {
+			if !r.has(u) {
+				g.m.verifyFailures.DeleteLabelValues(u)
+			}
+		}
+	}
+	for u := range g.states {
+		if !r.has(u) {
+			delete(g.states, u)
+		}
+	}
 	for i, u := range r.urls {
 		if i != r.self {
 			g.m.verifyFailures.WithLabelValues(u)
 		}
 	}
 	g.ring.Store(r)
+}
+
+// failedVerify counts a failed answer of owner, unless owner has left the
+// ring meanwhile (its series is gone with it).
+func (g *Group) failedVerify(owner string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.ring.Load().has(owner) {
+		g.m.verifyFailures.WithLabelValues(owner).Inc()
+	}
 }
 
 // noRedirects: a peer answers, it never sends the asker elsewhere.
@@ -251,8 +307,18 @@ func (g *Group) Resolve(ctx context.Context) {
 	g.mu.Lock()
 	prev := g.dnsPrev
 	g.mu.Unlock()
-	urls, next, errs := resolve(ctx, g.cfg.Resolver, g.members, g.self, prev)
+	urls, next, errs, dropped := resolve(ctx, g.cfg.Resolver, g.members, g.self, prev)
+	missing := g.selfUnresolved(next)
 	g.mu.Lock()
+	// Each of these is logged when it starts (or changes), not at every
+	// resolution.
+	if dropped > 0 && dropped != g.dropped {
+		g.log.Warn().Int("dropped", dropped).Int("max", MaxMembers).Msg("peers: the member lists name more replicas than a ring holds; the lowest URLs are kept")
+	}
+	if missing && !g.selfMissing {
+		g.log.Warn().Str("advertise", g.self).Strs("members", urls).Msg("peers: this replica's advertised URL is not among the addresses its dns+ members resolve to, so the other replicas do not see it under that URL (give --peer-advertise http://POD_IP:PORT, the address the name resolves to)")
+	}
+	g.dropped, g.selfMissing = dropped, missing
 	g.dnsPrev, g.resolved, g.resErr = next, g.now(), ""
 	if len(errs) > 0 {
 		g.resErr = errors.Join(errs...).Error()
@@ -266,6 +332,29 @@ func (g *Group) Resolve(ctx context.Context) {
 		g.install(newRing(urls, g.self))
 		g.log.Info().Strs("members", urls).Int("was", len(old.urls)).Msg("peers: ring changed")
 	}
+}
+
+// selfUnresolved reports whether dns+ members of this replica's scheme
+// and port resolved to addresses (next) none of which is this replica's
+// advertised host: the others then know it under another URL, or not
+// at all.
+func (g *Group) selfUnresolved(next map[string][]string) bool {
+	me, err := ParseMember(g.self)
+	if err != nil {
+		return false
+	}
+	resolvedAny := false
+	for _, m := range g.members {
+		if !m.DNS || m.Scheme != me.Scheme || m.Port != me.Port {
+			continue
+		}
+		addrs := next[m.String()]
+		if slices.Contains(addrs, me.Host) {
+			return false
+		}
+		resolvedAny = resolvedAny || len(addrs) > 0
+	}
+	return resolvedAny
 }
 
 func equalStrings(a, b []string) bool {
@@ -345,7 +434,7 @@ func (g *Group) Fetch(ctx context.Context, owner string, id chunkio.FrameID, dst
 			g.log.Warn().Str("peer", owner).Err(err).Msg("peer unreachable: its frames go to their next owner during its back-off")
 		}
 	case reasonVerify:
-		g.m.verifyFailures.WithLabelValues(owner).Inc()
+		g.failedVerify(owner)
 		g.down(owner, err)
 		g.log.Warn().Str("peer", owner).Str("frame", id.String()).Err(err).Msg("peer answer failed its check: not used, fetched from the backend instead; the peer is skipped during its back-off")
 	case reasonRefused:
@@ -419,7 +508,7 @@ func (g *Group) Accepted(string, chunkio.FrameID) { g.m.hits.Inc() }
 // Rejected implements chunkio.Peers: owner's bytes for id failed the
 // frame's sha256.
 func (g *Group) Rejected(owner string, id chunkio.FrameID, err error) {
-	g.m.verifyFailures.WithLabelValues(owner).Inc()
+	g.failedVerify(owner)
 	g.m.fallbacks.WithLabelValues(reasonVerify).Inc()
 	g.down(owner, err)
 	g.log.Warn().Str("peer", owner).Str("frame", id.String()).Err(err).Msg("peer answered a frame that fails its sha256: not used, fetched from the backend instead; the peer is skipped during its back-off")
@@ -433,6 +522,9 @@ func (g *Group) down(owner string, err error) bool {
 	defer g.mu.Unlock()
 	st := g.states[owner]
 	if st == nil {
+		if !g.ring.Load().has(owner) {
+			return false // it left the ring meanwhile
+		}
 		st = &peerState{}
 		g.states[owner] = st
 	}
@@ -450,6 +542,9 @@ func (g *Group) up(owner string) {
 	defer g.mu.Unlock()
 	st := g.states[owner]
 	if st == nil {
+		if !g.ring.Load().has(owner) {
+			return // it left the ring meanwhile
+		}
 		st = &peerState{}
 		g.states[owner] = st
 	}

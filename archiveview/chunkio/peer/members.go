@@ -133,6 +133,9 @@ func ParseMembers(self string, list []string) ([]Member, Member, error) {
 	if len(list) == 0 {
 		return nil, Member{}, errors.New("no peers: list every replica, this one included")
 	}
+	if len(list) > MaxMembers+1 {
+		return nil, Member{}, fmt.Errorf("%d peers listed: a ring holds at most %d besides this replica", len(list), MaxMembers)
+	}
 	var ms []Member
 	seen := map[string]bool{}
 	found := false
@@ -166,11 +169,20 @@ type Resolver interface {
 	LookupHost(ctx context.Context, host string) ([]string, error)
 }
 
+// MaxMembers caps the replicas in a ring. A DNS answer of more addresses
+// (a misconfigured Service, or a resolver an attacker answers) would
+// otherwise size every per-peer structure: the ring, the peers' states and
+// the wharf_peer_verify_failures_total{peer} series. Beyond it, the
+// lowest MaxMembers URLs in sorted order are kept (the same on every
+// replica with the same answer), and self.
+const MaxMembers = 256
+
 // resolve returns the replica URLs of members: static ones as they are,
 // DNS ones as the addresses r returns now (prev: the last addresses of
 // each DNS member, kept when a lookup fails). errs names the lookups that
-// failed. Self is always included. The result is sorted.
-func resolve(ctx context.Context, r Resolver, members []Member, self string, prev map[string][]string) (urls []string, next map[string][]string, errs []error) {
+// failed. Self is always included. The result is sorted and holds at most
+// MaxMembers URLs besides self; dropped is how many more there were.
+func resolve(ctx context.Context, r Resolver, members []Member, self string, prev map[string][]string) (urls []string, next map[string][]string, errs []error, dropped int) {
 	next = make(map[string][]string, len(prev))
 	set := map[string]bool{self: true}
 	for _, m := range members {
@@ -186,22 +198,35 @@ func resolve(ctx context.Context, r Resolver, members []Member, self string, pre
 			errs = append(errs, fmt.Errorf("resolve %s: %w", m, err))
 			addrs = prev[m.String()]
 		}
-		var kept []string
+		var kept, ips []string
 		for _, a := range addrs {
 			ip := net.ParseIP(a)
 			if ip == nil {
 				continue // a resolver answering names: not an address
 			}
 			kept = append(kept, m.replicaURL(ip.String()))
+			ips = append(ips, ip.String())
 		}
-		next[m.String()] = addrs
+		slices.Sort(ips)
+		if len(ips) > 4*MaxMembers {
+			ips = ips[:4*MaxMembers] // what is kept for a failed lookup is bounded too
+		}
+		next[m.String()] = ips
 		for _, u := range kept {
 			set[u] = true
 		}
 	}
 	for u := range set {
-		urls = append(urls, u)
+		if u != self {
+			urls = append(urls, u)
+		}
 	}
 	slices.Sort(urls)
-	return urls, next, errs
+	if len(urls) > MaxMembers {
+		dropped = len(urls) - MaxMembers
+		urls = urls[:MaxMembers]
+	}
+	urls = append(urls, self)
+	slices.Sort(urls)
+	return urls, next, errs, dropped
 }

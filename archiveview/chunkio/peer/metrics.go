@@ -19,6 +19,7 @@ var fallbackReasons = []string{reasonDown, reasonConnect, reasonTimeout, reasonR
 // metrics are a Group's Prometheus series.
 type metrics struct {
 	hits, misses, bytesIn, bytesOut prometheus.Counter
+	replays, connsRefused           prometheus.Counter
 	served                          *prometheus.CounterVec
 	fallbacks                       *prometheus.CounterVec
 	verifyFailures                  *prometheus.CounterVec
@@ -42,6 +43,14 @@ func newMetrics(reg prometheus.Registerer, members func() float64) *metrics {
 		bytesOut: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "wharf_peer_bytes_out_total",
 			Help: "Compressed frame bytes sent to peers.",
+		}),
+		replays: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "wharf_peer_replays_total",
+			Help: "Authenticated peer requests refused (403) because the same request (sender and nonce) was served already: a replay.",
+		}),
+		connsRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "wharf_peer_connections_refused_total",
+			Help: "Connections to the peer listener closed as soon as accepted because it held its most connections at once.",
 		}),
 		served: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "wharf_peer_requests_served_total",
@@ -67,7 +76,7 @@ func newMetrics(reg prometheus.Registerer, members func() float64) *metrics {
 		Help: "Replicas in this replica's ring, itself included.",
 	}, members)
 	if reg != nil {
-		reg.MustRegister(m.hits, m.misses, m.bytesIn, m.bytesOut, m.served, m.fallbacks, m.verifyFailures, m.members)
+		reg.MustRegister(m.hits, m.misses, m.replays, m.connsRefused, m.bytesIn, m.bytesOut, m.served, m.fallbacks, m.verifyFailures, m.members)
 	}
 	return m
 }

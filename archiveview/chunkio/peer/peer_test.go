@@ -3,6 +3,7 @@ package peer
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
@@ -83,6 +84,8 @@ func TestParseMembers(t *testing.T) {
 		{"self is dns", "dns+http://wharf-peers:7946", []string{"dns+http://wharf-peers:7946"}, "not a dns+ name"},
 		{"self is a path", "/tmp/x", []string{"http://10.0.0.1:7946"}, "a path"},
 		{"empty list", "http://10.0.0.1:7946", nil, "no peers"},
+		{"most a ring holds", "http://10.0.0.1:7946", manyPeers(MaxMembers + 1), ""},
+		{"more than a ring holds", "http://10.0.0.1:7946", manyPeers(MaxMembers + 2), "a ring holds at most 256"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, err := ParseMembers(tc.self, tc.list)
@@ -91,6 +94,15 @@ func TestParseMembers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// manyPeers is a static list of n replicas, 10.0.0.1 first.
+func manyPeers(n int) []string {
+	var out []string
+	for i := range n {
+		out = append(out, fmt.Sprintf("http://10.0.%d.%d:7946", i/250, i%250+1))
+	}
+	return out
 }
 
 // TestOwnershipStableAndBalanced: every member gets its share of frames
@@ -176,11 +188,21 @@ func someFrame(t *testing.T, rs []*replica, rec *recorder, files map[string][]by
 	return rec.ids[0]
 }
 
-// signed builds a request for id to u signed by g (mutate may break it).
+// signed builds a request for id to u signed by g with a fresh nonce
+// (mutate may break it).
 func signed(t *testing.T, g *Group, u string, id chunkio.FrameID, date time.Time, mutate func(r *http.Request, q *string)) *http.Request {
 	t.Helper()
+	var nb [16]byte
+	if _, err := rand.Read(nb[:]); err != nil {
+		t.Fatal(err)
+	}
+	return signedNonce(t, g, u, id, date, hex.EncodeToString(nb[:]), mutate)
+}
+
+// signedNonce is signed with the given nonce.
+func signedNonce(t *testing.T, g *Group, u string, id chunkio.FrameID, date time.Time, nonce string, mutate func(r *http.Request, q *string)) *http.Request {
+	t.Helper()
 	q := frameQuery(id)
-	nonce := "0123456789abcdef0123456789abcdef"
 	ds := strconv.FormatInt(date.Unix(), 10)
 	mac := g.keys.requestMAC(http.MethodGet, framePath, q, ds, nonce, g.self)
 	sent := q
@@ -800,7 +822,7 @@ func TestMetricsFromStart(t *testing.T) {
 	for name, n := range map[string]int{
 		"wharf_peer_hits_total": 1, "wharf_peer_misses_total": 1, "wharf_peer_bytes_in_total": 1, "wharf_peer_bytes_out_total": 1,
 		"wharf_peer_fallbacks_total": len(fallbackReasons), "wharf_peer_verify_failures_total": 1,
-		"wharf_peer_requests_served_total": 7, "wharf_peer_members": 1,
+		"wharf_peer_requests_served_total": 7, "wharf_peer_members": 1, "wharf_peer_replays_total": 1, "wharf_peer_connections_refused_total": 1,
 	} {
 		if got[name] != n {
 			t.Errorf("%s: %d series, want %d", name, got[name], n)

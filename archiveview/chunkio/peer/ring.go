@@ -3,6 +3,7 @@ package peer
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"slices"
 )
 
 // ring is one immutable membership: the replicas' URLs, sorted, with
@@ -22,6 +23,12 @@ func newRing(urls []string, self string) *ring {
 		}
 	}
 	return r
+}
+
+// has reports whether u is a member (urls are sorted).
+func (r *ring) has(u string) bool {
+	_, ok := slices.BinarySearch(r.urls, u)
+	return ok
 }
 
 // hash64 is the first 8 bytes of a sha256: the same on every replica and

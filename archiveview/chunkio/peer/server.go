@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
@@ -43,10 +44,45 @@ func itoa(n int) string {
 	}
 }
 
-// authenticate checks a request's date, nonce, sender and MAC.
+// refusalLogEvery is the least time between two log lines about refused
+// peer requests: anyone who reaches the peer port can send them, and must
+// not be able to flood the log (each line says how many were refused
+// since the last one; wharf_peer_requests_served_total{code="403"} counts
+// them all).
+const refusalLogEvery = 30 * time.Second
+
+// refusalLog is the state of the refusal log lines (under its mu).
+type refusalLog struct {
+	mu      sync.Mutex
+	last    time.Time
+	pending int // refusals since the last line
+}
+
+// logRefusal logs a refused request: at once when no line was written in
+// the last refusalLogEvery, else it is counted in the next line.
+func (g *Group) logRefusal(r *http.Request, err error) {
+	now := g.now()
+	g.refusals.mu.Lock()
+	g.refusals.pending++
+	if !g.refusals.last.IsZero() && now.Sub(g.refusals.last) < refusalLogEvery {
+		g.refusals.mu.Unlock()
+		return
+	}
+	n := g.refusals.pending
+	g.refusals.last, g.refusals.pending = now, 0
+	g.refusals.mu.Unlock()
+	g.log.Warn().Str("remote", r.RemoteAddr).Err(err).Int("refused", n).Dur("every", refusalLogEvery).
+		Msg("peer requests refused (403): wrong secret, clock off by more than the skew, a replay, or not a replica (at most one line per period; this one counts the refusals since the last)")
+}
+
+// authenticate checks a request's date, nonce, sender and MAC, then that
+// it is no replay (the replay cache: errReplay, or errReplayFull when
+// there is no room to remember it).
 func (g *Group) authenticate(r *http.Request) (from, nonce string, err error) {
 	date, nonce, from := r.Header.Get(hdrDate), r.Header.Get(hdrNonce), r.Header.Get(hdrFrom)
-	if err := checkDate(date, g.now(), g.cfg.MaxSkew); err != nil {
+	now := g.now()
+	dated, err := checkDate(date, now, g.cfg.MaxSkew)
+	if err != nil {
 		return "", "", err
 	}
 	if !validNonce(nonce) {
@@ -62,15 +98,36 @@ func (g *Group) authenticate(r *http.Request) (from, nonce string, err error) {
 	if !hmac.Equal(mac, g.keys.requestMAC(r.Method, r.URL.Path, r.URL.RawQuery, date, nonce, from)) {
 		return "", "", errors.New("MAC mismatch")
 	}
+	if err := g.replay.admit(nonce, from, dated, g.cfg.MaxSkew, now); err != nil {
+		return from, nonce, err // authentic, but not to be served
+	}
 	return from, nonce, nil
 }
 
 func (g *Group) serve(w http.ResponseWriter, r *http.Request, cache *chunkio.FrameCache) {
 	from, nonce, err := g.authenticate(r)
-	if err != nil {
-		g.log.Debug().Str("remote", r.RemoteAddr).Err(err).Msg("peer request refused")
+	switch {
+	case errors.Is(err, errReplayFull):
+		// Not remembered, so not served: refusing keeps replays out
+		// where forgetting an entry would let one in (the asker reads
+		// the backend; 503 puts no back-off on this replica).
+		if !g.replayFull.Swap(true) {
+			g.log.Warn().Str("peer", from).Int("max", g.cfg.MaxReplay).Msg("peer requests refused (503): the replay cache is full of requests still in their window, so they are read from the backend (logged once until there is room again)")
+		}
+		g.refuse(w, http.StatusServiceUnavailable)
+		return
+	case errors.Is(err, errReplay):
+		g.m.replays.Inc()
+		g.logRefusal(r, err)
 		g.refuse(w, http.StatusForbidden)
 		return
+	case err != nil:
+		g.logRefusal(r, err)
+		g.refuse(w, http.StatusForbidden)
+		return
+	}
+	if g.replayFull.Load() {
+		g.replayFull.Store(false)
 	}
 	if r.Method != http.MethodGet || r.URL.Path != framePath {
 		g.refuse(w, http.StatusNotFound)
