@@ -383,7 +383,7 @@ func partWorker(ctx context.Context, s *Set, p *part, lo, hi int, fls []*flight,
 		size := bufSize(f.USize)
 		reserved -= size
 		comp := p.buf.b[f.COff-p.off : f.COff+f.CSize-p.off]
-		buf, err := checkFrame(s, p.ci, k, comp, &sum, s.lim.bufReserved(p.cl, f.USize))
+		buf, err := checkFrameFlight(ctx, s, p.ci, k, comp, &sum, s.lim.bufReserved(p.cl, f.USize), fls[k-lo])
 		<-c.decodeSem
 		if err == nil {
 			keepOwned(s, p.ci, k, comp)
@@ -440,6 +440,7 @@ func (fs *framedSource) Next() ([]byte, *Buf, error) {
 		return nil, nil, fmt.Errorf("frame %d arrived when %d was expected: %w", fu.i, fs.next, ErrCorrupt)
 	}
 	fs.next++
+	f := fs.set.chunks[fs.ci].Frames[fu.i]
 	var buf *Buf
 	var err error
 	if fu.fl == nil {
@@ -450,7 +451,10 @@ func (fs *framedSource) Next() ([]byte, *Buf, error) {
 		default:
 			fs.starved() // the reader waits for data: more parts in flight would help
 		}
-		buf, err = fs.set.cache.waitFlight(fs.ctx, fu.fl)
+		// Only the bytes this read needs: a frame being decoded in steps
+		// hands them over as soon as its decode passed them.
+		need := min(fs.u1, f.UOff+f.USize) - f.UOff
+		buf, err = fs.set.cache.waitPrefix(fs.ctx, fu.fl, need)
 		if err != nil && isContextErr(err) && fs.ctx.Err() == nil {
 			buf, err = fillFrame(fs.ctx, fs.set, fs.ci, fu.i) // the fetcher's context ended, not ours
 		} else if err == nil && fu.joined {
@@ -458,13 +462,27 @@ func (fs *framedSource) Next() ([]byte, *Buf, error) {
 		}
 	}
 	if fu.last > 0 {
-		fs.consumed(fu.last)
+		if fu.fl != nil && err == nil {
+			select {
+			case <-fu.fl.done:
+				fs.consumed(fu.last)
+			default:
+				// Handed over mid-decode (waitPrefix): the part holds its
+				// bytes until its worker completes the frame, and counts
+				// in this source's window until then.
+				go func(fl *flight, n int64) {
+					<-fl.done
+					fs.consumed(n)
+				}(fu.fl, fu.last)
+			}
+		} else {
+			fs.consumed(fu.last)
+		}
 	}
 	if err != nil {
 		return nil, nil, err
 	}
 	buf.read.Store(true) // a prefetched frame that is read was not wasted
-	f := fs.set.chunks[fs.ci].Frames[fu.i]
 	if int64(len(buf.b)) != f.USize {
 		buf.Release()
 		return nil, nil, fmt.Errorf("frame %d: decoded buffer holds %d bytes, manifest says %d: %w", fu.i, len(buf.b), f.USize, ErrCorrupt)
