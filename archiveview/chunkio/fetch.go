@@ -65,8 +65,7 @@ func checkFrameFlight(ctx context.Context, s *Set, ci int32, i int, comp []byte,
 		}
 		if got != fr.Sum {
 			out.Release()
-			s.metrics.checksumFailure()
-			return nil, fmt.Errorf("frame %d (object bytes %d-%d): sha256 mismatch: %w", i, fr.COff, fr.COff+fr.CSize, ErrChecksum)
+			return nil, sumMismatch(s, i, fr)
 		}
 	} else if rs := s.state(ci); !rs.noSumNoted.Swap(true) {
 		s.log.Debug().Str("archive", s.name).Str("chunk", s.chunks[ci].Key).Int("frame", i).
@@ -77,7 +76,7 @@ func checkFrameFlight(ctx context.Context, s *Set, ci int32, i int, comp []byte,
 		cost := progressiveCost(class)
 		cl, rerr := s.lim.reserve(ctx, cost, speculative)
 		if rerr == nil {
-			err = s.cache.decodeSteps(comp, out, class, func(n int64) { fl.publish(out, n) })
+			err = s.cache.decodeSteps(comp, out, class, func(n int64) bool { fl.publish(out, n); return true })
 			s.lim.unreserve(cl, cost)
 			if err != nil {
 				fl.unpublish() // before out's reference is dropped
@@ -94,6 +93,13 @@ func checkFrameFlight(ctx context.Context, s *Set, ci int32, i int, comp []byte,
 	}
 	s.metrics.frameDecoded()
 	return out, nil
+}
+
+// sumMismatch counts and returns the error of frame i (fr) whose bytes
+// failed their sha256.
+func sumMismatch(s *Set, i int, fr *Frame) error {
+	s.metrics.checksumFailure()
+	return fmt.Errorf("frame %d (object bytes %d-%d): sha256 mismatch: %w", i, fr.COff, fr.COff+fr.CSize, ErrChecksum)
 }
 
 // decodeSlot takes one of the GOMAXPROCS decode slots shared by every

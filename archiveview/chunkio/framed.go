@@ -363,12 +363,26 @@ func partWorker(ctx context.Context, s *Set, p *part, lo, hi int, fls []*flight,
 		if f.HasSum {
 			h = sha256.New()
 		}
+		size := bufSize(f.USize)
+		reserved -= size
+		out := s.lim.bufReserved(p.cl, f.USize)
+		// A frame decoded in steps starts its decode once its bytes have
+		// arrived, beside the hash (progressive.go: earlyDecode);
+		// nothing of it is published before the hash matched.
+		ed := startEarlyDecode(ctx, s, p, k, out, fls[k-lo])
 		err := p.hashThrough(ctx, f.COff, f.COff+f.CSize, h)
 		if err == nil {
 			s.metrics.frameFetched()
-			err = decodeSlot(ctx, s)
+			if ed == nil {
+				err = decodeSlot(ctx, s)
+			}
 		}
 		if err != nil {
+			if ed != nil {
+				ed.abort()
+				<-ed.done
+			}
+			out.Release()
 			err = fmt.Errorf("frame %d (object bytes %d-%d): %w", k, f.COff, f.COff+f.CSize, err)
 			for m := k; m <= hi; m++ {
 				c.complete(s.frameKey(p.ci, m), fls[m-lo], nil, err)
@@ -380,11 +394,14 @@ func partWorker(ctx context.Context, s *Set, p *part, lo, hi int, fls []*flight,
 		if h != nil {
 			h.Sum(sum[:0])
 		}
-		size := bufSize(f.USize)
-		reserved -= size
 		comp := p.buf.b[f.COff-p.off : f.COff+f.CSize-p.off]
-		buf, err := checkFrameFlight(ctx, s, p.ci, k, comp, &sum, s.lim.bufReserved(p.cl, f.USize), fls[k-lo])
-		<-c.decodeSem
+		var buf *Buf
+		if ed != nil {
+			buf, err = ed.finish(ctx, s, p.ci, k, comp, sum)
+		} else {
+			buf, err = checkFrameFlight(ctx, s, p.ci, k, comp, &sum, out, fls[k-lo])
+			<-c.decodeSem
+		}
 		if err == nil {
 			keepOwned(s, p.ci, k, comp)
 		}
@@ -392,7 +409,7 @@ func partWorker(ctx context.Context, s *Set, p *part, lo, hi int, fls []*flight,
 			buf, err = refetchFrame(ctx, s, p.ci, k, err)
 		}
 		if buf != nil && p.prefetch {
-			buf.prefetchedBy, buf.prefetchBytes = s.metrics, f.CSize // before the buffer is published
+			buf.prefetchedBy, buf.prefetchBytes = s.metrics, f.CSize // before the buffer is cached
 		}
 		c.complete(key, fls[k-lo], buf, err)
 		if buf != nil {

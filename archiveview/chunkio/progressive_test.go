@@ -164,3 +164,31 @@ func TestProgressiveDecodeFailsAtEnd(t *testing.T) {
 		t.Fatalf("%d bytes still charged after the reads", used)
 	}
 }
+
+// TestEarlyDecodeChecksumMismatch: a frame whose bytes do not match its
+// sha256 (fetched twice, wrong both times) is decoded early beside the
+// hash, but none of it is ever handed to a reader: the read fails with
+// ErrChecksum, nothing is cached, and every byte charged is returned.
+func TestEarlyDecodeChecksumMismatch(t *testing.T) {
+	const size = 4 << 20
+	set, _ := progressiveFixture(t, size, size)
+	set.chunks[0].Frames[0].Sum[0] ^= 1
+	b, err := readRange(context.Background(), set, 0, 1<<20)
+	if !errors.Is(err, ErrChecksum) || len(b) != 0 {
+		t.Fatalf("read %d bytes, err %v; want none and ErrChecksum", len(b), err)
+	}
+	if n := set.cache.Len(); n != 0 {
+		t.Fatalf("%d frames cached", n)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		used, _ := set.cache.MemoryInUse()
+		if used == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d bytes still charged", used)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
