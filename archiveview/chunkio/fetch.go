@@ -40,6 +40,21 @@ func (s *Set) frameKey(ci int32, i int) cacheKey {
 // into out, a buffer of exactly the frame's decoded size charged to the
 // budget. On failure out is released. The caller holds a decode slot.
 func checkFrame(s *Set, ci int32, i int, comp []byte, sum *[32]byte, out *Buf) (*Buf, error) {
+	return checkFrameFlight(context.Background(), s, ci, i, comp, sum, out, nil)
+}
+
+// checkFrameFlight is checkFrame, publishing the decode's progress on fl
+// (the flight the caller will complete with the frame; nil: none): a
+// frame that has a sha256, which its bytes passed, and that is large
+// enough is decoded in steps into out (progressive.go), each step
+// published on fl as it is done, so fl's waiters get their bytes as soon
+// as the decode passed them (FrameCache.waitPrefix). The decoder's
+// window is charged to the budget while it decodes, taken without
+// waiting (ctx: the client it is charged to); when it cannot be had, or
+// the frame has no sha256, the frame is decoded whole first, as without
+// fl. A frame without a sha256 publishes nothing: its bytes are served
+// only once its whole decode passed the length check.
+func checkFrameFlight(ctx context.Context, s *Set, ci int32, i int, comp []byte, sum *[32]byte, out *Buf, fl *flight) (*Buf, error) {
 	fr := &s.chunks[ci].Frames[i]
 	if fr.HasSum {
 		var got [32]byte
@@ -50,19 +65,41 @@ func checkFrame(s *Set, ci int32, i int, comp []byte, sum *[32]byte, out *Buf) (
 		}
 		if got != fr.Sum {
 			out.Release()
-			s.metrics.checksumFailure()
-			return nil, fmt.Errorf("frame %d (object bytes %d-%d): sha256 mismatch: %w", i, fr.COff, fr.COff+fr.CSize, ErrChecksum)
+			return nil, sumMismatch(s, i, fr)
 		}
 	} else if rs := s.state(ci); !rs.noSumNoted.Swap(true) {
 		s.log.Debug().Str("archive", s.name).Str("chunk", s.chunks[ci].Key).Int("frame", i).
 			Msg("frame has no checksum: decoded and length-checked only")
 	}
-	if err := s.cache.decodeInto(comp, out); err != nil {
+	var err error
+	if class, ok := progressiveClass(comp, fr.USize); ok && fl != nil && fr.HasSum {
+		cost := progressiveCost(class)
+		cl, rerr := s.lim.reserve(ctx, cost, speculative)
+		if rerr == nil {
+			err = s.cache.decodeSteps(comp, out, class, func(n int64) bool { fl.publish(out, n); return true })
+			s.lim.unreserve(cl, cost)
+			if err != nil {
+				fl.unpublish() // before out's reference is dropped
+			}
+		} else {
+			err = s.cache.decodeInto(comp, out)
+		}
+	} else {
+		err = s.cache.decodeInto(comp, out)
+	}
+	if err != nil {
 		out.Release()
 		return nil, fmt.Errorf("frame %d (object bytes %d-%d): %w", i, fr.COff, fr.COff+fr.CSize, err)
 	}
 	s.metrics.frameDecoded()
 	return out, nil
+}
+
+// sumMismatch counts and returns the error of frame i (fr) whose bytes
+// failed their sha256.
+func sumMismatch(s *Set, i int, fr *Frame) error {
+	s.metrics.checksumFailure()
+	return fmt.Errorf("frame %d (object bytes %d-%d): sha256 mismatch: %w", i, fr.COff, fr.COff+fr.CSize, ErrChecksum)
 }
 
 // decodeSlot takes one of the GOMAXPROCS decode slots shared by every

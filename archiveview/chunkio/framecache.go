@@ -44,6 +44,11 @@ type FrameCache struct {
 
 	decs      chan *zstd.Decoder
 	decodeSem chan struct{}
+	sdecs     streamDecoders // progressive.go
+
+	// stepHook, if set (tests only), is called after each published step
+	// of a progressive decode with the bytes decoded so far.
+	stepHook func(decoded int64)
 
 	parkMu sync.Mutex
 	parked []*zstream // every Set's parked decoders, oldest first
@@ -292,11 +297,67 @@ func (fb *Buf) Release() {
 }
 
 // flight is one in-progress fill of a cache key.
+//
+// A frame whose sha256 passed is decoded into its buffer in steps
+// (progressive.go), and the decoded prefix is published on its flight
+// (publish): a waiter that needs only bytes before the published end
+// takes a reference to the buffer then (waitPrefix) and gives up its
+// claim on the completion. Those bytes are final: the decoder never
+// writes them again, and they are a prefix of the decode of compressed
+// bytes that passed their checksum. If the decode fails later (a frame
+// that decodes to more or fewer bytes than the manifest says, a zstd
+// error past the prefix), the flight fails, the frame is not cached,
+// and every reader still waiting gets the error; a reader that already
+// took its bytes keeps them and is not told: they are what the verified
+// compressed bytes decode to, whatever follows them.
 type flight struct {
-	done    chan struct{}
-	waiters int32 // readers that will take a reference when done (under FrameCache.mu)
-	buf     *Buf
-	err     error
+	done      chan struct{}
+	waiters   int32 // readers that will take a reference when done (under FrameCache.mu)
+	buf       *Buf
+	err       error
+	completed bool // complete ran (under FrameCache.mu)
+
+	pmu   sync.Mutex
+	pbuf  *Buf          // the verified frame being decoded into (nil: nothing published)
+	pend  int64         // bytes of pbuf decoded so far
+	moved chan struct{} // closed and replaced when pend grows
+}
+
+// publish records that the first n bytes of buf, the buffer the flight's
+// frame is being decoded into, are decoded (and will not change). The
+// caller holds a reference to buf until it calls unpublish or complete.
+func (fl *flight) publish(buf *Buf, n int64) {
+	fl.pmu.Lock()
+	fl.pbuf, fl.pend = buf, n
+	if fl.moved != nil {
+		close(fl.moved)
+		fl.moved = nil
+	}
+	fl.pmu.Unlock()
+}
+
+// unpublish withdraws the published buffer (before the filler drops its
+// reference to it): waiters that have not taken it wait for the flight's
+// completion.
+func (fl *flight) unpublish() {
+	fl.pmu.Lock()
+	fl.pbuf, fl.pend = nil, 0
+	if fl.moved != nil {
+		close(fl.moved)
+		fl.moved = nil
+	}
+	fl.pmu.Unlock()
+}
+
+// progress returns the published buffer, its decoded length and a channel
+// closed when either changes.
+func (fl *flight) progress() (*Buf, int64, <-chan struct{}) {
+	fl.pmu.Lock()
+	defer fl.pmu.Unlock()
+	if fl.moved == nil {
+		fl.moved = make(chan struct{})
+	}
+	return fl.pbuf, fl.pend, fl.moved
 }
 
 // lookup returns a cached buffer with a reference held for the caller, or
@@ -344,6 +405,8 @@ func (c *FrameCache) complete(k cacheKey, fl *flight, buf *Buf, err error) {
 	if c.flights[k] == fl {
 		delete(c.flights, k)
 	}
+	fl.completed = true
+	fl.unpublish()
 	if err == nil {
 		buf.refs.Add(fl.waiters)
 		if size := int64(cap(buf.b)); size <= c.budget {
@@ -386,6 +449,51 @@ func (c *FrameCache) waitFlight(ctx context.Context, fl *flight) (*Buf, error) {
 		c.abandonFlight(fl)
 		return nil, ctx.Err()
 	}
+}
+
+// waitPrefix waits for the first n bytes of fl's buffer: until they are
+// published (the decode has passed them; see flight) or fl completes. It
+// returns the buffer with the caller's reference, and the caller's claim
+// on fl is settled either way (as waitFlight's: if ctx ends first, it is
+// abandoned). Only the first n bytes of the buffer may be read before the
+// flight completed.
+func (c *FrameCache) waitPrefix(ctx context.Context, fl *flight, n int64) (*Buf, error) {
+	for {
+		pb, pend, moved := fl.progress()
+		if pb != nil && pend >= n {
+			if b := c.takePrefix(fl, n); b != nil {
+				return b, nil
+			}
+		}
+		select {
+		case <-fl.done:
+			return fl.buf, fl.err
+		case <-moved:
+		case <-ctx.Done():
+			c.abandonFlight(fl)
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// takePrefix takes a reference to fl's published buffer if at least n
+// bytes of it are decoded and fl has not completed, in exchange for the
+// caller's claim on fl's completion; else it returns nil (the claim
+// stands).
+func (c *FrameCache) takePrefix(fl *flight, n int64) *Buf {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if fl.completed {
+		return nil
+	}
+	fl.pmu.Lock()
+	defer fl.pmu.Unlock()
+	if fl.pbuf == nil || fl.pend < n {
+		return nil
+	}
+	fl.waiters--
+	fl.pbuf.retain() // the filler still holds its reference: it unpublishes before dropping it
+	return fl.pbuf
 }
 
 // abandonFlight gives up a waiter's claim on fl without blocking.

@@ -363,12 +363,26 @@ func partWorker(ctx context.Context, s *Set, p *part, lo, hi int, fls []*flight,
 		if f.HasSum {
 			h = sha256.New()
 		}
+		size := bufSize(f.USize)
+		reserved -= size
+		out := s.lim.bufReserved(p.cl, f.USize)
+		// A frame decoded in steps starts its decode once its bytes have
+		// arrived, beside the hash (progressive.go: earlyDecode);
+		// nothing of it is published before the hash matched.
+		ed := startEarlyDecode(ctx, s, p, k, out, fls[k-lo])
 		err := p.hashThrough(ctx, f.COff, f.COff+f.CSize, h)
 		if err == nil {
 			s.metrics.frameFetched()
-			err = decodeSlot(ctx, s)
+			if ed == nil {
+				err = decodeSlot(ctx, s)
+			}
 		}
 		if err != nil {
+			if ed != nil {
+				ed.abort()
+				<-ed.done
+			}
+			out.Release()
 			err = fmt.Errorf("frame %d (object bytes %d-%d): %w", k, f.COff, f.COff+f.CSize, err)
 			for m := k; m <= hi; m++ {
 				c.complete(s.frameKey(p.ci, m), fls[m-lo], nil, err)
@@ -380,11 +394,14 @@ func partWorker(ctx context.Context, s *Set, p *part, lo, hi int, fls []*flight,
 		if h != nil {
 			h.Sum(sum[:0])
 		}
-		size := bufSize(f.USize)
-		reserved -= size
 		comp := p.buf.b[f.COff-p.off : f.COff+f.CSize-p.off]
-		buf, err := checkFrame(s, p.ci, k, comp, &sum, s.lim.bufReserved(p.cl, f.USize))
-		<-c.decodeSem
+		var buf *Buf
+		if ed != nil {
+			buf, err = ed.finish(ctx, s, p.ci, k, comp, sum)
+		} else {
+			buf, err = checkFrameFlight(ctx, s, p.ci, k, comp, &sum, out, fls[k-lo])
+			<-c.decodeSem
+		}
 		if err == nil {
 			keepOwned(s, p.ci, k, comp)
 		}
@@ -392,7 +409,7 @@ func partWorker(ctx context.Context, s *Set, p *part, lo, hi int, fls []*flight,
 			buf, err = refetchFrame(ctx, s, p.ci, k, err)
 		}
 		if buf != nil && p.prefetch {
-			buf.prefetchedBy, buf.prefetchBytes = s.metrics, f.CSize // before the buffer is published
+			buf.prefetchedBy, buf.prefetchBytes = s.metrics, f.CSize // before the buffer is cached
 		}
 		c.complete(key, fls[k-lo], buf, err)
 		if buf != nil {
@@ -440,6 +457,7 @@ func (fs *framedSource) Next() ([]byte, *Buf, error) {
 		return nil, nil, fmt.Errorf("frame %d arrived when %d was expected: %w", fu.i, fs.next, ErrCorrupt)
 	}
 	fs.next++
+	f := fs.set.chunks[fs.ci].Frames[fu.i]
 	var buf *Buf
 	var err error
 	if fu.fl == nil {
@@ -450,7 +468,10 @@ func (fs *framedSource) Next() ([]byte, *Buf, error) {
 		default:
 			fs.starved() // the reader waits for data: more parts in flight would help
 		}
-		buf, err = fs.set.cache.waitFlight(fs.ctx, fu.fl)
+		// Only the bytes this read needs: a frame being decoded in steps
+		// hands them over as soon as its decode passed them.
+		need := min(fs.u1, f.UOff+f.USize) - f.UOff
+		buf, err = fs.set.cache.waitPrefix(fs.ctx, fu.fl, need)
 		if err != nil && isContextErr(err) && fs.ctx.Err() == nil {
 			buf, err = fillFrame(fs.ctx, fs.set, fs.ci, fu.i) // the fetcher's context ended, not ours
 		} else if err == nil && fu.joined {
@@ -458,13 +479,27 @@ func (fs *framedSource) Next() ([]byte, *Buf, error) {
 		}
 	}
 	if fu.last > 0 {
-		fs.consumed(fu.last)
+		if fu.fl != nil && err == nil {
+			select {
+			case <-fu.fl.done:
+				fs.consumed(fu.last)
+			default:
+				// Handed over mid-decode (waitPrefix): the part holds its
+				// bytes until its worker completes the frame, and counts
+				// in this source's window until then.
+				go func(fl *flight, n int64) {
+					<-fl.done
+					fs.consumed(n)
+				}(fu.fl, fu.last)
+			}
+		} else {
+			fs.consumed(fu.last)
+		}
 	}
 	if err != nil {
 		return nil, nil, err
 	}
 	buf.read.Store(true) // a prefetched frame that is read was not wasted
-	f := fs.set.chunks[fs.ci].Frames[fu.i]
 	if int64(len(buf.b)) != f.USize {
 		buf.Release()
 		return nil, nil, fmt.Errorf("frame %d: decoded buffer holds %d bytes, manifest says %d: %w", fu.i, len(buf.b), f.USize, ErrCorrupt)
