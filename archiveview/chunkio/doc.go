@@ -20,7 +20,11 @@
 //     Source of exactly the bytes asked for, or an error; a byte that fails
 //     a check (a frame's or extent's sha256, a decoded length, a tar header)
 //     is never returned. Framed zstd: each frame's sha256 is checked before
-//     any of its bytes is used. Extents no frame checksum covers (plain
+//     any of its decoded bytes reaches a reader (the decode may run beside
+//     the hash, into the frame's own buffer that no reader sees until the
+//     sum matched; progressive.go), and a frame's decoded prefix is handed
+//     out as the decode passes it, its last step only with the frame's
+//     length and zstd checksum verdict. Extents no frame checksum covers (plain
 //     tar, direct objects, giant frames, unframed zstd) are read in part
 //     only after the span their sha256 covers was read whole and checked
 //     (verified.go; small ones are fetched whole and cached), unless
