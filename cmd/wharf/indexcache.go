@@ -6,9 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
-	"runtime"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -220,9 +218,6 @@ func addIndexCacheTrustFlags(fs *flag.FlagSet, secretFile *string, trustWriters 
 	fs.BoolVar(trustWriters, "index-cache-trust-writers", *trustWriters, "use an s3:// --index-cache without a secret: whoever can write its prefix then chooses what every replica serves (see SECURITY.md)")
 }
 
-// maxIndexSecretFile bounds what is read of a secret file.
-const maxIndexSecretFile = 4096
-
 // indexCacheTrust checks the authentication options of an index cache
 // (url: an s3:// --index-cache or ""; dir: a local one is set) and returns
 // the secret a shared cache uses (nil when it trusts its writers).
@@ -256,43 +251,9 @@ func indexCacheTrust(url string, dir bool, secretFile string, trustWriters bool)
 // for "other"; group-readable is allowed, as for a secret mounted for a
 // service group).
 func loadIndexSecret(path string) (*archiveview.IndexSecret, error) {
-	fail := func(format string, args ...any) (*archiveview.IndexSecret, error) {
-		return nil, fmt.Errorf("--index-cache-secret-file %s: "+format, append([]any{path}, args...)...)
-	}
-	if strings.Contains(path, "://") {
-		return fail("a URL, not a local file: the secret is read from each replica's own disk (a mounted secret)")
-	}
-	// Stat before opening: opening a FIFO would wait for a writer.
-	if fi, err := os.Stat(path); err != nil {
-		return fail("%w", err)
-	} else if !fi.Mode().IsRegular() {
-		return fail("not a regular file")
-	}
-	f, err := os.Open(path)
+	data, err := readSecretFile("--index-cache-secret-file", path, archiveview.MinIndexSecretBytes)
 	if err != nil {
-		return fail("%w", err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return fail("%w", err)
-	}
-	if !fi.Mode().IsRegular() {
-		return fail("not a regular file")
-	}
-	if runtime.GOOS != "windows" && fi.Mode().Perm()&0o007 != 0 {
-		return fail("readable by every user (mode %#o): make it private (chmod 600, or 640 for a service group; in Kubernetes, defaultMode: 0400)", fi.Mode().Perm())
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxIndexSecretFile+1))
-	if err != nil {
-		return fail("%w", err)
-	}
-	if len(data) > maxIndexSecretFile {
-		return fail("larger than %d bytes (not a secret file?)", maxIndexSecretFile)
-	}
-	data = bytes.TrimRight(data, " \t\r\n")
-	if len(data) < archiveview.MinIndexSecretBytes {
-		return fail("%d bytes of secret, want at least %d (create one with: openssl rand -hex 32 > FILE)", len(data), archiveview.MinIndexSecretBytes)
+		return nil, err
 	}
 	return archiveview.NewIndexSecret(data)
 }

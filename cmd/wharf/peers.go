@@ -16,8 +16,6 @@ import (
 	"log"
 	"net"
 	"net/http"
-	"os"
-	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -194,46 +192,11 @@ func sameListen(a, b string) bool {
 	return ha == hb || wild(ha) || wild(hb)
 }
 
-// maxPeerSecretFile bounds what is read of the secret file.
-const maxPeerSecretFile = 4096
-
 // readPeerSecret reads the shared peer secret: the file's bytes without
 // trailing whitespace, at least peer.MinSecretBytes of them, from a regular
 // file other users cannot read (as --index-cache-secret-file).
 func readPeerSecret(path string) ([]byte, error) {
-	fail := func(format string, args ...any) ([]byte, error) {
-		return nil, fmt.Errorf("--peer-secret-file %s: "+format, append([]any{path}, args...)...)
-	}
-	if strings.Contains(path, "://") {
-		return fail("a URL, not a local file: the secret is read from each replica's own disk (a mounted secret)")
-	}
-	fi, err := os.Stat(path) // before opening: opening a FIFO would wait for a writer
-	if err != nil {
-		return fail("%w", err)
-	}
-	if !fi.Mode().IsRegular() {
-		return fail("not a regular file")
-	}
-	if runtime.GOOS != "windows" && fi.Mode().Perm()&0o007 != 0 {
-		return fail("readable by every user (mode %#o): make it private (chmod 600, or 640 for a service group; in Kubernetes, defaultMode: 0400)", fi.Mode().Perm())
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return fail("%w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxPeerSecretFile+1))
-	if err != nil {
-		return fail("%w", err)
-	}
-	if len(data) > maxPeerSecretFile {
-		return fail("larger than %d bytes (not a secret file?)", maxPeerSecretFile)
-	}
-	data = bytes.TrimRight(data, " \t\r\n")
-	if len(data) < peer.MinSecretBytes {
-		return fail("%d bytes of secret, want at least %d (create one with: openssl rand -hex 32 > FILE)", len(data), peer.MinSecretBytes)
-	}
-	return data, nil
+	return readSecretFile("--peer-secret-file", path, peer.MinSecretBytes)
 }
 
 // certSource names the peer listener's certificate pair.
