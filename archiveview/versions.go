@@ -449,68 +449,23 @@ func (v *Versions) ListVersions(p VersionListParams) (res VersionListResult, err
 }
 
 func (v *Versions) listVersions(p VersionListParams) (VersionListResult, error) {
-	var res VersionListResult
-	if p.MaxKeys <= 0 {
-		return res, nil
-	}
 	x := v.keyIndex()
 	defer runtime.KeepAlive(x)
-	n := x.N()
-	i := x.Search(p.Prefix)
-	startVer := 0
-	if p.KeyMarker != "" && p.KeyMarker >= p.Prefix {
-		if p.VersionIDMarker != "" {
-			k := x.Search(p.KeyMarker)
-			j := -1
-			if k < n && x.RawKey(k) == p.KeyMarker {
-				j = v.find(k, p.VersionIDMarker)
-			}
-			if j < 0 {
-				return res, fmt.Errorf("archive %s: version %q of key %q: %w", v.a.name, p.VersionIDMarker, p.KeyMarker, ErrUnknownVersion)
-			}
-			i, startVer = k, j+1
-		} else {
-			i = x.SearchAfter(p.KeyMarker)
-		}
-	}
-	full := func() bool {
-		if len(res.Entries) < p.MaxKeys {
-			return false
-		}
-		res.Truncated = true
-		last := res.Entries[len(res.Entries)-1]
-		if last.Prefix != "" {
-			res.NextKeyMarker = last.Prefix
-		} else {
-			res.NextKeyMarker, res.NextVersionIDMarker = last.Version.Key, last.Version.VersionID
-		}
-		return true
-	}
-	for ; i < n; i, startVer = i+1, 0 {
-		k := x.RawKey(i)
-		if !strings.HasPrefix(k, p.Prefix) {
-			break
-		}
-		if p.Delimiter != "" {
-			if d := strings.Index(k[len(p.Prefix):], p.Delimiter); d >= 0 {
-				cp := k[:len(p.Prefix)+d+len(p.Delimiter)]
-				next := x.SkipPrefix(i, cp)
-				if cp > p.KeyMarker {
-					if full() {
-						return res, nil
-					}
-					res.Entries = append(res.Entries, VersionEntry{Prefix: x.Own(cp)})
-				}
-				i = next - 1
-				continue
-			}
-		}
-		for j, c := startVer, v.count(i); j < c; j++ {
-			if full() {
-				return res, nil
-			}
-			res.Entries = append(res.Entries, VersionEntry{Version: v.version(i, j)})
-		}
-	}
-	return res, nil
+	return PageVersions(chainTable{v, x}, p, "archive "+v.a.name)
 }
+
+// chainTable is an upload chain's versions as a VersionTable: the keys of
+// the chain's key index, each with its versions newest first.
+type chainTable struct {
+	v *Versions
+	x *index.Index
+}
+
+func (t chainTable) Len() int                          { return t.x.N() }
+func (t chainTable) Key(i int) string                  { return t.x.RawKey(i) }
+func (t chainTable) Search(s string) int               { return t.x.Search(s) }
+func (t chainTable) SkipPrefix(i int, p string) int    { return t.x.SkipPrefix(i, p) }
+func (t chainTable) Count(i int) int                   { return t.v.count(i) }
+func (t chainTable) Find(i int, versionID string) int  { return t.v.find(i, versionID) }
+func (t chainTable) Version(i, j int) (Version, error) { return t.v.version(i, j), nil }
+func (t chainTable) KeepPrefix(cp string) string       { return t.x.Own(cp) }

@@ -854,73 +854,32 @@ func (h *DatasetHistory) ListVersions(p archiveview.VersionListParams) (archivev
 	if h.keys == nil {
 		return h.listSingle(p)
 	}
-	var res archiveview.VersionListResult
-	if p.MaxKeys <= 0 {
-		return res, nil
-	}
-	n := len(h.keys)
-	i := sort.SearchStrings(h.keys, p.Prefix)
-	startVer := 0
-	if p.KeyMarker != "" && p.KeyMarker >= p.Prefix {
-		if p.VersionIDMarker != "" {
-			k := h.keyIndex(p.KeyMarker)
-			j := -1
-			if k >= 0 {
-				j = slices.IndexFunc(h.vers[h.vstart[k]:h.vstart[k+1]], func(e keyVer) bool { return h.versions[e.name].ID == p.VersionIDMarker })
-			}
-			if j < 0 {
-				return res, fmt.Errorf("dataset history: version %q of key %q: %w", p.VersionIDMarker, p.KeyMarker, archiveview.ErrUnknownVersion)
-			}
-			i, startVer = k, j+1
-		} else {
-			i = sort.Search(n, func(x int) bool { return h.keys[x] > p.KeyMarker })
-		}
-	}
-	full := func() bool {
-		if len(res.Entries) < p.MaxKeys {
-			return false
-		}
-		res.Truncated = true
-		last := res.Entries[len(res.Entries)-1]
-		if last.Prefix != "" {
-			res.NextKeyMarker = last.Prefix
-		} else {
-			res.NextKeyMarker, res.NextVersionIDMarker = last.Version.Key, last.Version.VersionID
-		}
-		return true
-	}
-	for ; i < n; i, startVer = i+1, 0 {
-		k := h.keys[i]
-		if !strings.HasPrefix(k, p.Prefix) {
-			break
-		}
-		if p.Delimiter != "" {
-			if d := strings.Index(k[len(p.Prefix):], p.Delimiter); d >= 0 {
-				cp := k[:len(p.Prefix)+d+len(p.Delimiter)]
-				next := i + sort.Search(n-i, func(x int) bool { return !strings.HasPrefix(h.keys[i+x], cp) })
-				if cp > p.KeyMarker {
-					if full() {
-						return res, nil
-					}
-					res.Entries = append(res.Entries, archiveview.VersionEntry{Prefix: cp})
-				}
-				i = next - 1
-				continue
-			}
-		}
-		for j, c := startVer, int(h.vstart[i+1]-h.vstart[i]); j < c; j++ {
-			v, ok := h.version(i, j)
-			if !ok {
-				return res, fmt.Errorf("dataset history: key %q: not in the served version's tree: %w", k, archiveview.ErrInvalidTree)
-			}
-			if full() {
-				return res, nil
-			}
-			res.Entries = append(res.Entries, archiveview.VersionEntry{Version: v})
-		}
-	}
-	return res, nil
+	return archiveview.PageVersions(historyTable{h}, p, "dataset history")
 }
+
+// historyTable is a history's key table as an archiveview.VersionTable.
+type historyTable struct{ h *DatasetHistory }
+
+func (t historyTable) Len() int            { return len(t.h.keys) }
+func (t historyTable) Key(i int) string    { return t.h.keys[i] }
+func (t historyTable) Search(s string) int { return sort.SearchStrings(t.h.keys, s) }
+func (t historyTable) SkipPrefix(i int, p string) int {
+	keys := t.h.keys
+	return i + sort.Search(len(keys)-i, func(x int) bool { return !strings.HasPrefix(keys[i+x], p) })
+}
+func (t historyTable) Count(i int) int { return int(t.h.vstart[i+1] - t.h.vstart[i]) }
+func (t historyTable) Find(i int, versionID string) int {
+	h := t.h
+	return slices.IndexFunc(h.vers[h.vstart[i]:h.vstart[i+1]], func(e keyVer) bool { return h.versions[e.name].ID == versionID })
+}
+func (t historyTable) Version(i, j int) (archiveview.Version, error) {
+	v, ok := t.h.version(i, j)
+	if !ok {
+		return v, fmt.Errorf("not in the served version's tree: %w", archiveview.ErrInvalidTree)
+	}
+	return v, nil
+}
+func (t historyTable) KeepPrefix(cp string) string { return cp }
 
 // listSingle lists a history of one version: the served archive's keys,
 // one version each.
