@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -389,6 +390,28 @@ func AsPutter(s Store) (Putter, bool) {
 		return nil, false
 	}
 	return p, ok
+}
+
+// PutThrough is a wrapper's PutIfAbsent: inner's when inner can write
+// (AsPutter), else ErrNotImplemented naming the object. Instrument and the
+// test wrappers of backend/faults pass writes through with it.
+func PutThrough(ctx context.Context, inner Store, bucket, key string, body io.ReadSeeker, size int64) (bool, error) {
+	p, ok := AsPutter(inner)
+	if !ok {
+		return false, &Error{Op: "put", Bucket: bucket, Key: key, Err: fmt.Errorf("%w: the store cannot write", ErrNotImplemented)}
+	}
+	return p.PutIfAbsent(ctx, bucket, key, body, size)
+}
+
+// PutIfMatchThrough is a wrapper's PutIfMatch: inner's when inner can
+// replace objects conditionally (AsMatchPutter), else ErrNotImplemented
+// naming the object.
+func PutIfMatchThrough(ctx context.Context, inner Store, bucket, key, etag string, body io.ReadSeeker, size int64) (bool, error) {
+	p, ok := AsMatchPutter(inner)
+	if !ok {
+		return false, &Error{Op: "put", Bucket: bucket, Key: key, Err: fmt.Errorf("%w: the store cannot replace objects conditionally", ErrNotImplemented)}
+	}
+	return p.PutIfMatch(ctx, bucket, key, etag, body, size)
 }
 
 // AsMatchPutter returns s's conditional-replace capability, if it has one;

@@ -124,11 +124,7 @@ func writeTemp(ctx context.Context, root *os.Root, tmp string, body io.Reader, s
 // PutIfAbsent passes a write through when the store can write; over one
 // that cannot, it fails with ErrNotImplemented (and CanPut is false).
 func (i *instrumented) PutIfAbsent(ctx context.Context, bucket, key string, body io.ReadSeeker, size int64) (bool, error) {
-	p, ok := AsPutter(i.inner)
-	if !ok {
-		return false, &Error{Op: "put", Bucket: bucket, Key: key, Err: fmt.Errorf("%w: the store cannot write", ErrNotImplemented)}
-	}
-	return p.PutIfAbsent(ctx, bucket, key, body, size)
+	return PutThrough(ctx, i.inner, bucket, key, body, size)
 }
 
 // CanPut reports whether the wrapped store can write (AsPutter).

@@ -3,7 +3,6 @@ package backend
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 
@@ -93,11 +92,7 @@ func (s *FileStore) PutIfMatch(ctx context.Context, bucket, key, etag string, bo
 // make one; over one that cannot, it fails with ErrNotImplemented (and
 // CanPutIfMatch is false).
 func (i *instrumented) PutIfMatch(ctx context.Context, bucket, key, etag string, body io.ReadSeeker, size int64) (bool, error) {
-	p, ok := AsMatchPutter(i.inner)
-	if !ok {
-		return false, &Error{Op: "put", Bucket: bucket, Key: key, Err: fmt.Errorf("%w: the store cannot replace objects conditionally", ErrNotImplemented)}
-	}
-	return p.PutIfMatch(ctx, bucket, key, etag, body, size)
+	return PutIfMatchThrough(ctx, i.inner, bucket, key, etag, body, size)
 }
 
 // CanPutIfMatch reports whether the wrapped store can replace objects

@@ -378,22 +378,14 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // that cannot, it fails with backend.ErrNotImplemented and CanPut is
 // false, so backend.AsPutter says the wrapper cannot write either.
 func (f *Faulty) PutIfAbsent(ctx context.Context, bucket, key string, body io.ReadSeeker, size int64) (bool, error) {
-	p, ok := backend.AsPutter(f.inner)
-	if !ok {
-		return false, &backend.Error{Op: "put", Bucket: bucket, Key: key, Err: fmt.Errorf("%w: the store cannot write", backend.ErrNotImplemented)}
-	}
-	return p.PutIfAbsent(ctx, bucket, key, body, size)
+	return backend.PutThrough(ctx, f.inner, bucket, key, body, size)
 }
 
 // PutIfMatch passes a conditional replacement through (not counted, no
 // faults) when the inner store can make one; over one that cannot, it
 // fails with backend.ErrNotImplemented and CanPutIfMatch is false.
 func (f *Faulty) PutIfMatch(ctx context.Context, bucket, key, etag string, body io.ReadSeeker, size int64) (bool, error) {
-	p, ok := backend.AsMatchPutter(f.inner)
-	if !ok {
-		return false, &backend.Error{Op: "put", Bucket: bucket, Key: key, Err: fmt.Errorf("%w: the store cannot replace objects conditionally", backend.ErrNotImplemented)}
-	}
-	return p.PutIfMatch(ctx, bucket, key, etag, body, size)
+	return backend.PutIfMatchThrough(ctx, f.inner, bucket, key, etag, body, size)
 }
 
 // CanPutIfMatch reports whether the inner store can replace objects

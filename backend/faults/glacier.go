@@ -356,11 +356,7 @@ func (s *GlacierStore) List(ctx context.Context, bucket, prefix string, fn func(
 // PutIfMatch passes a conditional replacement through when the inner
 // store can make one (backend.MatchPutter).
 func (s *GlacierStore) PutIfMatch(ctx context.Context, bucket, key, etag string, body io.ReadSeeker, size int64) (bool, error) {
-	p, ok := backend.AsMatchPutter(s.inner)
-	if !ok {
-		return false, &backend.Error{Op: "put", Bucket: bucket, Key: key, Err: fmt.Errorf("%w: the store cannot replace objects conditionally", backend.ErrNotImplemented)}
-	}
-	return p.PutIfMatch(ctx, bucket, key, etag, body, size)
+	return backend.PutIfMatchThrough(ctx, s.inner, bucket, key, etag, body, size)
 }
 
 // CanPutIfMatch reports whether the inner store can replace objects
@@ -389,11 +385,7 @@ func (s *GlacierStore) Restore(ctx context.Context, bucket, key string, req back
 // SetClass) when the inner store can write; over one that cannot it fails
 // with backend.ErrNotImplemented and CanPut is false.
 func (s *GlacierStore) PutIfAbsent(ctx context.Context, bucket, key string, body io.ReadSeeker, size int64) (bool, error) {
-	p, ok := backend.AsPutter(s.inner)
-	if !ok {
-		return false, &backend.Error{Op: "put", Bucket: bucket, Key: key, Err: fmt.Errorf("%w: the store cannot write", backend.ErrNotImplemented)}
-	}
-	return p.PutIfAbsent(ctx, bucket, key, body, size)
+	return backend.PutThrough(ctx, s.inner, bucket, key, body, size)
 }
 
 // CanPut reports whether the inner store can write (backend.AsPutter).
