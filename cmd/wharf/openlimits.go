@@ -51,9 +51,9 @@ func openLimitFlags(fs *flag.FlagSet, ol *openLimits) {
 	fs.Var((*byteSize)(&ol.IndexMemory), "index-memory",
 		"index memory all discovered and aliased uploads may hold, open or opening (e.g. 1GiB); an open waits while it is used, up to --open-timeout")
 	fs.IntVar(&ol.MaxFilesPerUpload, "max-files-per-upload", ol.MaxFilesPerUpload,
-		"files one manifest of a discovered or aliased upload may list; a larger one fails to open, naming the flag")
+		"files one manifest of a discovered or aliased upload may list; a larger one fails to open, naming the flag (0 = the default)")
 	fs.IntVar(&ol.DatasetHistory, "dataset-history", ol.DatasetHistory,
-		"published versions a dataset bucket's version history (ListObjectVersions, versionId=) holds at most, the served one included; built on first use by opening each older version once")
+		"published versions a dataset bucket's version history (ListObjectVersions, versionId=) holds at most, the served one included; built on first use by opening each older version once (1 to 10000; 0 = the default)")
 }
 
 // validate checks the limits at start; a zero field takes its default.
