@@ -121,8 +121,11 @@ type Config struct {
 	// by ctx; an error wrapping backend.ErrUnavailable is a 503); without
 	// it the call never does I/O and h is nil until the history is built.
 	// nil: every bucket's history is its archive's chain.
-	History func(ctx context.Context, bucket string, a *archiveview.Archive, build bool) (h archiveview.History, dataset bool, err error)
+	History HistoryFunc
 }
+
+// HistoryFunc gives a bucket a version history of its own (Config.History).
+type HistoryFunc func(ctx context.Context, bucket string, a *archiveview.Archive, build bool) (h archiveview.History, dataset bool, err error)
 
 // server is the S3 handler that New returns.
 type server struct {

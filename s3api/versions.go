@@ -124,16 +124,21 @@ func (s *server) listObjectVersions(req *request, a *archiveview.Archive) {
 	s.writeBody(req, http.StatusOK, "application/xml", w.close())
 }
 
-// history is the version history of req's bucket: a published dataset's
-// (Config.History, built on first use), else its archive's chain.
+// history is the version history of req's bucket (BucketHistory, built
+// on first use).
 func (s *server) history(ctx context.Context, req *request, a *archiveview.Archive) (archiveview.History, error) {
-	if s.cfg.History != nil {
-		h, dataset, err := s.cfg.History(ctx, req.bucket, a, true)
+	return BucketHistory(ctx, s.cfg.History, req.bucket, a, true)
+}
+
+// BucketHistory is the version history of bucket, which serves a: a
+// published dataset's (hook, built when build is set; nil while it is not
+// built and build is not set), else a's upload chain. s3api and the
+// console both answer versions through it.
+func BucketHistory(ctx context.Context, hook HistoryFunc, bucket string, a *archiveview.Archive, build bool) (archiveview.History, error) {
+	if hook != nil {
+		h, dataset, err := hook(ctx, bucket, a, build)
 		if dataset {
-			if err != nil {
-				return nil, err
-			}
-			return h, nil
+			return h, err
 		}
 	}
 	vs, err := a.Versions(ctx)

@@ -42,7 +42,6 @@ package console
 
 import (
 	"bytes"
-	"context"
 	"crypto/rand"
 	"image"
 	"image/color"
@@ -54,7 +53,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/wharf-s3/wharf/archiveview"
 	"github.com/wharf-s3/wharf/s3api"
 )
 
@@ -82,7 +80,7 @@ type Config struct {
 	// own (published datasets: catalog's Manager.History, the same hook as
 	// s3api.Config.History); other buckets' versions are their archive's
 	// chain.
-	History func(ctx context.Context, bucket string, a *archiveview.Archive, build bool) (h archiveview.History, dataset bool, err error)
+	History s3api.HistoryFunc
 	// Kind, when set, names what a bucket serves (catalog.Manager.Kind:
 	// "archive", "alias", "dataset", "pinned version", "discovered
 	// archive", "discovered dataset"). nil or "" = "archive".

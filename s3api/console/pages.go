@@ -20,6 +20,7 @@ import (
 	"github.com/wharf-s3/wharf/archiveview"
 	"github.com/wharf-s3/wharf/auth"
 	"github.com/wharf-s3/wharf/backend"
+	"github.com/wharf-s3/wharf/s3api"
 )
 
 const (
@@ -204,23 +205,6 @@ func fmtTime(t time.Time) string {
 	return t.UTC().Format("2006-01-02 15:04:05 UTC")
 }
 
-// history is bucket's version history: a published dataset's
-// (Config.History, built when build is set; nil while it is not built and
-// build is not set), else a's chain.
-func (c *Console) history(ctx context.Context, bucket string, a *archiveview.Archive, build bool) (archiveview.History, error) {
-	if c.cfg.History != nil {
-		h, dataset, err := c.cfg.History(ctx, bucket, a, build)
-		if dataset {
-			return h, err
-		}
-	}
-	vs, err := a.Versions(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return vs, nil
-}
-
 // lookup finds the file (or the version ?version= names) of a file
 // request, and the archive to read it from (an older published version's
 // for a dataset's older version); it has answered when ok is false.
@@ -241,7 +225,7 @@ func (c *Console) lookup(w http.ResponseWriter, r *http.Request, v visitor, a *a
 		c.fail(w, r, &v, http.StatusNotFound, "No file "+key+" in "+bucket+".")
 		return nil, archiveview.File{}, false
 	}
-	h, err := c.history(r.Context(), bucket, a, true)
+	h, err := s3api.BucketHistory(r.Context(), c.cfg.History, bucket, a, true)
 	if err != nil {
 		c.fail(w, r, &v, http.StatusInternalServerError, "The version history of "+bucket+" could not be read: "+err.Error())
 		return nil, archiveview.File{}, false
@@ -382,7 +366,7 @@ func (c *Console) versions(ctx context.Context, a *archiveview.Archive, bucket s
 	// background: the page waits for it a little, then says so.
 	hctx, cancel := context.WithTimeout(ctx, historyWait)
 	defer cancel()
-	vs, err := c.history(hctx, bucket, a, true)
+	vs, err := s3api.BucketHistory(hctx, c.cfg.History, bucket, a, true)
 	if err != nil {
 		if ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, backend.ErrUnavailable)) {
 			return nil, "The version history of " + bucket + " is being built; reload this page in a moment."
