@@ -86,12 +86,17 @@ type relayed struct {
 
 // peerProxy relays peer traffic to target, logging every exchange; with
 // flip set it flips the first byte of every response body it relays (a
-// lying peer, or a network that damages bytes).
+// lying peer, or a network that damages bytes), only of the answers to
+// flipFrom's requests when that is set (the sender's X-Wharf-Peer-From).
+// The replicas know the target by the proxy's URL (the target advertises
+// it): a request names the owner it is addressed to, and the owner
+// refuses one addressed to another name.
 type peerProxy struct {
-	srv  *httptest.Server
-	flip bool
-	mu   sync.Mutex
-	log  []*relayed
+	srv      *httptest.Server
+	flip     bool
+	flipFrom string
+	mu       sync.Mutex
+	log      []*relayed
 }
 
 func newPeerProxy(t *testing.T, target string, flip bool) *peerProxy {
@@ -139,7 +144,7 @@ type relayBody struct {
 func (b *relayBody) Read(q []byte) (int, error) {
 	n, err := b.ReadCloser.Read(q)
 	b.p.mu.Lock()
-	if n > 0 && b.p.flip && !b.rec.flipped {
+	if n > 0 && b.p.flip && !b.rec.flipped && (b.p.flipFrom == "" || b.rec.header.Get("X-Wharf-Peer-From") == b.p.flipFrom) {
 		q[0] ^= 0x01
 		b.rec.flipped = true
 	}
@@ -226,11 +231,14 @@ func TestFleetPeers(t *testing.T) {
 func TestFleetLyingPeer(t *testing.T) {
 	a := getFleetArchive(t)
 	addrs := freePorts(t, fleetSize)
-	// The liar must own some frames in replica 0's ring (its URL is part
-	// of the hash): one that owns none is replaced by another.
+	// Replica 1 is known to every replica by the proxy's URL (it
+	// advertises it), and the proxy lies only to replica 0. The liar must
+	// own some frames in the ring (its URL is part of the hash): one that
+	// owns none is replaced by another.
 	var liar *peerProxy
 	for try := 0; liar == nil; try++ {
 		p := newPeerProxy(t, "http://"+addrs[1], true)
+		p.flipFrom = "http://" + addrs[0]
 		peers := peerURLs(addrs)
 		peers[1] = p.srv.URL
 		if owned := a.ownedBy(t, peers[0], peers, p.srv.URL); owned > 0 {
@@ -243,10 +251,12 @@ func TestFleetLyingPeer(t *testing.T) {
 	secret := fleetSecret(t, fleetSecretA)
 	r := runFleet(t, "lying peer", a, fleetSize, func(i int, m *fleetModel) []string {
 		peers := peerURLs(addrs)
-		if i == 0 {
-			peers[1] = liar.srv.URL
+		peers[1] = liar.srv.URL
+		args := peerArgs(addrs[i], peers, secret)
+		if i == 1 {
+			args = append(args, "--peer-advertise", liar.srv.URL)
 		}
-		return replicaArgs(m, a, i, peerArgs(addrs[i], peers, secret)...)
+		return replicaArgs(m, a, i, args...)
 	}, nil)
 	checkExact(t, r)
 	flipped := 0
@@ -485,11 +495,14 @@ func (a *fleetArchive) splitByFrames() (early, late []string) {
 
 // TestFleetPeerAuth (issue 23, "Done when" 4): peer requests without the
 // fleet's secret get nothing. Two peers serve; a recording proxy in front
-// of replica 1 captures replica 0's signed requests. Then a plain GET of
-// a captured path (no authentication), the captured request aimed at
-// another path, and every request of a third replica holding another
-// secret are refused with no body; the third replica's clients still get
-// exact bytes (from S3).
+// of replica 1 (which advertises the proxy's URL) captures replica 0's
+// signed requests. Then a plain GET of a captured path (no
+// authentication), the captured request aimed at another path, and every
+// request of a third replica holding another secret are refused with no
+// body; the third replica's clients still get exact bytes (from S3). The
+// captured request replayed to replica 0, which has the archive open too,
+// is refused (it is addressed to replica 1) and counted in replica 0's
+// wharf_peer_misaddressed_total.
 func TestFleetPeerAuth(t *testing.T) {
 	a := getFleetArchive(t)
 	model := newFleetModel(t, a)
@@ -498,10 +511,12 @@ func TestFleetPeerAuth(t *testing.T) {
 	good := fleetSecret(t, fleetSecretA)
 	rs := startReplicas(t, 2, func(i int) []string {
 		peers := peerURLs(addrs[:2])
-		if i == 0 {
-			peers[1] = rec.srv.URL
+		peers[1] = rec.srv.URL
+		args := peerArgs(addrs[i], peers, good)
+		if i == 1 {
+			args = append(args, "--peer-advertise", rec.srv.URL)
 		}
-		return replicaArgs(model, a, i, peerArgs(addrs[i], peers, good)...)
+		return replicaArgs(model, a, i, args...)
 	})
 	// Reads at replica 0 until it has asked replica 1 for a frame.
 	read := func(s *wharfServer, key string) {
@@ -561,6 +576,13 @@ func TestFleetPeerAuth(t *testing.T) {
 	moved, _ := http.NewRequest(captured.method, target+string(other), nil)
 	moved.Header = captured.header.Clone()
 	refused("the signed request aimed at another path", moved)
+	// The captured request as it was, replayed to replica 0's peer port.
+	replayed, _ := http.NewRequest(captured.method, "http://"+addrs[0]+captured.path, nil)
+	replayed.Header = captured.header.Clone()
+	refused("the captured request replayed to replica 0", replayed)
+	if n, _ := metricSum(scrape(t, rs[0]), "wharf_peer_misaddressed_total"); n != 1 {
+		t.Errorf("replica 0 counted %.0f misaddressed peer requests, want 1 (the replay)", n)
+	}
 
 	// A replica holding another secret: every request it sends to replica
 	// 1 (through a second recorder) is refused, no body; its own clients

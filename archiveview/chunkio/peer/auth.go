@@ -21,6 +21,7 @@ const (
 	hdrDate   = "X-Wharf-Peer-Date"   // Unix seconds of the request
 	hdrNonce  = "X-Wharf-Peer-Nonce"  // 32 hex digits, random per request
 	hdrFrom   = "X-Wharf-Peer-From"   // the asker's advertised URL
+	hdrTo     = "X-Wharf-Peer-To"     // the owner's ring name, as the asker's ring names it
 	hdrAuth   = "Authorization"       // "WharfPeer " + hex MAC of the request
 	hdrAnswer = "X-Wharf-Peer-Answer" // hex MAC of a 200 answer
 	authPre   = "WharfPeer "
@@ -34,7 +35,7 @@ const (
 	maxKeyLen    = 1024 // S3's key limit
 	maxBucketLen = 255
 	maxETagLen   = 256
-	maxFromLen   = 300
+	maxFromLen   = 300 // also the longest destination (X-Wharf-Peer-To)
 )
 
 // keys are the MAC keys derived from the shared secret: one for requests,
@@ -55,11 +56,12 @@ func deriveKeys(secret []byte) keys {
 }
 
 // requestMAC is the MAC of a request: method, path and raw query as sent,
-// date, nonce and the asker's URL, each on its own line (none may hold a
-// newline: the parsers refuse them).
-func (k keys) requestMAC(method, path, rawQuery, date, nonce, from string) []byte {
+// date, nonce, the asker's URL and the ring name of the owner it is
+// addressed to, each on its own line (none may hold a newline: the parsers
+// refuse them).
+func (k keys) requestMAC(method, path, rawQuery, date, nonce, from, to string) []byte {
 	m := hmac.New(sha256.New, k.req)
-	for _, s := range []string{method, path, rawQuery, date, nonce, from} {
+	for _, s := range []string{method, path, rawQuery, date, nonce, from, to} {
 		m.Write([]byte(s))
 		m.Write([]byte{'\n'})
 	}

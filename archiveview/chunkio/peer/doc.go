@@ -58,19 +58,50 @@
 //
 //   - Authentication. Every request carries HMAC-SHA256, keyed by a key
 //     derived from the shared secret, over the method, path and query (the
-//     frame's identity), a Unix date and a random nonce, and the asker's
-//     advertised URL: the secret never crosses the wire, a request cannot be
-//     altered or aimed at another frame, and a replay outside MaxSkew is
-//     refused. Inside it, the owner remembers each authenticated request's
-//     (sender, nonce) until its date leaves MaxSkew, so a replay is
-//     refused (403) too; the memory is capped (MaxReplay, default 65,536
-//     requests, about 5 MiB) and, when full of requests still in their
-//     window, new requests get 503 (the asker reads the backend) rather
-//     than an entry being forgotten. Every 200 answer carries a MAC over the request's nonce,
+//     frame's identity), a Unix date and a random nonce, the asker's
+//     advertised URL, and the ring name of the owner it is addressed to
+//     (below): the secret never crosses the wire, a request cannot be
+//     altered or aimed at another frame or another replica, and a replay
+//     outside MaxSkew is refused. An owner takes only requests addressed
+//     to its own name (Self): an authentic one addressed to another member
+//     is refused (403) before anything is remembered or looked up, counted
+//     in wharf_peer_misaddressed_total (and in
+//     wharf_peer_requests_served_total{code="403"}, as every refusal) and
+//     logged with both names ("request addressed to X, this replica is
+//     Y"), so a request captured on its way to one replica is served by
+//     that replica only. Inside MaxSkew, the owner remembers each
+//     authenticated request's (sender, nonce) until its date leaves
+//     MaxSkew, so a replay to the same owner is refused (403) too; the
+//     memory is capped (MaxReplay, default 65,536 requests, about 5 MiB)
+//     and, when full of requests still in their window, new requests get
+//     503 (the asker reads the backend) rather than an entry being
+//     forgotten. Every 200 answer carries a MAC over the request's nonce,
 //     the body's length and the frame's sha256, which the asker checks
 //     before it reads the body; the body itself is checked against the
 //     frame's sha256 by chunkio. An answer failing either check counts in
 //     wharf_peer_verify_failures_total{peer} and is logged naming the peer.
+//
+//   - Destination. A request names its owner by the one string both
+//     sides already share: rendezvous hashing needs every replica to name
+//     each member alike, so the asker's ring name for an owner (a static
+//     --peers entry, or a dns+ member's address as resolved) is the name
+//     the owner has in its own ring, its advertised URL. Both are written
+//     by Member.String (ParseMember's lower-case host and canonical
+//     address, an explicit port; a dns+ address through replicaURL), so
+//     http, https, IPv6 and dns+ members give the same string on both
+//     sides (TestPeerRingNamesAgree). A proxy or address translation
+//     between replicas keeps working when the replica behind it
+//     advertises (--peer-advertise) the URL the others list; a replica
+//     the others know by another URL than it advertises (under dns+: a
+//     host name where its pods resolve to addresses) is refused, and says
+//     so. The name travels in X-Wharf-Peer-To, under the MAC, rather than
+//     being MAC'd implicitly as the owner's own name: one header more, and
+//     a request signed with the secret but addressed elsewhere is then
+//     told apart from a wrong secret, with the name the asker used in the
+//     owner's log, so a misconfigured advertised URL shows at once. A
+//     replica of before this field and one of after refuse each other's
+//     requests (403: a backend fallback, never a failed read) until the
+//     whole fleet runs one version.
 //
 //   - Membership. Config.Peers lists every replica, self included:
 //     http://HOST:PORT, https://HOST:PORT, or dns+http://NAME:PORT and

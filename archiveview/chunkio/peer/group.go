@@ -108,6 +108,10 @@ type Group struct {
 	// room (one log line per such spell).
 	replayFull atomic.Bool
 	refusals   refusalLog
+	// misaddressed: the log of authentic requests addressed to another
+	// ring name (its own period, so a wrong --peer-advertise is said at
+	// once).
+	misaddressed refusalLog
 
 	ring atomic.Pointer[ring]
 
@@ -439,7 +443,7 @@ func (g *Group) Fetch(ctx context.Context, owner string, id chunkio.FrameID, dst
 		g.log.Warn().Str("peer", owner).Str("frame", id.String()).Err(err).Msg("peer answer failed its check: not used, fetched from the backend instead; the peer is skipped during its back-off")
 	case reasonRefused:
 		if g.down(owner, err) {
-			g.log.Warn().Str("peer", owner).Msg("peer refused our authentication: do the replicas hold the same --peer-secret-file, and are their clocks within 30s? It is skipped during its back-off")
+			g.log.Warn().Str("peer", owner).Msg("peer refused our authentication: do the replicas hold the same --peer-secret-file, are their clocks within 30s, and does the peer advertise (--peer-advertise) the URL this replica knows it by? It is skipped during its back-off")
 		}
 	}
 	return err
@@ -463,7 +467,11 @@ func (g *Group) fetch(ctx context.Context, owner string, id chunkio.FrameID, dst
 	req.Header.Set(hdrDate, date)
 	req.Header.Set(hdrNonce, nonce)
 	req.Header.Set(hdrFrom, g.self)
-	req.Header.Set(hdrAuth, authPre+hex.EncodeToString(g.keys.requestMAC(http.MethodGet, framePath, q, date, nonce, g.self)))
+	// owner is the ring's name for it, which is the owner's own name in
+	// its ring (its advertised URL): the owner refuses a request
+	// addressed to any other.
+	req.Header.Set(hdrTo, owner)
+	req.Header.Set(hdrAuth, authPre+hex.EncodeToString(g.keys.requestMAC(http.MethodGet, framePath, q, date, nonce, g.self, owner)))
 	resp, err := g.client.Do(req)
 	if err != nil {
 		return g.transportErr(fctx, owner, err)

@@ -20,7 +20,13 @@ type Member struct {
 	DNS    bool // dns+http(s)://: Host is resolved, each address a replica
 }
 
-// URL is the member as written for its kind (dns+ kept).
+// String is the member as written for its kind (dns+ kept). For a
+// replica (not DNS) it is its ring name: the one string every replica's
+// ring knows it by, rendezvous-hashed, asked at, and MAC'd as a request's
+// destination; a replica's own name (Group.Self) is this of its
+// advertised URL, and a dns+ member's replicas are named through it too
+// (replicaURL), so that both sides spell one replica the same way
+// (lower-case host, canonical address, explicit port).
 func (m Member) String() string {
 	u := m.Scheme + "://" + net.JoinHostPort(m.Host, strconv.Itoa(m.Port))
 	if m.DNS {
@@ -29,9 +35,12 @@ func (m Member) String() string {
 	return u
 }
 
-// replicaURL is the URL of the replica at address host of member m.
+// replicaURL is the ring name of the replica at address host (canonical,
+// as net.IP.String writes it) of member m: the String of that replica's
+// plain member, which is what the replica's own --peer-advertise parses
+// to (ParseMember).
 func (m Member) replicaURL(host string) string {
-	return m.Scheme + "://" + net.JoinHostPort(host, strconv.Itoa(m.Port))
+	return Member{Scheme: m.Scheme, Host: host, Port: m.Port}.String()
 }
 
 // ParseMember reads one --peers entry: http://HOST:PORT, https://HOST:PORT,

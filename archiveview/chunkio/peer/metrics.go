@@ -20,6 +20,7 @@ var fallbackReasons = []string{reasonDown, reasonConnect, reasonTimeout, reasonR
 type metrics struct {
 	hits, misses, bytesIn, bytesOut prometheus.Counter
 	replays, connsRefused           prometheus.Counter
+	misaddressed                    prometheus.Counter
 	served                          *prometheus.CounterVec
 	fallbacks                       *prometheus.CounterVec
 	verifyFailures                  *prometheus.CounterVec
@@ -47,6 +48,10 @@ func newMetrics(reg prometheus.Registerer, members func() float64) *metrics {
 		replays: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "wharf_peer_replays_total",
 			Help: "Authenticated peer requests refused (403) because the same request (sender and nonce) was served already: a replay.",
+		}),
+		misaddressed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "wharf_peer_misaddressed_total",
+			Help: "Authenticated peer requests refused (403) because they were addressed to another replica's ring name than this one's (its --peer-advertise): askers that know this replica under another URL, or a request to another replica replayed here.",
 		}),
 		connsRefused: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "wharf_peer_connections_refused_total",
@@ -76,7 +81,7 @@ func newMetrics(reg prometheus.Registerer, members func() float64) *metrics {
 		Help: "Replicas in this replica's ring, itself included.",
 	}, members)
 	if reg != nil {
-		reg.MustRegister(m.hits, m.misses, m.replays, m.connsRefused, m.bytesIn, m.bytesOut, m.served, m.fallbacks, m.verifyFailures, m.members)
+		reg.MustRegister(m.hits, m.misses, m.replays, m.misaddressed, m.connsRefused, m.bytesIn, m.bytesOut, m.served, m.fallbacks, m.verifyFailures, m.members)
 	}
 	return m
 }

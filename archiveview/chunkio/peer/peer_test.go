@@ -188,8 +188,8 @@ func someFrame(t *testing.T, rs []*replica, rec *recorder, files map[string][]by
 	return rec.ids[0]
 }
 
-// signed builds a request for id to u signed by g with a fresh nonce
-// (mutate may break it).
+// signed builds a request for id to u (the destination it names and
+// MACs too) signed by g with a fresh nonce (mutate may break it).
 func signed(t *testing.T, g *Group, u string, id chunkio.FrameID, date time.Time, mutate func(r *http.Request, q *string)) *http.Request {
 	t.Helper()
 	var nb [16]byte
@@ -204,7 +204,7 @@ func signedNonce(t *testing.T, g *Group, u string, id chunkio.FrameID, date time
 	t.Helper()
 	q := frameQuery(id)
 	ds := strconv.FormatInt(date.Unix(), 10)
-	mac := g.keys.requestMAC(http.MethodGet, framePath, q, ds, nonce, g.self)
+	mac := g.keys.requestMAC(http.MethodGet, framePath, q, ds, nonce, g.self, u)
 	sent := q
 	r, err := http.NewRequest(http.MethodGet, u+framePath+"?"+q, nil)
 	if err != nil {
@@ -213,6 +213,7 @@ func signedNonce(t *testing.T, g *Group, u string, id chunkio.FrameID, date time
 	r.Header.Set(hdrDate, ds)
 	r.Header.Set(hdrNonce, nonce)
 	r.Header.Set(hdrFrom, g.self)
+	r.Header.Set(hdrTo, u)
 	r.Header.Set(hdrAuth, authPre+hex.EncodeToString(mac))
 	if mutate != nil {
 		mutate(r, &sent)
@@ -252,7 +253,7 @@ func TestPeerRequestsRefusedWithoutAuthentication(t *testing.T) {
 	}{
 		{"valid", rs[0].group, now, nil, http.StatusOK},
 		{"no authentication", rs[0].group, now, func(r *http.Request, _ *string) {
-			for _, h := range []string{hdrAuth, hdrDate, hdrNonce, hdrFrom} {
+			for _, h := range []string{hdrAuth, hdrDate, hdrNonce, hdrFrom, hdrTo} {
 				r.Header.Del(h)
 			}
 		}, http.StatusForbidden},
@@ -263,6 +264,8 @@ func TestPeerRequestsRefusedWithoutAuthentication(t *testing.T) {
 		{"query changed", rs[0].group, now, func(_ *http.Request, q *string) { *q = frameQuery(other10) }, http.StatusForbidden},
 		{"nonce changed", rs[0].group, now, func(r *http.Request, _ *string) { r.Header.Set(hdrNonce, strings.Repeat("f", 32)) }, http.StatusForbidden},
 		{"sender changed", rs[0].group, now, func(r *http.Request, _ *string) { r.Header.Set(hdrFrom, "http://10.9.9.9:1") }, http.StatusForbidden},
+		{"destination changed", rs[0].group, now, func(r *http.Request, _ *string) { r.Header.Set(hdrTo, "http://10.9.9.9:1") }, http.StatusForbidden},
+		{"no destination", rs[0].group, now, func(r *http.Request, _ *string) { r.Header.Del(hdrTo) }, http.StatusForbidden},
 		{"MAC garbled", rs[0].group, now, func(r *http.Request, _ *string) { r.Header.Set(hdrAuth, authPre+"zz") }, http.StatusForbidden},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -822,7 +825,7 @@ func TestMetricsFromStart(t *testing.T) {
 	for name, n := range map[string]int{
 		"wharf_peer_hits_total": 1, "wharf_peer_misses_total": 1, "wharf_peer_bytes_in_total": 1, "wharf_peer_bytes_out_total": 1,
 		"wharf_peer_fallbacks_total": len(fallbackReasons), "wharf_peer_verify_failures_total": 1,
-		"wharf_peer_requests_served_total": 7, "wharf_peer_members": 1, "wharf_peer_replays_total": 1, "wharf_peer_connections_refused_total": 1,
+		"wharf_peer_requests_served_total": 7, "wharf_peer_members": 1, "wharf_peer_replays_total": 1, "wharf_peer_misaddressed_total": 1, "wharf_peer_connections_refused_total": 1,
 	} {
 		if got[name] != n {
 			t.Errorf("%s: %d series, want %d", name, got[name], n)
@@ -831,7 +834,8 @@ func TestMetricsFromStart(t *testing.T) {
 }
 
 // FuzzPeerHandler: whatever a request carries (query, date, nonce, sender,
-// authorization), one not signed with the secret gets no 200 and no body.
+// destination, authorization), one not signed with the secret gets no 200
+// and no body.
 func FuzzPeerHandler(f *testing.F) {
 	g, err := New(Config{Self: "http://10.0.0.1:1", Peers: []string{"http://10.0.0.1:1"}, Secret: testSecret})
 	if err != nil {
@@ -840,13 +844,13 @@ func FuzzPeerHandler(f *testing.F) {
 	h := g.Handler(chunkio.NewFrameCache(1<<20, chunkio.WithPeers(g)))
 	now := strconv.FormatInt(time.Now().Unix(), 10)
 	id := chunkio.FrameID{Bucket: "b", Key: "k", Off: 0, Size: 10}
-	f.Add(frameQuery(id), now, strings.Repeat("a", 32), "http://10.0.0.2:1", authPre+strings.Repeat("0", 64))
-	f.Add("b=&k=", "0", "", "", "")
-	f.Add(frameQuery(id), now, "0123456789abcdef0123456789abcdef", "x\ny", authPre+hex.EncodeToString(g.keys.requestMAC("GET", framePath, frameQuery(id), now, "0", "x")))
-	f.Fuzz(func(t *testing.T, query, date, nonce, from, auth string) {
+	f.Add(frameQuery(id), now, strings.Repeat("a", 32), "http://10.0.0.2:1", "http://10.0.0.1:1", authPre+strings.Repeat("0", 64))
+	f.Add("b=&k=", "0", "", "", "", "")
+	f.Add(frameQuery(id), now, "0123456789abcdef0123456789abcdef", "x\ny", "http://10.0.0.1:1", authPre+hex.EncodeToString(g.keys.requestMAC("GET", framePath, frameQuery(id), now, "0", "x", "http://10.0.0.1:1")))
+	f.Fuzz(func(t *testing.T, query, date, nonce, from, to, auth string) {
 		r := httptest.NewRequest(http.MethodGet, "http://10.0.0.1:1"+framePath, nil)
 		r.URL.RawQuery = query
-		for k, v := range map[string]string{hdrDate: date, hdrNonce: nonce, hdrFrom: from, hdrAuth: auth} {
+		for k, v := range map[string]string{hdrDate: date, hdrNonce: nonce, hdrFrom: from, hdrTo: to, hdrAuth: auth} {
 			r.Header[k] = []string{v}
 		}
 		w := httptest.NewRecorder()

@@ -51,35 +51,66 @@ func itoa(n int) string {
 // them all).
 const refusalLogEvery = 30 * time.Second
 
-// refusalLog is the state of the refusal log lines (under its mu).
+// refusalLog is the state of one kind of refusal log line (under its mu).
 type refusalLog struct {
 	mu      sync.Mutex
 	last    time.Time
 	pending int // refusals since the last line
 }
 
+// due counts one refusal at now and reports whether a line is due (none
+// written in the last refusalLogEvery) and, if so, how many refusals it
+// counts.
+func (l *refusalLog) due(now time.Time) (int, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.pending++
+	if !l.last.IsZero() && now.Sub(l.last) < refusalLogEvery {
+		return 0, false
+	}
+	n := l.pending
+	l.last, l.pending = now, 0
+	return n, true
+}
+
 // logRefusal logs a refused request: at once when no line was written in
 // the last refusalLogEvery, else it is counted in the next line.
 func (g *Group) logRefusal(r *http.Request, err error) {
-	now := g.now()
-	g.refusals.mu.Lock()
-	g.refusals.pending++
-	if !g.refusals.last.IsZero() && now.Sub(g.refusals.last) < refusalLogEvery {
-		g.refusals.mu.Unlock()
+	n, ok := g.refusals.due(g.now())
+	if !ok {
 		return
 	}
-	n := g.refusals.pending
-	g.refusals.last, g.refusals.pending = now, 0
-	g.refusals.mu.Unlock()
 	g.log.Warn().Str("remote", r.RemoteAddr).Err(err).Int("refused", n).Dur("every", refusalLogEvery).
 		Msg("peer requests refused (403): wrong secret, clock off by more than the skew, a replay, or not a replica (at most one line per period; this one counts the refusals since the last)")
 }
 
-// authenticate checks a request's date, nonce, sender and MAC, then that
-// it is no replay (the replay cache: errReplay, or errReplayFull when
-// there is no room to remember it).
+// errMisaddressed: an authentic request addressed to another ring name
+// than this replica's own.
+type errMisaddressed struct{ to, self string }
+
+func (e *errMisaddressed) Error() string {
+	return "request addressed to " + e.to + ", this replica is " + e.self
+}
+
+// logMisaddressed logs a refused authentic request addressed to another
+// replica, rate-limited like logRefusal but on its own period (so that
+// a misconfigured advertised URL is said at once, whatever else is
+// refused).
+func (g *Group) logMisaddressed(r *http.Request, from string, e *errMisaddressed) {
+	n, ok := g.misaddressed.due(g.now())
+	if !ok {
+		return
+	}
+	g.log.Warn().Str("remote", r.RemoteAddr).Str("peer", from).Str("to", e.to).Str("self", e.self).Err(e).Int("refused", n).Dur("every", refusalLogEvery).
+		Msg("peer requests refused (403): signed with the secret but addressed to another replica. If peer (the asker) knows this replica as to, this replica's advertised URL (--peer-advertise) is not the one the others list or resolve; else a request captured on its way to another replica was replayed here (at most one line per period; this one counts those since the last)")
+}
+
+// authenticate checks a request's date, nonce, sender, destination and
+// MAC, then that it is addressed to this replica (*errMisaddressed) and
+// no replay (the replay cache: errReplay, or errReplayFull when there is
+// no room to remember it).
 func (g *Group) authenticate(r *http.Request) (from, nonce string, err error) {
-	date, nonce, from := r.Header.Get(hdrDate), r.Header.Get(hdrNonce), r.Header.Get(hdrFrom)
+	date, nonce, from, to := r.Header.Get(hdrDate), r.Header.Get(hdrNonce), r.Header.Get(hdrFrom), r.Header.Get(hdrTo)
 	now := g.now()
 	dated, err := checkDate(date, now, g.cfg.MaxSkew)
 	if err != nil {
@@ -91,12 +122,21 @@ func (g *Group) authenticate(r *http.Request) (from, nonce string, err error) {
 	if from == "" || len(from) > maxFromLen || hasControl(from) {
 		return "", "", errors.New("no valid sender")
 	}
+	if to == "" || len(to) > maxFromLen || hasControl(to) {
+		return "", "", errors.New("no valid destination")
+	}
 	mac, ok := macFromHeader(r.Header.Get(hdrAuth))
 	if !ok {
 		return "", "", errors.New("no MAC")
 	}
-	if !hmac.Equal(mac, g.keys.requestMAC(r.Method, r.URL.Path, r.URL.RawQuery, date, nonce, from)) {
+	if !hmac.Equal(mac, g.keys.requestMAC(r.Method, r.URL.Path, r.URL.RawQuery, date, nonce, from, to)) {
 		return "", "", errors.New("MAC mismatch")
+	}
+	// Authentic, so to is the name the asker's ring gave the owner it
+	// meant; another replica's request is refused before it could be
+	// remembered or served (each replica's replay cache is its own).
+	if to != g.self {
+		return from, nonce, &errMisaddressed{to: to, self: g.self}
 	}
 	if err := g.replay.admit(nonce, from, dated, g.cfg.MaxSkew, now); err != nil {
 		return from, nonce, err // authentic, but not to be served
@@ -106,7 +146,13 @@ func (g *Group) authenticate(r *http.Request) (from, nonce string, err error) {
 
 func (g *Group) serve(w http.ResponseWriter, r *http.Request, cache *chunkio.FrameCache) {
 	from, nonce, err := g.authenticate(r)
+	var mis *errMisaddressed
 	switch {
+	case errors.As(err, &mis):
+		g.m.misaddressed.Inc()
+		g.logMisaddressed(r, from, mis)
+		g.refuse(w, http.StatusForbidden)
+		return
 	case errors.Is(err, errReplayFull):
 		// Not remembered, so not served: refusing keeps replays out
 		// where forgetting an entry would let one in (the asker reads
