@@ -1,0 +1,80 @@
+package bench
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/wharf-s3/wharf/archiveview/manifest"
+)
+
+// frameRef is one frame of a manifest: chunk index and frame index.
+type frameRef struct{ chunk, frame int }
+
+// shapeFloor is the CPU work wharf cannot avoid for one shape: the sha256
+// of the covering frames' compressed bytes (each is checked before any of
+// its bytes is served) and their zstd decode, on one goroutine, measured
+// in the run on the same bytes (the best of three passes: the floor, not
+// a typical time). The frames' bytes are read from the S3 model's
+// directory before the clock starts.
+func shapeFloor(e *env, m *manifest.Manifest, frames []frameRef) (time.Duration, error) {
+	objs := map[int][]byte{}
+	var comps [][]byte
+	var maxU int64
+	for _, r := range frames {
+		c := m.Chunks[r.chunk]
+		obj, ok := objs[r.chunk]
+		if !ok {
+			var err error
+			p := filepath.Join(e.dir, benchBucket, filepath.FromSlash(manifest.ResolveObjectKey(benchBucket, m.Prefix, c.S3Key)))
+			if obj, err = os.ReadFile(p); err != nil {
+				return 0, fmt.Errorf("shapes floor: %w", err)
+			}
+			objs[r.chunk] = obj
+		}
+		f := c.Frames[r.frame]
+		if f.CompressedOffset < 0 || f.CompressedOffset+f.CompressedSize > int64(len(obj)) {
+			return 0, fmt.Errorf("shapes floor: frame %d of chunk %s is outside its object", r.frame, c.S3Key)
+		}
+		comps = append(comps, obj[f.CompressedOffset:f.CompressedOffset+f.CompressedSize])
+		maxU = max(maxU, f.UncompressedSize)
+	}
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(1<<40)) // the bench's own frames
+	if err != nil {
+		return 0, err
+	}
+	defer dec.Close()
+	out := make([]byte, 0, maxU)
+	best := time.Duration(-1)
+	for pass := 0; pass < 3; pass++ {
+		t0 := time.Now()
+		for _, comp := range comps {
+			_ = sha256.Sum256(comp)
+			if _, err := dec.DecodeAll(comp, out[:0]); err != nil {
+				return 0, fmt.Errorf("shapes floor: %w", err)
+			}
+		}
+		if d := time.Since(t0); best < 0 || d < best {
+			best = d
+		}
+	}
+	return best, nil
+}
+
+// floorCores is how many cores a shape's 1.5x goal needs on this machine
+// at the CPU floor: within 1.5 times the plain object's wall, no byte
+// arrives before the first-byte latency, so the floor work (floor) and
+// the work the plain run's client and S3 model did (plainCPU, a lower
+// bound of theirs in wharf's run, which moves more bytes) must fit in
+// the rest of that time.
+func floorCores(floor, plainCPU, plainWall, latency time.Duration) float64 {
+	room := time.Duration(1.5*float64(plainWall)) - latency
+	if room <= 0 {
+		return 0
+	}
+	return float64(floor+plainCPU) / float64(room)
+}
