@@ -729,11 +729,16 @@ func (h *DatasetHistory) keyIndex(key string) int {
 // version of the history (the key as of that version: the key's version
 // whose run covers it, or its delete marker) or "" for the latest. A key
 // that did not exist as of that version, or an id not in the history, is
-// not found. An older version's File comes from that version's archive,
-// opened again (Version.Archive).
+// not found. An id that is no published version id by its form
+// (dataset.ValidVersionID) is an error wrapping
+// archiveview.ErrBadVersionID. An older version's File comes from that
+// version's archive, opened again (Version.Archive).
 func (h *DatasetHistory) Lookup(ctx context.Context, key, versionID string) (archiveview.Version, bool, error) {
 	vi := 0
 	if versionID != "" {
+		if err := dataset.ValidVersionID(versionID); err != nil {
+			return archiveview.Version{}, false, fmt.Errorf("dataset history: key %q: version id %w: %w", key, archiveview.ErrBadVersionID, err)
+		}
 		var ok bool
 		if vi, ok = h.byID[versionID]; !ok {
 			return archiveview.Version{}, false, nil
