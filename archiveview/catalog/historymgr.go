@@ -234,7 +234,13 @@ func (hs *historyState) start(cm *Manager) {
 // history holds open.
 func (hs *historyState) retire(cm *Manager) {
 	hs.cancel()
-	hs.once.Do(func() { close(hs.done) }) // never started: nothing to wait for
+	hs.once.Do(func() { // never started: nothing to wait for, and no history
+		// A request that found hs before it was retired gets a retry
+		// (503), not a history that is not there.
+		hs.err = fmt.Errorf("dataset %s: history: the version served changed before it was built: %w",
+			hs.params.Ref.URL(), backend.ErrUnavailable)
+		close(hs.done)
+	})
 	cm.retired.Add(1)
 	go func() {
 		defer cm.retired.Done()
