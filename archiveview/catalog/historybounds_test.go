@@ -18,8 +18,8 @@ type gatedVersionLists struct {
 	backend.Store
 	release chan struct{}
 
-	mu             sync.Mutex
-	inFlight, most int
+	mu                    sync.Mutex
+	inFlight, most, lists int
 }
 
 func (g *gatedVersionLists) List(ctx context.Context, bucket, prefix string, fn func(backend.ObjectInfo) error) error {
@@ -28,6 +28,7 @@ func (g *gatedVersionLists) List(ctx context.Context, bucket, prefix string, fn 
 	}
 	g.mu.Lock()
 	g.inFlight++
+	g.lists++
 	g.most = max(g.most, g.inFlight)
 	g.mu.Unlock()
 	defer func() {
@@ -105,5 +106,82 @@ func TestDatasetHistoryBuildsBounded(t *testing.T) {
 				t.Fatalf("%d histories built at once, want at most %d", most, historyBuildsMax)
 			}
 		})
+	}
+}
+
+// TestDatasetHistoryBuildsOnce: many first versioned requests for one
+// bucket at once, and more while it builds, start one build (one listing
+// of the versions folder) and all get the same history.
+func TestDatasetHistoryBuildsOnce(t *testing.T) {
+	d := publishHistory(t)
+	store := &gatedVersionLists{Store: backend.NewFileStore(d.dir), release: make(chan struct{})}
+	cm := NewManager(Config{Store: store, Aliases: []Alias{{Name: "ocean", Target: "s3://lake/ocean@current"}},
+		WaitOpen: true, RetireGrace: time.Hour, OpenWait: 20 * time.Millisecond})
+	defer cm.CloseAll()
+	ctx := context.Background()
+	if err := cm.Scan(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	a := bucketArchive(t, cm, "ocean")
+	const requests = 32
+	var wg sync.WaitGroup
+	errs := make(chan error, requests)
+	for range requests {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _, err := cm.History(ctx, "ocean", a, true)
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if !errors.Is(err, ErrHistoryBuilding) {
+			t.Fatalf("%v, want ErrHistoryBuilding", err)
+		}
+	}
+	close(store.release)
+	got := make(chan any, requests)
+	for range requests {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				h, _, err := cm.History(ctx, "ocean", a, true)
+				if err == nil {
+					got <- h
+					return
+				}
+				if !errors.Is(err, ErrHistoryBuilding) || time.Now().After(deadline) {
+					got <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(got)
+	var first any
+	for h := range got {
+		if err, ok := h.(error); ok {
+			t.Fatal(err)
+		}
+		if first == nil {
+			first = h
+		}
+		if h != first {
+			t.Fatal("two histories for one bucket and version")
+		}
+	}
+	if _, _, err := cm.History(ctx, "ocean", a, true); err != nil {
+		t.Fatal(err)
+	}
+	store.mu.Lock()
+	lists := store.lists
+	store.mu.Unlock()
+	if lists != 1 {
+		t.Fatalf("%d listings of the versions folder for %d requests, want 1", lists, 2*requests)
 	}
 }
