@@ -785,6 +785,9 @@ func (h *DatasetHistory) Lookup(ctx context.Context, key, versionID string) (arc
 	}
 	a, err := h.open(ctx, int(e.from))
 	if err != nil {
+		if mayNotRepeat(err) && !backend.IsRetryable(err) { // a retry may read it: 503, not 500
+			err = fmt.Errorf("%w (%w)", err, backend.ErrUnavailable)
+		}
 		return archiveview.Version{}, false, err
 	}
 	f, ok := a.Stat(key)

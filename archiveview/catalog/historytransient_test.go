@@ -129,3 +129,59 @@ func TestDatasetHistorySlowOpenRetried(t *testing.T) {
 	}
 	checkHistory(t, h, histWant{"a.txt": {"V4", "V2", "V1"}, "b.txt": {"V1"}, "d.txt": {"V4", "DM3", "V1"}, "e.txt": {"DM4", "V2"}})
 }
+
+// TestDatasetHistoryLookupTransientOpen: a versionId= read whose older
+// version does not open for a reason that may not repeat (index memory in
+// use, an open past its deadline) fails wrapping backend.ErrUnavailable
+// (503 SlowDown: retry), not as an internal error (500); the next read
+// opens it.
+func TestDatasetHistoryLookupTransientOpen(t *testing.T) {
+	d := publishHistory(t)
+	store := backend.NewFileStore(d.dir)
+	ctx := context.Background()
+	open := func(ctx context.Context, key string) (*archiveview.Archive, error) {
+		return archiveview.Open(ctx, store, dsBucket, key, archiveview.Options{AllowKeyPrefixes: []string{dsPrefix + "/v/"}})
+	}
+	cur, err := open(ctx, d.mans[3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cur.Close()
+	for _, cause := range []error{
+		fmt.Errorf("archive x: %w: waited: %w", ErrIndexMemory, context.DeadlineExceeded),
+		fmt.Errorf("%w after 1s (--open-timeout): %w", ErrOpenTimeout, context.DeadlineExceeded),
+	} {
+		var mu sync.Mutex
+		failing := false
+		h, err := BuildHistory(ctx, HistoryParams{
+			Store: store, Ref: DatasetRef{Bucket: dsBucket, Prefix: dsPrefix}, Archive: cur, Previous: histIDs[2],
+			Current: HistoryVersion{ID: histIDs[3], ManifestKey: d.mans[3]},
+			Open: func(ctx context.Context, v HistoryVersion) (*archiveview.Archive, error) {
+				mu.Lock()
+				f := failing
+				mu.Unlock()
+				if f {
+					return nil, cause
+				}
+				return open(ctx, v.ManifestKey)
+			},
+			Close: func(a *archiveview.Archive, _ bool) { a.Close() },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		failing = true
+		mu.Unlock()
+		if _, _, err := h.Lookup(ctx, "a.txt", histIDs[0]); err == nil || !errors.Is(err, backend.ErrUnavailable) {
+			t.Errorf("%v: a.txt as of V1: %v, want an error wrapping ErrUnavailable", cause, err)
+		}
+		mu.Lock()
+		failing = false
+		mu.Unlock()
+		if data, _, ok := readVersion(t, h, cur, "a.txt", histIDs[0]); !ok || string(data) != "a1" {
+			t.Errorf("%v: a.txt as of V1 on retry: %q %v", cause, data, ok)
+		}
+		h.Close()
+	}
+}
