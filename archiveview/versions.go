@@ -40,6 +40,12 @@ import (
 // that is not a version of the key marker.
 var ErrUnknownVersion = errors.New("unknown version id")
 
+// ErrBadVersionID is wrapped by a History's Lookup of a version id that
+// cannot be one of its versions by its form (S3's 400 InvalidArgument
+// "Invalid version id specified", where an id of the right form that is
+// no version is 404 NoSuchVersion).
+var ErrBadVersionID = errors.New("malformed version id")
+
 // Version is one version of a key: a file or a delete marker. A delete
 // marker has only Key and ModTime (its upload's created_at) set in File.
 type Version struct {

@@ -196,8 +196,10 @@ func (s *server) getObject(req *request, a *archiveview.Archive) {
 }
 
 // objectVersion finds the object a GET or HEAD asks for: with ?versionId
-// that version of the key (404 NoSuchVersion if unknown; a delete marker is
-// 405 MethodNotAllowed with x-amz-delete-marker, as on AWS), else the
+// that version of the key (404 NoSuchVersion if unknown, 400
+// InvalidArgument if the history says no version id has that form; a
+// delete marker is 405 MethodNotAllowed with x-amz-delete-marker, as on
+// AWS), else the
 // latest. It returns the version id to send in x-amz-version-id; it has
 // written the error response when ok is false. Without ?versionId the
 // version history is not needed (nor built): the latest version's id comes
@@ -225,6 +227,10 @@ func (s *server) objectVersion(req *request, a *archiveview.Archive) (va *archiv
 		}
 		v, found, err := vs.Lookup(ctx, req.key, vid)
 		switch {
+		case errors.Is(err, archiveview.ErrBadVersionID): // as AWS answers an id of the wrong form
+			s.writeError(req, &apiError{Code: errInvalidArgument, Bucket: req.bucket, Key: req.key,
+				Message: "Invalid version id specified", Cause: err})
+			return a, f, "", false
 		case err != nil:
 			s.readFailed(req, a, ctx, err)
 			return a, f, "", false

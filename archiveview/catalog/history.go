@@ -208,9 +208,11 @@ func (h *DatasetHistory) KeyVersions() int {
 
 // BuildHistory walks a dataset's published versions (see the file
 // comment) and builds the per-key history. A version whose manifest is
-// gone ends the history; an error the store may not repeat (a timeout, a
-// throttle, ctx) fails the build; a version that does not open for any
-// other reason ends the history there, logged.
+// gone ends the history; an error that may not repeat (the store's
+// timeout or throttle, ctx, an open past its deadline or short of index
+// memory: mayNotRepeat) fails the build, wrapping backend.ErrUnavailable;
+// a version that does not open for any other reason ends the history
+// there, logged.
 func BuildHistory(ctx context.Context, p HistoryParams) (*DatasetHistory, error) {
 	if p.Limit <= 0 {
 		p.Limit = DefaultDatasetHistory
@@ -255,6 +257,9 @@ func BuildHistory(ctx context.Context, p HistoryParams) (*DatasetHistory, error)
 			if ctx.Err() != nil || backend.IsRetryable(err) {
 				return nil, fmt.Errorf("dataset %s: history: version %s: %w", p.Ref.URL(), v.ID, err)
 			}
+			if mayNotRepeat(err) {
+				return nil, fmt.Errorf("dataset %s: history: version %s: %w (%w)", p.Ref.URL(), v.ID, err, backend.ErrUnavailable)
+			}
 			if errors.Is(err, backend.ErrNotFound) {
 				ended = fmt.Sprintf("version %s: its manifest is gone (pruned)", v.ID)
 			} else {
@@ -277,6 +282,15 @@ func BuildHistory(ctx context.Context, p HistoryParams) (*DatasetHistory, error)
 	h.ended = ended
 	h.keys, h.vstart, h.vers = w.finish(n)
 	return h, nil
+}
+
+// mayNotRepeat reports an open failure that says nothing about the
+// version: its open timed out, the index memory was in use until the
+// deadline, a deadline passed. Such a version fails the build (the next
+// request builds again) instead of ending the history for as long as the
+// version is served.
+func mayNotRepeat(err error) bool {
+	return errors.Is(err, ErrOpenTimeout) || errors.Is(err, ErrIndexMemory) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // historyOpens opens a history's older versions in the walk's order, up
@@ -729,11 +743,16 @@ func (h *DatasetHistory) keyIndex(key string) int {
 // version of the history (the key as of that version: the key's version
 // whose run covers it, or its delete marker) or "" for the latest. A key
 // that did not exist as of that version, or an id not in the history, is
-// not found. An older version's File comes from that version's archive,
-// opened again (Version.Archive).
+// not found. An id that is no published version id by its form
+// (dataset.ValidVersionID) is an error wrapping
+// archiveview.ErrBadVersionID. An older version's File comes from that
+// version's archive, opened again (Version.Archive).
 func (h *DatasetHistory) Lookup(ctx context.Context, key, versionID string) (archiveview.Version, bool, error) {
 	vi := 0
 	if versionID != "" {
+		if err := dataset.ValidVersionID(versionID); err != nil {
+			return archiveview.Version{}, false, fmt.Errorf("dataset history: key %q: version id %w: %w", key, archiveview.ErrBadVersionID, err)
+		}
 		var ok bool
 		if vi, ok = h.byID[versionID]; !ok {
 			return archiveview.Version{}, false, nil
@@ -766,6 +785,9 @@ func (h *DatasetHistory) Lookup(ctx context.Context, key, versionID string) (arc
 	}
 	a, err := h.open(ctx, int(e.from))
 	if err != nil {
+		if mayNotRepeat(err) && !backend.IsRetryable(err) { // a retry may read it: 503, not 500
+			err = fmt.Errorf("%w (%w)", err, backend.ErrUnavailable)
+		}
 		return archiveview.Version{}, false, err
 	}
 	f, ok := a.Stat(key)

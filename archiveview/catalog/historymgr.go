@@ -38,7 +38,8 @@ var ErrHistoryBuilding = fmt.Errorf("the dataset's version history is still bein
 // (its archive's own chain is its history). Without build it never starts
 // the history and returns nil when it is not built yet: the plain GET and
 // HEAD path, which must not open older versions. With build it starts the
-// history in the background (once) and waits for it up to the catalog's
+// history in the background (once; historyBuildsMax builds at a time
+// across every dataset bucket, the others queued) and waits for it up to the catalog's
 // open wait, then an error wrapping ErrHistoryBuilding. A history of one
 // version (a pinned bucket, a first version) costs nothing and is always
 // there.
@@ -191,7 +192,8 @@ func (hs *historyState) failed() bool {
 	}
 }
 
-// start builds the history in the background, once.
+// start builds the history in the background, once, in one of the
+// manager's historyBuildsMax turns (waiting for it until hs is retired).
 func (hs *historyState) start(cm *Manager) {
 	hs.once.Do(func() {
 		ctx := hs.ctx
@@ -199,9 +201,19 @@ func (hs *historyState) start(cm *Manager) {
 		go func() {
 			defer cm.jobs.Done()
 			defer hs.cancel()
-			t0 := time.Now()
-			h, err := BuildHistory(ctx, hs.params)
 			ref := hs.params.Ref
+			var (
+				h   *DatasetHistory
+				err error
+			)
+			t0 := time.Now()
+			select {
+			case cm.builds <- struct{}{}: // a turn (historyBuildsMax at a time)
+				h, err = BuildHistory(ctx, hs.params)
+				<-cm.builds
+			case <-ctx.Done(): // retired (or shut down) while waiting for a turn
+				err = fmt.Errorf("dataset %s: history: waiting for a build turn: %w", ref.URL(), ctx.Err())
+			}
 			if err != nil {
 				if errors.Is(err, context.Canceled) {
 					err = fmt.Errorf("dataset %s: history: %w", ref.URL(), backend.ErrUnavailable)
@@ -222,7 +234,13 @@ func (hs *historyState) start(cm *Manager) {
 // history holds open.
 func (hs *historyState) retire(cm *Manager) {
 	hs.cancel()
-	hs.once.Do(func() { close(hs.done) }) // never started: nothing to wait for
+	hs.once.Do(func() { // never started: nothing to wait for, and no history
+		// A request that found hs before it was retired gets a retry
+		// (503), not a history that is not there.
+		hs.err = fmt.Errorf("dataset %s: history: the version served changed before it was built: %w",
+			hs.params.Ref.URL(), backend.ErrUnavailable)
+		close(hs.done)
+	})
 	cm.retired.Add(1)
 	go func() {
 		defer cm.retired.Done()
@@ -266,3 +284,12 @@ func (hs *historyState) entry() *HistoryEntry {
 	}
 	return &HistoryEntry{Versions: len(hs.h.versions), KeyVersions: hs.h.KeyVersions(), Bytes: hs.h.Bytes(), Ended: hs.h.ended}
 }
+
+// historyBuildsMax is how many dataset histories the manager builds at a
+// time, across every dataset bucket: each build lists a versions folder
+// and holds older versions' indexes (within the index budget) and its
+// walk's state (about 240 bytes per key), so many versioned requests for
+// many datasets at once queue for a turn (each waiting request gets 503
+// SlowDown after the open wait, the build goes on) instead of building
+// every history at once.
+const historyBuildsMax = 2

@@ -185,6 +185,7 @@ type Manager struct {
 	datasets map[string]*datasetState        // dataset buckets by name (datasets.go)
 	dsNames  atomic.Pointer[map[string]bool] // the names of datasets, for requests (no lock)
 	hists    sync.Map                        // histKey → *historyState: the histories made, for requests (no lock)
+	builds   chan struct{}                   // historyBuildsMax history build turns (historymgr.go)
 }
 
 // scanReport is what the last scan found, for /-/archives.
@@ -228,6 +229,7 @@ func NewManager(cfg Config) *Manager {
 		open:          map[string]*Entry{},
 		done:          make(chan struct{}),
 		datasets:      map[string]*datasetState{},
+		builds:        make(chan struct{}, historyBuildsMax),
 	}
 	if cfg.OpenWait > 0 {
 		cm.catalog.OpenWait = cfg.OpenWait
