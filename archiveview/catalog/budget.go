@@ -43,10 +43,20 @@ const minReserveFiles = 16 << 10
 // and is opened again with the whole per-upload reservation.
 const storedBytesPerFile = 8
 
+// historyIndexShare: the older versions a dataset bucket opens for its
+// history (the build and versionId= reads, open or retiring after a
+// read) hold together at most 1/historyIndexShare of --index-memory, or
+// one version when a single one needs more; past it their opens wait
+// (up to the open deadline, then 503 SlowDown), so that one client
+// cycling through old versions cannot take the index memory the served
+// versions and new uploads need.
+const historyIndexShare = 4
+
 // indexBudget is a byte budget with waits that end with the caller's
 // context. It is safe for concurrent use.
 type indexBudget struct {
 	limit int64
+	what  string // the budget, as its error names it
 
 	mu      sync.Mutex
 	used    int64
@@ -54,8 +64,8 @@ type indexBudget struct {
 	peak    int64
 }
 
-func newIndexBudget(limit int64) *indexBudget {
-	return &indexBudget{limit: limit, changed: make(chan struct{})}
+func newIndexBudget(limit int64, what string) *indexBudget {
+	return &indexBudget{limit: limit, what: what, changed: make(chan struct{})}
 }
 
 // reserve takes n bytes (at most the whole limit), waiting while the
@@ -76,8 +86,8 @@ func (b *indexBudget) reserve(ctx context.Context, n int64) (int64, error) {
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return 0, fmt.Errorf("%w: waited for %d bytes of index memory (--index-memory %d, %d in use): %w",
-				ErrIndexMemory, n, b.limit, used, ctx.Err())
+			return 0, fmt.Errorf("%w: waited for %d bytes of %s (%d, %d in use): %w",
+				ErrIndexMemory, n, b.what, b.limit, used, ctx.Err())
 		}
 	}
 }

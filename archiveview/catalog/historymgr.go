@@ -145,12 +145,12 @@ func (cm *Manager) newHistoryState(name string, st *datasetState, a *archiveview
 		Log:      cm.log,
 		Open: func(ctx context.Context, v HistoryVersion) (*archiveview.Archive, error) {
 			return cm.openUpload(ctx, name+"@"+v.ID, ref.Bucket, v.ManifestKey, v.ManifestSz,
-				openExtra{allow: []string{ref.VersionsRoot()}, noClasses: true}) // no listing outside a scan
+				openExtra{allow: []string{ref.VersionsRoot()}, noClasses: true, history: true}) // no listing outside a scan
 		},
 		Ahead: cmp.Or(cm.cfg.historyAhead, historyOpenAhead),
 		OpenHeld: func(ctx context.Context, v HistoryVersion, held func()) (*archiveview.Archive, error) {
 			return cm.openUpload(ctx, name+"@"+v.ID, ref.Bucket, v.ManifestKey, v.ManifestSz,
-				openExtra{allow: []string{ref.VersionsRoot()}, noClasses: true, held: held})
+				openExtra{allow: []string{ref.VersionsRoot()}, noClasses: true, held: held, history: true})
 		},
 		Close: func(old *archiveview.Archive, inUse bool) {
 			if inUse {

@@ -163,10 +163,13 @@ type Manager struct {
 
 	slots chan struct{} // OpenConcurrency open slots
 	index *indexBudget  // index memory of discovered uploads
+	// histIndex is the share of index that older dataset versions opened
+	// for a history may hold (historyIndexShare); they are charged to both.
+	histIndex *indexBudget
 	// charged is the index memory each open discovered archive holds,
 	// returned when it is closed.
 	chargeMu sync.Mutex
-	charged  map[*archiveview.Archive]int64
+	charged  map[*archiveview.Archive]indexCharge
 	base     context.Context    // every background open runs under it
 	stop     context.CancelFunc // cancels them (CloseAll)
 	jobs     sync.WaitGroup     // background opens and alias resolutions
@@ -224,8 +227,9 @@ func NewManager(cfg Config) *Manager {
 		static:        map[string]*Entry{},
 		staticSources: map[string]string{},
 		slots:         make(chan struct{}, cfg.OpenConcurrency),
-		index:         newIndexBudget(cfg.IndexMemory),
-		charged:       map[*archiveview.Archive]int64{},
+		index:         newIndexBudget(cfg.IndexMemory, "index memory (--index-memory)"),
+		histIndex:     newIndexBudget(max(cfg.IndexMemory/historyIndexShare, 1), fmt.Sprintf("the index memory older dataset versions may hold (1/%d of --index-memory)", historyIndexShare)),
+		charged:       map[*archiveview.Archive]indexCharge{},
 		open:          map[string]*Entry{},
 		done:          make(chan struct{}),
 		datasets:      map[string]*datasetState{},
@@ -283,6 +287,12 @@ type openExtra struct {
 	allow     []string
 	noClasses bool
 	held      func()
+	history   bool // an older dataset version: also charged to histIndex
+}
+
+// indexCharge is what an open archive holds of the index budgets.
+type indexCharge struct {
+	main, hist int64
 }
 
 // openArchive opens one manifest holding an open slot, within the open
@@ -347,7 +357,21 @@ func (cm *Manager) openUpload(ctx context.Context, name, bucket, key string, lis
 // size charged until it is closed.
 func (cm *Manager) openReserved(ctx context.Context, name, bucket, key string, files int, x openExtra) (*archiveview.Archive, error) {
 	wctx, cancel := context.WithTimeout(ctx, cm.cfg.OpenTimeout)
-	got, err := cm.index.reserve(wctx, int64(files)*IndexBytesPerFile)
+	var hist int64
+	var err error
+	if x.history {
+		// The history's share first, then the whole budget: always in
+		// that order, so no open holds the budget while it waits for the
+		// share.
+		hist, err = cm.histIndex.reserve(wctx, int64(files)*IndexBytesPerFile)
+	}
+	var got int64
+	if err == nil {
+		got, err = cm.index.reserve(wctx, int64(files)*IndexBytesPerFile)
+		if err != nil {
+			cm.histIndex.release(hist)
+		}
+	}
 	cancel()
 	if x.held != nil {
 		x.held()
@@ -361,27 +385,39 @@ func (cm *Manager) openReserved(ctx context.Context, name, bucket, key string, f
 	a, err := cm.openArchive(ctx, name, bucket, key, files, x)
 	if err != nil {
 		cm.index.release(got)
+		cm.histIndex.release(hist)
 		return nil, err
 	}
 	var heap int64
 	if info := a.Info(); !info.IndexInPlace {
 		heap = info.IndexBytes
 	}
+	c := indexCharge{main: cm.index.adjust(got, heap)}
+	if x.history {
+		// At least a little per open version: an index served in place
+		// is still a version held open (its file, its chunk state).
+		c.hist = cm.histIndex.adjust(hist, max(heap, minHistoryCharge))
+	}
 	cm.chargeMu.Lock()
-	cm.charged[a] = cm.index.adjust(got, heap)
+	cm.charged[a] = c
 	cm.chargeMu.Unlock()
 	return a, nil
 }
+
+// minHistoryCharge is the least an open older dataset version holds of
+// the history's share of index memory, whatever its index heap.
+const minHistoryCharge = int64(minReserveFiles) * IndexBytesPerFile / 16
 
 // closeArchive closes a and returns its index memory.
 func (cm *Manager) closeArchive(a *archiveview.Archive) {
 	_ = a.Close()
 	cm.chargeMu.Lock()
-	n, ok := cm.charged[a]
+	c, ok := cm.charged[a]
 	delete(cm.charged, a)
 	cm.chargeMu.Unlock()
 	if ok {
-		cm.index.release(n)
+		cm.index.release(c.main)
+		cm.histIndex.release(c.hist)
 	}
 }
 
