@@ -92,6 +92,20 @@ func (b *indexBudget) reserve(ctx context.Context, n int64) (int64, error) {
 	}
 }
 
+// tryReserve takes n bytes (at most the whole limit) if the budget holds
+// them now, without waiting.
+func (b *indexBudget) tryReserve(n int64) (int64, bool) {
+	n = min(max(n, 0), b.limit)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used+n > b.limit {
+		return 0, false
+	}
+	b.used += n
+	b.peak = max(b.peak, b.used)
+	return n, true
+}
+
 // adjust changes a reservation of had bytes to want (an open archive's
 // real index size, which may exceed what was reserved: it is charged
 // whole, and later opens wait for it) and returns want.

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/wharf-s3/wharf/archiveview"
@@ -26,6 +27,12 @@ type historyState struct {
 	cancel context.CancelFunc
 	h      *DatasetHistory // set before done is closed (or at once for a history of one version)
 	err    error
+
+	used atomic.Int64 // Unix nanoseconds of its last request (the eviction order)
+	// charge is what the built history holds of the index budgets
+	// (historyIndexShare), returned once (releaseCharge).
+	chargeMu sync.Mutex
+	charge   indexCharge
 }
 
 // ErrHistoryBuilding is wrapped by the error of a request that waited its
@@ -51,6 +58,7 @@ func (cm *Manager) History(ctx context.Context, name string, a *archiveview.Arch
 	}
 	if v, ok := cm.hists.Load(histKey{name, a}); ok {
 		if hs := v.(*historyState); !hs.failed() {
+			hs.used.Store(time.Now().UnixNano())
 			if dh := hs.ready(); dh != nil {
 				return dh, true, nil
 			}
@@ -85,6 +93,7 @@ func (cm *Manager) History(ctx context.Context, name string, a *archiveview.Arch
 		cm.hists.Store(histKey{name, a}, hs)
 	}
 	cm.dsMu.Unlock()
+	hs.used.Store(time.Now().UnixNano())
 
 	if dh := hs.ready(); dh != nil {
 		return dh, true, nil
@@ -135,6 +144,7 @@ func (cm *Manager) waitHistory(ctx context.Context, name string, hs *historyStat
 // with cm.dsMu held.
 func (cm *Manager) newHistoryState(name string, st *datasetState, a *archiveview.Archive) *historyState {
 	ref := st.ref
+	hs := &historyState{arc: a, done: make(chan struct{})}
 	p := HistoryParams{
 		Store:    cm.store,
 		Ref:      ref,
@@ -145,12 +155,12 @@ func (cm *Manager) newHistoryState(name string, st *datasetState, a *archiveview
 		Log:      cm.log,
 		Open: func(ctx context.Context, v HistoryVersion) (*archiveview.Archive, error) {
 			return cm.openUpload(ctx, name+"@"+v.ID, ref.Bucket, v.ManifestKey, v.ManifestSz,
-				openExtra{allow: []string{ref.VersionsRoot()}, noClasses: true, history: true}) // no listing outside a scan
+				openExtra{allow: []string{ref.VersionsRoot()}, noClasses: true, history: true, hist: hs}) // no listing outside a scan
 		},
 		Ahead: cmp.Or(cm.cfg.historyAhead, historyOpenAhead),
 		OpenHeld: func(ctx context.Context, v HistoryVersion, held func()) (*archiveview.Archive, error) {
 			return cm.openUpload(ctx, name+"@"+v.ID, ref.Bucket, v.ManifestKey, v.ManifestSz,
-				openExtra{allow: []string{ref.VersionsRoot()}, noClasses: true, held: held, history: true})
+				openExtra{allow: []string{ref.VersionsRoot()}, noClasses: true, held: held, history: true, hist: hs})
 		},
 		Close: func(old *archiveview.Archive, inUse bool) {
 			if inUse {
@@ -160,7 +170,7 @@ func (cm *Manager) newHistoryState(name string, st *datasetState, a *archiveview
 			cm.closeArchive(old)
 		},
 	}
-	hs := &historyState{arc: a, params: p, done: make(chan struct{})}
+	hs.params = p
 	hs.ctx, hs.cancel = context.WithCancel(cm.base)
 	if p.Previous == "" || p.Limit == 1 {
 		// A history of one version: no store request.
@@ -211,6 +221,12 @@ func (hs *historyState) start(cm *Manager) {
 			case cm.builds <- struct{}{}: // a turn (historyBuildsMax at a time)
 				h, err = BuildHistory(ctx, hs.params)
 				<-cm.builds
+				if err == nil {
+					if err = cm.chargeHistory(ctx, hs, h); err != nil {
+						h.Close()
+						h = nil
+					}
+				}
 			case <-ctx.Done(): // retired (or shut down) while waiting for a turn
 				err = fmt.Errorf("dataset %s: history: waiting for a build turn: %w", ref.URL(), ctx.Err())
 			}
@@ -248,7 +264,100 @@ func (hs *historyState) retire(cm *Manager) {
 		if hs.h != nil {
 			hs.h.Close()
 		}
+		cm.releaseCharge(hs)
 	}()
+}
+
+// chargeHistory charges the built history h of hs to the history's share
+// of index memory and to the whole budget (a history is a cache: it is
+// rebuilt when asked for again): if the share cannot hold it now, the
+// least recently asked built history of another bucket is evicted first,
+// then the next; with none left to evict it waits for the share up to
+// the open timeout. A failure wraps ErrIndexMemory and ErrUnavailable
+// (503 SlowDown; the next request builds again).
+func (cm *Manager) chargeHistory(ctx context.Context, hs *historyState, h *DatasetHistory) error {
+	n := h.Bytes()
+	if cm.cfg.historyBytes != nil {
+		n = cm.cfg.historyBytes(h)
+	}
+	wctx, cancel := context.WithTimeout(ctx, cm.cfg.OpenTimeout)
+	defer cancel()
+	hist, err := cm.reserveHistoryShare(wctx, n, hs)
+	var main int64
+	if err == nil {
+		if main, err = cm.index.reserve(wctx, n); err != nil {
+			cm.histIndex.release(hist)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("dataset %s: history of %d bytes: %w: %w", hs.params.Ref.URL(), n, err, backend.ErrUnavailable)
+	}
+	hs.chargeMu.Lock()
+	hs.charge = indexCharge{main: main, hist: hist}
+	hs.chargeMu.Unlock()
+	return nil
+}
+
+// releaseCharge returns what hs's built history holds of the budgets
+// (once: later calls return nothing).
+func (cm *Manager) releaseCharge(hs *historyState) {
+	hs.chargeMu.Lock()
+	c := hs.charge
+	hs.charge = indexCharge{}
+	hs.chargeMu.Unlock()
+	cm.index.release(c.main)
+	cm.histIndex.release(c.hist)
+}
+
+// reserveHistoryShare takes n bytes of the history's share of index
+// memory for hs (an open of one of its older versions, or its built
+// history): at once if the share holds them, else after evicting the
+// least recently asked built histories of other buckets, one at a time;
+// with none left it waits for the share until ctx ends.
+func (cm *Manager) reserveHistoryShare(ctx context.Context, n int64, hs *historyState) (int64, error) {
+	for {
+		if got, ok := cm.histIndex.tryReserve(n); ok {
+			return got, nil
+		}
+		if !cm.evictHistory(hs) {
+			return cm.histIndex.reserve(ctx, n)
+		}
+	}
+}
+
+// evictHistory drops the built, charged history least recently asked
+// for, other than keep, and returns its charge at once; false when there
+// is none. The bucket builds its history again on its next versioned
+// request; older versions it held open for reads retire after the grace.
+func (cm *Manager) evictHistory(keep *historyState) bool {
+	cm.dsMu.Lock()
+	var (
+		victim     *historyState
+		victimName string
+	)
+	for name, st := range cm.datasets {
+		hs := st.hist
+		if hs == nil || hs == keep || hs.ready() == nil {
+			continue
+		}
+		hs.chargeMu.Lock()
+		charged := hs.charge.hist > 0
+		hs.chargeMu.Unlock()
+		if charged && (victim == nil || hs.used.Load() < victim.used.Load()) {
+			victim, victimName = hs, name
+		}
+	}
+	if victim != nil {
+		cm.dropHistory(victimName, cm.datasets[victimName])
+	}
+	cm.dsMu.Unlock()
+	if victim == nil {
+		return false
+	}
+	cm.releaseCharge(victim)
+	cm.log.Info().Str("dataset", victim.params.Ref.URL()).Str("bucket", victimName).
+		Msg("dataset history evicted: the history share of index memory is needed by another bucket's history (it is built again when asked for)")
+	return true
 }
 
 // retireHistories retires every dataset history (shutdown).

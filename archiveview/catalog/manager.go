@@ -145,6 +145,9 @@ type Config struct {
 	// historyAhead overrides historyOpenAhead (tests and the cost
 	// measurement: 1 builds a history one version at a time).
 	historyAhead int
+	// historyBytes overrides DatasetHistory.Bytes as a built history's
+	// charge (tests).
+	historyBytes func(*DatasetHistory) int64
 }
 
 // Manager owns the served archives: the configured ones (opened once at
@@ -287,7 +290,8 @@ type openExtra struct {
 	allow     []string
 	noClasses bool
 	held      func()
-	history   bool // an older dataset version: also charged to histIndex
+	history   bool          // an older dataset version: also charged to histIndex
+	hist      *historyState // the history it is opened for (never evicted for it)
 }
 
 // indexCharge is what an open archive holds of the index budgets.
@@ -363,7 +367,7 @@ func (cm *Manager) openReserved(ctx context.Context, name, bucket, key string, f
 		// The history's share first, then the whole budget: always in
 		// that order, so no open holds the budget while it waits for the
 		// share.
-		hist, err = cm.histIndex.reserve(wctx, int64(files)*IndexBytesPerFile)
+		hist, err = cm.reserveHistoryShare(wctx, int64(files)*IndexBytesPerFile, x.hist)
 	}
 	var got int64
 	if err == nil {
