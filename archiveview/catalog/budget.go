@@ -72,22 +72,16 @@ func newIndexBudget(limit int64, what string) *indexBudget {
 // budget cannot hold them, until ctx ends (then an error naming the
 // budget). It returns what it took.
 func (b *indexBudget) reserve(ctx context.Context, n int64) (int64, error) {
-	n = min(max(n, 0), b.limit)
 	for {
-		b.mu.Lock()
-		if b.used+n <= b.limit {
-			b.used += n
-			b.peak = max(b.peak, b.used)
-			b.mu.Unlock()
-			return n, nil
+		got, ok, ch, used := b.take(n)
+		if ok {
+			return got, nil
 		}
-		ch, used := b.changed, b.used
-		b.mu.Unlock()
 		select {
 		case <-ch:
 		case <-ctx.Done():
 			return 0, fmt.Errorf("%w: waited for %d bytes of %s (%d, %d in use): %w",
-				ErrIndexMemory, n, b.what, b.limit, used, ctx.Err())
+				ErrIndexMemory, got, b.what, b.limit, used, ctx.Err())
 		}
 	}
 }
@@ -95,15 +89,24 @@ func (b *indexBudget) reserve(ctx context.Context, n int64) (int64, error) {
 // tryReserve takes n bytes (at most the whole limit) if the budget holds
 // them now, without waiting.
 func (b *indexBudget) tryReserve(n int64) (int64, bool) {
+	got, ok, _, _ := b.take(n)
+	return got, ok
+}
+
+// take is the budget's one rule: n bytes, capped at the whole limit, are
+// taken if they fit now. Else it returns the capped n, false, the channel
+// that is closed when the budget next shrinks (read under the same lock
+// as the check, so no release is missed) and the bytes in use.
+func (b *indexBudget) take(n int64) (got int64, ok bool, changed chan struct{}, used int64) {
 	n = min(max(n, 0), b.limit)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.used+n > b.limit {
-		return 0, false
+		return n, false, b.changed, b.used
 	}
 	b.used += n
 	b.peak = max(b.peak, b.used)
-	return n, true
+	return n, true, nil, b.used
 }
 
 // adjust changes a reservation of had bytes to want (an open archive's

@@ -155,12 +155,12 @@ func (cm *Manager) newHistoryState(name string, st *datasetState, a *archiveview
 		Log:      cm.log,
 		Open: func(ctx context.Context, v HistoryVersion) (*archiveview.Archive, error) {
 			return cm.openUpload(ctx, name+"@"+v.ID, ref.Bucket, v.ManifestKey, v.ManifestSz,
-				openExtra{allow: []string{ref.VersionsRoot()}, noClasses: true, history: true, hist: hs}) // no listing outside a scan
+				openExtra{allow: []string{ref.VersionsRoot()}, noClasses: true, hist: hs}) // no listing outside a scan
 		},
 		Ahead: cmp.Or(cm.cfg.historyAhead, historyOpenAhead),
 		OpenHeld: func(ctx context.Context, v HistoryVersion, held func()) (*archiveview.Archive, error) {
 			return cm.openUpload(ctx, name+"@"+v.ID, ref.Bucket, v.ManifestKey, v.ManifestSz,
-				openExtra{allow: []string{ref.VersionsRoot()}, noClasses: true, held: held, history: true, hist: hs})
+				openExtra{allow: []string{ref.VersionsRoot()}, noClasses: true, held: held, hist: hs})
 		},
 		Close: func(old *archiveview.Archive, inUse bool) {
 			if inUse {
@@ -305,8 +305,7 @@ func (cm *Manager) releaseCharge(hs *historyState) {
 	c := hs.charge
 	hs.charge = indexCharge{}
 	hs.chargeMu.Unlock()
-	cm.index.release(c.main)
-	cm.histIndex.release(c.hist)
+	cm.releaseIndex(c)
 }
 
 // reserveHistoryShare takes n bytes of the history's share of index

@@ -29,7 +29,7 @@ func TestDatasetHistoryIndexShare(t *testing.T) {
 		IndexMemory: 8 * reserve, OpenTimeout: 300 * time.Millisecond})
 	defer cm.CloseAll()
 	ctx := context.Background()
-	hist := openExtra{allow: []string{dsPrefix + "/v/"}, noClasses: true, history: true}
+	hist := openExtra{allow: []string{dsPrefix + "/v/"}, noClasses: true, hist: &historyState{}}
 
 	var held []*archiveview.Archive
 	defer func() {

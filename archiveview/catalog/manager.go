@@ -290,8 +290,9 @@ type openExtra struct {
 	allow     []string
 	noClasses bool
 	held      func()
-	history   bool          // an older dataset version: also charged to histIndex
-	hist      *historyState // the history it is opened for (never evicted for it)
+	// hist: an older dataset version opened for this history, also
+	// charged to histIndex (and never evicting this history for room).
+	hist *historyState
 }
 
 // indexCharge is what an open archive holds of the index budgets.
@@ -363,7 +364,7 @@ func (cm *Manager) openReserved(ctx context.Context, name, bucket, key string, f
 	wctx, cancel := context.WithTimeout(ctx, cm.cfg.OpenTimeout)
 	var hist int64
 	var err error
-	if x.history {
+	if x.hist != nil {
 		// The history's share first, then the whole budget: always in
 		// that order, so no open holds the budget while it waits for the
 		// share.
@@ -397,7 +398,7 @@ func (cm *Manager) openReserved(ctx context.Context, name, bucket, key string, f
 		heap = info.IndexBytes
 	}
 	c := indexCharge{main: cm.index.adjust(got, heap)}
-	if x.history {
+	if x.hist != nil {
 		// At least a little per open version: an index served in place
 		// is still a version held open (its file, its chunk state).
 		c.hist = cm.histIndex.adjust(hist, max(heap, minHistoryCharge))
@@ -420,9 +421,14 @@ func (cm *Manager) closeArchive(a *archiveview.Archive) {
 	delete(cm.charged, a)
 	cm.chargeMu.Unlock()
 	if ok {
-		cm.index.release(c.main)
-		cm.histIndex.release(c.hist)
+		cm.releaseIndex(c)
 	}
+}
+
+// releaseIndex returns charge c to the index budgets.
+func (cm *Manager) releaseIndex(c indexCharge) {
+	cm.index.release(c.main)
+	cm.histIndex.release(c.hist)
 }
 
 // IndexMemory returns the index memory discovered uploads hold (open or

@@ -899,7 +899,7 @@ func decodeLimit(e *env, res *cargopack.Result) (float64, error) {
 	var total int64
 	var elapsed time.Duration
 	for _, c := range res.Manifest.Chunks {
-		obj, err := os.ReadFile(e.dir + "/" + benchBucket + "/" + manifest.ResolveObjectKey(benchBucket, res.Manifest.Prefix, c.S3Key))
+		obj, err := os.ReadFile(e.objectPath(res.Manifest, c))
 		if err != nil {
 			return 0, err
 		}

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/wharf-s3/wharf/archiveview/cargopack"
-	"github.com/wharf-s3/wharf/archiveview/manifest"
 )
 
 // cpuMaxSize caps the CPU workload's file: its figures are per GB and do
@@ -185,7 +184,7 @@ func cpuPerGB(ctx context.Context, cfg Config, e *env, rep *Report) error {
 func cpuFloor(e *env, res *cargopack.Result, raw string) (time.Duration, string, error) {
 	var chunks []string
 	for _, c := range res.Manifest.Chunks {
-		chunks = append(chunks, filepath.Join(e.dir, benchBucket, filepath.FromSlash(manifest.ResolveObjectKey(benchBucket, res.Manifest.Prefix, c.S3Key))))
+		chunks = append(chunks, e.objectPath(res.Manifest, c))
 	}
 	_, zerr := exec.LookPath("zstd")
 	_, oerr := exec.LookPath("openssl")

@@ -21,6 +21,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime/pprof"
 	"time"
 
@@ -32,6 +33,7 @@ import (
 	"github.com/wharf-s3/wharf/archiveview"
 	"github.com/wharf-s3/wharf/archiveview/catalog"
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
+	"github.com/wharf-s3/wharf/archiveview/manifest"
 	"github.com/wharf-s3/wharf/auth"
 	"github.com/wharf-s3/wharf/backend"
 	"github.com/wharf-s3/wharf/backend/faults"
@@ -273,4 +275,9 @@ func (e *env) close() {
 		e.s3modelSrv.Close()
 	}
 	os.RemoveAll(e.dir)
+}
+
+// objectPath is the S3 model's file of chunk c of manifest m.
+func (e *env) objectPath(m *manifest.Manifest, c manifest.ChunkEntry) string {
+	return filepath.Join(e.dir, benchBucket, filepath.FromSlash(manifest.ResolveObjectKey(benchBucket, m.Prefix, c.S3Key)))
 }

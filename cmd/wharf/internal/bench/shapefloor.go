@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
@@ -30,8 +29,7 @@ func shapeFloor(e *env, m *manifest.Manifest, frames []frameRef) (time.Duration,
 		obj, ok := objs[r.chunk]
 		if !ok {
 			var err error
-			p := filepath.Join(e.dir, benchBucket, filepath.FromSlash(manifest.ResolveObjectKey(benchBucket, m.Prefix, c.S3Key)))
-			if obj, err = os.ReadFile(p); err != nil {
+			if obj, err = os.ReadFile(e.objectPath(m, c)); err != nil {
 				return 0, fmt.Errorf("shapes floor: %w", err)
 			}
 			objs[r.chunk] = obj
