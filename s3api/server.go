@@ -122,6 +122,13 @@ type Config struct {
 	// it the call never does I/O and h is nil until the history is built.
 	// nil: every bucket's history is its archive's chain.
 	History HistoryFunc
+	// VersionIDForm, when set, checks the form of a version id asked of
+	// bucket (?versionId= on GET and HEAD) before its history is looked
+	// up or built (catalog's Manager.VersionIDForm): an error (wrapping
+	// archiveview.ErrBadVersionID) is 400 InvalidArgument "Invalid version
+	// id specified", as AWS answers an id of the wrong form, and builds
+	// nothing. nil: every id is looked up.
+	VersionIDForm func(bucket, id string) error
 }
 
 // HistoryFunc gives a bucket a version history of its own (Config.History).

@@ -36,18 +36,25 @@ func (s *server) listObjectVersions(req *request, a *archiveview.Archive) {
 		return
 	}
 	ctx := req.r.Context()
-	vs, err := s.history(ctx, req, a)
-	if err != nil {
-		s.readFailed(req, a, ctx, err)
-		return
+	// max-keys=0 is an empty page, not truncated (as on AWS), whatever the
+	// history holds: it is answered without one being built. With a
+	// version-id marker the marker is still checked against the history.
+	var res archiveview.VersionListResult
+	var err error
+	if lq.maxKeys > 0 || vidMarker != "" {
+		var vs archiveview.History
+		if vs, err = s.history(ctx, req, a); err != nil {
+			s.readFailed(req, a, ctx, err)
+			return
+		}
+		res, err = vs.ListVersions(archiveview.VersionListParams{
+			Prefix:          lq.prefix,
+			Delimiter:       lq.delimiter,
+			KeyMarker:       keyMarker,
+			VersionIDMarker: vidMarker,
+			MaxKeys:         lq.maxKeys,
+		})
 	}
-	res, err := vs.ListVersions(archiveview.VersionListParams{
-		Prefix:          lq.prefix,
-		Delimiter:       lq.delimiter,
-		KeyMarker:       keyMarker,
-		VersionIDMarker: vidMarker,
-		MaxKeys:         lq.maxKeys,
-	})
 	if errors.Is(err, archiveview.ErrUnknownVersion) {
 		s.writeError(req, &apiError{Code: errInvalidArgument, Bucket: req.bucket,
 			Message: "Invalid version id specified", Cause: err})

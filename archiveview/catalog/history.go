@@ -739,6 +739,31 @@ func (h *DatasetHistory) keyIndex(key string) int {
 	return -1
 }
 
+// checkVersionID is the one rule for the form of a version id asked of a
+// dataset's history (dataset.ValidVersionID): an id that fails it wraps
+// archiveview.ErrBadVersionID.
+func checkVersionID(id string) error {
+	if err := dataset.ValidVersionID(id); err != nil {
+		return fmt.Errorf("version id %w: %w", archiveview.ErrBadVersionID, err)
+	}
+	return nil
+}
+
+// VersionIDForm is s3api.Config.VersionIDForm: a version id asked of a
+// published dataset's bucket must have a dataset version id's form
+// (checkVersionID), checked without building the bucket's history, so a
+// malformed id costs no listing and no open; any other bucket's ids (an
+// upload chain's) are looked up as they are.
+func (cm *Manager) VersionIDForm(bucket, id string) error {
+	if !(*cm.dsNames.Load())[bucket] {
+		return nil
+	}
+	if err := checkVersionID(id); err != nil {
+		return fmt.Errorf("dataset bucket %s: %w", bucket, err)
+	}
+	return nil
+}
+
 // Lookup implements archiveview.History: versionID is any published
 // version of the history (the key as of that version: the key's version
 // whose run covers it, or its delete marker) or "" for the latest. A key
@@ -750,8 +775,8 @@ func (h *DatasetHistory) keyIndex(key string) int {
 func (h *DatasetHistory) Lookup(ctx context.Context, key, versionID string) (archiveview.Version, bool, error) {
 	vi := 0
 	if versionID != "" {
-		if err := dataset.ValidVersionID(versionID); err != nil {
-			return archiveview.Version{}, false, fmt.Errorf("dataset history: key %q: version id %w: %w", key, archiveview.ErrBadVersionID, err)
+		if err := checkVersionID(versionID); err != nil {
+			return archiveview.Version{}, false, fmt.Errorf("dataset history: key %q: %w", key, err)
 		}
 		var ok bool
 		if vi, ok = h.byID[versionID]; !ok {

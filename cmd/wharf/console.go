@@ -20,7 +20,7 @@ func consoleHandler(cfg *serveConfig, cm *catalog.Manager, verifier *auth.Verifi
 	}
 	return func(api http.Handler) http.Handler {
 		return console.New(console.Config{Catalog: cm.Catalog(), Verifier: verifier, API: api, Logins: logins,
-			AllowRestore: cfg.AllowRestore, Region: cfg.Region, Logger: log, History: cm.History,
+			AllowRestore: cfg.AllowRestore, Region: cfg.Region, Logger: log, History: cm.History, VersionIDForm: cm.VersionIDForm,
 			Kind: func(b string) string {
 				k, _ := cm.Kind(b)
 				return string(k)

@@ -441,3 +441,70 @@ func TestCLIDatasetHistory(t *testing.T) {
 		t.Fatalf("ls --versions of a pinned version: exit %d\n%s%s", code, out, errOut)
 	}
 }
+
+// TestServeDatasetHistoryRefusedCheaply: requests that need no history
+// build none. A ?versionId= that no published version id can be (a
+// slash, a control byte, "..", too long) is 400 InvalidArgument on GET and
+// HEAD, and a 400 page in the console, and ListObjectVersions with
+// max-keys=0 is an empty page, not truncated (as on AWS): none of them
+// lists the versions folder or opens an older version. A well-formed
+// request afterwards still builds and answers the whole history.
+func TestServeDatasetHistoryRefusedCheaply(t *testing.T) {
+	d := newHistoryLake(t)
+	addr, _, _, _ := startServe(t, serveConfig{
+		Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0", StoreURL: "s3://", S3: d.s3Config(),
+		Aliases:   []serveAlias{{Name: "sea", Target: "s3://lake/datasets/sea@current"}},
+		Anonymous: true, Console: true, CacheBytes: 16 << 20, RetireGrace: 10 * time.Millisecond, WaitOpen: true,
+	})
+	endpoint := "http://" + addr
+	built := func(rs []string) []string {
+		var out []string
+		for _, r := range rs {
+			if strings.HasPrefix(r, "GET /lake ") || strings.HasPrefix(r, "GET /lake?") || strings.Contains(r, "/v/"+hsIDs[0]+"/") || strings.Contains(r, "/v/"+hsIDs[1]+"/") {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	n := d.log.len()
+	for _, bad := range []string{"a%2Fb", "..", "%01x", strings.Repeat("v", 300), "a%5Cb"} {
+		for _, method := range []string{http.MethodGet, http.MethodHead} {
+			req, _ := http.NewRequest(method, endpoint+"/sea/same.txt?versionId="+bad, nil)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 400 || (method == http.MethodGet && !bytes.Contains(body, []byte("<Code>InvalidArgument</Code>"))) {
+				t.Errorf("%s versionId=%.20s: %d %s, want 400 InvalidArgument", method, bad, resp.StatusCode, body)
+			}
+		}
+		if code, body := get(t, endpoint+"/-/console/dl/sea?key=same.txt&version="+bad); code != 400 {
+			t.Errorf("console download of version %.20s: %d %.200s, want 400", bad, code, body)
+		}
+	}
+	resp, err := http.Get(endpoint + "/sea?versions&max-keys=0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !bytes.Contains(body, []byte("<IsTruncated>false</IsTruncated>")) ||
+		bytes.Contains(body, []byte("<Version>")) || bytes.Contains(body, []byte("<DeleteMarker>")) {
+		t.Errorf("ListObjectVersions max-keys=0: %d %s, want an empty page, not truncated", resp.StatusCode, body)
+	}
+	if rs := built(d.log.since(n)); len(rs) > 0 {
+		t.Fatalf("refused and empty requests built the history: %v", rs)
+	}
+
+	// A well-formed request builds it and is answered.
+	c := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint), UsePathStyle: true,
+		Credentials: aws.AnonymousCredentials{}})
+	if b, vid, err := getVersion(t, c, "sea", "changed.txt", hsIDs[0]); err != nil || !bytes.Equal(b, hsFiles[0]["changed.txt"]) || vid != hsIDs[0] {
+		t.Fatalf("changed.txt as of V1: %q %q %v", b, vid, err)
+	}
+	if rs := built(d.log.since(n)); len(rs) == 0 {
+		t.Fatalf("the versioned GET built no history (the filter above sees nothing): %v", d.log.since(n))
+	}
+}

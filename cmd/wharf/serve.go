@@ -445,6 +445,7 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 		SendTimeout:       cfg.sendTimeout(),
 		FollowsUpdates:    cm.FollowsUpdates,
 		History:           cm.History, // published datasets' version histories
+		VersionIDForm:     cm.VersionIDForm,
 	})
 
 	peerSide, err := cfg.startPeerSide(peers, cache, front, reg, log) // nil without --peers

@@ -81,6 +81,9 @@ type Config struct {
 	// s3api.Config.History); other buckets' versions are their archive's
 	// chain.
 	History s3api.HistoryFunc
+	// VersionIDForm mirrors s3api.Config.VersionIDForm: a version id of
+	// the wrong form is refused (400) before any history is built.
+	VersionIDForm func(bucket, id string) error
 	// Kind, when set, names what a bucket serves (catalog.Manager.Kind:
 	// "archive", "alias", "dataset", "pinned version", "discovered
 	// archive", "discovered dataset"). nil or "" = "archive".

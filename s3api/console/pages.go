@@ -225,14 +225,32 @@ func (c *Console) lookup(w http.ResponseWriter, r *http.Request, v visitor, a *a
 		c.fail(w, r, &v, http.StatusNotFound, "No file "+key+" in "+bucket+".")
 		return nil, archiveview.File{}, false
 	}
+	if c.cfg.VersionIDForm != nil {
+		if err := c.cfg.VersionIDForm(bucket, version); err != nil {
+			c.fail(w, r, &v, http.StatusBadRequest, "No version of "+bucket+" has that form: "+err.Error())
+			return nil, archiveview.File{}, false
+		}
+	}
 	h, err := s3api.BucketHistory(r.Context(), c.cfg.History, bucket, a, true)
+	if err != nil && errors.Is(err, backend.ErrUnavailable) {
+		c.fail(w, r, &v, http.StatusServiceUnavailable, "The version history of "+bucket+" cannot be read now; try again in a moment: "+err.Error())
+		return nil, archiveview.File{}, false
+	}
 	if err != nil {
 		c.fail(w, r, &v, http.StatusInternalServerError, "The version history of "+bucket+" could not be read: "+err.Error())
 		return nil, archiveview.File{}, false
 	}
 	ver, found, err := h.Lookup(r.Context(), key, version)
+	if errors.Is(err, archiveview.ErrBadVersionID) {
+		c.fail(w, r, &v, http.StatusBadRequest, "No version of "+bucket+" has that form: "+err.Error())
+		return nil, archiveview.File{}, false
+	}
 	if err != nil {
-		c.fail(w, r, &v, http.StatusInternalServerError, "Version "+version+" of "+key+" could not be read: "+err.Error())
+		code := http.StatusInternalServerError
+		if errors.Is(err, backend.ErrUnavailable) {
+			code = http.StatusServiceUnavailable
+		}
+		c.fail(w, r, &v, code, "Version "+version+" of "+key+" could not be read: "+err.Error())
 		return nil, archiveview.File{}, false
 	}
 	if !found || ver.DeleteMarker {
