@@ -95,6 +95,42 @@ func TestPeerReplayRefused(t *testing.T) {
 	}
 }
 
+// TestPeerReplayAfterRestart: a request dated before the owner's process
+// started, though authentic, addressed to it and inside MaxSkew, may have
+// been served by the owner's previous process (whose replay cache died
+// with it): a replay of it is refused with 503 and no bytes, costing no
+// backend request, while a request dated since the start is served. The
+// old code served it (200 with the frame) to anyone who had captured it
+// within the 30 s before a restart.
+func TestPeerReplayAfterRestart(t *testing.T) {
+	dir, key, files := testArchive(t, 4)
+	store := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{})
+	clock := &testClock{t: time.Now()}
+	var rec *recorder
+	rs := newFleet(t, 1, store, key, fleetOpts{
+		cfg: func(_ int, c *Config) { c.Now = clock.now },
+		peers: func(_ int, g *Group) chunkio.Peers {
+			rec = &recorder{Group: g}
+			return rec
+		}})
+	id := someFrame(t, rs, rec, files)
+	g := rs[0].group
+	before := store.Requests("")
+	for _, ago := range []time.Duration{DefaultMaxSkew / 2, 2 * time.Second} {
+		captured := signed(t, g, rs[0].url, id, clock.now().Add(-ago), nil)
+		if code, n := send(t, captured); code != http.StatusServiceUnavailable || n != 0 {
+			t.Fatalf("a request dated %v before the start: %d with %d bytes, want 503 and none", ago, code, n)
+		}
+	}
+	if n := store.Requests("") - before; n != 0 {
+		t.Errorf("the refusals cost %d backend requests", n)
+	}
+	clock.add(time.Second)
+	if code, n := send(t, signed(t, g, rs[0].url, id, clock.now(), nil)); code != http.StatusOK || int64(n) != id.Size {
+		t.Fatalf("a request dated after the start: %d with %d bytes, want 200 with %d", code, n, id.Size)
+	}
+}
+
 // TestPeerReplayCacheFull: with room for two requests, a third inside the
 // window is refused with 503 and no bytes (never served unremembered);
 // once the first two are out of the date window there is room again, and

@@ -75,7 +75,11 @@
 //     memory is capped (MaxReplay, default 65,536 requests, about 5 MiB)
 //     and, when full of requests still in their window, new requests get
 //     503 (the asker reads the backend) rather than an entry being
-//     forgotten. Every 200 answer carries a MAC over the request's nonce,
+//     forgotten. That memory dies with the process, so a request dated
+//     before the owner's process started (which its previous process
+//     may have served) is not served either: 503, the asker reads the
+//     backend (an asker whose clock is behind the owner's, for as long
+//     as it is behind). Every 200 answer carries a MAC over the request's nonce,
 //     the body's length and the frame's sha256, which the asker checks
 //     before it reads the body; the body itself is checked against the
 //     frame's sha256 by chunkio. An answer failing either check counts in

@@ -104,6 +104,10 @@ type Group struct {
 	now     func() time.Time
 	serving chan struct{}
 	replay  *replayCache
+	// started is the Unix second New ran in: a request dated before it
+	// may have been served by this replica's previous process, whose
+	// replay cache is gone, so it is not served (errBeforeStart).
+	started int64
 	// replayFull: the replay cache refused a request since it last had
 	// room (one log line per such spell).
 	replayFull atomic.Bool
@@ -203,6 +207,7 @@ func New(cfg Config) (*Group, error) {
 		now: cfg.Now, serving: make(chan struct{}, cfg.MaxServing), replay: newReplayCache(cfg.MaxReplay),
 		states: make(map[string]*peerState), dnsPrev: make(map[string][]string),
 	}
+	g.started = g.now().Unix()
 	g.m = newMetrics(cfg.Registerer, func() float64 { return float64(len(g.ring.Load().urls)) })
 	urls, _, _, _ := resolve(context.Background(), noDNS{}, g.staticOnly(), g.self, nil)
 	g.install(newRing(urls, g.self))

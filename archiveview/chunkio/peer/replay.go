@@ -20,6 +20,13 @@ var (
 	// errReplayFull: the replay cache is full of requests still inside the
 	// window; a new one cannot be remembered, so it is not served.
 	errReplayFull = errors.New("replay cache full")
+	// errBeforeStart: an authentic request dated before this process
+	// started. The previous process of this replica may have served it,
+	// and its replay cache did not survive the restart, so the request
+	// cannot be told from a replay: it is not served (503: the asker
+	// reads the backend, no back-off; an asker whose clock is behind this
+	// replica's is refused so for as long as it is behind).
+	errBeforeStart = errors.New("dated before this replica started (a request its previous process may have served)")
 )
 
 // replayKey names one request: its nonce and the hash of its sender.

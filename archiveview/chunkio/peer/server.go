@@ -138,6 +138,9 @@ func (g *Group) authenticate(r *http.Request) (from, nonce string, err error) {
 	if to != g.self {
 		return from, nonce, &errMisaddressed{to: to, self: g.self}
 	}
+	if dated.Unix() < g.started {
+		return from, nonce, errBeforeStart
+	}
 	if err := g.replay.admit(nonce, from, dated, g.cfg.MaxSkew, now); err != nil {
 		return from, nonce, err // authentic, but not to be served
 	}
@@ -159,6 +162,13 @@ func (g *Group) serve(w http.ResponseWriter, r *http.Request, cache *chunkio.Fra
 		// the backend; 503 puts no back-off on this replica).
 		if !g.replayFull.Swap(true) {
 			g.log.Warn().Str("peer", from).Int("max", g.cfg.MaxReplay).Msg("peer requests refused (503): the replay cache is full of requests still in their window, so they are read from the backend (logged once until there is room again)")
+		}
+		g.refuse(w, http.StatusServiceUnavailable)
+		return
+	case errors.Is(err, errBeforeStart):
+		if n, ok := g.refusals.due(g.now()); ok {
+			g.log.Info().Str("remote", r.RemoteAddr).Str("peer", from).Err(err).Int("refused", n).Dur("every", refusalLogEvery).
+				Msg("peer request refused (503, the asker reads the backend): dated before this replica started, so it cannot be told from a replay of a request its previous process served; askers whose clocks are behind this replica's are refused so until they catch up (at most one line per period)")
 		}
 		g.refuse(w, http.StatusServiceUnavailable)
 		return
