@@ -170,6 +170,10 @@ type DatasetHistory struct {
 	opens  map[int]*chunkio.Memo[*archiveview.Archive]
 	lru    []int // open older versions, least recently used first
 	closed bool
+	// retired: once closed, the opens Close dropped, true once retired
+	// (by Close when done, else by the read that ends the open), so each
+	// older version is retired once.
+	retired map[*chunkio.Memo[*archiveview.Archive]]bool
 }
 
 // Versions returns the history's published versions, newest first.
@@ -828,8 +832,25 @@ func (h *DatasetHistory) open(ctx context.Context, i int) (*archiveview.Archive,
 	var evict []*archiveview.Archive
 	h.mu.Lock()
 	if h.closed {
+		// Closed while this read took a: retire it if Close found its
+		// open still running, once (another read sharing the open may
+		// have); Close retired it if it was done, an eviction before.
+		retire := false
+		if done, ok := h.retired[m]; ok && !done {
+			h.retired[m], retire = true, true
+		}
 		h.mu.Unlock()
-		h.closeFn(a, true)
+		if retire {
+			h.closeFn(a, true)
+		}
+		return a, nil
+	}
+	if h.opens[i] != m {
+		// Retired as the least recently used while this read took it
+		// (closed after the grace: the read goes on). Not put back: the
+		// LRU holds only versions whose open is tracked and done, so an
+		// eviction never drops an open still running without closing it.
+		h.mu.Unlock()
 		return a, nil
 	}
 	h.lru = slices.DeleteFunc(h.lru, func(x int) bool { return x == i })
@@ -856,12 +877,19 @@ func (h *DatasetHistory) open(ctx context.Context, i int) (*archiveview.Archive,
 // versionId= reads of older versions.
 func (h *DatasetHistory) Close() {
 	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return
+	}
 	h.closed = true
+	h.retired = map[*chunkio.Memo[*archiveview.Archive]]bool{}
 	var all []*archiveview.Archive
 	for _, m := range h.opens {
-		if a, ok := m.Peek(); ok {
+		a, ok := m.Peek()
+		if ok {
 			all = append(all, a)
 		}
+		h.retired[m] = ok
 	}
 	h.opens, h.lru = map[int]*chunkio.Memo[*archiveview.Archive]{}, nil
 	h.mu.Unlock()
