@@ -99,6 +99,10 @@ type HistoryParams struct {
 	// memory (the index reservation) or failed to get it; the history's
 	// build opens with it (Open stays for versionId= reads).
 	OpenHeld func(ctx context.Context, v HistoryVersion, held func()) (*archiveview.Archive, error)
+	// ListTimeout, if set, bounds the one listing of DATASET/v/ (the
+	// manager's open timeout): past it the build fails, wrapping
+	// backend.ErrUnavailable.
+	ListTimeout time.Duration
 }
 
 // historyOpenAhead is HistoryParams.Ahead for a served dataset's history:
@@ -235,8 +239,16 @@ func BuildHistory(ctx context.Context, p HistoryParams) (*DatasetHistory, error)
 		h.ended = "the history limit (1 version)"
 		return h, nil
 	}
-	listing, err := listVersions(ctx, p.Store, p.Ref)
+	lctx, cancel := ctx, context.CancelFunc(func() {})
+	if p.ListTimeout > 0 {
+		lctx, cancel = context.WithTimeout(ctx, p.ListTimeout)
+	}
+	listing, err := listVersions(lctx, p.Store, p.Ref)
+	cancel()
 	if err != nil {
+		if ctx.Err() == nil && errors.Is(lctx.Err(), context.DeadlineExceeded) && !backend.IsRetryable(err) {
+			err = fmt.Errorf("%w: not listed within %s (--open-timeout) (%w)", err, p.ListTimeout, backend.ErrUnavailable)
+		}
 		return nil, err
 	}
 	chain, ended := chainFrom(p.Current.ID, p.Previous, listing, p.Limit)

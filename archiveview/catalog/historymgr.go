@@ -157,7 +157,8 @@ func (cm *Manager) newHistoryState(name string, st *datasetState, a *archiveview
 			return cm.openUpload(ctx, name+"@"+v.ID, ref.Bucket, v.ManifestKey, v.ManifestSz,
 				openExtra{allow: []string{ref.VersionsRoot()}, noClasses: true, hist: hs}) // no listing outside a scan
 		},
-		Ahead: cmp.Or(cm.cfg.historyAhead, historyOpenAhead),
+		Ahead:       cmp.Or(cm.cfg.historyAhead, historyOpenAhead),
+		ListTimeout: cm.cfg.OpenTimeout, // a stalled listing cannot hold a build turn
 		OpenHeld: func(ctx context.Context, v HistoryVersion, held func()) (*archiveview.Archive, error) {
 			return cm.openUpload(ctx, name+"@"+v.ID, ref.Bucket, v.ManifestKey, v.ManifestSz,
 				openExtra{allow: []string{ref.VersionsRoot()}, noClasses: true, held: held, hist: hs})
