@@ -762,7 +762,8 @@ func (h *DatasetHistory) keyIndex(key string) int {
 // not found. An id that is no published version id by its form
 // (dataset.ValidVersionID) is an error wrapping
 // archiveview.ErrBadVersionID. An older version's File comes from that
-// version's archive, opened again (Version.Archive).
+// version's archive, opened again (Version.Archive); a version pruned
+// since the history was built is not found.
 func (h *DatasetHistory) Lookup(ctx context.Context, key, versionID string) (archiveview.Version, bool, error) {
 	vi := 0
 	if versionID != "" {
@@ -799,8 +800,21 @@ func (h *DatasetHistory) Lookup(ctx context.Context, key, versionID string) (arc
 	if e.del || e.from == 0 {
 		return v, true, nil
 	}
-	a, err := h.open(ctx, int(e.from))
+	read := int(e.from) // the run's newest version: vi holds the same bytes
+	a, err := h.open(ctx, read)
+	if pruned(err) && vi != read {
+		// That version is gone (pruned since the build): the one asked
+		// for may still be there.
+		read = vi
+		a, err = h.open(ctx, read)
+	}
 	if err != nil {
+		if pruned(err) {
+			// Pruned since the history was built: no such version now
+			// (404 NoSuchVersion, as once the history is built again),
+			// not a server failure.
+			return archiveview.Version{}, false, nil
+		}
 		if mayNotRepeat(err) && !backend.IsRetryable(err) { // a retry may read it: 503, not 500
 			err = fmt.Errorf("%w (%w)", err, backend.ErrUnavailable)
 		}
@@ -809,11 +823,17 @@ func (h *DatasetHistory) Lookup(ctx context.Context, key, versionID string) (arc
 	f, ok := a.Stat(key)
 	if !ok || !identOf(f).same(ident{size: e.meta.size, sha: e.meta.sha, etag: e.meta.etag}) {
 		return archiveview.Version{}, false, fmt.Errorf("dataset history: version %s: key %q changed since the history was built: %w",
-			h.versions[e.from].ID, key, archiveview.ErrInvalidTree)
+			h.versions[read].ID, key, archiveview.ErrInvalidTree)
 	}
 	f.VersionID = v.VersionID
 	v.File, v.Archive, v.Class = f, a, ""
 	return v, true, nil
+}
+
+// pruned reports an older version's open that failed because its
+// manifest is gone (not a transient failure).
+func pruned(err error) bool {
+	return err != nil && errors.Is(err, backend.ErrNotFound) && !backend.IsRetryable(err)
 }
 
 // open returns older version i's archive, opening it once (concurrent
