@@ -72,10 +72,20 @@ func newIndexBudget(limit int64, what string) *indexBudget {
 // budget cannot hold them, until ctx ends (then an error naming the
 // budget). It returns what it took.
 func (b *indexBudget) reserve(ctx context.Context, n int64) (int64, error) {
+	return b.reserveFreeing(ctx, n, nil)
+}
+
+// reserveFreeing is reserve that, each time the budget cannot hold the
+// bytes, first calls free (if set) with how many are missing: true when
+// it freed some (try again at once), false to wait for the budget.
+func (b *indexBudget) reserveFreeing(ctx context.Context, n int64, free func(short int64) bool) (int64, error) {
 	for {
 		got, ok, ch, used := b.take(n)
 		if ok {
 			return got, nil
+		}
+		if free != nil && free(used+got-b.limit) {
+			continue
 		}
 		select {
 		case <-ch:
@@ -84,13 +94,6 @@ func (b *indexBudget) reserve(ctx context.Context, n int64) (int64, error) {
 				ErrIndexMemory, got, b.what, b.limit, used, ctx.Err())
 		}
 	}
-}
-
-// tryReserve takes n bytes (at most the whole limit) if the budget holds
-// them now, without waiting.
-func (b *indexBudget) tryReserve(n int64) (int64, bool) {
-	got, ok, _, _ := b.take(n)
-	return got, ok
 }
 
 // take is the budget's one rule: n bytes, capped at the whole limit, are

@@ -99,6 +99,10 @@ type HistoryParams struct {
 	// memory (the index reservation) or failed to get it; the history's
 	// build opens with it (Open stays for versionId= reads).
 	OpenHeld func(ctx context.Context, v HistoryVersion, held func()) (*archiveview.Archive, error)
+	// ListTimeout, if set, bounds the one listing of DATASET/v/ (the
+	// manager's open timeout): past it the build fails, wrapping
+	// backend.ErrUnavailable.
+	ListTimeout time.Duration
 }
 
 // historyOpenAhead is HistoryParams.Ahead for a served dataset's history:
@@ -170,6 +174,10 @@ type DatasetHistory struct {
 	opens  map[int]*chunkio.Memo[*archiveview.Archive]
 	lru    []int // open older versions, least recently used first
 	closed bool
+	// retired: once closed, the opens Close dropped, true once retired
+	// (by Close when done, else by the read that ends the open), so each
+	// older version is retired once.
+	retired map[*chunkio.Memo[*archiveview.Archive]]bool
 }
 
 // Versions returns the history's published versions, newest first.
@@ -231,8 +239,16 @@ func BuildHistory(ctx context.Context, p HistoryParams) (*DatasetHistory, error)
 		h.ended = "the history limit (1 version)"
 		return h, nil
 	}
-	listing, err := listVersions(ctx, p.Store, p.Ref)
+	lctx, cancel := ctx, context.CancelFunc(func() {})
+	if p.ListTimeout > 0 {
+		lctx, cancel = context.WithTimeout(ctx, p.ListTimeout)
+	}
+	listing, err := listVersions(lctx, p.Store, p.Ref)
+	cancel()
 	if err != nil {
+		if ctx.Err() == nil && errors.Is(lctx.Err(), context.DeadlineExceeded) && !backend.IsRetryable(err) {
+			err = fmt.Errorf("%w: not listed within %s (--open-timeout) (%w)", err, p.ListTimeout, backend.ErrUnavailable)
+		}
 		return nil, err
 	}
 	chain, ended := chainFrom(p.Current.ID, p.Previous, listing, p.Limit)
@@ -771,7 +787,8 @@ func (cm *Manager) VersionIDForm(bucket, id string) error {
 // not found. An id that is no published version id by its form
 // (dataset.ValidVersionID) is an error wrapping
 // archiveview.ErrBadVersionID. An older version's File comes from that
-// version's archive, opened again (Version.Archive).
+// version's archive, opened again (Version.Archive); a version pruned
+// since the history was built is not found.
 func (h *DatasetHistory) Lookup(ctx context.Context, key, versionID string) (archiveview.Version, bool, error) {
 	vi := 0
 	if versionID != "" {
@@ -808,8 +825,21 @@ func (h *DatasetHistory) Lookup(ctx context.Context, key, versionID string) (arc
 	if e.del || e.from == 0 {
 		return v, true, nil
 	}
-	a, err := h.open(ctx, int(e.from))
+	read := int(e.from) // the run's newest version: vi holds the same bytes
+	a, err := h.open(ctx, read)
+	if pruned(err) && vi != read {
+		// That version is gone (pruned since the build): the one asked
+		// for may still be there.
+		read = vi
+		a, err = h.open(ctx, read)
+	}
 	if err != nil {
+		if pruned(err) {
+			// Pruned since the history was built: no such version now
+			// (404 NoSuchVersion, as once the history is built again),
+			// not a server failure.
+			return archiveview.Version{}, false, nil
+		}
 		if mayNotRepeat(err) && !backend.IsRetryable(err) { // a retry may read it: 503, not 500
 			err = fmt.Errorf("%w (%w)", err, backend.ErrUnavailable)
 		}
@@ -818,11 +848,17 @@ func (h *DatasetHistory) Lookup(ctx context.Context, key, versionID string) (arc
 	f, ok := a.Stat(key)
 	if !ok || !identOf(f).same(ident{size: e.meta.size, sha: e.meta.sha, etag: e.meta.etag}) {
 		return archiveview.Version{}, false, fmt.Errorf("dataset history: version %s: key %q changed since the history was built: %w",
-			h.versions[e.from].ID, key, archiveview.ErrInvalidTree)
+			h.versions[read].ID, key, archiveview.ErrInvalidTree)
 	}
 	f.VersionID = v.VersionID
 	v.File, v.Archive, v.Class = f, a, ""
 	return v, true, nil
+}
+
+// pruned reports an older version's open that failed because its
+// manifest is gone (not a transient failure).
+func pruned(err error) bool {
+	return err != nil && errors.Is(err, backend.ErrNotFound) && !backend.IsRetryable(err)
 }
 
 // open returns older version i's archive, opening it once (concurrent
@@ -853,8 +889,25 @@ func (h *DatasetHistory) open(ctx context.Context, i int) (*archiveview.Archive,
 	var evict []*archiveview.Archive
 	h.mu.Lock()
 	if h.closed {
+		// Closed while this read took a: retire it if Close found its
+		// open still running, once (another read sharing the open may
+		// have); Close retired it if it was done, an eviction before.
+		retire := false
+		if done, ok := h.retired[m]; ok && !done {
+			h.retired[m], retire = true, true
+		}
 		h.mu.Unlock()
-		h.closeFn(a, true)
+		if retire {
+			h.closeFn(a, true)
+		}
+		return a, nil
+	}
+	if h.opens[i] != m {
+		// Retired as the least recently used while this read took it
+		// (closed after the grace: the read goes on). Not put back: the
+		// LRU holds only versions whose open is tracked and done, so an
+		// eviction never drops an open still running without closing it.
+		h.mu.Unlock()
 		return a, nil
 	}
 	h.lru = slices.DeleteFunc(h.lru, func(x int) bool { return x == i })
@@ -881,12 +934,19 @@ func (h *DatasetHistory) open(ctx context.Context, i int) (*archiveview.Archive,
 // versionId= reads of older versions.
 func (h *DatasetHistory) Close() {
 	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return
+	}
 	h.closed = true
+	h.retired = map[*chunkio.Memo[*archiveview.Archive]]bool{}
 	var all []*archiveview.Archive
 	for _, m := range h.opens {
-		if a, ok := m.Peek(); ok {
+		a, ok := m.Peek()
+		if ok {
 			all = append(all, a)
 		}
+		h.retired[m] = ok
 	}
 	h.opens, h.lru = map[int]*chunkio.Memo[*archiveview.Archive]{}, nil
 	h.mu.Unlock()

@@ -157,7 +157,8 @@ func (cm *Manager) newHistoryState(name string, st *datasetState, a *archiveview
 			return cm.openUpload(ctx, name+"@"+v.ID, ref.Bucket, v.ManifestKey, v.ManifestSz,
 				openExtra{allow: []string{ref.VersionsRoot()}, noClasses: true, hist: hs}) // no listing outside a scan
 		},
-		Ahead: cmp.Or(cm.cfg.historyAhead, historyOpenAhead),
+		Ahead:       cmp.Or(cm.cfg.historyAhead, historyOpenAhead),
+		ListTimeout: cm.cfg.OpenTimeout, // a stalled listing cannot hold a build turn
 		OpenHeld: func(ctx context.Context, v HistoryVersion, held func()) (*archiveview.Archive, error) {
 			return cm.openUpload(ctx, name+"@"+v.ID, ref.Bucket, v.ManifestKey, v.ManifestSz,
 				openExtra{allow: []string{ref.VersionsRoot()}, noClasses: true, held: held, hist: hs})
@@ -311,28 +312,25 @@ func (cm *Manager) releaseCharge(hs *historyState) {
 // reserveHistoryShare takes n bytes of the history's share of index
 // memory for hs (an open of one of its older versions, or its built
 // history): at once if the share holds them, else after evicting the
-// least recently asked built histories of other buckets, one at a time;
-// with none left it waits for the share until ctx ends.
+// least recently asked built histories of other buckets, one at a time,
+// when evicting them all would make the room; else it waits for the
+// share (trying again at each release) until ctx ends.
 func (cm *Manager) reserveHistoryShare(ctx context.Context, n int64, hs *historyState) (int64, error) {
-	for {
-		if got, ok := cm.histIndex.tryReserve(n); ok {
-			return got, nil
-		}
-		if !cm.evictHistory(hs) {
-			return cm.histIndex.reserve(ctx, n)
-		}
-	}
+	return cm.histIndex.reserveFreeing(ctx, n, func(short int64) bool { return cm.evictHistory(hs, short) })
 }
 
 // evictHistory drops the built, charged history least recently asked
-// for, other than keep, and returns its charge at once; false when there
-// is none. The bucket builds its history again on its next versioned
+// for, other than keep, and returns its charge at once; false when
+// there is none, or when the charges of all of them together are less
+// than short (evicting cannot make the room: none is evicted for
+// nothing). The bucket builds its history again on its next versioned
 // request; older versions it held open for reads retire after the grace.
-func (cm *Manager) evictHistory(keep *historyState) bool {
+func (cm *Manager) evictHistory(keep *historyState, short int64) bool {
 	cm.dsMu.Lock()
 	var (
 		victim     *historyState
 		victimName string
+		evictable  int64
 	)
 	for name, st := range cm.datasets {
 		hs := st.hist
@@ -340,11 +338,15 @@ func (cm *Manager) evictHistory(keep *historyState) bool {
 			continue
 		}
 		hs.chargeMu.Lock()
-		charged := hs.charge.hist > 0
+		charged := hs.charge.hist
 		hs.chargeMu.Unlock()
-		if charged && (victim == nil || hs.used.Load() < victim.used.Load()) {
+		evictable += charged
+		if charged > 0 && (victim == nil || hs.used.Load() < victim.used.Load()) {
 			victim, victimName = hs, name
 		}
+	}
+	if evictable < short {
+		victim = nil
 	}
 	if victim != nil {
 		cm.dropHistory(victimName, cm.datasets[victimName])
