@@ -315,6 +315,10 @@ func (cm *Manager) applyDatasets(op *scanOp, plans []datasetPlan) {
 			shared[st.pendMan] = st.pending
 		}
 	}
+	// The entries this call starts opening: the scan waits for those only
+	// (an entry opening since an earlier scan, the start's included, is
+	// served as it is and never waited for).
+	started := map[*Entry]bool{}
 	for _, p := range plans {
 		b := p.b
 		live[b.name] = true
@@ -353,9 +357,6 @@ func (cm *Manager) applyDatasets(op *scanOp, plans []datasetPlan) {
 			if e == nil {
 				e = st.pending
 			}
-			op.mu.Lock()
-			op.reusedSet[e] = true
-			op.mu.Unlock()
 		case p.key == "": // the version opening already (superseded start)
 			e = st.pending
 			st.pendETag = p.read.ETag
@@ -367,6 +368,7 @@ func (cm *Manager) applyDatasets(op *scanOp, plans []datasetPlan) {
 			if e == nil || e.failed() {
 				e = cm.startDatasetOpen(b.name, b.ref, p.key, p.size, p.created)
 				shared[p.manifest] = e
+				started[e] = true
 			}
 			st.pending, st.pendMan = e, p.manifest
 			st.pendPtr, st.pendETag = p.read.Pointer, p.read.ETag
@@ -378,6 +380,11 @@ func (cm *Manager) applyDatasets(op *scanOp, plans []datasetPlan) {
 			src += " -> version " + st.ptr.VersionID + " (" + st.manifest + ")"
 		} else if e == st.pending && e != nil {
 			src += " -> version " + st.pendPtr.VersionID + " (opening " + st.pendMan + ")"
+		}
+		if e != nil && !started[e] {
+			op.mu.Lock()
+			op.reusedSet[e] = true
+			op.mu.Unlock()
 		}
 		op.entries[b.name] = e
 		op.rep.Sources[b.name] = src
@@ -470,13 +477,17 @@ func (cm *Manager) adoptDatasets(op *scanOp, keepGood bool) []error {
 	return errs
 }
 
-// abandonDatasets retires the versions still opening (a scan that was
-// given up): the next scan reads the pointers again.
-func (cm *Manager) abandonDatasets() {
+// abandonDatasets retires the versions op started that are still
+// opening (a scan that was given up): the next scan reads the pointers
+// again. A version opening since an earlier scan is left to open (the
+// catalog kept serves it).
+func (cm *Manager) abandonDatasets(op *scanOp) {
 	cm.dsMu.Lock()
 	defer cm.dsMu.Unlock()
+	op.mu.Lock()
+	defer op.mu.Unlock()
 	for _, st := range cm.datasets {
-		if st.pending != nil {
+		if st.pending != nil && !op.reusedSet[st.pending] {
 			if _, _, done := st.pending.State(); !done {
 				cm.retire(st.pending)
 				st.pending = nil

@@ -863,7 +863,7 @@ func (cm *Manager) abandon(op *scanOp) {
 	}
 	op.mu.Unlock()
 	cm.retire(retire...)
-	cm.abandonDatasets()
+	cm.abandonDatasets(op)
 }
 
 // settle ends scan op once its opens have ended (op's catalog is
