@@ -203,6 +203,17 @@ type scanReport struct {
 	Collisions []Collision       `json:"collisions"`
 }
 
+// clone returns a copy of r that shares nothing r's scan may still write.
+// A report is never changed once published (cm.report): Page reads it
+// without a lock.
+func (r *scanReport) clone() *scanReport {
+	c := *r
+	c.Sources = maps.Clone(r.Sources)
+	c.Skipped = slices.Clone(r.Skipped)
+	c.Collisions = slices.Clone(r.Collisions)
+	return &c
+}
+
 // NewManager returns a manager serving nothing yet: call OpenStatic, then
 // Scan.
 func NewManager(cfg Config) *Manager {
@@ -796,9 +807,12 @@ func (cm *Manager) Scan(ctx context.Context, initial bool) error {
 	}
 
 	if initial && !cm.cfg.WaitOpen {
-		// Serve every bucket now; settle when the opens have ended.
+		// Serve every bucket now; settle when the opens have ended. The
+		// report served meanwhile is a copy: the opens still write op's
+		// (the aliases' sources and skips, the datasets' versions), and
+		// settle publishes that one once they have ended.
 		cm.catalog.swapEntries(op.entries)
-		cm.report.Store(rep)
+		cm.report.Store(rep.clone())
 		cm.initial = op
 		cm.log.Info().Int("roots", len(cm.cfg.Discover)).Int("aliases", len(cm.cfg.Aliases)).
 			Int("buckets", len(op.entries)).Dur("took", time.Since(start)).
