@@ -188,14 +188,19 @@ type datasetPlan struct {
 
 // planDatasets reads each followed dataset's pointer (conditionally) and
 // finds each pinned version's manifest: the store requests of a dataset
-// scan, made before anything is opened. No state changes.
+// scan, made before anything is opened, at most OpenConcurrency datasets
+// at a time (the datasets under a root are as many as an uploader
+// publishes: one request each at once would take the store connections
+// the clients' reads need). No state changes.
 func (cm *Manager) planDatasets(ctx context.Context, buckets []datasetBucket) []datasetPlan {
 	plans := make([]datasetPlan, len(buckets))
+	turns := make(chan struct{}, cm.cfg.OpenConcurrency)
 	var wg sync.WaitGroup
 	for i, b := range buckets {
+		turns <- struct{}{}
 		wg.Add(1)
 		go func() {
-			defer wg.Done()
+			defer func() { <-turns; wg.Done() }()
 			plans[i] = cm.planDataset(ctx, b)
 		}()
 	}
