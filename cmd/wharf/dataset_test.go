@@ -315,7 +315,7 @@ func TestServeDatasetStartErrors(t *testing.T) {
 	for _, c := range []struct{ name, body, want string }{
 		{"unknown field", strings.Replace(good, `"created"`, `"extra":1,"created"`, 1), "unknown field"},
 		{"other schema", strings.Replace(good, "current/1", "current/2", 1), "schema"},
-		{"dangling", strings.Replace(good, "/uploads/", "/uploadz/", 1), "not found"},
+		{"dangling", strings.Replace(good, "/uploads/20260913-bbbb0002/", "/uploads/20260913-bbbb0009/", 1), "not found"},
 		{"too large", good + strings.Repeat(" ", 70000), "at most 65536"},
 	} {
 		d.putCurrent(t, c.body)

@@ -23,8 +23,14 @@
 //     path segment of at most MaxVersionIDBytes printable ASCII bytes
 //     ("." and ".." refused): it is a folder name under DATASET/v/.
 //   - manifest_key must lie under DATASET/v/<version_id>/ (the version the
-//     pointer names), with no empty, "." or ".." segment; anything else is
-//     refused. The index_key is required but not used by wharf.
+//     pointer names), with no empty, "." or ".." segment, and name a
+//     finished upload's manifest there:
+//     DATASET/v/<version_id>/uploads/<upload>/manifest.json.gz or
+//     manifest.json, the one form discovery, a pinned version and the
+//     version history read (never a resume checkpoint
+//     manifest.partial.json.gz, an encrypted manifest or the index);
+//     anything else is refused. The index_key is required but not used
+//     by wharf.
 //   - Every error names the pointer's key (s3://BUCKET/DATASET/CURRENT)
 //     and the reason, and wraps ErrBadPointer (or the store's error for a
 //     read that failed).
@@ -42,6 +48,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/wharf-s3/wharf/archiveview/manifest"
 )
 
 // Schema is the only pointer schema accepted.
@@ -230,10 +238,15 @@ func (p Pointer) validate(dataset string) error {
 	if !ok || rest == "" {
 		return fmt.Errorf("manifest_key %q does not lie under %s (the version the pointer names)", clip(p.ManifestKey), want)
 	}
-	for _, seg := range strings.Split(rest, "/") {
+	segs := strings.Split(rest, "/")
+	for _, seg := range segs {
 		if seg == "" || seg == "." || seg == ".." {
 			return fmt.Errorf("manifest_key %q has an empty, \".\" or \"..\" segment", clip(p.ManifestKey))
 		}
+	}
+	if len(segs) != 3 || segs[0] != "uploads" || segs[2] != manifest.ManifestNameGzip && segs[2] != manifest.ManifestNamePlain {
+		return fmt.Errorf("manifest_key %q is not a finished upload's manifest (%suploads/<upload>/%s or %s)",
+			clip(p.ManifestKey), want, manifest.ManifestNameGzip, manifest.ManifestNamePlain)
 	}
 	return nil
 }

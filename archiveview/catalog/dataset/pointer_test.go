@@ -94,6 +94,12 @@ func TestParseRefuses(t *testing.T) {
 		{"manifest outside the dataset", replace(t, `"lith-bench/published/smoke/v/20260913T213513Z-13de9c/uploads/`, `"other/v/20260913T213513Z-13de9c/uploads/`), "does not lie under"},
 		{"manifest climbing out", replace(t, "/uploads/20260913-8cbf0a0b/", "/../../../x/"), `".." segment`},
 		{"manifest is the folder", replace(t, "uploads/20260913-8cbf0a0b/manifest.json.gz", ""), "does not lie under"},
+		{"resume checkpoint", replace(t, "/manifest.json.gz", "/manifest.partial.json.gz"), "not a finished upload's manifest"},
+		{"encrypted manifest", replace(t, "/manifest.json.gz", "/manifest.encrypted.json.gz"), "not a finished upload's manifest"},
+		{"manifest is the index", replace(t, "uploads/20260913-8cbf0a0b/manifest.json.gz", "index.lith"), "not a finished upload's manifest"},
+		{"manifest not under uploads", replace(t, "/uploads/20260913-8cbf0a0b/", "/other/20260913-8cbf0a0b/"), "not a finished upload's manifest"},
+		{"manifest deeper", replace(t, "/uploads/20260913-8cbf0a0b/", "/uploads/20260913-8cbf0a0b/x/"), "not a finished upload's manifest"},
+		{"manifest directly under uploads", replace(t, "/uploads/20260913-8cbf0a0b/", "/uploads/"), "not a finished upload's manifest"},
 		{"version id with a slash", strings.ReplaceAll(good, "20260913T213513Z-13de9c", "a/b"), "not allowed"},
 		{"version id dot dot", strings.ReplaceAll(good, "20260913T213513Z-13de9c", ".."), "not a folder name"},
 		{"bad previous version", replace(t, `"20260913T213437Z-487888"`, `"a b"`), "previous_version_id"},
@@ -176,7 +182,8 @@ func FuzzParsePointer(f *testing.F) {
 		// Whatever is accepted obeys every rule.
 		if p.Schema != Schema || p.VersionID == "" || p.IndexKey == "" || len(p.IndexSHA256) != 64 ||
 			p.FileCount < 0 || p.TotalBytes < 0 || ValidVersionID(p.VersionID) != nil ||
-			!strings.HasPrefix(p.ManifestKey, VersionPrefix(ds, p.VersionID)) || strings.Contains(p.ManifestKey, "/../") {
+			!strings.HasPrefix(p.ManifestKey, VersionPrefix(ds, p.VersionID)+"uploads/") || strings.Contains(p.ManifestKey, "/../") ||
+			!strings.HasSuffix(p.ManifestKey, "/manifest.json.gz") && !strings.HasSuffix(p.ManifestKey, "/manifest.json") {
 			t.Fatalf("accepted %+v", p)
 		}
 	})
