@@ -114,8 +114,10 @@ func ParseDiscoverURL(u string) (bucket, prefix string, err error) {
 //
 // Keys are taken literally as CargoShip writes them: an empty prefix lists
 // the whole bucket, and the "//uploads/" a trailing-slash prefix produces is
-// accepted. The listing is the only store request Discover makes; a
-// listing error is returned naming the bucket and prefix.
+// accepted. A listed key that does not lie under the prefix (a store's
+// bug) is skipped with a reason. The listing is the only store request
+// Discover makes; a listing error is returned naming the bucket and
+// prefix.
 func Discover(ctx context.Context, store backend.Store, bucket, prefix string) (Discovery, error) {
 	prefix = strings.Trim(prefix, "/")
 	listPrefix := ""
@@ -125,11 +127,17 @@ func Discover(ctx context.Context, store backend.Store, bucket, prefix string) (
 	var d Discovery
 	byFolder := map[string]int{} // folder → index in d.Uploads
 	err := store.List(ctx, bucket, listPrefix, func(oi backend.ObjectInfo) error {
-		rel := strings.TrimLeft(oi.Key[len(listPrefix):], "/")
-		base := rel[strings.LastIndexByte(rel, '/')+1:]
 		skip := func(reason string) {
 			d.Skipped = append(d.Skipped, Skipped{Bucket: bucket, Key: oi.Key, Reason: reason})
 		}
+		if !strings.HasPrefix(oi.Key, listPrefix) {
+			// The store's answer, not to be trusted: classified as if
+			// under the root it would serve a key outside it.
+			skip(fmt.Sprintf("listed for s3://%s/%s but not under the prefix listed", bucket, listPrefix))
+			return nil
+		}
+		rel := strings.TrimLeft(oi.Key[len(listPrefix):], "/")
+		base := rel[strings.LastIndexByte(rel, '/')+1:]
 		if base == dataset.PointerName && strings.Count(rel, "/") <= 1 {
 			dsPrefix := strings.TrimSuffix(strings.TrimSuffix(oi.Key, dataset.PointerName), "/")
 			name := dsPrefix[strings.LastIndexByte(dsPrefix, '/')+1:]
