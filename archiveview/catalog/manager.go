@@ -26,7 +26,9 @@ package catalog
 //   - A discovered or aliased upload's open first reserves its index
 //     memory from IndexMemory (budget.go), waiting at most OpenTimeout
 //     while the budget is used, and lists at most MaxFilesPerUpload files
-//     per manifest.
+//     per manifest. It takes its slot and its memory together, holding
+//     neither while it waits for the other (an open queued for a slot
+//     holds no memory); its open deadline starts once it holds both.
 //   - A rescan reuses every entry whose manifest is listed with the same
 //     key and ETag (open or still opening: no manifest is read again), opens
 //     only what is new, and swaps the catalog once the opens it started have
@@ -320,6 +322,11 @@ func (cm *Manager) openArchive(ctx context.Context, name, bucket, key string, ma
 		return nil, ctx.Err()
 	}
 	defer func() { <-cm.slots }()
+	return cm.openInSlot(ctx, name, bucket, key, maxFiles, x)
+}
+
+// openInSlot is openArchive for a caller that holds an open slot.
+func (cm *Manager) openInSlot(ctx context.Context, name, bucket, key string, maxFiles int, x openExtra) (*archiveview.Archive, error) {
 	o := cm.opts
 	o.Name = name
 	if len(x.allow) > 0 {
@@ -371,7 +378,34 @@ func (cm *Manager) openUpload(ctx context.Context, name, bucket, key string, lis
 // openReserved reserves files' index memory (waiting at most the open
 // timeout), opens with that file cap, and keeps the archive's real index
 // size charged until it is closed.
+//
+// An upload's open (not a history's) takes its open slot and its memory
+// together (slotAndMemory), holding neither while it waits for the other:
+// an open queued for a slot holds no memory, so the opens waiting for
+// memory wait only for memory in use, never for the opens queued ahead of
+// them. A history's older version keeps its order (its share, the
+// budget, then a slot: historymgr.go).
 func (cm *Manager) openReserved(ctx context.Context, name, bucket, key string, files int, x openExtra) (*archiveview.Archive, error) {
+	if x.hist == nil {
+		got, err := cm.slotAndMemory(ctx, int64(files)*IndexBytesPerFile)
+		if x.held != nil {
+			x.held()
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, fmt.Errorf("archive %q: manifest s3://%s/%s: %w", name, bucket, key, err)
+		}
+		a, err := cm.openInSlot(ctx, name, bucket, key, files, x)
+		<-cm.slots
+		if err != nil {
+			cm.index.release(got)
+			return nil, err
+		}
+		cm.charge(a, indexCharge{main: cm.index.adjust(got, indexHeap(a))})
+		return a, nil
+	}
 	wctx, cancel := context.WithTimeout(ctx, cm.cfg.OpenTimeout)
 	var hist int64
 	var err error
@@ -404,20 +438,64 @@ func (cm *Manager) openReserved(ctx context.Context, name, bucket, key string, f
 		cm.histIndex.release(hist)
 		return nil, err
 	}
-	var heap int64
+	heap := indexHeap(a)
+	// At least a little per open version: an index served in place is
+	// still a version held open (its file, its chunk state).
+	cm.charge(a, indexCharge{main: cm.index.adjust(got, heap), hist: cm.histIndex.adjust(hist, max(heap, minHistoryCharge))})
+	return a, nil
+}
+
+// indexHeap is the index memory open archive a holds: its index's heap,
+// nothing for an index served from its file in place.
+func indexHeap(a *archiveview.Archive) int64 {
 	if info := a.Info(); !info.IndexInPlace {
-		heap = info.IndexBytes
+		return info.IndexBytes
 	}
-	c := indexCharge{main: cm.index.adjust(got, heap)}
-	if x.hist != nil {
-		// At least a little per open version: an index served in place
-		// is still a version held open (its file, its chunk state).
-		c.hist = cm.histIndex.adjust(hist, max(heap, minHistoryCharge))
-	}
+	return 0
+}
+
+// charge records what open archive a holds of the index budgets,
+// returned when it is closed (closeArchive).
+func (cm *Manager) charge(a *archiveview.Archive, c indexCharge) {
 	cm.chargeMu.Lock()
 	cm.charged[a] = c
 	cm.chargeMu.Unlock()
-	return a, nil
+}
+
+// slotAndMemory takes an open slot and n bytes of the index budget (at
+// most its limit) together and returns the bytes taken; the caller
+// releases the slot. It holds neither while it waits for the other: with
+// a slot and not the memory it gives the slot back and waits for the
+// budget to shrink, then queues for a slot again. The memory waits end
+// OpenTimeout after the first (an error wrapping ErrIndexMemory); the
+// slot waits end with ctx, as openArchive's.
+func (cm *Manager) slotAndMemory(ctx context.Context, n int64) (int64, error) {
+	var deadline <-chan time.Time
+	for {
+		select {
+		case cm.slots <- struct{}{}:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+		got, ok, changed, used := cm.index.take(n)
+		if ok {
+			return got, nil
+		}
+		<-cm.slots
+		if deadline == nil {
+			t := time.NewTimer(cm.cfg.OpenTimeout)
+			defer t.Stop()
+			deadline = t.C
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			return 0, fmt.Errorf("%w: waited %s (--open-timeout) for %d bytes of %s (%d, %d in use)",
+				ErrIndexMemory, cm.cfg.OpenTimeout, got, cm.index.what, cm.index.limit, used)
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
 }
 
 // minHistoryCharge is the least an open older dataset version holds of
