@@ -16,6 +16,7 @@ import (
 	"errors"
 
 	"github.com/wharf-s3/wharf/archiveview"
+	"github.com/wharf-s3/wharf/archiveview/catalog/dataset"
 	"github.com/wharf-s3/wharf/archiveview/manifest"
 	"github.com/wharf-s3/wharf/backend"
 )
@@ -40,6 +41,7 @@ var openFailureKinds = []struct {
 	{ErrOpenTimeout, "its open timed out (it is tried again at the next rescan)"},
 	{ErrIndexMemory, "the server's index memory is in use (it is tried again at the next rescan)"},
 	{ErrNoUpload, "its alias has no finished upload that can be served"},
+	{dataset.ErrBadPointer, "its dataset's CURRENT pointer is not valid (it is read again at the next rescan)"},
 	{archiveview.ErrBrokenChain, "its chain of manifests is broken"},
 	{manifest.ErrEncrypted, "its manifest is encrypted"},
 	{manifest.ErrTooLarge, "its manifest exceeds a limit of this server"},

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/wharf-s3/wharf/archiveview"
+	"github.com/wharf-s3/wharf/archiveview/catalog/dataset"
 	"github.com/wharf-s3/wharf/archiveview/manifest"
 	"github.com/wharf-s3/wharf/backend"
 )
@@ -28,6 +29,7 @@ func TestOpenFailurePublicMessage(t *testing.T) {
 		{archiveview.ErrBrokenChain, "chain of manifests is broken"},
 		{ErrOpenTimeout, "its open timed out"},
 		{ErrIndexMemory, "index memory is in use"},
+		{dataset.ErrBadPointer, "its dataset's CURRENT pointer is not valid"},
 		{errors.New("anything"), "could not be opened. The server's log"},
 	} {
 		err := &archiveview.OpenError{Archive: "b1", Manifest: "s3://private/uploads/u/manifest.json.gz",
