@@ -890,7 +890,9 @@ func (cm *Manager) Scan(ctx context.Context, initial bool) error {
 		// (the aliases' sources and skips, the datasets' versions), and
 		// settle publishes that one once they have ended.
 		cm.catalog.swapEntries(op.entries)
+		op.mu.Lock() // the alias resolutions have started: they append skips under it
 		cm.report.Store(rep.clone())
+		op.mu.Unlock()
 		cm.initial = op
 		cm.log.Info().Int("roots", len(cm.cfg.Discover)).Int("aliases", len(cm.cfg.Aliases)).
 			Int("buckets", len(op.entries)).Dur("took", time.Since(start)).
