@@ -281,15 +281,13 @@ func (cm *Manager) startDatasetOpen(name string, ref DatasetRef, key string, siz
 	e := pendingEntry(name, "s3://"+ref.Bucket+"/"+key, created)
 	ctx, cancel := context.WithCancel(cm.base)
 	e.cancel = cancel
-	cm.jobs.Add(1)
-	go func() {
-		defer cm.jobs.Done()
+	cm.enqueue(func() {
 		a, err := cm.openUpload(ctx, name, ref.Bucket, key, size, openExtra{allow: []string{ref.VersionsRoot()}})
 		if err != nil {
 			err = fmt.Errorf("dataset %s version at s3://%s/%s: %w", ref.URL(), ref.Bucket, key, err)
 		}
 		e.finish(a, err)
-	}()
+	})
 	return e
 }
 

@@ -12,6 +12,8 @@ package catalog
 // Opening is parallel and, at start, in the background:
 //
 //   - Every archive is opened by a job holding one of OpenConcurrency slots.
+//     A scan's background opens wait in one queue run by at most
+//     OpenConcurrency goroutines (enqueue), never a goroutine per upload.
 //   - The initial Scan lists the roots, publishes every discovered bucket
 //     and alias as a pending entry and returns: the server listens at once.
 //     ListBuckets shows every bucket; a request for one still opening waits
@@ -178,6 +180,11 @@ type Manager struct {
 	base     context.Context    // every background open runs under it
 	stop     context.CancelFunc // cancels them (CloseAll)
 	jobs     sync.WaitGroup     // background opens and alias resolutions
+	// qmu guards the queue of background opens (enqueue) and the
+	// goroutines running it, at most OpenConcurrency.
+	qmu     sync.Mutex
+	queue   []func()
+	workers int
 
 	mu      sync.Mutex        // one scan at a time; guards open and initial
 	open    map[string]*Entry // upload entries by bucket\x00key\x00etag, open or opening: reused by the next scan
@@ -533,13 +540,45 @@ func (cm *Manager) startOpen(name, bucket, key string, listed int64, created tim
 	e := pendingEntry(name, "s3://"+bucket+"/"+key, created)
 	ctx, cancel := context.WithCancel(cm.base)
 	e.cancel = cancel
-	cm.jobs.Add(1)
-	go func() {
-		defer cm.jobs.Done()
+	cm.enqueue(func() {
 		a, err := cm.openUpload(ctx, name, bucket, key, listed, openExtra{})
 		e.finish(a, err)
-	}()
+	})
 	return e
+}
+
+// enqueue runs open in the background, in order, on at most
+// OpenConcurrency goroutines: the uploads a scan finds are as many as
+// uploaders write, and each waits in the queue, not on a goroutine of its
+// own. An open whose entry was retired while queued runs with its context
+// cancelled and ends at once.
+func (cm *Manager) enqueue(open func()) {
+	cm.jobs.Add(1)
+	cm.qmu.Lock()
+	defer cm.qmu.Unlock()
+	cm.queue = append(cm.queue, open)
+	if cm.workers < cm.cfg.OpenConcurrency {
+		cm.workers++
+		go cm.work()
+	}
+}
+
+// work runs queued opens until the queue is empty.
+func (cm *Manager) work() {
+	for {
+		cm.qmu.Lock()
+		if len(cm.queue) == 0 {
+			cm.workers--
+			cm.qmu.Unlock()
+			return
+		}
+		open := cm.queue[0]
+		cm.queue[0] = nil
+		cm.queue = cm.queue[1:]
+		cm.qmu.Unlock()
+		open()
+		cm.jobs.Done()
+	}
 }
 
 // OpenStatic opens every configured archive, OpenConcurrency at a time,
