@@ -2,6 +2,8 @@ package catalog
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -57,5 +59,33 @@ func TestDiscoverStrayKeys(t *testing.T) {
 		if !strings.Contains(skipped[k], "not under the prefix listed") {
 			t.Errorf("stray key %q: skipped %q", k, skipped[k])
 		}
+	}
+}
+
+// TestHistoryListingStrayKeys: the history build's listing of DATASET/v/
+// takes no key outside it as a version (nor crashes on a key shorter than
+// the prefix, as the code before did: slice bounds out of range).
+func TestHistoryListingStrayKeys(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "lake"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ref := DatasetRef{Bucket: "lake", Prefix: "datasets/sea"}
+	store := strayList{Store: backend.NewFileStore(dir), stray: []string{"d", "other/v/20260101T000000Z-aaaaaa/uploads/u/manifest.json.gz"}}
+	var l versionListing
+	var err error
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				t.Fatalf("listVersions panicked: %v", r)
+			}
+		}()
+		l, err = listVersions(context.Background(), store, ref)
+	}()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.ids) != 0 || len(l.manifests) != 0 {
+		t.Fatalf("stray keys listed as versions: ids %v, manifests %v", l.ids, l.manifests)
 	}
 }

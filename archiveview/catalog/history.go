@@ -486,13 +486,17 @@ func listVersions(ctx context.Context, store backend.Store, ref DatasetRef) (ver
 	seen := map[string]bool{}
 	best := map[string]backend.ObjectInfo{}
 	err := store.List(ctx, ref.Bucket, root, func(oi backend.ObjectInfo) error {
+		rest, under := strings.CutPrefix(oi.Key, root)
+		if !under {
+			return nil // a store's listing that strays outside the prefix: no version of it
+		}
 		if c := cmp.Or(oi.StorageClass, backend.ClassStandard); c != backend.ClassStandard && len(l.classes) < historyClassesMax {
 			if l.classes == nil {
 				l.classes = map[string]objClass{}
 			}
 			l.classes[oi.Key] = objClass{c, oi.AccessTier}
 		}
-		id, man, ok := parseVersionKey(oi.Key[len(root):])
+		id, man, ok := parseVersionKey(rest)
 		if !ok {
 			return nil
 		}
