@@ -1,0 +1,101 @@
+package chunkio
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/wharf-s3/wharf/backend"
+	"github.com/wharf-s3/wharf/backend/faults"
+)
+
+// slowFixture stores two chunks: chunk 0 a framed chunk holding one giant
+// frame of giantSize incompressible bytes, chunk 1 a framed chunk of one
+// small frame. A GET of chunk 0 from object byte 0 answers after 200 ms
+// (the reader waits for it) and stalls after its first firstBytes bytes, every other GET of chunk 0 before its first byte
+// (connections that stop sending without closing, until the request's
+// context ends); GETs of chunk 1 are served at once. It returns a Set over them (MaxFrameBytes
+// 1 MiB: chunk 0's frame is streamed) and both frames' decoded bytes.
+func slowFixture(t *testing.T, giantSize int, firstBytes int64, opts ...CacheOption) (*Set, []byte, []byte) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(3, 5))
+	giant := make([]byte, giantSize)
+	for i := range giant {
+		giant[i] = byte(rng.Uint32())
+	}
+	small := bytes.Repeat([]byte("a small frame of another chunk\n"), 2000)
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var chunks []Chunk
+	for i, data := range [][]byte{giant, small} {
+		comp := enc.EncodeAll(data, nil)
+		key := "s/uploads/u/chunks/c" + string(rune('0'+i)) + ".tar.zst"
+		p := filepath.Join(dir, "bkt", filepath.FromSlash(key))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, comp, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		fr := Frame{COff: 0, CSize: int64(len(comp)), USize: int64(len(data)), Sum: sha256.Sum256(comp), HasSum: true}
+		chunks = append(chunks, Chunk{Key: key, Kind: FramedZstd, Frames: []Frame{fr}, Size: int64(len(comp))})
+	}
+	slowKey := chunks[0].Key
+	store := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{Hook: func(r faults.Request) faults.Fault {
+		switch {
+		case r.Op == "range" && r.Key == slowKey && r.Off == 0:
+			return faults.Fault{Kind: faults.FaultStall, After: firstBytes, Delay: 200 * time.Millisecond}
+		case r.Op == "range" && r.Key == slowKey:
+			return faults.Fault{Kind: faults.FaultStall}
+		}
+		return faults.Fault{}
+	}})
+	cache := NewFrameCache(0, opts...)
+	set := NewSet(store, "bkt", chunks, Options{Readahead: -1, MaxFrameBytes: 1 << 20, Cache: cache})
+	t.Cleanup(set.Close)
+	return set, giant, small
+}
+
+// readChunk reads tar bytes [u0,u1) of chunk ci whole.
+func readChunk(ctx context.Context, s *Set, ci int32, u0, u1 int64) ([]byte, error) {
+	src, err := s.Range(ctx, ci, u0, u1)
+	if err != nil {
+		return nil, err
+	}
+	sr := &segReader{src: src}
+	defer sr.Close()
+	return io.ReadAll(sr)
+}
+
+// TestSpeculativePartNeverWaitsForStreamSlot: a reader of the first MiB
+// of a giant frame whose first part arrived gets its bytes while the
+// other sub-ranges of its parts are stuck on stalled backend connections. The reader's window grows when it first waits for
+// data; the part it then adds is speculative and must not wait for one
+// of the stream's GET slots (all held by the stalled sub-ranges of its
+// parts ahead). On the old code it did, and the read hung until its
+// context ended (here 5 s).
+func TestSpeculativePartNeverWaitsForStreamSlot(t *testing.T) {
+	set, giant, _ := slowFixture(t, 24<<20, 3<<19, WithMemory(256<<20), WithMemoryWait(2*time.Second))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	got, err := readChunk(ctx, set, 0, 0, 1<<20)
+	if err != nil {
+		t.Fatalf("read of the giant frame's first MiB: %v after %v", err, time.Since(start))
+	}
+	if !bytes.Equal(got, giant[:1<<20]) {
+		t.Fatalf("wrong bytes")
+	}
+	t.Logf("served in %v", time.Since(start).Round(time.Millisecond))
+}
