@@ -119,6 +119,7 @@ func NewFrameCache(budget int64, opts ...CacheOption) *FrameCache {
 		return c.dropParked()
 	}
 	c.lim.reclaimOwn = c.evictOwn
+	c.lim.reclaimGets = c.dropParkedFetching
 	l, err := simplelru.NewLRU[cacheKey, *Buf](math.MaxInt32, c.onEvict)
 	if err != nil {
 		panic(err) // only for a non-positive size

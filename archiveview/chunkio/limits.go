@@ -23,7 +23,9 @@ package chunkio
 //
 //   - a demand take (what a reader needs now: the first part of a read,
 //     a stream's next part) evicts cached frames oldest first and parked
-//     decoders, then waits at most MemoryWait for memory and a GET slot;
+//     decoders, and, short of a GET slot, drops the parked decoders whose
+//     parts ahead hold GETs in flight (speculative GETs that may be slow
+//     to end), then waits at most MemoryWait for memory and a GET slot;
 //   - a speculative take (readahead, the later parts of a window) evicts
 //     cached frames but never waits, and never takes a stream past its
 //     fair share (the budget divided by the streams reading), so a
@@ -150,6 +152,10 @@ type ReadLimits struct {
 	// reclaimOwn evicts the oldest cached frame charged to cl that no
 	// reader holds; false when there is none.
 	reclaimOwn func(cl *clientUse) bool
+	// reclaimGets drops a parked stream decoder whose parts ahead still
+	// have GETs in flight (their slots return as the GETs stop); false
+	// when there is none.
+	reclaimGets func() bool
 }
 
 // clientUse is what one client holds (under ReadLimits.mu). It lives in
@@ -203,9 +209,10 @@ func newReadLimits(cfg cacheConfig) *ReadLimits {
 	l := &ReadLimits{
 		memory: cfg.memory, wait: cfg.memoryWait, maxGets: cfg.maxParts,
 		partSize: cfg.partSize, streamParts: cfg.streamParts,
-		freed:      make(chan struct{}),
-		reclaim:    func(bool) bool { return false },
-		reclaimOwn: func(*clientUse) bool { return false },
+		freed:       make(chan struct{}),
+		reclaim:     func(bool) bool { return false },
+		reclaimOwn:  func(*clientUse) bool { return false },
+		reclaimGets: func() bool { return false },
 	}
 	l.maxDecoders = decodersFor(cfg.memory, cfg.maxParts, cfg.partSize, cfg.streamParts)
 	f := cfg.clientShare
@@ -311,6 +318,9 @@ func (l *ReadLimits) take(ctx context.Context, n int64, gets int, mode allocMode
 			continue
 		}
 		if short == "client share" && l.reclaimOwn(cl) {
+			continue
+		}
+		if short == "GET slot" && mode == demand && l.reclaimGets() {
 			continue
 		}
 		if mode == speculative {

@@ -99,3 +99,30 @@ func TestSpeculativePartNeverWaitsForStreamSlot(t *testing.T) {
 	}
 	t.Logf("served in %v", time.Since(start).Round(time.Millisecond))
 }
+
+// TestParkedPartsYieldGetSlots: a decoder parked by a read that ended
+// where its client asked keeps its parts ahead, and their GETs (here
+// stalled, as a backend connection that stopped sending) hold the
+// process's GET slots (MaxParts 8, all of them). A demand read of another
+// chunk that finds no GET slot drops that parked decoder (its parts are
+// speculative) and is served at once. On the old code only a shortage of
+// memory dropped parked decoders: the read waited the whole memory wait
+// and failed with ErrBusy.
+func TestParkedPartsYieldGetSlots(t *testing.T) {
+	set, giant, small := slowFixture(t, 24<<20, 3<<19, WithMemory(256<<20), WithMaxParts(8), WithMemoryWait(2*time.Second))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	got, err := readChunk(ctx, set, 0, 0, 1<<20)
+	if err != nil || !bytes.Equal(got, giant[:1<<20]) {
+		t.Fatalf("read of the giant frame's first MiB: %v", err)
+	}
+	if _, gets := set.lim.inUse(); gets != 8 {
+		t.Fatalf("%d GETs in flight after the giant read parked, want 8 (the fixture holds every slot)", gets)
+	}
+	start := time.Now()
+	got, err = readChunk(ctx, set, 1, 0, int64(len(small)))
+	took := time.Since(start)
+	if err != nil || !bytes.Equal(got, small) || took > time.Second {
+		t.Fatalf("read of another chunk while a parked decoder's parts hold every GET slot: %v after %v, want its bytes at once", err, took)
+	}
+}
