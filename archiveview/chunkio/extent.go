@@ -270,27 +270,48 @@ func verifiedExtent(ctx context.Context, s *Set, ci int32, base int64, e Extent,
 	k := cacheKey{store: s.storeID, bucket: s.bucket, object: s.chunks[ci].Key, kind: keyExtent, n: base, m: e.Length,
 		name: e.TarName, sum: e.Sum, hasSum: true}
 	return s.cache.get(ctx, k, s.metrics, func(ctx context.Context) (*Buf, error) {
-		// The buffer first, then the source's parts: nothing is held
-		// while waiting for the buffer's memory.
-		buf, err := s.lim.alloc(ctx, e.Length, demand)
-		if err != nil {
-			return nil, err
+		// The buffer is taken with the source's first take (its first
+		// part, or a stream decoder's first part and window), in one
+		// take: the read never holds the buffer while it waits for the
+		// source's memory (nor a client its share).
+		ft := &firstTake{n: bufSize(e.Length)}
+		fctx := withFirstTake(ctx, ft)
+		settle := func() {
+			if cl, took := ft.settle(); took {
+				s.lim.unreserve(cl, ft.n)
+			}
 		}
 		var src Source
+		var err error
 		if needHdr {
-			src, err = s.Range(ctx, ci, base-512, base+e.Length)
+			src, err = s.Range(fctx, ci, base-512, base+e.Length)
 			if err == nil {
 				src = &hdrSource{set: s, inner: src, ci: ci, base: base, e: e}
 			}
 		} else {
-			src, err = s.Range(ctx, ci, base, base+e.Length)
+			src, err = s.Range(fctx, ci, base, base+e.Length)
 		}
 		if err != nil {
-			buf.Release()
+			settle()
 			return nil, err
 		}
 		sr := &segReader{src: src}
 		defer sr.Close()
+		sr.seg, sr.rel, sr.err = src.Next()
+		if sr.err != nil && sr.err != io.EOF {
+			settle()
+			return nil, sr.err
+		}
+		var buf *Buf
+		if cl, took := ft.settle(); took {
+			buf = s.lim.bufReserved(cl, e.Length)
+		} else {
+			// No take of the source carried it (its first bytes were
+			// cached or continue a parked decoder): taken now.
+			if buf, err = s.lim.alloc(ctx, e.Length, demand); err != nil {
+				return nil, err
+			}
+		}
 		if _, err := io.ReadFull(sr, buf.b); err != nil {
 			buf.Release()
 			if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {

@@ -296,7 +296,8 @@ func (l *ReadLimits) tryTake(id string, n int64, gets int) (cl *clientUse, grant
 // (WithClient), whose record it returns. While they are not all free it
 // evicts cached frames (when memory is short); a speculative take then
 // returns errNoMemory, a demand take waits, holding nothing, at most
-// MemoryWait, then fails with ErrBusy. The caller returns the bytes with
+// MemoryWait, then fails with ErrBusy. A demand take also takes the bytes
+// of a firstTake ctx carries that no take committed yet (see firstTake). The caller returns the bytes with
 // unreserve (or hands them to buffers made with bufReserved) and the
 // slots with putGets.
 func (l *ReadLimits) take(ctx context.Context, n int64, gets int, mode allocMode) (*clientUse, int, error) {
@@ -304,14 +305,25 @@ func (l *ReadLimits) take(ctx context.Context, n int64, gets int, mode allocMode
 		return nil, 0, fmt.Errorf("%d bytes asked of a read memory budget of %d: %w", n, l.memory, ErrBusy)
 	}
 	id := clientOf(ctx)
+	ft, _ := ctx.Value(firstTakeKey{}).(*firstTake)
+	if mode != demand || ft == nil || n+ft.n > l.memory {
+		ft = nil
+	}
 	dl := deadline{wait: l.wait}
 	defer dl.stop()
 	for {
 		l.mu.Lock()
 		ch := l.freed
 		l.mu.Unlock()
-		cl, k, short, ok := l.tryTake(id, n, gets)
+		extra := int64(0)
+		if ft.free() {
+			extra = ft.n
+		}
+		cl, k, short, ok := l.tryTake(id, n+extra, gets)
 		if ok {
+			if extra > 0 && !ft.commit(cl) {
+				l.unreserve(cl, extra) // settled meanwhile: not needed
+			}
 			return cl, k, nil
 		}
 		if short == "memory" && l.reclaim(true) {
@@ -334,6 +346,61 @@ func (l *ReadLimits) take(ctx context.Context, n int64, gets int, mode allocMode
 			return nil, 0, err
 		}
 	}
+}
+
+// firstTake is memory a read needs beside what its source takes (a
+// verified extent's buffer, verifiedExtent), carried in the read's
+// context (withFirstTake): the first demand take of the read (its
+// source's first part, a stream decoder's first take) takes these bytes
+// with its own, in one take, so the read never holds them while it
+// waits for the rest. The read settles it once (settle): the bytes a take
+// committed are its own from then on.
+type firstTake struct {
+	n int64
+
+	mu   sync.Mutex
+	done bool       // committed by a take, or settled by the read
+	took bool       // committed by a take
+	cl   *clientUse // the client a take charged the bytes to
+}
+
+type firstTakeKey struct{}
+
+// withFirstTake returns ctx carrying ft.
+func withFirstTake(ctx context.Context, ft *firstTake) context.Context {
+	return context.WithValue(ctx, firstTakeKey{}, ft)
+}
+
+// free reports whether no take committed ft and the read did not settle
+// it (false for nil).
+func (ft *firstTake) free() bool {
+	if ft == nil {
+		return false
+	}
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	return !ft.done
+}
+
+// commit records that a take charged ft's bytes to cl; false when ft was
+// committed or settled meanwhile (the take returns them).
+func (ft *firstTake) commit(cl *clientUse) bool {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	if ft.done {
+		return false
+	}
+	ft.done, ft.took, ft.cl = true, true, cl
+	return true
+}
+
+// settle ends ft: took reports whether a take charged its bytes (to cl),
+// which the caller then owns; otherwise no take will.
+func (ft *firstTake) settle() (cl *clientUse, took bool) {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	ft.done = true
+	return ft.cl, ft.took
 }
 
 func (l *ReadLimits) inUse() (used int64, gets int) {
