@@ -338,6 +338,9 @@ func (l *ReadLimits) take(ctx context.Context, n int64, gets int, mode allocMode
 		if mode == speculative {
 			return nil, 0, errNoMemory
 		}
+		if ctx.Value(noWaitKey{}) != nil {
+			return nil, 0, fmt.Errorf("%d bytes and a backend GET not free at once (short of %s): %w", n, short, errMustWait)
+		}
 		if err := dl.await(ctx, ch); err == errWaitExpired {
 			used, inFlight := l.inUse()
 			return nil, 0, fmt.Errorf("waited %v for %d bytes and a backend GET (short of %s; %d of %d bytes in use, %d of %d GETs in flight): %w",
@@ -346,6 +349,21 @@ func (l *ReadLimits) take(ctx context.Context, n int64, gets int, mode allocMode
 			return nil, 0, err
 		}
 	}
+}
+
+// errMustWait: a demand take under withoutWait found its memory or GET
+// slot not free. It wraps context.Canceled, so that a read that joined
+// the flight of such a take fetches the frame itself.
+var errMustWait = fmt.Errorf("read limits not free at once: %w", context.Canceled)
+
+type noWaitKey struct{}
+
+// withoutWait returns ctx under which demand takes do not wait: one
+// that finds its memory or GET slot short (after evicting) fails with
+// errMustWait. For work whose caller holds memory it waits on (the
+// header check beside a member's data, hdrCheckedSource).
+func withoutWait(ctx context.Context) context.Context {
+	return context.WithValue(ctx, noWaitKey{}, true)
 }
 
 // firstTake is memory a read needs beside what its source takes (a
