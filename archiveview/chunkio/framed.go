@@ -224,7 +224,8 @@ func (fs *framedSource) produce() {
 // A part that cannot start completes its flights with the error (the
 // consumer then sees it). One that finds no room to speculate gives its
 // claims back (errGaveUp: whoever joined them fetches the frames itself),
-// waits, holding nothing, until the consumer caught up, and asks the
+// waits, holding nothing, until the consumer caught up (or, when only the
+// source's GET slots were short, until one is free), and asks the
 // producer to plan again (retry). It returns the bytes the part holds.
 func (fs *framedSource) start(plan partPlan, fls []*flight) (reserved int64, ok, retry bool) {
 	s := fs.set
@@ -249,6 +250,22 @@ func (fs *framedSource) start(plan partPlan, fls []*flight) (reserved int64, ok,
 		mode := speculative
 		if ahead == 0 {
 			mode = demand
+		}
+		if mode == speculative && len(fs.slots) == cap(fs.slots) {
+			// Every GET slot of this source is held by its parts ahead,
+			// whose GETs may be slow to end: the claims are given back
+			// before waiting for one (readers that joined them fetch the
+			// frames themselves), and the frames are planned again once
+			// one is free. Only the producer takes slots: one free now is
+			// free at launch.
+			fail(errGaveUp)
+			select {
+			case fs.slots <- struct{}{}:
+				<-fs.slots
+			case <-fs.ctx.Done():
+				return 0, false, false
+			}
+			return 0, true, true
 		}
 		var err error
 		p, err = s.launch(fs.ctx, nil, fs.ci, plan, waysFor(s.lim.streamParts, ahead+1), decoded, held, mode, fs.slots)

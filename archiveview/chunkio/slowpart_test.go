@@ -126,3 +126,71 @@ func TestParkedPartsYieldGetSlots(t *testing.T) {
 		t.Fatalf("read of another chunk while a parked decoder's parts hold every GET slot: %v after %v, want its bytes at once", err, took)
 	}
 }
+
+// TestClaimsNotHeldForStreamSlot: a framed reader whose first part (8
+// frames of 1 MiB in a 9 MiB part, fetched as 8 sub-range GETs: every GET
+// slot of its stream) is stuck on stalled backend connections must not hold the
+// claims of its next part's frames while it waits for one of those slots:
+// another reader of one of those frames fetches it itself and is served.
+// On the old code the first reader's producer claimed the frames, then
+// waited for a slot its stalled GETs never returned, and the second
+// reader waited on its claim until its context ended (here 3 s).
+func TestClaimsNotHeldForStreamSlot(t *testing.T) {
+	rng := rand.New(rand.NewPCG(6, 6))
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var obj, tarBytes []byte
+	var frames []Frame
+	for range 16 {
+		data := make([]byte, 1<<20)
+		for i := range data {
+			data[i] = byte(rng.Uint32())
+		}
+		comp := enc.EncodeAll(data, nil)
+		frames = append(frames, Frame{COff: int64(len(obj)), CSize: int64(len(comp)), UOff: int64(len(tarBytes)), USize: int64(len(data)),
+			Sum: sha256.Sum256(comp), HasSum: true})
+		obj = append(obj, comp...)
+		tarBytes = append(tarBytes, data...)
+	}
+	dir := t.TempDir()
+	key := "s/uploads/u/chunks/c0.tar.zst"
+	p := filepath.Join(dir, "bkt", filepath.FromSlash(key))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, obj, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stallBefore := frames[8].COff // the first part's GETs stall
+	store := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{Hook: func(r faults.Request) faults.Fault {
+		if r.Op == "range" && r.Off < stallBefore {
+			return faults.Fault{Kind: faults.FaultStall}
+		}
+		return faults.Fault{}
+	}})
+	chunks := []Chunk{{Key: key, Kind: FramedZstd, Frames: frames, Size: int64(len(obj))}}
+	set := NewSet(store, "bkt", chunks, Options{Readahead: -1, Cache: NewFrameCache(64<<20, WithMemory(256<<20), WithPartSize(9<<20))})
+	t.Cleanup(set.Close)
+
+	ctxA, cancelA := context.WithCancel(context.Background())
+	defer cancelA()
+	doneA := make(chan struct{})
+	go func() {
+		defer close(doneA)
+		_, _ = readChunk(ctxA, set, 0, 0, int64(len(tarBytes))) // stuck on its first part until cancelled
+	}()
+	time.Sleep(300 * time.Millisecond) // its producer has planned the second part
+
+	ctxB, cancelB := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancelB()
+	u0 := frames[9].UOff
+	start := time.Now()
+	got, err := readChunk(ctxB, set, 0, u0, u0+4096)
+	if err != nil || !bytes.Equal(got, tarBytes[u0:u0+4096]) {
+		t.Fatalf("read of frame 9 while another reader's first part is stalled: %v after %v, want its bytes", err, time.Since(start))
+	}
+	cancelA()
+	<-doneA
+}
