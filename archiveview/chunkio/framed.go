@@ -630,8 +630,8 @@ func noteFrames(s *Set, ci int32, lo, hi, run int) {
 
 // prefetch fetches the frames lo..hi of chunk ci that are neither cached
 // nor in flight, in parts, without taking references to them; each part is
-// speculative (it starts only when memory and GET slots are free, within
-// the prefetch's fair share). It stops when budget (decoded bytes) is
+// speculative (it starts only when memory and GET slots, its own among
+// them, are free, within the prefetch's fair share). It stops when budget (decoded bytes) is
 // spent; giant frames are skipped. The parts' workers are added to workers.
 func prefetch(ctx context.Context, s *Set, ci int32, lo, hi int, budget, held *int64, slots chan struct{}, workers *sync.WaitGroup) {
 	c := s.cache
@@ -701,7 +701,10 @@ func prefetch(ctx context.Context, s *Set, ci int32, lo, hi int, budget, held *i
 			return true
 		})
 		j := plan.hi
-		p, _ := s.launch(ctx, nil, ci, plan, 1, decoded, *held, speculative, slots)
+		var p *part
+		if len(slots) < cap(slots) { // never waits for its own GETs, claims held (only this prefetch takes its slots)
+			p, _ = s.launch(ctx, nil, ci, plan, 1, decoded, *held, speculative, slots)
+		}
 		if p == nil {
 			for k, fl := range fls {
 				c.complete(s.frameKey(ci, i+k), fl, nil, errGaveUp)

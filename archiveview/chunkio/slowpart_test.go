@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -193,4 +194,49 @@ func TestClaimsNotHeldForStreamSlot(t *testing.T) {
 	}
 	cancelA()
 	<-doneA
+}
+
+// TestPrefetchNeverWaitsForItsSlots: a prefetch whose GET slots are all
+// in use (here taken beforehand, as its earlier parts' GETs in flight
+// would) gives up at once, its claim given back, instead of waiting for
+// a slot with the claim of its next frame held: a reader of that frame
+// is served. On the old code the prefetch waited (its context is the
+// Set's: no deadline) and the reader waited on its claim until the
+// reader's context ended.
+func TestPrefetchNeverWaitsForItsSlots(t *testing.T) {
+	set, _, small := slowFixture(t, 2<<20, 0, WithMemory(256<<20))
+	slots := make(chan struct{}, set.lim.streamParts)
+	for range cap(slots) {
+		slots <- struct{}{}
+	}
+	budget, held := int64(64<<20), int64(0)
+	var workers sync.WaitGroup
+	returned := make(chan struct{})
+	go func() {
+		defer close(returned)
+		prefetch(set.ctx, set, 1, 0, 0, &budget, &held, slots, &workers)
+	}()
+	for deadline := time.Now().Add(time.Second); !set.FrameCached(1, 0); { // claimed, or the prefetch ended
+		select {
+		case <-returned:
+		default:
+			if time.Now().After(deadline) {
+				t.Fatal("the prefetch neither claimed the frame nor ended")
+			}
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		break
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	got, err := readChunk(ctx, set, 1, 0, int64(len(small)))
+	if err != nil || !bytes.Equal(got, small) {
+		t.Fatalf("read of a frame a prefetch claimed: %v, want its bytes", err)
+	}
+	for range cap(slots) {
+		<-slots // the prefetch's slots free: a waiting prefetch ends
+	}
+	<-returned
+	workers.Wait()
 }
