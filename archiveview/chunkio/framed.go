@@ -368,7 +368,8 @@ func (fs *framedSource) starved() {
 // compressed bytes as they arrive, then verifies and decodes the frame
 // into a buffer from reserved (the decoded sizes, reserved at launch; what
 // is not used is returned). A frame that fails its sha256 is fetched once
-// more on its own. The part is closed when every frame is done.
+// more on its own, into the part's and the frame's own bytes
+// (refetchInto). The part is closed when every frame is done.
 func partWorker(ctx context.Context, s *Set, p *part, lo, hi int, fls []*flight, reserved int64) {
 	defer p.close()
 	c := s.cache
@@ -413,6 +414,7 @@ func partWorker(ctx context.Context, s *Set, p *part, lo, hi int, fls []*flight,
 		}
 		comp := p.buf.b[f.COff-p.off : f.COff+f.CSize-p.off]
 		var buf *Buf
+		out.retain() // kept across a sha256 mismatch: the second fetch decodes into it
 		if ed != nil {
 			buf, err = ed.finish(ctx, s, p.ci, k, comp, sum)
 		} else {
@@ -423,7 +425,9 @@ func partWorker(ctx context.Context, s *Set, p *part, lo, hi int, fls []*flight,
 			keepOwned(s, p.ci, k, comp)
 		}
 		if errors.Is(err, ErrChecksum) {
-			buf, err = refetchFrame(ctx, s, p.ci, k, err)
+			buf, err = p.refetchInto(ctx, k, err, out, fls[k-lo])
+		} else {
+			out.Release() // the extra reference (a decoded buf holds its own)
 		}
 		if buf != nil && p.prefetch {
 			buf.prefetchedBy, buf.prefetchBytes = s.metrics, f.CSize // before the buffer is cached
@@ -434,6 +438,52 @@ func partWorker(ctx context.Context, s *Set, p *part, lo, hi int, fls []*flight,
 		}
 	}
 	s.lim.unreserve(p.cl, reserved)
+}
+
+// refetchInto fetches frame k's compressed bytes, which failed their
+// sha256 (first), once more into the part's own bytes of the frame
+// (corruption in transit passes, corruption at rest fails twice), then
+// checks and decodes them into out, the frame's own buffer, whose
+// reference it takes over. It takes one GET slot and no memory (the
+// bytes are the part's and the frame's, already charged; the slot is
+// charged to no client), so the worker never waits for memory it holds.
+// The error of a second failure says that the frame was fetched twice.
+func (p *part) refetchInto(ctx context.Context, k int, first error, out *Buf, fl *flight) (*Buf, error) {
+	s := p.set
+	f := s.chunks[p.ci].Frames[k]
+	s.log.Warn().Str("archive", s.name).Str("chunk", s.chunks[p.ci].Key).Int("frame", k).Err(first).
+		Msg("frame checksum mismatch: fetching the frame again")
+	fail := func(err error) (*Buf, error) {
+		out.Release()
+		return nil, fmt.Errorf("frame %d (object bytes %d-%d), fetched again: %w", k, f.COff, f.COff+f.CSize, err)
+	}
+	if _, _, err := s.lim.take(WithClient(ctx, ""), 0, 1, demand); err != nil {
+		return fail(err)
+	}
+	comp := p.buf.b[f.COff-p.off : f.COff+f.CSize-p.off]
+	body, err := s.rangeGet(ctx, p.ci, f.COff, f.CSize)
+	if err == nil {
+		_, err = io.ReadFull(body, comp)
+		body.Close()
+		err = shortBody(err)
+	}
+	s.lim.putGets(1)
+	if err != nil {
+		return fail(err)
+	}
+	s.metrics.frameFetched()
+	if err := decodeSlot(ctx, s); err != nil {
+		return fail(err)
+	}
+	defer func() { <-s.cache.decodeSem }()
+	buf, err := checkFrameFlight(ctx, s, p.ci, k, comp, nil, out, fl)
+	if errors.Is(err, ErrChecksum) {
+		return nil, fmt.Errorf("fetched twice: %w", err)
+	}
+	if err == nil {
+		keepOwned(s, p.ci, k, comp)
+	}
+	return buf, err
 }
 
 // hashThrough waits for object bytes [from, to) of the part to arrive,
