@@ -40,43 +40,64 @@ var errGaveUp = fmt.Errorf("prefetch gave up for lack of memory: %w", context.Ca
 // of parts in flight ahead of the consumer. Each part's worker hashes its
 // frames as their bytes arrive, verifies and decodes them (across cores)
 // and completes their flights; the consumer takes the frames in order.
+// The producer and its parts are one run (frameRun); a consumer that must
+// fetch a frame itself while the run's parts ahead hold the memory it
+// needs drops the run and starts another after that frame (fill).
 type framedSource struct {
 	set     *Set
-	ctx     context.Context
-	cancel  context.CancelFunc
+	parent  context.Context
 	ci      int32
 	lo, hi  int
 	u0, u1  int64
 	run     int // the read's run of tiling reads (readahead.go)
-	ch      chan frameFuture
 	next    int
 	started bool
 	closed  bool
+	cur     *frameRun
+}
+
+// frameRun is one producer of a framedSource, from frame from to hi, and
+// the parts it keeps in flight.
+type frameRun struct {
+	set      *Set
+	ci       int32
+	from, hi int
+	ctx      context.Context
+	cancel   context.CancelFunc
+	ch       chan frameFuture
 
 	mu    sync.Mutex
 	win   window
 	ahead int   // parts launched and not yet consumed
 	held  int64 // bytes those parts reserved
 	wake  chan struct{}
-	slots chan struct{} // GETs in flight for this source (StreamParts)
+	slots chan struct{} // GETs in flight for this run (StreamParts)
 }
 
 func (s *Set) newFramedSource(ctx context.Context, ci int32, lo, hi int, u0, u1 int64, run int) *framedSource {
-	ctx, cancel := context.WithCancel(ctx)
-	return &framedSource{set: s, ctx: ctx, cancel: cancel, ci: ci, lo: lo, hi: hi, u0: u0, u1: u1, run: run,
-		ch: make(chan frameFuture, hi-lo+1), next: lo,
+	fs := &framedSource{set: s, parent: ctx, ci: ci, lo: lo, hi: hi, u0: u0, u1: u1, run: run, next: lo}
+	fs.cur = fs.newRun(lo)
+	return fs
+}
+
+// newRun returns a run producing frames from..hi (not started).
+func (fs *framedSource) newRun(from int) *frameRun {
+	ctx, cancel := context.WithCancel(fs.parent)
+	s := fs.set
+	return &frameRun{set: s, ci: fs.ci, from: from, hi: fs.hi, ctx: ctx, cancel: cancel,
+		ch:  make(chan frameFuture, max(1, fs.hi-from+1)),
 		win: newWindow(s.lim.streamParts), wake: make(chan struct{}), slots: make(chan struct{}, s.lim.streamParts)}
 }
 
 // signal wakes the producer (under fs.mu).
-func (fs *framedSource) signal() {
+func (fs *frameRun) signal() {
 	close(fs.wake)
 	fs.wake = make(chan struct{})
 }
 
 // slot waits until the window has room for another part and returns the
 // number of parts in flight and the bytes they hold.
-func (fs *framedSource) slot() (ahead int, held int64, ok bool) {
+func (fs *frameRun) slot() (ahead int, held int64, ok bool) {
 	for {
 		fs.mu.Lock()
 		if fs.ahead < fs.win.n {
@@ -95,7 +116,7 @@ func (fs *framedSource) slot() (ahead int, held int64, ok bool) {
 }
 
 // drained waits until no part of this source is ahead of the consumer.
-func (fs *framedSource) drained() bool {
+func (fs *frameRun) drained() bool {
 	for {
 		fs.mu.Lock()
 		if fs.ahead == 0 {
@@ -112,7 +133,7 @@ func (fs *framedSource) drained() bool {
 	}
 }
 
-func (fs *framedSource) send(fu frameFuture) bool {
+func (fs *frameRun) send(fu frameFuture) bool {
 	select {
 	case fs.ch <- fu:
 		return true
@@ -122,13 +143,13 @@ func (fs *framedSource) send(fu frameFuture) bool {
 	}
 }
 
-func (fs *framedSource) produce() {
+func (fs *frameRun) produce() {
 	defer close(fs.ch)
 	s := fs.set
 	c := s.cache
 	fr := s.chunks[fs.ci].Frames
 	var pending *frameFuture
-	for i := fs.lo; i <= fs.hi; {
+	for i := fs.from; i <= fs.hi; {
 		var fu frameFuture
 		var mine bool
 		if pending != nil {
@@ -227,7 +248,7 @@ func (fs *framedSource) produce() {
 // waits, holding nothing, until the consumer caught up (or, when only the
 // source's GET slots were short, until one is free), and asks the
 // producer to plan again (retry). It returns the bytes the part holds.
-func (fs *framedSource) start(plan partPlan, fls []*flight) (reserved int64, ok, retry bool) {
+func (fs *frameRun) start(plan partPlan, fls []*flight) (reserved int64, ok, retry bool) {
 	s := fs.set
 	c := s.cache
 	fr := s.chunks[fs.ci].Frames
@@ -298,7 +319,7 @@ func (fs *framedSource) start(plan partPlan, fls []*flight) (reserved int64, ok,
 // finds no room gives its claim back (errGaveUp), waits until the
 // consumer caught up and asks the producer to look the frame up again
 // (retry). It returns the bytes the fetch holds.
-func (fs *framedSource) startPeer(i int, fl *flight, owner string) (reserved int64, ok, retry bool) {
+func (fs *frameRun) startPeer(i int, fl *flight, owner string) (reserved int64, ok, retry bool) {
 	s := fs.set
 	key := s.frameKey(fs.ci, i)
 	need := peerCost(s.chunks[fs.ci].Frames[i])
@@ -345,7 +366,7 @@ func (fs *framedSource) startPeer(i int, fl *flight, owner string) (reserved int
 
 // consumed is called when the consumer took the last frame of a part this
 // source launched, which held bytes.
-func (fs *framedSource) consumed(bytes int64) {
+func (fs *frameRun) consumed(bytes int64) {
 	fs.mu.Lock()
 	fs.ahead--
 	fs.held -= bytes
@@ -354,7 +375,7 @@ func (fs *framedSource) consumed(bytes int64) {
 }
 
 // starved grows the window: the consumer had to wait for a frame.
-func (fs *framedSource) starved() {
+func (fs *frameRun) starved() {
 	fs.mu.Lock()
 	if fs.win.n < fs.win.max {
 		fs.win.starved()
@@ -507,14 +528,15 @@ func (fs *framedSource) Next() ([]byte, *Buf, error) {
 	if !fs.started {
 		fs.started = true
 		fs.set.lim.streamStarted()
-		go fs.produce()
+		go fs.cur.produce()
 	}
 	if fs.next > fs.hi {
 		return nil, nil, io.EOF
 	}
-	fu, ok := <-fs.ch
+	r := fs.cur
+	fu, ok := <-r.ch
 	if !ok {
-		if err := fs.ctx.Err(); err != nil {
+		if err := r.ctx.Err(); err != nil {
 			return nil, nil, err
 		}
 		return nil, nil, fmt.Errorf("frame %d: producer stopped early: %w", fs.next, ErrCorrupt)
@@ -528,19 +550,23 @@ func (fs *framedSource) Next() ([]byte, *Buf, error) {
 	var buf *Buf
 	var err error
 	if fu.fl == nil {
-		buf, err = fillFrame(fs.ctx, fs.set, fs.ci, fu.i) // cached when planned: a hit, unless evicted since
+		buf, err = fs.fill(fu.i) // cached when planned: a hit, unless evicted since
 	} else {
 		select {
 		case <-fu.fl.done:
 		default:
-			fs.starved() // the reader waits for data: more parts in flight would help
+			r.starved() // the reader waits for data: more parts in flight would help
 		}
 		// Only the bytes this read needs: a frame being decoded in steps
 		// hands them over as soon as its decode passed them.
 		need := min(fs.u1, f.UOff+f.USize) - f.UOff
-		buf, err = fs.set.cache.waitPrefix(fs.ctx, fu.fl, need)
-		if err != nil && isContextErr(err) && fs.ctx.Err() == nil {
-			buf, err = fillFrame(fs.ctx, fs.set, fs.ci, fu.i) // the fetcher's context ended, not ours
+		buf, err = fs.set.cache.waitPrefix(r.ctx, fu.fl, need)
+		if err != nil && isContextErr(err) && r.ctx.Err() == nil {
+			if fu.last > 0 { // the frame's part is done with
+				r.consumed(fu.last)
+				fu.last = 0
+			}
+			buf, err = fs.fill(fu.i) // the fetcher's context ended, not ours
 		} else if err == nil && fu.joined {
 			fs.set.metrics.cacheHit() // joined another read's fetch: no fetch of its own
 		}
@@ -549,18 +575,18 @@ func (fs *framedSource) Next() ([]byte, *Buf, error) {
 		if fu.fl != nil && err == nil {
 			select {
 			case <-fu.fl.done:
-				fs.consumed(fu.last)
+				r.consumed(fu.last)
 			default:
 				// Handed over mid-decode (waitPrefix): the part holds its
 				// bytes until its worker completes the frame, and counts
 				// in this source's window until then.
 				go func(fl *flight, n int64) {
 					<-fl.done
-					fs.consumed(n)
+					r.consumed(n)
 				}(fu.fl, fu.last)
 			}
 		} else {
-			fs.consumed(fu.last)
+			r.consumed(fu.last)
 		}
 	}
 	if err != nil {
@@ -583,14 +609,44 @@ func (fs *framedSource) Next() ([]byte, *Buf, error) {
 	return buf.b[lo:hi], buf, nil
 }
 
+// fill fetches frame i for the consumer itself: a frame that was cached
+// when the producer looked and was evicted since, or one whose fetch ended
+// for another read's reason (a fetcher whose client left, a prefetch that
+// gave up). Its take does not wait (withoutWait): the memory the run's
+// parts ahead hold (its client's share; a part may be being taken right
+// now) may be what it would wait for, and they are held until the
+// consumer takes them. When it is short, the run is dropped (its parts
+// stop and their frames are released), the frame is taken holding
+// nothing (waiting as any demand read does), and then a new run produces
+// the frames after it.
+func (fs *framedSource) fill(i int) (*Buf, error) {
+	r := fs.cur
+	buf, err := fillFrame(withoutWait(r.ctx), fs.set, fs.ci, i)
+	if !errors.Is(err, errMustWait) || fs.parent.Err() != nil {
+		return buf, err
+	}
+	r.cancel()
+	c := fs.set.cache
+	go func() {
+		for fu := range r.ch {
+			fu.abandon(c)
+		}
+	}()
+	fs.cur = fs.newRun(i + 1)
+	buf, err = fillFrame(fs.cur.ctx, fs.set, fs.ci, i)
+	go fs.cur.produce() // after the frame was taken: its parts would compete with it
+	return buf, err
+}
+
 func (fs *framedSource) Close() {
-	fs.cancel()
+	r := fs.cur
+	r.cancel()
 	if fs.started && !fs.closed {
 		fs.closed = true
 		fs.set.lim.streamEnded()
 		c := fs.set.cache
 		go func() {
-			for fu := range fs.ch {
+			for fu := range r.ch {
 				fu.abandon(c)
 			}
 		}()
