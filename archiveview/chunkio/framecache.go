@@ -120,6 +120,7 @@ func NewFrameCache(budget int64, opts ...CacheOption) *FrameCache {
 	}
 	c.lim.reclaimOwn = c.evictOwn
 	c.lim.reclaimGets = c.dropParkedFetching
+	c.lim.reclaimOwnDecoder = c.dropParkedOwn
 	l, err := simplelru.NewLRU[cacheKey, *Buf](math.MaxInt32, c.onEvict)
 	if err != nil {
 		panic(err) // only for a non-positive size

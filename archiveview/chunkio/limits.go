@@ -152,6 +152,9 @@ type ReadLimits struct {
 	// reclaimOwn evicts the oldest cached frame charged to cl that no
 	// reader holds; false when there is none.
 	reclaimOwn func(cl *clientUse) bool
+	// reclaimOwnDecoder drops the oldest parked stream decoder whose
+	// admission is counted for cl; false when there is none.
+	reclaimOwnDecoder func(cl *clientUse) bool
 	// reclaimGets drops a parked stream decoder whose parts ahead still
 	// have GETs in flight (their slots return as the GETs stop); false
 	// when there is none.
@@ -209,10 +212,11 @@ func newReadLimits(cfg cacheConfig) *ReadLimits {
 	l := &ReadLimits{
 		memory: cfg.memory, wait: cfg.memoryWait, maxGets: cfg.maxParts,
 		partSize: cfg.partSize, streamParts: cfg.streamParts,
-		freed:       make(chan struct{}),
-		reclaim:     func(bool) bool { return false },
-		reclaimOwn:  func(*clientUse) bool { return false },
-		reclaimGets: func() bool { return false },
+		freed:             make(chan struct{}),
+		reclaim:           func(bool) bool { return false },
+		reclaimOwn:        func(*clientUse) bool { return false },
+		reclaimGets:       func() bool { return false },
+		reclaimOwnDecoder: func(*clientUse) bool { return false },
 	}
 	l.maxDecoders = decodersFor(cfg.memory, cfg.maxParts, cfg.partSize, cfg.streamParts)
 	f := cfg.clientShare
@@ -461,9 +465,10 @@ func (l *ReadLimits) give(cl *clientUse, n int64, gets int) {
 }
 
 // admitDecoder admits one stream decoder (a giant frame's or an unframed
-// stream's), dropping parked decoders to make room, else waiting at most
-// MemoryWait (ErrBusy). The caller holds nothing of the limits' while it
-// waits. A client holds at most its share of the decoders. endDecoder
+// stream's), dropping parked decoders to make room (only the client's own
+// when its own share is what is used up), else waiting at most MemoryWait
+// (ErrBusy). The caller holds nothing of the limits' while it waits. A
+// client holds at most its share of the decoders. endDecoder
 // ends the admission, with the client record returned.
 func (l *ReadLimits) admitDecoder(ctx context.Context) (*clientUse, error) {
 	id := clientOf(ctx)
@@ -484,7 +489,13 @@ func (l *ReadLimits) admitDecoder(ctx context.Context) (*clientUse, error) {
 		}
 		l.dropIdleLocked(cl)
 		l.mu.Unlock()
-		if l.reclaim(false) {
+		if own {
+			// Its own share is used: only its own parked decoders free
+			// one it may take (another client's would free nothing for it).
+			if l.reclaimOwnDecoder(cl) {
+				continue
+			}
+		} else if l.reclaim(false) {
 			continue
 		}
 		if err := dl.await(ctx, ch); err == errWaitExpired {

@@ -254,6 +254,30 @@ func (c *FrameCache) dropParkedFetching() bool {
 	return true
 }
 
+// dropParkedOwn discards the oldest parked decoder whose admission is
+// counted for client cl (a client at its share of the decoders asks for
+// one); false when none is parked.
+func (c *FrameCache) dropParkedOwn(cl *clientUse) bool {
+	if cl == nil {
+		return false
+	}
+	c.parkMu.Lock()
+	var z *zstream
+	for i, p := range c.parked {
+		if p.adm == cl {
+			z = p
+			c.parked = append(c.parked[:i], c.parked[i+1:]...)
+			break
+		}
+	}
+	c.parkMu.Unlock()
+	if z == nil {
+		return false
+	}
+	z.discard(c, true)
+	return true
+}
+
 // dropParkedOf discards every parked decoder of s (Set.Close).
 func (c *FrameCache) dropParkedOf(s *Set) {
 	c.parkMu.Lock()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -239,4 +240,72 @@ func TestPrefetchNeverWaitsForItsSlots(t *testing.T) {
 	}
 	<-returned
 	workers.Wait()
+}
+
+// TestDecoderShareDropsOnlyOwnParked: a client at its share of the stream
+// decoders (1 of 5) that asks for another waits and is refused busy; it
+// must not drop another client's parked decoder on the way (that frees
+// nothing it may take, and costs the other client its decoder's position:
+// its next sequential range decodes from the start). On the old code
+// every parked decoder of the process was dropped.
+func TestDecoderShareDropsOnlyOwnParked(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var chunks []Chunk
+	for i := range 3 {
+		data := make([]byte, 4<<20)
+		for k := range data {
+			data[k] = byte(rng.Uint32())
+		}
+		comp := enc.EncodeAll(data, nil)
+		key := "s/uploads/u/chunks/g" + string(rune('0'+i)) + ".tar.zst"
+		p := filepath.Join(dir, "bkt", filepath.FromSlash(key))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, comp, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		fr := Frame{COff: 0, CSize: int64(len(comp)), USize: int64(len(data)), Sum: sha256.Sum256(comp), HasSum: true}
+		chunks = append(chunks, Chunk{Key: key, Kind: FramedZstd, Frames: []Frame{fr}, Size: int64(len(comp))})
+	}
+	cache := NewFrameCache(0, WithMemory(256<<20), WithMemoryWait(500*time.Millisecond))
+	if _, decs := cache.Limits().ClientShare(); decs != 1 || cache.lim.maxDecoders < 3 {
+		t.Fatalf("fixture: %d decoders per client of %d, want 1 of at least 3", decs, cache.lim.maxDecoders)
+	}
+	set := NewSet(backend.NewFileStore(dir), "bkt", chunks, Options{Readahead: -1, MaxFrameBytes: 1 << 20, Cache: cache})
+	t.Cleanup(set.Close)
+	parked := func() int {
+		cache.parkMu.Lock()
+		defer cache.parkMu.Unlock()
+		return len(cache.parked)
+	}
+
+	ctxA := WithClient(context.Background(), "key:a")
+	if _, err := readChunk(ctxA, set, 0, 0, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	if parked() != 1 {
+		t.Fatalf("%d decoders parked after client a's read, want 1", parked())
+	}
+	ctxB := WithClient(context.Background(), "key:b")
+	held, err := set.Range(ctxB, 1, 0, 4<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if _, _, err := held.Next(); err != nil { // client b's one decoder, in use
+		t.Fatal(err)
+	}
+	_, err = readChunk(ctxB, set, 2, 0, 4096)
+	if !errors.Is(err, ErrBusy) {
+		t.Fatalf("client b's second stream: %v, want ErrBusy (its decoder share is used)", err)
+	}
+	if parked() != 1 {
+		t.Fatalf("%d decoders parked after client b was refused, want client a's 1", parked())
+	}
 }
