@@ -178,11 +178,34 @@ func (c *FrameCache) evictForMemory() bool {
 }
 
 // evictOwn drops the oldest cached frame charged to client cl that no
-// reader holds; it reports whether it dropped one.
+// reader holds, else the oldest parked stream decoder holding memory
+// charged to cl (its window, or parts it kept ahead); it reports whether
+// it dropped one.
 func (c *FrameCache) evictOwn(cl *clientUse) bool {
 	if cl == nil {
 		return false
 	}
+	if c.evictOwnFrame(cl) {
+		return true
+	}
+	c.parkMu.Lock()
+	var z *zstream
+	for i, p := range c.parked {
+		if p.chargedTo(cl) {
+			z = p
+			c.parked = append(c.parked[:i], c.parked[i+1:]...)
+			break
+		}
+	}
+	c.parkMu.Unlock()
+	if z == nil {
+		return false
+	}
+	z.discard(c, true)
+	return true
+}
+
+func (c *FrameCache) evictOwnFrame(cl *clientUse) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, k := range c.lru.Keys() { // oldest first

@@ -38,7 +38,8 @@ package chunkio
 // it until they are evicted. One client may hold at most ClientShare of
 // the budget (DefaultClientShare, WithClientShare) and of the stream
 // decoders: past it, its demand takes first evict its own oldest cached
-// frames, then wait (and end in ErrBusy), and its speculative takes are
+// frames, then its own parked stream decoders, then wait (and end in
+// ErrBusy), and its speculative takes are
 // refused, while other clients' reads proceed. A client holding nothing
 // may always take one part, however large (so a read larger than the
 // share is still served, one at a time). Reads without a client (prefetch,
@@ -150,7 +151,8 @@ type ReadLimits struct {
 	// a parked stream decoder; false when there is nothing to drop.
 	reclaim func(frames bool) bool
 	// reclaimOwn evicts the oldest cached frame charged to cl that no
-	// reader holds; false when there is none.
+	// reader holds, else a parked stream decoder holding memory charged
+	// to cl; false when there is none.
 	reclaimOwn func(cl *clientUse) bool
 	// reclaimOwnDecoder drops the oldest parked stream decoder whose
 	// admission is counted for cl; false when there is none.

@@ -254,6 +254,21 @@ func (c *FrameCache) dropParkedFetching() bool {
 	return true
 }
 
+// chargedTo reports whether parked decoder z holds memory charged to cl:
+// its window and segment, or a part it kept ahead (z is parked: nobody
+// changes its reader).
+func (z *zstream) chargedTo(cl *clientUse) bool {
+	if z.cl == cl {
+		return true
+	}
+	for _, p := range z.src.queue {
+		if p.cl == cl {
+			return true
+		}
+	}
+	return false
+}
+
 // dropParkedOwn discards the oldest parked decoder whose admission is
 // counted for client cl (a client at its share of the decoders asks for
 // one); false when none is parked.

@@ -309,3 +309,54 @@ func TestDecoderShareDropsOnlyOwnParked(t *testing.T) {
 		t.Fatalf("%d decoders parked after client b was refused, want client a's 1", parked())
 	}
 }
+
+// TestClientShareDropsOwnParked: a client whose share of the budget is
+// held by its own parked stream decoder (its window and the parts it kept
+// ahead) gets its next read served: the read drops that parked decoder,
+// as it evicts its own cached frames, before it waits. On the old code
+// only cached frames were evicted for a client short of its share, and
+// the read waited the memory wait and failed with ErrBusy.
+func TestClientShareDropsOwnParked(t *testing.T) {
+	rng := rand.New(rand.NewPCG(2, 2))
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var chunks []Chunk
+	var datas [][]byte
+	for i, n := range []int{4 << 20, 3 << 20} { // a giant frame, a cached one
+		data := make([]byte, n)
+		for k := range data {
+			data[k] = byte(rng.Uint32())
+		}
+		comp := enc.EncodeAll(data, nil)
+		key := "s/uploads/u/chunks/h" + string(rune('0'+i)) + ".tar.zst"
+		p := filepath.Join(dir, "bkt", filepath.FromSlash(key))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, comp, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		fr := Frame{COff: 0, CSize: int64(len(comp)), USize: int64(len(data)), Sum: sha256.Sum256(comp), HasSum: true}
+		chunks = append(chunks, Chunk{Key: key, Kind: FramedZstd, Frames: []Frame{fr}, Size: int64(len(comp))})
+		datas = append(datas, data)
+	}
+	cache := NewFrameCache(0, WithMemory(64<<20), WithMemoryWait(500*time.Millisecond))
+	set := NewSet(backend.NewFileStore(dir), "bkt", chunks, Options{Readahead: -1, MaxFrameBytes: 7 << 19, Cache: cache})
+	t.Cleanup(set.Close)
+	ctx := WithClient(context.Background(), "key:a")
+	if _, err := readChunk(ctx, set, 0, 0, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	share, _ := cache.Limits().ClientShare()
+	used, _ := cache.MemoryInUse()
+	if need := bufSize(chunks[1].Frames[0].CSize) + bufSize(3<<20); used+need <= share {
+		t.Fatalf("fixture: the parked decoder holds %d bytes: the next read's %d fit the %d share anyway", used, need, share)
+	}
+	got, err := readChunk(ctx, set, 1, 0, 3<<20)
+	if err != nil || !bytes.Equal(got, datas[1]) {
+		t.Fatalf("the client's read while its own parked decoder holds its share: %v, want its bytes", err)
+	}
+}
