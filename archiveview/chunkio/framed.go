@@ -80,12 +80,19 @@ func (s *Set) newFramedSource(ctx context.Context, ci int32, lo, hi int, u0, u1 
 	return fs
 }
 
+// maxQueuedFrames bounds the futures a run's producer queues ahead of
+// its consumer (its window of parts bounds the bytes): a read over
+// millions of tiny frames allocates no queue slot per frame. A producer
+// with a full queue waits for the consumer (or its context), holding only
+// claims whose fetches are under way.
+const maxQueuedFrames = 1024
+
 // newRun returns a run producing frames from..hi (not started).
 func (fs *framedSource) newRun(from int) *frameRun {
 	ctx, cancel := context.WithCancel(fs.parent)
 	s := fs.set
 	return &frameRun{set: s, ci: fs.ci, from: from, hi: fs.hi, ctx: ctx, cancel: cancel,
-		ch:  make(chan frameFuture, max(1, fs.hi-from+1)),
+		ch:  make(chan frameFuture, min(max(1, fs.hi-from+1), maxQueuedFrames)),
 		win: newWindow(s.lim.streamParts), wake: make(chan struct{}), slots: make(chan struct{}, s.lim.streamParts)}
 }
 
