@@ -17,7 +17,8 @@ import (
 // FrameCache is the byte-bounded cache of decoded frames (and of small
 // verified extents of unframed objects) shared by every archive of a server.
 //
-// It is an LRU that evicts by bytes, not entries. Each key has at most one
+// It is an LRU that evicts by bytes, not entries (and keeps at most one
+// entry per cacheEntryMin bytes of its budget). Each key has at most one
 // fetch in flight (a per-key singleflight): a demand read that needs a frame
 // some other read or a prefetch is already fetching waits for that fetch
 // instead of issuing its own GET. A frame larger than the whole budget is
@@ -121,13 +122,20 @@ func NewFrameCache(budget int64, opts ...CacheOption) *FrameCache {
 	c.lim.reclaimOwn = c.evictOwn
 	c.lim.reclaimGets = c.dropParkedFetching
 	c.lim.reclaimOwnDecoder = c.dropParkedOwn
-	l, err := simplelru.NewLRU[cacheKey, *Buf](math.MaxInt32, c.onEvict)
+	l, err := simplelru.NewLRU[cacheKey, *Buf](int(max(1, min(budget/cacheEntryMin, math.MaxInt32))), c.onEvict)
 	if err != nil {
 		panic(err) // only for a non-positive size
 	}
 	c.lru = l
 	return c
 }
+
+// cacheEntryMin bounds the entries the cache keeps to one per
+// cacheEntryMin bytes of its budget: an entry's bookkeeping (its key, LRU
+// node and map slot, a few hundred bytes) is not charged to the budget,
+// which counts only its buffer, so millions of tiny frames (a hostile
+// manifest's) cannot fill the cache with uncharged bookkeeping.
+const cacheEntryMin = 512
 
 // storeID returns the id that names store s in this cache's keys: the same
 // id for every archive on the same Store instance (so they share frames),
