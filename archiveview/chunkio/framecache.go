@@ -632,12 +632,13 @@ const maxDecoderWindow = 256 << 20
 // frame's window, so it is never pooled (discard closes it, and its window
 // is charged to the budget while it lives). Single-threaded decoders read
 // their input only inside Read calls, which is what lets a parked decoder
-// change contexts between requests.
-func (c *FrameCache) decoder(r io.Reader) (*zstd.Decoder, error) {
+// change contexts between requests. Every frame of the stream declaring
+// a window larger than maxWin (at most maxDecoderWindow) fails the decode.
+func (c *FrameCache) decoder(r io.Reader, maxWin int64) (*zstd.Decoder, error) {
 	d, err := zstd.NewReader(r,
 		zstd.WithDecoderConcurrency(1),
 		zstd.WithDecoderMaxMemory(maxDecoderWindow),
-		zstd.WithDecoderMaxWindow(maxDecoderWindow))
+		zstd.WithDecoderMaxWindow(uint64(min(maxWin, maxDecoderWindow))))
 	if err != nil {
 		return nil, fmt.Errorf("zstd decoder: %w", err)
 	}
