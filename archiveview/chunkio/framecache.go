@@ -548,7 +548,8 @@ func (c *FrameCache) abandonFlight(fl *flight) {
 
 // get returns k's buffer, filling it with fill if nobody else is. The
 // returned buffer carries the caller's reference. A fill that failed only
-// because its own context ended is retried by waiters whose context is alive.
+// because its own context ended is retried by waiters whose context is
+// alive (after three such fills, a waiter fills on its own).
 func (c *FrameCache) get(ctx context.Context, k cacheKey, m *Metrics, fill func(ctx context.Context) (*Buf, error)) (*Buf, error) {
 	for attempt := 0; ; attempt++ {
 		buf, fl, mine := c.lookup(k, true)
@@ -564,8 +565,15 @@ func (c *FrameCache) get(ctx context.Context, k cacheKey, m *Metrics, fill func(
 			}
 		}
 		b, err := c.waitFlight(ctx, fl)
-		if err != nil && isContextErr(err) && ctx.Err() == nil && attempt < 3 {
-			continue // the filler's context ended, not ours: try again
+		if err != nil && isContextErr(err) && ctx.Err() == nil {
+			if attempt < 3 {
+				continue // the filler's context ended, not ours: try again
+			}
+			// Every fill it joined ended with its filler's context (a
+			// client opening and cancelling reads of this key): filled
+			// here, shared with nobody, so other clients' cancellations
+			// never fail this read.
+			return fill(ctx)
 		}
 		if err == nil && !mine {
 			m.cacheHit() // joined another read's fetch: no fetch of its own
