@@ -302,10 +302,11 @@ func (l *ReadLimits) tryTake(id string, n int64, gets int) (cl *clientUse, grant
 // (WithClient), whose record it returns. While they are not all free it
 // evicts cached frames (when memory is short); a speculative take then
 // returns errNoMemory, a demand take waits, holding nothing, at most
-// MemoryWait, then fails with ErrBusy. A demand take also takes the bytes
-// of a firstTake ctx carries that no take committed yet (see firstTake). The caller returns the bytes with
-// unreserve (or hands them to buffers made with bufReserved) and the
-// slots with putGets.
+// MemoryWait, then fails with ErrBusy (under withoutWait it fails at once
+// with errMustWait). A demand take also takes the bytes of a firstTake
+// ctx carries that no take committed yet (see firstTake). The caller
+// returns the bytes with unreserve (or hands them to buffers made with
+// bufReserved) and the slots with putGets.
 func (l *ReadLimits) take(ctx context.Context, n int64, gets int, mode allocMode) (*clientUse, int, error) {
 	if n > l.memory {
 		return nil, 0, fmt.Errorf("%d bytes asked of a read memory budget of %d: %w", n, l.memory, ErrBusy)
@@ -366,8 +367,10 @@ type noWaitKey struct{}
 
 // withoutWait returns ctx under which demand takes do not wait: one
 // that finds its memory or GET slot short (after evicting) fails with
-// errMustWait. For work whose caller holds memory it waits on (the
-// header check beside a member's data, hdrCheckedSource).
+// errMustWait. For work whose caller holds memory it would wait on: the
+// header check beside a member's data (hdrCheckedSource), a framed read's
+// own fetch of a frame while its parts ahead are held (framedSource.fill).
+// The caller then gives back what it holds and takes again, waiting.
 func withoutWait(ctx context.Context) context.Context {
 	return context.WithValue(ctx, noWaitKey{}, true)
 }
