@@ -53,7 +53,14 @@
 //     fair share (the budget over the streams reading) or its client's
 //     share (WithClient, WithClientShare). A compressed span too large for
 //     one zstd frame of its decoded size is refused unread
-//     (manifest.CheckFramePlausible).
+//     (manifest.CheckFramePlausible). Memory a read needs beside its
+//     source's (a verified extent's buffer) comes with the source's first
+//     take; work that needs memory while the read holds some it would wait
+//     on (a header check beside the member's data, a frame the read
+//     fetches itself while its parts ahead are held) does not wait, and on
+//     a shortage the read gives back what it holds first. Nothing a read
+//     queues or claims per frame is unbounded: at most 1024 frames per
+//     part and queued ahead, one cache entry per 512 budget bytes.
 //
 //   - Storage classes (classes.go): a range GET of an object that is
 //     archived (S3 Glacier classes) without a finished restore fails with

@@ -87,7 +87,7 @@ func (s *Set) OpenExtent(ctx context.Context, e Extent, start, n int64) (Source,
 		if err != nil {
 			return nil, err
 		}
-		return newHdrCheckedSource(ctx, s, ci, base, e, src), nil
+		return newHdrCheckedSource(ctx, s, ci, base, e, src, u0, u1), nil
 	}
 	if needHdr && (start > 0 || s.streamDecodedAt(ci, base-512)) {
 		// A stream-decoded header is checked on its own too, once for
@@ -162,17 +162,32 @@ func acceptHeader(s *Set, ci int32, base int64, e Extent, hdr []byte) error {
 // header in front of its member (checkHeaderOnce, started with the source
 // and run while inner fetches) has passed; a failed check is the error of
 // the first Next, and none of inner's bytes is returned.
+//
+// The overlapped check never waits for memory (withoutWait): inner's first
+// part is held for the check's verdict, so a check waiting for memory (or
+// for its client's share) that part holds would wait for itself. A check
+// that cannot have its memory at once fails with errMustWait; the source
+// then drops inner, holding nothing, runs the check alone (waiting as any
+// demand read does) and reads its bytes [u0,u1) afresh.
 type hdrCheckedSource struct {
+	ctx     context.Context
+	set     *Set
+	ci      int32
+	base    int64
+	e       Extent
+	u0, u1  int64
 	inner   Source
 	cancel  context.CancelFunc
 	done    chan struct{}
 	err     error // the check's result, set before done is closed
 	checked bool
+	failed  error
 }
 
-func newHdrCheckedSource(ctx context.Context, s *Set, ci int32, base int64, e Extent, inner Source) *hdrCheckedSource {
-	cctx, cancel := context.WithCancel(ctx)
-	h := &hdrCheckedSource{inner: inner, cancel: cancel, done: make(chan struct{})}
+func newHdrCheckedSource(ctx context.Context, s *Set, ci int32, base int64, e Extent, inner Source, u0, u1 int64) *hdrCheckedSource {
+	cctx, cancel := context.WithCancel(withoutWait(ctx))
+	h := &hdrCheckedSource{ctx: ctx, set: s, ci: ci, base: base, e: e, u0: u0, u1: u1,
+		inner: inner, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(h.done)
 		h.err = checkHeaderOnce(cctx, s, ci, base, e)
@@ -181,15 +196,34 @@ func newHdrCheckedSource(ctx context.Context, s *Set, ci int32, base int64, e Ex
 }
 
 func (h *hdrCheckedSource) Next() ([]byte, *Buf, error) {
+	if h.failed != nil {
+		return nil, nil, h.failed
+	}
 	if h.checked {
 		return h.inner.Next()
 	}
 	seg, rel, err := h.inner.Next() // starts the data's fetches; the check runs meanwhile
 	<-h.done                        // the check ends with the source's context at the latest
+	if errors.Is(h.err, errMustWait) && h.ctx.Err() == nil {
+		if rel != nil {
+			rel.Release()
+		}
+		h.inner.Close()
+		if h.failed = checkHeaderOnce(h.ctx, h.set, h.ci, h.base, h.e); h.failed != nil {
+			return nil, nil, h.failed
+		}
+		if h.inner, h.failed = h.set.Range(h.ctx, h.ci, h.u0, h.u1); h.failed != nil {
+			h.inner = &multiSource{}
+			return nil, nil, h.failed
+		}
+		h.checked = true
+		return h.inner.Next()
+	}
 	if h.err != nil {
 		if rel != nil {
 			rel.Release()
 		}
+		h.failed = h.err
 		return nil, nil, h.err
 	}
 	h.checked = true
@@ -270,27 +304,48 @@ func verifiedExtent(ctx context.Context, s *Set, ci int32, base int64, e Extent,
 	k := cacheKey{store: s.storeID, bucket: s.bucket, object: s.chunks[ci].Key, kind: keyExtent, n: base, m: e.Length,
 		name: e.TarName, sum: e.Sum, hasSum: true}
 	return s.cache.get(ctx, k, s.metrics, func(ctx context.Context) (*Buf, error) {
-		// The buffer first, then the source's parts: nothing is held
-		// while waiting for the buffer's memory.
-		buf, err := s.lim.alloc(ctx, e.Length, demand)
-		if err != nil {
-			return nil, err
+		// The buffer is taken with the source's first take (its first
+		// part, or a stream decoder's first part and window), in one
+		// take: the read never holds the buffer while it waits for the
+		// source's memory (nor a client its share).
+		ft := &firstTake{n: bufSize(e.Length)}
+		fctx := withFirstTake(ctx, ft)
+		settle := func() {
+			if cl, took := ft.settle(); took {
+				s.lim.unreserve(cl, ft.n)
+			}
 		}
 		var src Source
+		var err error
 		if needHdr {
-			src, err = s.Range(ctx, ci, base-512, base+e.Length)
+			src, err = s.Range(fctx, ci, base-512, base+e.Length)
 			if err == nil {
 				src = &hdrSource{set: s, inner: src, ci: ci, base: base, e: e}
 			}
 		} else {
-			src, err = s.Range(ctx, ci, base, base+e.Length)
+			src, err = s.Range(fctx, ci, base, base+e.Length)
 		}
 		if err != nil {
-			buf.Release()
+			settle()
 			return nil, err
 		}
 		sr := &segReader{src: src}
 		defer sr.Close()
+		sr.seg, sr.rel, sr.err = src.Next()
+		if sr.err != nil && sr.err != io.EOF {
+			settle()
+			return nil, sr.err
+		}
+		var buf *Buf
+		if cl, took := ft.settle(); took {
+			buf = s.lim.bufReserved(cl, e.Length)
+		} else {
+			// No take of the source carried it (its first bytes were
+			// cached or continue a parked decoder): taken now.
+			if buf, err = s.lim.alloc(ctx, e.Length, demand); err != nil {
+				return nil, err
+			}
+		}
 		if _, err := io.ReadFull(sr, buf.b); err != nil {
 			buf.Release()
 			if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {

@@ -17,7 +17,8 @@ import (
 // FrameCache is the byte-bounded cache of decoded frames (and of small
 // verified extents of unframed objects) shared by every archive of a server.
 //
-// It is an LRU that evicts by bytes, not entries. Each key has at most one
+// It is an LRU that evicts by bytes, not entries (and keeps at most one
+// entry per cacheEntryMin bytes of its budget). Each key has at most one
 // fetch in flight (a per-key singleflight): a demand read that needs a frame
 // some other read or a prefetch is already fetching waits for that fetch
 // instead of issuing its own GET. A frame larger than the whole budget is
@@ -119,13 +120,22 @@ func NewFrameCache(budget int64, opts ...CacheOption) *FrameCache {
 		return c.dropParked()
 	}
 	c.lim.reclaimOwn = c.evictOwn
-	l, err := simplelru.NewLRU[cacheKey, *Buf](math.MaxInt32, c.onEvict)
+	c.lim.reclaimGets = c.dropParkedFetching
+	c.lim.reclaimOwnDecoder = c.dropParkedOwn
+	l, err := simplelru.NewLRU[cacheKey, *Buf](int(max(1, min(budget/cacheEntryMin, math.MaxInt32))), c.onEvict)
 	if err != nil {
 		panic(err) // only for a non-positive size
 	}
 	c.lru = l
 	return c
 }
+
+// cacheEntryMin bounds the entries the cache keeps to one per
+// cacheEntryMin bytes of its budget: an entry's bookkeeping (its key, LRU
+// node and map slot, a few hundred bytes) is not charged to the budget,
+// which counts only its buffer, so millions of tiny frames (a hostile
+// manifest's) cannot fill the cache with uncharged bookkeeping.
+const cacheEntryMin = 512
 
 // storeID returns the id that names store s in this cache's keys: the same
 // id for every archive on the same Store instance (so they share frames),
@@ -176,11 +186,34 @@ func (c *FrameCache) evictForMemory() bool {
 }
 
 // evictOwn drops the oldest cached frame charged to client cl that no
-// reader holds; it reports whether it dropped one.
+// reader holds, else the oldest parked stream decoder holding memory
+// charged to cl (its window, or parts it kept ahead); it reports whether
+// it dropped one.
 func (c *FrameCache) evictOwn(cl *clientUse) bool {
 	if cl == nil {
 		return false
 	}
+	if c.evictOwnFrame(cl) {
+		return true
+	}
+	c.parkMu.Lock()
+	var z *zstream
+	for i, p := range c.parked {
+		if p.chargedTo(cl) {
+			z = p
+			c.parked = append(c.parked[:i], c.parked[i+1:]...)
+			break
+		}
+	}
+	c.parkMu.Unlock()
+	if z == nil {
+		return false
+	}
+	z.discard(c, true)
+	return true
+}
+
+func (c *FrameCache) evictOwnFrame(cl *clientUse) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, k := range c.lru.Keys() { // oldest first
@@ -515,7 +548,8 @@ func (c *FrameCache) abandonFlight(fl *flight) {
 
 // get returns k's buffer, filling it with fill if nobody else is. The
 // returned buffer carries the caller's reference. A fill that failed only
-// because its own context ended is retried by waiters whose context is alive.
+// because its own context ended is retried by waiters whose context is
+// alive (after three such fills, a waiter fills on its own).
 func (c *FrameCache) get(ctx context.Context, k cacheKey, m *Metrics, fill func(ctx context.Context) (*Buf, error)) (*Buf, error) {
 	for attempt := 0; ; attempt++ {
 		buf, fl, mine := c.lookup(k, true)
@@ -531,8 +565,15 @@ func (c *FrameCache) get(ctx context.Context, k cacheKey, m *Metrics, fill func(
 			}
 		}
 		b, err := c.waitFlight(ctx, fl)
-		if err != nil && isContextErr(err) && ctx.Err() == nil && attempt < 3 {
-			continue // the filler's context ended, not ours: try again
+		if err != nil && isContextErr(err) && ctx.Err() == nil {
+			if attempt < 3 {
+				continue // the filler's context ended, not ours: try again
+			}
+			// Every fill it joined ended with its filler's context (a
+			// client opening and cancelling reads of this key): filled
+			// here, shared with nobody, so other clients' cancellations
+			// never fail this read.
+			return fill(ctx)
 		}
 		if err == nil && !mine {
 			m.cacheHit() // joined another read's fetch: no fetch of its own
@@ -599,12 +640,13 @@ const maxDecoderWindow = 256 << 20
 // frame's window, so it is never pooled (discard closes it, and its window
 // is charged to the budget while it lives). Single-threaded decoders read
 // their input only inside Read calls, which is what lets a parked decoder
-// change contexts between requests.
-func (c *FrameCache) decoder(r io.Reader) (*zstd.Decoder, error) {
+// change contexts between requests. Every frame of the stream declaring
+// a window larger than maxWin (at most maxDecoderWindow) fails the decode.
+func (c *FrameCache) decoder(r io.Reader, maxWin int64) (*zstd.Decoder, error) {
 	d, err := zstd.NewReader(r,
 		zstd.WithDecoderConcurrency(1),
 		zstd.WithDecoderMaxMemory(maxDecoderWindow),
-		zstd.WithDecoderMaxWindow(maxDecoderWindow))
+		zstd.WithDecoderMaxWindow(uint64(min(maxWin, maxDecoderWindow))))
 	if err != nil {
 		return nil, fmt.Errorf("zstd decoder: %w", err)
 	}

@@ -216,3 +216,26 @@ func TestFrameCacheStoreID(t *testing.T) {
 		seen[id] = true
 	}
 }
+
+// TestFrameCacheBoundsTinyEntries: 10,000 frames of 8 bytes (a hostile
+// manifest's) fit a 1 MiB budget by their bytes, but the cache keeps at
+// most one entry per 512 bytes of budget: each entry's key, node and map
+// slot cost far more than its 8 charged bytes. On the old code all 10,000
+// were kept.
+func TestFrameCacheBoundsTinyEntries(t *testing.T) {
+	c := NewFrameCache(1 << 20)
+	var calls atomic.Int32
+	for i := int64(0); i < 10_000; i++ {
+		b, err := c.get(context.Background(), fcKey(i), nil, fcFill(c, 8, byte(i), &calls))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Release()
+	}
+	if n := c.Len(); n > (1<<20)/512 {
+		t.Fatalf("%d tiny entries cached in a 1 MiB budget, want at most %d", n, (1<<20)/512)
+	}
+	if used, _ := c.MemoryInUse(); used != c.Bytes() {
+		t.Fatalf("%d bytes charged, %d cached", used, c.Bytes())
+	}
+}

@@ -40,43 +40,71 @@ var errGaveUp = fmt.Errorf("prefetch gave up for lack of memory: %w", context.Ca
 // of parts in flight ahead of the consumer. Each part's worker hashes its
 // frames as their bytes arrive, verifies and decodes them (across cores)
 // and completes their flights; the consumer takes the frames in order.
+// The producer and its parts are one run (frameRun); a consumer that must
+// fetch a frame itself while the run's parts ahead hold the memory it
+// needs drops the run and starts another after that frame (fill).
 type framedSource struct {
 	set     *Set
-	ctx     context.Context
-	cancel  context.CancelFunc
+	parent  context.Context
 	ci      int32
 	lo, hi  int
 	u0, u1  int64
 	run     int // the read's run of tiling reads (readahead.go)
-	ch      chan frameFuture
 	next    int
 	started bool
 	closed  bool
+	cur     *frameRun
+}
+
+// frameRun is one producer of a framedSource, from frame from to hi, and
+// the parts it keeps in flight.
+type frameRun struct {
+	set      *Set
+	ci       int32
+	from, hi int
+	ctx      context.Context
+	cancel   context.CancelFunc
+	ch       chan frameFuture
 
 	mu    sync.Mutex
 	win   window
 	ahead int   // parts launched and not yet consumed
 	held  int64 // bytes those parts reserved
 	wake  chan struct{}
-	slots chan struct{} // GETs in flight for this source (StreamParts)
+	slots chan struct{} // GETs in flight for this run (StreamParts)
 }
 
 func (s *Set) newFramedSource(ctx context.Context, ci int32, lo, hi int, u0, u1 int64, run int) *framedSource {
-	ctx, cancel := context.WithCancel(ctx)
-	return &framedSource{set: s, ctx: ctx, cancel: cancel, ci: ci, lo: lo, hi: hi, u0: u0, u1: u1, run: run,
-		ch: make(chan frameFuture, hi-lo+1), next: lo,
+	fs := &framedSource{set: s, parent: ctx, ci: ci, lo: lo, hi: hi, u0: u0, u1: u1, run: run, next: lo}
+	fs.cur = fs.newRun(lo)
+	return fs
+}
+
+// maxQueuedFrames bounds the futures a run's producer queues ahead of
+// its consumer (its window of parts bounds the bytes): a read over
+// millions of tiny frames allocates no queue slot per frame. A producer
+// with a full queue waits for the consumer (or its context), holding only
+// claims whose fetches are under way.
+const maxQueuedFrames = 1024
+
+// newRun returns a run producing frames from..hi (not started).
+func (fs *framedSource) newRun(from int) *frameRun {
+	ctx, cancel := context.WithCancel(fs.parent)
+	s := fs.set
+	return &frameRun{set: s, ci: fs.ci, from: from, hi: fs.hi, ctx: ctx, cancel: cancel,
+		ch:  make(chan frameFuture, min(max(1, fs.hi-from+1), maxQueuedFrames)),
 		win: newWindow(s.lim.streamParts), wake: make(chan struct{}), slots: make(chan struct{}, s.lim.streamParts)}
 }
 
 // signal wakes the producer (under fs.mu).
-func (fs *framedSource) signal() {
+func (fs *frameRun) signal() {
 	close(fs.wake)
 	fs.wake = make(chan struct{})
 }
 
 // slot waits until the window has room for another part and returns the
 // number of parts in flight and the bytes they hold.
-func (fs *framedSource) slot() (ahead int, held int64, ok bool) {
+func (fs *frameRun) slot() (ahead int, held int64, ok bool) {
 	for {
 		fs.mu.Lock()
 		if fs.ahead < fs.win.n {
@@ -95,7 +123,7 @@ func (fs *framedSource) slot() (ahead int, held int64, ok bool) {
 }
 
 // drained waits until no part of this source is ahead of the consumer.
-func (fs *framedSource) drained() bool {
+func (fs *frameRun) drained() bool {
 	for {
 		fs.mu.Lock()
 		if fs.ahead == 0 {
@@ -112,7 +140,7 @@ func (fs *framedSource) drained() bool {
 	}
 }
 
-func (fs *framedSource) send(fu frameFuture) bool {
+func (fs *frameRun) send(fu frameFuture) bool {
 	select {
 	case fs.ch <- fu:
 		return true
@@ -122,13 +150,13 @@ func (fs *framedSource) send(fu frameFuture) bool {
 	}
 }
 
-func (fs *framedSource) produce() {
+func (fs *frameRun) produce() {
 	defer close(fs.ch)
 	s := fs.set
 	c := s.cache
 	fr := s.chunks[fs.ci].Frames
 	var pending *frameFuture
-	for i := fs.lo; i <= fs.hi; {
+	for i := fs.from; i <= fs.hi; {
 		var fu frameFuture
 		var mine bool
 		if pending != nil {
@@ -224,9 +252,10 @@ func (fs *framedSource) produce() {
 // A part that cannot start completes its flights with the error (the
 // consumer then sees it). One that finds no room to speculate gives its
 // claims back (errGaveUp: whoever joined them fetches the frames itself),
-// waits, holding nothing, until the consumer caught up, and asks the
+// waits, holding nothing, until the consumer caught up (or, when only the
+// source's GET slots were short, until one is free), and asks the
 // producer to plan again (retry). It returns the bytes the part holds.
-func (fs *framedSource) start(plan partPlan, fls []*flight) (reserved int64, ok, retry bool) {
+func (fs *frameRun) start(plan partPlan, fls []*flight) (reserved int64, ok, retry bool) {
 	s := fs.set
 	c := s.cache
 	fr := s.chunks[fs.ci].Frames
@@ -249,6 +278,22 @@ func (fs *framedSource) start(plan partPlan, fls []*flight) (reserved int64, ok,
 		mode := speculative
 		if ahead == 0 {
 			mode = demand
+		}
+		if mode == speculative && len(fs.slots) == cap(fs.slots) {
+			// Every GET slot of this source is held by its parts ahead,
+			// whose GETs may be slow to end: the claims are given back
+			// before waiting for one (readers that joined them fetch the
+			// frames themselves), and the frames are planned again once
+			// one is free. Only the producer takes slots: one free now is
+			// free at launch.
+			fail(errGaveUp)
+			select {
+			case fs.slots <- struct{}{}:
+				<-fs.slots
+			case <-fs.ctx.Done():
+				return 0, false, false
+			}
+			return 0, true, true
 		}
 		var err error
 		p, err = s.launch(fs.ctx, nil, fs.ci, plan, waysFor(s.lim.streamParts, ahead+1), decoded, held, mode, fs.slots)
@@ -281,7 +326,7 @@ func (fs *framedSource) start(plan partPlan, fls []*flight) (reserved int64, ok,
 // finds no room gives its claim back (errGaveUp), waits until the
 // consumer caught up and asks the producer to look the frame up again
 // (retry). It returns the bytes the fetch holds.
-func (fs *framedSource) startPeer(i int, fl *flight, owner string) (reserved int64, ok, retry bool) {
+func (fs *frameRun) startPeer(i int, fl *flight, owner string) (reserved int64, ok, retry bool) {
 	s := fs.set
 	key := s.frameKey(fs.ci, i)
 	need := peerCost(s.chunks[fs.ci].Frames[i])
@@ -328,7 +373,7 @@ func (fs *framedSource) startPeer(i int, fl *flight, owner string) (reserved int
 
 // consumed is called when the consumer took the last frame of a part this
 // source launched, which held bytes.
-func (fs *framedSource) consumed(bytes int64) {
+func (fs *frameRun) consumed(bytes int64) {
 	fs.mu.Lock()
 	fs.ahead--
 	fs.held -= bytes
@@ -337,7 +382,7 @@ func (fs *framedSource) consumed(bytes int64) {
 }
 
 // starved grows the window: the consumer had to wait for a frame.
-func (fs *framedSource) starved() {
+func (fs *frameRun) starved() {
 	fs.mu.Lock()
 	if fs.win.n < fs.win.max {
 		fs.win.starved()
@@ -351,7 +396,8 @@ func (fs *framedSource) starved() {
 // compressed bytes as they arrive, then verifies and decodes the frame
 // into a buffer from reserved (the decoded sizes, reserved at launch; what
 // is not used is returned). A frame that fails its sha256 is fetched once
-// more on its own. The part is closed when every frame is done.
+// more on its own, into the part's and the frame's own bytes
+// (refetchInto). The part is closed when every frame is done.
 func partWorker(ctx context.Context, s *Set, p *part, lo, hi int, fls []*flight, reserved int64) {
 	defer p.close()
 	c := s.cache
@@ -396,6 +442,7 @@ func partWorker(ctx context.Context, s *Set, p *part, lo, hi int, fls []*flight,
 		}
 		comp := p.buf.b[f.COff-p.off : f.COff+f.CSize-p.off]
 		var buf *Buf
+		out.retain() // kept across a sha256 mismatch: the second fetch decodes into it
 		if ed != nil {
 			buf, err = ed.finish(ctx, s, p.ci, k, comp, sum)
 		} else {
@@ -406,7 +453,9 @@ func partWorker(ctx context.Context, s *Set, p *part, lo, hi int, fls []*flight,
 			keepOwned(s, p.ci, k, comp)
 		}
 		if errors.Is(err, ErrChecksum) {
-			buf, err = refetchFrame(ctx, s, p.ci, k, err)
+			buf, err = p.refetchInto(ctx, k, err, out, fls[k-lo])
+		} else {
+			out.Release() // the extra reference (a decoded buf holds its own)
 		}
 		if buf != nil && p.prefetch {
 			buf.prefetchedBy, buf.prefetchBytes = s.metrics, f.CSize // before the buffer is cached
@@ -417,6 +466,52 @@ func partWorker(ctx context.Context, s *Set, p *part, lo, hi int, fls []*flight,
 		}
 	}
 	s.lim.unreserve(p.cl, reserved)
+}
+
+// refetchInto fetches frame k's compressed bytes, which failed their
+// sha256 (first), once more into the part's own bytes of the frame
+// (corruption in transit passes, corruption at rest fails twice), then
+// checks and decodes them into out, the frame's own buffer, whose
+// reference it takes over. It takes one GET slot and no memory (the
+// bytes are the part's and the frame's, already charged; the slot is
+// charged to no client), so the worker never waits for memory it holds.
+// The error of a second failure says that the frame was fetched twice.
+func (p *part) refetchInto(ctx context.Context, k int, first error, out *Buf, fl *flight) (*Buf, error) {
+	s := p.set
+	f := s.chunks[p.ci].Frames[k]
+	s.log.Warn().Str("archive", s.name).Str("chunk", s.chunks[p.ci].Key).Int("frame", k).Err(first).
+		Msg("frame checksum mismatch: fetching the frame again")
+	fail := func(err error) (*Buf, error) {
+		out.Release()
+		return nil, fmt.Errorf("frame %d (object bytes %d-%d), fetched again: %w", k, f.COff, f.COff+f.CSize, err)
+	}
+	if _, _, err := s.lim.take(WithClient(ctx, ""), 0, 1, demand); err != nil {
+		return fail(err)
+	}
+	comp := p.buf.b[f.COff-p.off : f.COff+f.CSize-p.off]
+	body, err := s.rangeGet(ctx, p.ci, f.COff, f.CSize)
+	if err == nil {
+		_, err = io.ReadFull(body, comp)
+		body.Close()
+		err = shortBody(err)
+	}
+	s.lim.putGets(1)
+	if err != nil {
+		return fail(err)
+	}
+	s.metrics.frameFetched()
+	if err := decodeSlot(ctx, s); err != nil {
+		return fail(err)
+	}
+	defer func() { <-s.cache.decodeSem }()
+	buf, err := checkFrameFlight(ctx, s, p.ci, k, comp, nil, out, fl)
+	if errors.Is(err, ErrChecksum) {
+		return nil, fmt.Errorf("fetched twice: %w", err)
+	}
+	if err == nil {
+		keepOwned(s, p.ci, k, comp)
+	}
+	return buf, err
 }
 
 // hashThrough waits for object bytes [from, to) of the part to arrive,
@@ -440,14 +535,15 @@ func (fs *framedSource) Next() ([]byte, *Buf, error) {
 	if !fs.started {
 		fs.started = true
 		fs.set.lim.streamStarted()
-		go fs.produce()
+		go fs.cur.produce()
 	}
 	if fs.next > fs.hi {
 		return nil, nil, io.EOF
 	}
-	fu, ok := <-fs.ch
+	r := fs.cur
+	fu, ok := <-r.ch
 	if !ok {
-		if err := fs.ctx.Err(); err != nil {
+		if err := r.ctx.Err(); err != nil {
 			return nil, nil, err
 		}
 		return nil, nil, fmt.Errorf("frame %d: producer stopped early: %w", fs.next, ErrCorrupt)
@@ -461,19 +557,23 @@ func (fs *framedSource) Next() ([]byte, *Buf, error) {
 	var buf *Buf
 	var err error
 	if fu.fl == nil {
-		buf, err = fillFrame(fs.ctx, fs.set, fs.ci, fu.i) // cached when planned: a hit, unless evicted since
+		buf, err = fs.fill(fu.i) // cached when planned: a hit, unless evicted since
 	} else {
 		select {
 		case <-fu.fl.done:
 		default:
-			fs.starved() // the reader waits for data: more parts in flight would help
+			r.starved() // the reader waits for data: more parts in flight would help
 		}
 		// Only the bytes this read needs: a frame being decoded in steps
 		// hands them over as soon as its decode passed them.
 		need := min(fs.u1, f.UOff+f.USize) - f.UOff
-		buf, err = fs.set.cache.waitPrefix(fs.ctx, fu.fl, need)
-		if err != nil && isContextErr(err) && fs.ctx.Err() == nil {
-			buf, err = fillFrame(fs.ctx, fs.set, fs.ci, fu.i) // the fetcher's context ended, not ours
+		buf, err = fs.set.cache.waitPrefix(r.ctx, fu.fl, need)
+		if err != nil && isContextErr(err) && r.ctx.Err() == nil {
+			if fu.last > 0 { // the frame's part is done with
+				r.consumed(fu.last)
+				fu.last = 0
+			}
+			buf, err = fs.fill(fu.i) // the fetcher's context ended, not ours
 		} else if err == nil && fu.joined {
 			fs.set.metrics.cacheHit() // joined another read's fetch: no fetch of its own
 		}
@@ -482,18 +582,18 @@ func (fs *framedSource) Next() ([]byte, *Buf, error) {
 		if fu.fl != nil && err == nil {
 			select {
 			case <-fu.fl.done:
-				fs.consumed(fu.last)
+				r.consumed(fu.last)
 			default:
 				// Handed over mid-decode (waitPrefix): the part holds its
 				// bytes until its worker completes the frame, and counts
 				// in this source's window until then.
 				go func(fl *flight, n int64) {
 					<-fl.done
-					fs.consumed(n)
+					r.consumed(n)
 				}(fu.fl, fu.last)
 			}
 		} else {
-			fs.consumed(fu.last)
+			r.consumed(fu.last)
 		}
 	}
 	if err != nil {
@@ -516,14 +616,44 @@ func (fs *framedSource) Next() ([]byte, *Buf, error) {
 	return buf.b[lo:hi], buf, nil
 }
 
+// fill fetches frame i for the consumer itself: a frame that was cached
+// when the producer looked and was evicted since, or one whose fetch ended
+// for another read's reason (a fetcher whose client left, a prefetch that
+// gave up). Its take does not wait (withoutWait): the memory the run's
+// parts ahead hold (its client's share; a part may be being taken right
+// now) may be what it would wait for, and they are held until the
+// consumer takes them. When it is short, the run is dropped (its parts
+// stop and their frames are released), the frame is taken holding
+// nothing (waiting as any demand read does), and then a new run produces
+// the frames after it.
+func (fs *framedSource) fill(i int) (*Buf, error) {
+	r := fs.cur
+	buf, err := fillFrame(withoutWait(r.ctx), fs.set, fs.ci, i)
+	if !errors.Is(err, errMustWait) || fs.parent.Err() != nil {
+		return buf, err
+	}
+	r.cancel()
+	c := fs.set.cache
+	go func() {
+		for fu := range r.ch {
+			fu.abandon(c)
+		}
+	}()
+	fs.cur = fs.newRun(i + 1)
+	buf, err = fillFrame(fs.cur.ctx, fs.set, fs.ci, i)
+	go fs.cur.produce() // after the frame was taken: its parts would compete with it
+	return buf, err
+}
+
 func (fs *framedSource) Close() {
-	fs.cancel()
+	r := fs.cur
+	r.cancel()
 	if fs.started && !fs.closed {
 		fs.closed = true
 		fs.set.lim.streamEnded()
 		c := fs.set.cache
 		go func() {
-			for fu := range fs.ch {
+			for fu := range r.ch {
 				fu.abandon(c)
 			}
 		}()
@@ -613,8 +743,8 @@ func noteFrames(s *Set, ci int32, lo, hi, run int) {
 
 // prefetch fetches the frames lo..hi of chunk ci that are neither cached
 // nor in flight, in parts, without taking references to them; each part is
-// speculative (it starts only when memory and GET slots are free, within
-// the prefetch's fair share). It stops when budget (decoded bytes) is
+// speculative (it starts only when memory and GET slots, its own among
+// them, are free, within the prefetch's fair share). It stops when budget (decoded bytes) is
 // spent; giant frames are skipped. The parts' workers are added to workers.
 func prefetch(ctx context.Context, s *Set, ci int32, lo, hi int, budget, held *int64, slots chan struct{}, workers *sync.WaitGroup) {
 	c := s.cache
@@ -684,7 +814,10 @@ func prefetch(ctx context.Context, s *Set, ci int32, lo, hi int, budget, held *i
 			return true
 		})
 		j := plan.hi
-		p, _ := s.launch(ctx, nil, ci, plan, 1, decoded, *held, speculative, slots)
+		var p *part
+		if len(slots) < cap(slots) { // never waits for its own GETs, claims held (only this prefetch takes its slots)
+			p, _ = s.launch(ctx, nil, ci, plan, 1, decoded, *held, speculative, slots)
+		}
 		if p == nil {
 			for k, fl := range fls {
 				c.complete(s.frameKey(ci, i+k), fl, nil, errGaveUp)

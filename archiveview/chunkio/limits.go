@@ -23,7 +23,9 @@ package chunkio
 //
 //   - a demand take (what a reader needs now: the first part of a read,
 //     a stream's next part) evicts cached frames oldest first and parked
-//     decoders, then waits at most MemoryWait for memory and a GET slot;
+//     decoders, and, short of a GET slot, drops the parked decoders whose
+//     parts ahead hold GETs in flight (speculative GETs that may be slow
+//     to end), then waits at most MemoryWait for memory and a GET slot;
 //   - a speculative take (readahead, the later parts of a window) evicts
 //     cached frames but never waits, and never takes a stream past its
 //     fair share (the budget divided by the streams reading), so a
@@ -36,7 +38,8 @@ package chunkio
 // it until they are evicted. One client may hold at most ClientShare of
 // the budget (DefaultClientShare, WithClientShare) and of the stream
 // decoders: past it, its demand takes first evict its own oldest cached
-// frames, then wait (and end in ErrBusy), and its speculative takes are
+// frames, then its own parked stream decoders, then wait (and end in
+// ErrBusy), and its speculative takes are
 // refused, while other clients' reads proceed. A client holding nothing
 // may always take one part, however large (so a read larger than the
 // share is still served, one at a time). Reads without a client (prefetch,
@@ -148,8 +151,16 @@ type ReadLimits struct {
 	// a parked stream decoder; false when there is nothing to drop.
 	reclaim func(frames bool) bool
 	// reclaimOwn evicts the oldest cached frame charged to cl that no
-	// reader holds; false when there is none.
+	// reader holds, else a parked stream decoder holding memory charged
+	// to cl; false when there is none.
 	reclaimOwn func(cl *clientUse) bool
+	// reclaimOwnDecoder drops the oldest parked stream decoder whose
+	// admission is counted for cl; false when there is none.
+	reclaimOwnDecoder func(cl *clientUse) bool
+	// reclaimGets drops a parked stream decoder whose parts ahead still
+	// have GETs in flight (their slots return as the GETs stop); false
+	// when there is none.
+	reclaimGets func() bool
 }
 
 // clientUse is what one client holds (under ReadLimits.mu). It lives in
@@ -203,9 +214,11 @@ func newReadLimits(cfg cacheConfig) *ReadLimits {
 	l := &ReadLimits{
 		memory: cfg.memory, wait: cfg.memoryWait, maxGets: cfg.maxParts,
 		partSize: cfg.partSize, streamParts: cfg.streamParts,
-		freed:      make(chan struct{}),
-		reclaim:    func(bool) bool { return false },
-		reclaimOwn: func(*clientUse) bool { return false },
+		freed:             make(chan struct{}),
+		reclaim:           func(bool) bool { return false },
+		reclaimOwn:        func(*clientUse) bool { return false },
+		reclaimGets:       func() bool { return false },
+		reclaimOwnDecoder: func(*clientUse) bool { return false },
 	}
 	l.maxDecoders = decodersFor(cfg.memory, cfg.maxParts, cfg.partSize, cfg.streamParts)
 	f := cfg.clientShare
@@ -289,22 +302,35 @@ func (l *ReadLimits) tryTake(id string, n int64, gets int) (cl *clientUse, grant
 // (WithClient), whose record it returns. While they are not all free it
 // evicts cached frames (when memory is short); a speculative take then
 // returns errNoMemory, a demand take waits, holding nothing, at most
-// MemoryWait, then fails with ErrBusy. The caller returns the bytes with
-// unreserve (or hands them to buffers made with bufReserved) and the
-// slots with putGets.
+// MemoryWait, then fails with ErrBusy (under withoutWait it fails at once
+// with errMustWait). A demand take also takes the bytes of a firstTake
+// ctx carries that no take committed yet (see firstTake). The caller
+// returns the bytes with unreserve (or hands them to buffers made with
+// bufReserved) and the slots with putGets.
 func (l *ReadLimits) take(ctx context.Context, n int64, gets int, mode allocMode) (*clientUse, int, error) {
 	if n > l.memory {
 		return nil, 0, fmt.Errorf("%d bytes asked of a read memory budget of %d: %w", n, l.memory, ErrBusy)
 	}
 	id := clientOf(ctx)
+	ft, _ := ctx.Value(firstTakeKey{}).(*firstTake)
+	if mode != demand || ft == nil || n+ft.n > l.memory {
+		ft = nil
+	}
 	dl := deadline{wait: l.wait}
 	defer dl.stop()
 	for {
 		l.mu.Lock()
 		ch := l.freed
 		l.mu.Unlock()
-		cl, k, short, ok := l.tryTake(id, n, gets)
+		extra := int64(0)
+		if ft.free() {
+			extra = ft.n
+		}
+		cl, k, short, ok := l.tryTake(id, n+extra, gets)
 		if ok {
+			if extra > 0 && !ft.commit(cl) {
+				l.unreserve(cl, extra) // settled meanwhile: not needed
+			}
 			return cl, k, nil
 		}
 		if short == "memory" && l.reclaim(true) {
@@ -313,8 +339,14 @@ func (l *ReadLimits) take(ctx context.Context, n int64, gets int, mode allocMode
 		if short == "client share" && l.reclaimOwn(cl) {
 			continue
 		}
+		if short == "GET slot" && mode == demand && l.reclaimGets() {
+			continue
+		}
 		if mode == speculative {
 			return nil, 0, errNoMemory
+		}
+		if ctx.Value(noWaitKey{}) != nil {
+			return nil, 0, fmt.Errorf("%d bytes and a backend GET not free at once (short of %s): %w", n, short, errMustWait)
 		}
 		if err := dl.await(ctx, ch); err == errWaitExpired {
 			used, inFlight := l.inUse()
@@ -324,6 +356,78 @@ func (l *ReadLimits) take(ctx context.Context, n int64, gets int, mode allocMode
 			return nil, 0, err
 		}
 	}
+}
+
+// errMustWait: a demand take under withoutWait found its memory or GET
+// slot not free. It wraps context.Canceled, so that a read that joined
+// the flight of such a take fetches the frame itself.
+var errMustWait = fmt.Errorf("read limits not free at once: %w", context.Canceled)
+
+type noWaitKey struct{}
+
+// withoutWait returns ctx under which demand takes do not wait: one
+// that finds its memory or GET slot short (after evicting) fails with
+// errMustWait. For work whose caller holds memory it would wait on: the
+// header check beside a member's data (hdrCheckedSource), a framed read's
+// own fetch of a frame while its parts ahead are held (framedSource.fill).
+// The caller then gives back what it holds and takes again, waiting.
+func withoutWait(ctx context.Context) context.Context {
+	return context.WithValue(ctx, noWaitKey{}, true)
+}
+
+// firstTake is memory a read needs beside what its source takes (a
+// verified extent's buffer, verifiedExtent), carried in the read's
+// context (withFirstTake): the first demand take of the read (its
+// source's first part, a stream decoder's first take) takes these bytes
+// with its own, in one take, so the read never holds them while it
+// waits for the rest. The read settles it once (settle): the bytes a take
+// committed are its own from then on.
+type firstTake struct {
+	n int64
+
+	mu   sync.Mutex
+	done bool       // committed by a take, or settled by the read
+	took bool       // committed by a take
+	cl   *clientUse // the client a take charged the bytes to
+}
+
+type firstTakeKey struct{}
+
+// withFirstTake returns ctx carrying ft.
+func withFirstTake(ctx context.Context, ft *firstTake) context.Context {
+	return context.WithValue(ctx, firstTakeKey{}, ft)
+}
+
+// free reports whether no take committed ft and the read did not settle
+// it (false for nil).
+func (ft *firstTake) free() bool {
+	if ft == nil {
+		return false
+	}
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	return !ft.done
+}
+
+// commit records that a take charged ft's bytes to cl; false when ft was
+// committed or settled meanwhile (the take returns them).
+func (ft *firstTake) commit(cl *clientUse) bool {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	if ft.done {
+		return false
+	}
+	ft.done, ft.took, ft.cl = true, true, cl
+	return true
+}
+
+// settle ends ft: took reports whether a take charged its bytes (to cl),
+// which the caller then owns; otherwise no take will.
+func (ft *firstTake) settle() (cl *clientUse, took bool) {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	ft.done = true
+	return ft.cl, ft.took
 }
 
 func (l *ReadLimits) inUse() (used int64, gets int) {
@@ -366,9 +470,10 @@ func (l *ReadLimits) give(cl *clientUse, n int64, gets int) {
 }
 
 // admitDecoder admits one stream decoder (a giant frame's or an unframed
-// stream's), dropping parked decoders to make room, else waiting at most
-// MemoryWait (ErrBusy). The caller holds nothing of the limits' while it
-// waits. A client holds at most its share of the decoders. endDecoder
+// stream's), dropping parked decoders to make room (only the client's own
+// when its own share is what is used up), else waiting at most MemoryWait
+// (ErrBusy). The caller holds nothing of the limits' while it waits. A
+// client holds at most its share of the decoders. endDecoder
 // ends the admission, with the client record returned.
 func (l *ReadLimits) admitDecoder(ctx context.Context) (*clientUse, error) {
 	id := clientOf(ctx)
@@ -389,7 +494,13 @@ func (l *ReadLimits) admitDecoder(ctx context.Context) (*clientUse, error) {
 		}
 		l.dropIdleLocked(cl)
 		l.mu.Unlock()
-		if l.reclaim(false) {
+		if own {
+			// Its own share is used: only its own parked decoders free
+			// one it may take (another client's would free nothing for it).
+			if l.reclaimOwnDecoder(cl) {
+				continue
+			}
+		} else if l.reclaim(false) {
 			continue
 		}
 		if err := dl.await(ctx, ch); err == errWaitExpired {

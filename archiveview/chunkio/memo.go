@@ -19,7 +19,8 @@ import (
 // (a backend hiccup, the filler's context ending) are handed to the callers
 // waiting on that run and forgotten, so the next caller tries again. A
 // waiter whose run failed only because the filler's context ended, while
-// its own is alive, runs again itself (up to three times).
+// its own is alive, tries again (as often as that happens: its own context
+// bounds it).
 type Memo[V any] struct {
 	mu   sync.Mutex
 	kept bool
@@ -38,7 +39,7 @@ type memoRun[V any] struct {
 // result of running fill itself. A caller whose ctx ends while it waits
 // returns ctx's error (the run goes on for the others).
 func (m *Memo[V]) Do(ctx context.Context, fill func(context.Context) (V, error), keep func(error) bool) (V, error) {
-	for attempt := 0; ; attempt++ {
+	for {
 		m.mu.Lock()
 		if m.kept {
 			v, err := m.v, m.err
@@ -53,8 +54,12 @@ func (m *Memo[V]) Do(ctx context.Context, fill func(context.Context) (V, error),
 				var zero V
 				return zero, ctx.Err()
 			}
-			if r.err != nil && isContextErr(r.err) && ctx.Err() == nil && attempt < 3 {
-				continue // the filler's context ended, not ours: try again
+			if r.err != nil && isContextErr(r.err) && ctx.Err() == nil {
+				// The filler's context ended, not ours: try again (wait on
+				// the next run or run fill), however often, so other
+				// callers' cancellations never fail this caller; its own
+				// context bounds the wait.
+				continue
 			}
 			return r.v, r.err
 		}

@@ -233,6 +233,66 @@ func (c *FrameCache) dropParked() bool {
 	return true
 }
 
+// dropParkedFetching discards the oldest parked decoder whose parts ahead
+// still have GETs in flight (a demand read is short of GET slots: the
+// discard stops those GETs); false when no parked decoder has any.
+func (c *FrameCache) dropParkedFetching() bool {
+	c.parkMu.Lock()
+	var z *zstream
+	for i, p := range c.parked {
+		if len(p.src.slots) > 0 { // a stream slot is held exactly while its GET runs
+			z = p
+			c.parked = append(c.parked[:i], c.parked[i+1:]...)
+			break
+		}
+	}
+	c.parkMu.Unlock()
+	if z == nil {
+		return false
+	}
+	z.discard(c, true)
+	return true
+}
+
+// chargedTo reports whether parked decoder z holds memory charged to cl:
+// its window and segment, or a part it kept ahead (z is parked: nobody
+// changes its reader).
+func (z *zstream) chargedTo(cl *clientUse) bool {
+	if z.cl == cl {
+		return true
+	}
+	for _, p := range z.src.queue {
+		if p.cl == cl {
+			return true
+		}
+	}
+	return false
+}
+
+// dropParkedOwn discards the oldest parked decoder whose admission is
+// counted for client cl (a client at its share of the decoders asks for
+// one); false when none is parked.
+func (c *FrameCache) dropParkedOwn(cl *clientUse) bool {
+	if cl == nil {
+		return false
+	}
+	c.parkMu.Lock()
+	var z *zstream
+	for i, p := range c.parked {
+		if p.adm == cl {
+			z = p
+			c.parked = append(c.parked[:i], c.parked[i+1:]...)
+			break
+		}
+	}
+	c.parkMu.Unlock()
+	if z == nil {
+		return false
+	}
+	z.discard(c, true)
+	return true
+}
+
 // dropParkedOf discards every parked decoder of s (Set.Close).
 func (c *FrameCache) dropParkedOf(s *Set) {
 	c.parkMu.Lock()

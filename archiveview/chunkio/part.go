@@ -213,7 +213,9 @@ func (s *Set) launch(ctx, life context.Context, ci int32, plan partPlan, ways in
 }
 
 // takeStreamSlots takes up to want of a stream's GET slots: the first
-// waits for a free slot (ctx), the others are taken only if free. With no
+// waits for a free slot (ctx), the others are taken only if free. (A
+// caller that must not wait, a partReader's speculative part, launches
+// only when a slot is free.) With no
 // stream (nil slots) it grants want. It returns how many it took (>= 1).
 func takeStreamSlots(ctx context.Context, slots chan struct{}, want int) (int, error) {
 	want = max(want, 1)

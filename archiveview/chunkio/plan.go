@@ -17,8 +17,9 @@ package chunkio
 //     1 MiB gaps slower).
 //   - Parts follow the data's own boundaries: a part holds whole frames,
 //     so each frame is hashed and decoded as soon as its part has arrived;
-//     a frame larger than PartSize is a part of its own. Plain ranges are
-//     cut every PartSize bytes.
+//     a frame larger than PartSize is a part of its own, and a part holds
+//     at most maxPartFrames frames. Plain ranges are cut every PartSize
+//     bytes.
 //   - Split for parallelism. S3 serves about 85-90 MB/s per connection, so
 //     a part is fetched as several concurrent sub-ranges when the stream
 //     has fewer parts in flight than StreamParts: a stream keeps about
@@ -44,6 +45,11 @@ const (
 	DefaultMaxParts    = 64
 	minSubRange        = 1 << 20
 	initialWindow      = 2
+	// maxPartFrames bounds the frames of one part: each is a claim (a
+	// flight other readers may join) and a slot of its worker, not charged
+	// to the budget, so a manifest of millions of tiny frames cannot make
+	// one part claim a million of them.
+	maxPartFrames = 1024
 )
 
 // partPlan is one backend read the planner decided: object bytes
@@ -80,14 +86,15 @@ func planFrames(fr []Frame, lo, hi int, partSize int64) []partPlan {
 // its test): the part that starts with frame k0 of a sequence of n frames
 // in object order (frame(k) returns the k-th) takes the frames after it
 // while each starts exactly where the previous ends, the part stays within
-// partSize and join(k) allows frame k in (nil: always). join is asked in
+// partSize and maxPartFrames frames, and join(k) allows frame k in (nil:
+// always). join is asked in
 // order and not again after it refused: it may claim the frame it allows
 // (a flight) and note the one it refuses. The plan's lo and hi are
 // sequence indexes (k0 and the last frame taken).
 func nextFramePart(n int, frame func(k int) Frame, k0 int, partSize int64, join func(k int) bool) partPlan {
 	first := frame(k0)
 	p := partPlan{off: first.COff, end: first.COff + first.CSize, lo: k0, hi: k0}
-	for k := k0 + 1; k < n; k++ {
+	for k := k0 + 1; k < n && k-k0 < maxPartFrames; k++ {
 		f := frame(k)
 		if f.COff != p.end || p.size()+f.CSize > partSize || (join != nil && !join(k)) {
 			break

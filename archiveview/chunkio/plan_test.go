@@ -169,3 +169,26 @@ func TestNextFramePartJoin(t *testing.T) {
 		t.Errorf("nextRange(20, 25, 10) = [%d,%d), want [20,25)", p.off, p.end)
 	}
 }
+
+// TestPlanFramesBoundsFramesPerPart: a million adjacent 8-byte frames (a
+// hostile manifest's) are planned into parts of at most maxPartFrames
+// frames, each a claim no budget charges; on the old code one 8 MB part
+// claimed all of them.
+func TestPlanFramesBoundsFramesPerPart(t *testing.T) {
+	const n = 1_000_000
+	fr := make([]Frame, n)
+	for i := range fr {
+		fr[i] = Frame{COff: int64(i) * 8, CSize: 8, UOff: int64(i) * 8, USize: 8}
+	}
+	parts := planFrames(fr, 0, n-1, DefaultPartSize)
+	next := 0
+	for _, p := range parts {
+		if p.lo != next || p.hi-p.lo+1 > maxPartFrames {
+			t.Fatalf("part of frames %d-%d after frame %d: want the next at most %d frames", p.lo, p.hi, next-1, maxPartFrames)
+		}
+		next = p.hi + 1
+	}
+	if next != n {
+		t.Fatalf("parts cover frames 0-%d of %d", next-1, n)
+	}
+}

@@ -68,6 +68,12 @@ func (r *partReader) fill() error {
 		mode, extra := speculative, int64(0)
 		if len(r.queue) == 0 {
 			mode, extra = demand, r.firstExtra
+		} else if len(r.slots) == cap(r.slots) {
+			// Every GET slot of the stream is held by its parts ahead: a
+			// speculative part does not wait for one (the reader may have
+			// bytes to read meanwhile). Only this reader takes slots, so
+			// one free now is free at launch.
+			return nil
 		}
 		plan := nextRange(r.planned, r.end, r.set.lim.partSize)
 		var life context.Context

@@ -69,7 +69,14 @@ func verifyFrames(ctx context.Context, s *Set, ci int32, problem func(string)) (
 			if len(queue) == 0 {
 				mode = demand
 			}
-			p, err := s.launch(ctx, nil, ci, plan, waysFor(s.lim.streamParts, len(queue)+1), 0, 0, mode, slots)
+			// The frames' decoded buffers are taken with the part (as a
+			// read's are): a part's worker never waits for memory the
+			// other parts hold while it holds its own and a decode slot.
+			var decoded int64
+			for _, i := range order[at:end] {
+				decoded += bufSize(fr[i].USize)
+			}
+			p, err := s.launch(ctx, nil, ci, plan, waysFor(s.lim.streamParts, len(queue)+1), decoded, 0, mode, slots)
 			if p == nil && err == nil {
 				break // no room to read ahead: finish what is in flight first
 			}
@@ -79,7 +86,7 @@ func verifyFrames(ctx context.Context, s *Set, ci int32, problem func(string)) (
 			if err != nil {
 				j.msgs <- []string{fmt.Sprintf("frames at object bytes %d-%d: %v", plan.off, plan.end, err)}
 			} else {
-				go func() { j.msgs <- verifyPart(ctx, s, p, idx) }()
+				go func() { j.msgs <- verifyPart(ctx, s, p, idx, decoded) }()
 			}
 			queue = append(queue, j)
 			at = end
@@ -92,9 +99,12 @@ func verifyFrames(ctx context.Context, s *Set, ci int32, problem func(string)) (
 	return frames
 }
 
-// verifyPart checks frames idx (in object order) of part p and closes it.
-func verifyPart(ctx context.Context, s *Set, p *part, idx []int) []string {
+// verifyPart checks frames idx (in object order) of part p and closes it,
+// decoding each into a buffer from reserved (their decoded sizes, taken
+// with the part; what is not used is returned).
+func verifyPart(ctx context.Context, s *Set, p *part, idx []int, reserved int64) []string {
 	defer p.close()
+	defer func() { s.lim.unreserve(p.cl, reserved) }()
 	var msgs []string
 	fr := s.chunks[p.ci].Frames
 	for _, i := range idx {
@@ -114,7 +124,8 @@ func verifyPart(ctx context.Context, s *Set, p *part, idx []int) []string {
 		if err := decodeSlot(ctx, s); err != nil {
 			return append(msgs, fmt.Sprintf("frame %d: %v", i, err))
 		}
-		err := decodeDiscard(ctx, s, p.buf.b[f.COff-p.off:f.COff+f.CSize-p.off], i, f)
+		reserved -= bufSize(f.USize)
+		err := decodeDiscard(s, p.buf.b[f.COff-p.off:f.COff+f.CSize-p.off], i, f, s.lim.bufReserved(p.cl, f.USize))
 		<-s.cache.decodeSem
 		if err != nil {
 			msgs = append(msgs, err.Error())
@@ -123,14 +134,10 @@ func verifyPart(ctx context.Context, s *Set, p *part, idx []int) []string {
 	return msgs
 }
 
-// decodeDiscard decodes one frame's compressed bytes into a buffer from
-// the budget (as a read would) and drops it; the decoded length must match
-// the manifest.
-func decodeDiscard(ctx context.Context, s *Set, comp []byte, i int, f Frame) error {
-	out, err := s.lim.alloc(ctx, f.USize, demand)
-	if err != nil {
-		return fmt.Errorf("frame %d: %w", i, err)
-	}
+// decodeDiscard decodes one frame's compressed bytes into out (a buffer of
+// the frame's decoded size, charged to the budget as a read's is) and drops
+// it; the decoded length must match the manifest.
+func decodeDiscard(s *Set, comp []byte, i int, f Frame, out *Buf) error {
 	defer out.Release()
 	if err := s.cache.decodeInto(comp, out); err != nil {
 		return fmt.Errorf("frame %d (object bytes %d-%d): %w", i, f.COff, f.COff+f.CSize, err)

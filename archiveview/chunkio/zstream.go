@@ -98,6 +98,7 @@ func (s *Set) newZstream(ctx context.Context, ci int32, frame int) (*zstream, er
 		win = min(win, z.ulen)
 	}
 	seg := bufSize(segmentBytes)
+	maxWin := int64(maxDecoderWindow) // the largest window a frame of the stream may declare
 	for {
 		z.mem = decoderCost(win)
 		if src.end <= src.start {
@@ -111,6 +112,11 @@ func (s *Set) newZstream(ctx context.Context, ci int32, frame int) (*zstream, er
 		}
 		src.firstExtra, src.extraTaken = z.mem+seg, false
 		p, avail, err := src.head()
+		if hdr := min(int64(zstdHeaderMax), src.end-src.pos); err == nil && avail < hdr {
+			var got int64 // the whole frame header, so its window is read (not guessed)
+			got, err = p.wait(src.ctx, min(src.pos-p.off+hdr, p.end-p.off))
+			avail = p.off + got - src.pos
+		}
 		if err != nil {
 			if src.extraTaken {
 				l.unreserve(src.extraCl, z.mem+seg)
@@ -125,6 +131,11 @@ func (s *Set) newZstream(ctx context.Context, ci int32, frame int) (*zstream, er
 		w, ok := zstdWindow(p.buf.b[src.pos-p.off : src.pos-p.off+min(avail, zstdHeaderMax)])
 		if !ok {
 			w = defaultDecoderWindow
+		} else if frame >= 0 {
+			// A giant frame's span is one zstd frame: a second frame in
+			// it declaring a larger window than the one charged is
+			// refused (the decoder would allocate it uncharged).
+			maxWin = max(min(w, maxDecoderWindow), 1<<10)
 		}
 		if z.ulen >= 0 {
 			w = min(w, z.ulen)
@@ -149,7 +160,7 @@ func (s *Set) newZstream(ctx context.Context, ci int32, frame int) (*zstream, er
 		win = w
 	}
 	z.seg = l.bufReserved(z.cl, segmentBytes)
-	dec, err := s.cache.decoder(src)
+	dec, err := s.cache.decoder(src, maxWin)
 	if err != nil {
 		src.suspend()
 		z.seg.Release()

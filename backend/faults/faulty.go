@@ -78,13 +78,17 @@ const (
 	// ReadRange fails with backend.ErrBadResponse exactly as
 	// backend.S3Store does. Only "range" requests are affected.
 	FaultIgnoreRange
+	// FaultStall delivers Fault.After body bytes, then nothing more: the
+	// next Read blocks until the request's context ends (a connection that
+	// stopped sending without closing). It then returns the context's error.
+	FaultStall
 )
 
 // Fault is what the hook decides for one request.
 type Fault struct {
 	Kind   FaultKind
 	Err    error   // FaultError: the error to wrap (nil = backend.ErrUnavailable)
-	After  int64   // FaultTruncate, FaultReset: body bytes delivered first
+	After  int64   // FaultTruncate, FaultReset, FaultStall: body bytes delivered first
 	FlipAt []int64 // FaultFlip: object offsets to corrupt
 	// Delay is added to FaultConfig.Latency before the response (a latency
 	// spike), for any Kind.
@@ -296,6 +300,13 @@ func (r *faultyReader) Read(p []byte) (int, error) {
 		}
 		return 0, &backend.Error{Op: r.op, Bucket: r.bucket, Key: r.key,
 			Err: fmt.Errorf("%w: connection reset after %d of %d bytes (injected)", backend.ErrUnavailable, r.pos, r.want)}
+	}
+	if r.fault.Kind == FaultStall && r.pos >= r.fault.After {
+		<-r.ctx.Done()
+		return 0, &backend.Error{Op: r.op, Bucket: r.bucket, Key: r.key, Err: r.ctx.Err()}
+	}
+	if r.fault.Kind == FaultStall && int64(len(p)) > r.fault.After-r.pos {
+		p = p[:r.fault.After-r.pos]
 	}
 	if cut && int64(len(p)) > r.fault.After-r.pos {
 		p = p[:r.fault.After-r.pos]

@@ -273,6 +273,27 @@ func TestFaultyContextCancel(t *testing.T) {
 	}
 }
 
+// TestFaultyStall: a stalled body delivers its first After bytes, then
+// blocks until the request's context ends and fails with its error.
+func TestFaultyStall(t *testing.T) {
+	f, data := faultyFixture(t, FaultConfig{Hook: func(Request) Fault { return Fault{Kind: FaultStall, After: 3000} }})
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	rc, _, err := f.ReadRange(ctx, "bkt", "obj", 100, 20000, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(rc)
+	rc.Close()
+	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) < 200*time.Millisecond {
+		t.Fatalf("err %v after %v, want the context's deadline after 200 ms", err, time.Since(start))
+	}
+	if !bytes.Equal(got, data[100:3100]) {
+		t.Fatalf("%d bytes delivered, want the first 3000", len(got))
+	}
+}
+
 func TestFaultyStatListGetFaults(t *testing.T) {
 	f, data := faultyFixture(t, FaultConfig{})
 	ctx := context.Background()
