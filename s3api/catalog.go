@@ -19,7 +19,8 @@ type Catalog interface {
 	// make the call wait (bounded by the implementation and by ctx); err is
 	// then one wrapping archiveview.ErrOpening if it is still not open
 	// (503 SlowDown with Retry-After), or the open's own error if the
-	// archive could not be opened (500; the error is logged, and only its
+	// archive could not be opened (500, or 503 SlowDown when it has a
+	// Transient method that says so; the error is logged, and only its
 	// PublicMessage, when it has one, reaches the client).
 	Bucket(ctx context.Context, name string) (a *archiveview.Archive, ok bool, err error)
 	// EachBucket calls fn for every served bucket, in byte order of name,

@@ -198,8 +198,20 @@ func (c unopenedCatalog) Bucket(_ context.Context, name string) (*archiveview.Ar
 		return nil, true, fmt.Errorf("archive opening: %w", archiveview.ErrOpening)
 	case "broken":
 		return nil, true, errBrokenOpen
+	case "flaky":
+		return nil, true, transientOpen{}
 	}
 	return nil, false, nil
+}
+
+// transientOpen is an open failure that says it is transient (as
+// catalog.OpenFailure does for a store that was unavailable).
+type transientOpen struct{}
+
+func (transientOpen) Error() string   { return "open: the store was unavailable" }
+func (transientOpen) Transient() bool { return true }
+func (transientOpen) PublicMessage() string {
+	return "The archive served as bucket flaky could not be opened: the store was unavailable."
 }
 
 func (c unopenedCatalog) EachBucket(fn func(string, time.Time)) {
@@ -232,6 +244,8 @@ func TestCatalogUnopenedBuckets(t *testing.T) {
 		{"HEAD", "/opening", 503, nil, true},
 		{"GET", "/broken/a.txt", 500, []string{"<Code>InternalError</Code>", "could not be opened. The server&#39;s log has the details."}, false},
 		{"HEAD", "/broken/a.txt", 500, nil, false},
+		{"GET", "/flaky/a.txt", 503, []string{"<Code>SlowDown</Code>", "bucket flaky could not be opened: the store was unavailable"}, false},
+		{"HEAD", "/flaky/a.txt", 503, nil, false},
 		{"GET", "/other/a.txt", 404, []string{"<Code>NoSuchBucket</Code>"}, false},
 	} {
 		req, _ := http.NewRequest(tc.method, srv.URL+tc.path, nil)

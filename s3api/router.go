@@ -330,10 +330,12 @@ const retryAfterOpening = "2"
 
 // bucketUnavailable answers a request for a served bucket whose archive is
 // not open: still opening after the catalog's wait (503 SlowDown with
-// Retry-After, which every SDK retries), or failed to open (500; the log
-// has the open error, the client only the error's PublicMessage when it
-// has one (catalog.OpenFailure: the bucket and the kind of failure, never
-// the store's text), else a generic message).
+// Retry-After, which every SDK retries), or failed to open (500, or 503
+// SlowDown when the error says it is Transient: the store unavailable, the
+// open's deadline, the index memory in use, each tried again at the next
+// rescan; the log has the open error, the client only the error's
+// PublicMessage when it has one (catalog.OpenFailure: the bucket and the
+// kind of failure, never the store's text), else a generic message).
 func (s *server) bucketUnavailable(req *request, err error) {
 	switch {
 	case req.r.Context().Err() != nil:
@@ -350,6 +352,11 @@ func (s *server) bucketUnavailable(req *request, err error) {
 		if errors.As(err, &pub) {
 			msg = pub.PublicMessage()
 		}
-		s.writeError(req, &apiError{Code: errInternalError, Bucket: req.bucket, Key: req.key, Cause: err, Message: msg})
+		code := errInternalError
+		var tr interface{ Transient() bool }
+		if errors.As(err, &tr) && tr.Transient() {
+			code = errSlowDown // the store's or this server's passing state: retry
+		}
+		s.writeError(req, &apiError{Code: code, Bucket: req.bucket, Key: req.key, Cause: err, Message: msg})
 	}
 }

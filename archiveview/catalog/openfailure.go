@@ -33,25 +33,42 @@ func (f *OpenFailure) Error() string { return f.Err.Error() }
 func (f *OpenFailure) Unwrap() error { return f.Err }
 
 // openFailureKinds is the one table of failure kinds a client is told, in
-// order (the first that matches; a broken chain is also "not found").
+// order (the first that matches; a broken chain is also "not found"), and
+// whether the kind is transient: a passing condition of the store or of
+// this server, not of the archive (s3api answers it 503 SlowDown, where
+// every other failure is 500 InternalError).
 var openFailureKinds = []struct {
-	kind error
-	says string
+	kind      error
+	says      string
+	transient bool
 }{
-	{ErrOpenTimeout, "its open timed out (it is tried again at the next rescan)"},
-	{ErrIndexMemory, "the server's index memory is in use (it is tried again at the next rescan)"},
-	{ErrNoUpload, "its alias has no finished upload that can be served"},
-	{dataset.ErrBadPointer, "its dataset's CURRENT pointer is not valid (it is read again at the next rescan)"},
-	{archiveview.ErrBrokenChain, "its chain of manifests is broken"},
-	{manifest.ErrEncrypted, "its manifest is encrypted"},
-	{manifest.ErrTooLarge, "its manifest exceeds a limit of this server"},
-	{manifest.ErrVersion, "its manifest has an unsupported version"},
-	{manifest.ErrInvalid, "its manifest is not valid"},
-	{archiveview.ErrInvalidTree, "its manifest describes files this server refuses to serve"},
-	{backend.ErrNotFound, "an object it needs was not found in the store"},
-	{backend.ErrAccessDenied, "the store denied this server access"},
-	{backend.ErrUnavailable, "the store was unavailable"},
-	{backend.ErrChanged, "its manifest changed while it was read"},
+	{ErrOpenTimeout, "its open timed out (it is tried again at the next rescan)", true},
+	{ErrIndexMemory, "the server's index memory is in use (it is tried again at the next rescan)", true},
+	{ErrNoUpload, "its alias has no finished upload that can be served", false},
+	{dataset.ErrBadPointer, "its dataset's CURRENT pointer is not valid (it is read again at the next rescan)", false},
+	{archiveview.ErrBrokenChain, "its chain of manifests is broken", false},
+	{manifest.ErrEncrypted, "its manifest is encrypted", false},
+	{manifest.ErrTooLarge, "its manifest exceeds a limit of this server", false},
+	{manifest.ErrVersion, "its manifest has an unsupported version", false},
+	{manifest.ErrInvalid, "its manifest is not valid", false},
+	{archiveview.ErrInvalidTree, "its manifest describes files this server refuses to serve", false},
+	{backend.ErrNotFound, "an object it needs was not found in the store", false},
+	{backend.ErrAccessDenied, "the store denied this server access", false},
+	{backend.ErrUnavailable, "the store was unavailable (it is tried again at the next rescan)", true},
+	{backend.ErrChanged, "its manifest changed while it was read", false},
+}
+
+// Transient reports whether the failure is of a transient kind
+// (openFailureKinds): the store unavailable or throttling, the open's
+// deadline, the index memory in use. The archive may open at the next
+// rescan, so a client is told to retry (503), not that the server failed.
+func (f *OpenFailure) Transient() bool {
+	for _, k := range openFailureKinds {
+		if errors.Is(f.Err, k.kind) {
+			return k.transient
+		}
+	}
+	return false
 }
 
 // PublicMessage is the failure in wharf's words: the bucket and the kind

@@ -44,6 +44,10 @@ func TestOpenFailurePublicMessage(t *testing.T) {
 				t.Errorf("%v: the client is told %q: %s", tc.kind, secret, msg)
 			}
 		}
+		transient := tc.kind == backend.ErrUnavailable || tc.kind == ErrOpenTimeout || tc.kind == ErrIndexMemory
+		if f.Transient() != transient {
+			t.Errorf("%v: Transient() %v, want %v", tc.kind, f.Transient(), transient)
+		}
 		if !strings.Contains(f.Error(), "arn:aws:sts::123456789012") || !errors.Is(f, tc.kind) {
 			t.Errorf("%v: Error lost the cause: %v", tc.kind, f)
 		}
