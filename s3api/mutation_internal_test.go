@@ -27,18 +27,19 @@ func TestXMLTextEscapesLikeEncodingXML(t *testing.T) {
 	}
 }
 
-// TestTokenLengthLimit: a continuation token of up to 4096 characters is
-// decoded; a longer one is refused even when it is well formed.
+// TestTokenLengthLimit: a continuation token carrying an After of up to
+// maxTokenAfter bytes (longer than any key a manifest may hold) is decoded;
+// a longer one is refused even when it is well formed.
 func TestTokenLengthLimit(t *testing.T) {
-	at := encodeToken(strings.Repeat("k", 3067))
-	if len(at) != 4096 {
-		t.Fatalf("test setup: token of %d characters", len(at))
+	at := encodeToken(strings.Repeat("k", maxTokenAfter))
+	if len(at) != maxTokenLen {
+		t.Fatalf("test setup: token of %d characters, maxTokenLen %d", len(at), maxTokenLen)
 	}
-	if got, err := decodeToken(at); err != nil || got != strings.Repeat("k", 3067) {
-		t.Errorf("4096-character token: %q, %v", got, err)
+	if got, err := decodeToken(at); err != nil || got != strings.Repeat("k", maxTokenAfter) {
+		t.Errorf("%d-character token: %.20q, %v", len(at), got, err)
 	}
-	over := encodeToken(strings.Repeat("k", 3068))
-	if len(over) <= 4096 {
+	over := encodeToken(strings.Repeat("k", maxTokenAfter+1))
+	if len(over) <= maxTokenLen {
 		t.Fatalf("test setup: token of %d characters", len(over))
 	}
 	if _, err := decodeToken(over); err == nil {

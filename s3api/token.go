@@ -20,6 +20,18 @@ const tokenVersion = 1
 
 var errBadToken = errors.New("the continuation token provided is incorrect")
 
+// maxTokenAfter bounds the After value a token may carry. It must exceed
+// the longest key an archive can hold (a manifest path may have
+// manifest.DefaultMaxPathBytes = 4096 bytes, more with raised limits), or
+// a listing could not page past that key with the token it handed out
+// (TestListV2PagesPastLongKey). The request line is bounded anyway by the
+// server's max header bytes.
+const maxTokenAfter = 64 << 10
+
+// maxTokenLen is the length of the token of a maxTokenAfter-byte After
+// (unpadded base64: 4 characters per 3 bytes, rounded up).
+const maxTokenLen = ((5+maxTokenAfter)*4 + 2) / 3
+
 // encodeToken makes the NextContinuationToken that resumes after `after`.
 func encodeToken(after string) string {
 	buf := make([]byte, 5+len(after))
@@ -33,7 +45,7 @@ func encodeToken(after string) string {
 func decodeToken(tok string) (string, error) {
 	// The base64 decoder skips '\r' and '\n' even in strict mode: refuse
 	// them, so that exactly one spelling of each token is accepted.
-	if tok == "" || len(tok) > 4096 || strings.ContainsAny(tok, "\r\n") {
+	if tok == "" || len(tok) > maxTokenLen || strings.ContainsAny(tok, "\r\n") {
 		return "", errBadToken
 	}
 	raw, err := base64.RawURLEncoding.Strict().DecodeString(tok)
