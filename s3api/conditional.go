@@ -21,13 +21,31 @@ type conditions struct {
 	ifModifiedSince, ifUnmodifiedSince string
 }
 
+// conditionsFrom reads the conditional headers of h. An ETag list may be
+// split over several header lines (RFC 9110 §5.3): the lines are one list.
 func conditionsFrom(h http.Header) conditions {
 	return conditions{
-		ifMatch:           h.Get("If-Match"),
-		ifNoneMatch:       h.Get("If-None-Match"),
+		ifMatch:           etagLines(h.Values("If-Match")),
+		ifNoneMatch:       etagLines(h.Values("If-None-Match")),
 		ifModifiedSince:   h.Get("If-Modified-Since"),
 		ifUnmodifiedSince: h.Get("If-Unmodified-Since"),
 	}
+}
+
+// etagLines joins the non-blank lines of an ETag list header into one
+// list ("" when there is none: the header is absent, as with one empty line).
+func etagLines(lines []string) string {
+	var out string
+	for _, l := range lines {
+		if strings.TrimSpace(l) == "" {
+			continue
+		}
+		if out != "" {
+			out += ","
+		}
+		out += l
+	}
+	return out
 }
 
 // evaluate applies AWS S3's precedence (s3-compat-notes §2.5) for an object

@@ -152,3 +152,29 @@ func FuzzConditions(f *testing.F) {
 		}
 	})
 }
+
+// An ETag list split over several If-Match / If-None-Match lines is one
+// list (RFC 9110 §5.3): a later line's matching ETag counts. The old code
+// read the first line only, so a matching If-Match on the second line was
+// a false 412 (a download that fails) and a matching If-None-Match on the
+// second line a 200 where 304 is due.
+func TestConditionsFromRepeatedLines(t *testing.T) {
+	mod := time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)
+	const etag = "abc123-7"
+	for _, tc := range []struct {
+		name string
+		h    http.Header
+		want condResult
+	}{
+		{"if-match second line", http.Header{"If-Match": {`"other"`, `"abc123-7"`}}, condProceed},
+		{"if-match no line matches", http.Header{"If-Match": {`"other"`, `"more"`}}, condPreconditionFailed},
+		{"if-none-match second line", http.Header{"If-None-Match": {`"other"`, `"abc123-7"`}}, condNotModified},
+		{"if-none-match no line matches", http.Header{"If-None-Match": {`"other"`, `"more"`}}, condProceed},
+		{"if-match empty lines are absent", http.Header{"If-Match": {"", " "}}, condProceed},
+		{"if-match empty line and a match", http.Header{"If-Match": {"", `"abc123-7"`}}, condProceed},
+	} {
+		if got := conditionsFrom(tc.h).evaluate(etag, mod); got != tc.want {
+			t.Errorf("%s: evaluate = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
