@@ -17,6 +17,7 @@ package s3api
 import (
 	"net"
 	"net/http"
+	"net/netip"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -102,14 +103,11 @@ func (l *keyLimiter) inflightFor(key string) int {
 //     client cannot take every other anonymous client's slots.
 //
 // The address is RemoteAddr as the listener saw it (X-Forwarded-For is not
-// trusted): behind a reverse proxy every client shares the proxy's
+// trusted), an IPv6 one taken as its /64 (clientAddr): behind a reverse proxy every client shares the proxy's
 // address, and so one budget per key. The prefixes keep the spaces apart
 // (an access key cannot contain ':' or '/').
 func limitKey(id auth.Identity, r *http.Request) string {
-	host := r.RemoteAddr
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
+	host := clientAddr(r.RemoteAddr)
 	switch {
 	case id.Anonymous():
 		return "anon/" + host
@@ -117,6 +115,30 @@ func limitKey(id auth.Identity, r *http.Request) string {
 		return "presigned:" + id.AccessKey + "/" + host
 	}
 	return "key:" + id.AccessKey
+}
+
+// clientAddr is the client a remote address counts as: an IPv4 address
+// (also IPv4-mapped IPv6) itself, an IPv6 address its /64 (one host holds
+// a whole /64 and may pick any address in it: counted per address, one
+// machine would have as many budgets as it liked), anything else as it is.
+func clientAddr(remote string) string {
+	host := remote
+	if h, _, err := net.SplitHostPort(remote); err == nil {
+		host = h
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return host
+	}
+	ip = ip.Unmap()
+	if ip.Is4() {
+		return ip.String()
+	}
+	p, err := ip.WithZone("").Prefix(64)
+	if err != nil {
+		return host
+	}
+	return p.String()
 }
 
 // carriesBody reports whether r has a request body (a non-zero

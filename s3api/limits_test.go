@@ -104,7 +104,14 @@ func TestLimitKey(t *testing.T) {
 	for _, tc := range []struct{ remote, want string }{
 		{"192.0.2.1:5000", "anon/192.0.2.1"},
 		{"192.0.2.1:6000", "anon/192.0.2.1"}, // same client, other connection: same budget
-		{"[2001:db8::1]:443", "anon/2001:db8::1"},
+		// One IPv6 host holds a whole /64 (SLAAC privacy addresses rotate
+		// within it): the /64 is one client, or one machine could take a
+		// budget per address it picks.
+		{"[2001:db8::1]:443", "anon/2001:db8::/64"},
+		{"[2001:db8::ffff:1234]:443", "anon/2001:db8::/64"},
+		{"[2001:db8:0:1::1]:443", "anon/2001:db8:0:1::/64"},
+		{"[::ffff:192.0.2.1]:443", "anon/192.0.2.1"}, // IPv4-mapped: the IPv4 client
+		{"[fe80::1%eth0]:443", "anon/fe80::/64"},
 		{"weird", "anon/weird"},
 	} {
 		if got := anon(tc.remote); got != tc.want {
@@ -129,7 +136,8 @@ func TestLimitKey(t *testing.T) {
 		{"192.0.2.1:5000", "presigned:AK1/192.0.2.1"},
 		{"192.0.2.1:6000", "presigned:AK1/192.0.2.1"},
 		{"192.0.2.2:5000", "presigned:AK1/192.0.2.2"},
-		{"[2001:db8::1]:443", "presigned:AK1/2001:db8::1"},
+		{"[2001:db8::1]:443", "presigned:AK1/2001:db8::/64"},
+		{"[2001:db8::2]:443", "presigned:AK1/2001:db8::/64"},
 	} {
 		r, _ := http.NewRequest("GET", "http://x/b/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=00", nil)
 		r.RemoteAddr = tc.remote
