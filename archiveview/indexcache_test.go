@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/wharf-s3/wharf/archiveview/cargopack"
+	"github.com/wharf-s3/wharf/archiveview/manifest"
 	"github.com/wharf-s3/wharf/backend"
 	"github.com/wharf-s3/wharf/backend/faults"
 )
@@ -211,5 +212,50 @@ func TestStoreIndexCacheStaleAncestorReplaced(t *testing.T) {
 	}
 	if _, ok := b.Stat("only.txt"); !ok {
 		t.Error("the next replica does not serve the new ancestor's tree")
+	}
+}
+
+// TestStoreIndexCacheAllowedPrefixKept: an archive whose direct object
+// lies under a prefix the operator allowed (Options.AllowKeyPrefixes, as
+// the catalog's history versions use) publishes an index that a second
+// Publish finds valid and keeps. The old code checked the object with no
+// prefix allowed, judged it damaged and replaced it at every conflicting
+// Publish ("damaged, replaced" from every `wharf index build -o s3://`
+// and every replica losing the first-publish race).
+func TestStoreIndexCacheAllowedPrefixKept(t *testing.T) {
+	dir := t.TempDir()
+	pooled := []byte("an object of the shared pool\n")
+	rvPut(t, dir, "pool/shared.txt", pooled)
+	res := rvPack(t, dir, rvSources(), cargopack.Options{FrameSize: 1 << 20, Prefix: "tenant-a", UploadID: "20260101-conf"})
+	rvMutate(t, dir, res, func(m *manifest.Manifest) {
+		// Keys from the bucket root (the manifest's prefix emptied), so
+		// that the pool's key lies outside the archive's tree.
+		for i := range m.Chunks {
+			m.Chunks[i].S3Key = m.Prefix + "/" + strings.TrimPrefix(m.Chunks[i].S3Key, "/")
+		}
+		for i := range m.Files {
+			m.Files[i].S3Key = m.Prefix + "/" + strings.TrimPrefix(m.Files[i].S3Key, "/")
+		}
+		m.Prefix = ""
+		m.Files = append(m.Files, rvDirectFile(m.SourcePath+"/pooled.txt", "pool/shared.txt", pooled))
+	})
+	secret, err := NewIndexSecret(bytes.Repeat([]byte{5}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := StoreIndexCache{Store: backend.NewFileStore(dir), Bucket: rvBucket, Prefix: "idx/", Spool: t.TempDir(), Secret: secret}
+	for i, want := range []PublishOutcome{Published, AlreadyValid} {
+		a, err := BuildIndex(context.Background(), backend.NewFileStore(dir), rvBucket, res.ManifestKey, Options{AllowKeyPrefixes: []string{"pool/"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := a.Stat("pooled.txt"); !ok {
+			t.Fatal("pooled.txt not in the tree")
+		}
+		out, err := a.PublishIndex(context.Background(), c)
+		a.Close()
+		if err != nil || out != want {
+			t.Fatalf("publish %d: %v, %v; want %v", i, out, err, want)
+		}
 	}
 }
