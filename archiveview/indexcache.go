@@ -90,8 +90,9 @@ type PublishOutcome int
 const (
 	// Published: nothing was there; the file was written.
 	Published PublishOutcome = iota + 1
-	// Replaced: a damaged or unauthenticated object was there; it was
-	// replaced, conditional on its ETag.
+	// Replaced: a damaged, unauthenticated or stale
+	// (StoreIndexCache.Publish) object was there; it was replaced,
+	// conditional on its ETag.
 	Replaced
 	// AlreadyValid: a valid index (authenticated, in an authenticated
 	// cache) was there and was kept; the file was not written.
@@ -276,7 +277,9 @@ func (c StoreIndexCache) fetch(ctx context.Context, name IndexName) (path, etag 
 // Secret) is written only if no object has the name. If one has, it is
 // fetched and checked as a replica would use it (MAC, then every check of
 // the index file, and the manifest key it was built for): a valid one is
-// kept (AlreadyValid); a damaged or unauthenticated one is replaced with a
+// kept (AlreadyValid); a damaged or unauthenticated one, or one of the
+// same manifest version built from other ancestor manifests (stale: an
+// ancestor changed, which the name does not show), is replaced with a
 // write conditional on the ETag it was fetched with (Replaced, or Raced
 // when another writer changed it first).
 func (c StoreIndexCache) Publish(ctx context.Context, name IndexName, path string) (PublishOutcome, error) {
@@ -297,6 +300,7 @@ func (c StoreIndexCache) publish(ctx context.Context, name IndexName, path strin
 		return 0, err
 	}
 	defer closeBody()
+	var ours []index.Source // the manifests path was built from, once needed
 	for attempt := 0; ; attempt++ {
 		if _, err := body.Seek(0, io.SeekStart); err != nil {
 			return 0, err
@@ -308,7 +312,12 @@ func (c StoreIndexCache) publish(ctx context.Context, name IndexName, path strin
 		case wrote:
 			return Published, nil
 		}
-		etag, bad, err := c.inspect(ctx, name)
+		if ours == nil {
+			if ours, err = fileSources(path); err != nil {
+				return 0, err
+			}
+		}
+		etag, bad, err := c.inspect(ctx, name, ours)
 		switch {
 		case errors.Is(err, fs.ErrNotExist) && attempt == 0:
 			continue // removed since: publish again, once
@@ -339,8 +348,12 @@ func (c StoreIndexCache) publish(ctx context.Context, name IndexName, path strin
 
 // inspect fetches the object under name and checks it: bad is why it
 // cannot be used (nil: a valid index for name), etag the object's ETag.
-// err is an error of the store or the spool (fs.ErrNotExist: no object).
-func (c StoreIndexCache) inspect(ctx context.Context, name IndexName) (etag string, bad, err error) {
+// An index of the same manifest version (the same ETag recorded for
+// name's manifest as in ours, the sources of the index being published)
+// built from other ancestors or absent candidates is stale: the one
+// being published was built since, from the store as it is now. err is
+// an error of the store or the spool (fs.ErrNotExist: no object).
+func (c StoreIndexCache) inspect(ctx context.Context, name IndexName, ours []index.Source) (etag string, bad, err error) {
 	path, etag, err := c.fetch(ctx, name)
 	if errors.Is(err, ErrUnauthenticatedIndex) {
 		return etag, err, nil
@@ -349,18 +362,45 @@ func (c StoreIndexCache) inspect(ctx context.Context, name IndexName) (etag stri
 		return "", nil, err
 	}
 	defer os.Remove(path)
-	a, err := OpenIndexFile(ctx, nil, path, Options{})
+	// Every check of a load but the confinement of the keys, which is
+	// the serving replicas' own (Options.AllowKeyPrefixes), applied when
+	// they load it.
+	var p *index.Provenance
+	d, m, err := index.Map(path, nil)
+	if err == nil {
+		defer m.Unmap()
+		if p, err = d.Provenance(); err == nil {
+			d.AnyKeyPrefix()
+			_, err = d.Tree(nil)
+		}
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return "", nil, ctx.Err()
 		}
 		return etag, err, nil
 	}
-	defer a.Close()
-	if got := a.Info().ManifestKey; got != name.ManifestKey {
+	if got := d.ManifestKey(); got != name.ManifestKey {
 		return etag, fmt.Errorf("%w: index %s was built for manifest %s, not %s", ErrBadIndex, c.where(name), got, name.ManifestKey), nil
 	}
+	if theirs := p.Sources; index.SameVersion(theirs, ours, name.ManifestKey) && !index.SameSources(theirs, ours) {
+		return etag, fmt.Errorf("%w: index %s was built from other ancestor manifests", index.ErrStale, c.where(name)), nil
+	}
 	return etag, nil, nil
+}
+
+// fileSources are the manifest sources the index file at path records.
+func fileSources(path string) ([]index.Source, error) {
+	d, m, err := index.Map(path, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer m.Unmap()
+	p, err := d.Provenance()
+	if err != nil {
+		return nil, err
+	}
+	return p.Sources, nil
 }
 
 // objectBody is what Publish writes for the index file at path: the file,

@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/wharf-s3/wharf/archiveview/cargopack"
+	"github.com/wharf-s3/wharf/archiveview/manifest"
 	"github.com/wharf-s3/wharf/backend"
 	"github.com/wharf-s3/wharf/backend/faults"
 )
@@ -160,5 +161,101 @@ func TestStoreIndexCacheThroughInstrument(t *testing.T) {
 	piReadAll(t, open(t, &logs), want, rand.New(rand.NewPCG(3, 4)))
 	if got, _ := os.ReadFile(objs[0]); !bytes.Equal(got, first) || !strings.Contains(logs.String(), `"outcome":"damaged, replaced"`) {
 		t.Errorf("the damaged object was not replaced through the wrapper (logs %s)", logs.String())
+	}
+}
+
+// TestStoreIndexCacheStaleAncestorReplaced: a shared index of a chain
+// whose ancestor changed since (here a gzip manifest appears for it, the
+// candidate tried first) stays under the top manifest's name, whose ETag
+// did not change. The replica that finds it stale rebuilds and replaces
+// it (conditional on its ETag), so the next replica loads the fresh one
+// with no manifest GET. The old code kept the stale object
+// (AlreadyValid): every replica re-read every manifest at every open.
+func TestStoreIndexCacheStaleAncestorReplaced(t *testing.T) {
+	dir := t.TempDir()
+	rvPack(t, dir, map[string][]byte{"a.txt": rvText(1, 3000), "b.txt": rvText(2, 500)},
+		cargopack.Options{Prefix: "c", UploadID: "20250304-00000001", PlainManifest: true, FrameSize: 16 << 10})
+	res := rvPack(t, dir, map[string][]byte{"n.txt": rvText(3, 100)}, cargopack.Options{Prefix: "c", UploadID: "20250305-00000002",
+		FrameSize: 16 << 10, PreviousManifestID: "20250304-00000001", SyncType: "incremental"})
+	secret, err := NewIndexSecret(bytes.Repeat([]byte{9}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := func() (*Archive, int64) {
+		t.Helper()
+		f := piCountingStore(dir)
+		c := StoreIndexCache{Store: backend.NewFileStore(dir), Bucket: rvBucket, Prefix: "idx/", Spool: t.TempDir(), Secret: secret}
+		a, err := Open(context.Background(), f, rvBucket, res.ManifestKey, Options{IndexCache: c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { a.Close() })
+		return a, f.Requests("get")
+	}
+	open()
+	if _, gets := open(); gets != 0 {
+		t.Fatalf("second replica: %d GETs, want 0", gets)
+	}
+	repl := rvPack(t, t.TempDir(), map[string][]byte{"only.txt": rvText(4, 10)},
+		cargopack.Options{Prefix: "c", UploadID: "20250304-00000001", FrameSize: 16 << 10})
+	rvPutManifest(t, dir, "c/uploads/20250304-00000001/manifest.json.gz", repl.Manifest)
+	a, gets := open()
+	if gets == 0 {
+		t.Fatal("the new ancestor manifest did not invalidate the shared index")
+	}
+	if _, ok := a.Stat("only.txt"); !ok {
+		t.Fatal("the rebuilt tree does not come from the new ancestor manifest")
+	}
+	b, gets := open()
+	if gets != 0 {
+		t.Errorf("after the rebuild: %d GETs, want 0 (the stale shared index was kept)", gets)
+	}
+	if _, ok := b.Stat("only.txt"); !ok {
+		t.Error("the next replica does not serve the new ancestor's tree")
+	}
+}
+
+// TestStoreIndexCacheAllowedPrefixKept: an archive whose direct object
+// lies under a prefix the operator allowed (Options.AllowKeyPrefixes, as
+// the catalog's history versions use) publishes an index that a second
+// Publish finds valid and keeps. The old code checked the object with no
+// prefix allowed, judged it damaged and replaced it at every conflicting
+// Publish ("damaged, replaced" from every `wharf index build -o s3://`
+// and every replica losing the first-publish race).
+func TestStoreIndexCacheAllowedPrefixKept(t *testing.T) {
+	dir := t.TempDir()
+	pooled := []byte("an object of the shared pool\n")
+	rvPut(t, dir, "pool/shared.txt", pooled)
+	res := rvPack(t, dir, rvSources(), cargopack.Options{FrameSize: 1 << 20, Prefix: "tenant-a", UploadID: "20260101-conf"})
+	rvMutate(t, dir, res, func(m *manifest.Manifest) {
+		// Keys from the bucket root (the manifest's prefix emptied), so
+		// that the pool's key lies outside the archive's tree.
+		for i := range m.Chunks {
+			m.Chunks[i].S3Key = m.Prefix + "/" + strings.TrimPrefix(m.Chunks[i].S3Key, "/")
+		}
+		for i := range m.Files {
+			m.Files[i].S3Key = m.Prefix + "/" + strings.TrimPrefix(m.Files[i].S3Key, "/")
+		}
+		m.Prefix = ""
+		m.Files = append(m.Files, rvDirectFile(m.SourcePath+"/pooled.txt", "pool/shared.txt", pooled))
+	})
+	secret, err := NewIndexSecret(bytes.Repeat([]byte{5}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := StoreIndexCache{Store: backend.NewFileStore(dir), Bucket: rvBucket, Prefix: "idx/", Spool: t.TempDir(), Secret: secret}
+	for i, want := range []PublishOutcome{Published, AlreadyValid} {
+		a, err := BuildIndex(context.Background(), backend.NewFileStore(dir), rvBucket, res.ManifestKey, Options{AllowKeyPrefixes: []string{"pool/"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := a.Stat("pooled.txt"); !ok {
+			t.Fatal("pooled.txt not in the tree")
+		}
+		out, err := a.PublishIndex(context.Background(), c)
+		a.Close()
+		if err != nil || out != want {
+			t.Fatalf("publish %d: %v, %v; want %v", i, out, err, want)
+		}
 	}
 }

@@ -409,3 +409,35 @@ func TestSharedIndexDotDotKeyRefused(t *testing.T) {
 	}
 	e.checkServesTruth(t, b)
 }
+
+// TestSharedIndexPublishedUnderReadETag: a replica whose HEAD of the
+// manifest failed (a throttled store) still builds the index from the
+// manifest it read, and publishes it under that manifest's ETag: the name
+// the next replica looks up, which then loads it with no manifest GET
+// (the old code published it under the name of an empty ETag, which no
+// replica with a working store ever fetches).
+func TestSharedIndexPublishedUnderReadETag(t *testing.T) {
+	e := trSetup(t)
+	f := faults.NewFaulty(backend.NewFileStore(e.dir), faults.FaultConfig{})
+	f.SetHook(func(r faults.Request) faults.Fault {
+		if r.Op == "stat" && r.Key == e.key {
+			return faults.Fault{Kind: faults.FaultError}
+		}
+		return faults.Fault{}
+	})
+	c := archiveview.StoreIndexCache{Store: backend.NewFileStore(e.dir), Bucket: trBucket, Prefix: trPrefix, Spool: t.TempDir(), Secret: e.secret}
+	a, err := archiveview.Open(context.Background(), f, trBucket, e.key, archiveview.Options{Name: "rep", IndexCache: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	e.checkServesTruth(t, a)
+	if _, _, err := c.Fetch(context.Background(), e.name(t, e.key)); err != nil {
+		t.Errorf("no index under the manifest's ETag: %v", err)
+	}
+	b, gets, logs := e.replica(t, e.key, e.secret)
+	if gets != 0 {
+		t.Fatalf("the next replica: %d manifest GETs, want 0; logs %s", gets, logs)
+	}
+	e.checkServesTruth(t, b)
+}

@@ -80,7 +80,9 @@ func BuildIndex(ctx context.Context, store backend.Store, bucket, manifestKey st
 // builds from the manifests and publishes a fresh index file. A shared
 // cache names the file after the manifest's ETag too (one HEAD, which
 // also serves the freshness check of the manifest), so that an index
-// published for an older manifest never stands in the way.
+// published for an older manifest never stands in the way; a fresh index
+// is published under the ETag recorded while its manifest was read (the
+// HEAD may have failed, or seen an older version).
 func openIndexCached(ctx context.Context, store backend.Store, bucket, manifestKey string, opts Options) (*Archive, error) {
 	c := opts.IndexCache
 	etag := ""
@@ -118,6 +120,12 @@ func openIndexCached(ctx context.Context, store backend.Store, bucket, manifestK
 	}
 	if len(a.prov.Sources) == 0 {
 		return a, nil
+	}
+	if c.NamesIncludeETag() {
+		// The name of the manifest the index was built from: the HEAD
+		// above may have failed (no ETag) or seen an older version.
+		name.ETag = a.builtETag()
+		where = c.String() + " " + name.String()
 	}
 	served, err := a.publishAndServe(ctx, c, name)
 	if err != nil {
@@ -206,14 +214,24 @@ func (a *Archive) PublishIndex(ctx context.Context, c IndexCache) (PublishOutcom
 	}
 	etag := ""
 	if c.NamesIncludeETag() {
+		etag = a.builtETag()
+	}
+	name := IndexName{Bucket: a.bucket, ManifestKey: a.manifestKey, ETag: etag}
+	return a.publishIndexName(ctx, c, name)
+}
+
+// builtETag is the ETag of the manifest the archive's index was built
+// from, as recorded while it was read ("" when none was recorded).
+func (a *Archive) builtETag() string {
+	etag := ""
+	if a.prov != nil {
 		for _, s := range a.prov.Sources {
 			if s.Key == a.manifestKey && !s.Absent {
 				etag = s.ETag
 			}
 		}
 	}
-	name := IndexName{Bucket: a.bucket, ManifestKey: a.manifestKey, ETag: etag}
-	return a.publishIndexName(ctx, c, name)
+	return etag
 }
 
 // publishIndexName writes the archive's index to a temporary file and

@@ -729,6 +729,8 @@ type Decoder struct {
 	// copyCols makes every column a copy instead of a view of data
 	// (machines that are not little-endian; tests of that path).
 	copyCols bool
+	// anyPrefix skips the confinement of chunk keys (AnyKeyPrefix).
+	anyPrefix bool
 
 	bucket, manifestKey string
 	units               []chunkio.VerifiedUnit
@@ -740,6 +742,12 @@ type Decoder struct {
 // of the file's bytes: the path of hosts that are not little-endian, for
 // tests of it on hosts that are. Call it before Tree.
 func (d *Decoder) CopyColumns() { d.copyCols = true }
+
+// AnyKeyPrefix makes Tree accept chunk and direct keys under any prefix
+// (every other check stays): for a check of whether a file is damaged,
+// made without the options of the replicas that will serve it, which
+// apply their own confinement when they load it. Call it before Tree.
+func (d *Decoder) AnyKeyPrefix() { d.anyPrefix = true }
 
 // Bucket and ManifestKey are what the file says it indexes (set by
 // Provenance).
@@ -1050,7 +1058,7 @@ func (d *Decoder) tree(allow []string) (*Tree, error) {
 		if err := manifest.CheckObjectKey(ch.Key); err != nil {
 			return nil, d.errf("chunk %d: %v", i, err)
 		}
-		if !manifest.Confined(root, allow, ch.Key) {
+		if !d.anyPrefix && !manifest.Confined(root, allow, ch.Key) {
 			return nil, d.errf("chunk %d: key %q lies outside the archive's prefix %q/ and the allowed ones", i, ch.Key, root)
 		}
 	}

@@ -183,3 +183,27 @@ func (p *Provenance) Matches(ctx context.Context, store backend.Store, pBucket, 
 	}
 	return nil
 }
+
+// SameVersion reports whether sources a and b record the same version of
+// manifest key (present in both, with the same ETag and size).
+func SameVersion(a, b []Source, key string) bool {
+	find := func(s []Source) (Source, bool) {
+		for _, v := range s {
+			if v.Key == key && !v.Absent {
+				return v, true
+			}
+		}
+		return Source{}, false
+	}
+	va, oka := find(a)
+	vb, okb := find(b)
+	return oka && okb && va.ETag == vb.ETag && va.Size == vb.Size
+}
+
+// SameSources reports whether a and b record the same manifests, in the
+// same order: keys, absence, ETags, sizes and content hashes.
+func SameSources(a, b []Source) bool {
+	return slices.EqualFunc(a, b, func(x, y Source) bool {
+		return x.Key == y.Key && x.Absent == y.Absent && x.ETag == y.ETag && x.Size == y.Size && x.SHA256 == y.SHA256
+	})
+}
