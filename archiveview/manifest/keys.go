@@ -153,6 +153,13 @@ func appendSanitizedKey(dst []byte, q string) ([]byte, error) {
 			return dst, fmt.Errorf("%w: control character 0x%02x at byte %d", ErrUnsafePath, c, i)
 		}
 	}
+	// U+FFFE and U+FFFF are the two code points of valid UTF-8 beyond the
+	// control characters that XML 1.0 cannot carry: a listing without
+	// encoding-type=url would show such a key as U+FFFD, a key that does
+	// not exist.
+	if i := strings.IndexFunc(q, func(r rune) bool { return r == 0xFFFE || r == 0xFFFF }); i >= 0 {
+		return dst, fmt.Errorf("%w: noncharacter U+%04X at byte %d (no XML listing can name it)", ErrUnsafePath, []rune(q[i:])[0], i)
+	}
 	start := len(dst)
 	first := true
 	for rest := q; ; {

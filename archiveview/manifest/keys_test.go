@@ -69,6 +69,9 @@ func TestRelativeKey(t *testing.T) {
 		{"control char", "/s", "/s/a\nb", "", true},
 		{"DEL", "/s", "/s/a\x7fb", "", true},
 		{"invalid UTF-8", "/s", "/s/a\xffb", "", true},
+		{"U+FFFE (no XML can carry it)", "/s", "/s/a\uFFFEb", "", true},
+		{"U+FFFF (no XML can carry it)", "/s", "/s/\uFFFF", "", true},
+		{"U+FFFD is an ordinary character", "/s", "/s/a\uFFFDb", "a\uFFFDb", false},
 		{"empty", "/s", "", "", true},
 		{"only slashes and dots", "/s", "/s/./", "", true},
 		{"source itself is root dir", "/", "/", "", true},
@@ -177,7 +180,7 @@ func FuzzRelativeKey(f *testing.F) {
 				t.Fatalf("RelativeKey(%q, %q) = %q: bad segment %q", source, p, key, seg)
 			}
 		}
-		if !utf8.ValidString(key) || strings.ContainsFunc(key, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		if !utf8.ValidString(key) || strings.ContainsFunc(key, func(r rune) bool { return r < 0x20 || r == 0x7f || r == 0xFFFE || r == 0xFFFF }) {
 			t.Fatalf("RelativeKey(%q, %q) = %q: invalid UTF-8 or control character", source, p, key)
 		}
 		if again, err := RelativeKey("", key); err != nil || again != key {
