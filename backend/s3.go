@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"syscall"
@@ -110,6 +111,9 @@ type S3Store struct {
 // NewS3Store builds an S3Store. It loads the AWS configuration (which may
 // read files and environment) but makes no request.
 func NewS3Store(ctx context.Context, cfg S3Config) (*S3Store, error) {
+	if err := CheckEndpoint(cfg.Endpoint); err != nil {
+		return nil, err
+	}
 	var httpClient config.HTTPClient = newHTTPClient(cfg)
 	if cfg.HTTPClient != nil {
 		httpClient = cfg.HTTPClient
@@ -190,6 +194,31 @@ func NewS3Store(ctx context.Context, cfg S3Config) (*S3Store, error) {
 // hanging, and no transparent gzip (a ranged body must be the stored
 // bytes). It is an SDK BuildableClient so that the SDK can still apply
 // AWS_CA_BUNDLE and similar settings to it.
+// CheckEndpoint checks an S3Config.Endpoint: "" or an absolute http:// or
+// https:// URL with a host and no query, fragment or user info. A bare
+// "host:port" or a path is an error naming the value (the SDK would
+// otherwise take "localhost:9000" as a URL of scheme "localhost" and fail
+// only at the first request).
+func CheckEndpoint(endpoint string) error {
+	if endpoint == "" {
+		return nil
+	}
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return fmt.Errorf("backend: S3 endpoint %q: %w", endpoint, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("backend: S3 endpoint %q: want an http:// or https:// URL such as http://127.0.0.1:9000", endpoint)
+	}
+	if u.Host == "" || u.Hostname() == "" {
+		return fmt.Errorf("backend: S3 endpoint %q: no host", endpoint)
+	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
+		return fmt.Errorf("backend: S3 endpoint %q: want scheme, host and optional port and path only (no user info, query or fragment)", endpoint)
+	}
+	return nil
+}
+
 func newHTTPClient(cfg S3Config) *awshttp.BuildableClient {
 	return awshttp.NewBuildableClient().
 		WithDialerOptions(func(d *net.Dialer) {

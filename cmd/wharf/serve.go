@@ -221,11 +221,39 @@ func validBucketFlagName(n string) bool {
 	return n != "" && !strings.ContainsAny(n, "/ \t\r\n")
 }
 
+// checkVirtualHostBase checks --virtual-host-base: "" or a DNS domain
+// such as s3.example.com, compared with the request's Host without its
+// port. A URL, a port, a path or an empty label would never match any
+// Host, so virtual-hosted requests would silently fall to path-style.
+func checkVirtualHostBase(base string) error {
+	if base == "" {
+		return nil
+	}
+	if strings.Contains(base, "://") || strings.ContainsAny(base, "/:@?# \t\r\n") {
+		return fmt.Errorf("--virtual-host-base %q: want a domain such as s3.example.com (no scheme, port or path)", base)
+	}
+	for _, label := range strings.Split(base, ".") {
+		if label == "" || len(label) > 63 {
+			return fmt.Errorf("--virtual-host-base %q: want a domain such as s3.example.com (an empty or over-long label)", base)
+		}
+	}
+	return nil
+}
+
 // validate checks cfg before anything is opened. keys are the resolved
 // access keys (resolveKeys).
 func (cfg *serveConfig) validate(keys []auth.Key) error {
 	if cfg.StoreURL == "" {
 		return errors.New("--store is required (file:///DIR or s3://)")
+	}
+	if _, err := backend.CheckStoreURL(cfg.StoreURL); err != nil {
+		return fmt.Errorf("--store: %w", err)
+	}
+	if err := backend.CheckEndpoint(cfg.S3.Endpoint); err != nil {
+		return fmt.Errorf("--s3-endpoint: %w", err)
+	}
+	if err := checkVirtualHostBase(cfg.VirtualHostBase); err != nil {
+		return err
 	}
 	if len(cfg.Archives)+len(cfg.Discover)+len(cfg.Aliases) == 0 {
 		return errors.New("at least one --archive NAME=MANIFEST_URL, --discover s3://BUCKET/PREFIX or --alias NAME=s3://BUCKET/PREFIX@latest (or NAME=s3://BUCKET/DATASET@current) is required")
