@@ -208,6 +208,22 @@ func applyConfigYAML(data []byte, cfg *serveConfig) error {
 	if err := dec.Decode(&fc); err != nil && !errors.Is(err, io.EOF) {
 		return err
 	}
+	// A second document ("---") would be silently ignored: its options
+	// would keep their defaults. An empty one (a trailing "---") is fine.
+	for {
+		var extra yaml.Node
+		err := dec.Decode(&extra)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if len(extra.Content) == 1 && extra.Content[0].Tag == "!!null" {
+			continue
+		}
+		return fmt.Errorf("line %d: more than one YAML document (---); put every option in one", extra.Line)
+	}
 	cfg.Listen, cfg.AdminListen, cfg.StoreURL = fc.Listen, fc.AdminListen, fc.Store
 	cfg.S3.Endpoint, cfg.S3.Region, cfg.S3.PathStyle = fc.S3.Endpoint, fc.S3.Region, fc.S3.PathStyle
 	if fc.Archives != nil {

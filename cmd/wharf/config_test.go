@@ -281,6 +281,7 @@ func TestCheckConfig(t *testing.T) {
 		{"restore ttl too long", "store: s3://\ndiscover: [s3://a/b]\nrestore_status_ttl: 48h\n", nil, "--restore-status-ttl 48h0m0s"},
 		{"negative restore ttl", "store: s3://\ndiscover: [s3://a/b]\n", []string{"--restore-status-ttl", "-1s"}, "--restore-status-ttl -1s"},
 		{"restore grant not readable", "store: s3://\ndiscover: [s3://a/b]\nkeys: [{access_key: A, secret_key: S, buckets: [x], restore: [y]}]\n", nil, `restore grant for bucket "y"`},
+		{"second yaml document", "store: s3://\ndiscover: [s3://a/b]\n---\ncache_bytes: 1\n", nil, "more than one YAML document"},
 		{"store a bare path", "store: /srv/data\ndiscover: [s3://a/b]\n", nil, `--store: backend: store URL "/srv/data": want file://DIR or s3://`},
 		{"store another scheme", "store: s3://\ndiscover: [s3://a/b]\n", []string{"--store", "http://127.0.0.1:9000"}, `--store: backend: store URL "http://127.0.0.1:9000"`},
 		{"store dir missing", "store: file:///nonexistent/wharf-store\ndiscover: [s3://a/b]\n", nil, `--store: backend: store URL "file:///nonexistent/wharf-store"`},
