@@ -306,8 +306,19 @@ func (cfg *serveConfig) validate(keys []auth.Key) error {
 	if cfg.Rescan < 0 || cfg.RetireGrace < 0 || cfg.ShutdownTimeout < 0 {
 		return errors.New("--rescan, --retire-grace and --shutdown-timeout must not be negative")
 	}
+	if cfg.Rescan != 0 && cfg.Rescan < minRescan {
+		return fmt.Errorf("--rescan %s: want 0 (only at start and on SIGHUP) or at least %s (every rescan lists every discovery root)", cfg.Rescan, minRescan)
+	}
 	if cfg.ReadHeaderTimeout < 0 || cfg.ReadTimeout < 0 || cfg.IdleTimeout < 0 {
 		return errors.New("--read-header-timeout, --read-timeout and --idle-timeout must not be negative")
+	}
+	for _, lt := range []struct {
+		name string
+		d    time.Duration
+	}{{"--read-header-timeout", cfg.ReadHeaderTimeout}, {"--read-timeout", cfg.ReadTimeout}, {"--idle-timeout", cfg.IdleTimeout}} {
+		if lt.d != 0 && (lt.d < minListenerTimeout || lt.d > maxListenerTimeout) {
+			return fmt.Errorf("%s %s: want %s to %s (0 = the default)", lt.name, lt.d, minListenerTimeout, maxListenerTimeout)
+		}
 	}
 	if cfg.MaxInflightPerKey < 0 {
 		return errors.New("--max-inflight-per-key must not be negative (0 = unlimited)")
@@ -626,6 +637,13 @@ const (
 	defaultSendTimeout       = time.Minute
 	minSendTimeout           = 100 * time.Millisecond
 	maxSendTimeout           = time.Hour
+	// A listener timeout shorter than this cuts off every client; one
+	// longer leaves a slow or idle connection held for no purpose.
+	minListenerTimeout = 100 * time.Millisecond
+	maxListenerTimeout = time.Hour
+	// minRescan: a shorter --rescan would list the discovery roots
+	// back to back.
+	minRescan = time.Second
 )
 
 // sendTimeout is the response progress deadline (0 = the default).
