@@ -393,11 +393,25 @@ func (s *S3Store) List(ctx context.Context, bucket, prefix string, fn func(Objec
 		in.Prefix = aws.String(prefix)
 	}
 	p := s3.NewListObjectsV2Paginator(s.client, in)
-	for p.HasMorePages() {
+	var prevToken, prevFirst string
+	for pageNo := 0; p.HasMorePages(); pageNo++ {
 		page, err := p.NextPage(ctx)
 		if err != nil {
 			return &Error{Op: "list", Bucket: bucket, Key: prefix, Err: classifyS3Err(err)}
 		}
+		// A server that ignores continuation-token answers the same page
+		// again and again: with the same next token, or with the same
+		// first key. Either would loop forever.
+		token, first := aws.ToString(page.NextContinuationToken), ""
+		if len(page.Contents) > 0 {
+			first = aws.ToString(page.Contents[0].Key)
+		}
+		if pageNo > 0 && (token != "" && token == prevToken || first != "" && first == prevFirst) {
+			return &Error{Op: "list", Bucket: bucket, Key: prefix, Err: fmt.Errorf(
+				"%w: page %d repeats the previous page (next continuation token %q, first key %q): the store ignores continuation-token",
+				ErrBadResponse, pageNo+1, token, first)}
+		}
+		prevToken, prevFirst = token, first
 		for _, o := range page.Contents {
 			info := ObjectInfo{Key: aws.ToString(o.Key), Size: aws.ToInt64(o.Size),
 				ETag: trimETag(aws.ToString(o.ETag)), LastModified: aws.ToTime(o.LastModified),
