@@ -12,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strings"
 	"time"
@@ -477,13 +478,21 @@ func (cfg *serveConfig) checkConfig() ([]auth.Key, error) {
 			return nil, fmt.Errorf("archive %s: %w", a.Name, err)
 		}
 	}
-	for _, addr := range []string{cfg.Listen, cfg.AdminListen} {
-		if addr == "" {
+	for _, l := range []struct{ flag, addr string }{{"--listen", cfg.Listen}, {"--admin-listen", cfg.AdminListen}} {
+		if l.addr == "" {
 			continue
 		}
-		if _, _, err := splitHostPort(addr); err != nil {
-			return nil, err
+		_, port, err := splitHostPort(l.addr)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", l.flag, err)
 		}
+		// A number 0 to 65535 or a service name, as the listener takes.
+		if _, err := net.LookupPort("tcp", port); err != nil {
+			return nil, fmt.Errorf("%s %q: port %q: want 0 to 65535", l.flag, l.addr, port)
+		}
+	}
+	if cfg.AdminListen != "" && sameListen(cfg.Listen, cfg.AdminListen) {
+		return nil, fmt.Errorf("--admin-listen %s: the same address as --listen %s; the admin endpoints need a listener of their own", cfg.AdminListen, cfg.Listen)
 	}
 	return keys, nil
 }
