@@ -100,6 +100,12 @@ func TestNewS3StoreRefusesBadEndpoint(t *testing.T) {
 			t.Errorf("endpoint %q: error %v, want one naming it and %q", tc.endpoint, err, tc.want)
 		}
 	}
+	for _, region := range []string{"http://127.0.0.1:9000", "us east 1", "eu-west-1/"} {
+		_, err := NewS3Store(context.Background(), S3Config{Region: region, Anonymous: true})
+		if err == nil || !strings.Contains(err.Error(), "S3 region") {
+			t.Errorf("region %q: error %v, want the region refused", region, err)
+		}
+	}
 	for _, ok := range []string{"", "http://127.0.0.1:9000", "https://s3.example.com", "http://[::1]:9000/prefix"} {
 		if _, err := NewS3Store(context.Background(), S3Config{Endpoint: ok, Anonymous: true}); err != nil {
 			t.Errorf("endpoint %q refused: %v", ok, err)

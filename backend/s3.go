@@ -114,6 +114,9 @@ func NewS3Store(ctx context.Context, cfg S3Config) (*S3Store, error) {
 	if err := CheckEndpoint(cfg.Endpoint); err != nil {
 		return nil, err
 	}
+	if err := CheckRegion(cfg.Region); err != nil {
+		return nil, err
+	}
 	var httpClient config.HTTPClient = newHTTPClient(cfg)
 	if cfg.HTTPClient != nil {
 		httpClient = cfg.HTTPClient
@@ -215,6 +218,16 @@ func CheckEndpoint(endpoint string) error {
 	}
 	if u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
 		return fmt.Errorf("backend: S3 endpoint %q: want scheme, host and optional port and path only (no user info, query or fragment)", endpoint)
+	}
+	return nil
+}
+
+// CheckRegion checks an S3Config.Region: "" or a name such as us-east-1;
+// a URL or path given as the region (the endpoint in the wrong option) is
+// an error naming the value.
+func CheckRegion(region string) error {
+	if strings.Contains(region, "://") || strings.ContainsAny(region, "/ \t\r\n") {
+		return fmt.Errorf("backend: S3 region %q: want a region name such as us-east-1, not a URL or path", region)
 	}
 	return nil
 }

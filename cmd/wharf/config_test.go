@@ -288,6 +288,7 @@ func TestCheckConfig(t *testing.T) {
 		{"listen port out of range", "store: s3://\ndiscover: [s3://a/b]\n", []string{"--listen", "127.0.0.1:99999"}, `--listen "127.0.0.1:99999": port "99999"`},
 		{"admin listen port negative", "store: s3://\ndiscover: [s3://a/b]\nadmin_listen: '127.0.0.1:-1'\n", nil, `--admin-listen "127.0.0.1:-1"`},
 		{"admin on the s3 listener", "store: s3://\ndiscover: [s3://a/b]\nlisten: 127.0.0.1:9000\n", []string{"--admin-listen", "127.0.0.1:9000"}, "--admin-listen 127.0.0.1:9000: the same address as --listen"},
+		{"s3 region a URL", "store: s3://\ndiscover: [s3://a/b]\ns3: {region: 'http://127.0.0.1:9000'}\n", nil, `--s3-region: backend: S3 region "http://127.0.0.1:9000"`},
 		{"second yaml document", "store: s3://\ndiscover: [s3://a/b]\n---\ncache_bytes: 1\n", nil, "more than one YAML document"},
 		{"store a bare path", "store: /srv/data\ndiscover: [s3://a/b]\n", nil, `--store: backend: store URL "/srv/data": want file://DIR or s3://`},
 		{"store another scheme", "store: s3://\ndiscover: [s3://a/b]\n", []string{"--store", "http://127.0.0.1:9000"}, `--store: backend: store URL "http://127.0.0.1:9000"`},

@@ -252,6 +252,9 @@ func (cfg *serveConfig) validate(keys []auth.Key) error {
 	if err := backend.CheckEndpoint(cfg.S3.Endpoint); err != nil {
 		return fmt.Errorf("--s3-endpoint: %w", err)
 	}
+	if err := backend.CheckRegion(cfg.S3.Region); err != nil {
+		return fmt.Errorf("--s3-region: %w", err)
+	}
 	if err := checkVirtualHostBase(cfg.VirtualHostBase); err != nil {
 		return err
 	}
