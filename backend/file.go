@@ -24,6 +24,10 @@ import (
 // DIR/<bucket> is refused (ErrAccessDenied). Symlinks inside the bucket
 // directory are followed.
 //
+// Only regular files are objects: a named pipe, device or socket at a
+// key is ErrNotFound, and is opened without blocking (a FIFO's plain open
+// would wait for a writer forever).
+//
 // ETag: a file has no content hash to hand, and hashing on every Stat would
 // read whole chunks. The ETag is therefore "<mtime-ns-hex>-<size-hex>",
 // which changes whenever the file is rewritten (new mtime) or resized, and
@@ -149,7 +153,11 @@ func (s *FileStore) open(ctx context.Context, op, bucket, key string) (*os.File,
 		return fail(err)
 	}
 	defer root.Close()
-	f, err := root.Open(key)
+	// O_NONBLOCK: opening a named pipe plainly would wait for a writer,
+	// forever and deaf to ctx; with it the open returns at once and the
+	// file is refused below as not regular.
+	// Reads of a regular file ignore the flag.
+	f, err := root.OpenFile(key, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return fail(classifyFSErr(err))
 	}

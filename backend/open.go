@@ -18,32 +18,48 @@ import (
 //     part is ignored (buckets come from manifest URLs); use s3cfg.Endpoint
 //     for a non-AWS server.
 func OpenStore(ctx context.Context, storeURL string, s3cfg S3Config) (Store, error) {
+	dir, err := CheckStoreURL(storeURL)
+	if err != nil {
+		return nil, err
+	}
+	if dir != "" {
+		return NewFileStore(dir), nil
+	}
+	s, err := NewS3Store(ctx, s3cfg)
+	if err != nil {
+		return nil, fmt.Errorf("backend: store URL %q: %w", storeURL, err)
+	}
+	return s, nil
+}
+
+// CheckStoreURL checks a --store URL without opening the store, as
+// OpenStore does: a file:// URL must name an existing directory (returned
+// as an absolute path), an s3:// URL returns "". Any other value (a bare
+// path, http://...) is an error naming the URL, so that a configuration
+// check refuses what serving would.
+func CheckStoreURL(storeURL string) (dir string, err error) {
 	switch {
 	case strings.HasPrefix(storeURL, "file://"):
-		dir := strings.TrimPrefix(storeURL, "file://")
-		if dir == "" {
-			return nil, fmt.Errorf("backend: store URL %q: no directory", storeURL)
+		d := strings.TrimPrefix(storeURL, "file://")
+		if d == "" {
+			return "", fmt.Errorf("backend: store URL %q: no directory", storeURL)
 		}
-		abs, err := filepath.Abs(dir)
+		abs, err := filepath.Abs(d)
 		if err != nil {
-			return nil, fmt.Errorf("backend: store URL %q: %w", storeURL, err)
+			return "", fmt.Errorf("backend: store URL %q: %w", storeURL, err)
 		}
 		fi, err := os.Stat(abs)
 		if err != nil {
-			return nil, fmt.Errorf("backend: store URL %q: %w", storeURL, err)
+			return "", fmt.Errorf("backend: store URL %q: %w", storeURL, err)
 		}
 		if !fi.IsDir() {
-			return nil, fmt.Errorf("backend: store URL %q: %s is not a directory", storeURL, abs)
+			return "", fmt.Errorf("backend: store URL %q: %s is not a directory", storeURL, abs)
 		}
-		return NewFileStore(abs), nil
+		return abs, nil
 	case strings.HasPrefix(storeURL, "s3://"):
-		s, err := NewS3Store(ctx, s3cfg)
-		if err != nil {
-			return nil, fmt.Errorf("backend: store URL %q: %w", storeURL, err)
-		}
-		return s, nil
+		return "", nil
 	default:
-		return nil, fmt.Errorf("backend: store URL %q: want file://DIR or s3://", storeURL)
+		return "", fmt.Errorf("backend: store URL %q: want file://DIR or s3://", storeURL)
 	}
 }
 

@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -79,4 +80,35 @@ func FuzzParseObjectURL(f *testing.F) {
 			t.Fatalf("%q: canonical form parses to %q %q %v", in, b2, k2, err)
 		}
 	})
+}
+
+// TestNewS3StoreRefusesBadEndpoint: an endpoint that is not an http(s) URL
+// (a bare host:port, a path) is refused when the store is built, for every
+// command, instead of failing at the first request.
+func TestNewS3StoreRefusesBadEndpoint(t *testing.T) {
+	for _, tc := range []struct {
+		endpoint, want string
+	}{
+		{"localhost:9000", "want an http:// or https:// URL"},
+		{"/tmp/minio", "want an http:// or https:// URL"},
+		{"http://", "no host"},
+		{"https://user:pw@s3.example.com", "no user info"},
+		{"http://127.0.0.1:9000#x", "no user info"},
+	} {
+		_, err := NewS3Store(context.Background(), S3Config{Endpoint: tc.endpoint, Anonymous: true})
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), tc.endpoint) {
+			t.Errorf("endpoint %q: error %v, want one naming it and %q", tc.endpoint, err, tc.want)
+		}
+	}
+	for _, region := range []string{"http://127.0.0.1:9000", "us east 1", "eu-west-1/"} {
+		_, err := NewS3Store(context.Background(), S3Config{Region: region, Anonymous: true})
+		if err == nil || !strings.Contains(err.Error(), "S3 region") {
+			t.Errorf("region %q: error %v, want the region refused", region, err)
+		}
+	}
+	for _, ok := range []string{"", "http://127.0.0.1:9000", "https://s3.example.com", "http://[::1]:9000/prefix"} {
+		if _, err := NewS3Store(context.Background(), S3Config{Endpoint: ok, Anonymous: true}); err != nil {
+			t.Errorf("endpoint %q refused: %v", ok, err)
+		}
+	}
 }

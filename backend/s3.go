@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"syscall"
@@ -110,6 +111,12 @@ type S3Store struct {
 // NewS3Store builds an S3Store. It loads the AWS configuration (which may
 // read files and environment) but makes no request.
 func NewS3Store(ctx context.Context, cfg S3Config) (*S3Store, error) {
+	if err := CheckEndpoint(cfg.Endpoint); err != nil {
+		return nil, err
+	}
+	if err := CheckRegion(cfg.Region); err != nil {
+		return nil, err
+	}
 	var httpClient config.HTTPClient = newHTTPClient(cfg)
 	if cfg.HTTPClient != nil {
 		httpClient = cfg.HTTPClient
@@ -190,6 +197,41 @@ func NewS3Store(ctx context.Context, cfg S3Config) (*S3Store, error) {
 // hanging, and no transparent gzip (a ranged body must be the stored
 // bytes). It is an SDK BuildableClient so that the SDK can still apply
 // AWS_CA_BUNDLE and similar settings to it.
+// CheckEndpoint checks an S3Config.Endpoint: "" or an absolute http:// or
+// https:// URL with a host and no query, fragment or user info. A bare
+// "host:port" or a path is an error naming the value (the SDK would
+// otherwise take "localhost:9000" as a URL of scheme "localhost" and fail
+// only at the first request).
+func CheckEndpoint(endpoint string) error {
+	if endpoint == "" {
+		return nil
+	}
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return fmt.Errorf("backend: S3 endpoint %q: %w", endpoint, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("backend: S3 endpoint %q: want an http:// or https:// URL such as http://127.0.0.1:9000", endpoint)
+	}
+	if u.Host == "" || u.Hostname() == "" {
+		return fmt.Errorf("backend: S3 endpoint %q: no host", endpoint)
+	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
+		return fmt.Errorf("backend: S3 endpoint %q: want scheme, host and optional port and path only (no user info, query or fragment)", endpoint)
+	}
+	return nil
+}
+
+// CheckRegion checks an S3Config.Region: "" or a name such as us-east-1;
+// a URL or path given as the region (the endpoint in the wrong option) is
+// an error naming the value.
+func CheckRegion(region string) error {
+	if strings.Contains(region, "://") || strings.ContainsAny(region, "/ \t\r\n") {
+		return fmt.Errorf("backend: S3 region %q: want a region name such as us-east-1, not a URL or path", region)
+	}
+	return nil
+}
+
 func newHTTPClient(cfg S3Config) *awshttp.BuildableClient {
 	return awshttp.NewBuildableClient().
 		WithDialerOptions(func(d *net.Dialer) {
@@ -364,11 +406,25 @@ func (s *S3Store) List(ctx context.Context, bucket, prefix string, fn func(Objec
 		in.Prefix = aws.String(prefix)
 	}
 	p := s3.NewListObjectsV2Paginator(s.client, in)
-	for p.HasMorePages() {
+	var prevToken, prevFirst string
+	for pageNo := 0; p.HasMorePages(); pageNo++ {
 		page, err := p.NextPage(ctx)
 		if err != nil {
 			return &Error{Op: "list", Bucket: bucket, Key: prefix, Err: classifyS3Err(err)}
 		}
+		// A server that ignores continuation-token answers the same page
+		// again and again: with the same next token, or with the same
+		// first key. Either would loop forever.
+		token, first := aws.ToString(page.NextContinuationToken), ""
+		if len(page.Contents) > 0 {
+			first = aws.ToString(page.Contents[0].Key)
+		}
+		if pageNo > 0 && (token != "" && token == prevToken || first != "" && first == prevFirst) {
+			return &Error{Op: "list", Bucket: bucket, Key: prefix, Err: fmt.Errorf(
+				"%w: page %d repeats the previous page (next continuation token %q, first key %q): the store ignores continuation-token",
+				ErrBadResponse, pageNo+1, token, first)}
+		}
+		prevToken, prevFirst = token, first
 		for _, o := range page.Contents {
 			info := ObjectInfo{Key: aws.ToString(o.Key), Size: aws.ToInt64(o.Size),
 				ETag: trimETag(aws.ToString(o.ETag)), LastModified: aws.ToTime(o.LastModified),

@@ -12,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strings"
 	"time"
@@ -207,6 +208,22 @@ func applyConfigYAML(data []byte, cfg *serveConfig) error {
 	dec.KnownFields(true)
 	if err := dec.Decode(&fc); err != nil && !errors.Is(err, io.EOF) {
 		return err
+	}
+	// A second document ("---") would be silently ignored: its options
+	// would keep their defaults. An empty one (a trailing "---") is fine.
+	for {
+		var extra yaml.Node
+		err := dec.Decode(&extra)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if len(extra.Content) == 1 && extra.Content[0].Tag == "!!null" {
+			continue
+		}
+		return fmt.Errorf("line %d: more than one YAML document (---); put every option in one", extra.Line)
 	}
 	cfg.Listen, cfg.AdminListen, cfg.StoreURL = fc.Listen, fc.AdminListen, fc.Store
 	cfg.S3.Endpoint, cfg.S3.Region, cfg.S3.PathStyle = fc.S3.Endpoint, fc.S3.Region, fc.S3.PathStyle
@@ -461,13 +478,21 @@ func (cfg *serveConfig) checkConfig() ([]auth.Key, error) {
 			return nil, fmt.Errorf("archive %s: %w", a.Name, err)
 		}
 	}
-	for _, addr := range []string{cfg.Listen, cfg.AdminListen} {
-		if addr == "" {
+	for _, l := range []struct{ flag, addr string }{{"--listen", cfg.Listen}, {"--admin-listen", cfg.AdminListen}} {
+		if l.addr == "" {
 			continue
 		}
-		if _, _, err := splitHostPort(addr); err != nil {
-			return nil, err
+		_, port, err := splitHostPort(l.addr)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", l.flag, err)
 		}
+		// A number 0 to 65535 or a service name, as the listener takes.
+		if _, err := net.LookupPort("tcp", port); err != nil {
+			return nil, fmt.Errorf("%s %q: port %q: want 0 to 65535", l.flag, l.addr, port)
+		}
+	}
+	if cfg.AdminListen != "" && sameListen(cfg.Listen, cfg.AdminListen) {
+		return nil, fmt.Errorf("--admin-listen %s: the same address as --listen %s; the admin endpoints need a listener of their own", cfg.AdminListen, cfg.Listen)
 	}
 	return keys, nil
 }

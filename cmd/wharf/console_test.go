@@ -26,7 +26,7 @@ func TestConsoleFlag(t *testing.T) {
 	}
 	base := func() serveConfig {
 		c := defaultServeConfig()
-		c.StoreURL, c.Listen, c.Console = "file:///srv", "127.0.0.1:0", true
+		c.StoreURL, c.Listen, c.Console = "file://"+t.TempDir(), "127.0.0.1:0", true
 		c.Archives = []serveArchive{{Name: "data", ManifestURL: "s3://b/m.json"}}
 		return c
 	}

@@ -22,6 +22,10 @@ import (
 //go:embed all:sample
 var sampleTree embed.FS
 
+// maxDemoFrameSize bounds demo --frame-size: the whole sample tree fits
+// in one frame far below it.
+const maxDemoFrameSize = 64 << 20
+
 // runDemo packs the embedded sample tree into a CargoShip archive in a
 // temporary file:// store and serves it anonymously as bucket "sample".
 // The serving is `wharf serve` itself (runServe with the equivalent flags),
@@ -44,6 +48,12 @@ func runDemo(ctx context.Context, args []string) error {
 	}
 	if fl.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fl.Arg(0))
+	}
+	if *frameSize < 0 || *frameSize > maxDemoFrameSize {
+		return fmt.Errorf("--frame-size %d: want 0 (unframed) to %d", *frameSize, int64(maxDemoFrameSize))
+	}
+	if _, _, err := splitHostPort(*listen); err != nil {
+		return fmt.Errorf("--listen: %w", err)
 	}
 
 	dir, err := os.MkdirTemp("", "wharf-demo-")

@@ -88,6 +88,14 @@ func getCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil || cacheBytes <= 0 {
 		return usageErr(fmt.Errorf("--cache-bytes %q: want a size > 0", *cacheSize))
 	}
+	if *out != "-" {
+		if strings.Contains(*out, "://") {
+			return usageErr(fmt.Errorf("-o %q: a URL; want a local target directory (or - for stdout)", *out))
+		}
+		if fi, err := os.Stat(*out); err == nil && !fi.IsDir() {
+			return usageErr(fmt.Errorf("-o %s: not a directory", *out))
+		}
+	}
 
 	a, err := sf.openArchive(ctx, pos[0], archiveview.Options{Cache: chunkio.NewFrameCache(cacheBytes)})
 	if err != nil {

@@ -81,6 +81,12 @@ func indexBuild(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("-o: %w", err)
 	}
+	if !s3URL {
+		// Refused before the build, which may read many manifests.
+		if fi, err := os.Stat(*output); err == nil && !fi.Mode().IsRegular() {
+			return fmt.Errorf("-o %s: not a regular file (a directory?): want the index file to write", *output)
+		}
+	}
 	var cache archiveview.IndexCache
 	if s3URL {
 		secret, err := indexCacheTrust(*output, false, secretFile, trustWriters)

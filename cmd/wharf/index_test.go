@@ -111,6 +111,7 @@ func TestIndexCommandErrors(t *testing.T) {
 		{"missing-manifest", []string{"build", "--store", "file://" + dir, "s3://bkt/pre/uploads/nope/manifest.json.gz", "-o", filepath.Join(dir, "x")}, "pre/uploads/nope/manifest.json.gz"},
 		{"output-bad-s3-url", []string{"build", "--store", "file://" + dir, "s3://bkt/k/manifest.json.gz", "-o", "s3:///idx"}, "-o: --index-cache: index cache \"s3:///idx\": want s3://BUCKET/PREFIX"},
 		{"output-other-scheme", []string{"build", "--store", "file://" + dir, "s3://bkt/k/manifest.json.gz", "-o", "gs://b/idx"}, "-o: --index-cache \"gs://b/idx\": neither a local directory nor an s3://BUCKET/PREFIX URL"},
+		{"output-a-directory", []string{"build", "--store", "file://" + dir, "s3://bkt/pre/uploads/nope/manifest.json.gz", "-o", dir}, "-o " + dir + ": not a regular file"},
 		{"show-no-file", []string{"show"}, "FILE"},
 	}
 	for _, tc := range cases {

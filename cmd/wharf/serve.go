@@ -221,11 +221,42 @@ func validBucketFlagName(n string) bool {
 	return n != "" && !strings.ContainsAny(n, "/ \t\r\n")
 }
 
+// checkVirtualHostBase checks --virtual-host-base: "" or a DNS domain
+// such as s3.example.com, compared with the request's Host without its
+// port. A URL, a port, a path or an empty label would never match any
+// Host, so virtual-hosted requests would silently fall to path-style.
+func checkVirtualHostBase(base string) error {
+	if base == "" {
+		return nil
+	}
+	if strings.Contains(base, "://") || strings.ContainsAny(base, "/:@?# \t\r\n") {
+		return fmt.Errorf("--virtual-host-base %q: want a domain such as s3.example.com (no scheme, port or path)", base)
+	}
+	for _, label := range strings.Split(base, ".") {
+		if label == "" || len(label) > 63 {
+			return fmt.Errorf("--virtual-host-base %q: want a domain such as s3.example.com (an empty or over-long label)", base)
+		}
+	}
+	return nil
+}
+
 // validate checks cfg before anything is opened. keys are the resolved
 // access keys (resolveKeys).
 func (cfg *serveConfig) validate(keys []auth.Key) error {
 	if cfg.StoreURL == "" {
 		return errors.New("--store is required (file:///DIR or s3://)")
+	}
+	if _, err := backend.CheckStoreURL(cfg.StoreURL); err != nil {
+		return fmt.Errorf("--store: %w", err)
+	}
+	if err := backend.CheckEndpoint(cfg.S3.Endpoint); err != nil {
+		return fmt.Errorf("--s3-endpoint: %w", err)
+	}
+	if err := backend.CheckRegion(cfg.S3.Region); err != nil {
+		return fmt.Errorf("--s3-region: %w", err)
+	}
+	if err := checkVirtualHostBase(cfg.VirtualHostBase); err != nil {
+		return err
 	}
 	if len(cfg.Archives)+len(cfg.Discover)+len(cfg.Aliases) == 0 {
 		return errors.New("at least one --archive NAME=MANIFEST_URL, --discover s3://BUCKET/PREFIX or --alias NAME=s3://BUCKET/PREFIX@latest (or NAME=s3://BUCKET/DATASET@current) is required")
@@ -278,8 +309,19 @@ func (cfg *serveConfig) validate(keys []auth.Key) error {
 	if cfg.Rescan < 0 || cfg.RetireGrace < 0 || cfg.ShutdownTimeout < 0 {
 		return errors.New("--rescan, --retire-grace and --shutdown-timeout must not be negative")
 	}
+	if cfg.Rescan != 0 && cfg.Rescan < minRescan {
+		return fmt.Errorf("--rescan %s: want 0 (only at start and on SIGHUP) or at least %s (every rescan lists every discovery root)", cfg.Rescan, minRescan)
+	}
 	if cfg.ReadHeaderTimeout < 0 || cfg.ReadTimeout < 0 || cfg.IdleTimeout < 0 {
 		return errors.New("--read-header-timeout, --read-timeout and --idle-timeout must not be negative")
+	}
+	for _, lt := range []struct {
+		name string
+		d    time.Duration
+	}{{"--read-header-timeout", cfg.ReadHeaderTimeout}, {"--read-timeout", cfg.ReadTimeout}, {"--idle-timeout", cfg.IdleTimeout}} {
+		if lt.d != 0 && (lt.d < minListenerTimeout || lt.d > maxListenerTimeout) {
+			return fmt.Errorf("%s %s: want %s to %s (0 = the default)", lt.name, lt.d, minListenerTimeout, maxListenerTimeout)
+		}
 	}
 	if cfg.MaxInflightPerKey < 0 {
 		return errors.New("--max-inflight-per-key must not be negative (0 = unlimited)")
@@ -598,6 +640,13 @@ const (
 	defaultSendTimeout       = time.Minute
 	minSendTimeout           = 100 * time.Millisecond
 	maxSendTimeout           = time.Hour
+	// A listener timeout shorter than this cuts off every client; one
+	// longer leaves a slow or idle connection held for no purpose.
+	minListenerTimeout = 100 * time.Millisecond
+	maxListenerTimeout = time.Hour
+	// minRescan: a shorter --rescan would list the discovery roots
+	// back to back.
+	minRescan = time.Second
 )
 
 // sendTimeout is the response progress deadline (0 = the default).

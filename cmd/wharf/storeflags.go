@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -52,6 +53,10 @@ func (t target) options(opts archiveview.Options) archiveview.Options {
 // and validated as wharf serve does at start) or its pinned version
 // found, and the version's manifest is the key.
 func (s *storeFlags) openTarget(ctx context.Context, manifestURL string) (target, error) {
+	if (*s.accessKey == "") != (*s.secretKey == "") {
+		// One alone would sign with an empty secret, or be ignored.
+		return target{}, errors.New("--s3-access-key and --s3-secret-key must be given together")
+	}
 	ref, isDataset, err := catalog.ParseDatasetURL(manifestURL)
 	if err != nil {
 		return target{}, fmt.Errorf("%s: %w", manifestURL, err)
