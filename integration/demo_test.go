@@ -60,6 +60,11 @@ func TestDemo(t *testing.T) {
 	if !regexp.MustCompile(`s3 ls s3://sample/`).MatchString(srv.Logs()) {
 		t.Fatalf("wharf demo did not print the commands to try:\n%s", srv.Logs())
 	}
+	// The commands name the address it serves on (the port --listen's 0
+	// picked), not ":0".
+	if !regexp.MustCompile(`aws --endpoint-url ` + regexp.QuoteMeta(srv.url) + ` --no-sign-request s3 ls s3://sample/`).MatchString(srv.Logs()) {
+		t.Fatalf("wharf demo's commands do not name %s:\n%s", srv.url, srv.Logs())
+	}
 	m := regexp.MustCompile(`under (\S+)`).FindStringSubmatch(srv.Logs())
 	if err := srv.Stop(); err != nil {
 		t.Fatalf("wharf demo did not stop cleanly on SIGTERM: %v\n%s", err, tail(srv.Logs(), 20))

@@ -85,24 +85,34 @@ func runDemo(ctx context.Context, args []string) error {
 		"--archive", "sample=" + manifestURL,
 	}
 
-	ep := "http://" + *listen
-	aws := "aws --endpoint-url " + ep + " --no-sign-request"
-	curl := "curl -s"
-	rclone := ""
-	tlsNote := ""
+	scheme, tlsNote := "http", ""
+	var caFile string
 	if *withTLS {
-		caFile, certFile, keyFile, err := demoTLS(dir, *listen)
-		if err != nil {
+		var certFile, keyFile string
+		if caFile, certFile, keyFile, err = demoTLS(dir, *listen); err != nil {
 			return err
 		}
 		serveArgs = append(serveArgs, "--tls-cert", certFile, "--tls-key", keyFile)
-		ep = "https://" + *listen
-		aws = "aws --endpoint-url " + ep + " --ca-bundle " + caFile + " --no-sign-request"
-		curl = "curl -s --http2 --cacert " + caFile
-		rclone = " --ca-cert " + caFile
+		scheme = "https"
 		tlsNote = fmt.Sprintf("wharf demo: TLS certificate %s from a private CA made for this run; trust %s (boto3: verify=%q)\n", certFile, caFile, caFile)
 	}
-	fmt.Fprintf(os.Stderr, `wharf demo: packed %d sample files into %d objects (%d zstd frames, %d bytes) under %s
+	cfg, _, err := parseServeArgs(serveArgs)
+	if err != nil {
+		return err
+	}
+	// The commands name the address serve bound (the port --listen's 0
+	// picked, too), printed once it listens.
+	cfg.Ready = func(addr, _ string) {
+		ep := scheme + "://" + addr
+		aws := "aws --endpoint-url " + ep + " --no-sign-request"
+		curl := "curl -s"
+		rclone := ""
+		if caFile != "" {
+			aws = "aws --endpoint-url " + ep + " --ca-bundle " + caFile + " --no-sign-request"
+			curl = "curl -s --http2 --cacert " + caFile
+			rclone = " --ca-cert " + caFile
+		}
+		fmt.Fprintf(os.Stderr, `wharf demo: packed %d sample files into %d objects (%d zstd frames, %d bytes) under %s
 %swharf demo: serving them anonymously as bucket "sample" on %s (Ctrl-C to stop). Try:
 
   %s s3 ls s3://sample/
@@ -114,8 +124,8 @@ func runDemo(ctx context.Context, args []string) error {
   rclone lsf -R%s ":s3,provider=Other,endpoint='%s':sample"
 
 `, len(files), len(res.ObjectKeys), res.Frames, res.CompressedBytes, dir, tlsNote, ep, aws, aws, aws, aws, curl, ep, curl, ep, rclone, ep)
-
-	return runServe(ctx, serveArgs)
+	}
+	return serve(ctx, cfg)
 }
 
 // sampleFiles lists the embedded sample tree as cargopack files, in lexical
