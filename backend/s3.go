@@ -190,13 +190,6 @@ func NewS3Store(ctx context.Context, cfg S3Config) (*S3Store, error) {
 	return &S3Store{client: client, maxResumes: maxResumes}, nil
 }
 
-// newHTTPClient builds the HTTP client wharf uses for S3: many parallel
-// keep-alive HTTP/1.1 connections (S3 throughput scales with connections,
-// not with streams on one connection), bounded connection-setup phases, a
-// per-read idle timeout so a stalled body fails (and is resumed) instead of
-// hanging, and no transparent gzip (a ranged body must be the stored
-// bytes). It is an SDK BuildableClient so that the SDK can still apply
-// AWS_CA_BUNDLE and similar settings to it.
 // CheckEndpoint checks an S3Config.Endpoint: "" or an absolute http:// or
 // https:// URL with a host and no query, fragment or user info. A bare
 // "host:port" or a path is an error naming the value (the SDK would
@@ -232,6 +225,13 @@ func CheckRegion(region string) error {
 	return nil
 }
 
+// newHTTPClient builds the HTTP client wharf uses for S3: many parallel
+// keep-alive HTTP/1.1 connections (S3 throughput scales with connections,
+// not with streams on one connection), bounded connection-setup phases, a
+// per-read idle timeout so a stalled body fails (and is resumed) instead of
+// hanging, and no transparent gzip (a ranged body must be the stored
+// bytes). It is an SDK BuildableClient so that the SDK can still apply
+// AWS_CA_BUNDLE and similar settings to it.
 func newHTTPClient(cfg S3Config) *awshttp.BuildableClient {
 	return awshttp.NewBuildableClient().
 		WithDialerOptions(func(d *net.Dialer) {

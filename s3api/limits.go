@@ -103,8 +103,8 @@ func (l *keyLimiter) inflightFor(key string) int {
 //     client cannot take every other anonymous client's slots.
 //
 // The address is RemoteAddr as the listener saw it (X-Forwarded-For is not
-// trusted), an IPv6 one taken as its /64 (clientAddr): behind a reverse proxy every client shares the proxy's
-// address, and so one budget per key. The prefixes keep the spaces apart
+// trusted), an IPv6 one taken as its /64 (clientAddr): behind a reverse
+// proxy every client shares the proxy's address, and so one budget per key. The prefixes keep the spaces apart
 // (an access key cannot contain ':' or '/').
 func limitKey(id auth.Identity, r *http.Request) string {
 	host := clientAddr(r.RemoteAddr)

@@ -220,22 +220,7 @@ func (s *server) objectVersion(req *request, a *archiveview.Archive) (va *archiv
 				Message: "Version id cannot be the empty string"})
 			return a, f, "", false
 		}
-		var (
-			v     archiveview.Version
-			found bool
-			err   error
-		)
-		if s.cfg.VersionIDForm != nil {
-			err = s.cfg.VersionIDForm(req.bucket, vid) // before any history is built
-		}
-		if err == nil {
-			var vs archiveview.History
-			if vs, err = s.history(ctx, req, a); err != nil {
-				s.readFailed(req, a, ctx, err)
-				return a, f, "", false
-			}
-			v, found, err = vs.Lookup(ctx, req.key, vid)
-		}
+		v, found, err := s.lookupVersion(ctx, req, a, vid)
 		switch {
 		case errors.Is(err, archiveview.ErrBadVersionID): // as AWS answers an id of the wrong form
 			s.writeError(req, &apiError{Code: errInvalidArgument, Bucket: req.bucket, Key: req.key,

@@ -137,6 +137,23 @@ func (s *server) history(ctx context.Context, req *request, a *archiveview.Archi
 	return BucketHistory(ctx, s.cfg.History, req.bucket, a, true)
 }
 
+// lookupVersion is version vid of req's key. An id whose form no version
+// of the bucket can have (Config.VersionIDForm: an error wrapping
+// archiveview.ErrBadVersionID) is refused before the history is looked up
+// or built.
+func (s *server) lookupVersion(ctx context.Context, req *request, a *archiveview.Archive, vid string) (archiveview.Version, bool, error) {
+	if s.cfg.VersionIDForm != nil {
+		if err := s.cfg.VersionIDForm(req.bucket, vid); err != nil {
+			return archiveview.Version{}, false, err
+		}
+	}
+	vs, err := s.history(ctx, req, a)
+	if err != nil {
+		return archiveview.Version{}, false, err
+	}
+	return vs.Lookup(ctx, req.key, vid)
+}
+
 // BucketHistory is the version history of bucket, which serves a: a
 // published dataset's (hook, built when build is set; nil while it is not
 // built and build is not set), else a's upload chain. s3api and the

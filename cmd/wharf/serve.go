@@ -319,15 +319,15 @@ func (cfg *serveConfig) validate(keys []auth.Key) error {
 		name string
 		d    time.Duration
 	}{{"--read-header-timeout", cfg.ReadHeaderTimeout}, {"--read-timeout", cfg.ReadTimeout}, {"--idle-timeout", cfg.IdleTimeout}} {
-		if lt.d != 0 && (lt.d < minListenerTimeout || lt.d > maxListenerTimeout) {
-			return fmt.Errorf("%s %s: want %s to %s (0 = the default)", lt.name, lt.d, minListenerTimeout, maxListenerTimeout)
+		if lt.d != 0 && (lt.d < minConnTimeout || lt.d > maxConnTimeout) {
+			return fmt.Errorf("%s %s: want %s to %s (0 = the default)", lt.name, lt.d, minConnTimeout, maxConnTimeout)
 		}
 	}
 	if cfg.MaxInflightPerKey < 0 {
 		return errors.New("--max-inflight-per-key must not be negative (0 = unlimited)")
 	}
-	if cfg.SendTimeout != 0 && (cfg.SendTimeout < minSendTimeout || cfg.SendTimeout > maxSendTimeout) {
-		return fmt.Errorf("--send-timeout %s: want %s to %s (0 = the default, %s)", cfg.SendTimeout, minSendTimeout, maxSendTimeout, defaultSendTimeout)
+	if cfg.SendTimeout != 0 && (cfg.SendTimeout < minConnTimeout || cfg.SendTimeout > maxConnTimeout) {
+		return fmt.Errorf("--send-timeout %s: want %s to %s (0 = the default, %s)", cfg.SendTimeout, minConnTimeout, maxConnTimeout, defaultSendTimeout)
 	}
 	if cfg.MaxHeaderBytes < 0 {
 		return errors.New("--max-header-bytes must not be negative")
@@ -638,12 +638,11 @@ const (
 	defaultIdleTimeout       = 2 * time.Minute
 	defaultMaxHeaderBytes    = 64 << 10
 	defaultSendTimeout       = time.Minute
-	minSendTimeout           = 100 * time.Millisecond
-	maxSendTimeout           = time.Hour
-	// A listener timeout shorter than this cuts off every client; one
-	// longer leaves a slow or idle connection held for no purpose.
-	minListenerTimeout = 100 * time.Millisecond
-	maxListenerTimeout = time.Hour
+	// The range of --send-timeout and the listener's timeouts: a shorter
+	// one cuts off every client; a longer one holds a slow or idle
+	// connection for no purpose.
+	minConnTimeout = 100 * time.Millisecond
+	maxConnTimeout = time.Hour
 	// minRescan: a shorter --rescan would list the discovery roots
 	// back to back.
 	minRescan = time.Second
