@@ -165,8 +165,8 @@ func cpuPerGB(ctx context.Context, cfg Config, e *env, rep *Report) error {
 					fmt.Sprintf("%.2fx (%.2f vs %.2f CPU s/GB)", w/floorGB, w, floorGB), "<= 1.5x", w/floorGB <= 1.5)
 			} else if m.name == modes[1].name {
 				rep.target("giant frame, five concurrent 8 MiB ranges: backend bytes / the frame", fmt.Sprintf("%.2fx", ratio), "<= 2x", ratio <= 2.0)
-				sub, key := perGB[packs[0].name+"/"+m.name], packs[0].name+"/"+m.name
-				r := (w / floorGB) / perFloor[key]
+				key := packs[0].name + "/" + m.name
+				sub, r := perGB[key], (w/floorGB)/perFloor[key]
 				rep.target("giant frame, five concurrent 8 MiB ranges: CPU per GB vs the same file in sub-frames (each against the floor measured beside it)",
 					fmt.Sprintf("%.2fx (%.2f vs %.2f CPU s/GB)", r, w, sub), "<= 1.5x", r <= 1.5)
 			}
