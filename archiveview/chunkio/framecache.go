@@ -196,21 +196,7 @@ func (c *FrameCache) evictOwn(cl *clientUse) bool {
 	if c.evictOwnFrame(cl) {
 		return true
 	}
-	c.parkMu.Lock()
-	var z *zstream
-	for i, p := range c.parked {
-		if p.chargedTo(cl) {
-			z = p
-			c.parked = append(c.parked[:i], c.parked[i+1:]...)
-			break
-		}
-	}
-	c.parkMu.Unlock()
-	if z == nil {
-		return false
-	}
-	z.discard(c, true)
-	return true
+	return c.dropParkedFirst(func(z *zstream) bool { return z.chargedTo(cl) })
 }
 
 func (c *FrameCache) evictOwnFrame(cl *clientUse) bool {

@@ -633,12 +633,7 @@ func (fs *framedSource) fill(i int) (*Buf, error) {
 		return buf, err
 	}
 	r.cancel()
-	c := fs.set.cache
-	go func() {
-		for fu := range r.ch {
-			fu.abandon(c)
-		}
-	}()
+	r.abandonQueued()
 	fs.cur = fs.newRun(i + 1)
 	buf, err = fillFrame(fs.cur.ctx, fs.set, fs.ci, i)
 	go fs.cur.produce() // after the frame was taken: its parts would compete with it
@@ -651,13 +646,19 @@ func (fs *framedSource) Close() {
 	if fs.started && !fs.closed {
 		fs.closed = true
 		fs.set.lim.streamEnded()
-		c := fs.set.cache
-		go func() {
-			for fu := range r.ch {
-				fu.abandon(c)
-			}
-		}()
+		r.abandonQueued()
 	}
+}
+
+// abandonQueued abandons, in the background, every future r's producer
+// queued or still queues (until it stops: r is cancelled first).
+func (r *frameRun) abandonQueued() {
+	c := r.set.cache
+	go func() {
+		for fu := range r.ch {
+			fu.abandon(c)
+		}
+	}()
 }
 
 // noteFrames is called when a read of frames lo..hi of chunk ci, the

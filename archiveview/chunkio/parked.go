@@ -237,10 +237,18 @@ func (c *FrameCache) dropParked() bool {
 // still have GETs in flight (a demand read is short of GET slots: the
 // discard stops those GETs); false when no parked decoder has any.
 func (c *FrameCache) dropParkedFetching() bool {
+	return c.dropParkedFirst(func(z *zstream) bool {
+		return len(z.src.slots) > 0 // a stream slot is held exactly while its GET runs
+	})
+}
+
+// dropParkedFirst discards the oldest parked decoder for which match
+// (called under parkMu) is true; false when there is none.
+func (c *FrameCache) dropParkedFirst(match func(z *zstream) bool) bool {
 	c.parkMu.Lock()
 	var z *zstream
 	for i, p := range c.parked {
-		if len(p.src.slots) > 0 { // a stream slot is held exactly while its GET runs
+		if match(p) {
 			z = p
 			c.parked = append(c.parked[:i], c.parked[i+1:]...)
 			break
@@ -276,21 +284,7 @@ func (c *FrameCache) dropParkedOwn(cl *clientUse) bool {
 	if cl == nil {
 		return false
 	}
-	c.parkMu.Lock()
-	var z *zstream
-	for i, p := range c.parked {
-		if p.adm == cl {
-			z = p
-			c.parked = append(c.parked[:i], c.parked[i+1:]...)
-			break
-		}
-	}
-	c.parkMu.Unlock()
-	if z == nil {
-		return false
-	}
-	z.discard(c, true)
-	return true
+	return c.dropParkedFirst(func(z *zstream) bool { return z.adm == cl })
 }
 
 // dropParkedOf discards every parked decoder of s (Set.Close).

@@ -301,14 +301,12 @@ func (r *faultyReader) Read(p []byte) (int, error) {
 		return 0, &backend.Error{Op: r.op, Bucket: r.bucket, Key: r.key,
 			Err: fmt.Errorf("%w: connection reset after %d of %d bytes (injected)", backend.ErrUnavailable, r.pos, r.want)}
 	}
-	if r.fault.Kind == FaultStall && r.pos >= r.fault.After {
+	stall := r.fault.Kind == FaultStall
+	if stall && r.pos >= r.fault.After {
 		<-r.ctx.Done()
 		return 0, &backend.Error{Op: r.op, Bucket: r.bucket, Key: r.key, Err: r.ctx.Err()}
 	}
-	if r.fault.Kind == FaultStall && int64(len(p)) > r.fault.After-r.pos {
-		p = p[:r.fault.After-r.pos]
-	}
-	if cut && int64(len(p)) > r.fault.After-r.pos {
+	if (cut || stall) && int64(len(p)) > r.fault.After-r.pos {
 		p = p[:r.fault.After-r.pos]
 	}
 	n, err := r.inner.Read(p)
