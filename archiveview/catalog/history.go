@@ -174,10 +174,6 @@ type DatasetHistory struct {
 	opens  map[int]*chunkio.Memo[*archiveview.Archive]
 	lru    []int // open older versions, least recently used first
 	closed bool
-	// retired: once closed, the opens Close dropped, true once retired
-	// (by Close when done, else by the read that ends the open), so each
-	// older version is retired once.
-	retired map[*chunkio.Memo[*archiveview.Archive]]bool
 }
 
 // Versions returns the history's published versions, newest first.
@@ -893,12 +889,12 @@ func (h *DatasetHistory) open(ctx context.Context, i int) (*archiveview.Archive,
 	var evict []*archiveview.Archive
 	h.mu.Lock()
 	if h.closed {
-		// Closed while this read took a: retire it if Close found its
-		// open still running, once (another read sharing the open may
-		// have); Close retired it if it was done, an eviction before.
-		retire := false
-		if done, ok := h.retired[m]; ok && !done {
-			h.retired[m], retire = true, true
+		// Closed while this read took a: retire it if Close left its open
+		// running in opens, once (another read sharing the open may have);
+		// Close retired it if it was done, an eviction before.
+		retire := h.opens[i] == m
+		if retire {
+			delete(h.opens, i)
 		}
 		h.mu.Unlock()
 		if retire {
@@ -943,16 +939,16 @@ func (h *DatasetHistory) Close() {
 		return
 	}
 	h.closed = true
-	h.retired = map[*chunkio.Memo[*archiveview.Archive]]bool{}
+	// The opens still running stay in opens: the read that ends one
+	// retires it (open).
 	var all []*archiveview.Archive
-	for _, m := range h.opens {
-		a, ok := m.Peek()
-		if ok {
+	for i, m := range h.opens {
+		if a, ok := m.Peek(); ok {
 			all = append(all, a)
+			delete(h.opens, i)
 		}
-		h.retired[m] = ok
 	}
-	h.opens, h.lru = map[int]*chunkio.Memo[*archiveview.Archive]{}, nil
+	h.lru = nil
 	h.mu.Unlock()
 	for _, a := range all {
 		h.closeFn(a, true)

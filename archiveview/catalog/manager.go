@@ -414,14 +414,9 @@ func (cm *Manager) openReserved(ctx context.Context, name, bucket, key string, f
 		return a, nil
 	}
 	wctx, cancel := context.WithTimeout(ctx, cm.cfg.OpenTimeout)
-	var hist int64
-	var err error
-	if x.hist != nil {
-		// The history's share first, then the whole budget: always in
-		// that order, so no open holds the budget while it waits for the
-		// share.
-		hist, err = cm.reserveHistoryShare(wctx, int64(files)*IndexBytesPerFile, x.hist)
-	}
+	// The history's share first, then the whole budget: always in that
+	// order, so no open holds the budget while it waits for the share.
+	hist, err := cm.reserveHistoryShare(wctx, int64(files)*IndexBytesPerFile, x.hist)
 	var got int64
 	if err == nil {
 		got, err = cm.index.reserve(wctx, int64(files)*IndexBytesPerFile)

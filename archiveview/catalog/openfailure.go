@@ -63,12 +63,19 @@ var openFailureKinds = []struct {
 // deadline, the index memory in use. The archive may open at the next
 // rescan, so a client is told to retry (503), not that the server failed.
 func (f *OpenFailure) Transient() bool {
+	_, transient := f.kind()
+	return transient
+}
+
+// kind is the first of openFailureKinds the failure matches: what the
+// client is told of it and whether it is transient ("", false for none).
+func (f *OpenFailure) kind() (says string, transient bool) {
 	for _, k := range openFailureKinds {
 		if errors.Is(f.Err, k.kind) {
-			return k.transient
+			return k.says, k.transient
 		}
 	}
-	return false
+	return "", false
 }
 
 // PublicMessage is the failure in wharf's words: the bucket and the kind
@@ -76,11 +83,8 @@ func (f *OpenFailure) Transient() bool {
 // inside it.
 func (f *OpenFailure) PublicMessage() string {
 	msg := "The archive served as bucket " + f.Bucket + " could not be opened"
-	for _, k := range openFailureKinds {
-		if errors.Is(f.Err, k.kind) {
-			msg += ": " + k.says
-			break
-		}
+	if says, _ := f.kind(); says != "" {
+		msg += ": " + says
 	}
 	return msg + ". The server's log has the details."
 }

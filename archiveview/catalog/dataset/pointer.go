@@ -238,13 +238,12 @@ func (p Pointer) validate(dataset string) error {
 	if !ok || rest == "" {
 		return fmt.Errorf("manifest_key %q does not lie under %s (the version the pointer names)", clip(p.ManifestKey), want)
 	}
-	segs := strings.Split(rest, "/")
-	for _, seg := range segs {
+	for _, seg := range strings.Split(rest, "/") {
 		if seg == "" || seg == "." || seg == ".." {
 			return fmt.Errorf("manifest_key %q has an empty, \".\" or \"..\" segment", clip(p.ManifestKey))
 		}
 	}
-	if len(segs) != 3 || segs[0] != "uploads" || segs[2] != manifest.ManifestNameGzip && segs[2] != manifest.ManifestNamePlain {
+	if dir, _, ok := manifest.UploadDir(rest); !ok || dir != "" {
 		return fmt.Errorf("manifest_key %q is not a finished upload's manifest (%suploads/<upload>/%s or %s)",
 			clip(p.ManifestKey), want, manifest.ManifestNameGzip, manifest.ManifestNamePlain)
 	}
