@@ -33,11 +33,20 @@ type keysFile struct {
 // every bucket). The result is checked the way New checks a Config. The file
 // holds secrets: keep it readable by the wharf user only.
 func LoadKeysFile(path string) ([]Key, error) {
+	// Stat first: opening a FIFO would wait for a writer.
+	if st, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("auth: keys file %s: %w", path, err)
+	} else if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("auth: keys file %s: not a regular file", path)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("auth: keys file %s: %w", path, err)
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("auth: keys file %s: not a regular file", path)
+	}
 	data, err := io.ReadAll(io.LimitReader(f, maxKeysFile+1))
 	if err != nil {
 		return nil, fmt.Errorf("auth: keys file %s: %w", path, err)

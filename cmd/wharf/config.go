@@ -160,17 +160,9 @@ func defaultServeConfig() serveConfig {
 // cfg's values, absent ones keep them. Unknown options are errors (a
 // misspelt option must not silently keep a default).
 func loadConfigFile(path string, cfg *serveConfig) error {
-	f, err := os.Open(path)
+	data, err := readLocalFile("config", path, maxConfigFile)
 	if err != nil {
-		return fmt.Errorf("config %s: %w", path, err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxConfigFile+1))
-	if err != nil {
-		return fmt.Errorf("config %s: %w", path, err)
-	}
-	if len(data) > maxConfigFile {
-		return fmt.Errorf("config %s: larger than %d bytes", path, maxConfigFile)
+		return err
 	}
 	if err := applyConfigYAML(data, cfg); err != nil {
 		return fmt.Errorf("config %s: %w", path, err)

@@ -1019,3 +1019,47 @@ func FuzzConfigYAML(f *testing.F) {
 		t.Fatalf("error %q names neither a line nor an option\n%s", msg, data)
 	})
 }
+
+// TestStartFilesNotRegular: a --config, --keys-file or --tls-cert naming a
+// FIFO, a directory or a device is refused at once, naming the file. Before,
+// opening a FIFO waited for a writer and the start hung.
+func TestStartFilesNotRegular(t *testing.T) {
+	t.Setenv("WHARF_ACCESS_KEY", "")
+	t.Setenv("WHARF_SECRET_KEY", "")
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if !testMkfifo(t, fifo) {
+		fifo = dir // no FIFOs here: a directory instead
+	}
+	good := writeFile(t, "c.yaml", "store: s3://\ndiscover: [s3://a/b]\n")
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"config a fifo", []string{"--config", fifo}},
+		{"config a directory", []string{"--config", dir}},
+		{"config a device", []string{"--config", "/dev/zero"}},
+		{"keys file a fifo", []string{"--config", good, "--keys-file", fifo}},
+		{"tls cert a fifo", []string{"--config", good, "--tls-cert", fifo, "--tls-key", fifo}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			done := make(chan error, 1)
+			go func() {
+				args := append(tc.args, "--check-config")
+				cfg, _, err := parseServeArgs(args)
+				if err == nil {
+					_, err = cfg.checkConfig()
+				}
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+					t.Fatalf("error %v, want one saying not a regular file", err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("start still waiting after 5s (a FIFO opened for reading waits for a writer)")
+			}
+		})
+	}
+}

@@ -10,7 +10,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"io"
 	"log"
 	"net/http"
 	"os"
@@ -84,27 +83,7 @@ func readPairFiles(src certSource) (certPEM, keyPEM []byte, sum [sha256.Size]byt
 
 // readPEMFile reads a certificate or key file, naming it in every error.
 func readPEMFile(flagName, path string) ([]byte, error) {
-	// Checked before opening: opening a FIFO would block.
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", flagName, path, err)
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s %s: not a regular file", flagName, path)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", flagName, path, err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxPEMFile+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", flagName, path, err)
-	}
-	if len(data) > maxPEMFile {
-		return nil, fmt.Errorf("%s %s: larger than %d bytes", flagName, path, maxPEMFile)
-	}
-	return data, nil
+	return readLocalFile(flagName, path, maxPEMFile)
 }
 
 // parseKeyPair checks a certificate chain and its key:
