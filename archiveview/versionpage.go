@@ -64,8 +64,9 @@ func PageVersions(t VersionTable, p VersionListParams, what string) (VersionList
 			i = k
 		}
 	}
+	names := 0 // bytes of the keys and prefixes in res.Entries
 	full := func() bool {
-		if len(res.Entries) < p.MaxKeys {
+		if len(res.Entries) < p.MaxKeys && (p.MaxNameBytes <= 0 || names < p.MaxNameBytes) {
 			return false
 		}
 		res.Truncated = true
@@ -91,6 +92,7 @@ func PageVersions(t VersionTable, p VersionListParams, what string) (VersionList
 						return res, nil
 					}
 					res.Entries = append(res.Entries, VersionEntry{Prefix: t.KeepPrefix(cp)})
+					names += len(cp)
 				}
 				i = next - 1
 				continue
@@ -105,6 +107,7 @@ func PageVersions(t VersionTable, p VersionListParams, what string) (VersionList
 				return res, nil
 			}
 			res.Entries = append(res.Entries, VersionEntry{Version: v})
+			names += len(v.Key)
 		}
 	}
 	return res, nil

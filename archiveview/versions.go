@@ -93,6 +93,9 @@ type VersionListParams struct {
 	KeyMarker       string
 	VersionIDMarker string
 	MaxKeys         int // versions + delete markers + common prefixes; <= 0: empty page
+	// MaxNameBytes > 0 ends the page early once its keys and prefixes
+	// total that many bytes (ListParams.MaxNameBytes).
+	MaxNameBytes int
 }
 
 // VersionEntry is a version or (Prefix != "") a common prefix.

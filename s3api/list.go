@@ -11,6 +11,15 @@ import (
 // maxKeysCap is both the default and the cap of max-keys, as on AWS.
 const maxKeysCap = 1000
 
+// maxPageNameBytes ends a listing page (truncated, to be continued) once
+// its keys and common prefixes total 1 MiB, so a page stays bounded in
+// memory when an archive holds keys up to the manifest's 4096-byte limit
+// (a 1000-key page of them, URL-encoded, was 12 MB). AWS allows a page of
+// fewer than max-keys entries, and every client follows IsTruncated. Keys
+// within AWS's own 1024-byte limit never shorten a page: 999 of them are
+// under 1 MiB.
+const maxPageNameBytes = 1 << 20
+
 // listQuery is the parsed, validated query of a listing.
 type listQuery struct {
 	prefix, delimiter string
@@ -100,6 +109,8 @@ func (s *server) listObjects(req *request, a *archiveview.Archive, v2 bool) {
 			Delimiter: lq.delimiter,
 			After:     lq.after,
 			MaxKeys:   lq.maxKeys,
+
+			MaxNameBytes: maxPageNameBytes,
 		})
 	}
 	withOwner := !v2 || lq.fetchOwner

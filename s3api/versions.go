@@ -53,6 +53,7 @@ func (s *server) listObjectVersions(req *request, a *archiveview.Archive) {
 			KeyMarker:       keyMarker,
 			VersionIDMarker: vidMarker,
 			MaxKeys:         lq.maxKeys,
+			MaxNameBytes:    maxPageNameBytes,
 		})
 	}
 	if errors.Is(err, archiveview.ErrUnknownVersion) {

@@ -1004,7 +1004,7 @@ func (h *DatasetHistory) listSingle(p archiveview.VersionListParams) (archivevie
 		}
 		after = p.KeyMarker
 	}
-	lr := h.cur.List(archiveview.ListParams{Prefix: p.Prefix, Delimiter: p.Delimiter, After: after, MaxKeys: p.MaxKeys})
+	lr := h.cur.List(archiveview.ListParams{Prefix: p.Prefix, Delimiter: p.Delimiter, After: after, MaxKeys: p.MaxKeys, MaxNameBytes: p.MaxNameBytes})
 	for _, e := range lr.Entries {
 		if e.Prefix != "" {
 			res.Entries = append(res.Entries, archiveview.VersionEntry{Prefix: e.Prefix})

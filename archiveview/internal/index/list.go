@@ -22,6 +22,7 @@ func (x *Index) list(p ListParams) ListResult {
 		return res
 	}
 	n := x.N()
+	names := 0 // bytes of the names in res.Entries
 	i := x.Search(p.Prefix)
 	if p.After >= p.Prefix {
 		i = x.SearchAfter(p.After)
@@ -44,7 +45,7 @@ func (x *Index) list(p ListParams) ListResult {
 				e.Prefix = x.Own(cp)
 			}
 		}
-		if len(res.Entries) == p.MaxKeys {
+		if len(res.Entries) == p.MaxKeys || p.MaxNameBytes > 0 && names >= p.MaxNameBytes {
 			res.Truncated = true
 			res.NextAfter = res.Entries[len(res.Entries)-1].Name()
 			return res
@@ -53,6 +54,7 @@ func (x *Index) list(p ListParams) ListResult {
 			e.File = x.File(i)
 		}
 		res.Entries = append(res.Entries, e)
+		names += len(e.Name())
 		i = next
 	}
 	return res

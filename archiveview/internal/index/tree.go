@@ -76,6 +76,11 @@ type ListParams struct {
 	// key under it. This serves marker, start-after and continuation tokens.
 	After   string
 	MaxKeys int // entries to return at most (keys + common prefixes); 0 = none
+	// MaxNameBytes > 0 also ends the page (truncated) before an entry once
+	// the names returned total at least MaxNameBytes, so a page of long
+	// keys stays bounded in bytes as S3 allows (a page may hold fewer than
+	// max-keys entries). At least one entry is always returned.
+	MaxNameBytes int
 }
 
 // ListEntry is a key or a common prefix, in one byte-ordered sequence.
