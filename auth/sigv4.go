@@ -243,15 +243,8 @@ func (v *Verifier) verifyV4Header(r *http.Request, q Query, authz string) (Ident
 	if d := v.cfg.Now().Sub(t); d > maxSkew || d < -maxSkew {
 		return Identity{}, errSkewed()
 	}
-	signed := make(map[string]bool, len(a.SignedHeaders))
-	for _, n := range a.SignedHeaders {
-		signed[n] = true
-	}
-	for name := range r.Header {
-		if n := strings.ToLower(name); strings.HasPrefix(n, "x-amz-") && !signed[n] {
-			return Identity{}, &Error{Code: "AccessDenied", Status: http.StatusForbidden,
-				Message: "There were headers present in the request which were not signed: " + n}
-		}
+	if err := checkAmzHeadersSigned(r, a.SignedHeaders); err != nil {
+		return Identity{}, err
 	}
 	payload := r.Header.Get("X-Amz-Content-Sha256")
 	if payload == "" {
@@ -265,6 +258,23 @@ func (v *Verifier) verifyV4Header(r *http.Request, q Query, authz string) (Ident
 		return Identity{}, errSignature()
 	}
 	return v.identity(a.AccessKey), nil
+}
+
+// checkAmzHeadersSigned refuses a request carrying an x-amz-* header that
+// signedHeaders does not list, as AWS does for header and presigned auth
+// alike: such headers change what is answered.
+func checkAmzHeadersSigned(r *http.Request, signedHeaders []string) error {
+	signed := make(map[string]bool, len(signedHeaders))
+	for _, n := range signedHeaders {
+		signed[n] = true
+	}
+	for name := range r.Header {
+		if n := strings.ToLower(name); strings.HasPrefix(n, "x-amz-") && !signed[n] {
+			return &Error{Code: "AccessDenied", Status: http.StatusForbidden,
+				Message: "There were headers present in the request which were not signed: " + n}
+		}
+	}
+	return nil
 }
 
 type constError string
@@ -321,6 +331,9 @@ func (v *Verifier) verifyV4Query(r *http.Request, q Query) (Identity, error) {
 	}
 	key, err := v.lookup(a.AccessKey)
 	if err != nil {
+		return Identity{}, err
+	}
+	if err := checkAmzHeadersSigned(r, a.SignedHeaders); err != nil {
 		return Identity{}, err
 	}
 	payload := unsignedPayload
