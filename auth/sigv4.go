@@ -257,7 +257,9 @@ func (v *Verifier) verifyV4Header(r *http.Request, q Query, authz string) (Ident
 	if !matchV4(r, key.secret, a, t, canonicalQuery(q, ""), payload) {
 		return Identity{}, errSignature()
 	}
-	return v.identity(a.AccessKey), nil
+	id := v.identity(a.AccessKey)
+	id.payload = payload
+	return id, nil
 }
 
 // checkAmzHeadersSigned refuses a request carrying an x-amz-* header that
@@ -353,5 +355,7 @@ func (v *Verifier) verifyV4Query(r *http.Request, q Query) (Identity, error) {
 	if now.After(t.Add(time.Duration(expires) * time.Second)) {
 		return Identity{}, errExpired()
 	}
-	return v.identity(a.AccessKey), nil
+	id := v.identity(a.AccessKey)
+	id.payload = payload
+	return id, nil
 }
