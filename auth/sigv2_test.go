@@ -302,3 +302,41 @@ func TestSigV2PresignedFarExpiresRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestSigV2SignsPathAndSubResourcesOnly pins what a SigV2 signature covers,
+// as on AWS: the method, the path (with the bucket) and S3's
+// sub-resources (versionId, response-*, partNumber, acl, ...). Other query
+// parameters (a listing's prefix, delimiter, markers, max-keys) are not
+// signed, so the holder of a SigV2 presigned listing URL can change them;
+// SECURITY.md says so and points to SigV4, which signs the whole query.
+func TestSigV2SignsPathAndSubResourcesOnly(t *testing.T) {
+	now := time.Now()
+	v, err := New(testConfig(false, func() time.Time { return now }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := authServer(t, v)
+	u := botoPresignV2(srv.URL, "b", "k", "", testAK, testSK, now.Add(time.Hour).Unix())
+	for _, c := range []struct {
+		add  string
+		code string
+	}{
+		{"", ""},
+		{"&prefix=other%2F&max-keys=1000&list-type=2", ""},
+		{"&versionId=v1", "SignatureDoesNotMatch"},
+		{"&response-content-type=text%2Fhtml", "SignatureDoesNotMatch"},
+		{"&partNumber=1", "SignatureDoesNotMatch"},
+		{"&acl", "SignatureDoesNotMatch"},
+	} {
+		req, err := http.NewRequest(http.MethodGet, u+c.add, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := send(t, req)
+		if c.code == "" {
+			wantOK(t, o, testAK)
+		} else {
+			wantErr(t, o, c.code, 403)
+		}
+	}
+}
