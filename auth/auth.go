@@ -53,6 +53,7 @@ type Identity struct {
 	AccessKey string
 	buckets   map[string]bool // nil = every bucket
 	restore   RestoreGrant
+	payload   string // the payload hash the SigV4 signature covers; see PayloadHash
 }
 
 // Error is an authentication or authorization failure, with the S3 error code
@@ -211,6 +212,14 @@ func (v *Verifier) lookup(ak string) (keyEntry, error) {
 	}
 	return e, nil
 }
+
+// PayloadHash is the payload hash the request's SigV4 signature covers: a
+// lower-case SHA-256 hex digest of the body (x-amz-content-sha256 in header
+// auth, X-Amz-Content-Sha256 in a presigned URL), UNSIGNED-PAYLOAD, or ""
+// when no signature covers one (SigV2, anonymous). Authenticate never reads
+// the body: a handler that reads one must refuse it when its digest is not
+// the one given here.
+func (id Identity) PayloadHash() string { return id.payload }
 
 // CanRead reports whether the identity may read bucket.
 func (id Identity) CanRead(bucket string) bool {

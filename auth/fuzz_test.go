@@ -167,14 +167,19 @@ func FuzzAuthenticate(f *testing.F) {
 			Header:     http.Header{},
 			RequestURI: "/b/k?" + rawQuery,
 		}
+		// The headers go with header auth only: on a presigned request an
+		// unsigned x-amz-* header is refused before the signature check,
+		// which the fuzzer would then never reach.
 		if authz != "" {
 			req.Header.Set("Authorization", authz)
+			req.Header.Set("X-Amz-Content-Sha256", emptyHash)
+			if date != "" {
+				req.Header.Set("X-Amz-Date", date)
+			}
 		}
 		if date != "" {
-			req.Header.Set("X-Amz-Date", date)
 			req.Header.Set("Date", date)
 		}
-		req.Header.Set("X-Amz-Content-Sha256", emptyHash)
 		_, err := v.Authenticate(req)
 		var ae *Error
 		if err == nil {

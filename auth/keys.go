@@ -30,7 +30,7 @@ type keysFile struct {
 // the server allows them (RestoreGrant).
 //
 // Unknown fields are errors (a misspelt "bucket:" must not silently grant
-// every bucket). The result is checked the way New checks a Config. The file
+// every bucket), and so is a second YAML document. The result is checked the way New checks a Config. The file
 // holds secrets: keep it readable by the wharf user only.
 func LoadKeysFile(path string) ([]Key, error) {
 	// Stat first: opening a FIFO would wait for a writer.
@@ -62,6 +62,21 @@ func LoadKeysFile(path string) ([]Key, error) {
 			return nil, fmt.Errorf("auth: keys file %s: empty", path)
 		}
 		return nil, fmt.Errorf("auth: keys file %s: %w", path, err)
+	}
+	// Keys in a second document ("---") would be dropped without a word;
+	// an empty one (a trailing "---") holds none.
+	for {
+		var more yaml.Node
+		err := dec.Decode(&more)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("auth: keys file %s: %w", path, err)
+		}
+		if len(more.Content) > 0 && more.Content[0].Tag != "!!null" {
+			return nil, fmt.Errorf("auth: keys file %s: more than one YAML document (line %d); put every key under one \"keys:\"", path, more.Line)
+		}
 	}
 	if len(kf.Keys) == 0 {
 		return nil, fmt.Errorf("auth: keys file %s: no keys under \"keys:\"", path)

@@ -30,6 +30,10 @@ keys:
 		{"no keys", "keys: []\n", nil, "no keys"},
 		{"empty file", "", nil, "empty"},
 		{"not yaml", "keys: [\n", nil, "keys file"},
+		// A second document's keys were silently dropped: the keys in it
+		// got InvalidAccessKeyId with no word at start.
+		{"second document", "keys:\n  - {access_key: A, secret_key: s}\n---\nkeys:\n  - {access_key: B, secret_key: t}\n", nil, "more than one YAML document"},
+		{"trailing document marker", "keys:\n  - {access_key: A, secret_key: s}\n---\n", []Key{{AccessKey: "A", SecretKey: "s"}}, ""},
 	}
 	dir := t.TempDir()
 	for i, c := range cases {

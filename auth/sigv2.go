@@ -162,7 +162,9 @@ func (v *Verifier) verifyV2Query(r *http.Request, q Query) (Identity, error) {
 	if now.Unix() > exp {
 		return Identity{}, errExpired()
 	}
-	if time.Unix(exp, 0).Sub(now) > maxPresignV2+maxSkew {
+	// In seconds, not with time.Unix: it wraps around for an Expires near
+	// the largest int64, which would make such a URL look already due.
+	if exp-now.Unix() > int64((maxPresignV2+maxSkew)/time.Second) {
 		return Identity{}, &Error{Code: "AccessDenied", Status: http.StatusForbidden,
 			Message: "Expires is more than 7 days in the future; this endpoint does not accept longer-lived presigned URLs"}
 	}

@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha1"
 	"encoding/base64"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -265,6 +266,77 @@ func TestSigV2VirtualHost(t *testing.T) {
 	} {
 		if got := HostBucket(h.host, h.base); got != h.want {
 			t.Errorf("HostBucket(%q, %q) = %q, want %q", h.host, h.base, got, h.want)
+		}
+	}
+}
+
+// TestSigV2PresignedFarExpiresRefused: a SigV2 presigned URL whose Expires
+// lies beyond the 7-day cap is refused whatever its size, up to the largest
+// int64 (time.Unix wraps around for values that close to it, which must not
+// turn a never-expiring URL into one that looks already due).
+func TestSigV2PresignedFarExpiresRefused(t *testing.T) {
+	now := time.Now().Truncate(time.Second)
+	v, err := New(testConfig(false, func() time.Time { return now }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := authServer(t, v)
+	for _, exp := range []int64{
+		now.Add(30 * 24 * time.Hour).Unix(),
+		1 << 40,
+		1<<62 + 12345,
+		math.MaxInt64 - 62135596800, // the last value time.Unix keeps
+		math.MaxInt64 - 62135596799, // the first value time.Unix wraps
+		math.MaxInt64,
+	} {
+		t.Run(strconv.FormatInt(exp, 10), func(t *testing.T) {
+			req, err := http.NewRequest(http.MethodGet, botoPresignV2(srv.URL, "b", "k", "", testAK, testSK, exp), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := send(t, req)
+			wantErr(t, o, "AccessDenied", 403)
+			if !strings.Contains(o.Message, "more than 7 days") {
+				t.Fatalf("refused for another reason: %v", o)
+			}
+		})
+	}
+}
+
+// TestSigV2SignsPathAndSubResourcesOnly pins what a SigV2 signature covers,
+// as on AWS: the method, the path (with the bucket) and S3's
+// sub-resources (versionId, response-*, partNumber, acl, ...). Other query
+// parameters (a listing's prefix, delimiter, markers, max-keys) are not
+// signed, so the holder of a SigV2 presigned listing URL can change them;
+// SECURITY.md says so and points to SigV4, which signs the whole query.
+func TestSigV2SignsPathAndSubResourcesOnly(t *testing.T) {
+	now := time.Now()
+	v, err := New(testConfig(false, func() time.Time { return now }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := authServer(t, v)
+	u := botoPresignV2(srv.URL, "b", "k", "", testAK, testSK, now.Add(time.Hour).Unix())
+	for _, c := range []struct {
+		add  string
+		code string
+	}{
+		{"", ""},
+		{"&prefix=other%2F&max-keys=1000&list-type=2", ""},
+		{"&versionId=v1", "SignatureDoesNotMatch"},
+		{"&response-content-type=text%2Fhtml", "SignatureDoesNotMatch"},
+		{"&partNumber=1", "SignatureDoesNotMatch"},
+		{"&acl", "SignatureDoesNotMatch"},
+	} {
+		req, err := http.NewRequest(http.MethodGet, u+c.add, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := send(t, req)
+		if c.code == "" {
+			wantOK(t, o, testAK)
+		} else {
+			wantErr(t, o, c.code, 403)
 		}
 	}
 }

@@ -243,15 +243,8 @@ func (v *Verifier) verifyV4Header(r *http.Request, q Query, authz string) (Ident
 	if d := v.cfg.Now().Sub(t); d > maxSkew || d < -maxSkew {
 		return Identity{}, errSkewed()
 	}
-	signed := make(map[string]bool, len(a.SignedHeaders))
-	for _, n := range a.SignedHeaders {
-		signed[n] = true
-	}
-	for name := range r.Header {
-		if n := strings.ToLower(name); strings.HasPrefix(n, "x-amz-") && !signed[n] {
-			return Identity{}, &Error{Code: "AccessDenied", Status: http.StatusForbidden,
-				Message: "There were headers present in the request which were not signed: " + n}
-		}
+	if err := checkAmzHeadersSigned(r, a.SignedHeaders); err != nil {
+		return Identity{}, err
 	}
 	payload := r.Header.Get("X-Amz-Content-Sha256")
 	if payload == "" {
@@ -264,7 +257,26 @@ func (v *Verifier) verifyV4Header(r *http.Request, q Query, authz string) (Ident
 	if !matchV4(r, key.secret, a, t, canonicalQuery(q, ""), payload) {
 		return Identity{}, errSignature()
 	}
-	return v.identity(a.AccessKey), nil
+	id := v.identity(a.AccessKey)
+	id.payload = payload
+	return id, nil
+}
+
+// checkAmzHeadersSigned refuses a request carrying an x-amz-* header that
+// signedHeaders does not list, as AWS does for header and presigned auth
+// alike: such headers change what is answered.
+func checkAmzHeadersSigned(r *http.Request, signedHeaders []string) error {
+	signed := make(map[string]bool, len(signedHeaders))
+	for _, n := range signedHeaders {
+		signed[n] = true
+	}
+	for name := range r.Header {
+		if n := strings.ToLower(name); strings.HasPrefix(n, "x-amz-") && !signed[n] {
+			return &Error{Code: "AccessDenied", Status: http.StatusForbidden,
+				Message: "There were headers present in the request which were not signed: " + n}
+		}
+	}
+	return nil
 }
 
 type constError string
@@ -323,6 +335,9 @@ func (v *Verifier) verifyV4Query(r *http.Request, q Query) (Identity, error) {
 	if err != nil {
 		return Identity{}, err
 	}
+	if err := checkAmzHeadersSigned(r, a.SignedHeaders); err != nil {
+		return Identity{}, err
+	}
 	payload := unsignedPayload
 	if p, n := q.first("X-Amz-Content-Sha256"); n > 0 {
 		if err := checkPayloadHash(r.Method, p); err != nil {
@@ -340,5 +355,7 @@ func (v *Verifier) verifyV4Query(r *http.Request, q Query) (Identity, error) {
 	if now.After(t.Add(time.Duration(expires) * time.Second)) {
 		return Identity{}, errExpired()
 	}
-	return v.identity(a.AccessKey), nil
+	id := v.identity(a.AccessKey)
+	id.payload = payload
+	return id, nil
 }

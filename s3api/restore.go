@@ -195,6 +195,12 @@ func isLeaf(path []string) bool {
 // reflected form of the polynomial 0xad93d23594c93659.
 var crc64NVME = crc64.MakeTable(0x9a6c9329ac4bc9b5)
 
+// bodySHA256 is the lower-case hex SHA-256 of body.
+func bodySHA256(body []byte) string {
+	sum := sha256.Sum256(body)
+	return hex.EncodeToString(sum[:])
+}
+
 // checkPayload verifies body against the integrity headers the client sent:
 // x-amz-content-sha256 when it is a digest (the signature covered that
 // header, so this makes the body signed), Content-MD5, and any
@@ -202,8 +208,7 @@ var crc64NVME = crc64.MakeTable(0x9a6c9329ac4bc9b5)
 // error S3 answers; a checksum algorithm wharf does not know is refused.
 func checkPayload(h http.Header, body []byte) *apiError {
 	if v := h.Get("X-Amz-Content-Sha256"); len(v) == 64 {
-		sum := sha256.Sum256(body)
-		if hex.EncodeToString(sum[:]) != v {
+		if bodySHA256(body) != v {
 			return &apiError{Code: errXAmzContentSHA256Mismatch}
 		}
 	}
@@ -327,6 +332,12 @@ func (s *server) restoreObject(req *request, a *archiveview.Archive) {
 	}
 	if e := checkPayload(req.r.Header, body); e != nil {
 		fail(e)
+		return
+	}
+	// The body hash the signature covers, also when a presigned URL
+	// carries it in its query rather than in a header.
+	if p := req.identity.PayloadHash(); len(p) == 2*sha256.Size && bodySHA256(body) != p {
+		fail(&apiError{Code: errXAmzContentSHA256Mismatch})
 		return
 	}
 	rr, e := parseRestoreRequest(body)

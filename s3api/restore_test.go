@@ -3,6 +3,8 @@ package s3api_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"io"
 	"net/http"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
@@ -360,5 +363,51 @@ func TestRestoreRefusals(t *testing.T) {
 	}
 	if n := len(on.g.Calls()); n != 1 {
 		t.Fatalf("%d RestoreObject calls after anonymous POSTs", n)
+	}
+}
+
+// TestRestorePresignedPayloadHash: a presigned RestoreObject whose query
+// signs the body's sha256 (X-Amz-Content-Sha256 in the URL) is served only
+// with that body. Another body (a costlier tier, more days) is refused with
+// XAmzContentSHA256Mismatch and reaches no store, as AWS refuses a body
+// that is not the one signed.
+func TestRestorePresignedPayloadHash(t *testing.T) {
+	f := newArchivedFixture(t, true, []auth.Key{{AccessKey: testAK, SecretKey: testSK}})
+	signedBody := `<RestoreRequest><Days>1</Days><GlacierJobParameters><Tier>Bulk</Tier></GlacierJobParameters></RestoreRequest>`
+	sum := sha256.Sum256([]byte(signedBody))
+	hash := hex.EncodeToString(sum[:])
+	presign := func(t *testing.T, key string) string {
+		req, err := http.NewRequest(http.MethodPost, f.url+"/"+testBucket+"/"+key+"?restore&X-Amz-Expires=600&X-Amz-Content-Sha256="+hash, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, _, err := v4.NewSigner().PresignHTTP(context.Background(), aws.Credentials{AccessKeyID: testAK, SecretAccessKey: testSK},
+			req, hash, "s3", "us-east-1", time.Now(), func(o *v4.SignerOptions) { o.DisableURIPathEscaping = true })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	post := func(t *testing.T, u, body string) (int, string) {
+		resp, err := http.Post(u, "application/xml", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	other := `<RestoreRequest><Days>30</Days><GlacierJobParameters><Tier>Expedited</Tier></GlacierJobParameters></RestoreRequest>`
+	if status, body := post(t, presign(t, "cold.bin"), other); status != 400 || !strings.Contains(body, "<Code>XAmzContentSHA256Mismatch</Code>") {
+		t.Fatalf("presigned restore with another body than signed: %d %s", status, body)
+	}
+	if calls := f.g.Calls(); len(calls) != 0 {
+		t.Fatalf("a body that was not signed reached the store: %+v", calls)
+	}
+	if status, body := post(t, presign(t, "deep.bin"), signedBody); status != 202 {
+		t.Fatalf("presigned restore with the signed body: %d %s", status, body)
+	}
+	if calls := f.g.Calls(); len(calls) != 1 || calls[0].Days != 1 || calls[0].Tier != "Bulk" {
+		t.Fatalf("restore calls %+v, want one of 1 day, Bulk", calls)
 	}
 }
