@@ -35,8 +35,12 @@
 //     authenticated (below), with a first-byte deadline (FirstByte, default
 //     2 s) and a minimum rate (MinRate, default 4 MiB/s: the whole answer
 //     must arrive within FirstByte + size/MinRate), never past the caller's
-//     context. Any failure is an error and chunkio reads the backend
-//     instead: a failed peer costs one fallback, never a failed read.
+//     context. At most MaxAsking asks (default 32) are in flight to one
+//     owner at once; one beyond them is not sent (reason busy, no
+//     back-off), so one busy replica never holds every answer slot or
+//     connection an owner has. Any failure is an error and chunkio
+//     reads the backend instead: a failed peer costs one fallback, never
+//     a failed read.
 //     Fallbacks are counted by reason (wharf_peer_fallbacks_total).
 //
 //   - Answering (Handler). A request without a valid MAC, with a date

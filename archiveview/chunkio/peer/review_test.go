@@ -1,0 +1,125 @@
+package peer
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/wharf-s3/wharf/archiveview/chunkio"
+)
+
+// TestPeerAsksPerOwnerBounded: a replica with 100 misses at once of frames
+// one owner holds asks it at most DefaultMaxAsking of them at a time, over
+// at most that many connections; the rest fall back at once (reason busy,
+// no back-off: the owner stays in the ring). Before, all 100 were asked at
+// once over 100 connections: one busy replica took every serving slot of
+// the owner (64) and, past 1,024, every connection its listener holds, so
+// the other replicas' asks were refused and put the owner in their
+// back-off.
+func TestPeerAsksPerOwnerBounded(t *testing.T) {
+	const asks = 100
+	release := make(chan struct{})
+	var active, peak, conns, peakConns atomic.Int32
+	raise := func(v *atomic.Int32, n int32) {
+		for {
+			p := v.Load()
+			if n <= p || v.CompareAndSwap(p, n) {
+				return
+			}
+		}
+	}
+	var asker *Group
+	owner := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		raise(&peak, active.Add(1))
+		defer active.Add(-1)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
+		id, err := parseFrameQuery(r.URL.RawQuery, DefaultMaxFrame)
+		if err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Length", strconv.FormatInt(id.Size, 10))
+		w.Header().Set(hdrAnswer, authPre+hex.EncodeToString(asker.keys.answerMAC(r.Header.Get(hdrNonce), id.Size, id.Sum)))
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(make([]byte, id.Size))
+	}))
+	owner.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		switch s {
+		case http.StateNew:
+			raise(&peakConns, conns.Add(1))
+		case http.StateClosed, http.StateHijacked:
+			conns.Add(-1)
+		}
+	}
+	owner.Start()
+	defer owner.Close()
+	self := "http://127.0.0.1:1"
+	var err error
+	asker, err = New(Config{Self: self, Peers: []string{self, owner.URL}, Secret: testSecret, FirstByte: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer asker.Close()
+
+	var wg sync.WaitGroup
+	var busy, ok, other atomic.Int32
+	for i := range asks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id := chunkio.FrameID{Bucket: "b", Key: "k", Off: int64(i) * 1024, Size: 1024}
+			err := asker.Fetch(context.Background(), owner.URL, id, make([]byte, id.Size))
+			var fe *fetchError
+			switch {
+			case err == nil:
+				ok.Add(1)
+			case errors.As(err, &fe) && fe.reason == reasonBusy:
+				busy.Add(1)
+			default:
+				other.Add(1)
+				t.Errorf("ask %d: %v", i, err)
+			}
+		}()
+	}
+	// Wait until every ask is either at the owner or has fallen back.
+	deadline := time.Now().Add(5 * time.Second)
+	for active.Load()+busy.Load()+other.Load() < asks && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond) // any more asks would arrive now
+	atOnce, connsAtOnce := peak.Load(), peakConns.Load()
+	close(release)
+	wg.Wait()
+	if atOnce > DefaultMaxAsking || connsAtOnce > DefaultMaxAsking {
+		t.Errorf("%d asks and %d connections at the owner at once, want at most %d", atOnce, connsAtOnce, DefaultMaxAsking)
+	}
+	if ok.Load() == 0 || ok.Load()+busy.Load() != asks {
+		t.Errorf("%d answered, %d busy, %d other of %d", ok.Load(), busy.Load(), other.Load(), asks)
+	}
+	if fb := testutil.ToFloat64(asker.m.fallbacks.WithLabelValues(reasonBusy)); int32(fb) != busy.Load() {
+		t.Errorf("wharf_peer_fallbacks_total{reason=busy} %v, want %d", fb, busy.Load())
+	}
+	if got, remote := asker.Owner(chunkio.FrameID{Bucket: "b", Key: "k", Size: 1}); remote && got != owner.URL {
+		t.Errorf("owner %s", got)
+	}
+	for _, m := range asker.Page().Ring {
+		if m.State == "down" {
+			t.Errorf("%s in its back-off after asks held back here", m.URL)
+		}
+	}
+	t.Logf("%d asks, %d connections at once; %d answered, %d fell back (busy)", atOnce, connsAtOnce, ok.Load(), busy.Load())
+}
