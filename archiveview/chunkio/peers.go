@@ -191,7 +191,9 @@ func (cf *compFrames) has(k cacheKey) bool {
 
 // get returns k's compressed bytes with a reference for the caller, and
 // whether they were held already (no fill of this caller's), filling them
-// with fill when nobody else is.
+// with fill when nobody else is. A fill that failed only because its own
+// context ended is retried by waiters whose context is alive (after three
+// such fills, a waiter fills on its own).
 func (cf *compFrames) get(ctx context.Context, c *FrameCache, k cacheKey, fill func(context.Context) (*Buf, error)) (*Buf, bool, error) {
 	for attempt := 0; ; attempt++ {
 		cf.mu.Lock()
@@ -226,8 +228,16 @@ func (cf *compFrames) get(ctx context.Context, c *FrameCache, k cacheKey, fill f
 			}
 		}
 		b, err := c.waitFlight(ctx, fl)
-		if err != nil && isContextErr(err) && ctx.Err() == nil && attempt < 3 {
-			continue // the filler's context ended, not ours
+		if err != nil && isContextErr(err) && ctx.Err() == nil {
+			if attempt < 3 {
+				continue // the filler's context ended, not ours
+			}
+			// Every fill it joined ended with its asker's context (askers
+			// that left, or someone opening and dropping asks): filled
+			// here, shared with nobody, so the others' leaving never fails
+			// this one.
+			b, err := fill(ctx)
+			return b, false, err
 		}
 		return b, !mine, err
 	}
