@@ -48,8 +48,10 @@
 //     body, before any lookup. A valid one gets the frame's verified
 //     compressed bytes from chunkio.FrameCache.PeerFrame: only frames of
 //     archives this replica has open; anything else is 404. At most
-//     MaxServing answers are in progress at once (more get 503), each
-//     bounded by a write deadline.
+//     MaxServing answers are in progress at once (more get 503). The
+//     owner waits for a frame's bytes no longer than its asker waits for
+//     the answer (FirstByte + size/MinRate; then 503), and writes them
+//     within a deadline as long again.
 //
 //   - Limits. Listener wraps the peer listener so that it holds at most
 //     MaxConns connections (default 1,024; more are closed as soon as

@@ -499,8 +499,7 @@ func (g *Group) endAsk(owner string) {
 }
 
 func (g *Group) fetch(ctx context.Context, owner string, id chunkio.FrameID, dst []byte) error {
-	limit := g.cfg.FirstByte + time.Duration(float64(id.Size)/float64(g.cfg.MinRate)*float64(time.Second))
-	fctx, cancel := context.WithTimeout(ctx, limit)
+	fctx, cancel := context.WithTimeout(ctx, g.answerLimit(id.Size))
 	defer cancel()
 	q := frameQuery(id)
 	var nb [16]byte
@@ -547,6 +546,13 @@ func (g *Group) fetch(ctx context.Context, owner string, id chunkio.FrameID, dst
 		return g.transportErr(fctx, owner, fmt.Errorf("body ended after %d of %d bytes: %w", n, id.Size, err))
 	}
 	return nil
+}
+
+// answerLimit is the time an answer of size bytes may take: FirstByte +
+// size/MinRate. The asker waits that long for it; the owner waits that
+// long for the bytes, and again that long to write them.
+func (g *Group) answerLimit(size int64) time.Duration {
+	return g.cfg.FirstByte + time.Duration(float64(size)/float64(g.cfg.MinRate)*float64(time.Second))
 }
 
 // transportErr classifies an error of the connection or the body.

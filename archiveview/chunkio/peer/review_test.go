@@ -16,6 +16,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
+	"github.com/wharf-s3/wharf/backend"
+	"github.com/wharf-s3/wharf/backend/faults"
 )
 
 // TestPeerAsksPerOwnerBounded: a replica with 100 misses at once of frames
@@ -122,4 +124,63 @@ func TestPeerAsksPerOwnerBounded(t *testing.T) {
 		}
 	}
 	t.Logf("%d asks, %d connections at once; %d answered, %d fell back (busy)", atOnce, connsAtOnce, ok.Load(), busy.Load())
+}
+
+// TestPeerOwnerWaitBounded: an owner asked for a frame it must fetch from
+// a backend that has stopped sending gives up within the asker's own
+// deadline (FirstByte + size/MinRate) and answers 503 (the asker reads the
+// backend, no back-off), whatever the connection does: here the request's
+// context never ends, as when an asker (or a proxy) keeps the connection
+// open, or pipelines a byte so that net/http does not cancel it. Before,
+// the answer slot and the frame's memory were held until the backend's
+// own deadline (S3's 60 s idle read) or for ever.
+func TestPeerOwnerWaitBounded(t *testing.T) {
+	dir, key, files := testArchive(t, 4)
+	var stall atomic.Bool
+	store := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{Hook: func(faults.Request) faults.Fault {
+		if stall.Load() {
+			return faults.Fault{Kind: faults.FaultStall}
+		}
+		return faults.Fault{}
+	}})
+	const firstByte = 200 * time.Millisecond
+	var rec *recorder
+	rs := newFleet(t, 1, store, key, fleetOpts{
+		cfg:   func(_ int, c *Config) { c.FirstByte = firstByte },
+		cache: []chunkio.CacheOption{chunkio.WithPeerCache(1)}, // no compressed copy is kept
+		peers: func(_ int, g *Group) chunkio.Peers {
+			rec = &recorder{Group: g}
+			return rec
+		},
+	})
+	id := someFrame(t, rs, rec, files)
+	stall.Store(true)
+	g := rs[0].group
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel() // ends the old code's wait
+	req := signed(t, g, g.Self(), id, g.now(), nil).WithContext(ctx)
+	w := httptest.NewRecorder()
+	done := make(chan struct{})
+	start := time.Now()
+	go func() {
+		g.Handler(rs[0].cache).ServeHTTP(w, req)
+		close(done)
+	}()
+	limit := firstByte + time.Duration(float64(id.Size)/DefaultMinRate*float64(time.Second))
+	select {
+	case <-done:
+	case <-time.After(limit + 5*time.Second):
+		t.Fatalf("the owner still waits for the stalled backend %v after the ask, the asker's deadline being %v", time.Since(start).Round(time.Millisecond), limit)
+	}
+	took := time.Since(start)
+	if w.Code != http.StatusServiceUnavailable || w.Body.Len() != 0 {
+		t.Errorf("answer %d with %d bytes, want 503 and none", w.Code, w.Body.Len())
+	}
+	if took < limit || took > limit+2*time.Second {
+		t.Errorf("the owner gave up after %v, want its deadline %v", took, limit)
+	}
+	if n := len(g.serving); n != 0 {
+		t.Errorf("%d answer slots held after the answer", n)
+	}
+	t.Logf("owner gave up after %v (deadline %v)", took.Round(time.Millisecond), limit)
 }
