@@ -69,6 +69,7 @@ func TestPeerFlagValidation(t *testing.T) {
 		{"self not listed", []string{"--peers", two, "--peer-listen", "10.0.0.9:7946", "--peer-secret-file", good}, "not among the peers"},
 		{"advertise not listed", []string{"--peers", two, "--peer-listen", "0.0.0.0:7946", "--peer-advertise", "http://10.0.0.3:7946", "--peer-secret-file", good}, "not among the peers"},
 		{"advertise a path", []string{"--peers", two, "--peer-listen", "10.0.0.1:7946", "--peer-advertise", "/x", "--peer-secret-file", good}, "a path, not a URL"},
+		{"wildcard listen, wildcard advertise", []string{"--peers", "http://0.0.0.0:7946,http://10.0.0.2:7946", "--peer-listen", "0.0.0.0:7946", "--peer-advertise", "http://0.0.0.0:7946", "--peer-secret-file", good}, "the unspecified address"},
 		{"wildcard listen, no advertise", []string{"--peers", two, "--peer-listen", ":7946", "--peer-secret-file", good}, "give --peer-advertise"},
 		{"listen not host:port", []string{"--peers", two, "--peer-listen", "7946", "--peer-secret-file", good}, "want HOST:PORT"},
 		{"same as --listen", []string{"--peers", "http://127.0.0.1:9000", "--peer-listen", "127.0.0.1:9000", "--peer-secret-file", good}, "the same address as --listen"},

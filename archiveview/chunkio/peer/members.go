@@ -47,7 +47,8 @@ func (m Member) replicaURL(host string) string {
 // dns+http://NAME:PORT or dns+https://NAME:PORT. The port is required; a
 // path (other than "/"), a query, a fragment or user information is an
 // error, and so is anything that is not such a URL (a file path, a bare
-// host). Host names are lower-cased, so equal members compare equal.
+// host), and the unspecified address (0.0.0.0 or ::, where no replica
+// is reached). Host names are lower-cased, so equal members compare equal.
 func ParseMember(v string) (Member, error) {
 	fail := func(why string) (Member, error) {
 		return Member{}, fmt.Errorf("peer %q: %s", v, why)
@@ -97,6 +98,9 @@ func ParseMember(v string) (Member, error) {
 	if ip := net.ParseIP(m.Host); ip != nil {
 		if m.DNS {
 			return fail("dns+ wants a name to resolve, not an address")
+		}
+		if ip.IsUnspecified() {
+			return fail("the unspecified address " + host + " is where a replica listens, not where the others reach it: give its own address (--peer-advertise http://$(POD_IP):PORT)")
 		}
 		m.Host = ip.String()
 	} else if !validHostName(m.Host) {
@@ -210,8 +214,8 @@ func resolve(ctx context.Context, r Resolver, members []Member, self string, pre
 		var kept, ips []string
 		for _, a := range addrs {
 			ip := net.ParseIP(a)
-			if ip == nil {
-				continue // a resolver answering names: not an address
+			if ip == nil || ip.IsUnspecified() {
+				continue // a resolver answering names, or no replica's address
 			}
 			kept = append(kept, m.replicaURL(ip.String()))
 			ips = append(ips, ip.String())

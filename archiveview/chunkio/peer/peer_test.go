@@ -52,6 +52,11 @@ func TestParseMember(t *testing.T) {
 		{"http://:1", "", "no host"},
 		{"http://bad_host!:1", "", "not a valid host name"},
 		{"dns+http://10.0.0.1:1", "", "not an address"},
+		// An unspecified address is where a replica listens, not where
+		// the others reach it.
+		{"http://0.0.0.0:7946", "", "the unspecified address"},
+		{"http://[::]:7946", "", "the unspecified address"},
+		{"https://[::ffff:0.0.0.0]:7946", "", "the unspecified address"},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			m, err := ParseMember(tc.in)
@@ -532,6 +537,7 @@ func TestDNSMembership(t *testing.T) {
 		{"replica gone", []string{"10.0.0.3", "10.0.0.1"}, nil, []string{"http://10.0.0.1:7946", "http://10.0.0.3:7946", "http://10.0.9.9:7946"}},
 		{"self not resolved: still a member", []string{"10.0.0.3"}, nil, []string{"http://10.0.0.1:7946", "http://10.0.0.3:7946", "http://10.0.9.9:7946"}},
 		{"names, not addresses: ignored", []string{"evil.example", "10.0.0.3"}, nil, []string{"http://10.0.0.1:7946", "http://10.0.0.3:7946", "http://10.0.9.9:7946"}},
+		{"unspecified addresses: ignored", []string{"0.0.0.0", "::", "10.0.0.3"}, nil, []string{"http://10.0.0.1:7946", "http://10.0.0.3:7946", "http://10.0.9.9:7946"}},
 	}
 	for i, st := range steps {
 		if i > 0 {
