@@ -71,6 +71,7 @@ func TestPeerFlagValidation(t *testing.T) {
 		{"advertise a path", []string{"--peers", two, "--peer-listen", "10.0.0.1:7946", "--peer-advertise", "/x", "--peer-secret-file", good}, "a path, not a URL"},
 		{"wildcard listen, wildcard advertise", []string{"--peers", "http://0.0.0.0:7946,http://10.0.0.2:7946", "--peer-listen", "0.0.0.0:7946", "--peer-advertise", "http://0.0.0.0:7946", "--peer-secret-file", good}, "the unspecified address"},
 		{"wildcard listen, no advertise", []string{"--peers", two, "--peer-listen", ":7946", "--peer-secret-file", good}, "give --peer-advertise"},
+		{"loopback self among remote peers", []string{"--peers", "http://127.0.0.1:7946,http://10.0.0.2:7946", "--peer-listen", "127.0.0.1:7946", "--peer-secret-file", good}, "a loopback URL reaches only its own host"},
 		{"listen port out of range", []string{"--peers", "dns+http://wharf-peers.ns.svc:7946", "--peer-listen", "0.0.0.0:79460",
 			"--peer-advertise", "http://10.1.2.3:7946", "--peer-secret-file", good}, "--peer-listen \"0.0.0.0:79460\": port \"79460\": want 1 to 65535"},
 		{"listen port not a number", []string{"--peers", "dns+http://wharf-peers.ns.svc:7946", "--peer-listen", "0.0.0.0:peer",

@@ -109,6 +109,14 @@ func ParseMember(v string) (Member, error) {
 	return m, nil
 }
 
+// loopback reports whether m's host is a loopback address or localhost.
+func (m Member) loopback() bool {
+	if ip := net.ParseIP(m.Host); ip != nil {
+		return ip.IsLoopback()
+	}
+	return m.Host == "localhost" || strings.HasSuffix(m.Host, ".localhost")
+}
+
 // validHostName checks a DNS host name: labels of letters, digits and
 // hyphens (and underscores, as some service names have), 1-63 bytes each,
 // 253 at most.
@@ -132,9 +140,10 @@ func validHostName(h string) bool {
 
 // ParseMembers reads a member list and checks it against self (the
 // advertised URL, which must be a plain http(s)://HOST:PORT member): no
-// entry twice, one scheme throughout, and self among the entries, or,
-// with DNS entries, a DNS entry of self's scheme and port (its addresses
-// are known only once resolved). It returns the members and self.
+// entry twice, one scheme throughout, loopback addresses throughout or
+// nowhere (self included), and self among the entries, or, with DNS
+// entries, a DNS entry of self's scheme and port (its addresses are known
+// only once resolved). It returns the members and self.
 func ParseMembers(self string, list []string) ([]Member, Member, error) {
 	me, err := ParseMember(self)
 	if err != nil {
@@ -168,6 +177,23 @@ func ParseMembers(self string, list []string) ([]Member, Member, error) {
 			found = true
 		}
 		ms = append(ms, m)
+	}
+	// A loopback member is reached only from its own host, where any
+	// other replica reaches itself instead: loopback and remote members
+	// together are never one fleet (each replica's ring would name the
+	// loopback one differently).
+	var loop, remote string
+	for _, m := range append([]Member{me}, ms...) {
+		switch {
+		case m.DNS:
+		case m.loopback():
+			loop = m.String()
+		default:
+			remote = m.String()
+		}
+	}
+	if loop != "" && remote != "" {
+		return nil, Member{}, fmt.Errorf("peer %s is a loopback address but %s is not: a loopback URL reaches only its own host; give each replica's address that the others reach (a fleet on one host may use loopback throughout)", loop, remote)
 	}
 	if !found {
 		return nil, Member{}, fmt.Errorf("this replica's advertised URL %s is not among the peers %s (list every replica, this one included; or set the advertised URL to this replica's entry)",

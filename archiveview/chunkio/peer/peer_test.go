@@ -89,6 +89,12 @@ func TestParseMembers(t *testing.T) {
 		{"self is dns", "dns+http://wharf-peers:7946", []string{"dns+http://wharf-peers:7946"}, "not a dns+ name"},
 		{"self is a path", "/tmp/x", []string{"http://10.0.0.1:7946"}, "a path"},
 		{"empty list", "http://10.0.0.1:7946", nil, "no peers"},
+		// A loopback member is reached only from its own host, where a
+		// remote replica reaches itself: never a fleet of several hosts.
+		{"loopback self, remote peer", "http://127.0.0.1:7946", []string{"http://127.0.0.1:7946", "http://10.0.0.2:7946"}, "loopback"},
+		{"remote self, loopback peer", "http://10.0.0.1:7946", []string{"http://10.0.0.1:7946", "http://[::1]:7946"}, "loopback"},
+		{"localhost among remote", "http://10.0.0.1:7946", []string{"http://10.0.0.1:7946", "http://localhost:7947"}, "loopback"},
+		{"all loopback (one host)", "http://127.0.0.1:7946", []string{"http://127.0.0.1:7946", "http://127.0.0.2:7946", "http://localhost:7947"}, ""},
 		{"most a ring holds", "http://10.0.0.1:7946", manyPeers(MaxMembers + 1), ""},
 		{"more than a ring holds", "http://10.0.0.1:7946", manyPeers(MaxMembers + 2), "a ring holds at most 256"},
 	} {
