@@ -139,6 +139,23 @@ func (cf *compFrames) removeOldest() bool {
 	return ok
 }
 
+// evictOwn drops the oldest compressed frame charged to client cl that
+// nobody else holds; false when there is none. The frames an owner fetched
+// for a peer stay charged to that peer's client share while kept, so a
+// peer short of its share gives its own up, as a client does its decoded
+// frames (else it would be refused for as long as they stay cached).
+func (cf *compFrames) evictOwn(cl *clientUse) bool {
+	cf.mu.Lock()
+	defer cf.mu.Unlock()
+	for _, k := range cf.lru.Keys() { // oldest first
+		if b, ok := cf.lru.Peek(k); ok && b.cl == cl && b.refs.Load() == 1 {
+			cf.lru.Remove(k)
+			return true
+		}
+	}
+	return false
+}
+
 // add keeps buf (taking a reference of its own) unless k is held or buf is
 // larger than the budget.
 func (cf *compFrames) addLocked(k cacheKey, buf *Buf) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/wharf-s3/wharf/archiveview/cargopack"
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
 	"github.com/wharf-s3/wharf/backend"
 	"github.com/wharf-s3/wharf/backend/faults"
@@ -183,4 +184,40 @@ func TestPeerOwnerWaitBounded(t *testing.T) {
 		t.Errorf("%d answer slots held after the answer", n)
 	}
 	t.Logf("owner gave up after %v (deadline %v)", took.Round(time.Millisecond), limit)
+}
+
+// TestPeerCachedFramesDoNotLockOutTheirAsker: the compressed frames an
+// owner fetched for an asker and keeps for the others (its peer cache) are
+// charged to that asker's client share ("peer <URL>"), which its later
+// asks must then find room in. A client short of its share evicts its own
+// cached frames; before, only decoded ones, so once the peer cache held a
+// share's worth of one asker's frames, the owner refused that asker (503,
+// read from the backend) for as long as they stayed cached, with its
+// memory nowhere near full. Here a share of 0.8 MiB and a peer cache of
+// 8 MiB: every ask must be answered.
+func TestPeerCachedFramesDoNotLockOutTheirAsker(t *testing.T) {
+	dir, key, files := testArchiveWith(t, 240, 20<<10, cargopack.Options{FrameSize: 16 << 10})
+	store := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{})
+	rs := newFleet(t, 2, store, key, fleetOpts{
+		cacheBytes: 16 << 20,
+		cache:      []chunkio.CacheOption{chunkio.WithMemory(16 << 20), chunkio.WithClientShare(0.05), chunkio.WithPeerCache(8 << 20)},
+	})
+	for k, b := range files {
+		rs[0].readAll(t, k, b)
+	}
+	owner := rs[1]
+	served := testutil.ToFloat64(owner.group.m.served.WithLabelValues("200"))
+	busy := testutil.ToFloat64(owner.group.m.served.WithLabelValues("503"))
+	share, _ := owner.cache.Limits().ClientShare()
+	t.Logf("owner answered %v, refused %v (503); peer cache %d bytes, the asker's share %d", served, busy, owner.cache.PeerBytes(), share)
+	if served == 0 {
+		t.Fatal("no ask was answered: did the owner own any frame?")
+	}
+	if busy != 0 {
+		t.Errorf("the owner refused %v asks (503) with %d of %d bytes in use; its peer cache holds %d bytes, the asker's share is %d",
+			busy, func() int64 { u, _ := owner.cache.MemoryInUse(); return u }(), owner.cache.MemoryBudget(), owner.cache.PeerBytes(), share)
+	}
+	if fb := testutil.ToFloat64(rs[0].group.m.fallbacks.WithLabelValues(reasonBusy)); fb != busy {
+		t.Errorf("asker: %v busy fallbacks, owner: %v refusals", fb, busy)
+	}
 }
