@@ -450,8 +450,11 @@ func (g *Group) Fetch(ctx context.Context, owner string, id chunkio.FrameID, dst
 		err = &fetchError{reasonBusy, fmt.Errorf("peer %s: %d asks of this replica in flight to it already", owner, g.cfg.MaxAsking)}
 	}
 	if err == nil {
-		g.up(owner)
-		return nil // a hit once chunkio has checked the bytes (Accepted)
+		// Not a success yet: that is bytes that pass the frame's sha256
+		// (Accepted ends the back-off, Rejected lengthens it), so a peer
+		// whose answers pass their MAC but not the sha256 is not counted
+		// up again at each lie.
+		return nil
 	}
 	if ctx.Err() != nil {
 		return ctx.Err() // the reader left: no fallback follows
@@ -565,8 +568,11 @@ func (g *Group) transportErr(fctx context.Context, owner string, err error) erro
 }
 
 // Accepted implements chunkio.PeersAccepted: owner's bytes for id passed
-// the frame's sha256 (a hit).
-func (g *Group) Accepted(string, chunkio.FrameID) { g.m.hits.Inc() }
+// the frame's sha256 (a hit, and a success of owner: its back-off ends).
+func (g *Group) Accepted(owner string, _ chunkio.FrameID) {
+	g.m.hits.Inc()
+	g.up(owner)
+}
 
 // Rejected implements chunkio.Peers: owner's bytes for id failed the
 // frame's sha256.

@@ -221,3 +221,61 @@ func TestPeerCachedFramesDoNotLockOutTheirAsker(t *testing.T) {
 		t.Errorf("asker: %v busy fallbacks, owner: %v refusals", fb, busy)
 	}
 }
+
+// TestPeerBackoffGrowsForBodyLies: a peer whose answers pass their MAC and
+// length but whose bytes fail the frame's sha256 (a peer holding the
+// secret that lies, or a proxy flipping body bytes, which the answer MAC
+// does not cover) is skipped for a back-off that doubles while it keeps
+// lying (1 s, 2 s, 4 s, 8 s), as for any other failure; an answer whose
+// bytes pass ends it. Before, Fetch counted the answer a success (failures
+// back to 0) before chunkio checked its bytes, so the back-off stayed at
+// 1 s for ever: one lie per second per asker instead of one per 30 s.
+func TestPeerBackoffGrowsForBodyLies(t *testing.T) {
+	var asker *Group
+	owner := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, _ := parseFrameQuery(r.URL.RawQuery, DefaultMaxFrame)
+		w.Header().Set("Content-Length", strconv.FormatInt(id.Size, 10))
+		w.Header().Set(hdrAnswer, authPre+hex.EncodeToString(asker.keys.answerMAC(r.Header.Get(hdrNonce), id.Size, id.Sum)))
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(make([]byte, id.Size)) // the frame's length, not its bytes
+	}))
+	defer owner.Close()
+	clock := &testClock{t: time.Unix(1_800_000_000, 0)}
+	self := "http://127.0.0.1:1"
+	var err error
+	asker, err = New(Config{Self: self, Peers: []string{self, owner.URL}, Secret: testSecret, Now: clock.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer asker.Close()
+	id := chunkio.FrameID{Bucket: "b", Key: "k", Size: 1024, Sum: [32]byte{1}}
+	state := func() MemberPage {
+		for _, m := range asker.Page().Ring {
+			if m.URL == owner.URL {
+				return m
+			}
+		}
+		t.Fatal("owner not in the ring")
+		return MemberPage{}
+	}
+	for i, want := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second} {
+		// What chunkio does: Fetch, then the sha256 check fails: Rejected.
+		if err := asker.Fetch(context.Background(), owner.URL, id, make([]byte, id.Size)); err != nil {
+			t.Fatalf("lie %d: %v", i+1, err)
+		}
+		asker.Rejected(owner.URL, id, errors.New("sha256 mismatch"))
+		st := state()
+		if got := st.DownUntil.Sub(clock.now()); st.State != "down" || got != want {
+			t.Errorf("after lie %d: %s for %v (%d failures), want down for %v", i+1, st.State, got, st.Failures, want)
+		}
+		clock.add(want + time.Millisecond) // the back-off ends: the owner is asked again
+	}
+	// An answer whose bytes pass ends the back-off.
+	if err := asker.Fetch(context.Background(), owner.URL, id, make([]byte, id.Size)); err != nil {
+		t.Fatal(err)
+	}
+	asker.Accepted(owner.URL, id)
+	if st := state(); st.State != "up" || st.Failures != 0 {
+		t.Errorf("after a good answer: %s, %d failures; want up, 0", st.State, st.Failures)
+	}
+}
