@@ -186,14 +186,15 @@ func (c *FrameCache) evictForMemory() bool {
 }
 
 // evictOwn drops the oldest cached frame charged to client cl that no
-// reader holds, else the oldest parked stream decoder holding memory
-// charged to cl (its window, or parts it kept ahead); it reports whether
-// it dropped one.
+// reader holds, else the oldest compressed frame kept for peers charged to
+// cl (an owner's fetch for the peer cl), else the oldest parked stream
+// decoder holding memory charged to cl (its window, or parts it kept
+// ahead); it reports whether it dropped one.
 func (c *FrameCache) evictOwn(cl *clientUse) bool {
 	if cl == nil {
 		return false
 	}
-	if c.evictOwnFrame(cl) {
+	if c.evictOwnFrame(cl) || (c.comp != nil && c.comp.evictOwn(cl)) {
 		return true
 	}
 	return c.dropParkedFirst(func(z *zstream) bool { return z.chargedTo(cl) })

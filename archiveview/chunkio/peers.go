@@ -139,6 +139,23 @@ func (cf *compFrames) removeOldest() bool {
 	return ok
 }
 
+// evictOwn drops the oldest compressed frame charged to client cl that
+// nobody else holds; false when there is none. The frames an owner fetched
+// for a peer stay charged to that peer's client share while kept, so a
+// peer short of its share gives its own up, as a client does its decoded
+// frames (else it would be refused for as long as they stay cached).
+func (cf *compFrames) evictOwn(cl *clientUse) bool {
+	cf.mu.Lock()
+	defer cf.mu.Unlock()
+	for _, k := range cf.lru.Keys() { // oldest first
+		if b, ok := cf.lru.Peek(k); ok && b.cl == cl && b.refs.Load() == 1 {
+			cf.lru.Remove(k)
+			return true
+		}
+	}
+	return false
+}
+
 // add keeps buf (taking a reference of its own) unless k is held or buf is
 // larger than the budget.
 func (cf *compFrames) addLocked(k cacheKey, buf *Buf) {
@@ -191,7 +208,9 @@ func (cf *compFrames) has(k cacheKey) bool {
 
 // get returns k's compressed bytes with a reference for the caller, and
 // whether they were held already (no fill of this caller's), filling them
-// with fill when nobody else is.
+// with fill when nobody else is. A fill that failed only because its own
+// context ended is retried by waiters whose context is alive (after three
+// such fills, a waiter fills on its own).
 func (cf *compFrames) get(ctx context.Context, c *FrameCache, k cacheKey, fill func(context.Context) (*Buf, error)) (*Buf, bool, error) {
 	for attempt := 0; ; attempt++ {
 		cf.mu.Lock()
@@ -226,8 +245,16 @@ func (cf *compFrames) get(ctx context.Context, c *FrameCache, k cacheKey, fill f
 			}
 		}
 		b, err := c.waitFlight(ctx, fl)
-		if err != nil && isContextErr(err) && ctx.Err() == nil && attempt < 3 {
-			continue // the filler's context ended, not ours
+		if err != nil && isContextErr(err) && ctx.Err() == nil {
+			if attempt < 3 {
+				continue // the filler's context ended, not ours
+			}
+			// Every fill it joined ended with its asker's context (askers
+			// that left, or someone opening and dropping asks): filled
+			// here, shared with nobody, so the others' leaving never fails
+			// this one.
+			b, err := fill(ctx)
+			return b, false, err
 		}
 		return b, !mine, err
 	}

@@ -125,9 +125,14 @@ func (pc *peerConfig) validate(listen, admin string, cacheBytes int64) error {
 	if pc.PeerListen == "" {
 		return errors.New("--peers: needs --peer-listen HOST:PORT, the peer listener (its own port, never the S3 one)")
 	}
-	host, _, err := net.SplitHostPort(pc.PeerListen)
+	host, port, err := net.SplitHostPort(pc.PeerListen)
 	if err != nil {
 		return fmt.Errorf("--peer-listen %q: want HOST:PORT: %w", pc.PeerListen, err)
+	}
+	// The other replicas list this port (a random one, 0, they cannot);
+	// before, a bad one was found only when serve listened.
+	if n, err := net.LookupPort("tcp", port); err != nil || n == 0 {
+		return fmt.Errorf("--peer-listen %q: port %q: want 1 to 65535 (the port the other replicas list)", pc.PeerListen, port)
 	}
 	for _, other := range []struct{ name, addr string }{{"--listen", listen}, {"--admin-listen", admin}} {
 		if other.addr != "" && sameListen(other.addr, pc.PeerListen) {

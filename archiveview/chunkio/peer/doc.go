@@ -35,8 +35,12 @@
 //     authenticated (below), with a first-byte deadline (FirstByte, default
 //     2 s) and a minimum rate (MinRate, default 4 MiB/s: the whole answer
 //     must arrive within FirstByte + size/MinRate), never past the caller's
-//     context. Any failure is an error and chunkio reads the backend
-//     instead: a failed peer costs one fallback, never a failed read.
+//     context. At most MaxAsking asks (default 32) are in flight to one
+//     owner at once; one beyond them is not sent (reason busy, no
+//     back-off), so one busy replica never holds every answer slot or
+//     connection an owner has. Any failure is an error and chunkio
+//     reads the backend instead: a failed peer costs one fallback, never
+//     a failed read.
 //     Fallbacks are counted by reason (wharf_peer_fallbacks_total).
 //
 //   - Answering (Handler). A request without a valid MAC, with a date
@@ -44,8 +48,10 @@
 //     body, before any lookup. A valid one gets the frame's verified
 //     compressed bytes from chunkio.FrameCache.PeerFrame: only frames of
 //     archives this replica has open; anything else is 404. At most
-//     MaxServing answers are in progress at once (more get 503), each
-//     bounded by a write deadline.
+//     MaxServing answers are in progress at once (more get 503). The
+//     owner waits for a frame's bytes no longer than its asker waits for
+//     the answer (FirstByte + size/MinRate; then 503), and writes them
+//     within a deadline as long again.
 //
 //   - Limits. Listener wraps the peer listener so that it holds at most
 //     MaxConns connections (default 1,024; more are closed as soon as

@@ -30,6 +30,13 @@ const (
 	DefaultResolveEvery = 10 * time.Second
 	DefaultMaxServing   = 64
 	DefaultMaxFrame     = chunkio.DefaultMaxFrameBytes
+	// DefaultMaxAsking is how many asks this replica has in flight to one
+	// owner at once (Config.MaxAsking): each holds a connection of its
+	// own, and an owner holds DefaultMaxConns connections (32 replicas'
+	// 32) and answers DefaultMaxServing asks at once, so one busy replica
+	// takes at most half an owner's answers and its share of the
+	// connections.
+	DefaultMaxAsking = 32
 
 	resolveTimeout  = 5 * time.Second
 	maxAnswerHeader = 16 << 10 // bytes of an answer's headers
@@ -71,6 +78,10 @@ type Config struct {
 	// giant-frame threshold).
 	MaxServing int
 	MaxFrame   int64
+	// MaxAsking bounds this replica's asks in flight to any one owner
+	// (default DefaultMaxAsking); an ask beyond it is not sent: the frame
+	// is read from the backend at once (reason busy, no back-off).
+	MaxAsking int
 	// MaxReplay bounds the requests remembered to refuse replays
 	// (default DefaultMaxReplay): each authenticated request's (sender,
 	// nonce) is kept until its date leaves MaxSkew; when that many are
@@ -129,6 +140,10 @@ type Group struct {
 	dropped     int
 	selfMissing bool
 
+	// asking counts the asks in flight to each owner (under mu; an owner
+	// with none has no entry).
+	asking map[string]int
+
 	stop    context.CancelFunc
 	stopped chan struct{}
 }
@@ -174,6 +189,9 @@ func New(cfg Config) (*Group, error) {
 	if cfg.MaxFrame <= 0 {
 		cfg.MaxFrame = DefaultMaxFrame
 	}
+	if cfg.MaxAsking <= 0 {
+		cfg.MaxAsking = DefaultMaxAsking
+	}
 	if cfg.MaxReplay <= 0 {
 		cfg.MaxReplay = DefaultMaxReplay
 	}
@@ -205,7 +223,7 @@ func New(cfg Config) (*Group, error) {
 		cfg: cfg, members: members, self: me.String(), keys: deriveKeys(cfg.Secret),
 		log: cfg.Logger, client: &http.Client{Transport: rt, CheckRedirect: noRedirects},
 		now: cfg.Now, serving: make(chan struct{}, cfg.MaxServing), replay: newReplayCache(cfg.MaxReplay),
-		states: make(map[string]*peerState), dnsPrev: make(map[string][]string),
+		states: make(map[string]*peerState), dnsPrev: make(map[string][]string), asking: make(map[string]int),
 	}
 	g.started = g.now().Unix()
 	g.m = newMetrics(cfg.Registerer, func() float64 { return float64(len(g.ring.Load().urls)) })
@@ -424,10 +442,19 @@ func (g *Group) Fetch(ctx context.Context, owner string, id chunkio.FrameID, dst
 	if int64(len(dst)) != id.Size || id.Size <= 0 || id.Size > g.cfg.MaxFrame {
 		return fmt.Errorf("peer fetch of %s into %d bytes: not a shareable frame", id, len(dst))
 	}
-	err := g.fetch(ctx, owner, id, dst)
+	var err error
+	if g.startAsk(owner) {
+		err = g.fetch(ctx, owner, id, dst)
+		g.endAsk(owner)
+	} else {
+		err = &fetchError{reasonBusy, fmt.Errorf("peer %s: %d asks of this replica in flight to it already", owner, g.cfg.MaxAsking)}
+	}
 	if err == nil {
-		g.up(owner)
-		return nil // a hit once chunkio has checked the bytes (Accepted)
+		// Not a success yet: that is bytes that pass the frame's sha256
+		// (Accepted ends the back-off, Rejected lengthens it), so a peer
+		// whose answers pass their MAC but not the sha256 is not counted
+		// up again at each lie.
+		return nil
 	}
 	if ctx.Err() != nil {
 		return ctx.Err() // the reader left: no fallback follows
@@ -454,9 +481,28 @@ func (g *Group) Fetch(ctx context.Context, owner string, id chunkio.FrameID, dst
 	return err
 }
 
+// startAsk counts one more ask in flight to owner, unless MaxAsking are.
+func (g *Group) startAsk(owner string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.asking[owner] >= g.cfg.MaxAsking {
+		return false
+	}
+	g.asking[owner]++
+	return true
+}
+
+// endAsk counts an ask to owner done.
+func (g *Group) endAsk(owner string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.asking[owner]--; g.asking[owner] <= 0 {
+		delete(g.asking, owner)
+	}
+}
+
 func (g *Group) fetch(ctx context.Context, owner string, id chunkio.FrameID, dst []byte) error {
-	limit := g.cfg.FirstByte + time.Duration(float64(id.Size)/float64(g.cfg.MinRate)*float64(time.Second))
-	fctx, cancel := context.WithTimeout(ctx, limit)
+	fctx, cancel := context.WithTimeout(ctx, g.answerLimit(id.Size))
 	defer cancel()
 	q := frameQuery(id)
 	var nb [16]byte
@@ -505,6 +551,13 @@ func (g *Group) fetch(ctx context.Context, owner string, id chunkio.FrameID, dst
 	return nil
 }
 
+// answerLimit is the time an answer of size bytes may take: FirstByte +
+// size/MinRate. The asker waits that long for it; the owner waits that
+// long for the bytes, and again that long to write them.
+func (g *Group) answerLimit(size int64) time.Duration {
+	return g.cfg.FirstByte + time.Duration(float64(size)/float64(g.cfg.MinRate)*float64(time.Second))
+}
+
 // transportErr classifies an error of the connection or the body.
 func (g *Group) transportErr(fctx context.Context, owner string, err error) error {
 	var ne net.Error
@@ -515,8 +568,11 @@ func (g *Group) transportErr(fctx context.Context, owner string, err error) erro
 }
 
 // Accepted implements chunkio.PeersAccepted: owner's bytes for id passed
-// the frame's sha256 (a hit).
-func (g *Group) Accepted(string, chunkio.FrameID) { g.m.hits.Inc() }
+// the frame's sha256 (a hit, and a success of owner: its back-off ends).
+func (g *Group) Accepted(owner string, _ chunkio.FrameID) {
+	g.m.hits.Inc()
+	g.up(owner)
+}
 
 // Rejected implements chunkio.Peers: owner's bytes for id failed the
 // frame's sha256.

@@ -47,7 +47,8 @@ func (m Member) replicaURL(host string) string {
 // dns+http://NAME:PORT or dns+https://NAME:PORT. The port is required; a
 // path (other than "/"), a query, a fragment or user information is an
 // error, and so is anything that is not such a URL (a file path, a bare
-// host). Host names are lower-cased, so equal members compare equal.
+// host), and the unspecified address (0.0.0.0 or ::, where no replica
+// is reached). Host names are lower-cased, so equal members compare equal.
 func ParseMember(v string) (Member, error) {
 	fail := func(why string) (Member, error) {
 		return Member{}, fmt.Errorf("peer %q: %s", v, why)
@@ -98,11 +99,22 @@ func ParseMember(v string) (Member, error) {
 		if m.DNS {
 			return fail("dns+ wants a name to resolve, not an address")
 		}
+		if ip.IsUnspecified() {
+			return fail("the unspecified address " + host + " is where a replica listens, not where the others reach it: give its own address (--peer-advertise http://$(POD_IP):PORT)")
+		}
 		m.Host = ip.String()
 	} else if !validHostName(m.Host) {
 		return fail("host " + host + " is not a valid host name")
 	}
 	return m, nil
+}
+
+// loopback reports whether m's host is a loopback address or localhost.
+func (m Member) loopback() bool {
+	if ip := net.ParseIP(m.Host); ip != nil {
+		return ip.IsLoopback()
+	}
+	return m.Host == "localhost" || strings.HasSuffix(m.Host, ".localhost")
 }
 
 // validHostName checks a DNS host name: labels of letters, digits and
@@ -128,9 +140,10 @@ func validHostName(h string) bool {
 
 // ParseMembers reads a member list and checks it against self (the
 // advertised URL, which must be a plain http(s)://HOST:PORT member): no
-// entry twice, one scheme throughout, and self among the entries, or,
-// with DNS entries, a DNS entry of self's scheme and port (its addresses
-// are known only once resolved). It returns the members and self.
+// entry twice, one scheme throughout, loopback addresses throughout or
+// nowhere (self included), and self among the entries, or, with DNS
+// entries, a DNS entry of self's scheme and port (its addresses are known
+// only once resolved). It returns the members and self.
 func ParseMembers(self string, list []string) ([]Member, Member, error) {
 	me, err := ParseMember(self)
 	if err != nil {
@@ -164,6 +177,23 @@ func ParseMembers(self string, list []string) ([]Member, Member, error) {
 			found = true
 		}
 		ms = append(ms, m)
+	}
+	// A loopback member is reached only from its own host, where any
+	// other replica reaches itself instead: loopback and remote members
+	// together are never one fleet (each replica's ring would name the
+	// loopback one differently).
+	var loop, remote string
+	for _, m := range append([]Member{me}, ms...) {
+		switch {
+		case m.DNS:
+		case m.loopback():
+			loop = m.String()
+		default:
+			remote = m.String()
+		}
+	}
+	if loop != "" && remote != "" {
+		return nil, Member{}, fmt.Errorf("peer %s is a loopback address but %s is not: a loopback URL reaches only its own host; give each replica's address that the others reach (a fleet on one host may use loopback throughout)", loop, remote)
 	}
 	if !found {
 		return nil, Member{}, fmt.Errorf("this replica's advertised URL %s is not among the peers %s (list every replica, this one included; or set the advertised URL to this replica's entry)",
@@ -210,8 +240,8 @@ func resolve(ctx context.Context, r Resolver, members []Member, self string, pre
 		var kept, ips []string
 		for _, a := range addrs {
 			ip := net.ParseIP(a)
-			if ip == nil {
-				continue // a resolver answering names: not an address
+			if ip == nil || ip.IsUnspecified() {
+				continue // a resolver answering names, or no replica's address
 			}
 			kept = append(kept, m.replicaURL(ip.String()))
 			ips = append(ips, ip.String())

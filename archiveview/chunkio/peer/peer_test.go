@@ -52,6 +52,11 @@ func TestParseMember(t *testing.T) {
 		{"http://:1", "", "no host"},
 		{"http://bad_host!:1", "", "not a valid host name"},
 		{"dns+http://10.0.0.1:1", "", "not an address"},
+		// An unspecified address is where a replica listens, not where
+		// the others reach it.
+		{"http://0.0.0.0:7946", "", "the unspecified address"},
+		{"http://[::]:7946", "", "the unspecified address"},
+		{"https://[::ffff:0.0.0.0]:7946", "", "the unspecified address"},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			m, err := ParseMember(tc.in)
@@ -84,6 +89,12 @@ func TestParseMembers(t *testing.T) {
 		{"self is dns", "dns+http://wharf-peers:7946", []string{"dns+http://wharf-peers:7946"}, "not a dns+ name"},
 		{"self is a path", "/tmp/x", []string{"http://10.0.0.1:7946"}, "a path"},
 		{"empty list", "http://10.0.0.1:7946", nil, "no peers"},
+		// A loopback member is reached only from its own host, where a
+		// remote replica reaches itself: never a fleet of several hosts.
+		{"loopback self, remote peer", "http://127.0.0.1:7946", []string{"http://127.0.0.1:7946", "http://10.0.0.2:7946"}, "loopback"},
+		{"remote self, loopback peer", "http://10.0.0.1:7946", []string{"http://10.0.0.1:7946", "http://[::1]:7946"}, "loopback"},
+		{"localhost among remote", "http://10.0.0.1:7946", []string{"http://10.0.0.1:7946", "http://localhost:7947"}, "loopback"},
+		{"all loopback (one host)", "http://127.0.0.1:7946", []string{"http://127.0.0.1:7946", "http://127.0.0.2:7946", "http://localhost:7947"}, ""},
 		{"most a ring holds", "http://10.0.0.1:7946", manyPeers(MaxMembers + 1), ""},
 		{"more than a ring holds", "http://10.0.0.1:7946", manyPeers(MaxMembers + 2), "a ring holds at most 256"},
 	} {
@@ -532,6 +543,7 @@ func TestDNSMembership(t *testing.T) {
 		{"replica gone", []string{"10.0.0.3", "10.0.0.1"}, nil, []string{"http://10.0.0.1:7946", "http://10.0.0.3:7946", "http://10.0.9.9:7946"}},
 		{"self not resolved: still a member", []string{"10.0.0.3"}, nil, []string{"http://10.0.0.1:7946", "http://10.0.0.3:7946", "http://10.0.9.9:7946"}},
 		{"names, not addresses: ignored", []string{"evil.example", "10.0.0.3"}, nil, []string{"http://10.0.0.1:7946", "http://10.0.0.3:7946", "http://10.0.9.9:7946"}},
+		{"unspecified addresses: ignored", []string{"0.0.0.0", "::", "10.0.0.3"}, nil, []string{"http://10.0.0.1:7946", "http://10.0.0.3:7946", "http://10.0.9.9:7946"}},
 	}
 	for i, st := range steps {
 		if i > 0 {

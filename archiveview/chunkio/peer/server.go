@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"context"
 	"crypto/hmac"
 	"encoding/hex"
 	"errors"
@@ -201,11 +202,18 @@ func (g *Group) serve(w http.ResponseWriter, r *http.Request, cache *chunkio.Fra
 		g.refuse(w, http.StatusServiceUnavailable)
 		return
 	}
-	ctx := chunkio.WithClient(r.Context(), "peer "+from)
+	// The asker waits FirstByte + size/MinRate for the answer (Fetch);
+	// the owner waits no longer for the bytes, whatever the connection
+	// does (an asker or proxy keeping it open, or a pipelined byte, after
+	// which net/http does not cancel the request's context).
+	ctx, cancel := context.WithTimeout(chunkio.WithClient(r.Context(), "peer "+from), g.answerLimit(id.Size))
+	defer cancel()
 	buf, held, err := cache.PeerFrame(ctx, id)
 	if err != nil {
 		code := http.StatusBadGateway
 		switch {
+		case ctx.Err() != nil:
+			code = http.StatusServiceUnavailable // the deadline, or the asker left: not the frame's fault
 		case errors.Is(err, chunkio.ErrNotShared), errors.Is(err, backend.ErrArchived):
 			code = http.StatusNotFound // an archived object's bytes are not served here either
 		case errors.Is(err, backend.ErrChanged):
@@ -223,8 +231,7 @@ func (g *Group) serve(w http.ResponseWriter, r *http.Request, cache *chunkio.Fra
 		g.m.misses.Inc()
 	}
 	b := buf.Bytes()
-	limit := g.cfg.FirstByte + time.Duration(float64(len(b))/float64(g.cfg.MinRate)*float64(time.Second))
-	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(limit))
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(g.answerLimit(int64(len(b)))))
 	h := w.Header()
 	h.Set("Content-Type", "application/octet-stream")
 	h.Set("Content-Length", itoa(len(b)))

@@ -1,0 +1,281 @@
+package peer
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/wharf-s3/wharf/archiveview/cargopack"
+	"github.com/wharf-s3/wharf/archiveview/chunkio"
+	"github.com/wharf-s3/wharf/backend"
+	"github.com/wharf-s3/wharf/backend/faults"
+)
+
+// TestPeerAsksPerOwnerBounded: a replica with 100 misses at once of frames
+// one owner holds asks it at most DefaultMaxAsking of them at a time, over
+// at most that many connections; the rest fall back at once (reason busy,
+// no back-off: the owner stays in the ring). Before, all 100 were asked at
+// once over 100 connections: one busy replica took every serving slot of
+// the owner (64) and, past 1,024, every connection its listener holds, so
+// the other replicas' asks were refused and put the owner in their
+// back-off.
+func TestPeerAsksPerOwnerBounded(t *testing.T) {
+	const asks = 100
+	release := make(chan struct{})
+	var active, peak, conns, peakConns atomic.Int32
+	raise := func(v *atomic.Int32, n int32) {
+		for {
+			p := v.Load()
+			if n <= p || v.CompareAndSwap(p, n) {
+				return
+			}
+		}
+	}
+	var asker *Group
+	owner := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		raise(&peak, active.Add(1))
+		defer active.Add(-1)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
+		id, err := parseFrameQuery(r.URL.RawQuery, DefaultMaxFrame)
+		if err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Length", strconv.FormatInt(id.Size, 10))
+		w.Header().Set(hdrAnswer, authPre+hex.EncodeToString(asker.keys.answerMAC(r.Header.Get(hdrNonce), id.Size, id.Sum)))
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(make([]byte, id.Size))
+	}))
+	owner.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		switch s {
+		case http.StateNew:
+			raise(&peakConns, conns.Add(1))
+		case http.StateClosed, http.StateHijacked:
+			conns.Add(-1)
+		}
+	}
+	owner.Start()
+	defer owner.Close()
+	self := "http://127.0.0.1:1"
+	var err error
+	asker, err = New(Config{Self: self, Peers: []string{self, owner.URL}, Secret: testSecret, FirstByte: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer asker.Close()
+
+	var wg sync.WaitGroup
+	var busy, ok, other atomic.Int32
+	for i := range asks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id := chunkio.FrameID{Bucket: "b", Key: "k", Off: int64(i) * 1024, Size: 1024}
+			err := asker.Fetch(context.Background(), owner.URL, id, make([]byte, id.Size))
+			var fe *fetchError
+			switch {
+			case err == nil:
+				ok.Add(1)
+			case errors.As(err, &fe) && fe.reason == reasonBusy:
+				busy.Add(1)
+			default:
+				other.Add(1)
+				t.Errorf("ask %d: %v", i, err)
+			}
+		}()
+	}
+	// Wait until every ask is either at the owner or has fallen back.
+	deadline := time.Now().Add(5 * time.Second)
+	for active.Load()+busy.Load()+other.Load() < asks && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond) // any more asks would arrive now
+	atOnce, connsAtOnce := peak.Load(), peakConns.Load()
+	close(release)
+	wg.Wait()
+	if atOnce > DefaultMaxAsking || connsAtOnce > DefaultMaxAsking {
+		t.Errorf("%d asks and %d connections at the owner at once, want at most %d", atOnce, connsAtOnce, DefaultMaxAsking)
+	}
+	if ok.Load() == 0 || ok.Load()+busy.Load() != asks {
+		t.Errorf("%d answered, %d busy, %d other of %d", ok.Load(), busy.Load(), other.Load(), asks)
+	}
+	if fb := testutil.ToFloat64(asker.m.fallbacks.WithLabelValues(reasonBusy)); int32(fb) != busy.Load() {
+		t.Errorf("wharf_peer_fallbacks_total{reason=busy} %v, want %d", fb, busy.Load())
+	}
+	if got, remote := asker.Owner(chunkio.FrameID{Bucket: "b", Key: "k", Size: 1}); remote && got != owner.URL {
+		t.Errorf("owner %s", got)
+	}
+	for _, m := range asker.Page().Ring {
+		if m.State == "down" {
+			t.Errorf("%s in its back-off after asks held back here", m.URL)
+		}
+	}
+	t.Logf("%d asks, %d connections at once; %d answered, %d fell back (busy)", atOnce, connsAtOnce, ok.Load(), busy.Load())
+}
+
+// TestPeerOwnerWaitBounded: an owner asked for a frame it must fetch from
+// a backend that has stopped sending gives up within the asker's own
+// deadline (FirstByte + size/MinRate) and answers 503 (the asker reads the
+// backend, no back-off), whatever the connection does: here the request's
+// context never ends, as when an asker (or a proxy) keeps the connection
+// open, or pipelines a byte so that net/http does not cancel it. Before,
+// the answer slot and the frame's memory were held until the backend's
+// own deadline (S3's 60 s idle read) or for ever.
+func TestPeerOwnerWaitBounded(t *testing.T) {
+	dir, key, files := testArchive(t, 4)
+	var stall atomic.Bool
+	store := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{Hook: func(faults.Request) faults.Fault {
+		if stall.Load() {
+			return faults.Fault{Kind: faults.FaultStall}
+		}
+		return faults.Fault{}
+	}})
+	const firstByte = 200 * time.Millisecond
+	var rec *recorder
+	rs := newFleet(t, 1, store, key, fleetOpts{
+		cfg:   func(_ int, c *Config) { c.FirstByte = firstByte },
+		cache: []chunkio.CacheOption{chunkio.WithPeerCache(1)}, // no compressed copy is kept
+		peers: func(_ int, g *Group) chunkio.Peers {
+			rec = &recorder{Group: g}
+			return rec
+		},
+	})
+	id := someFrame(t, rs, rec, files)
+	stall.Store(true)
+	g := rs[0].group
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel() // ends the old code's wait
+	req := signed(t, g, g.Self(), id, g.now(), nil).WithContext(ctx)
+	w := httptest.NewRecorder()
+	done := make(chan struct{})
+	start := time.Now()
+	go func() {
+		g.Handler(rs[0].cache).ServeHTTP(w, req)
+		close(done)
+	}()
+	limit := firstByte + time.Duration(float64(id.Size)/DefaultMinRate*float64(time.Second))
+	select {
+	case <-done:
+	case <-time.After(limit + 5*time.Second):
+		t.Fatalf("the owner still waits for the stalled backend %v after the ask, the asker's deadline being %v", time.Since(start).Round(time.Millisecond), limit)
+	}
+	took := time.Since(start)
+	if w.Code != http.StatusServiceUnavailable || w.Body.Len() != 0 {
+		t.Errorf("answer %d with %d bytes, want 503 and none", w.Code, w.Body.Len())
+	}
+	if took < limit || took > limit+2*time.Second {
+		t.Errorf("the owner gave up after %v, want its deadline %v", took, limit)
+	}
+	if n := len(g.serving); n != 0 {
+		t.Errorf("%d answer slots held after the answer", n)
+	}
+	t.Logf("owner gave up after %v (deadline %v)", took.Round(time.Millisecond), limit)
+}
+
+// TestPeerCachedFramesDoNotLockOutTheirAsker: the compressed frames an
+// owner fetched for an asker and keeps for the others (its peer cache) are
+// charged to that asker's client share ("peer <URL>"), which its later
+// asks must then find room in. A client short of its share evicts its own
+// cached frames; before, only decoded ones, so once the peer cache held a
+// share's worth of one asker's frames, the owner refused that asker (503,
+// read from the backend) for as long as they stayed cached, with its
+// memory nowhere near full. Here a share of 0.8 MiB and a peer cache of
+// 8 MiB: every ask must be answered.
+func TestPeerCachedFramesDoNotLockOutTheirAsker(t *testing.T) {
+	dir, key, files := testArchiveWith(t, 240, 20<<10, cargopack.Options{FrameSize: 16 << 10})
+	store := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{})
+	rs := newFleet(t, 2, store, key, fleetOpts{
+		cacheBytes: 16 << 20,
+		cache:      []chunkio.CacheOption{chunkio.WithMemory(16 << 20), chunkio.WithClientShare(0.05), chunkio.WithPeerCache(8 << 20)},
+	})
+	for k, b := range files {
+		rs[0].readAll(t, k, b)
+	}
+	owner := rs[1]
+	served := testutil.ToFloat64(owner.group.m.served.WithLabelValues("200"))
+	busy := testutil.ToFloat64(owner.group.m.served.WithLabelValues("503"))
+	share, _ := owner.cache.Limits().ClientShare()
+	t.Logf("owner answered %v, refused %v (503); peer cache %d bytes, the asker's share %d", served, busy, owner.cache.PeerBytes(), share)
+	if served == 0 {
+		t.Fatal("no ask was answered: did the owner own any frame?")
+	}
+	if busy != 0 {
+		t.Errorf("the owner refused %v asks (503) with %d of %d bytes in use; its peer cache holds %d bytes, the asker's share is %d",
+			busy, func() int64 { u, _ := owner.cache.MemoryInUse(); return u }(), owner.cache.MemoryBudget(), owner.cache.PeerBytes(), share)
+	}
+	if fb := testutil.ToFloat64(rs[0].group.m.fallbacks.WithLabelValues(reasonBusy)); fb != busy {
+		t.Errorf("asker: %v busy fallbacks, owner: %v refusals", fb, busy)
+	}
+}
+
+// TestPeerBackoffGrowsForBodyLies: a peer whose answers pass their MAC and
+// length but whose bytes fail the frame's sha256 (a peer holding the
+// secret that lies, or a proxy flipping body bytes, which the answer MAC
+// does not cover) is skipped for a back-off that doubles while it keeps
+// lying (1 s, 2 s, 4 s, 8 s), as for any other failure; an answer whose
+// bytes pass ends it. Before, Fetch counted the answer a success (failures
+// back to 0) before chunkio checked its bytes, so the back-off stayed at
+// 1 s for ever: one lie per second per asker instead of one per 30 s.
+func TestPeerBackoffGrowsForBodyLies(t *testing.T) {
+	var asker *Group
+	owner := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, _ := parseFrameQuery(r.URL.RawQuery, DefaultMaxFrame)
+		w.Header().Set("Content-Length", strconv.FormatInt(id.Size, 10))
+		w.Header().Set(hdrAnswer, authPre+hex.EncodeToString(asker.keys.answerMAC(r.Header.Get(hdrNonce), id.Size, id.Sum)))
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(make([]byte, id.Size)) // the frame's length, not its bytes
+	}))
+	defer owner.Close()
+	clock := &testClock{t: time.Unix(1_800_000_000, 0)}
+	self := "http://127.0.0.1:1"
+	var err error
+	asker, err = New(Config{Self: self, Peers: []string{self, owner.URL}, Secret: testSecret, Now: clock.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer asker.Close()
+	id := chunkio.FrameID{Bucket: "b", Key: "k", Size: 1024, Sum: [32]byte{1}}
+	state := func() MemberPage {
+		for _, m := range asker.Page().Ring {
+			if m.URL == owner.URL {
+				return m
+			}
+		}
+		t.Fatal("owner not in the ring")
+		return MemberPage{}
+	}
+	for i, want := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second} {
+		// What chunkio does: Fetch, then the sha256 check fails: Rejected.
+		if err := asker.Fetch(context.Background(), owner.URL, id, make([]byte, id.Size)); err != nil {
+			t.Fatalf("lie %d: %v", i+1, err)
+		}
+		asker.Rejected(owner.URL, id, errors.New("sha256 mismatch"))
+		st := state()
+		if got := st.DownUntil.Sub(clock.now()); st.State != "down" || got != want {
+			t.Errorf("after lie %d: %s for %v (%d failures), want down for %v", i+1, st.State, got, st.Failures, want)
+		}
+		clock.add(want + time.Millisecond) // the back-off ends: the owner is asked again
+	}
+	// An answer whose bytes pass ends the back-off.
+	if err := asker.Fetch(context.Background(), owner.URL, id, make([]byte, id.Size)); err != nil {
+		t.Fatal(err)
+	}
+	asker.Accepted(owner.URL, id)
+	if st := state(); st.State != "up" || st.Failures != 0 {
+		t.Errorf("after a good answer: %s, %d failures; want up, 0", st.State, st.Failures)
+	}
+}
