@@ -97,7 +97,8 @@ func (c *seekCountReader) Seek(off int64, whence int) (int64, error) {
 
 // runTarWalk reads chunk ci's tar headers in order and records the data
 // offset of every regular member by name (PAX path records honoured by
-// archive/tar; unknown entries skipped).
+// archive/tar; unknown entries skipped), of those Options.TarMembers
+// wants when it is set.
 func runTarWalk(ctx context.Context, s *Set, ci int32) (map[string]walkEntry, error) {
 	c := &s.chunks[ci]
 	var r io.Reader
@@ -154,6 +155,13 @@ func runTarWalk(ctx context.Context, s *Set, ci int32) (map[string]walkEntry, er
 	case *seekCountReader:
 		cr = &v.countReader
 	}
+	var wanted func(string) bool
+	if s.opts.TarMembers != nil {
+		var err error
+		if wanted, err = s.opts.TarMembers(ci); err != nil {
+			return nil, err
+		}
+	}
 	tr := tar.NewReader(r)
 	entries := make(map[string]walkEntry)
 	for {
@@ -169,6 +177,9 @@ func runTarWalk(ctx context.Context, s *Set, ci int32) (map[string]walkEntry, er
 		}
 		if hdr.Typeflag != tar.TypeReg { // archive/tar reports old '\x00' members as TypeReg
 			continue
+		}
+		if wanted != nil && !wanted(hdr.Name) {
+			continue // no extent asks for it: not kept
 		}
 		if len(entries) >= maxWalkEntries {
 			return nil, fmt.Errorf("more than %d tar members: %w", maxWalkEntries, ErrCorrupt)
