@@ -18,9 +18,26 @@ import (
 // maxWalkEntries bounds the names one tar walk remembers.
 const maxWalkEntries = 50_000_000
 
-// walkEntry is a member's data offset and size; off < 0 marks a name that
-// appears more than once.
+// walkEntry is a member's data offset and size; off == walkDup marks a
+// name that appears more than once, walkSparse a GNU sparse member.
 type walkEntry struct{ off, size int64 }
+
+const (
+	walkDup    = -1
+	walkSparse = -2
+)
+
+// isSparse reports whether hdr is a GNU sparse member in PAX form, which
+// archive/tar reports as a regular member of its expanded size: its
+// stored bytes are a sparse map and the data runs, not its content.
+func isSparse(hdr *tar.Header) bool {
+	for k := range hdr.PAXRecords {
+		if strings.HasPrefix(k, "GNU.sparse.") {
+			return true
+		}
+	}
+	return false
+}
 
 // tarOffset returns the data offset and size of tar member name in chunk
 // ci, walking the chunk's headers once (concurrent first readers share the
@@ -39,6 +56,9 @@ func (s *Set) tarOffset(ctx context.Context, ci int32, name string) (int64, int6
 	e, ok := entries[name]
 	if !ok {
 		return 0, 0, fmt.Errorf("tar member %q: %w", name, ErrNotInChunk)
+	}
+	if e.off == walkSparse {
+		return 0, 0, fmt.Errorf("tar member %q is a GNU sparse file (its stored bytes are not its content; not supported): %w", name, ErrCorrupt)
 	}
 	if e.off < 0 {
 		return 0, 0, fmt.Errorf("tar member %q appears more than once in the chunk (ambiguous): %w", name, ErrCorrupt)
@@ -188,7 +208,11 @@ func runTarWalk(ctx context.Context, s *Set, ci int32) (map[string]walkEntry, er
 			// Readers disagree on which of two same-named members is
 			// "the" member (archive/tar consumers keep the last,
 			// others the first): the name is ambiguous, never served.
-			entries[hdr.Name] = walkEntry{off: -1, size: -1}
+			entries[hdr.Name] = walkEntry{off: walkDup, size: -1}
+			continue
+		}
+		if isSparse(hdr) {
+			entries[hdr.Name] = walkEntry{off: walkSparse, size: -1}
 			continue
 		}
 		entries[hdr.Name] = walkEntry{off: cr.count(), size: hdr.Size}
