@@ -102,3 +102,29 @@ func TestTarWalkRefusesSparse(t *testing.T) {
 		t.Fatalf("sparse member: offset %d, length %d (bytes %q), %v; want ErrCorrupt", off, size, obj[min(off, int64(len(obj))):min(off+size, int64(len(obj)))], err)
 	}
 }
+
+// TestTarWalkTruncatedMember: a plain-tar chunk whose member's data runs
+// past the object's end (a truncated upload, or a lying size field) is a
+// corrupt chunk (ErrCorrupt, remembered), not an unclassified error. On
+// the old code the walk failed with "partReader: seek to 1049087 outside
+// [0,2048]", wrapping no sentinel: an internal error, the walk redone by
+// every read.
+func TestTarWalkTruncatedMember(t *testing.T) {
+	obj := append(rawTarBlock("/src/big", tar.TypeReg, 1<<20), make([]byte, 1536)...)
+	dir := t.TempDir()
+	key := "s/uploads/u/shard-0/chunk-0.tar"
+	p := filepath.Join(dir, "bkt", filepath.FromSlash(key))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, obj, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	set := NewSet(backend.NewFileStore(dir), "bkt", []Chunk{{Key: key, Kind: PlainTar, Size: int64(len(obj))}}, Options{Readahead: -1})
+	t.Cleanup(set.Close)
+	for _, name := range []string{"/src/big", "/src/other"} {
+		if _, _, err := set.tarOffset(context.Background(), 0, name); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("walk for %s over a member running past the object's end: %v, want ErrCorrupt", name, err)
+		}
+	}
+}

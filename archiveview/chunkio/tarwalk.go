@@ -104,10 +104,16 @@ func (c *countReader) Read(p []byte) (int, error) {
 // the walk does not download the members' data.
 type seekCountReader struct {
 	countReader
-	s io.Seeker
+	s    io.Seeker
+	size int64 // the object's size
 }
 
 func (c *seekCountReader) Seek(off int64, whence int) (int64, error) {
+	if to := off + c.n; whence == io.SeekCurrent && to > c.size {
+		// A member whose data runs past the object's end: a truncated
+		// chunk or a lying size field.
+		return c.n, fmt.Errorf("tar member data at byte %d runs to byte %d, past the object's end (%d bytes): %w", c.n, to, c.size, ErrCorrupt)
+	}
 	n, err := c.s.Seek(off, whence)
 	if err == nil {
 		c.n = n
@@ -136,7 +142,7 @@ func runTarWalk(ctx context.Context, s *Set, ci int32) (map[string]walkEntry, er
 		or := s.newPartReader(ctx, ci, 0, size)
 		or.win = window{n: 1, max: 1}
 		defer or.suspend()
-		r = &seekCountReader{countReader{r: or}, or}
+		r = &seekCountReader{countReader{r: or}, or, size}
 	case c.Kind == FramedZstd && len(c.Frames) > 0:
 		last := c.Frames[len(c.Frames)-1]
 		src, err := s.Range(ctx, ci, 0, last.UOff+last.USize)
