@@ -60,15 +60,18 @@ func newArchive(t index.Tree, store backend.Store, bucket, manifestKey string, o
 	if opts.Cache == nil && set == nil {
 		opts.Cache = chunkio.NewFrameCache(chunkio.DefaultCacheBudget)
 	}
+	var a *Archive
 	if set == nil {
 		co := opts.chunkOptions()
 		co.Classes = chunkio.NewClasses(store, bucket, chunkio.ClassOptions{
 			RestoreTTL: opts.RestoreTTL, Logger: opts.Logger, Name: opts.Name, Now: opts.clock})
+		// A tar walk keeps the names this archive's extents ask for.
+		co.TarMembers = newTarWant(func() []*index.Index { return []*index.Index{&a.tree.Idx} }).members
 		set = chunkio.NewSet(store, bucket, t.Chunks, co)
 		set.MarkVerified(units)
 	}
 	t.Idx.IDs = t.Chain
-	return &Archive{
+	a = &Archive{
 		name:        opts.Name,
 		store:       store,
 		bucket:      bucket,
@@ -79,6 +82,7 @@ func newArchive(t index.Tree, store backend.Store, bucket, manifestKey string, o
 		opts:        opts,
 		prov:        prov,
 	}
+	return a
 }
 
 // Options configure Open.

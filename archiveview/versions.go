@@ -336,6 +336,16 @@ func buildVersions(ctx context.Context, a *Archive) (*Versions, error) {
 		if v.set == nil {
 			co := a.opts.chunkOptions()
 			co.Classes = a.set.Classes() // one storage state for every version
+			// A tar walk keeps the names the versions' extents ask for.
+			co.TarMembers = newTarWant(func() []*index.Index {
+				var xs []*index.Index
+				for _, sh := range v.shadows {
+					if sh != nil {
+						xs = append(xs, &sh.tree.Idx)
+					}
+				}
+				return xs
+			}).members
 			v.set = chunkio.NewSet(a.store, a.bucket, chunks, co)
 		}
 		l := &chain[li]

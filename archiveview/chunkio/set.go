@@ -60,6 +60,13 @@ type Options struct {
 	// its own, empty one (nothing known: objects are read as STANDARD until
 	// the store refuses one as archived).
 	Classes *Classes
+	// TarMembers, when set, says which members a tar walk of chunk ci
+	// remembers: it is called once per walk and returns the test of a
+	// member's name (true: an extent of the archive may ask for it; a
+	// false positive only keeps a name). What a walk keeps is then bounded
+	// by the manifest, not by the members a hostile chunk holds. nil keeps
+	// every regular member's name (bounded by maxWalkEntries only).
+	TarMembers func(ci int32) (func(name string) bool, error)
 }
 
 // MaxFrame is the giant-frame threshold these options give: frames whose

@@ -18,9 +18,26 @@ import (
 // maxWalkEntries bounds the names one tar walk remembers.
 const maxWalkEntries = 50_000_000
 
-// walkEntry is a member's data offset and size; off < 0 marks a name that
-// appears more than once.
+// walkEntry is a member's data offset and size; off == walkDup marks a
+// name that appears more than once, walkSparse a GNU sparse member.
 type walkEntry struct{ off, size int64 }
+
+const (
+	walkDup    = -1
+	walkSparse = -2
+)
+
+// isSparse reports whether hdr is a GNU sparse member in PAX form, which
+// archive/tar reports as a regular member of its expanded size: its
+// stored bytes are a sparse map and the data runs, not its content.
+func isSparse(hdr *tar.Header) bool {
+	for k := range hdr.PAXRecords {
+		if strings.HasPrefix(k, "GNU.sparse.") {
+			return true
+		}
+	}
+	return false
+}
 
 // tarOffset returns the data offset and size of tar member name in chunk
 // ci, walking the chunk's headers once (concurrent first readers share the
@@ -39,6 +56,9 @@ func (s *Set) tarOffset(ctx context.Context, ci int32, name string) (int64, int6
 	e, ok := entries[name]
 	if !ok {
 		return 0, 0, fmt.Errorf("tar member %q: %w", name, ErrNotInChunk)
+	}
+	if e.off == walkSparse {
+		return 0, 0, fmt.Errorf("tar member %q is a GNU sparse file (its stored bytes are not its content; not supported): %w", name, ErrCorrupt)
 	}
 	if e.off < 0 {
 		return 0, 0, fmt.Errorf("tar member %q appears more than once in the chunk (ambiguous): %w", name, ErrCorrupt)
@@ -84,10 +104,16 @@ func (c *countReader) Read(p []byte) (int, error) {
 // the walk does not download the members' data.
 type seekCountReader struct {
 	countReader
-	s io.Seeker
+	s    io.Seeker
+	size int64 // the object's size
 }
 
 func (c *seekCountReader) Seek(off int64, whence int) (int64, error) {
+	if to := off + c.n; whence == io.SeekCurrent && to > c.size {
+		// A member whose data runs past the object's end: a truncated
+		// chunk or a lying size field.
+		return c.n, fmt.Errorf("tar member data at byte %d runs to byte %d, past the object's end (%d bytes): %w", c.n, to, c.size, ErrCorrupt)
+	}
 	n, err := c.s.Seek(off, whence)
 	if err == nil {
 		c.n = n
@@ -97,7 +123,8 @@ func (c *seekCountReader) Seek(off int64, whence int) (int64, error) {
 
 // runTarWalk reads chunk ci's tar headers in order and records the data
 // offset of every regular member by name (PAX path records honoured by
-// archive/tar; unknown entries skipped).
+// archive/tar; unknown entries skipped), of those Options.TarMembers
+// wants when it is set.
 func runTarWalk(ctx context.Context, s *Set, ci int32) (map[string]walkEntry, error) {
 	c := &s.chunks[ci]
 	var r io.Reader
@@ -115,7 +142,7 @@ func runTarWalk(ctx context.Context, s *Set, ci int32) (map[string]walkEntry, er
 		or := s.newPartReader(ctx, ci, 0, size)
 		or.win = window{n: 1, max: 1}
 		defer or.suspend()
-		r = &seekCountReader{countReader{r: or}, or}
+		r = &seekCountReader{countReader{r: or}, or, size}
 	case c.Kind == FramedZstd && len(c.Frames) > 0:
 		last := c.Frames[len(c.Frames)-1]
 		src, err := s.Range(ctx, ci, 0, last.UOff+last.USize)
@@ -154,6 +181,13 @@ func runTarWalk(ctx context.Context, s *Set, ci int32) (map[string]walkEntry, er
 	case *seekCountReader:
 		cr = &v.countReader
 	}
+	var wanted func(string) bool
+	if s.opts.TarMembers != nil {
+		var err error
+		if wanted, err = s.opts.TarMembers(ci); err != nil {
+			return nil, err
+		}
+	}
 	tr := tar.NewReader(r)
 	entries := make(map[string]walkEntry)
 	for {
@@ -170,6 +204,9 @@ func runTarWalk(ctx context.Context, s *Set, ci int32) (map[string]walkEntry, er
 		if hdr.Typeflag != tar.TypeReg { // archive/tar reports old '\x00' members as TypeReg
 			continue
 		}
+		if wanted != nil && !wanted(hdr.Name) {
+			continue // no extent asks for it: not kept
+		}
 		if len(entries) >= maxWalkEntries {
 			return nil, fmt.Errorf("more than %d tar members: %w", maxWalkEntries, ErrCorrupt)
 		}
@@ -177,7 +214,11 @@ func runTarWalk(ctx context.Context, s *Set, ci int32) (map[string]walkEntry, er
 			// Readers disagree on which of two same-named members is
 			// "the" member (archive/tar consumers keep the last,
 			// others the first): the name is ambiguous, never served.
-			entries[hdr.Name] = walkEntry{off: -1, size: -1}
+			entries[hdr.Name] = walkEntry{off: walkDup, size: -1}
+			continue
+		}
+		if isSparse(hdr) {
+			entries[hdr.Name] = walkEntry{off: walkSparse, size: -1}
 			continue
 		}
 		entries[hdr.Name] = walkEntry{off: cr.count(), size: hdr.Size}

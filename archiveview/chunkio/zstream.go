@@ -98,7 +98,7 @@ func (s *Set) newZstream(ctx context.Context, ci int32, frame int) (*zstream, er
 		win = min(win, z.ulen)
 	}
 	seg := bufSize(segmentBytes)
-	maxWin := int64(maxDecoderWindow) // the largest window a frame of the stream may declare
+	maxWin := int64(maxDecoderWindow) // the largest window a frame of the stream may declare: the one charged
 	for {
 		z.mem = decoderCost(win)
 		if src.end <= src.start {
@@ -131,12 +131,13 @@ func (s *Set) newZstream(ctx context.Context, ci int32, frame int) (*zstream, er
 		w, ok := zstdWindow(p.buf.b[src.pos-p.off : src.pos-p.off+min(avail, zstdHeaderMax)])
 		if !ok {
 			w = defaultDecoderWindow
-		} else if frame >= 0 {
-			// A giant frame's span is one zstd frame: a second frame in
-			// it declaring a larger window than the one charged is
-			// refused (the decoder would allocate it uncharged).
-			maxWin = max(min(w, maxDecoderWindow), 1<<10)
 		}
+		// A later frame of the stream (a second frame in a giant frame's
+		// span, any frame after the first of an unframed chunk, the first
+		// real frame after a leading skippable one) declaring a larger
+		// window than the one charged is refused: the decoder would
+		// allocate it uncharged.
+		maxWin = max(min(w, maxDecoderWindow), 1<<10)
 		if z.ulen >= 0 {
 			w = min(w, z.ulen)
 		}
