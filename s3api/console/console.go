@@ -53,6 +53,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/wharf-s3/wharf/archiveview/chunkio"
 	"github.com/wharf-s3/wharf/s3api"
 )
 
@@ -253,6 +254,9 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.needLogin(w, r)
 		return
 	}
+	// Every read of this page (previews, downloads) is charged to the
+	// visitor's share of the read limits, as its S3 requests are.
+	r = r.WithContext(chunkio.WithClient(r.Context(), s3api.ClientKey(v.id, r)))
 	switch {
 	case route == "" && arg == "":
 		c.buckets(w, r, v)

@@ -426,10 +426,7 @@ func (c *Console) download(w http.ResponseWriter, r *http.Request, v visitor, bu
 	if !ok {
 		return
 	}
-	who := clientAddr(r)
-	if v.sess != nil {
-		who = "key " + v.sess.accessKey
-	}
+	who := s3api.ClientKey(v.id, r)
 	if !c.streams.acquire(who, c.cfg.MaxStreams) {
 		w.Header().Set("Retry-After", "2")
 		c.fail(w, r, &v, http.StatusServiceUnavailable, fmt.Sprintf("You already have %d downloads running; wait for one to finish.", c.cfg.MaxStreams))
