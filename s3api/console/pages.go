@@ -155,17 +155,36 @@ func (c *Console) browse(w http.ResponseWriter, r *http.Request, v visitor, buck
 	c.render(w, r, http.StatusOK, "browse", d)
 }
 
-// crumbs are the links from the bucket down to prefix's folders.
+// maxCrumbs bounds the folder links of a page's breadcrumbs: each is a
+// link holding its whole prefix, so one per level would make a page
+// quadratic in a prefix a visitor sends.
+const maxCrumbs = 12
+
+// crumbs are the links from the bucket down to prefix's folders: the
+// bucket, then the deepest maxCrumbs levels; levels above those are one
+// "…" link, to the highest level left out.
 func crumbs(bucket, prefix string) []crumb {
-	out := []crumb{{Name: bucket, URL: browseURL(bucket, "", "", "")}}
-	at := 0
-	for at < len(prefix) {
+	var ends []int // the end of each folder level in prefix
+	for at := 0; at < len(prefix); {
 		i := strings.IndexByte(prefix[at:], '/')
 		if i < 0 {
 			break
 		}
-		out = append(out, crumb{Name: prefix[at : at+i+1], URL: browseURL(bucket, prefix[:at+i+1], "", "")})
 		at += i + 1
+		ends = append(ends, at)
+	}
+	out := []crumb{{Name: bucket, URL: browseURL(bucket, "", "", "")}}
+	from := 0
+	if len(ends) > maxCrumbs {
+		from = len(ends) - maxCrumbs
+		out = append(out, crumb{Name: "…", URL: browseURL(bucket, prefix[:ends[from-1]], "", "")})
+	}
+	for i := from; i < len(ends); i++ {
+		start := 0
+		if i > 0 {
+			start = ends[i-1]
+		}
+		out = append(out, crumb{Name: prefix[start:ends[i]], URL: browseURL(bucket, prefix[:ends[i]], "", "")})
 	}
 	return out
 }
