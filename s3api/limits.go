@@ -117,6 +117,12 @@ func limitKey(id auth.Identity, r *http.Request) string {
 	return "key:" + id.AccessKey
 }
 
+// ClientKey is the client a request of identity id counts as for the
+// per-key limits and the read-memory share (limitKey): the console
+// charges its visitors' reads to it (chunkio.WithClient), so a visitor
+// and its S3 requests are one client.
+func ClientKey(id auth.Identity, r *http.Request) string { return limitKey(id, r) }
+
 // clientAddr is the client a remote address counts as: an IPv4 address
 // (also IPv4-mapped IPv6) itself, an IPv6 address its /64 (one host holds
 // a whole /64 and may pick any address in it: counted per address, one

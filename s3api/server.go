@@ -257,6 +257,14 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.console.ServeHTTP(rw, r)
 		return
 	}
+	if s.console != nil {
+		// The console shares this origin: an archive's HTML or SVG opened
+		// as an object (anonymously, by a share link) must not run in it,
+		// where it could read the console's pages with the visitor's
+		// cookie. A sandboxed document has an opaque origin and no script;
+		// the header does nothing to a fetch, an <img> or an SDK.
+		h.Set("Content-Security-Policy", "sandbox")
+	}
 
 	// CORS headers for an allowed origin, on every answer from here on,
 	// errors included, so a page can read why a request failed (cors.go).

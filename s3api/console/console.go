@@ -53,6 +53,8 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/wharf-s3/wharf/archiveview/chunkio"
+	"github.com/wharf-s3/wharf/auth"
 	"github.com/wharf-s3/wharf/s3api"
 )
 
@@ -253,6 +255,9 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.needLogin(w, r)
 		return
 	}
+	// Every read of this page (previews, downloads) is charged to the
+	// visitor's share of the read limits, as its S3 requests are.
+	r = r.WithContext(chunkio.WithClient(r.Context(), s3api.ClientKey(v.id, r)))
 	switch {
 	case route == "" && arg == "":
 		c.buckets(w, r, v)
@@ -289,14 +294,10 @@ func scheme(r *http.Request) string {
 	return "http"
 }
 
-// clientAddr is the client's address without its port.
-func clientAddr(r *http.Request) string {
-	a := r.RemoteAddr
-	if i := strings.LastIndexByte(a, ':'); i > 0 && !strings.HasSuffix(a, "]") {
-		a = a[:i]
-	}
-	return strings.Trim(a, "[]")
-}
+// loginClient is who a login attempt counts as for the rate limit: the
+// client address as the S3 limits count it (s3api.ClientKey of an
+// anonymous request: an IPv6 address as its /64).
+func loginClient(r *http.Request) string { return s3api.ClientKey(auth.Identity{}, r) }
 
 // favicon draws the console's icon: a dark disc on the page colour.
 func favicon() []byte {

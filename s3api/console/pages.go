@@ -52,7 +52,7 @@ func (c *Console) openBucket(w http.ResponseWriter, r *http.Request, v visitor, 
 		c.fail(w, r, &v, http.StatusServiceUnavailable, "Bucket "+bucket+" is still being opened; reload in a moment.")
 		return nil, false
 	case err != nil:
-		c.fail(w, r, &v, http.StatusInternalServerError, "Bucket "+bucket+" could not be opened: "+err.Error())
+		c.fail(w, r, &v, http.StatusInternalServerError, c.openFailed(bucket, err))
 		return nil, false
 	}
 	return a, true
@@ -92,7 +92,7 @@ func (c *Console) buckets(w http.ResponseWriter, r *http.Request, v visitor) {
 		case errors.Is(err, archiveview.ErrOpening) || errors.Is(err, context.DeadlineExceeded):
 			row.State = "opening"
 		case err != nil:
-			row.State = "failed: " + err.Error()
+			row.State = "failed: " + publicOpenError(name, err)
 		default:
 			live[a] = true
 			info := a.Info()
@@ -155,17 +155,36 @@ func (c *Console) browse(w http.ResponseWriter, r *http.Request, v visitor, buck
 	c.render(w, r, http.StatusOK, "browse", d)
 }
 
-// crumbs are the links from the bucket down to prefix's folders.
+// maxCrumbs bounds the folder links of a page's breadcrumbs: each is a
+// link holding its whole prefix, so one per level would make a page
+// quadratic in a prefix a visitor sends.
+const maxCrumbs = 12
+
+// crumbs are the links from the bucket down to prefix's folders: the
+// bucket, then the deepest maxCrumbs levels; levels above those are one
+// "…" link, to the highest level left out.
 func crumbs(bucket, prefix string) []crumb {
-	out := []crumb{{Name: bucket, URL: browseURL(bucket, "", "", "")}}
-	at := 0
-	for at < len(prefix) {
+	var ends []int // the end of each folder level in prefix
+	for at := 0; at < len(prefix); {
 		i := strings.IndexByte(prefix[at:], '/')
 		if i < 0 {
 			break
 		}
-		out = append(out, crumb{Name: prefix[at : at+i+1], URL: browseURL(bucket, prefix[:at+i+1], "", "")})
 		at += i + 1
+		ends = append(ends, at)
+	}
+	out := []crumb{{Name: bucket, URL: browseURL(bucket, "", "", "")}}
+	from := 0
+	if len(ends) > maxCrumbs {
+		from = len(ends) - maxCrumbs
+		out = append(out, crumb{Name: "…", URL: browseURL(bucket, prefix[:ends[from-1]], "", "")})
+	}
+	for i := from; i < len(ends); i++ {
+		start := 0
+		if i > 0 {
+			start = ends[i-1]
+		}
+		out = append(out, crumb{Name: prefix[start:ends[i]], URL: browseURL(bucket, prefix[:ends[i]], "", "")})
 	}
 	return out
 }
@@ -233,11 +252,11 @@ func (c *Console) lookup(w http.ResponseWriter, r *http.Request, v visitor, a *a
 	}
 	h, err := s3api.BucketHistory(r.Context(), c.cfg.History, bucket, a, true)
 	if err != nil && errors.Is(err, backend.ErrUnavailable) {
-		c.fail(w, r, &v, http.StatusServiceUnavailable, "The version history of "+bucket+" cannot be read now; try again in a moment: "+err.Error())
+		c.fail(w, r, &v, http.StatusServiceUnavailable, c.hidden(bucket, key, err, "The version history of "+bucket+" cannot be read now; try again in a moment."))
 		return nil, archiveview.File{}, false
 	}
 	if err != nil {
-		c.fail(w, r, &v, http.StatusInternalServerError, "The version history of "+bucket+" could not be read: "+err.Error())
+		c.fail(w, r, &v, http.StatusInternalServerError, c.hidden(bucket, key, err, "The version history of "+bucket+" could not be read."))
 		return nil, archiveview.File{}, false
 	}
 	ver, found, err := h.Lookup(r.Context(), key, version)
@@ -250,7 +269,7 @@ func (c *Console) lookup(w http.ResponseWriter, r *http.Request, v visitor, a *a
 		if errors.Is(err, backend.ErrUnavailable) {
 			code = http.StatusServiceUnavailable
 		}
-		c.fail(w, r, &v, code, "Version "+version+" of "+key+" could not be read: "+err.Error())
+		c.fail(w, r, &v, code, c.hidden(bucket, key, err, "Version "+version+" of "+key+" in "+bucket+" could not be read."))
 		return nil, archiveview.File{}, false
 	}
 	if !found || ver.DeleteMarker {
@@ -308,7 +327,7 @@ func (c *Console) file(w http.ResponseWriter, r *http.Request, v visitor, bucket
 		RestoreURL: Prefix + "restore/" + url.PathEscape(bucket), FileURL: fileURL(bucket, f.Key, version)}
 	st, err := va.FileStorage(ctx, f)
 	if err != nil {
-		c.fail(w, r, &v, http.StatusInternalServerError, "The storage of "+f.Key+" could not be read: "+err.Error())
+		c.fail(w, r, &v, http.StatusInternalServerError, c.hidden(bucket, f.Key, err, "The storage of "+f.Key+" in "+bucket+" could not be read."))
 		return
 	}
 	fi.Class, fi.Tier, fi.Archived, fi.Readable = st.Class, st.Tier, st.Archived, st.Readable
@@ -389,11 +408,11 @@ func (c *Console) versions(ctx context.Context, a *archiveview.Archive, bucket s
 		if ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, backend.ErrUnavailable)) {
 			return nil, "The version history of " + bucket + " is being built; reload this page in a moment."
 		}
-		return nil, err.Error()
+		return nil, c.hidden(bucket, f.Key, err, "The version history of "+bucket+" could not be read.")
 	}
 	res, err := vs.ListVersions(archiveview.VersionListParams{Prefix: f.Key, MaxKeys: 1000})
 	if err != nil {
-		return nil, err.Error()
+		return nil, c.hidden(bucket, f.Key, err, "The versions of "+f.Key+" in "+bucket+" could not be listed.")
 	}
 	var out []versionRow
 	for _, e := range res.Entries {
@@ -426,10 +445,7 @@ func (c *Console) download(w http.ResponseWriter, r *http.Request, v visitor, bu
 	if !ok {
 		return
 	}
-	who := clientAddr(r)
-	if v.sess != nil {
-		who = "key " + v.sess.accessKey
-	}
+	who := s3api.ClientKey(v.id, r)
 	if !c.streams.acquire(who, c.cfg.MaxStreams) {
 		w.Header().Set("Retry-After", "2")
 		c.fail(w, r, &v, http.StatusServiceUnavailable, fmt.Sprintf("You already have %d downloads running; wait for one to finish.", c.cfg.MaxStreams))
@@ -497,8 +513,35 @@ func (c *Console) readFailed(w http.ResponseWriter, r *http.Request, v visitor, 
 		c.fail(w, r, &v, http.StatusForbidden, f.Key+" is archived: it must be restored before it can be read.")
 		return
 	}
-	c.cfg.Logger.Error().Str("bucket", bucket).Str("key", f.Key).Err(err).Msg("console read failed")
-	c.fail(w, r, &v, http.StatusInternalServerError, fmt.Sprintf("%s in %s could not be read: %v", f.Key, bucket, err))
+	c.fail(w, r, &v, http.StatusInternalServerError, c.hidden(bucket, f.Key, err, f.Key+" in "+bucket+" could not be read."))
+}
+
+// openFailed is what a page may say of a bucket whose archive failed to
+// open (publicOpenError); the whole error goes to the log.
+func (c *Console) openFailed(bucket string, err error) string {
+	c.cfg.Logger.Error().Str("bucket", bucket).Err(err).Msg("console: bucket's archive failed to open")
+	return publicOpenError(bucket, err)
+}
+
+// publicOpenError is the failure's PublicMessage (catalog.OpenFailure:
+// the bucket and the kind of failure, never the store's text or the
+// manifest's key), as the S3 handler answers it, else a generic text.
+// The buckets page shows it without logging (the catalog logged the
+// open), so reloading it cannot flood the log.
+func publicOpenError(bucket string, err error) string {
+	var pub interface{ PublicMessage() string }
+	if errors.As(err, &pub) {
+		return pub.PublicMessage()
+	}
+	return "The archive served as bucket " + bucket + " could not be opened. The server's log has the details."
+}
+
+// hidden logs err (the store's text: backing bucket, object keys, paths)
+// and returns msg, what a page may say of it: a visitor, maybe anonymous,
+// learns what failed for which bucket and key, never the internals.
+func (c *Console) hidden(bucket, key string, err error, msg string) string {
+	c.cfg.Logger.Error().Str("bucket", bucket).Str("key", key).Err(err).Msg("console: " + msg)
+	return msg + " The server's log has the details."
 }
 
 // disposition is a Content-Disposition naming the key's base name: an

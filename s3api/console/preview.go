@@ -64,12 +64,12 @@ func (c *Console) preview(ctx context.Context, a *archiveview.Archive, f archive
 	n := min(f.Size, previewBytes)
 	rc, err := a.Open(ctx, f, 0, n)
 	if err != nil {
-		return &preview{Kind: "error", Err: err.Error()}
+		return &preview{Kind: "error", Err: c.hidden(a.Name(), f.Key, err, f.Key+" in "+a.Name()+" could not be read.")}
 	}
 	defer rc.Close()
 	b := make([]byte, n)
 	if _, err := io.ReadFull(rc, b); err != nil {
-		return &preview{Kind: "error", Err: err.Error()}
+		return &preview{Kind: "error", Err: c.hidden(a.Name(), f.Key, err, f.Key+" in "+a.Name()+" could not be read.")}
 	}
 	return render(f.Key, b, f.Size > n, rawURL)
 }

@@ -199,7 +199,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		show(http.StatusForbidden, "The login form expired or came from another page; try again.")
 		return
 	}
-	if !c.logins.allow(clientAddr(r), c.cfg.Now()) {
+	if !c.logins.allow(loginClient(r), c.cfg.Now()) {
 		w.Header().Set("Retry-After", strconv.Itoa(int(c.cfg.LoginEvery/time.Second)+1))
 		show(http.StatusTooManyRequests, "Too many login attempts from your address; wait a little and try again.")
 		return
