@@ -357,3 +357,29 @@ func TestStoreIndexCacheForgedObjectNotSpooled(t *testing.T) {
 		t.Fatalf("authentic object: %v, %d bytes", err, len(b))
 	}
 }
+
+// TestIndexCacheRefusedManifestNotDrained: an Open with an index cache of
+// a manifest that is refused at its first bytes reads no more of it than
+// an Open without one. The old code's recorder read the rest of the
+// refused manifest (up to MaxStoredBytes, 512 MiB by default) to hash it
+// for an index that was never written, so an uploader's large, broken
+// manifest cost every open (every replica, every rescan) its whole size.
+func TestIndexCacheRefusedManifestNotDrained(t *testing.T) {
+	dir := t.TempDir()
+	const key = "pre/uploads/bad/manifest.json"
+	rvPut(t, dir, key, append([]byte(`{"version": [`), bytes.Repeat([]byte("x"), 16<<20)...))
+	for _, cached := range []bool{false, true} {
+		store := &readCounter{Store: backend.NewFileStore(dir)}
+		opts := Options{}
+		if cached {
+			opts.IndexCache = DirIndexCache{Dir: t.TempDir()}
+		}
+		_, err := Open(context.Background(), store, rvBucket, key, opts)
+		if err == nil {
+			t.Fatal("a broken manifest opened")
+		}
+		if got := store.n.Load(); got > 1<<20 {
+			t.Errorf("index cache %v: %d bytes of the refused manifest read (%v)", cached, got, err)
+		}
+	}
+}
