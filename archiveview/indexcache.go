@@ -418,13 +418,13 @@ func (c StoreIndexCache) objectBody(name IndexName, path string) (io.ReadSeeker,
 	if c.Secret == nil {
 		return f, fi.Size(), func() { f.Close() }, nil
 	}
-	trailer, err := c.Secret.TrailerFor(index.ObjectName(name), io.NewSectionReader(f, 0, fi.Size()))
+	header, trailer, err := c.Secret.Seal(index.ObjectName(name), io.NewSectionReader(f, 0, fi.Size()))
 	if err != nil {
 		f.Close()
 		return nil, 0, nil, fmt.Errorf("index %s: MAC: %w", path, err)
 	}
-	body := index.NewTrailed(io.NewSectionReader(f, 0, fi.Size()), trailer)
-	return body, fi.Size() + int64(len(trailer)), func() { f.Close() }, nil
+	body := index.NewTrailed(header, io.NewSectionReader(f, 0, fi.Size()), trailer)
+	return body, int64(len(header)) + fi.Size() + int64(len(trailer)), func() { f.Close() }, nil
 }
 
 // NamesIncludeETag implements IndexCache: replicas never replace a valid

@@ -3,10 +3,13 @@ package archiveview
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -256,6 +259,127 @@ func TestStoreIndexCacheAllowedPrefixKept(t *testing.T) {
 		a.Close()
 		if err != nil || out != want {
 			t.Fatalf("publish %d: %v, %v; want %v", i, out, err, want)
+		}
+	}
+}
+
+// readCounter counts the bytes read from the bodies of a store's GETs.
+type readCounter struct {
+	backend.Store
+	n atomic.Int64
+}
+
+func (s *readCounter) Get(ctx context.Context, bucket, key string) (io.ReadCloser, backend.ObjectInfo, error) {
+	rc, info, err := s.Store.Get(ctx, bucket, key)
+	if err != nil {
+		return rc, info, err
+	}
+	return countedBody{rc, &s.n}, info, nil
+}
+
+type countedBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (b countedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(n))
+	return n, err
+}
+
+// TestStoreIndexCacheForgedObjectNotSpooled: a writer of the shared
+// prefix without the secret cannot make a replica download and spool a
+// large object before refusing it. An object whose authenticated header
+// is missing or forged is refused after its first bytes, and an authentic
+// object with bytes appended after its declared length stops there: the
+// old code spooled the whole object (up to MaxObjectBytes, 4 GiB by
+// default) before it checked the MAC trailer at its end.
+func TestStoreIndexCacheForgedObjectNotSpooled(t *testing.T) {
+	dir := t.TempDir()
+	secret, err := NewIndexSecret(bytes.Repeat([]byte{3}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &readCounter{Store: backend.NewFileStore(dir)}
+	c := StoreIndexCache{Store: store, Bucket: rvBucket, Prefix: "idx/", Spool: t.TempDir(), Secret: secret}
+	name := IndexName{Bucket: rvBucket, ManifestKey: "m/manifest.json.gz", ETag: `"e1"`}
+	file := bytes.Repeat([]byte("an index file "), 1000)
+	p := filepath.Join(t.TempDir(), "x.widx")
+	if err := os.WriteFile(p, file, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, rvBucket), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pub := c
+	pub.Store = backend.NewFileStore(dir)
+	if out, err := pub.Publish(context.Background(), name, p); err != nil || out != Published {
+		t.Fatalf("publish: %v, %v", out, err)
+	}
+	authentic, err := os.ReadFile(filepath.Join(dir, rvBucket, "idx", name.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	junk := bytes.Repeat([]byte{0x5a}, 32<<20)
+	// A header of the right shape (magic and the public key id) but a
+	// length no secret holder wrote.
+	forgedHeader := append(bytes.Clone(authentic[:len(authentic)-len(file)-48]), junk...)
+	if len(forgedHeader) > len(junk) {
+		forgedHeader[16] ^= 0xff // the declared length, now far larger
+	}
+	for _, tc := range []struct {
+		what string
+		obj  []byte
+		max  int64 // bytes the refusal may read
+	}{
+		{"junk, no header", junk, 1 << 20},
+		{"forged header", forgedHeader, 1 << 20},
+		{"authentic, then junk", append(bytes.Clone(authentic), junk...), int64(len(authentic)) + 1<<20},
+	} {
+		rvPut(t, dir, "idx/"+name.String(), tc.obj)
+		store.n.Store(0)
+		_, _, err := c.Fetch(context.Background(), name)
+		if !errors.Is(err, ErrUnauthenticatedIndex) {
+			t.Errorf("%s: %v, want ErrUnauthenticatedIndex", tc.what, err)
+		}
+		if got := store.n.Load(); got > tc.max {
+			t.Errorf("%s: %d bytes read before the refusal, want at most %d", tc.what, got, tc.max)
+		}
+	}
+	rvPut(t, dir, "idx/"+name.String(), authentic)
+	got, release, err := c.Fetch(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	if b, err := os.ReadFile(got); err != nil || !bytes.Equal(b, file) {
+		t.Fatalf("authentic object: %v, %d bytes", err, len(b))
+	}
+}
+
+// TestIndexCacheRefusedManifestNotDrained: an Open with an index cache of
+// a manifest that is refused at its first bytes reads no more of it than
+// an Open without one. The old code's recorder read the rest of the
+// refused manifest (up to MaxStoredBytes, 512 MiB by default) to hash it
+// for an index that was never written, so an uploader's large, broken
+// manifest cost every open (every replica, every rescan) its whole size.
+func TestIndexCacheRefusedManifestNotDrained(t *testing.T) {
+	dir := t.TempDir()
+	const key = "pre/uploads/bad/manifest.json"
+	rvPut(t, dir, key, append([]byte(`{"version": [`), bytes.Repeat([]byte("x"), 16<<20)...))
+	for _, cached := range []bool{false, true} {
+		store := &readCounter{Store: backend.NewFileStore(dir)}
+		opts := Options{}
+		if cached {
+			opts.IndexCache = DirIndexCache{Dir: t.TempDir()}
+		}
+		_, err := Open(context.Background(), store, rvBucket, key, opts)
+		if err == nil {
+			t.Fatal("a broken manifest opened")
+		}
+		if got := store.n.Load(); got > 1<<20 {
+			t.Errorf("index cache %v: %d bytes of the refused manifest read (%v)", cached, got, err)
 		}
 	}
 }

@@ -40,21 +40,21 @@ func Open(ctx context.Context, store backend.Store, bucket, manifestKey string, 
 		// The manifest's own upload prefix holds its chunks (and, for a
 		// chain, the newest ones): list it while the manifests are read,
 		// so the storage classes cost no extra round trip.
+		// A failed open stops it (cancel) rather than wait for it.
+		lctx, cancel := context.WithCancel(ctx)
+		defer cancel()
 		ahead = make(chan chunkio.Listing, 1)
-		go func() { ahead <- chunkio.ListAhead(ctx, store, bucket, chunkio.UploadPrefixOf(manifestKey)) }()
+		go func() { ahead <- chunkio.ListAhead(lctx, store, bucket, chunkio.UploadPrefixOf(manifestKey)) }()
 	}
 	if opts.IndexCache != nil {
 		a, err = openIndexCached(ctx, store, bucket, manifestKey, opts) // persist.go
 	} else {
 		a, err = openManifests(ctx, store, bucket, manifestKey, opts)
 	}
-	if !opts.StorageClasses {
+	if !opts.StorageClasses || err != nil {
 		return a, err
 	}
 	listed := <-ahead
-	if err != nil {
-		return a, err
-	}
 	if err := a.refreshStorageClasses(ctx, listed); err != nil {
 		if ctx.Err() != nil {
 			a.Close()

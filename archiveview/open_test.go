@@ -586,3 +586,35 @@ func TestOpenRequests(t *testing.T) {
 		}
 	}
 }
+
+// stallingList is a store whose listings never answer until their
+// context ends.
+type stallingList struct{ backend.Store }
+
+func (stallingList) List(ctx context.Context, _, _ string, _ func(backend.ObjectInfo) error) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// TestOpenFailedDoesNotWaitForListing: an Open with StorageClasses whose
+// manifest cannot be read returns its error at once; the listing of the
+// upload prefix it started ahead is stopped, not waited for. The old code
+// waited for that listing to end, which a stalled store made last as long
+// as the caller's context (a catalog open's slot held until
+// --open-timeout for an upload that had already failed).
+func TestOpenFailedDoesNotWaitForListing(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, rvBucket), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	t0 := time.Now()
+	_, err := Open(ctx, stallingList{backend.NewFileStore(dir)}, rvBucket, "pre/uploads/nope/manifest.json.gz", Options{StorageClasses: true})
+	if !errors.Is(err, backend.ErrNotFound) {
+		t.Fatalf("err = %v, want ErrNotFound", err)
+	}
+	if took := time.Since(t0); took > 2*time.Second {
+		t.Fatalf("Open of a missing manifest took %s: it waited for the listing ahead", took)
+	}
+}

@@ -46,7 +46,9 @@ const storedBytesPerFile = 8
 // historyIndexShare: the older versions a dataset bucket opens for its
 // history (the build and versionId= reads, open or retiring after a
 // read) hold together at most 1/historyIndexShare of --index-memory, or
-// one version when a single one needs more; past it their opens wait
+// one version when a single one needs more (an open of a bucket's own
+// older version may also use what that bucket's built history holds of
+// the share: reserveHistoryShare); past it their opens wait
 // (up to the open deadline, then 503 SlowDown), so that one client
 // cycling through old versions cannot take the index memory the served
 // versions and new uploads need.
@@ -72,19 +74,25 @@ func newIndexBudget(limit int64, what string) *indexBudget {
 // budget cannot hold them, until ctx ends (then an error naming the
 // budget). It returns what it took.
 func (b *indexBudget) reserve(ctx context.Context, n int64) (int64, error) {
-	return b.reserveFreeing(ctx, n, nil)
+	return b.reserveFreeing(ctx, n, nil, nil)
 }
 
 // reserveFreeing is reserve that, each time the budget cannot hold the
 // bytes, first calls free (if set) with how many are missing: true when
 // it freed some (try again at once), false to wait for the budget.
-func (b *indexBudget) reserveFreeing(ctx context.Context, n int64, free func(short int64) bool) (int64, error) {
+// over, if set, is how many bytes this reservation may take beyond the
+// limit (asked again at each try).
+func (b *indexBudget) reserveFreeing(ctx context.Context, n int64, over func() int64, free func(short int64) bool) (int64, error) {
 	for {
-		got, ok, ch, used := b.take(n)
+		var extra int64
+		if over != nil {
+			extra = max(over(), 0)
+		}
+		got, ok, ch, used := b.takeOver(n, extra)
 		if ok {
 			return got, nil
 		}
-		if free != nil && free(used+got-b.limit) {
+		if free != nil && free(used+got-b.limit-extra) {
 			continue
 		}
 		select {
@@ -101,10 +109,15 @@ func (b *indexBudget) reserveFreeing(ctx context.Context, n int64, free func(sho
 // that is closed when the budget next shrinks (read under the same lock
 // as the check, so no release is missed) and the bytes in use.
 func (b *indexBudget) take(n int64) (got int64, ok bool, changed chan struct{}, used int64) {
+	return b.takeOver(n, 0)
+}
+
+// takeOver is take with extra bytes allowed beyond the limit.
+func (b *indexBudget) takeOver(n, extra int64) (got int64, ok bool, changed chan struct{}, used int64) {
 	n = min(max(n, 0), b.limit)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.used+n > b.limit {
+	if b.used+n > b.limit+extra {
 		return n, false, b.changed, b.used
 	}
 	b.used += n

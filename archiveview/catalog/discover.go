@@ -119,6 +119,14 @@ func ParseDiscoverURL(u string) (bucket, prefix string, err error) {
 // Discover makes; a listing error is returned naming the bucket and
 // prefix.
 func Discover(ctx context.Context, store backend.Store, bucket, prefix string) (Discovery, error) {
+	return discover(ctx, store, bucket, prefix, 0)
+}
+
+// discover is Discover whose listing fails (wrapping
+// backend.ErrUnavailable) when idle (if > 0) passes with no object listed:
+// a scan's bound on a store that stops answering, since a listing may
+// rightly take long but never long without progress.
+func discover(ctx context.Context, store backend.Store, bucket, prefix string, idle time.Duration) (Discovery, error) {
 	prefix = strings.Trim(prefix, "/")
 	listPrefix := ""
 	if prefix != "" {
@@ -126,7 +134,7 @@ func Discover(ctx context.Context, store backend.Store, bucket, prefix string) (
 	}
 	var d Discovery
 	byFolder := map[string]int{} // folder → index in d.Uploads
-	err := store.List(ctx, bucket, listPrefix, func(oi backend.ObjectInfo) error {
+	err := listProgress(ctx, store, bucket, listPrefix, idle, func(oi backend.ObjectInfo) error {
 		skip := func(reason string) {
 			d.Skipped = append(d.Skipped, Skipped{Bucket: bucket, Key: oi.Key, Reason: reason})
 		}
@@ -445,4 +453,26 @@ func Latest(ctx context.Context, uploads []Upload, skew time.Duration,
 		return nil, Upload{}, skipped, fmt.Errorf("%w: none of %d finished uploads could be opened", ErrNoUpload, len(cands))
 	}
 	return best, bestU, skipped, nil
+}
+
+// listProgress is store.List that ends, with an error wrapping
+// backend.ErrUnavailable, once idle (if > 0) passes with no object listed
+// (from the start, or from the last object).
+func listProgress(ctx context.Context, store backend.Store, bucket, prefix string, idle time.Duration, fn func(backend.ObjectInfo) error) error {
+	if idle <= 0 {
+		return store.List(ctx, bucket, prefix, fn)
+	}
+	lctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stalled := fmt.Errorf("no object listed for %s (--open-timeout): %w", idle, backend.ErrUnavailable)
+	t := time.AfterFunc(idle, func() { cancel(stalled) })
+	defer t.Stop()
+	err := store.List(lctx, bucket, prefix, func(oi backend.ObjectInfo) error {
+		t.Reset(idle)
+		return fn(oi)
+	})
+	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(lctx), stalled) {
+		return fmt.Errorf("%w (%w)", stalled, err)
+	}
+	return err
 }

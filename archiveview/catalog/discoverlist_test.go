@@ -2,11 +2,15 @@ package catalog
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/wharf-s3/wharf/backend"
 )
@@ -87,5 +91,71 @@ func TestHistoryListingStrayKeys(t *testing.T) {
 	}
 	if len(l.ids) != 0 || len(l.manifests) != 0 {
 		t.Fatalf("stray keys listed as versions: ids %v, manifests %v", l.ids, l.manifests)
+	}
+}
+
+// stalledList delivers the real listing's first object, then nothing
+// more until its context ends (a store trickling a page, a proxy holding
+// the connection), while stall is set.
+type stalledList struct {
+	backend.Store
+	stall atomic.Bool
+}
+
+func (s *stalledList) List(ctx context.Context, b, p string, fn func(backend.ObjectInfo) error) error {
+	if !s.stall.Load() {
+		return s.Store.List(ctx, b, p, fn)
+	}
+	first := true
+	return s.Store.List(ctx, b, p, func(oi backend.ObjectInfo) error {
+		if !first {
+			<-ctx.Done()
+			return ctx.Err()
+		}
+		first = false
+		return fn(oi)
+	})
+}
+
+// TestScanListingStallDeadline: a discovery listing that stops listing
+// objects ends within --open-timeout of the last one, so a stalled store
+// cannot hold the start (or every later rescan, which waits for the scan
+// lock) for good: the scan fails with an error naming the root, a
+// rescan keeps the catalog it had, and the next scan of a store that
+// answers again succeeds. The old code waited for the listing with only
+// the caller's context.
+func TestScanListingStallDeadline(t *testing.T) {
+	dir := t.TempDir()
+	packLake(t, dir, 2)
+	store := &stalledList{Store: backend.NewFileStore(dir)}
+	store.stall.Store(true)
+	cm := NewManager(Config{Store: store, Discover: []string{"s3://lake/base"}, WaitOpen: true,
+		OpenTimeout: 200 * time.Millisecond, Logger: zerolog.Nop()})
+	defer cm.CloseAll()
+	scan := func(initial bool) error {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		t0 := time.Now()
+		err := cm.Scan(ctx, initial)
+		if ctx.Err() != nil {
+			t.Fatalf("scan still listing after %s (--open-timeout 200ms): %v", time.Since(t0), err)
+		}
+		return err
+	}
+	if err := scan(true); err == nil || !strings.Contains(err.Error(), "s3://lake/base") || !errors.Is(err, backend.ErrUnavailable) {
+		t.Fatalf("stalled start: %v, want an error naming s3://lake/base and wrapping ErrUnavailable", err)
+	}
+	store.stall.Store(false)
+	if err := scan(false); err != nil {
+		t.Fatalf("scan of an answering store: %v", err)
+	}
+	before := len(cm.Catalog().Entries())
+	store.stall.Store(true)
+	if err := scan(false); err == nil {
+		t.Fatal("stalled rescan: no error")
+	}
+	if n := len(cm.Catalog().Entries()); n != before || n == 0 {
+		t.Fatalf("after a stalled rescan: %d buckets, had %d", n, before)
 	}
 }

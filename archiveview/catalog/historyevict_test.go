@@ -77,3 +77,40 @@ func TestDatasetHistoryEvictsOnlyToFit(t *testing.T) {
 		t.Fatalf("the share holds %d bytes, want %d (the versions held and sea's history)", hu, used)
 	}
 }
+
+// TestDatasetHistoryOwnChargeNoStarve: a bucket whose built history takes
+// nearly all of the history share can still open its own older versions
+// for versionId= reads. The old code made every such open wait for the
+// share its own history held (no other history to evict: eviction never
+// picks the history it reserves for) and fail at --open-timeout, so the
+// bucket's versioned reads gave 503 for as long as its history stayed
+// built.
+func TestDatasetHistoryOwnChargeNoStarve(t *testing.T) {
+	d := publishHistory(t)
+	reserve := int64(minReserveFiles) * IndexBytesPerFile // one open's first reservation
+	var charge atomic.Int64
+	cm := NewManager(Config{Store: backend.NewFileStore(d.dir), WaitOpen: true, RetireGrace: time.Millisecond,
+		IndexMemory: 8 * reserve, OpenTimeout: 300 * time.Millisecond, OpenWait: time.Minute,
+		Aliases:      []Alias{{Name: "sea", Target: "s3://lake/ocean@current"}},
+		historyBytes: func(*DatasetHistory) int64 { return charge.Load() }})
+	defer cm.CloseAll()
+	ctx := context.Background()
+	if err := cm.Scan(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	// The history, charged all of the share but half an open's reservation.
+	charge.Store(cm.histIndex.limit - reserve/2)
+	h, _, err := cm.History(ctx, "sea", bucketArchive(t, cm, "sea"), true)
+	if err != nil {
+		t.Fatalf("sea's history: %v", err)
+	}
+	for i := range 3 {
+		v, ok, err := h.Lookup(ctx, "a.txt", histIDs[0])
+		if err != nil || !ok || v.Archive == nil {
+			t.Fatalf("read %d of a.txt as of V1: ok %v, %v", i, ok, err)
+		}
+	}
+	if used, _ := cm.index.state(); used > cm.index.limit {
+		t.Fatalf("the index budget holds %d of %d bytes", used, cm.index.limit)
+	}
+}

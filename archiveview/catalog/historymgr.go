@@ -315,8 +315,21 @@ func (cm *Manager) releaseCharge(hs *historyState) {
 // least recently asked built histories of other buckets, one at a time,
 // when evicting them all would make the room; else it waits for the
 // share (trying again at each release) until ctx ends.
+//
+// An open of hs's own older versions may also use what hs's built history
+// holds of the share: a history never keeps its own bucket's versionId=
+// reads waiting (it is never evicted for them, and without that room a
+// history charged nearly the whole share made every one fail at the open
+// deadline). So the share holds at most its limit plus one built
+// history's charge, itself at most the limit; every byte is still charged
+// to the index budget as well.
 func (cm *Manager) reserveHistoryShare(ctx context.Context, n int64, hs *historyState) (int64, error) {
-	return cm.histIndex.reserveFreeing(ctx, n, func(short int64) bool { return cm.evictHistory(hs, short) })
+	own := func() int64 {
+		hs.chargeMu.Lock()
+		defer hs.chargeMu.Unlock()
+		return hs.charge.hist
+	}
+	return cm.histIndex.reserveFreeing(ctx, n, own, func(short int64) bool { return cm.evictHistory(hs, short) })
 }
 
 // evictHistory drops the built, charged history least recently asked

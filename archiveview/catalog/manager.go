@@ -827,7 +827,9 @@ func (cm *Manager) Scan(ctx context.Context, initial bool) error {
 		if d, ok := listings[k]; ok {
 			return d, nil
 		}
-		d, err := Discover(ctx, cm.store, bucket, prefix)
+		// No listing holds the scan (and the start, or every later
+		// rescan) past --open-timeout without listing an object.
+		d, err := discover(ctx, cm.store, bucket, prefix, cm.cfg.OpenTimeout)
 		if err != nil {
 			return d, err
 		}

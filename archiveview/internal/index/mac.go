@@ -1,22 +1,32 @@
 package index
 
 // The MAC of a shared index object (archiveview.StoreIndexCache with a
-// Secret). The
-// object is the index file, unchanged, followed by a 48-byte trailer:
+// Secret). The object is a 56-byte header, the index file unchanged, and a
+// 48-byte trailer:
 //
-//	magic "WIDXMAC1" | key id [8] | HMAC-SHA256 [32]
+//	header:  magic "WIDXHDR2" | key id [8] | file length u64 | HMAC-SHA256 [32]
+//	trailer: magic "WIDXMAC2" | key id [8] | HMAC-SHA256 [32]
 //
-// The HMAC, keyed with the fleet's secret, covers
+// The trailer's HMAC, keyed with the fleet's secret, covers
 //
-//	"wharf shared index object v1" 0x00 | bucket | manifest key |
+//	"wharf shared index object v2" 0x00 | bucket | manifest key |
 //	manifest ETag | every byte of the index file | the file's length u64
 //
-// (strings as a u32 length and the bytes, little-endian), so an object is
-// bound to its name: another archive's index, or an older manifest
-// version's, fails the MAC under this name as surely as a changed byte. The
+// and the header's covers "wharf shared index object header v2" 0x00, the
+// same three strings and the file's length (strings as a u32 length and
+// the bytes, little-endian), so an object is bound to its name: another
+// archive's index, or an older manifest version's, fails the MAC under
+// this name as surely as a changed byte. The header is checked first: a
+// reader takes the file's length from an authenticated header, so an
+// object that is not a secret holder's seal under this name is refused
+// after its first 56 bytes, and no more than the declared length is ever
+// spooled (a writer of the shared prefix without the secret cannot make
+// replicas download a large object before the trailer refuses it). The
 // key id (the first 8 bytes of an HMAC of a fixed label) only tells an
 // object MACed with another secret (a rotation) from a forged one in the
-// log; it is not secret and proves nothing.
+// log; it is not secret and proves nothing. Objects of the earlier format
+// (trailer "WIDXMAC1", no header) carry no header and are refused like
+// any object without a MAC (and replaced by Publish).
 
 import (
 	"bytes"
@@ -45,11 +55,18 @@ var ErrUnauthenticated = errors.New("index object not authenticated")
 const MinSecretBytes = 32
 
 const (
-	indexMACMagic   = "WIDXMAC1"
-	indexMACTrailer = len(indexMACMagic) + 8 + sha256.Size
-	indexMACDomain  = "wharf shared index object v1\x00"
-	indexKeyIDLabel = "wharf shared index key id v1"
+	indexMACMagic     = "WIDXMAC2"
+	indexMACTrailer   = len(indexMACMagic) + 8 + sha256.Size
+	indexMACDomain    = "wharf shared index object v2\x00"
+	indexHeaderMagic  = "WIDXHDR2"
+	indexMACHeader    = len(indexHeaderMagic) + 8 + 8 + sha256.Size
+	indexHeaderDomain = "wharf shared index object header v2\x00"
+	indexKeyIDLabel   = "wharf shared index key id v1"
 )
+
+// Overhead is what a sealed object adds to the index file: its header
+// and its trailer.
+const Overhead = indexMACHeader + indexMACTrailer
 
 // Secret is the key that authenticates a shared index cache's
 // objects. Every replica sharing the cache holds the same one.
@@ -75,9 +92,25 @@ func NewSecret(key []byte) (*Secret, error) {
 func (s *Secret) KeyID() string { return fmt.Sprintf("%x", s.id) }
 
 // mac starts the HMAC of an object named name: the file's bytes follow.
-func (s *Secret) mac(name ObjectName) hash.Hash {
+func (s *Secret) mac(name ObjectName) hash.Hash { return s.macIn(indexMACDomain, name) }
+
+// header is the header of a file of n bytes sealed under name.
+func (s *Secret) header(name ObjectName, n int64) []byte {
+	m := s.macIn(indexHeaderDomain, name)
+	var l [8]byte
+	binary.LittleEndian.PutUint64(l[:], uint64(n))
+	m.Write(l[:])
+	h := make([]byte, 0, indexMACHeader)
+	h = append(h, indexHeaderMagic...)
+	h = append(h, s.id[:]...)
+	h = append(h, l[:]...)
+	return m.Sum(h)
+}
+
+// macIn starts an HMAC in domain over name's three strings.
+func (s *Secret) macIn(domain string, name ObjectName) hash.Hash {
 	m := hmac.New(sha256.New, s.key)
-	m.Write([]byte(indexMACDomain))
+	m.Write([]byte(domain))
 	for _, f := range []string{name.Bucket, name.ManifestKey, name.ETag} {
 		var n [4]byte
 		binary.LittleEndian.PutUint32(n[:], uint32(len(f)))
@@ -98,30 +131,75 @@ func (s *Secret) seal(m hash.Hash, n int64) []byte {
 	return m.Sum(t)
 }
 
-// TrailerFor reads the index file r to its end and returns its trailer
-// under name.
-func (s *Secret) TrailerFor(name ObjectName, r io.Reader) ([]byte, error) {
+// Seal reads the index file r to its end and returns the header and the
+// trailer that make it an object under name.
+func (s *Secret) Seal(name ObjectName, r io.Reader) (header, trailer []byte, err error) {
 	m := s.mac(name)
 	n, err := io.Copy(m, r)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return s.seal(m, n), nil
+	return s.header(name, n), s.seal(m, n), nil
 }
 
-// SpoolObject copies the object src to dst without its trailer. With
-// a secret the trailer must be a valid MAC of what was copied under name
-// (else an error wrapping ErrUnauthenticated; dst then holds bytes
-// nothing may use). Without one a trailer, if any, is dropped unchecked.
-// An object of more than limit bytes is refused.
+// SpoolObject copies the object src to dst without its header and
+// trailer. With a secret, the header is checked first (a valid MAC of the
+// file's length under name), then exactly that many bytes are copied, and
+// the trailer must be a valid MAC of what was copied under name, with
+// nothing after it; any failure is an error wrapping ErrUnauthenticated
+// (dst then holds bytes nothing may use), and no more of src is read than
+// the header promised. Without one, a header and a trailer, if any, are
+// dropped unchecked. An object of more than limit bytes is refused.
 func SpoolObject(dst io.Writer, src io.Reader, limit int64, secret *Secret, name ObjectName) error {
-	var m hash.Hash
-	if secret != nil {
-		m = secret.mac(name)
+	if secret == nil {
+		return spoolTrusted(dst, src, limit)
 	}
+	var h [indexMACHeader]byte
+	if _, err := io.ReadFull(src, h[:]); err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
+		return err
+	} else if err != nil || string(h[:len(indexHeaderMagic)]) != indexHeaderMagic {
+		return fmt.Errorf("%w: it carries no MAC (written by a replica without the secret or by an older wharf, or forged)", ErrUnauthenticated)
+	}
+	id := h[len(indexHeaderMagic) : len(indexHeaderMagic)+8]
+	if !bytes.Equal(id, secret.id[:]) {
+		return fmt.Errorf("%w: MACed with another secret (key id %x, this replica's %x)", ErrUnauthenticated, id, secret.id)
+	}
+	n := binary.LittleEndian.Uint64(h[len(indexHeaderMagic)+8:])
+	if !hmac.Equal(secret.header(name, int64(n)), h[:]) {
+		return fmt.Errorf("%w: the MAC does not match (damaged, forged, or published under another name)", ErrUnauthenticated)
+	}
+	if n > uint64(limit) || int64(n) > limit-int64(Overhead) {
+		return fmt.Errorf("%w: larger than %d bytes", ErrUnauthenticated, limit)
+	}
+	m := secret.mac(name)
+	if _, err := io.CopyN(io.MultiWriter(dst, m), src, int64(n)); err != nil {
+		if err == io.EOF {
+			return fmt.Errorf("%w: cut short of the %d bytes its header declares", ErrUnauthenticated, n)
+		}
+		return err
+	}
+	var tr [indexMACTrailer + 1]byte
+	got, err := io.ReadFull(src, tr[:])
+	switch {
+	case err != nil && err != io.ErrUnexpectedEOF && err != io.EOF:
+		return err
+	case got != indexMACTrailer:
+		return fmt.Errorf("%w: %d bytes after the file, want the %d-byte trailer alone", ErrUnauthenticated, got, indexMACTrailer)
+	}
+	if !hmac.Equal(secret.seal(m, int64(n)), tr[:indexMACTrailer]) {
+		return fmt.Errorf("%w: the MAC does not match (damaged, forged, or published under another name)", ErrUnauthenticated)
+	}
+	return nil
+}
+
+// spoolTrusted is SpoolObject without a secret: the object is streamed
+// through a fixed buffer, its header (if any) dropped from the front and
+// its trailer (if any) held back at the end and dropped.
+func spoolTrusted(dst io.Writer, src io.Reader, limit int64) error {
 	buf := make([]byte, indexMACTrailer+64<<10)
 	held := 0 // bytes at the front of buf not yet written (at most the trailer)
-	var total, written int64
+	var total int64
+	front := true // the header, if any, not yet dropped
 	for {
 		n, err := src.Read(buf[held:])
 		held += n
@@ -129,14 +207,16 @@ func SpoolObject(dst io.Writer, src io.Reader, limit int64, secret *Secret, name
 		if total > limit {
 			return fmt.Errorf("%w: larger than %d bytes", ErrUnauthenticated, limit)
 		}
-		if out := held - indexMACTrailer; out > 0 {
+		if front && (held >= indexMACHeader || err != nil) {
+			front = false
+			if held >= indexMACHeader && string(buf[:len(indexHeaderMagic)]) == indexHeaderMagic {
+				held = copy(buf, buf[indexMACHeader:held])
+			}
+		}
+		if out := held - indexMACTrailer; !front && out > 0 {
 			if _, werr := dst.Write(buf[:out]); werr != nil {
 				return werr
 			}
-			if m != nil {
-				m.Write(buf[:out])
-			}
-			written += int64(out)
 			held = copy(buf, buf[out:held])
 		}
 		if err == io.EOF {
@@ -147,52 +227,45 @@ func SpoolObject(dst io.Writer, src io.Reader, limit int64, secret *Secret, name
 		}
 	}
 	tail := buf[:held]
-	hasTrailer := held == indexMACTrailer && string(tail[:len(indexMACMagic)]) == indexMACMagic
-	if secret == nil {
-		if !hasTrailer {
-			_, err := dst.Write(tail)
-			return err
-		}
+	if held == indexMACTrailer && string(tail[:len(indexMACMagic)]) == indexMACMagic {
 		return nil
 	}
-	switch {
-	case !hasTrailer:
-		return fmt.Errorf("%w: it carries no MAC (written by a replica without the secret, or forged)", ErrUnauthenticated)
-	case !bytes.Equal(tail[len(indexMACMagic):len(indexMACMagic)+8], secret.id[:]):
-		return fmt.Errorf("%w: MACed with another secret (key id %x, this replica's %x)", ErrUnauthenticated,
-			tail[len(indexMACMagic):len(indexMACMagic)+8], secret.id)
-	}
-	want := secret.seal(m, written)
-	if !hmac.Equal(want, tail) {
-		return fmt.Errorf("%w: the MAC does not match (damaged, forged, or published under another name)", ErrUnauthenticated)
-	}
-	return nil
+	_, err := dst.Write(tail)
+	return err
 }
 
-// NewTrailed is the body Publish uploads: file, then its trailer, as one
-// seekable reader.
-func NewTrailed(file *io.SectionReader, trailer []byte) *Trailed {
-	return &Trailed{file: file, trailer: trailer}
+// NewTrailed is the body Publish uploads: header, file, then trailer, as
+// one seekable reader.
+func NewTrailed(header []byte, file *io.SectionReader, trailer []byte) *Trailed {
+	return &Trailed{header: header, file: file, trailer: trailer}
 }
 
-// Trailed reads a file and then its trailer, as one seekable body.
+// Trailed reads a header, a file and then its trailer, as one seekable
+// body.
 type Trailed struct {
+	header  []byte
 	file    *io.SectionReader
 	trailer []byte
 	off     int64
 }
 
 func (t *Trailed) Read(p []byte) (int, error) {
+	h := int64(len(t.header))
+	if t.off < h {
+		n := copy(p, t.header[t.off:])
+		t.off += int64(n)
+		return n, nil
+	}
 	size := t.file.Size()
-	if t.off < size {
-		n, err := t.file.ReadAt(p[:min(int64(len(p)), size-t.off)], t.off)
+	if t.off-h < size {
+		n, err := t.file.ReadAt(p[:min(int64(len(p)), size-(t.off-h))], t.off-h)
 		t.off += int64(n)
 		if err == io.EOF {
 			err = nil
 		}
 		return n, err
 	}
-	rest := t.off - size
+	rest := t.off - h - size
 	if rest >= int64(len(t.trailer)) {
 		return 0, io.EOF
 	}
@@ -202,7 +275,7 @@ func (t *Trailed) Read(p []byte) (int, error) {
 }
 
 func (t *Trailed) Seek(offset int64, whence int) (int64, error) {
-	end := t.file.Size() + int64(len(t.trailer))
+	end := int64(len(t.header)) + t.file.Size() + int64(len(t.trailer))
 	switch whence {
 	case io.SeekCurrent:
 		offset += t.off

@@ -9,9 +9,10 @@ import (
 )
 
 // FuzzObjectMAC: SpoolObject, the parser of a shared index
-// object's trailer. A file sealed under a name spools back to exactly the
-// file (read in any chunking); the same object under another name, with
-// any byte changed, cut, or extended, is refused with
+// object's header and trailer. A file sealed under a name spools back to
+// exactly the file (read in any chunking); the same object under another
+// name, with any byte changed, cut, extended, or without its header or
+// trailer, is refused with
 // ErrUnauthenticated; arbitrary objects never panic and are accepted
 // only if they are a valid seal.
 func FuzzObjectMAC(f *testing.F) {
@@ -24,11 +25,11 @@ func FuzzObjectMAC(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, file []byte, bucket, key, etag string, pos uint16) {
 		name := ObjectName{Bucket: bucket, ManifestKey: key, ETag: etag}
-		trailer, err := secret.TrailerFor(name, bytes.NewReader(file))
+		header, trailer, err := secret.Seal(name, bytes.NewReader(file))
 		if err != nil {
 			t.Fatal(err)
 		}
-		obj := append(bytes.Clone(file), trailer...)
+		obj := append(append(bytes.Clone(header), file...), trailer...)
 		spool := func(obj []byte, n ObjectName, s *Secret) ([]byte, error) {
 			var out bytes.Buffer
 			err := SpoolObject(&out, iotest.OneByteReader(bytes.NewReader(obj)), 1<<20, s, n)
@@ -39,7 +40,10 @@ func FuzzObjectMAC(f *testing.F) {
 			t.Fatalf("a sealed file: err %v, %d bytes back of %d", err, len(got), len(file))
 		}
 		if got, err := spool(obj, name, nil); err != nil || !bytes.Equal(got, file) {
-			t.Fatalf("without a secret the trailer is not stripped: err %v", err)
+			t.Fatalf("without a secret the header and trailer are not stripped: err %v", err)
+		}
+		if got, err := spool(file, name, nil); err != nil || !bytes.Equal(got, file) {
+			t.Fatalf("without a secret a bare file does not spool back: err %v", err)
 		}
 		refused := func(what string, obj []byte, n ObjectName) {
 			t.Helper()
@@ -57,13 +61,15 @@ func FuzzObjectMAC(f *testing.F) {
 		if key != "" {
 			refused("fields shifted", obj, ObjectName{Bucket: bucket + key, ManifestKey: "", ETag: etag})
 		}
-		refused("no trailer", file, name)
+		refused("no trailer", append(bytes.Clone(header), file...), name)
+		refused("no header", append(bytes.Clone(file), trailer...), name)
+		refused("neither", file, name)
 		// Arbitrary bytes: accepted only when they are this seal.
 		if got, err := spool(file, name, secret); err == nil {
 			t.Errorf("unsealed bytes accepted (%d bytes)", len(got))
 		}
 		// The body Publish uploads is the same object, and seeks.
-		body := NewTrailed(io.NewSectionReader(bytes.NewReader(file), 0, int64(len(file))), trailer)
+		body := NewTrailed(header, io.NewSectionReader(bytes.NewReader(file), 0, int64(len(file))), trailer)
 		for range 2 {
 			b, err := io.ReadAll(body)
 			if err != nil || !bytes.Equal(b, obj) {

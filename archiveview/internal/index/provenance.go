@@ -78,8 +78,8 @@ func (s *Recorder) add(src Source) {
 	s.mu.Unlock()
 }
 
-// hashingReader hashes what the parser reads; Close reads the rest so the
-// sum covers the whole object.
+// hashingReader hashes what the parser reads; Close reads the rest (at
+// most maxDrain bytes) so the sum covers the whole object.
 type hashingReader struct {
 	rc     io.ReadCloser
 	s      *Recorder
@@ -110,9 +110,14 @@ func (r *hashingReader) Close() error {
 	}
 	r.closed = true
 	if !r.eof && !r.failed {
-		n, err := io.Copy(r.h, io.LimitReader(r.rc, r.s.max-r.n+1))
+		// A parse that succeeded read the object to its end but for
+		// what its buffers left; one that failed early leaves the rest,
+		// which is not read (the index is never written, and a refused
+		// manifest must not cost its whole size).
+		left := min(r.s.max-r.n, maxDrain)
+		n, err := io.Copy(r.h, io.LimitReader(r.rc, left+1))
 		r.n += n
-		r.eof = err == nil && r.n <= r.s.max
+		r.eof = err == nil && n <= left
 		r.failed = !r.eof
 	}
 	src := Source{Key: r.info.Key, ETag: r.info.ETag, Size: r.n, NotHash: r.failed || !r.eof}
@@ -126,6 +131,10 @@ func (r *hashingReader) Close() error {
 	r.s.add(src)
 	return r.rc.Close()
 }
+
+// maxDrain is the most of a manifest's body Close reads past what the
+// parser read: more left is not hashed (the source is NotHash).
+const maxDrain = 64 << 10
 
 // NewRecorder returns a Recorder of store that hashes at most max bytes
 // of each object (the manifest size limit).
