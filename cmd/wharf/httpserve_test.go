@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // TestServeHTTP2BodyOnGet: over HTTP/2 a request body needs no
@@ -57,5 +60,71 @@ func TestServeHTTP2BodyOnGet(t *testing.T) {
 		if tc.status == 200 && string(b) != "hello\n" {
 			t.Errorf("%s: body %q", tc.name, b)
 		}
+	}
+}
+
+// TestServeAdminSendTimeout: a client of the admin listener that stops
+// reading a streamed response (/debug/pprof/trace, whose runtime buffers
+// grow without bound while nobody reads them) is cut off after
+// --send-timeout without progress, and the handler ends then (the trace
+// is stopped, so another can start), as on the S3 listener; a client that
+// reads gets the whole response.
+func TestServeAdminSendTimeout(t *testing.T) {
+	store, man := packServeTree(t, map[string][]byte{"a.txt": []byte("hello\n")})
+	_, admin, _, _ := startServe(t, serveConfig{Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0", StoreURL: store,
+		Archives: []serveArchive{{Name: "data", ManifestURL: man}}, Anonymous: true, CacheBytes: 1 << 20,
+		SendTimeout: 300 * time.Millisecond})
+	waitReady(t, admin)
+
+	// Goroutines handing values to each other fill a trace quickly.
+	stop := make(chan struct{})
+	var churn sync.WaitGroup
+	for range 2 {
+		churn.Add(1)
+		go func() {
+			defer churn.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				ch := make(chan int)
+				go func() { ch <- 1 }()
+				<-ch
+			}
+		}()
+	}
+	defer func() { close(stop); churn.Wait() }()
+
+	c := rawConn(t, admin)
+	if _, err := io.WriteString(c, "GET /debug/pprof/trace?seconds=4 HTTP/1.1\r\nHost: admin\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	time.Sleep(1500 * time.Millisecond) // reads nothing: 5x the send timeout
+
+	// The tracer is free again: the stalled response's handler has ended.
+	resp, err := http.Get("http://" + admin + "/debug/pprof/trace?seconds=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || err != nil || n == 0 {
+		t.Errorf("a reading client's trace while the other stalls: %s, %d bytes, %v (want 200, whole)", resp.Status, n, err)
+	}
+
+	// The stalled response was cut short: its chunked body never ends.
+	if err := c.SetReadDeadline(time.Now().Add(15 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	sresp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("stalled trace: no response head: %v", err)
+	}
+	got, err := io.Copy(io.Discard, sresp.Body)
+	if err == nil {
+		t.Errorf("stalled trace: the whole response arrived (%d bytes, %v after the request), want it cut off after the send timeout", got, time.Since(start).Round(time.Millisecond))
 	}
 }
