@@ -128,3 +128,34 @@ func TestServeAdminSendTimeout(t *testing.T) {
 		t.Errorf("stalled trace: the whole response arrived (%d bytes, %v after the request), want it cut off after the send timeout", got, time.Since(start).Round(time.Millisecond))
 	}
 }
+
+// TestCheckConfigInflightBound: --max-inflight-per-key is also the HTTP/2
+// streams advertised per connection, a 32-bit setting: a value past it
+// wrapped (4294967297 advertised 1 stream), so it is bounded at start.
+func TestCheckConfigInflightBound(t *testing.T) {
+	t.Setenv("WHARF_ACCESS_KEY", "")
+	t.Setenv("WHARF_SECRET_KEY", "")
+	base := []string{"--check-config", "--store", "s3://", "--discover", "s3://a/b"}
+	for _, tc := range []struct {
+		v    string
+		want string // "" = accepted
+	}{
+		{"0", ""},
+		{"1", ""},
+		{"65536", ""},
+		{"65537", "--max-inflight-per-key 65537: want 0 (unlimited) or 1 to 65536"},
+		{"4294967297", "--max-inflight-per-key 4294967297"},
+		{"-1", "--max-inflight-per-key must not be negative"},
+	} {
+		cfg, _, err := parseServeArgs(append(base, "--max-inflight-per-key", tc.v))
+		if err == nil {
+			_, err = cfg.checkConfig()
+		}
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("--max-inflight-per-key %s: %v, want accepted", tc.v, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("--max-inflight-per-key %s: %v, want an error naming %q", tc.v, err, tc.want)
+		}
+	}
+}

@@ -327,6 +327,9 @@ func (cfg *serveConfig) validate(keys []auth.Key) error {
 	if cfg.MaxInflightPerKey < 0 {
 		return errors.New("--max-inflight-per-key must not be negative (0 = unlimited)")
 	}
+	if cfg.MaxInflightPerKey > maxInflightPerKey {
+		return fmt.Errorf("--max-inflight-per-key %d: want 0 (unlimited) or 1 to %d (it is also the HTTP/2 streams advertised per connection)", cfg.MaxInflightPerKey, maxInflightPerKey)
+	}
 	if cfg.SendTimeout != 0 && (cfg.SendTimeout < minConnTimeout || cfg.SendTimeout > maxConnTimeout) {
 		return fmt.Errorf("--send-timeout %s: want %s to %s (0 = the default, %s)", cfg.SendTimeout, minConnTimeout, maxConnTimeout, defaultSendTimeout)
 	}
@@ -647,6 +650,11 @@ const (
 	// minRescan: a shorter --rescan would list the discovery roots
 	// back to back.
 	minRescan = time.Second
+	// maxInflightPerKey bounds --max-inflight-per-key, which is also
+	// HTTP/2's SETTINGS_MAX_CONCURRENT_STREAMS, a 32-bit value: past it the
+	// setting wrapped (2^32+1 advertised one stream). More requests of one
+	// key at once than this is no limit.
+	maxInflightPerKey = 1 << 16
 )
 
 // sendTimeout is the response progress deadline (0 = the default).
