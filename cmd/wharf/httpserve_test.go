@@ -159,3 +159,29 @@ func TestCheckConfigInflightBound(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckConfigEmptyListen: an empty --listen (an unset variable in
+// --listen "$ADDR", listen: "" in the file) is refused at start; before,
+// check-config said ok and serve bound every interface on a random port.
+func TestCheckConfigEmptyListen(t *testing.T) {
+	t.Setenv("WHARF_ACCESS_KEY", "")
+	t.Setenv("WHARF_SECRET_KEY", "")
+	// A file store and a manifest that does not exist: nothing leaves the
+	// machine whatever serve does.
+	store := "file://" + t.TempDir()
+	for name, args := range map[string][]string{
+		"flag": {"--check-config", "--store", store, "--archive", "x=s3://b/u/manifest.json.gz", "--anonymous", "--listen", ""},
+		"file": {"--check-config", "--config", writeFile(t, "c.yaml", "store: "+store+"\narchives: [{name: x, manifest: s3://b/u/manifest.json.gz}]\nanonymous: true\nlisten: ''\n")},
+	} {
+		cfg, _, err := parseServeArgs(args)
+		if err == nil {
+			_, err = cfg.checkConfig()
+		}
+		if err == nil || !strings.Contains(err.Error(), "--listen is empty") {
+			t.Errorf("%s: %v, want an error saying --listen is empty", name, err)
+		}
+		if err := serve(t.Context(), cfg); err == nil || !strings.Contains(err.Error(), "--listen is empty") {
+			t.Errorf("%s: serve: %v, want it refused before listening", name, err)
+		}
+	}
+}

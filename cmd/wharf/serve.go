@@ -289,6 +289,10 @@ func (cfg *serveConfig) validate(keys []auth.Key) error {
 			return fmt.Errorf("--discover: %w", err)
 		}
 	}
+	if cfg.Listen == "" {
+		// net.Listen would take "" as every interface, on a random port.
+		return errors.New("--listen is empty: want HOST:PORT, such as 127.0.0.1:9000 (or :9000 for every interface)")
+	}
 	if len(keys) == 0 && !cfg.Anonymous && !isLoopbackListen(cfg.Listen) {
 		return fmt.Errorf("refusing to listen on non-loopback %s with neither keys (--access-key/--secret-key, --keys-file, WHARF_ACCESS_KEY) nor --anonymous", cfg.Listen)
 	}
