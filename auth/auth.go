@@ -157,7 +157,10 @@ func (v *Verifier) AuthenticateQuery(r *http.Request, q Query) (Identity, error)
 			return Identity{}, &Error{Code: "InvalidRequest", Status: http.StatusBadRequest,
 				Message: "Transfer-Encoding is not allowed on " + r.Method + " requests"}
 		}
-		if r.ContentLength > 0 {
+		// -1 is a body of unknown length: over HTTP/2, a HEADERS frame
+		// that did not end the stream and no content-length (the HTTP/2
+		// form of a chunked body).
+		if r.ContentLength != 0 {
 			return Identity{}, &Error{Code: "InvalidRequest", Status: http.StatusBadRequest,
 				Message: "a request body is not allowed on " + r.Method + " requests"}
 		}

@@ -23,13 +23,34 @@ type conditions struct {
 
 // conditionsFrom reads the conditional headers of h. An ETag list may be
 // split over several header lines (RFC 9110 §5.3): the lines are one list.
+// A date on several lines is a list of dates, which is ignored (singleLine).
 func conditionsFrom(h http.Header) conditions {
 	return conditions{
 		ifMatch:           etagLines(h.Values("If-Match")),
 		ifNoneMatch:       etagLines(h.Values("If-None-Match")),
-		ifModifiedSince:   h.Get("If-Modified-Since"),
-		ifUnmodifiedSince: h.Get("If-Unmodified-Since"),
+		ifModifiedSince:   singleLine(h.Values("If-Modified-Since")),
+		ifUnmodifiedSince: singleLine(h.Values("If-Unmodified-Since")),
 	}
+}
+
+// singleLine is the value of a header that holds one value (a date, a
+// Range): its one non-blank line, or "" (absent) when it has none or more
+// than one. Several lines are one comma-separated list (RFC 9110 §5.3),
+// which is no valid date (§13.1.3, §13.1.4: ignored) and no single range
+// (S3 answers a list of ranges with the whole object); the first line is
+// never taken alone.
+func singleLine(lines []string) string {
+	out := ""
+	for _, l := range lines {
+		if strings.TrimSpace(l) == "" {
+			continue
+		}
+		if out != "" {
+			return ""
+		}
+		out = l
+	}
+	return out
 }
 
 // etagLines joins the non-blank lines of an ETag list header into one

@@ -178,3 +178,30 @@ func TestConditionsFromRepeatedLines(t *testing.T) {
 		}
 	}
 }
+
+// A date condition on several header lines is a list of dates, which
+// RFC 9110 (§13.1.3, §13.1.4) says to ignore, whatever the lines' order;
+// blank lines count as absent, as for the ETag lists.
+func TestDateConditionsOnRepeatedLines(t *testing.T) {
+	mod := time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)
+	const etag = "abc123-7"
+	before := mod.Add(-time.Hour).Format(http.TimeFormat)
+	after := mod.Add(time.Hour).Format(http.TimeFormat)
+	for _, tc := range []struct {
+		name string
+		h    http.Header
+		want condResult
+	}{
+		{"if-modified-since not modified first", http.Header{"If-Modified-Since": {after, before}}, condProceed},
+		{"if-modified-since not modified second", http.Header{"If-Modified-Since": {before, after}}, condProceed},
+		{"if-modified-since twice the same", http.Header{"If-Modified-Since": {after, after}}, condProceed},
+		{"if-unmodified-since failing first", http.Header{"If-Unmodified-Since": {before, after}}, condProceed},
+		{"if-unmodified-since failing second", http.Header{"If-Unmodified-Since": {after, before}}, condProceed},
+		{"if-modified-since and a blank line", http.Header{"If-Modified-Since": {"", after}}, condNotModified},
+		{"if-unmodified-since and a blank line", http.Header{"If-Unmodified-Since": {before, " "}}, condPreconditionFailed},
+	} {
+		if got := conditionsFrom(tc.h).evaluate(etag, mod); got != tc.want {
+			t.Errorf("%s: evaluate = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}

@@ -129,7 +129,8 @@ func (s *server) getObject(req *request, a *archiveview.Archive) {
 	size := f.Size
 	status := http.StatusOK
 	off, n := int64(0), size
-	rangeHdr := r.Header.Get("Range")
+	// A Range on several lines is a list of ranges: the whole object, 200.
+	rangeHdr := singleLine(r.Header.Values("Range"))
 	// If-Range (RFC 9110 §13.1.5): a Range is honoured only while the
 	// validator still names this object; a stale one gets the whole
 	// object, 200.

@@ -523,3 +523,63 @@ func Test36ParallelRangedGetsBoundedMemory(t *testing.T) {
 		t.Errorf("peak heap %d MiB: responses are being buffered", p>>20)
 	}
 }
+
+// A Range sent on several header lines is a list of ranges, which S3
+// answers with the whole object (200, no Content-Range), as it answers
+// "bytes=a-b,c-d"; the first line alone is never served. Same on HEAD, and
+// a repeated If-Modified-Since is ignored (RFC 9110 §13.1.3) in either order.
+func TestRepeatedRangeAndDateLines(t *testing.T) {
+	f := newFixture(t, standardFiles(), fixtureOpts{anonymous: true})
+	src := f.files["hello.txt"]
+	head, _ := f.do(t, "HEAD", "/bkt/hello.txt", nil)
+	lmt, _ := http.ParseTime(head.Header.Get("Last-Modified"))
+	earlier := lmt.Add(-time.Hour).Format(http.TimeFormat)
+	later := lmt.Add(time.Hour).Format(http.TimeFormat)
+	send := func(method string, h http.Header) (*http.Response, []byte) {
+		t.Helper()
+		req, err := http.NewRequest(method, f.srv.URL+"/bkt/hello.txt", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header = h
+		resp, err := f.srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp, body
+	}
+	for _, tc := range []struct {
+		name string
+		h    http.Header
+	}{
+		{"two ranges", http.Header{"Range": {"bytes=0-4", "bytes=6-9"}}},
+		{"the same range twice", http.Header{"Range": {"bytes=0-4", "bytes=0-4"}}},
+		{"a range and an unsatisfiable one", http.Header{"Range": {"bytes=0-4", "bytes=100000-"}}},
+		{"if-modified-since later first", http.Header{"If-Modified-Since": {later, earlier}}},
+		{"if-modified-since later second", http.Header{"If-Modified-Since": {earlier, later}}},
+	} {
+		for _, m := range []string{"GET", "HEAD"} {
+			resp, body := send(m, tc.h)
+			if resp.StatusCode != 200 || resp.Header.Get("Content-Range") != "" {
+				t.Errorf("%s %s: status %d, Content-Range %q; want 200 and none", m, tc.name, resp.StatusCode, resp.Header.Get("Content-Range"))
+				continue
+			}
+			if resp.Header.Get("Content-Length") != strconv.Itoa(len(src)) {
+				t.Errorf("%s %s: Content-Length %q, want %d", m, tc.name, resp.Header.Get("Content-Length"), len(src))
+			}
+			if m == "GET" && !bytes.Equal(body, src) {
+				t.Errorf("%s %s: body differs from the object", m, tc.name)
+			}
+		}
+	}
+	// Blank lines are absent: a Range with a blank second line is one range.
+	resp, body := send("GET", http.Header{"Range": {"bytes=0-4", ""}})
+	if resp.StatusCode != 206 || !bytes.Equal(body, src[:5]) {
+		t.Errorf("a range and a blank line: status %d, %d bytes; want 206 and the first 5", resp.StatusCode, len(body))
+	}
+}

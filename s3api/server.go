@@ -33,6 +33,7 @@ import (
 	"fmt"
 	"net/http"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -485,7 +486,7 @@ func (s *server) finish(req *request, aborted bool) {
 		Int64("bytes", req.w.bytes).
 		Dur("duration", d).
 		Str("remote", req.r.RemoteAddr)
-	if rg := req.r.Header.Get("Range"); rg != "" {
+	if rg := strings.Join(req.r.Header.Values("Range"), ", "); rg != "" {
 		ev = ev.Str("range", rg)
 	}
 	if req.identity.AccessKey != "" {

@@ -95,7 +95,8 @@ type serveConfig struct {
 	IdleTimeout       time.Duration // an idle keep-alive connection; default 2m
 	MaxHeaderBytes    int           // request line plus headers; default 64 KiB
 	// SendTimeout aborts a response that makes no progress this long
-	// (s3api.Config.SendTimeout); default 60s, like nginx's send_timeout.
+	// (s3api.Config.SendTimeout; the admin listener's responses too,
+	// withProgressDeadline); default 60s, like nginx's send_timeout.
 	SendTimeout time.Duration
 
 	// TLS and CORS (frontdoor.go).
@@ -288,6 +289,10 @@ func (cfg *serveConfig) validate(keys []auth.Key) error {
 			return fmt.Errorf("--discover: %w", err)
 		}
 	}
+	if cfg.Listen == "" {
+		// net.Listen would take "" as every interface, on a random port.
+		return errors.New("--listen is empty: want HOST:PORT, such as 127.0.0.1:9000 (or :9000 for every interface)")
+	}
 	if len(keys) == 0 && !cfg.Anonymous && !isLoopbackListen(cfg.Listen) {
 		return fmt.Errorf("refusing to listen on non-loopback %s with neither keys (--access-key/--secret-key, --keys-file, WHARF_ACCESS_KEY) nor --anonymous", cfg.Listen)
 	}
@@ -325,6 +330,9 @@ func (cfg *serveConfig) validate(keys []auth.Key) error {
 	}
 	if cfg.MaxInflightPerKey < 0 {
 		return errors.New("--max-inflight-per-key must not be negative (0 = unlimited)")
+	}
+	if cfg.MaxInflightPerKey > maxInflightPerKey {
+		return fmt.Errorf("--max-inflight-per-key %d: want 0 (unlimited) or 1 to %d (it is also the HTTP/2 streams advertised per connection)", cfg.MaxInflightPerKey, maxInflightPerKey)
 	}
 	if cfg.SendTimeout != 0 && (cfg.SendTimeout < minConnTimeout || cfg.SendTimeout > maxConnTimeout) {
 		return fmt.Errorf("--send-timeout %s: want %s to %s (0 = the default, %s)", cfg.SendTimeout, minConnTimeout, maxConnTimeout, defaultSendTimeout)
@@ -521,7 +529,7 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 			return fmt.Errorf("admin listen %s: %w", cfg.AdminListen, err)
 		}
 		adminAddr = aln.Addr().String()
-		asrv := newHTTPServer(adminMux(reg, &ready, cm, peers), &cfg)
+		asrv := newHTTPServer(withProgressDeadline(adminMux(reg, &ready, cm, peers), cfg.sendTimeout()), &cfg)
 		front.configure(asrv, front.admin, log)
 		servers = append(servers, asrv)
 		go func() { errc <- serveOn(asrv, aln) }()
@@ -646,6 +654,11 @@ const (
 	// minRescan: a shorter --rescan would list the discovery roots
 	// back to back.
 	minRescan = time.Second
+	// maxInflightPerKey bounds --max-inflight-per-key, which is also
+	// HTTP/2's SETTINGS_MAX_CONCURRENT_STREAMS, a 32-bit value: past it the
+	// setting wrapped (2^32+1 advertised one stream). More requests of one
+	// key at once than this is no limit.
+	maxInflightPerKey = 1 << 16
 )
 
 // sendTimeout is the response progress deadline (0 = the default).
@@ -708,6 +721,58 @@ func newHTTPServer(h http.Handler, cfg *serveConfig) *http.Server {
 	}
 	return srv
 }
+
+// withProgressDeadline gives every response of h the S3 listener's
+// progress deadline (--send-timeout): the write deadline is moved to d from
+// now before the header and every write, so a client that keeps reading is
+// never cut, and one that takes nothing for d fails the write; the
+// request's context is then cancelled, so a handler waiting on it (the
+// pprof profile and trace handlers sleep on it) ends at once. Without it
+// a stalled reader of /debug/pprof/trace held the tracer and let the
+// runtime's trace buffers grow for as long as the trace ran.
+func withProgressDeadline(h http.Handler, d time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		pw := &adminWriter{ResponseWriter: w, rc: http.NewResponseController(w), d: d, cancel: cancel}
+		h.ServeHTTP(pw, r.WithContext(ctx))
+	})
+}
+
+// adminWriter is withProgressDeadline's writer.
+type adminWriter struct {
+	http.ResponseWriter
+	rc     *http.ResponseController
+	d      time.Duration
+	cancel context.CancelFunc
+}
+
+func (w *adminWriter) extend() { _ = w.rc.SetWriteDeadline(time.Now().Add(w.d)) }
+
+func (w *adminWriter) WriteHeader(code int) {
+	w.extend()
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *adminWriter) Write(p []byte) (int, error) {
+	w.extend()
+	n, err := w.ResponseWriter.Write(p)
+	if err != nil {
+		w.cancel()
+	}
+	return n, err
+}
+
+// Flush keeps http.Flusher for the handlers that flush (promhttp).
+func (w *adminWriter) Flush() {
+	w.extend()
+	if err := w.rc.Flush(); err != nil {
+		w.cancel()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *adminWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // adminMux serves /healthz, /readyz, /metrics, /-/archives, /-/peers
 // (peers nil: {"enabled": false}) and /debug/pprof/.

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"bufio"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestServeHTTP2BodyOnGet: over HTTP/2 a request body needs no
+// Content-Length (HEADERS without END_STREAM, then DATA frames: the
+// HTTP/2 form of a chunked body). A GET or HEAD sending one is refused
+// with 400 InvalidRequest, as over HTTP/1.1, and is never served with its
+// body left unread; a GET without a body is served on the same client.
+func TestServeHTTP2BodyOnGet(t *testing.T) {
+	pki := newTestPKI(t)
+	cert, key := pki.pair(t, "s3", validNow)
+	addr, _, _, _, _ := startTLSServe(t, frontDoorConfig{TLSCert: cert, TLSKey: key}, false)
+	c := pki.client(true)
+	for _, tc := range []struct {
+		name   string
+		method string
+		body   string
+		length int64 // the request's ContentLength: -1 = none sent
+		status int
+	}{
+		{"GET without a body", "GET", "", 0, 200},
+		{"GET with a body of no length", "GET", "smuggled bytes", -1, 400},
+		{"HEAD with a body of no length", "HEAD", "smuggled bytes", -1, 400},
+		{"GET with a Content-Length body", "GET", "smuggled bytes", 14, 400},
+	} {
+		var body io.Reader
+		if tc.body != "" {
+			body = io.NopCloser(strings.NewReader(tc.body)) // no Len: the client sends no content-length
+		}
+		req, err := http.NewRequest(tc.method, "https://"+addr+"/data/a.txt", body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.ContentLength = tc.length
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.ProtoMajor != 2 {
+			t.Fatalf("%s: %s, want HTTP/2", tc.name, resp.Proto)
+		}
+		if resp.StatusCode != tc.status {
+			t.Errorf("%s: status %d %s, want %d", tc.name, resp.StatusCode, b, tc.status)
+			continue
+		}
+		if tc.status == 400 && tc.method == "GET" && !strings.Contains(string(b), "<Code>InvalidRequest</Code>") {
+			t.Errorf("%s: body %s, want InvalidRequest", tc.name, b)
+		}
+		if tc.status == 200 && string(b) != "hello\n" {
+			t.Errorf("%s: body %q", tc.name, b)
+		}
+	}
+}
+
+// TestServeAdminSendTimeout: a client of the admin listener that stops
+// reading a streamed response (/debug/pprof/trace, whose runtime buffers
+// grow without bound while nobody reads them) is cut off after
+// --send-timeout without progress, and the handler ends then (the trace
+// is stopped, so another can start), as on the S3 listener; a client that
+// reads gets the whole response.
+func TestServeAdminSendTimeout(t *testing.T) {
+	store, man := packServeTree(t, map[string][]byte{"a.txt": []byte("hello\n")})
+	_, admin, _, _ := startServe(t, serveConfig{Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0", StoreURL: store,
+		Archives: []serveArchive{{Name: "data", ManifestURL: man}}, Anonymous: true, CacheBytes: 1 << 20,
+		SendTimeout: 300 * time.Millisecond})
+	waitReady(t, admin)
+
+	// Goroutines handing values to each other fill a trace quickly.
+	stop := make(chan struct{})
+	var churn sync.WaitGroup
+	for range 2 {
+		churn.Add(1)
+		go func() {
+			defer churn.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				ch := make(chan int)
+				go func() { ch <- 1 }()
+				<-ch
+			}
+		}()
+	}
+	defer func() { close(stop); churn.Wait() }()
+
+	c := rawConn(t, admin)
+	if _, err := io.WriteString(c, "GET /debug/pprof/trace?seconds=4 HTTP/1.1\r\nHost: admin\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	time.Sleep(1500 * time.Millisecond) // reads nothing: 5x the send timeout
+
+	// The tracer is free again: the stalled response's handler has ended.
+	resp, err := http.Get("http://" + admin + "/debug/pprof/trace?seconds=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || err != nil || n == 0 {
+		t.Errorf("a reading client's trace while the other stalls: %s, %d bytes, %v (want 200, whole)", resp.Status, n, err)
+	}
+
+	// The stalled response was cut short: its chunked body never ends.
+	if err := c.SetReadDeadline(time.Now().Add(15 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	sresp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("stalled trace: no response head: %v", err)
+	}
+	got, err := io.Copy(io.Discard, sresp.Body)
+	if err == nil {
+		t.Errorf("stalled trace: the whole response arrived (%d bytes, %v after the request), want it cut off after the send timeout", got, time.Since(start).Round(time.Millisecond))
+	}
+}
+
+// TestCheckConfigInflightBound: --max-inflight-per-key is also the HTTP/2
+// streams advertised per connection, a 32-bit setting: a value past it
+// wrapped (4294967297 advertised 1 stream), so it is bounded at start.
+func TestCheckConfigInflightBound(t *testing.T) {
+	t.Setenv("WHARF_ACCESS_KEY", "")
+	t.Setenv("WHARF_SECRET_KEY", "")
+	base := []string{"--check-config", "--store", "s3://", "--discover", "s3://a/b"}
+	for _, tc := range []struct {
+		v    string
+		want string // "" = accepted
+	}{
+		{"0", ""},
+		{"1", ""},
+		{"65536", ""},
+		{"65537", "--max-inflight-per-key 65537: want 0 (unlimited) or 1 to 65536"},
+		{"4294967297", "--max-inflight-per-key 4294967297"},
+		{"-1", "--max-inflight-per-key must not be negative"},
+	} {
+		cfg, _, err := parseServeArgs(append(base, "--max-inflight-per-key", tc.v))
+		if err == nil {
+			_, err = cfg.checkConfig()
+		}
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("--max-inflight-per-key %s: %v, want accepted", tc.v, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("--max-inflight-per-key %s: %v, want an error naming %q", tc.v, err, tc.want)
+		}
+	}
+}
+
+// TestCheckConfigEmptyListen: an empty --listen (an unset variable in
+// --listen "$ADDR", listen: "" in the file) is refused at start; before,
+// check-config said ok and serve bound every interface on a random port.
+func TestCheckConfigEmptyListen(t *testing.T) {
+	t.Setenv("WHARF_ACCESS_KEY", "")
+	t.Setenv("WHARF_SECRET_KEY", "")
+	// A file store and a manifest that does not exist: nothing leaves the
+	// machine whatever serve does.
+	store := "file://" + t.TempDir()
+	for name, args := range map[string][]string{
+		"flag": {"--check-config", "--store", store, "--archive", "x=s3://b/u/manifest.json.gz", "--anonymous", "--listen", ""},
+		"file": {"--check-config", "--config", writeFile(t, "c.yaml", "store: "+store+"\narchives: [{name: x, manifest: s3://b/u/manifest.json.gz}]\nanonymous: true\nlisten: ''\n")},
+	} {
+		cfg, _, err := parseServeArgs(args)
+		if err == nil {
+			_, err = cfg.checkConfig()
+		}
+		if err == nil || !strings.Contains(err.Error(), "--listen is empty") {
+			t.Errorf("%s: %v, want an error saying --listen is empty", name, err)
+		}
+		if err := serve(t.Context(), cfg); err == nil || !strings.Contains(err.Error(), "--listen is empty") {
+			t.Errorf("%s: serve: %v, want it refused before listening", name, err)
+		}
+	}
+}
