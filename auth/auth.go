@@ -10,12 +10,14 @@
 // What is verified, in order: request shape (one Authorization header, no
 // body on GET/HEAD, not both header and query auth, no session token), the
 // credential (known access key), the time window (±15 minutes for header
-// auth; X-Amz-Date+X-Amz-Expires or Expires for presigned URLs), and the
-// signature, recomputed from the request as received and compared in
-// constant time. The canonical request follows the AWS S3 rules: the path is
-// decoded and re-encoded once (no dot-segment or "//" cleaning), the query is
-// sorted and %20-encoded, and Host, Content-Length and Transfer-Encoding are
-// reconstructed from where net/http moves them.
+// auth; X-Amz-Date+X-Amz-Expires or Expires for presigned URLs), for SigV4
+// (header or presigned) that every x-amz-* header present is signed, and
+// the signature, recomputed from the request as received and compared in
+// constant time. Identity.PayloadHash gives a handler that reads a body the
+// hash the SigV4 signature covers. The canonical request follows the AWS S3
+// rules: the path is decoded and re-encoded once (no dot-segment or "//"
+// cleaning), the query is sorted and %20-encoded, and Host, Content-Length
+// and Transfer-Encoding are reconstructed from where net/http moves them.
 package auth
 
 import (

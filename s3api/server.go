@@ -324,7 +324,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// A caller that names the bucket owner it expects is refused when
 	// wharf's owner (Config.OwnerID, shown in listings and ACLs) differs.
-	if req.bucket != "" && ownerMismatch(r.Header, s.cfg.OwnerID) {
+	if req.bucket != "" && ownerMismatch(r.Header, req.query, s.cfg.OwnerID) {
 		s.writeError(req, &apiError{Code: errAccessDenied, Bucket: req.bucket, Key: req.key})
 		return
 	}
@@ -344,12 +344,27 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.route(req)
 }
 
-// ownerMismatch reports whether h names an expected bucket owner
-// (x-amz-expected-bucket-owner) other than owner; a repeated header never
-// matches.
-func ownerMismatch(h http.Header, owner string) bool {
-	vs := h.Values("x-amz-expected-bucket-owner")
-	return len(vs) > 0 && (len(vs) > 1 || vs[0] != owner)
+// ownerMismatch reports whether the request names an expected bucket owner
+// (x-amz-expected-bucket-owner) other than owner, in its headers or in its
+// query, where SDK presigners move it (aws-sdk-go-v2 hoists it, lower-cased,
+// into the presigned URL); a repeated value never matches.
+func ownerMismatch(h http.Header, q auth.Query, owner string) bool {
+	const name = "x-amz-expected-bucket-owner"
+	named := h.Values(name)
+	n := len(named)
+	first := ""
+	if n > 0 {
+		first = named[0]
+	}
+	for _, p := range q {
+		if strings.EqualFold(p.Key, name) {
+			if n == 0 {
+				first = p.Value
+			}
+			n++
+		}
+	}
+	return n > 0 && (n > 1 || first != owner)
 }
 
 // authError maps an authentication failure to an S3 error.
