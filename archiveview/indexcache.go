@@ -188,10 +188,12 @@ func (c DirIndexCache) String() string { return c.Dir }
 // and the others load it instead of reading the manifests. Fetched files
 // are spooled to Spool, a local directory, for reading.
 //
-// With a Secret, every object is the index file followed by a MAC trailer
-// (internal/index/mac.go) over the whole file and its IndexName: Fetch verifies it
-// while spooling, before any byte reaches the decoder, and strips it, so
-// the index file format is unchanged. An object without a valid MAC is
+// With a Secret, every object is the index file between a header that
+// MACs its length and a MAC trailer (internal/index/mac.go) over the whole
+// file and its IndexName: Fetch checks the header before it spools
+// anything (so it never spools more than a secret holder declared), the
+// trailer while spooling, before any byte reaches the decoder, and strips
+// both, so the index file format is unchanged. An object without a valid MAC is
 // never handed out (ErrUnauthenticatedIndex) and Publish replaces it.
 // Without a Secret, the cache trusts whoever can write the prefix: a
 // re-hashed index object is served as if this replica had built it.
@@ -273,8 +275,8 @@ func (c StoreIndexCache) fetch(ctx context.Context, name IndexName) (path, etag 
 	return f.Name(), info.ETag, nil
 }
 
-// Publish implements IndexCache. The file (with its MAC trailer, given a
-// Secret) is written only if no object has the name. If one has, it is
+// Publish implements IndexCache. The file (with its MAC header and
+// trailer, given a Secret) is written only if no object has the name. If one has, it is
 // fetched and checked as a replica would use it (MAC, then every check of
 // the index file, and the manifest key it was built for): a valid one is
 // kept (AlreadyValid); a damaged or unauthenticated one, or one of the
@@ -404,7 +406,7 @@ func fileSources(path string) ([]index.Source, error) {
 }
 
 // objectBody is what Publish writes for the index file at path: the file,
-// followed by its MAC trailer given a Secret.
+// between its MAC header and trailer given a Secret.
 func (c StoreIndexCache) objectBody(name IndexName, path string) (io.ReadSeeker, int64, func(), error) {
 	f, err := os.Open(path)
 	if err != nil {
