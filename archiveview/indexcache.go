@@ -205,7 +205,8 @@ type StoreIndexCache struct {
 	// Secret authenticates the objects (nil: trust the prefix's writers);
 	// NewIndexSecret checks and wraps the bytes.
 	Secret *IndexSecret
-	// MaxObjectBytes bounds what Fetch spools (0: 4 GiB).
+	// MaxObjectBytes bounds what Fetch spools and what Publish writes
+	// (0: 4 GiB).
 	MaxObjectBytes int64
 	// Observe, if set, is told of each object refused by Fetch
 	// ("refused") and of each Publish's outcome (PublishOutcome.String):
@@ -221,6 +222,14 @@ func (c StoreIndexCache) observe(event string) {
 
 // defaultMaxIndexObject is StoreIndexCache's MaxObjectBytes by default.
 const defaultMaxIndexObject = 4 << 30
+
+// maxObject is the largest object Fetch accepts (MaxObjectBytes).
+func (c StoreIndexCache) maxObject() int64 {
+	if c.MaxObjectBytes <= 0 {
+		return defaultMaxIndexObject
+	}
+	return c.MaxObjectBytes
+}
 
 func (c StoreIndexCache) key(name IndexName) string { return c.Prefix + name.String() }
 
@@ -260,10 +269,7 @@ func (c StoreIndexCache) fetch(ctx context.Context, name IndexName) (path, etag 
 	if err != nil {
 		return "", "", err
 	}
-	limit := c.MaxObjectBytes
-	if limit <= 0 {
-		limit = defaultMaxIndexObject
-	}
+	limit := c.maxObject()
 	err = index.SpoolObject(f, io.LimitReader(rc, limit+1), limit, c.Secret, index.ObjectName(name))
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -302,6 +308,11 @@ func (c StoreIndexCache) publish(ctx context.Context, name IndexName, path strin
 		return 0, err
 	}
 	defer closeBody()
+	if size > c.maxObject() {
+		// Every replica's Fetch would refuse it, and each would then
+		// rebuild and write it again over itself.
+		return 0, fmt.Errorf("index cache %s: index %s of %d bytes is larger than the cache accepts (%d bytes): not published", c, path, size, c.maxObject())
+	}
 	var ours []index.Source // the manifests path was built from, once needed
 	for attempt := 0; ; attempt++ {
 		if _, err := body.Seek(0, io.SeekStart); err != nil {
