@@ -207,6 +207,20 @@ type linkSink struct {
 	tombs    byteArena // deleted paths, until the link's files are all in
 	tombPos  []uint64
 	tombErrI int
+
+	// maxFiles (Limits.MaxFiles) bounds the file entries, and the deleted
+	// paths, of the whole chain so far, as the decoder bounds each
+	// manifest's: a chain of small manifests must not build a tree many
+	// times the size a caller capped (chainCap).
+	maxFiles int
+}
+
+// chainCap is the error of a chain whose manifests together list more
+// than max file entries (what, or deleted paths): the manifest package's
+// ErrTooLarge naming the cap, as one manifest over it gets.
+func (k *linkSink) chainCap(what string) error {
+	return &manifest.Error{Key: k.l.key, Kind: manifest.ErrTooLarge, FilesLimit: k.maxFiles,
+		Msg: fmt.Sprintf("the chain's manifests list more than %d %s together (the files limit)", k.maxFiles, what)}
 }
 
 func newLinkSink(s *fileStore, l *chainLink) *linkSink {
@@ -227,6 +241,9 @@ func (k *linkSink) head(m *manifest.Manifest, seen func(member string) bool) err
 func (k *linkSink) file(i int, fe *manifest.FileEntry) error {
 	s := k.s
 	f := s.files()
+	if k.maxFiles > 0 && f >= k.maxFiles {
+		return k.chainCap("file entries")
+	}
 	if f >= math.MaxUint32-1 || s.mentions() >= math.MaxUint32-1 {
 		return fmt.Errorf("%w: more than %d file entries in the chain", ErrInvalidTree, math.MaxUint32-2)
 	}
@@ -382,6 +399,9 @@ func (k *linkSink) path(i int) string {
 func (k *linkSink) deleted(i int, p string) error {
 	if len(p) > maxArenaKey {
 		return fmt.Errorf("%w: manifest %s: deleted path of %d bytes (at most %d)", ErrInvalidTree, k.l.key, len(p), maxArenaKey)
+	}
+	if k.maxFiles > 0 && k.s.mentions()-k.s.files()+len(k.tombPos) >= k.maxFiles {
+		return k.chainCap("deleted paths")
 	}
 	k.tombPos = append(k.tombPos, k.tombs.addString(p))
 	return nil

@@ -188,10 +188,12 @@ func (c DirIndexCache) String() string { return c.Dir }
 // and the others load it instead of reading the manifests. Fetched files
 // are spooled to Spool, a local directory, for reading.
 //
-// With a Secret, every object is the index file followed by a MAC trailer
-// (internal/index/mac.go) over the whole file and its IndexName: Fetch verifies it
-// while spooling, before any byte reaches the decoder, and strips it, so
-// the index file format is unchanged. An object without a valid MAC is
+// With a Secret, every object is the index file between a header that
+// MACs its length and a MAC trailer (internal/index/mac.go) over the whole
+// file and its IndexName: Fetch checks the header before it spools
+// anything (so it never spools more than a secret holder declared), the
+// trailer while spooling, before any byte reaches the decoder, and strips
+// both, so the index file format is unchanged. An object without a valid MAC is
 // never handed out (ErrUnauthenticatedIndex) and Publish replaces it.
 // Without a Secret, the cache trusts whoever can write the prefix: a
 // re-hashed index object is served as if this replica had built it.
@@ -203,7 +205,8 @@ type StoreIndexCache struct {
 	// Secret authenticates the objects (nil: trust the prefix's writers);
 	// NewIndexSecret checks and wraps the bytes.
 	Secret *IndexSecret
-	// MaxObjectBytes bounds what Fetch spools (0: 4 GiB).
+	// MaxObjectBytes bounds what Fetch spools and what Publish writes
+	// (0: 4 GiB).
 	MaxObjectBytes int64
 	// Observe, if set, is told of each object refused by Fetch
 	// ("refused") and of each Publish's outcome (PublishOutcome.String):
@@ -219,6 +222,14 @@ func (c StoreIndexCache) observe(event string) {
 
 // defaultMaxIndexObject is StoreIndexCache's MaxObjectBytes by default.
 const defaultMaxIndexObject = 4 << 30
+
+// maxObject is the largest object Fetch accepts (MaxObjectBytes).
+func (c StoreIndexCache) maxObject() int64 {
+	if c.MaxObjectBytes <= 0 {
+		return defaultMaxIndexObject
+	}
+	return c.MaxObjectBytes
+}
 
 func (c StoreIndexCache) key(name IndexName) string { return c.Prefix + name.String() }
 
@@ -258,10 +269,7 @@ func (c StoreIndexCache) fetch(ctx context.Context, name IndexName) (path, etag 
 	if err != nil {
 		return "", "", err
 	}
-	limit := c.MaxObjectBytes
-	if limit <= 0 {
-		limit = defaultMaxIndexObject
-	}
+	limit := c.maxObject()
 	err = index.SpoolObject(f, io.LimitReader(rc, limit+1), limit, c.Secret, index.ObjectName(name))
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -273,8 +281,8 @@ func (c StoreIndexCache) fetch(ctx context.Context, name IndexName) (path, etag 
 	return f.Name(), info.ETag, nil
 }
 
-// Publish implements IndexCache. The file (with its MAC trailer, given a
-// Secret) is written only if no object has the name. If one has, it is
+// Publish implements IndexCache. The file (with its MAC header and
+// trailer, given a Secret) is written only if no object has the name. If one has, it is
 // fetched and checked as a replica would use it (MAC, then every check of
 // the index file, and the manifest key it was built for): a valid one is
 // kept (AlreadyValid); a damaged or unauthenticated one, or one of the
@@ -300,6 +308,11 @@ func (c StoreIndexCache) publish(ctx context.Context, name IndexName, path strin
 		return 0, err
 	}
 	defer closeBody()
+	if size > c.maxObject() {
+		// Every replica's Fetch would refuse it, and each would then
+		// rebuild and write it again over itself.
+		return 0, fmt.Errorf("index cache %s: index %s of %d bytes is larger than the cache accepts (%d bytes): not published", c, path, size, c.maxObject())
+	}
 	var ours []index.Source // the manifests path was built from, once needed
 	for attempt := 0; ; attempt++ {
 		if _, err := body.Seek(0, io.SeekStart); err != nil {
@@ -404,7 +417,7 @@ func fileSources(path string) ([]index.Source, error) {
 }
 
 // objectBody is what Publish writes for the index file at path: the file,
-// followed by its MAC trailer given a Secret.
+// between its MAC header and trailer given a Secret.
 func (c StoreIndexCache) objectBody(name IndexName, path string) (io.ReadSeeker, int64, func(), error) {
 	f, err := os.Open(path)
 	if err != nil {

@@ -383,3 +383,35 @@ func TestIndexCacheRefusedManifestNotDrained(t *testing.T) {
 		}
 	}
 }
+
+// TestStoreIndexCacheOversizeNotPublished: an index larger than the
+// cache's MaxObjectBytes, which every replica's Fetch refuses, is not
+// published: Publish says why and writes nothing. The old code wrote it,
+// and every later open refused it, rebuilt, and wrote it again over
+// itself (a "damaged, replaced" upload of the whole index at every open).
+func TestStoreIndexCacheOversizeNotPublished(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, rvBucket), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	secret, err := NewIndexSecret(bytes.Repeat([]byte{4}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*IndexSecret{nil, secret} {
+		c := StoreIndexCache{Store: backend.NewFileStore(dir), Bucket: rvBucket, Prefix: "idx/", Spool: t.TempDir(), Secret: s, MaxObjectBytes: 4096}
+		name := IndexName{Bucket: rvBucket, ManifestKey: "m/manifest.json.gz", ETag: `"e2"`}
+		p := filepath.Join(t.TempDir(), "x.widx")
+		if err := os.WriteFile(p, bytes.Repeat([]byte("i"), 5000), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, err := c.Publish(context.Background(), name, p)
+		if err == nil || !strings.Contains(err.Error(), "4096") {
+			t.Errorf("secret %v: publish of a 5000-byte index at MaxObjectBytes 4096: %v, %v; want an error naming the limit", s != nil, out, err)
+		}
+		if _, err := os.Stat(filepath.Join(dir, rvBucket, "idx", name.String())); err == nil {
+			t.Errorf("secret %v: the oversize index was written", s != nil)
+			os.Remove(filepath.Join(dir, rvBucket, "idx", name.String()))
+		}
+	}
+}

@@ -96,6 +96,9 @@ type Options struct {
 	Metrics *chunkio.Metrics
 	Logger  zerolog.Logger
 	// Limits caps manifest size and counts; zero fields take the defaults.
+	// MaxFiles bounds each manifest's file entries and deleted paths and
+	// also the whole chain's together (a manifest.Error of ErrTooLarge
+	// with FilesLimit set, either way).
 	Limits manifest.Limits
 	// MaxFrameBytes, Readahead and SmallVerifyBytes tune the read path
 	// (chunkio.Options documents them); zero takes the default.

@@ -160,6 +160,7 @@ func fetchManifest(ctx context.Context, store backend.Store, bucket, key string,
 	defer rc.Close()
 	l := chainLink{key: key}
 	sink := newLinkSink(fs, &l)
+	sink.maxFiles = lim.WithDefaults().MaxFiles
 	m, err := manifest.Stream(rc, key, lim, manifest.StreamFuncs{Head: sink.head, Files: sink.file, Deleted: sink.deleted, Path: sink.path})
 	if err != nil {
 		return chainLink{}, err

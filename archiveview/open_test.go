@@ -618,3 +618,50 @@ func TestOpenFailedDoesNotWaitForListing(t *testing.T) {
 		t.Fatalf("Open of a missing manifest took %s: it waited for the listing ahead", took)
 	}
 }
+
+// TestOpenChainFilesCapped: Limits.MaxFiles bounds the file entries (and
+// the deleted paths) of the whole chain, not only of each manifest: a
+// chain of manifests each under the cap but over it together is refused
+// with the manifest package's ErrTooLarge naming the cap (FilesLimit),
+// as one manifest over it is, before the next ancestor is read on. The
+// old code built the whole chain's tree, so a discovered upload's chain
+// of small manifests took many times the index memory the catalog
+// reserved for one manifest's files.
+func TestOpenChainFilesCapped(t *testing.T) {
+	dir := t.TempDir()
+	ids := []string{"20250301-00000001", "20250302-00000002", "20250303-00000003"}
+	var top string
+	for i, id := range ids {
+		files := map[string][]byte{}
+		for j := range 5 {
+			files[fmt.Sprintf("u%d/f%d.txt", i, j)] = rvText(uint64(10*i+j), 100)
+		}
+		opt := cargopack.Options{Prefix: "c", UploadID: id, FrameSize: 16 << 10}
+		if i > 0 {
+			opt.PreviousManifestID, opt.SyncType = ids[i-1], "incremental"
+		}
+		top = rvPack(t, dir, files, opt).ManifestKey
+	}
+	a, err := rvOpen(t, dir, top, Options{Limits: manifest.Limits{MaxFiles: 15}})
+	if err != nil {
+		t.Fatalf("a chain of 15 files at a cap of 15: %v", err)
+	}
+	if n := a.Info().Files; n != 15 {
+		t.Fatalf("%d files, want 15", n)
+	}
+	a.Close()
+	for _, cached := range []bool{false, true} {
+		opts := Options{Limits: manifest.Limits{MaxFiles: 8}}
+		if cached {
+			opts.IndexCache = DirIndexCache{Dir: t.TempDir()}
+		}
+		a, err := rvOpen(t, dir, top, opts)
+		var me *manifest.Error
+		if err == nil {
+			t.Fatalf("index cache %v: a chain of 15 files opened at a cap of 8 (%d files)", cached, a.Info().Files)
+		}
+		if !errors.Is(err, manifest.ErrTooLarge) || !errors.As(err, &me) || me.FilesLimit != 8 {
+			t.Fatalf("index cache %v: %v, want ErrTooLarge with FilesLimit 8", cached, err)
+		}
+	}
+}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/wharf-s3/wharf/archiveview/cargopack"
 	"github.com/wharf-s3/wharf/archiveview/manifest"
 	"github.com/wharf-s3/wharf/backend"
 	"github.com/wharf-s3/wharf/backend/faults"
@@ -220,5 +221,52 @@ func TestOpenUploadRetriesPastTheEstimate(t *testing.T) {
 	cm.closeArchive(a)
 	if used, _, _ := cm.IndexMemory(); used != 0 {
 		t.Errorf("%d bytes still charged after close", used)
+	}
+}
+
+// TestManagerChainFilesCapped: --max-files-per-upload (and the first
+// reservation's file cap) bounds the files of an upload's whole chain,
+// not only of its own manifest, so an uploader's chain of small
+// incremental manifests cannot build a tree many times what its open
+// reserved: the upload whose chain lists more is refused naming the flag,
+// and one within it opens. The old code opened the chain of 15 files at a
+// cap of 8.
+func TestManagerChainFilesCapped(t *testing.T) {
+	dir := t.TempDir()
+	ids := []string{"chain1", "chain2", "chain3"}
+	created := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i, id := range ids {
+		files := map[string][]byte{}
+		for j := range 5 {
+			files[fmt.Sprintf("%s/f%d.txt", id, j)] = []byte(id)
+		}
+		opt := cargopack.Options{Bucket: "lake", Prefix: "base", UploadID: id, Created: created.Add(time.Duration(i) * time.Hour), FrameSize: 4 << 10}
+		if i > 0 {
+			opt.PreviousManifestID, opt.SyncType = ids[i-1], "incremental"
+		}
+		if _, err := cargopack.Write(context.Background(), cargopack.DirSink(dir), cargopack.FromMap(files, created), opt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cm := NewManager(Config{Store: backend.NewFileStore(dir), Discover: []string{"s3://lake/base"}, WaitOpen: true,
+		MaxFilesPerUpload: 8, Logger: zerolog.Nop()})
+	defer cm.CloseAll()
+	ctx := context.Background()
+	if err := cm.Scan(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	cm.Catalog().EachBucket(func(name string, _ time.Time) { names = append(names, name) })
+	if a, ok, err := cm.Catalog().Bucket(ctx, "chain1"); err != nil || !ok || a.Info().Files != 5 {
+		t.Fatalf("chain1 (5 files): %v, %v (buckets %v)", ok, err, names)
+	}
+	for _, name := range []string{"chain2", "chain3"} {
+		a, _, err := cm.Catalog().Bucket(ctx, name)
+		if err == nil {
+			t.Fatalf("%s: a chain of %d files opened at --max-files-per-upload 8", name, a.Info().Files)
+		}
+		if !errors.Is(err, manifest.ErrTooLarge) || !strings.Contains(err.Error(), "--max-files-per-upload") {
+			t.Fatalf("%s: %v, want ErrTooLarge naming --max-files-per-upload", name, err)
+		}
 	}
 }

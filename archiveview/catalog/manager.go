@@ -138,8 +138,8 @@ type Config struct {
 	// hold together, open or opening (0 = DefaultIndexMemory).
 	IndexMemory int64
 	// MaxFilesPerUpload caps the files one manifest of a discovered or
-	// aliased upload may list (0 = DefaultMaxFilesPerUpload; never more
-	// than Options.Limits allows).
+	// aliased upload may list, and its whole chain together (0 =
+	// DefaultMaxFilesPerUpload; never more than Options.Limits allows).
 	MaxFilesPerUpload int
 	// DatasetHistory is the number of published versions a dataset
 	// bucket's version history holds at most (0 = DefaultDatasetHistory;
@@ -375,7 +375,7 @@ func (cm *Manager) openUpload(ctx context.Context, name, bucket, key string, lis
 			return a, err
 		}
 		if files >= capAll {
-			return nil, fmt.Errorf("%w (a discovered upload may list %d files per manifest: --max-files-per-upload %d, --index-memory %d at %d bytes per file)",
+			return nil, fmt.Errorf("%w (a discovered upload may list %d files per manifest and per chain: --max-files-per-upload %d, --index-memory %d at %d bytes per file)",
 				err, capAll, cm.cfg.MaxFilesPerUpload, cm.index.limit, IndexBytesPerFile)
 		}
 		files = capAll
