@@ -255,9 +255,18 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.needLogin(w, r)
 		return
 	}
-	// Every read of this page (previews, downloads) is charged to the
-	// visitor's share of the read limits, as its S3 requests are.
-	r = r.WithContext(chunkio.WithClient(r.Context(), s3api.ClientKey(v.id, r)))
+	// A page takes one of the visitor's --max-inflight-per-key slots, and
+	// every read of it (previews, downloads) is charged to the visitor's
+	// share of the read limits, as its S3 requests are.
+	client := s3api.ClientKey(v.id, r)
+	release, ok := s3api.Admit(c.cfg.API, client)
+	if !ok {
+		h.Set("Retry-After", "1")
+		c.fail(w, r, &v, http.StatusServiceUnavailable, "You have too many requests running at once; wait for one to finish.")
+		return
+	}
+	defer release()
+	r = r.WithContext(chunkio.WithClient(r.Context(), client))
 	switch {
 	case route == "" && arg == "":
 		c.buckets(w, r, v)
