@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/wharf-s3/wharf/archiveview"
+	"github.com/wharf-s3/wharf/archiveview/chunkio"
 	"github.com/wharf-s3/wharf/auth"
 	"github.com/wharf-s3/wharf/backend"
 	"github.com/wharf-s3/wharf/s3api"
@@ -511,6 +512,13 @@ func (c *Console) readFailed(w http.ResponseWriter, r *http.Request, v visitor, 
 	}
 	if errors.Is(err, archiveview.ErrArchived) {
 		c.fail(w, r, &v, http.StatusForbidden, f.Key+" is archived: it must be restored before it can be read.")
+		return
+	}
+	if errors.Is(err, chunkio.ErrBusy) || errors.Is(err, backend.ErrUnavailable) {
+		// The read limits stayed full for their wait, or the store is
+		// unavailable: a passing state (S3 answers it 503 SlowDown).
+		w.Header().Set("Retry-After", "1")
+		c.fail(w, r, &v, http.StatusServiceUnavailable, c.hidden(bucket, f.Key, err, f.Key+" in "+bucket+" cannot be read now; try again in a moment."))
 		return
 	}
 	c.fail(w, r, &v, http.StatusInternalServerError, c.hidden(bucket, f.Key, err, f.Key+" in "+bucket+" could not be read."))
