@@ -555,7 +555,14 @@ func (c *Console) hidden(bucket, key string, err error, msg string) string {
 // disposition is a Content-Disposition naming the key's base name: an
 // ASCII fallback and the UTF-8 name (RFC 6266, RFC 8187).
 func disposition(kind, key string) string {
-	name := path.Base(key)
+	// A bidi control in the saved name would show it reordered in a file
+	// manager ("invoice\u202Efdp.exe" as "invoiceexe.pdf").
+	name := strings.Map(func(r rune) rune {
+		if isBidiControl(r) {
+			return '_'
+		}
+		return r
+	}, path.Base(key))
 	var ascii strings.Builder
 	for _, r := range name {
 		if r < 0x20 || r > 0x7e || strings.ContainsRune("\"\\%;<>", r) {
