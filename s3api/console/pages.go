@@ -328,6 +328,11 @@ func (c *Console) file(w http.ResponseWriter, r *http.Request, v visitor, bucket
 		RestoreURL: Prefix + "restore/" + url.PathEscape(bucket), FileURL: fileURL(bucket, f.Key, version)}
 	st, err := va.FileStorage(ctx, f)
 	if err != nil {
+		if transient(err) {
+			w.Header().Set("Retry-After", "1")
+			c.fail(w, r, &v, http.StatusServiceUnavailable, c.hidden(bucket, f.Key, err, "The storage of "+f.Key+" in "+bucket+" cannot be read now; try again in a moment."))
+			return
+		}
 		c.fail(w, r, &v, http.StatusInternalServerError, c.hidden(bucket, f.Key, err, "The storage of "+f.Key+" in "+bucket+" could not be read."))
 		return
 	}
@@ -514,14 +519,19 @@ func (c *Console) readFailed(w http.ResponseWriter, r *http.Request, v visitor, 
 		c.fail(w, r, &v, http.StatusForbidden, f.Key+" is archived: it must be restored before it can be read.")
 		return
 	}
-	if errors.Is(err, chunkio.ErrBusy) || errors.Is(err, backend.ErrUnavailable) {
-		// The read limits stayed full for their wait, or the store is
-		// unavailable: a passing state (S3 answers it 503 SlowDown).
+	if transient(err) {
 		w.Header().Set("Retry-After", "1")
 		c.fail(w, r, &v, http.StatusServiceUnavailable, c.hidden(bucket, f.Key, err, f.Key+" in "+bucket+" cannot be read now; try again in a moment."))
 		return
 	}
 	c.fail(w, r, &v, http.StatusInternalServerError, c.hidden(bucket, f.Key, err, f.Key+" in "+bucket+" could not be read."))
+}
+
+// transient reports whether err is a passing state, which S3 answers 503
+// SlowDown: the read limits stayed full for their wait (chunkio.ErrBusy)
+// or the store is unavailable.
+func transient(err error) bool {
+	return errors.Is(err, chunkio.ErrBusy) || errors.Is(err, backend.ErrUnavailable)
 }
 
 // openFailed is what a page may say of a bucket whose archive failed to
