@@ -363,6 +363,26 @@ func TestConsoleBrowser(t *testing.T) {
 	}
 	t.Logf("1,000,000-key bucket: first page %d ms, next page %d ms (click to load, in Chromium); next page's response %.1f ms", mil.FirstMs, mil.NextMs, mil.ResponseMs)
 
+	// The same files as S3 objects on the console's origin: sandboxed (an
+	// opaque origin), no dialog; Chromium says it blocked their script.
+	var objs struct {
+		Origins map[string]struct {
+			Status            int
+			Type, CSP, Origin string
+		}
+		Dialogs, ConsoleErrors []string
+	}
+	r.step(t, "objects", &objs)
+	for _, k := range []string{"evil.html", "evil.svg"} {
+		o := objs.Origins[k]
+		if o.Status != 200 || o.CSP != "sandbox" || o.Origin != "null" {
+			t.Errorf("GET /console/%s in Chromium: %+v, want 200 with CSP sandbox and an opaque origin", k, o)
+		}
+	}
+	if len(objs.Dialogs) > 0 || !slices.ContainsFunc(objs.ConsoleErrors, func(m string) bool { return strings.Contains(m, "Blocked script execution") }) {
+		t.Errorf("objects: dialogs %q, console errors %q (want no dialog, the script blocked)", objs.Dialogs, objs.ConsoleErrors)
+	}
+
 	var bad struct {
 		Redirected, Message string
 		Cookies             []string

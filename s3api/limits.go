@@ -123,6 +123,21 @@ func limitKey(id auth.Identity, r *http.Request) string {
 // and its S3 requests are one client.
 func ClientKey(id auth.Identity, r *http.Request) string { return limitKey(id, r) }
 
+// Admit takes one of client's --max-inflight-per-key slots
+// (Config.MaxInflightPerKey) of h, a handler New returned, for a request
+// served beside the S3 handlers (the console), so that a client's console
+// and S3 requests share one limit. ok is false when client has the limit
+// in flight (answer 503 with Retry-After); release must then not be
+// called, and otherwise exactly once. A handler New did not return admits
+// everything.
+func Admit(h http.Handler, client string) (release func(), ok bool) {
+	s, isServer := h.(*server)
+	if !isServer {
+		return func() {}, true
+	}
+	return s.limit.acquire(client)
+}
+
 // clientAddr is the client a remote address counts as: an IPv4 address
 // (also IPv4-mapped IPv6) itself, an IPv6 address its /64 (one host holds
 // a whole /64 and may pick any address in it: counted per address, one

@@ -95,7 +95,9 @@ type Config struct {
 	AllowRestore bool
 	// Console, when set, builds the handler of /-/console/ (package
 	// s3api/console) from this S3 handler; its requests are logged and
-	// counted as op "Console".
+	// counted as op "Console". With it, every S3 response carries
+	// Content-Security-Policy: sandbox (objects share the console's
+	// origin and must not run script there).
 	Console func(api http.Handler) http.Handler
 	// SendTimeout aborts a response that makes no progress for this long:
 	// the deadline is set when the status line goes out and moved on by

@@ -133,6 +133,25 @@ async function main() {
       return { firstMs, nextMs, responseMs: nav, first: [first[0], first[first.length - 1], first.length], next: (await texts("a.file"))[0] };
     });
 
+    // The archive's HTML and SVG opened as S3 objects, on the console's
+    // origin, in a page of their own (its dialogs and console lines are
+    // kept apart): they must be sandboxed, their script never run.
+    await step("objects", async () => {
+      const p = await browser.newPage();
+      const seen = { dialogs: [], consoleErrors: [] };
+      p.on("dialog", async (d) => { seen.dialogs.push(d.type() + ": " + d.message()); await d.dismiss(); });
+      p.on("console", (m) => { if (m.type() === "error") seen.consoleErrors.push(m.text()); });
+      const origins = {};
+      for (const k of ["evil.html", "evil.svg"]) {
+        const resp = await p.goto(A + "/console/" + k, { waitUntil: "load" });
+        await new Promise((r) => setTimeout(r, 300));
+        origins[k] = { status: resp.status(), type: resp.headers()["content-type"], csp: resp.headers()["content-security-policy"] || "",
+          origin: await p.evaluate(() => self.origin) };
+      }
+      await p.close();
+      return { origins, dialogs: seen.dialogs, consoleErrors: seen.consoleErrors };
+    });
+
     // --- Keyed server, restores allowed.
     const K = cfg.keyed;
     await step("badLogin", async () => {

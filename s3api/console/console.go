@@ -34,7 +34,15 @@
 //     attachment. Login, logout and restore are POSTs that carry a CSRF
 //     token (and a foreign Origin is refused).
 //   - Bounded: a preview reads at most 64 KiB; a listing page at most
-//     pageSize entries; sessions and rate-limit records are capped.
+//     pageSize entries; breadcrumbs at most maxCrumbs levels; sessions and
+//     rate-limit records are capped.
+//   - A visitor is the client its S3 requests are (s3api.ClientKey): each
+//     page takes one of its --max-inflight-per-key slots (s3api.Admit),
+//     its reads are charged to its read-memory share (chunkio.WithClient),
+//     and logins are limited per that client address.
+//   - Errors name the bucket and key and what failed; the store's own
+//     text (backing bucket, manifest and chunk keys) goes to the log only.
+//     Bidi controls in names are shown as [U+XXXX].
 //
 // The console holds no package-level mutable state: everything lives in
 // the *Console that New returns.
@@ -255,9 +263,18 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.needLogin(w, r)
 		return
 	}
-	// Every read of this page (previews, downloads) is charged to the
-	// visitor's share of the read limits, as its S3 requests are.
-	r = r.WithContext(chunkio.WithClient(r.Context(), s3api.ClientKey(v.id, r)))
+	// A page takes one of the visitor's --max-inflight-per-key slots, and
+	// every read of it (previews, downloads) is charged to the visitor's
+	// share of the read limits, as its S3 requests are.
+	client := s3api.ClientKey(v.id, r)
+	release, ok := s3api.Admit(c.cfg.API, client)
+	if !ok {
+		h.Set("Retry-After", "1")
+		c.fail(w, r, &v, http.StatusServiceUnavailable, "You have too many requests running at once; wait for one to finish.")
+		return
+	}
+	defer release()
+	r = r.WithContext(chunkio.WithClient(r.Context(), client))
 	switch {
 	case route == "" && arg == "":
 		c.buckets(w, r, v)

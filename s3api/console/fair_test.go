@@ -111,4 +111,12 @@ func TestConsoleReadsChargedToVisitor(t *testing.T) {
 	if n200 > 1 {
 		t.Errorf("the stalled visitor holds %d streaming downloads: more than its share of 1 decoder", n200)
 	}
+	// The visitor's downloads past its share waited for it and were told
+	// to retry (503 with Retry-After), as S3 answers a busy read, not that
+	// the server failed.
+	for _, r := range held {
+		if r.StatusCode != 200 && (r.StatusCode != http.StatusServiceUnavailable || r.Header.Get("Retry-After") == "") {
+			t.Errorf("a download past the visitor's share: %d (Retry-After %q), want 503 with Retry-After", r.StatusCode, r.Header.Get("Retry-After"))
+		}
+	}
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/wharf-s3/wharf/archiveview"
+	"github.com/wharf-s3/wharf/archiveview/chunkio"
 	"github.com/wharf-s3/wharf/auth"
 	"github.com/wharf-s3/wharf/backend"
 	"github.com/wharf-s3/wharf/s3api"
@@ -327,6 +328,11 @@ func (c *Console) file(w http.ResponseWriter, r *http.Request, v visitor, bucket
 		RestoreURL: Prefix + "restore/" + url.PathEscape(bucket), FileURL: fileURL(bucket, f.Key, version)}
 	st, err := va.FileStorage(ctx, f)
 	if err != nil {
+		if transient(err) {
+			w.Header().Set("Retry-After", "1")
+			c.fail(w, r, &v, http.StatusServiceUnavailable, c.hidden(bucket, f.Key, err, "The storage of "+f.Key+" in "+bucket+" cannot be read now; try again in a moment."))
+			return
+		}
 		c.fail(w, r, &v, http.StatusInternalServerError, c.hidden(bucket, f.Key, err, "The storage of "+f.Key+" in "+bucket+" could not be read."))
 		return
 	}
@@ -513,7 +519,19 @@ func (c *Console) readFailed(w http.ResponseWriter, r *http.Request, v visitor, 
 		c.fail(w, r, &v, http.StatusForbidden, f.Key+" is archived: it must be restored before it can be read.")
 		return
 	}
+	if transient(err) {
+		w.Header().Set("Retry-After", "1")
+		c.fail(w, r, &v, http.StatusServiceUnavailable, c.hidden(bucket, f.Key, err, f.Key+" in "+bucket+" cannot be read now; try again in a moment."))
+		return
+	}
 	c.fail(w, r, &v, http.StatusInternalServerError, c.hidden(bucket, f.Key, err, f.Key+" in "+bucket+" could not be read."))
+}
+
+// transient reports whether err is a passing state, which S3 answers 503
+// SlowDown: the read limits stayed full for their wait (chunkio.ErrBusy)
+// or the store is unavailable.
+func transient(err error) bool {
+	return errors.Is(err, chunkio.ErrBusy) || errors.Is(err, backend.ErrUnavailable)
 }
 
 // openFailed is what a page may say of a bucket whose archive failed to
@@ -547,7 +565,14 @@ func (c *Console) hidden(bucket, key string, err error, msg string) string {
 // disposition is a Content-Disposition naming the key's base name: an
 // ASCII fallback and the UTF-8 name (RFC 6266, RFC 8187).
 func disposition(kind, key string) string {
-	name := path.Base(key)
+	// A bidi control in the saved name would show it reordered in a file
+	// manager ("invoice\u202Efdp.exe" as "invoiceexe.pdf").
+	name := strings.Map(func(r rune) rune {
+		if isBidiControl(r) {
+			return '_'
+		}
+		return r
+	}, path.Base(key))
 	var ascii strings.Builder
 	for _, r := range name {
 		if r < 0x20 || r > 0x7e || strings.ContainsRune("\"\\%;<>", r) {

@@ -273,7 +273,11 @@ func compact(v json.RawMessage) string {
 	}
 	s := out.String()
 	if len(s) > 300 {
-		s = s[:300] + "…"
+		cut := 300
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut-- // never split a rune
+		}
+		s = s[:cut] + "…"
 	}
 	return s
 }

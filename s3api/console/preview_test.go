@@ -234,3 +234,17 @@ func TestStreamLimit(t *testing.T) {
 		t.Fatalf("counts left behind: %v", l.n)
 	}
 }
+
+// TestZarrSummaryCutsWholeRunes: a long Zarr field is cut to 300 bytes
+// and "…"; the cut never splits a rune, so the page holds valid UTF-8.
+func TestZarrSummaryCutsWholeRunes(t *testing.T) {
+	for pad := 0; pad < 3; pad++ {
+		doc := `{"zarr_format":2,"attributes":{"title":"` + strings.Repeat("x", pad) + strings.Repeat("é", 400) + `"}}`
+		z := zarrSummary([]byte(doc))
+		for _, row := range z {
+			if !utf8.ValidString(row[1]) {
+				t.Errorf("pad %d: field %s is not valid UTF-8: %q", pad, row[0], row[1][len(row[1])-8:])
+			}
+		}
+	}
+}

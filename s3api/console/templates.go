@@ -9,6 +9,7 @@ import (
 	"html/template"
 	"net/http"
 	"strconv"
+	"strings"
 )
 
 // pageData is what every template receives.
@@ -54,7 +55,34 @@ func humanBytes(n int64) string {
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
+// isBidiControl reports whether r is a bidirectional formatting
+// character (Unicode UAX #9: ALM, LRM, RLM, the embeddings, overrides
+// and isolates): inside a name it reorders what is shown, so that
+// "invoice\u202Efdp.exe" reads "invoiceexe.pdf".
+func isBidiControl(r rune) bool {
+	return r == 0x061c || r == 0x200e || r == 0x200f || r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069
+}
+
+// shown is s for display in a page: each bidi control written out as
+// [U+XXXX], so a name reads as the bytes it holds. Links and form values
+// keep the real name.
+func shown(s string) string {
+	if !strings.ContainsFunc(s, isBidiControl) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if isBidiControl(r) {
+			fmt.Fprintf(&b, "[%U]", r)
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
 var funcs = template.FuncMap{
+	"shown": shown,
 	"bytes": humanBytes,
 	"comma": func(n any) string {
 		s := fmt.Sprint(n)
@@ -71,13 +99,13 @@ var funcs = template.FuncMap{
 
 const layout = `{{define "top"}}<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{{.Title}} · wharf</title><link rel="stylesheet" href="/-/console/style.css"><link rel="icon" href="/-/console/favicon.png"></head>
+<title>{{shown .Title}} · wharf</title><link rel="stylesheet" href="/-/console/style.css"><link rel="icon" href="/-/console/favicon.png"></head>
 <body><header><a class="brand" href="/-/console/">wharf</a>
 <nav>{{if .Who}}<span class="who" id="who">{{.Who}}</span>
 <form method="post" action="/-/console/logout" class="inline"><input type="hidden" name="csrf" value="{{.CSRF}}"><button type="submit" id="logout">Log out</button></form>
 {{else if .Logins}}<a href="/-/console/login" id="login-link">Log in</a>{{end}}</nav></header><main>
-{{if .Crumbs}}<p class="crumbs">{{range $i, $c := .Crumbs}}{{if $i}} / {{end}}<a href="{{$c.URL}}">{{$c.Name}}</a>{{end}}</p>{{end}}
-{{if .Error}}<p class="error" id="error">{{.Error}}</p>{{end}}{{end}}
+{{if .Crumbs}}<p class="crumbs">{{range $i, $c := .Crumbs}}{{if $i}} / {{end}}<a href="{{$c.URL}}">{{shown $c.Name}}</a>{{end}}</p>{{end}}
+{{if .Error}}<p class="error" id="error">{{shown .Error}}</p>{{end}}{{end}}
 {{define "bottom"}}</main></body></html>{{end}}
 
 {{define "error"}}{{template "top" .}}{{template "bottom" .}}{{end}}
@@ -97,20 +125,20 @@ const layout = `{{define "top"}}<!doctype html>
 <td class="num">{{if .Share}}{{bytes .Bytes}}{{else}}…{{end}}</td><td class="num">{{if .Share}}{{.Share}}{{else}}…{{end}}</td></tr>
 {{end}}</tbody></table>{{end}}{{template "bottom" .}}{{end}}
 
-{{define "browse"}}{{template "top" .}}<h1>{{.Bucket}}/{{.Prefix}}</h1>
+{{define "browse"}}{{template "top" .}}<h1>{{.Bucket}}/{{shown .Prefix}}</h1>
 <form method="get" action="/-/console/b/{{.Bucket}}" class="filter"><input type="hidden" name="prefix" value="{{.Prefix}}">
 <label>Names starting with <input name="filter" id="filter" value="{{.Filter}}"></label> <button type="submit">Filter</button></form>
 <table id="entries"><thead><tr><th>Name</th><th class="num">Size</th><th>Modified</th><th>Storage class</th></tr></thead><tbody>
-{{range .Entries}}{{if .Folder}}<tr class="folder"><td><a class="folder" href="{{.URL}}">{{.Name}}</a></td><td></td><td></td><td></td></tr>
-{{else}}<tr class="file"><td><a class="file" href="{{.URL}}">{{.Name}}</a></td><td class="num" title="{{comma .Size}} bytes">{{bytes .Size}}</td><td>{{.MTime}}</td><td>{{.Class}}</td></tr>
+{{range .Entries}}{{if .Folder}}<tr class="folder"><td><a class="folder" href="{{.URL}}">{{shown .Name}}</a></td><td></td><td></td><td></td></tr>
+{{else}}<tr class="file"><td><a class="file" href="{{.URL}}">{{shown .Name}}</a></td><td class="num" title="{{comma .Size}} bytes">{{bytes .Size}}</td><td>{{.MTime}}</td><td>{{.Class}}</td></tr>
 {{end}}{{else}}<tr><td colspan="4">Nothing here.</td></tr>{{end}}</tbody></table>
 <p class="pager">{{if .FirstURL}}<a href="{{.FirstURL}}" id="first-page">First page</a> {{end}}{{if .NextURL}}<a href="{{.NextURL}}" id="next-page">Next page</a>{{end}}
 <span class="count">{{comma .Files}} files in the bucket</span></p>{{template "bottom" .}}{{end}}
 
-{{define "file"}}{{template "top" .}}{{with .File}}<h1>{{.Name}}</h1>
+{{define "file"}}{{template "top" .}}{{with .File}}<h1>{{shown .Name}}</h1>
 {{if eq $.Flash "started"}}<p class="flash" id="flash">Restore started.</p>{{else if eq $.Flash "running"}}<p class="flash" id="flash">A restore is already running.</p>{{else if eq $.Flash "done"}}<p class="flash" id="flash">Already restored.</p>{{end}}
 <table class="facts" id="facts">
-<tr><th>Key</th><td><code>{{.Key}}</code></td></tr>
+<tr><th>Key</th><td><code>{{shown .Key}}</code></td></tr>
 <tr><th>Size</th><td id="size">{{comma .Size}} bytes ({{bytes .Size}})</td></tr>
 <tr><th>Modified</th><td>{{.MTime}}</td></tr>
 <tr><th>ETag</th><td><code>{{.ETag}}</code></td></tr>
@@ -129,7 +157,7 @@ const layout = `{{define "top"}}<!doctype html>
 <button type="submit" id="restore-button">Restore</button></form>{{end}}
 {{end}}
 {{with .Preview}}<h2>Preview</h2><div class="preview" id="preview">
-{{if eq .Kind "image"}}<img id="preview-image" src="{{.ImageURL}}" alt="{{$.File.Name}}"{{if .Width}} width="{{.Width}}" height="{{.Height}}"{{end}}>
+{{if eq .Kind "image"}}<img id="preview-image" src="{{.ImageURL}}" alt="{{shown $.File.Name}}"{{if .Width}} width="{{.Width}}" height="{{.Height}}"{{end}}>
 <p class="note">{{.ImageType}}{{if .Width}}, {{.Width}} × {{.Height}} pixels{{end}}</p>
 {{else if eq .Kind "csv"}}<table id="preview-table">{{range $i, $r := .Rows}}<tr>{{range $r}}{{if eq $i 0}}<th>{{.}}</th>{{else}}<td>{{.}}</td>{{end}}{{end}}</tr>{{end}}</table>
 {{else if eq .Kind "zarr"}}<table id="preview-zarr" class="facts">{{range .Zarr}}<tr><th>{{index . 0}}</th><td><code>{{index . 1}}</code></td></tr>{{end}}</table>
