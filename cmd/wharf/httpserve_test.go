@@ -185,3 +185,35 @@ func TestCheckConfigEmptyListen(t *testing.T) {
 		}
 	}
 }
+
+// TestServeAdminProfileBound: a CPU profile or trace asked for longer than
+// maxProfile (10 minutes) is refused at once with 400, naming the limit,
+// instead of holding the profiler (and a connection) for as long as the
+// client says; a short profile is served.
+func TestServeAdminProfileBound(t *testing.T) {
+	store, man := packServeTree(t, map[string][]byte{"a.txt": []byte("hello\n")})
+	_, admin, _, _ := startServe(t, serveConfig{Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0", StoreURL: store,
+		Archives: []serveArchive{{Name: "data", ManifestURL: man}}, Anonymous: true, CacheBytes: 1 << 20})
+	waitReady(t, admin)
+	c := &http.Client{Timeout: 10 * time.Second}
+	for _, path := range []string{"/debug/pprof/profile?seconds=86400", "/debug/pprof/trace?seconds=86400"} {
+		resp, err := c.Get("http://" + admin + path)
+		if err != nil {
+			t.Fatalf("%s: %v (want an answer at once)", path, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 400 || !strings.Contains(string(b), "at most 600") {
+			t.Errorf("%s: %s %q, want 400 naming the limit", path, resp.Status, b)
+		}
+	}
+	resp, err := c.Get("http://" + admin + "/debug/pprof/profile?seconds=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || err != nil || n == 0 {
+		t.Errorf("a 1 s profile: %s, %d bytes, %v", resp.Status, n, err)
+	}
+}

@@ -654,6 +654,10 @@ const (
 	// minRescan: a shorter --rescan would list the discovery roots
 	// back to back.
 	minRescan = time.Second
+	// maxProfile bounds the seconds= of /debug/pprof/profile and
+	// /debug/pprof/trace: each holds the runtime's one profiler (or
+	// tracer) and its connection for that long, whatever the client does.
+	maxProfile = 10 * time.Minute
 	// maxInflightPerKey bounds --max-inflight-per-key, which is also
 	// HTTP/2's SETTINGS_MAX_CONCURRENT_STREAMS, a 32-bit value: past it the
 	// setting wrapped (2^32+1 advertised one stream). More requests of one
@@ -812,10 +816,25 @@ func adminMux(reg *prometheus.Registry, ready *atomic.Bool, cm *catalog.Manager,
 	})
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/profile", boundedProfile(pprof.Profile))
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.HandleFunc("/debug/pprof/trace", boundedProfile(pprof.Trace))
 	return mux
+}
+
+// boundedProfile refuses (400) a profile or trace whose seconds= is longer
+// than maxProfile, before h starts it; anything else goes to h, which
+// answers a malformed value itself.
+func boundedProfile(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if v := r.URL.Query().Get("seconds"); v != "" {
+			if sec, err := strconv.ParseFloat(v, 64); err == nil && sec > maxProfile.Seconds() {
+				http.Error(w, fmt.Sprintf("seconds=%s: at most %d (a profile or trace holds the runtime's profiler for that long)", v, int(maxProfile.Seconds())), http.StatusBadRequest)
+				return
+			}
+		}
+		h(w, r)
+	}
 }
 
 // catalogSources are the configured archives, for the catalog manager.
