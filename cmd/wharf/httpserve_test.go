@@ -196,7 +196,7 @@ func TestServeAdminProfileBound(t *testing.T) {
 		Archives: []serveArchive{{Name: "data", ManifestURL: man}}, Anonymous: true, CacheBytes: 1 << 20})
 	waitReady(t, admin)
 	c := &http.Client{Timeout: 10 * time.Second}
-	for _, path := range []string{"/debug/pprof/profile?seconds=86400", "/debug/pprof/trace?seconds=86400"} {
+	for _, path := range []string{"/debug/pprof/profile?seconds=86400", "/debug/pprof/trace?seconds=86400", "/debug/pprof/heap?seconds=86400"} {
 		resp, err := c.Get("http://" + admin + path)
 		if err != nil {
 			t.Fatalf("%s: %v (want an answer at once)", path, err)

@@ -814,7 +814,7 @@ func adminMux(reg *prometheus.Registry, ready *atomic.Bool, cm *catalog.Manager,
 		}
 		_ = enc.Encode(peers.Page())
 	})
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/", boundedProfile(pprof.Index)) // heap?seconds= and the other delta profiles wait too
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", boundedProfile(pprof.Profile))
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
