@@ -230,3 +230,48 @@ func TestServeAdminProfileBound(t *testing.T) {
 		t.Errorf("a 1 s profile: %s, %d bytes, %v", resp.Status, n, err)
 	}
 }
+
+// TestServeAdminSlowClients: the admin listener has the S3 listener's
+// limits (newHTTPServer): a client dribbling its headers is cut off at
+// --read-header-timeout, and oversized headers are answered 431. (A guard:
+// it passes on the code before this review too.)
+func TestServeAdminSlowClients(t *testing.T) {
+	store, man := packServeTree(t, map[string][]byte{"a.txt": []byte("hello\n")})
+	_, admin, _, _ := startServe(t, serveConfig{Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0", StoreURL: store,
+		Archives: []serveArchive{{Name: "data", ManifestURL: man}}, Anonymous: true, CacheBytes: 1 << 20,
+		ReadHeaderTimeout: time.Second, MaxHeaderBytes: 4 << 10})
+	waitReady(t, admin)
+
+	c := rawConn(t, admin)
+	start := time.Now()
+	msg := "GET /metrics HTTP/1.1\r\nHost: admin\r\nX-Pad: " + strings.Repeat("a", 40) + "\r\n\r\n"
+	stopped := make(chan struct{})
+	go func() {
+		for i := 0; i < len(msg); i++ {
+			if _, err := c.Write([]byte{msg[i]}); err != nil {
+				return
+			}
+			select {
+			case <-stopped:
+				return
+			case <-time.After(250 * time.Millisecond):
+			}
+		}
+	}()
+	d := closedWithin(t, c, start, 8*time.Second)
+	close(stopped)
+	if d < 900*time.Millisecond || d > 3*time.Second {
+		t.Errorf("slow-loris on the admin listener: closed after %v, want about the 1 s header timeout", d)
+	}
+
+	req, _ := http.NewRequest("GET", "http://"+admin+"/metrics", nil)
+	req.Header.Set("X-Pad", strings.Repeat("a", 16<<10))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Errorf("oversized headers on the admin listener: %s, want 431", resp.Status)
+	}
+}
