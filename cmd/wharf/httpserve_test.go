@@ -275,3 +275,37 @@ func TestServeAdminSlowClients(t *testing.T) {
 		t.Errorf("oversized headers on the admin listener: %s, want 431", resp.Status)
 	}
 }
+
+// TestCheckConfigReportedRegion: --region (the region reported to clients
+// in HeadBucket's x-amz-bucket-region and GetBucketLocation) is a region
+// name; a URL (the endpoint in the wrong flag), whitespace or a control
+// character is refused at start, naming --region.
+func TestCheckConfigReportedRegion(t *testing.T) {
+	t.Setenv("WHARF_ACCESS_KEY", "")
+	t.Setenv("WHARF_SECRET_KEY", "")
+	base := []string{"--check-config", "--store", "s3://", "--discover", "s3://a/b"}
+	for _, tc := range []struct {
+		v  string
+		ok bool
+	}{
+		{"eu-central-1", true},
+		{"garage", true},
+		{"us_gov.east-1", true},
+		{"https://s3.example.com", false},
+		{"eu west 1", false},
+		{"us-east-1\n", false},
+		{"eu-west-1/x", false},
+		{strings.Repeat("a", 65), false},
+	} {
+		cfg, _, err := parseServeArgs(append(base, "--region", tc.v))
+		if err == nil {
+			_, err = cfg.checkConfig()
+		}
+		switch {
+		case tc.ok && err != nil:
+			t.Errorf("--region %q: %v, want accepted", tc.v, err)
+		case !tc.ok && (err == nil || !strings.Contains(err.Error(), "--region")):
+			t.Errorf("--region %q: %v, want an error naming --region", tc.v, err)
+		}
+	}
+}

@@ -241,6 +241,22 @@ func checkVirtualHostBase(base string) error {
 	return nil
 }
 
+// checkReportedRegion checks --region, the region clients are told
+// (x-amz-bucket-region, GetBucketLocation): "" (us-east-1) or a region
+// name of 1 to 64 letters, digits, '-', '_' and '.'; a URL (the endpoint
+// in the wrong flag), a path or whitespace would be sent as it is.
+func checkReportedRegion(r string) error {
+	ok := len(r) <= 64
+	for i := 0; ok && i < len(r); i++ {
+		c := r[i]
+		ok = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.'
+	}
+	if !ok {
+		return fmt.Errorf("--region %q: want a region name such as eu-central-1 (letters, digits, '-', '_', '.'; at most 64), the region reported to clients", r)
+	}
+	return nil
+}
+
 // validate checks cfg before anything is opened. keys are the resolved
 // access keys (resolveKeys).
 func (cfg *serveConfig) validate(keys []auth.Key) error {
@@ -257,6 +273,9 @@ func (cfg *serveConfig) validate(keys []auth.Key) error {
 		return fmt.Errorf("--s3-region: %w", err)
 	}
 	if err := checkVirtualHostBase(cfg.VirtualHostBase); err != nil {
+		return err
+	}
+	if err := checkReportedRegion(cfg.Region); err != nil {
 		return err
 	}
 	if len(cfg.Archives)+len(cfg.Discover)+len(cfg.Aliases) == 0 {
