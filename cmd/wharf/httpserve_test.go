@@ -6,8 +6,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -308,4 +310,55 @@ func TestCheckConfigReportedRegion(t *testing.T) {
 			t.Errorf("--region %q: %v, want an error naming --region", tc.v, err)
 		}
 	}
+}
+
+// TestServeTLSPollNotYetValidOnce: a rotation to a pair that is not valid
+// yet (an issuer whose clock runs ahead) keeps the old pair and is logged
+// and counted once while the files stay the same, as every other failed
+// reload is; before, the error named the current second, so every poll
+// in a new second logged it again and counted another error.
+func TestServeTLSPollNotYetValidOnce(t *testing.T) {
+	pki := newTestPKI(t)
+	cert, key := pki.pair(t, "s3", validNow)
+	var rounds atomic.Int64
+	_, admin, logs, _, _ := startTLSServe(t, frontDoorConfig{TLSCert: cert, TLSKey: key, TLSReloadInterval: 100 * time.Millisecond,
+		tlsChecked: func() { rounds.Add(1) }}, true)
+	futureCert, futureKey := pki.pair(t, "future", notYetValid)
+	for _, f := range [][2]string{{futureCert, cert}, {futureKey, key}} {
+		b, err := os.ReadFile(f[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeAtomic(t, f[1], b)
+	}
+	// 25 polls: two and a half seconds, so three different seconds.
+	for r0, end := rounds.Load(), time.Now().Add(20*time.Second); rounds.Load() < r0+25; {
+		if time.Now().After(end) {
+			t.Fatal("the poll stopped")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := strings.Count(logs.String(), "TLS certificate reload failed"); n != 1 {
+		t.Errorf("the not-yet-valid pair was logged %d times over 25 polls, want once", n)
+	}
+	resp, err := pki.client(false).Get("https://" + admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(b), `wharf_tls_reloads_total{listener="s3",result="error"} 1`) {
+		t.Errorf("reload errors counted: %s", grepLines(string(b), "wharf_tls_reloads_total"))
+	}
+}
+
+// grepLines returns the lines of s holding sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
