@@ -673,9 +673,10 @@ const (
 	// minRescan: a shorter --rescan would list the discovery roots
 	// back to back.
 	minRescan = time.Second
-	// maxProfile bounds the seconds= of /debug/pprof/profile and
-	// /debug/pprof/trace: each holds the runtime's one profiler (or
-	// tracer) and its connection for that long, whatever the client does.
+	// maxProfile bounds the seconds= of /debug/pprof/profile, /trace and
+	// the delta profiles (heap?seconds=...): each holds the runtime's one
+	// profiler (or tracer) or a connection for that long, whatever the
+	// client does.
 	maxProfile = 10 * time.Minute
 	// maxInflightPerKey bounds --max-inflight-per-key, which is also
 	// HTTP/2's SETTINGS_MAX_CONCURRENT_STREAMS, a 32-bit value: past it the

@@ -345,7 +345,7 @@ func (r *certReloader) check(force bool, why string) {
 		return
 	}
 	var kp *keyPair
-	failure := "" // what a repeated failure is recognised by
+	var failure string // what a repeated failure is recognised by
 	if err == nil {
 		kp, err = parseKeyPair(r.src, certPEM, keyPEM, sum, r.now())
 		// The same bytes always fail the same way but for the clock a
