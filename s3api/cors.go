@@ -46,7 +46,8 @@ type CORSRule struct {
 // conditionals, the SDKs' amz-sdk-* headers, Content-Type and
 // Cache-Control); and every response header wharf sets that a viewer may
 // read (Content-Range, ETag, Last-Modified, the version and checksum
-// headers, the request ids ...). maxAgeSeconds is MaxAgeSeconds.
+// headers, the restore state, Retry-After, the request ids ...).
+// maxAgeSeconds is MaxAgeSeconds.
 func ReadOnlyCORSRule(origins []string, maxAgeSeconds int) CORSRule {
 	return CORSRule{
 		AllowedOrigins: append([]string(nil), origins...),
@@ -58,6 +59,9 @@ func ReadOnlyCORSRule(origins []string, maxAgeSeconds int) CORSRule {
 			"x-amz-version-id", "x-amz-delete-marker", "x-amz-checksum-sha256", "x-amz-checksum-type",
 			"x-amz-mp-parts-count", "x-amz-storage-class", "x-amz-meta-mtime", "x-amz-bucket-region",
 			"x-amz-request-id", "x-amz-id-2",
+			// An archived object's state (restore.go), and how long to
+			// wait after a 503 (a bucket still opening, reads busy).
+			"x-amz-restore", "x-amz-archive-status", "Retry-After",
 		},
 		MaxAgeSeconds: maxAgeSeconds,
 	}

@@ -2,14 +2,19 @@ package s3api_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/rs/zerolog"
 
+	"github.com/wharf-s3/wharf/auth"
 	"github.com/wharf-s3/wharf/s3api"
 )
 
@@ -293,4 +298,70 @@ func TestCORSAnyOrigin(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("?cors: %d", resp.StatusCode)
 	}
+}
+
+// TestCORSExposesWharfHeaders: ReadOnlyCORSRule exposes every response
+// header wharf sends that a page's script may want and a browser hides
+// unless exposed (all but the CORS-safelisted ones and the connection's
+// own), on objects, ranged reads, 304s and errors; among them Retry-After
+// of a 503 for a bucket still opening, which a browser SDK needs to back
+// off.
+func TestCORSExposesWharfHeaders(t *testing.T) {
+	const app = "https://app.example"
+	rule := s3api.ReadOnlyCORSRule([]string{app}, 0)
+	exposed := map[string]bool{}
+	for _, h := range rule.ExposeHeaders {
+		exposed[http.CanonicalHeaderKey(h)] = true
+	}
+	hidden := map[string]bool{"Date": true, "Server": true, "Connection": true, "Vary": true,
+		// CORS-safelisted response headers: always readable.
+		"Cache-Control": true, "Content-Language": true, "Content-Length": true, "Content-Type": true, "Expires": true, "Last-Modified": true, "Pragma": true}
+	check := func(what string, resp *http.Response) {
+		t.Helper()
+		if resp.Header.Get("Access-Control-Allow-Origin") != app {
+			t.Fatalf("%s: no CORS answer: %v", what, resp.Header)
+		}
+		for k := range resp.Header {
+			if !hidden[k] && !strings.HasPrefix(k, "Access-Control-") && !exposed[k] {
+				t.Errorf("%s: response header %s is not exposed to the page", what, k)
+			}
+		}
+	}
+	f := newFixture(t, standardFiles(), fixtureOpts{anonymous: true, cors: s3api.CORSRules{rule}})
+	for _, tc := range []struct {
+		method, path string
+		hdr          map[string]string
+	}{
+		{"GET", "/bkt/hello.txt", map[string]string{"x-amz-checksum-mode": "ENABLED"}},
+		{"HEAD", "/bkt/dir/a.bin", map[string]string{"Range": "bytes=0-9"}},
+		{"GET", "/bkt/hello.txt?partNumber=1", nil},
+		{"GET", "/bkt/hello.txt", map[string]string{"If-None-Match": "*"}},
+		{"GET", "/bkt/hello.txt", map[string]string{"Range": "bytes=100000-"}},
+		{"GET", "/bkt/nope", nil},
+	} {
+		hdr := map[string]string{"Origin": app}
+		for k, v := range tc.hdr {
+			hdr[k] = v
+		}
+		resp, _ := f.do(t, tc.method, tc.path, hdr)
+		check(tc.method+" "+tc.path+" "+fmt.Sprint(tc.hdr), resp)
+	}
+	v, err := auth.New(auth.Config{Anonymous: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s3api.New(s3api.Config{Catalog: unopenedCatalog{time.Now()}, Verifier: v, Logger: zerolog.Nop(),
+		CORS: s3api.CORSRules{rule}}))
+	t.Cleanup(srv.Close)
+	req, _ := http.NewRequest("GET", srv.URL+"/opening/a.txt", nil)
+	req.Header.Set("Origin", app)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("bucket still opening: %s, Retry-After %q", resp.Status, resp.Header.Get("Retry-After"))
+	}
+	check("GET of a bucket still opening", resp)
 }

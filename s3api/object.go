@@ -64,6 +64,21 @@ func (s *server) cacheControl(bucket string, pinned bool) string {
 	return cacheFixed
 }
 
+// mtimeHeader is t as seconds since 1970 with nine decimals, the
+// x-amz-meta-mtime rclone reads as the file's time: "1709528767.123456789",
+// and before 1970 "-4.750000000" for a quarter second after -5 s (Unix()
+// and Nanosecond() side by side would say -5.25).
+func mtimeHeader(t time.Time) string {
+	sec, ns := t.Unix(), int64(t.Nanosecond())
+	if sec >= 0 {
+		return fmt.Sprintf("%d.%09d", sec, ns)
+	}
+	if ns > 0 {
+		sec, ns = sec+1, 1e9-ns
+	}
+	return fmt.Sprintf("-%d.%09d", -sec, ns)
+}
+
 // getObject answers GetObject and HeadObject.
 func (s *server) getObject(req *request, a *archiveview.Archive) {
 	r := req.r
@@ -94,7 +109,7 @@ func (s *server) getObject(req *request, a *archiveview.Archive) {
 	h.Set("Cache-Control", s.cacheControl(req.bucket, req.query.Has("versionId")))
 	h.Set("Accept-Ranges", "bytes")
 	if !f.ModTime.IsZero() {
-		h.Set("x-amz-meta-mtime", fmt.Sprintf("%d.%09d", f.ModTime.Unix(), f.ModTime.Nanosecond()))
+		h.Set("x-amz-meta-mtime", mtimeHeader(f.ModTime))
 	}
 	// The storage of the objects holding the file's bytes (restore.go):
 	// its coldest class, and the restore state when it is archived.
@@ -174,6 +189,12 @@ func (s *server) getObject(req *request, a *archiveview.Archive) {
 	}
 
 	h.Set("Content-Type", contentType(f))
+	if s.console != nil {
+		// The console's session lives in this origin: an archived page
+		// or SVG opened from its URL gets an opaque origin and runs no
+		// script, so it can never act as the console's visitor.
+		h.Set("Content-Security-Policy", "sandbox")
+	}
 	// A full-object checksum only on a full-object 200: botocore validates
 	// any x-amz-checksum-* header against the body it received.
 	if status == http.StatusOK && f.SHA256 != "" && r.Header.Get("x-amz-checksum-mode") == "ENABLED" {

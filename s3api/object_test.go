@@ -20,6 +20,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/wharf-s3/wharf/archiveview"
+	"github.com/wharf-s3/wharf/archiveview/cargopack"
+	"github.com/wharf-s3/wharf/backend"
 )
 
 // Checklist 14: listing, HEAD and GET agree on ETag, size, time and type,
@@ -581,5 +585,40 @@ func TestRepeatedRangeAndDateLines(t *testing.T) {
 	resp, body := send("GET", http.Header{"Range": {"bytes=0-4", ""}})
 	if resp.StatusCode != 206 || !bytes.Equal(body, src[:5]) {
 		t.Errorf("a range and a blank line: status %d, %d bytes; want 206 and the first 5", resp.StatusCode, len(body))
+	}
+}
+
+// TestMtimeHeaderBefore1970: x-amz-meta-mtime is the file's time in
+// seconds with nine decimals (what rclone reads), also for a time before
+// 1970: -4.75 s is "-4.750000000", not Unix() and Nanosecond() glued
+// together ("-5.250000000", a quarter second plus half a second off).
+func TestMtimeHeaderBefore1970(t *testing.T) {
+	for _, tc := range []struct {
+		at   time.Time
+		want string
+	}{
+		{time.Unix(-5, 250000000), "-4.750000000"},
+		{time.Unix(-1, 999999999), "-0.000000001"},
+		{time.Unix(-7, 0), "-7.000000000"},
+		{time.Unix(1709528767, 123456789), "1709528767.123456789"},
+	} {
+		dir := t.TempDir()
+		res, err := cargopack.Write(context.Background(), cargopack.DirSink(dir), cargopack.FromMap(map[string][]byte{"old.txt": []byte("x")}, tc.at),
+			cargopack.Options{Bucket: "src", Prefix: "p", UploadID: "u1", FrameSize: 64 << 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := archiveview.Open(context.Background(), backend.NewFileStore(dir), "src", res.ManifestKey, archiveview.Options{Name: testBucket})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f, ok := a.Stat("old.txt"); !ok || !f.ModTime.Equal(tc.at) {
+			t.Fatalf("%v: the archive keeps %v", tc.at, f.ModTime)
+		}
+		f := newFixtureFromArchive(t, a, fixtureOpts{anonymous: true})
+		resp, _ := f.do(t, "HEAD", "/bkt/old.txt", nil)
+		if got := resp.Header.Get("x-amz-meta-mtime"); got != tc.want {
+			t.Errorf("%v: x-amz-meta-mtime %q, want %q", tc.at, got, tc.want)
+		}
 	}
 }

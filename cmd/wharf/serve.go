@@ -241,6 +241,22 @@ func checkVirtualHostBase(base string) error {
 	return nil
 }
 
+// checkReportedRegion checks --region, the region clients are told
+// (x-amz-bucket-region, GetBucketLocation): "" (us-east-1) or a region
+// name of 1 to 64 letters, digits, '-', '_' and '.'; a URL (the endpoint
+// in the wrong flag), a path or whitespace would be sent as it is.
+func checkReportedRegion(r string) error {
+	ok := len(r) <= 64
+	for i := 0; ok && i < len(r); i++ {
+		c := r[i]
+		ok = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.'
+	}
+	if !ok {
+		return fmt.Errorf("--region %q: want a region name such as eu-central-1 (letters, digits, '-', '_', '.'; at most 64), the region reported to clients", r)
+	}
+	return nil
+}
+
 // validate checks cfg before anything is opened. keys are the resolved
 // access keys (resolveKeys).
 func (cfg *serveConfig) validate(keys []auth.Key) error {
@@ -257,6 +273,9 @@ func (cfg *serveConfig) validate(keys []auth.Key) error {
 		return fmt.Errorf("--s3-region: %w", err)
 	}
 	if err := checkVirtualHostBase(cfg.VirtualHostBase); err != nil {
+		return err
+	}
+	if err := checkReportedRegion(cfg.Region); err != nil {
 		return err
 	}
 	if len(cfg.Archives)+len(cfg.Discover)+len(cfg.Aliases) == 0 {
@@ -654,6 +673,11 @@ const (
 	// minRescan: a shorter --rescan would list the discovery roots
 	// back to back.
 	minRescan = time.Second
+	// maxProfile bounds the seconds= of /debug/pprof/profile, /trace and
+	// the delta profiles (heap?seconds=...): each holds the runtime's one
+	// profiler (or tracer) or a connection for that long, whatever the
+	// client does.
+	maxProfile = 10 * time.Minute
 	// maxInflightPerKey bounds --max-inflight-per-key, which is also
 	// HTTP/2's SETTINGS_MAX_CONCURRENT_STREAMS, a 32-bit value: past it the
 	// setting wrapped (2^32+1 advertised one stream). More requests of one
@@ -810,12 +834,27 @@ func adminMux(reg *prometheus.Registry, ready *atomic.Bool, cm *catalog.Manager,
 		}
 		_ = enc.Encode(peers.Page())
 	})
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/", boundedProfile(pprof.Index)) // heap?seconds= and the other delta profiles wait too
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/profile", boundedProfile(pprof.Profile))
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.HandleFunc("/debug/pprof/trace", boundedProfile(pprof.Trace))
 	return mux
+}
+
+// boundedProfile refuses (400) a profile or trace whose seconds= is longer
+// than maxProfile, before h starts it; anything else goes to h, which
+// answers a malformed value itself.
+func boundedProfile(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if v := r.URL.Query().Get("seconds"); v != "" {
+			if sec, err := strconv.ParseFloat(v, 64); err == nil && sec > maxProfile.Seconds() {
+				http.Error(w, fmt.Sprintf("seconds=%s: at most %d (a profile or trace holds the runtime's profiler for that long)", v, int(maxProfile.Seconds())), http.StatusBadRequest)
+				return
+			}
+		}
+		h(w, r)
+	}
 }
 
 // catalogSources are the configured archives, for the catalog manager.

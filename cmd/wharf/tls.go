@@ -309,9 +309,10 @@ func (r *certReloader) warnExpiry() {
 
 // check re-reads the files: an unchanged pair is kept; a changed one is
 // loaded and served, or logged and the old one kept when it fails. A poll
-// logs a failure once until the files or the error change (a rotation that
-// writes the certificate and the key one after the other fails for a
-// moment); force (SIGHUP) always logs the outcome.
+// logs a failure once until the files change, or for files it cannot
+// read until the error changes (a rotation that writes the certificate
+// and the key one after the other fails for a moment; a pair not valid
+// yet fails until its time comes); force (SIGHUP) always logs the outcome.
 func (r *certReloader) check(force bool, why string) {
 	defer r.warnExpiry()
 	certPEM, keyPEM, sum, err := readPairFiles(r.src)
@@ -323,11 +324,18 @@ func (r *certReloader) check(force bool, why string) {
 		return
 	}
 	var kp *keyPair
+	var failure string // what a repeated failure is recognised by
 	if err == nil {
 		kp, err = parseKeyPair(r.src, certPEM, keyPEM, sum, r.now())
+		// The same bytes always fail the same way but for the clock a
+		// validity error names ("now is ..."): the files' sum is the
+		// failure, so a pair not valid yet is logged once, not every
+		// second until it is.
+		failure = fmt.Sprintf("%x", sum)
+	} else {
+		failure = err.Error()
 	}
 	if err != nil {
-		failure := fmt.Sprintf("%x %v", sum, err)
 		if force || failure != r.lastFailure {
 			r.log.Error().Err(err).Str("reason", why).Msg("TLS certificate reload failed; still serving the previous certificate")
 			r.m.reloads.WithLabelValues(r.src.listener, "error").Inc()
