@@ -189,12 +189,6 @@ func (s *server) getObject(req *request, a *archiveview.Archive) {
 	}
 
 	h.Set("Content-Type", contentType(f))
-	if s.console != nil {
-		// The console's session lives in this origin: an archived page
-		// or SVG opened from its URL gets an opaque origin and runs no
-		// script, so it can never act as the console's visitor.
-		h.Set("Content-Security-Policy", "sandbox")
-	}
 	// A full-object checksum only on a full-object 200: botocore validates
 	// any x-amz-checksum-* header against the body it received.
 	if status == http.StatusOK && f.SHA256 != "" && r.Header.Get("x-amz-checksum-mode") == "ENABLED" {
