@@ -128,3 +128,49 @@ func TestTarWalkTruncatedMember(t *testing.T) {
 		}
 	}
 }
+
+// TestTarWalkNameOfLinkAndFile: a regular member and a link (or any other
+// member) of the same name make the name ambiguous, as two regular
+// members do: a tar extractor ends with the later one (here a hard link
+// to another member, whose content differs), so the regular member's
+// bytes are not "the" file. On the old code the walk ignored the link and
+// served the regular member.
+func TestTarWalkNameOfLinkAndFile(t *testing.T) {
+	var b bytes.Buffer
+	tw := tar.NewWriter(&b)
+	for _, h := range []*tar.Header{
+		{Name: "/src/other", Mode: 0o644, Size: 5, Typeflag: tar.TypeReg},
+		{Name: "/src/a.txt", Mode: 0o644, Size: 5, Typeflag: tar.TypeReg},
+		{Name: "/src/a.txt", Linkname: "/src/other", Mode: 0o644, Typeflag: tar.TypeLink},
+		{Name: "/src/b.txt", Linkname: "/src/other", Mode: 0o644, Typeflag: tar.TypeSymlink},
+		{Name: "/src/b.txt", Mode: 0o644, Size: 5, Typeflag: tar.TypeReg},
+	} {
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if h.Size > 0 {
+			tw.Write([]byte("hello"))
+		}
+	}
+	tw.Close()
+	obj := b.Bytes()
+	dir := t.TempDir()
+	key := "s/uploads/u/shard-0/chunk-0.tar"
+	p := filepath.Join(dir, "bkt", filepath.FromSlash(key))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, obj, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	set := NewSet(backend.NewFileStore(dir), "bkt", []Chunk{{Key: key, Kind: PlainTar, Size: int64(len(obj))}}, Options{Readahead: -1})
+	t.Cleanup(set.Close)
+	for _, name := range []string{"/src/a.txt", "/src/b.txt"} {
+		if off, _, err := set.tarOffset(context.Background(), 0, name); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("%s, a regular member and a link: offset %d, %v; want ErrCorrupt (ambiguous)", name, off, err)
+		}
+	}
+	if _, _, err := set.tarOffset(context.Background(), 0, "/src/other"); err != nil {
+		t.Fatalf("/src/other: %v", err)
+	}
+}
