@@ -54,6 +54,21 @@ func paxRecord(k, v string) string {
 	}
 }
 
+// sparseTar is a plain tar holding one GNU sparse member (PAX 1.0) named
+// name: 10 bytes, a hole of 5 then "hello".
+func sparseTar(name string) []byte {
+	recs := paxRecord("GNU.sparse.major", "1") + paxRecord("GNU.sparse.minor", "0") +
+		paxRecord("GNU.sparse.name", name) + paxRecord("GNU.sparse.realsize", "10")
+	data := padBlock([]byte("1\n5\n5\n")) // one data run: 5 bytes at offset 5
+	data = append(data, "hello"...)
+	var obj []byte
+	obj = append(obj, rawTarBlock("./PaxHeaders/sparse.bin", tar.TypeXHeader, int64(len(recs)))...)
+	obj = append(obj, padBlock([]byte(recs))...)
+	obj = append(obj, rawTarBlock("./GNUSparseFile.0/sparse.bin", tar.TypeReg, int64(len(data)))...)
+	obj = append(obj, padBlock(data)...)
+	return append(obj, make([]byte, 1024)...)
+}
+
 // TestTarWalkRefusesSparse: a GNU sparse member in PAX form (1.0: the
 // sparse map at the start of the member's data) is a regular member to
 // archive/tar, whose Size is the expanded length; its stored bytes are
@@ -64,16 +79,7 @@ func paxRecord(k, v string) string {
 // checksum covers it.
 func TestTarWalkRefusesSparse(t *testing.T) {
 	const name = "/src/sparse.bin"
-	recs := paxRecord("GNU.sparse.major", "1") + paxRecord("GNU.sparse.minor", "0") +
-		paxRecord("GNU.sparse.name", name) + paxRecord("GNU.sparse.realsize", "10")
-	data := padBlock([]byte("1\n5\n5\n")) // one data run: 5 bytes at offset 5
-	data = append(data, "hello"...)
-	var obj []byte
-	obj = append(obj, rawTarBlock("./PaxHeaders/sparse.bin", tar.TypeXHeader, int64(len(recs)))...)
-	obj = append(obj, padBlock([]byte(recs))...)
-	obj = append(obj, rawTarBlock("./GNUSparseFile.0/sparse.bin", tar.TypeReg, int64(len(data)))...)
-	obj = append(obj, padBlock(data)...)
-	obj = append(obj, make([]byte, 1024)...)
+	obj := sparseTar(name)
 
 	// What archive/tar makes of it (the fixture is the shape meant).
 	tr := tar.NewReader(bytes.NewReader(obj))
