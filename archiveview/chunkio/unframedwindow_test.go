@@ -108,4 +108,10 @@ func TestStreamWindowBeyondBudget(t *testing.T) {
 	if !errors.Is(err, ErrCorrupt) || errors.Is(err, ErrBusy) {
 		t.Fatalf("read of a stream declaring a 256 MiB window: %v; want ErrCorrupt, not ErrBusy", err)
 	}
+	set.lim.mu.Lock()
+	used, decs, gets := set.lim.used, set.lim.decoders, set.lim.gets
+	set.lim.mu.Unlock()
+	if used != 0 || decs != 0 || gets != 0 {
+		t.Fatalf("after the refusal %d bytes, %d decoder admissions and %d GET slots are still taken", used, decs, gets)
+	}
 }
