@@ -613,35 +613,49 @@ func (r *resolver) findOriginals(surv []uint32) (map[uint32]origin, error) {
 		return nil, nil
 	}
 	// Candidates: every non-duplicate, non-split entry of the chain whose
-	// checksum is wanted, newest first.
-	cands := map[[32]byte][]uint32{}
+	// checksum is wanted, newest first: the first by (checksum, size,
+	// resolved s3_key) and the first by (checksum, size), so that each
+	// duplicate costs two lookups, not a scan of every entry sharing its
+	// checksum (an uploader's manifest could make that quadratic).
+	type content struct {
+		sum  [32]byte
+		size int64
+	}
+	type placed struct {
+		content
+		rk int32
+	}
+	byContent := map[content]uint32{}
+	byPlace := map[placed]uint32{}
 	for f := 0; f < fs.files(); f++ {
 		bits := fs.bits.at(f)
 		if bits&(bDup|bSplit) != 0 || bits&bSum == 0 || fs.s3.at(f) == 0 {
 			continue
 		}
-		if sum := fs.sum.at(f); wanted[sum] {
-			cands[sum] = append(cands[sum], uint32(f))
+		sum := fs.sum.at(f)
+		if !wanted[sum] {
+			continue
+		}
+		c := content{sum, fs.size.at(f)}
+		if !hasKey(byContent, c) {
+			byContent[c] = uint32(f)
+		}
+		if pk := (placed{c, r.rkey(f)}); !hasKey(byPlace, pk) {
+			byPlace[pk] = uint32(f)
 		}
 	}
 	out := make(map[uint32]origin, len(dups))
 	for _, d := range dups {
 		f := int(d.file)
 		want := r.rkey(f)
-		size := fs.size.at(f)
+		c := content{d.hash, fs.size.at(f)}
 		found, fallback := -1, -1
-		for _, c := range cands[d.hash] {
-			if fs.size.at(int(c)) != size {
-				continue
-			}
-			if r.rkey(int(c)) == want {
-				found = int(c)
-				break
-			}
-			if fallback < 0 {
-				fallback = int(c)
-			}
+		if o, ok := byPlace[placed{c, want}]; ok {
+			found = int(o)
+		} else if o, ok := byContent[c]; ok {
+			fallback = int(o)
 		}
+		size := c.size
 		if found < 0 && fallback >= 0 {
 			found = fallback
 			r.warnf("duplicate %s: no original in %s, using %s with the same checksum", r.where(f), r.rkeys[want], r.where(found))
@@ -652,6 +666,12 @@ func (r *resolver) findOriginals(surv []uint32) (map[uint32]origin, error) {
 		out[d.file] = origin{file: uint32(found), path: fs.pathOf(&r.chain[r.linkOfFile(found)], found)}
 	}
 	return out, nil
+}
+
+// hasKey reports whether m holds k.
+func hasKey[K comparable, V any](m map[K]V, k K) bool {
+	_, ok := m[k]
+	return ok
 }
 
 // sum parses a sha256 checksum stored for file f. A malformed value

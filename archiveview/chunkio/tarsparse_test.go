@@ -54,6 +54,21 @@ func paxRecord(k, v string) string {
 	}
 }
 
+// sparseTar is a plain tar holding one GNU sparse member (PAX 1.0) named
+// name: 10 bytes, a hole of 5 then "hello".
+func sparseTar(name string) []byte {
+	recs := paxRecord("GNU.sparse.major", "1") + paxRecord("GNU.sparse.minor", "0") +
+		paxRecord("GNU.sparse.name", name) + paxRecord("GNU.sparse.realsize", "10")
+	data := padBlock([]byte("1\n5\n5\n")) // one data run: 5 bytes at offset 5
+	data = append(data, "hello"...)
+	var obj []byte
+	obj = append(obj, rawTarBlock("./PaxHeaders/sparse.bin", tar.TypeXHeader, int64(len(recs)))...)
+	obj = append(obj, padBlock([]byte(recs))...)
+	obj = append(obj, rawTarBlock("./GNUSparseFile.0/sparse.bin", tar.TypeReg, int64(len(data)))...)
+	obj = append(obj, padBlock(data)...)
+	return append(obj, make([]byte, 1024)...)
+}
+
 // TestTarWalkRefusesSparse: a GNU sparse member in PAX form (1.0: the
 // sparse map at the start of the member's data) is a regular member to
 // archive/tar, whose Size is the expanded length; its stored bytes are
@@ -64,16 +79,7 @@ func paxRecord(k, v string) string {
 // checksum covers it.
 func TestTarWalkRefusesSparse(t *testing.T) {
 	const name = "/src/sparse.bin"
-	recs := paxRecord("GNU.sparse.major", "1") + paxRecord("GNU.sparse.minor", "0") +
-		paxRecord("GNU.sparse.name", name) + paxRecord("GNU.sparse.realsize", "10")
-	data := padBlock([]byte("1\n5\n5\n")) // one data run: 5 bytes at offset 5
-	data = append(data, "hello"...)
-	var obj []byte
-	obj = append(obj, rawTarBlock("./PaxHeaders/sparse.bin", tar.TypeXHeader, int64(len(recs)))...)
-	obj = append(obj, padBlock([]byte(recs))...)
-	obj = append(obj, rawTarBlock("./GNUSparseFile.0/sparse.bin", tar.TypeReg, int64(len(data)))...)
-	obj = append(obj, padBlock(data)...)
-	obj = append(obj, make([]byte, 1024)...)
+	obj := sparseTar(name)
 
 	// What archive/tar makes of it (the fixture is the shape meant).
 	tr := tar.NewReader(bytes.NewReader(obj))
@@ -126,5 +132,51 @@ func TestTarWalkTruncatedMember(t *testing.T) {
 		if _, _, err := set.tarOffset(context.Background(), 0, name); !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("walk for %s over a member running past the object's end: %v, want ErrCorrupt", name, err)
 		}
+	}
+}
+
+// TestTarWalkNameOfLinkAndFile: a regular member and a link (or any other
+// member) of the same name make the name ambiguous, as two regular
+// members do: a tar extractor ends with the later one (here a hard link
+// to another member, whose content differs), so the regular member's
+// bytes are not "the" file. On the old code the walk ignored the link and
+// served the regular member.
+func TestTarWalkNameOfLinkAndFile(t *testing.T) {
+	var b bytes.Buffer
+	tw := tar.NewWriter(&b)
+	for _, h := range []*tar.Header{
+		{Name: "/src/other", Mode: 0o644, Size: 5, Typeflag: tar.TypeReg},
+		{Name: "/src/a.txt", Mode: 0o644, Size: 5, Typeflag: tar.TypeReg},
+		{Name: "/src/a.txt", Linkname: "/src/other", Mode: 0o644, Typeflag: tar.TypeLink},
+		{Name: "/src/b.txt", Linkname: "/src/other", Mode: 0o644, Typeflag: tar.TypeSymlink},
+		{Name: "/src/b.txt", Mode: 0o644, Size: 5, Typeflag: tar.TypeReg},
+	} {
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if h.Size > 0 {
+			tw.Write([]byte("hello"))
+		}
+	}
+	tw.Close()
+	obj := b.Bytes()
+	dir := t.TempDir()
+	key := "s/uploads/u/shard-0/chunk-0.tar"
+	p := filepath.Join(dir, "bkt", filepath.FromSlash(key))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, obj, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	set := NewSet(backend.NewFileStore(dir), "bkt", []Chunk{{Key: key, Kind: PlainTar, Size: int64(len(obj))}}, Options{Readahead: -1})
+	t.Cleanup(set.Close)
+	for _, name := range []string{"/src/a.txt", "/src/b.txt"} {
+		if off, _, err := set.tarOffset(context.Background(), 0, name); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("%s, a regular member and a link: offset %d, %v; want ErrCorrupt (ambiguous)", name, off, err)
+		}
+	}
+	if _, _, err := set.tarOffset(context.Background(), 0, "/src/other"); err != nil {
+		t.Fatalf("/src/other: %v", err)
 	}
 }

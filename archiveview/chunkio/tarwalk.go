@@ -19,12 +19,15 @@ import (
 const maxWalkEntries = 50_000_000
 
 // walkEntry is a member's data offset and size; off == walkDup marks a
-// name that appears more than once, walkSparse a GNU sparse member.
+// name that appears more than once (whatever the members' types),
+// walkSparse a GNU sparse member, walkOther a member that is no regular
+// file.
 type walkEntry struct{ off, size int64 }
 
 const (
 	walkDup    = -1
 	walkSparse = -2
+	walkOther  = -3 // a member that is not a regular file (link, directory, device)
 )
 
 // isSparse reports whether hdr is a GNU sparse member in PAX form, which
@@ -45,7 +48,8 @@ func isSparse(hdr *tar.Header) bool {
 // the next reader, one that failed on the data is remembered: the object
 // cannot change under this chunk state, its first ETag is pinned, so
 // walking it again would only redo the work, a zstd bomb on every read).
-// A name that appears more than once in the chunk is refused (ErrCorrupt).
+// A name that appears more than once in the chunk (as any two members, a
+// regular file and a link included) is refused (ErrCorrupt).
 func (s *Set) tarOffset(ctx context.Context, ci int32, name string) (int64, int64, error) {
 	entries, err := s.state(ci).walk.Do(ctx, func(ctx context.Context) (map[string]walkEntry, error) {
 		return runTarWalk(ctx, s, ci)
@@ -56,6 +60,9 @@ func (s *Set) tarOffset(ctx context.Context, ci int32, name string) (int64, int6
 	e, ok := entries[name]
 	if !ok {
 		return 0, 0, fmt.Errorf("tar member %q: %w", name, ErrNotInChunk)
+	}
+	if e.off == walkOther {
+		return 0, 0, fmt.Errorf("tar member %q is not a regular file: %w", name, ErrNotInChunk)
 	}
 	if e.off == walkSparse {
 		return 0, 0, fmt.Errorf("tar member %q is a GNU sparse file (its stored bytes are not its content; not supported): %w", name, ErrCorrupt)
@@ -201,9 +208,6 @@ func runTarWalk(ctx context.Context, s *Set, ci int32) (map[string]walkEntry, er
 		if err != nil {
 			return nil, fmt.Errorf("after %d members: %w", len(entries), walkErr(err))
 		}
-		if hdr.Typeflag != tar.TypeReg { // archive/tar reports old '\x00' members as TypeReg
-			continue
-		}
 		if wanted != nil && !wanted(hdr.Name) {
 			continue // no extent asks for it: not kept
 		}
@@ -214,7 +218,13 @@ func runTarWalk(ctx context.Context, s *Set, ci int32) (map[string]walkEntry, er
 			// Readers disagree on which of two same-named members is
 			// "the" member (archive/tar consumers keep the last,
 			// others the first): the name is ambiguous, never served.
+			// A link, directory or device of a regular member's name
+			// counts too: an extractor ends with whichever comes last.
 			entries[hdr.Name] = walkEntry{off: walkDup, size: -1}
+			continue
+		}
+		if hdr.Typeflag != tar.TypeReg { // archive/tar reports old '\x00' members as TypeReg
+			entries[hdr.Name] = walkEntry{off: walkOther, size: -1}
 			continue
 		}
 		if isSparse(hdr) {

@@ -32,6 +32,8 @@ func FuzzTarWalk(f *testing.F) {
 	f.Add(append(rawTarBlock("big", tar.TypeReg, 1<<20), make([]byte, 1536)...), "big") // data past the object's end
 	f.Add(append(rawTarBlock("big", tar.TypeReg, 1<<20), make([]byte, 1536)...), "other")
 	f.Add([]byte{}, "a")
+	f.Add(sparseTar("/src/s"), "/src/s")
+	f.Add(append(rawTarBlock("/src/old-sparse", tar.TypeGNUSparse, 0), make([]byte, 1024)...), "/src/old-sparse")
 	dir := f.TempDir()
 	key := "s/uploads/u/shard-0/chunk-0.tar"
 	p := filepath.Join(dir, "bkt", filepath.FromSlash(key))

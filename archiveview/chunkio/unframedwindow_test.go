@@ -95,3 +95,23 @@ func TestUnframedLaterFrameWindow(t *testing.T) {
 		})
 	}
 }
+
+// TestStreamWindowBeyondBudget: a stream whose zstd frame declares a
+// window whose decoder can never fit the whole read memory budget is
+// refused as corrupt (500, remembered), not answered ErrBusy (503
+// SlowDown: "retry soon", which can never succeed, each retry costing a
+// GET). On the old code the read failed with "537395207 bytes asked of a
+// read memory budget of 268435456: read limits exhausted".
+func TestStreamWindowBeyondBudget(t *testing.T) {
+	set := unframedSet(t, rawFrame(28, []byte("tiny")))
+	_, err := readChunk(context.Background(), set, 0, 0, 4)
+	if !errors.Is(err, ErrCorrupt) || errors.Is(err, ErrBusy) {
+		t.Fatalf("read of a stream declaring a 256 MiB window: %v; want ErrCorrupt, not ErrBusy", err)
+	}
+	set.lim.mu.Lock()
+	used, decs, gets := set.lim.used, set.lim.decoders, set.lim.gets
+	set.lim.mu.Unlock()
+	if used != 0 || decs != 0 || gets != 0 {
+		t.Fatalf("after the refusal %d bytes, %d decoder admissions and %d GET slots are still taken", used, decs, gets)
+	}
+}

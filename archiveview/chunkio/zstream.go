@@ -142,6 +142,14 @@ func (s *Set) newZstream(ctx context.Context, ci int32, frame int) (*zstream, er
 			w = min(w, z.ulen)
 		}
 		rs.windows.Store(frame, w)
+		if need := decoderCost(w) + seg; need > l.memory {
+			// No wait can ever free this much: a clear refusal, not
+			// ErrBusy's "retry soon".
+			src.suspend()
+			l.unreserve(z.cl, z.mem+seg)
+			l.endDecoder(adm)
+			return nil, fmt.Errorf("zstd frame declares a %d-byte window: its decoder needs %d bytes, more than the whole read memory budget (%d): %w", w, need, l.memory, ErrCorrupt)
+		}
 		if decoderCost(w) <= z.mem {
 			break
 		}

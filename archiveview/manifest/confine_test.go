@@ -10,6 +10,9 @@ func TestKeyRootConfined(t *testing.T) {
 		{"p/q/uploads/u1/manifest.json.gz", "p/q"},
 		{"uploads/u1/manifest.json", "uploads"}, // not the whole bucket (issue 22)
 		{"uploads/u1/manifest.json.gz", "uploads"},
+		{"/uploads/u1/manifest.json.gz", "uploads"}, // CargoShip's empty-prefix key: not the whole bucket
+		{"p//uploads/u1/manifest.json.gz", "p"},     // a prefix with a trailing slash: keys resolve under p/
+		{"/p/uploads/u1/manifest.json.gz", "p"},
 		{"x/uploads/u1/manifest.json.gz", "x"},
 		{"writers/w1/uploads/u1/manifest.json.gz", "writers/w1"},
 		{"dir/manifest.partial.json.gz", "dir"},

@@ -269,14 +269,19 @@ func UploadDir(manifestKey string) (dir, uploadID string, ok bool) {
 }
 
 // KeyRoot is the prefix an archive's object keys must lie under: the part
-// of the manifest key before "/uploads/" (UploadDir), "uploads" for an
-// upload at the top of its bucket (uploads/<id>/manifest.json.gz: its
+// of the manifest key before "/uploads/" (UploadDir) with "/" trimmed
+// around it, "uploads" for an upload at the top of its bucket
+// (uploads/<id>/manifest.json.gz or /uploads/<id>/manifest.json.gz: its
 // keys lie under uploads/, never anywhere in the bucket), else the
 // manifest's directory. "" (a manifest file at the top of its bucket)
 // confines nothing.
 func KeyRoot(manifestKey string) string {
 	if dir, _, ok := UploadDir(manifestKey); ok {
-		if dir == "" && strings.HasPrefix(manifestKey, "uploads/") {
+		// "/" trimmed as ResolveObjectKey trims it from the keys it
+		// confines: CargoShip's "/uploads/<id>/..." (empty prefix) is
+		// confined to uploads/ as "uploads/<id>/..." is, "p//uploads/..."
+		// (a prefix with a trailing slash) and "/p/uploads/..." to p/.
+		if dir = strings.Trim(dir, "/"); dir == "" {
 			return "uploads"
 		}
 		return dir

@@ -218,8 +218,12 @@ func FuzzResolveObjectKey(f *testing.F) {
 	})
 }
 
+// FuzzUploadDir: UploadDir's split agrees with ManifestKeyCandidates, and
+// KeyRoot of such a key confines something and holds the upload's own
+// chunk keys (the slash forms confined nothing or nothing of their own
+// before 6be2fbf).
 func FuzzUploadDir(f *testing.F) {
-	for _, s := range []string{"backups/uploads/u1/manifest.json.gz", "/uploads/u/manifest.json", "a//uploads/x/manifest.json",
+	for _, s := range []string{"backups/uploads/u1/manifest.json.gz", "/uploads/u/manifest.json", "a//uploads/x/manifest.json", "/p/uploads/u/manifest.json.gz",
 		"uploads/manifest.json", "x/uploads//manifest.json.gz", "manifest.json"} {
 		f.Add(s)
 	}
@@ -233,6 +237,16 @@ func FuzzUploadDir(f *testing.F) {
 		}
 		if !slices.Contains(ManifestKeyCandidates(dir, id), key) {
 			t.Fatalf("UploadDir(%q) = %q, %q, but ManifestKeyCandidates gives %q", key, dir, id, ManifestKeyCandidates(dir, id))
+		}
+		// The upload's confinement: never the whole bucket, and its own
+		// chunk keys (recorded relative to the prefix the key's folder
+		// gives) lie under it.
+		root := KeyRoot(key)
+		if root == "" {
+			t.Fatalf("KeyRoot(%q) confines nothing", key)
+		}
+		if own := ResolveObjectKey("bkt", dir, "uploads/"+id+"/shard-0/chunk-0.tar.zst"); !Confined(root, nil, own) {
+			t.Fatalf("KeyRoot(%q) = %q does not hold the upload's own chunk key %q", key, root, own)
 		}
 	})
 }
