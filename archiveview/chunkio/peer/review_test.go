@@ -279,3 +279,45 @@ func TestPeerBackoffGrowsForBodyLies(t *testing.T) {
 		t.Errorf("after a good answer: %s, %d failures; want up, 0", st.State, st.Failures)
 	}
 }
+
+// TestPeerBackoffCountsOneIncidentOnce: asks in flight together that fail
+// together (a peer that stalls for a moment) are one failure, not one
+// each: the peer is skipped for 1 s, as after any first failure. Before,
+// each of the 10 asks counted, and one stall put the peer in its longest
+// back-off (30 s) at once, its frames read from the backend meanwhile.
+func TestPeerBackoffCountsOneIncidentOnce(t *testing.T) {
+	owner := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done() // stalls until the asker gives up
+	}))
+	defer owner.Close()
+	clock := &testClock{t: time.Unix(1_800_000_000, 0)}
+	self := "http://127.0.0.1:1"
+	g, err := New(Config{Self: self, Peers: []string{self, owner.URL}, Secret: testSecret, Now: clock.now, FirstByte: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	var wg sync.WaitGroup
+	for i := range 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id := chunkio.FrameID{Bucket: "b", Key: "k", Off: int64(i) * 1024, Size: 1024}
+			if err := g.Fetch(context.Background(), owner.URL, id, make([]byte, id.Size)); err == nil {
+				t.Error("a stalled ask succeeded")
+			}
+		}()
+	}
+	wg.Wait()
+	if fb := testutil.ToFloat64(g.m.fallbacks.WithLabelValues(reasonTimeout)); fb != 10 {
+		t.Errorf("%v timeout fallbacks, want 10", fb)
+	}
+	for _, m := range g.Page().Ring {
+		if m.URL != owner.URL {
+			continue
+		}
+		if got := m.DownUntil.Sub(clock.now()); m.State != "down" || got != time.Second || m.Failures != 1 {
+			t.Errorf("after one stall: %s for %v with %d failures, want down for 1s with 1", m.State, got, m.Failures)
+		}
+	}
+}
