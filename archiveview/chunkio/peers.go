@@ -414,11 +414,19 @@ var errPeerNoRoom = fmt.Errorf("no memory or backend GET free for a peer's frame
 // backend and checks them against the frame's sha256. The take is
 // speculative: serving a peer never waits for, nor takes, memory this
 // replica's own readers are waiting for (cached frames may be evicted);
-// without room it fails with errPeerNoRoom at once.
+// it is one GET, and the peers' fetches hold at most half the GET slots
+// (peerGets), so this replica's own reads always find the other half.
+// Without room it fails with errPeerNoRoom at once.
 func fetchCompressed(ctx context.Context, s *Set, ci int32, i int) (*Buf, error) {
 	f := s.chunks[ci].Frames[i]
+	select {
+	case s.cache.peerGets <- struct{}{}:
+		defer func() { <-s.cache.peerGets }()
+	default:
+		return nil, fmt.Errorf("frame %d (object bytes %d-%d): %w", i, f.COff, f.COff+f.CSize, errPeerNoRoom)
+	}
 	plan := partPlan{off: f.COff, end: f.COff + f.CSize, lo: i, hi: i}
-	p, err := s.launch(ctx, nil, ci, plan, s.lim.streamParts, 0, 0, speculative, nil)
+	p, err := s.launch(ctx, nil, ci, plan, 1, 0, 0, speculative, nil)
 	if err == nil && p == nil {
 		err = errPeerNoRoom
 	}

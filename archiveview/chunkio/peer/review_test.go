@@ -1,12 +1,15 @@
 package peer
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -320,4 +323,88 @@ func TestPeerBackoffCountsOneIncidentOnce(t *testing.T) {
 			t.Errorf("after one stall: %s for %v with %d failures, want down for 1s with 1", m.State, got, m.Failures)
 		}
 	}
+}
+
+// TestPeerAsksLeaveOwnReadsGetSlots: peers' asks of frames the owner must
+// fetch from a backend that is slow to answer them take at most half of
+// the owner's backend GET slots (here 2 of 4); the rest get 503 (the
+// askers read the backend themselves), so the owner's own client still
+// gets a GET slot at once. Before, a peer's fetch took GET slots like a
+// read and eight asks took all four: the owner's own read waited its
+// MemoryWait for a slot and failed (ErrBusy), its client refused while
+// the peers' fetches stalled.
+func TestPeerAsksLeaveOwnReadsGetSlots(t *testing.T) {
+	dir, key, files := testArchive(t, 12)
+	var names []string
+	for k := range files {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	var stalled sync.Map // frame offsets whose GETs stall
+	store := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{Hook: func(r faults.Request) faults.Fault {
+		if _, ok := stalled.Load(r.Off); ok && r.Op == "range" {
+			return faults.Fault{Kind: faults.FaultStall}
+		}
+		return faults.Fault{}
+	}})
+	var rec *recorder
+	rs := newFleet(t, 1, store, key, fleetOpts{
+		cfg: func(_ int, c *Config) { c.FirstByte = 3 * time.Second },
+		cache: []chunkio.CacheOption{chunkio.WithPeerCache(1), chunkio.WithMaxParts(4),
+			chunkio.WithMemoryWait(time.Second), chunkio.WithMemory(64 << 20)},
+		peers: func(_ int, g *Group) chunkio.Peers {
+			rec = &recorder{Group: g}
+			return rec
+		},
+	})
+	for _, k := range names[:8] { // their frames are known (and cached decoded, not compressed)
+		rs[0].readAll(t, k, files[k])
+	}
+	rec.mu.Lock()
+	var ids []chunkio.FrameID
+	seen := map[int64]bool{}
+	for _, id := range rec.ids {
+		if !seen[id.Off] {
+			seen[id.Off] = true
+			ids = append(ids, id)
+		}
+	}
+	rec.mu.Unlock()
+	if len(ids) < 8 {
+		t.Fatalf("%d frames known, want 8", len(ids))
+	}
+	g := rs[0].group
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	for _, id := range ids[:8] {
+		stalled.Store(id.Off, true)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g.Handler(rs[0].cache).ServeHTTP(httptest.NewRecorder(), signed(t, g, g.Self(), id, g.now(), nil).WithContext(ctx))
+		}()
+	}
+	time.Sleep(300 * time.Millisecond) // the asks' fetches are out, stalled
+	start := time.Now()
+	k := names[10] // not read yet: its frames need the backend
+	rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer rcancel()
+	f, _ := rs[0].arch.Stat(k)
+	rc, err := rs[0].arch.Open(rctx, f, 0, f.Size)
+	var got []byte
+	if err == nil {
+		got, err = io.ReadAll(rc)
+		rc.Close()
+	}
+	took := time.Since(start)
+	if err != nil || !bytes.Equal(got, files[k]) {
+		t.Fatalf("the owner's own read while peers' asks stall: %v after %v (%d bytes)", err, took.Round(time.Millisecond), len(got))
+	}
+	if took > 500*time.Millisecond {
+		t.Errorf("the owner's own read took %v while peers' asks stall", took)
+	}
+	t.Logf("own read %v; peer answers 503: %v", took.Round(time.Millisecond), testutil.ToFloat64(g.m.served.WithLabelValues("503")))
 }
