@@ -358,10 +358,11 @@ func (s *Set) chunkByKey(key string) (int32, bool) {
 // replica pinned for the object fails with backend.ErrChanged. The bytes
 // are fetched at most once at a time per frame, charged to the read
 // memory budget (ctx's client, WithClient) with a take that never waits
-// (no room: an error wrapping backend.ErrUnavailable), and checked against
-// the sha256 before they are returned; a mismatch is fetched once more,
-// then fails with ErrChecksum. Without WithPeers every call is
-// ErrNotShared.
+// (no room: an error wrapping backend.ErrUnavailable) and one backend GET
+// out of at most half the GET slots (none free: the same error), and
+// checked against the sha256 before they are returned; a mismatch is
+// fetched once more, then fails with ErrChecksum. Without WithPeers every
+// call is ErrNotShared.
 func (c *FrameCache) PeerFrame(ctx context.Context, id FrameID) (*Buf, bool, error) {
 	if c.peers == nil {
 		return nil, false, ErrNotShared
