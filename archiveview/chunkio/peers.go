@@ -120,7 +120,9 @@ type compFrames struct {
 
 func newCompFrames(budget int64) *compFrames {
 	cf := &compFrames{budget: budget, flights: make(map[cacheKey]*flight)}
-	l, err := simplelru.NewLRU[cacheKey, *Buf](math.MaxInt32, func(_ cacheKey, b *Buf) {
+	// One entry per cacheEntryMin bytes of budget at most, as the decoded
+	// frames: a manifest of tiny frames cannot fill it with bookkeeping.
+	l, err := simplelru.NewLRU[cacheKey, *Buf](int(max(1, min(budget/cacheEntryMin, math.MaxInt32))), func(_ cacheKey, b *Buf) {
 		cf.bytes -= int64(cap(b.b))
 		b.Release()
 	})

@@ -74,3 +74,31 @@ func TestPeerFrameWaiterOutlivesCancelledAskers(t *testing.T) {
 	close(fl.done)
 	check(<-res)
 }
+
+// TestPeerCacheBoundsTinyEntries: as TestFrameCacheBoundsTinyEntries, for
+// the compressed frames an owner keeps for its peers: a manifest of tiny
+// frames (8 bytes each) cannot make it keep millions of entries, whose
+// bookkeeping no budget charges; at most one per 512 bytes of its budget.
+// Before, the peer cache's only bound was its bytes: 10,000 entries here
+// (1M of them in an 8 MiB peer cache).
+func TestPeerCacheBoundsTinyEntries(t *testing.T) {
+	c := NewFrameCache(1 << 20)
+	cf := newCompFrames(1 << 20)
+	var calls atomic.Int32
+	for i := int64(0); i < 10_000; i++ {
+		b, _, err := cf.get(context.Background(), c, fcKey(i), fcFill(c, 8, byte(i), &calls))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Release()
+	}
+	cf.mu.Lock()
+	n, bytes := cf.lru.Len(), cf.bytes
+	cf.mu.Unlock()
+	if n > (1<<20)/512 {
+		t.Fatalf("%d tiny entries kept in a 1 MiB peer cache, want at most %d", n, (1<<20)/512)
+	}
+	if used, _ := c.MemoryInUse(); used != bytes {
+		t.Fatalf("%d bytes charged, %d kept", used, bytes)
+	}
+}
