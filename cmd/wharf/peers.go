@@ -153,8 +153,9 @@ func (pc *peerConfig) validate(listen, admin string, cacheBytes int64) error {
 	if (pc.PeerTLSCert == "") != (pc.PeerTLSKey == "") {
 		return errors.New("--peer-tls-cert and --peer-tls-key go together")
 	}
+	var pair *keyPair
 	if pc.PeerTLSCert != "" {
-		if _, err := readKeyPair(pc.certSource(), time.Now()); err != nil {
+		if pair, err = readKeyPair(pc.certSource(), time.Now()); err != nil {
 			return err
 		}
 	}
@@ -173,8 +174,18 @@ func (pc *peerConfig) validate(listen, admin string, cacheBytes int64) error {
 			return errors.New("--peer-tls-ca: given without --peer-tls-cert (peers speak plain http)")
 		}
 	}
-	if _, _, err := peer.ParseMembers(adv, pc.peerList()); err != nil {
+	_, me, err := peer.ParseMembers(adv, pc.peerList())
+	if err != nil {
 		return fmt.Errorf("--peers: %w", err)
+	}
+	// Every other replica verifies this one's certificate against the
+	// host of its advertised URL (a pod address under dns+): one that
+	// does not cover it would be refused by all of them, every ask a
+	// connection failure, and no frame shared.
+	if pair != nil {
+		if err := pair.leaf.VerifyHostname(me.Host); err != nil {
+			return fmt.Errorf("--peer-tls-cert %s does not cover %s, the host of the advertised URL %s that the other replicas verify it against (%w)", pc.PeerTLSCert, me.Host, adv, err)
+		}
 	}
 	if n := int64(pc.PeerCacheBytes); n < 0 || (n != 0 && (n < 1<<20 || n > cacheBytes/2)) {
 		return fmt.Errorf("--peer-cache-bytes %d: want 1MiB to half of --cache-bytes (%d); 0 = an eighth", n, cacheBytes/2)

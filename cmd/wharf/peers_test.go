@@ -59,6 +59,11 @@ func TestPeerFlagValidation(t *testing.T) {
 			"--peer-advertise", "http://10.1.2.3:7946", "--peer-secret-file", good}, ""},
 		{"tls", []string{"--peers", "https://127.0.0.1:7946,https://127.0.0.2:7946", "--peer-listen", "127.0.0.1:7946", "--peer-secret-file", good,
 			"--peer-tls-cert", cert, "--peer-tls-key", key}, ""},
+		// The others verify this replica's certificate against the host
+		// of the URL it advertises: one that does not cover it is refused
+		// by every one of them.
+		{"tls cert not for the advertised host", []string{"--peers", "https://10.0.0.1:7946,https://10.0.0.2:7946", "--peer-listen", "10.0.0.1:7946", "--peer-secret-file", good,
+			"--peer-tls-cert", cert, "--peer-tls-key", key}, "--peer-tls-cert " + cert + " does not cover 10.0.0.1"},
 		{"listen without peers", []string{"--peer-listen", "10.0.0.1:7946"}, "--peer-listen 10.0.0.1:7946: given without --peers"},
 		{"secret without peers", []string{"--peer-secret-file", good}, "given without --peers"},
 		{"cache bytes without peers", []string{"--peer-cache-bytes", "8MiB"}, "--peer-cache-bytes: given without --peers"},
