@@ -187,6 +187,22 @@ func (pc *peerConfig) validate(listen, admin string, cacheBytes int64) error {
 			return fmt.Errorf("--peer-tls-cert %s does not cover %s, the host of the advertised URL %s that the other replicas verify it against (%w)", pc.PeerTLSCert, me.Host, adv, err)
 		}
 	}
+	// The others verify it with their --peer-tls-ca, the same bundle.
+	if pair != nil && pc.PeerTLSCA != "" {
+		ctls, err := pc.clientTLS()
+		if err != nil {
+			return err
+		}
+		inter := x509.NewCertPool()
+		for _, der := range pair.cert.Certificate[1:] {
+			if c, err := x509.ParseCertificate(der); err == nil {
+				inter.AddCert(c)
+			}
+		}
+		if _, err := pair.leaf.Verify(x509.VerifyOptions{Roots: ctls.RootCAs, Intermediates: inter, DNSName: me.Host}); err != nil {
+			return fmt.Errorf("--peer-tls-cert %s is not verified by --peer-tls-ca %s, the bundle the other replicas verify it with (%w)", pc.PeerTLSCert, pc.PeerTLSCA, err)
+		}
+	}
 	if n := int64(pc.PeerCacheBytes); n < 0 || (n != 0 && (n < 1<<20 || n > cacheBytes/2)) {
 		return fmt.Errorf("--peer-cache-bytes %d: want 1MiB to half of --cache-bytes (%d); 0 = an eighth", n, cacheBytes/2)
 	}
