@@ -129,8 +129,9 @@ func (pc *peerConfig) validate(listen, admin string, cacheBytes int64) error {
 	if err != nil {
 		return fmt.Errorf("--peer-listen %q: want HOST:PORT: %w", pc.PeerListen, err)
 	}
-	// The other replicas list this port (a random one, 0, they cannot);
-	// before, a bad one was found only when serve listened.
+	// The other replicas list this port, so it is a fixed one (they
+	// cannot list 0, a random port); a bad one is said at start, not only
+	// when serve listens.
 	if n, err := net.LookupPort("tcp", port); err != nil || n == 0 {
 		return fmt.Errorf("--peer-listen %q: port %q: want 1 to 65535 (the port the other replicas list)", pc.PeerListen, port)
 	}
