@@ -67,7 +67,12 @@ type FrameCache struct {
 	// replicas (PeerFrame) to half the GET slots, so the peers' asks
 	// never hold every slot this replica's own reads need.
 	peerGets chan struct{}
-	reg      peerReg // open Sets, for PeerFrame
+	// peerBytes is the memory the fetches for other replicas hold while
+	// they wait for the backend: at most half the read memory, so that
+	// however slowly the backend answers them this replica's own reads
+	// find the other half.
+	peerBytes atomic.Int64
+	reg       peerReg // open Sets, for PeerFrame
 }
 
 // NewFrameCache returns a cache holding at most budget bytes of decoded

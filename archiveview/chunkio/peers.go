@@ -418,7 +418,8 @@ var errPeerNoRoom = fmt.Errorf("no memory or backend GET free for a peer's frame
 // speculative: serving a peer never waits for, nor takes, memory this
 // replica's own readers are waiting for (cached frames may be evicted);
 // it is one GET, and the peers' fetches hold at most half the GET slots
-// (peerGets), so this replica's own reads always find the other half.
+// (peerGets) and half the memory (peerBytes) while they wait for the
+// backend, so this replica's own reads always find the other half.
 // Without room it fails with errPeerNoRoom at once.
 func fetchCompressed(ctx context.Context, s *Set, ci int32, i int) (*Buf, error) {
 	f := s.chunks[ci].Frames[i]
@@ -428,6 +429,12 @@ func fetchCompressed(ctx context.Context, s *Set, ci int32, i int) (*Buf, error)
 	default:
 		return nil, fmt.Errorf("frame %d (object bytes %d-%d): %w", i, f.COff, f.COff+f.CSize, errPeerNoRoom)
 	}
+	need := bufSize(f.CSize)
+	if s.cache.peerBytes.Add(need) > s.lim.memory/2 {
+		s.cache.peerBytes.Add(-need)
+		return nil, fmt.Errorf("frame %d (object bytes %d-%d): %w", i, f.COff, f.COff+f.CSize, errPeerNoRoom)
+	}
+	defer s.cache.peerBytes.Add(-need)
 	plan := partPlan{off: f.COff, end: f.COff + f.CSize, lo: i, hi: i}
 	p, err := s.launch(ctx, nil, ci, plan, 1, 0, 0, speculative, nil)
 	if err == nil && p == nil {
