@@ -467,10 +467,10 @@ func (c *Classes) Object(ctx context.Context, key string, wantRestore bool) (Obj
 			case <-ctx.Done():
 				return ObjectClass{Key: key}, ctx.Err()
 			}
-			if r.err != nil {
+			if r.err != nil && !(isContextErr(r.err) && ctx.Err() == nil) {
 				return ObjectClass{Key: key}, r.err
 			}
-			continue
+			continue // done; or its caller left, not ours: HEAD again
 		}
 		r := &headRun{done: make(chan struct{})}
 		o.head = r

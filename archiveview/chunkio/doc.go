@@ -77,7 +77,12 @@
 //     PeerFrame answers the other replicas: verified compressed frames of
 //     archives a Set of this cache has open, and nothing else. Frames
 //     without a frame checksum and giant frames are never shared. Every
-//     peer buffer is charged to the one memory budget.
+//     peer buffer is charged to the one memory budget. The owner's
+//     fetches for peers take one GET each and at most half the GET slots
+//     and half the memory while they wait, and the frames it keeps for
+//     them (one entry per 512 bytes at most) stay charged to the asking
+//     peer's client share, which it evicts first when short, as its
+//     decoded frames.
 //
 // The package never sees HTTP. It lists the bucket only in Classes.Load,
 // which the archive layer calls at open and on rescans when asked to.

@@ -63,7 +63,16 @@ type FrameCache struct {
 	// Peers (peers.go): nil without WithPeers.
 	peers Peers
 	comp  *compFrames // compressed frames kept for the other replicas
-	reg   peerReg     // open Sets, for PeerFrame
+	// peerGets bounds the backend GETs fetching frames for other
+	// replicas (PeerFrame) to half the GET slots, so the peers' asks
+	// never hold every slot this replica's own reads need.
+	peerGets chan struct{}
+	// peerBytes is the memory the fetches for other replicas hold while
+	// they wait for the backend: at most half the read memory, so that
+	// however slowly the backend answers them this replica's own reads
+	// find the other half.
+	peerBytes atomic.Int64
+	reg       peerReg // open Sets, for PeerFrame
 }
 
 // NewFrameCache returns a cache holding at most budget bytes of decoded
@@ -112,6 +121,9 @@ func NewFrameCache(budget int64, opts ...CacheOption) *FrameCache {
 		lim:       newReadLimits(cfg),
 		decs:      make(chan *zstd.Decoder, 2*runtime.GOMAXPROCS(0)+2),
 		decodeSem: make(chan struct{}, runtime.GOMAXPROCS(0)),
+	}
+	if comp != nil {
+		c.peerGets = make(chan struct{}, max(1, c.lim.maxGets/2))
 	}
 	c.lim.reclaim = func(frames bool) bool {
 		if frames {

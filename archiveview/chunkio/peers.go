@@ -120,7 +120,9 @@ type compFrames struct {
 
 func newCompFrames(budget int64) *compFrames {
 	cf := &compFrames{budget: budget, flights: make(map[cacheKey]*flight)}
-	l, err := simplelru.NewLRU[cacheKey, *Buf](math.MaxInt32, func(_ cacheKey, b *Buf) {
+	// One entry per cacheEntryMin bytes of budget at most, as the decoded
+	// frames: a manifest of tiny frames cannot fill it with bookkeeping.
+	l, err := simplelru.NewLRU[cacheKey, *Buf](int(max(1, min(budget/cacheEntryMin, math.MaxInt32))), func(_ cacheKey, b *Buf) {
 		cf.bytes -= int64(cap(b.b))
 		b.Release()
 	})
@@ -358,10 +360,11 @@ func (s *Set) chunkByKey(key string) (int32, bool) {
 // replica pinned for the object fails with backend.ErrChanged. The bytes
 // are fetched at most once at a time per frame, charged to the read
 // memory budget (ctx's client, WithClient) with a take that never waits
-// (no room: an error wrapping backend.ErrUnavailable), and checked against
-// the sha256 before they are returned; a mismatch is fetched once more,
-// then fails with ErrChecksum. Without WithPeers every call is
-// ErrNotShared.
+// (no room: an error wrapping backend.ErrUnavailable) and one backend GET
+// out of at most half the GET slots (none free: the same error), and
+// checked against the sha256 before they are returned; a mismatch is
+// fetched once more, then fails with ErrChecksum. Without WithPeers every
+// call is ErrNotShared.
 func (c *FrameCache) PeerFrame(ctx context.Context, id FrameID) (*Buf, bool, error) {
 	if c.peers == nil {
 		return nil, false, ErrNotShared
@@ -414,11 +417,26 @@ var errPeerNoRoom = fmt.Errorf("no memory or backend GET free for a peer's frame
 // backend and checks them against the frame's sha256. The take is
 // speculative: serving a peer never waits for, nor takes, memory this
 // replica's own readers are waiting for (cached frames may be evicted);
-// without room it fails with errPeerNoRoom at once.
+// it is one GET, and the peers' fetches hold at most half the GET slots
+// (peerGets) and half the memory (peerBytes) while they wait for the
+// backend, so this replica's own reads always find the other half.
+// Without room it fails with errPeerNoRoom at once.
 func fetchCompressed(ctx context.Context, s *Set, ci int32, i int) (*Buf, error) {
 	f := s.chunks[ci].Frames[i]
+	select {
+	case s.cache.peerGets <- struct{}{}:
+		defer func() { <-s.cache.peerGets }()
+	default:
+		return nil, fmt.Errorf("frame %d (object bytes %d-%d): %w", i, f.COff, f.COff+f.CSize, errPeerNoRoom)
+	}
+	need := bufSize(f.CSize)
+	if s.cache.peerBytes.Add(need) > s.lim.memory/2 {
+		s.cache.peerBytes.Add(-need)
+		return nil, fmt.Errorf("frame %d (object bytes %d-%d): %w", i, f.COff, f.COff+f.CSize, errPeerNoRoom)
+	}
+	defer s.cache.peerBytes.Add(-need)
 	plan := partPlan{off: f.COff, end: f.COff + f.CSize, lo: i, hi: i}
-	p, err := s.launch(ctx, nil, ci, plan, s.lim.streamParts, 0, 0, speculative, nil)
+	p, err := s.launch(ctx, nil, ci, plan, 1, 0, 0, speculative, nil)
 	if err == nil && p == nil {
 		err = errPeerNoRoom
 	}

@@ -129,8 +129,9 @@ func (pc *peerConfig) validate(listen, admin string, cacheBytes int64) error {
 	if err != nil {
 		return fmt.Errorf("--peer-listen %q: want HOST:PORT: %w", pc.PeerListen, err)
 	}
-	// The other replicas list this port (a random one, 0, they cannot);
-	// before, a bad one was found only when serve listened.
+	// The other replicas list this port, so it is a fixed one (they
+	// cannot list 0, a random port); a bad one is said at start, not only
+	// when serve listens.
 	if n, err := net.LookupPort("tcp", port); err != nil || n == 0 {
 		return fmt.Errorf("--peer-listen %q: port %q: want 1 to 65535 (the port the other replicas list)", pc.PeerListen, port)
 	}
@@ -153,8 +154,9 @@ func (pc *peerConfig) validate(listen, admin string, cacheBytes int64) error {
 	if (pc.PeerTLSCert == "") != (pc.PeerTLSKey == "") {
 		return errors.New("--peer-tls-cert and --peer-tls-key go together")
 	}
+	var pair *keyPair
 	if pc.PeerTLSCert != "" {
-		if _, err := readKeyPair(pc.certSource(), time.Now()); err != nil {
+		if pair, err = readKeyPair(pc.certSource(), time.Now()); err != nil {
 			return err
 		}
 	}
@@ -173,8 +175,34 @@ func (pc *peerConfig) validate(listen, admin string, cacheBytes int64) error {
 			return errors.New("--peer-tls-ca: given without --peer-tls-cert (peers speak plain http)")
 		}
 	}
-	if _, _, err := peer.ParseMembers(adv, pc.peerList()); err != nil {
+	_, me, err := peer.ParseMembers(adv, pc.peerList())
+	if err != nil {
 		return fmt.Errorf("--peers: %w", err)
+	}
+	// Every other replica verifies this one's certificate against the
+	// host of its advertised URL (a pod address under dns+): one that
+	// does not cover it would be refused by all of them, every ask a
+	// connection failure, and no frame shared.
+	if pair != nil {
+		if err := pair.leaf.VerifyHostname(me.Host); err != nil {
+			return fmt.Errorf("--peer-tls-cert %s does not cover %s, the host of the advertised URL %s that the other replicas verify it against (%w)", pc.PeerTLSCert, me.Host, adv, err)
+		}
+	}
+	// The others verify it with their --peer-tls-ca, the same bundle.
+	if pair != nil && pc.PeerTLSCA != "" {
+		ctls, err := pc.clientTLS()
+		if err != nil {
+			return err
+		}
+		inter := x509.NewCertPool()
+		for _, der := range pair.cert.Certificate[1:] {
+			if c, err := x509.ParseCertificate(der); err == nil {
+				inter.AddCert(c)
+			}
+		}
+		if _, err := pair.leaf.Verify(x509.VerifyOptions{Roots: ctls.RootCAs, Intermediates: inter, DNSName: me.Host}); err != nil {
+			return fmt.Errorf("--peer-tls-cert %s is not verified by --peer-tls-ca %s, the bundle the other replicas verify it with (%w)", pc.PeerTLSCert, pc.PeerTLSCA, err)
+		}
 	}
 	if n := int64(pc.PeerCacheBytes); n < 0 || (n != 0 && (n < 1<<20 || n > cacheBytes/2)) {
 		return fmt.Errorf("--peer-cache-bytes %d: want 1MiB to half of --cache-bytes (%d); 0 = an eighth", n, cacheBytes/2)

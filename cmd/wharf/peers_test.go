@@ -45,6 +45,14 @@ func TestPeerFlagValidation(t *testing.T) {
 	pki := newTestPKI(t)
 	cert, key := pki.pair(t, "peer", validNow)
 	oldCert, oldKey := pki.pair(t, "old", expired)
+	caFile := func(p *testPKI) string {
+		f := filepath.Join(t.TempDir(), "ca.pem")
+		if err := os.WriteFile(f, p.ca.certPEM, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	ownCA, otherCA := caFile(pki), caFile(newTestPKI(t))
 	base := []string{"--store", "s3://", "--discover", "s3://a/b", "--anonymous", "--listen", "127.0.0.1:9000"}
 	two := "http://10.0.0.1:7946,http://10.0.0.2:7946"
 	for _, tc := range []struct {
@@ -59,6 +67,17 @@ func TestPeerFlagValidation(t *testing.T) {
 			"--peer-advertise", "http://10.1.2.3:7946", "--peer-secret-file", good}, ""},
 		{"tls", []string{"--peers", "https://127.0.0.1:7946,https://127.0.0.2:7946", "--peer-listen", "127.0.0.1:7946", "--peer-secret-file", good,
 			"--peer-tls-cert", cert, "--peer-tls-key", key}, ""},
+		// The others verify this replica's certificate against the host
+		// of the URL it advertises: one that does not cover it is refused
+		// by every one of them.
+		{"tls cert not for the advertised host", []string{"--peers", "https://10.0.0.1:7946,https://10.0.0.2:7946", "--peer-listen", "10.0.0.1:7946", "--peer-secret-file", good,
+			"--peer-tls-cert", cert, "--peer-tls-key", key}, "--peer-tls-cert " + cert + " does not cover 10.0.0.1"},
+		{"tls with its CA", []string{"--peers", "https://127.0.0.1:7946,https://127.0.0.2:7946", "--peer-listen", "127.0.0.1:7946", "--peer-secret-file", good,
+			"--peer-tls-cert", cert, "--peer-tls-key", key, "--peer-tls-ca", ownCA}, ""},
+		// The others verify it with the same --peer-tls-ca: a certificate
+		// that bundle does not verify is refused by all of them.
+		{"tls cert not from --peer-tls-ca", []string{"--peers", "https://127.0.0.1:7946,https://127.0.0.2:7946", "--peer-listen", "127.0.0.1:7946", "--peer-secret-file", good,
+			"--peer-tls-cert", cert, "--peer-tls-key", key, "--peer-tls-ca", otherCA}, "is not verified by --peer-tls-ca " + otherCA},
 		{"listen without peers", []string{"--peer-listen", "10.0.0.1:7946"}, "--peer-listen 10.0.0.1:7946: given without --peers"},
 		{"secret without peers", []string{"--peer-secret-file", good}, "given without --peers"},
 		{"cache bytes without peers", []string{"--peer-cache-bytes", "8MiB"}, "--peer-cache-bytes: given without --peers"},

@@ -584,7 +584,9 @@ func (g *Group) Rejected(owner string, id chunkio.FrameID, err error) {
 }
 
 // down puts owner in its back-off: 1 s after its first failure, doubling
-// up to 30 s while it keeps failing. It reports whether owner was not in
+// up to 30 s while it keeps failing. A failure while owner is in its
+// back-off already (an ask sent before it began) is the same incident and
+// changes nothing but the last error. It reports whether owner was not in
 // a back-off already (the first failure of a series: worth a log line).
 func (g *Group) down(owner string, err error) bool {
 	g.mu.Lock()
@@ -597,12 +599,14 @@ func (g *Group) down(owner string, err error) bool {
 		st = &peerState{}
 		g.states[owner] = st
 	}
-	first := !g.now().Before(st.downUntil)
+	st.lastErr = err.Error()
+	if g.now().Before(st.downUntil) {
+		return false
+	}
 	st.failures++
 	d := minBackoff << min(st.failures-1, 5)
 	st.downUntil = g.now().Add(min(d, maxBackoff))
-	st.lastErr = err.Error()
-	return first
+	return true
 }
 
 // up records a success of owner.

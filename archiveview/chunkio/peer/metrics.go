@@ -9,7 +9,7 @@ const (
 	reasonTimeout = "timeout" // the first-byte deadline or the minimum rate
 	reasonRefused = "refused" // 403: the owner refused our authentication
 	reasonMissing = "missing" // 404: the owner has no open archive with the frame
-	reasonBusy    = "busy"    // 503: the owner had no room
+	reasonBusy    = "busy"    // 503: the owner had no room; or MaxAsking asks in flight to it already
 	reasonError   = "error"   // any other status
 	reasonVerify  = "verify"  // the answer failed its MAC or the frame's sha256
 )

@@ -1,12 +1,15 @@
 package peer
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -278,4 +281,224 @@ func TestPeerBackoffGrowsForBodyLies(t *testing.T) {
 	if st := state(); st.State != "up" || st.Failures != 0 {
 		t.Errorf("after a good answer: %s, %d failures; want up, 0", st.State, st.Failures)
 	}
+}
+
+// TestPeerBackoffCountsOneIncidentOnce: asks in flight together that fail
+// together (a peer that stalls for a moment) are one failure, not one
+// each: the peer is skipped for 1 s, as after any first failure. Before,
+// each of the 10 asks counted, and one stall put the peer in its longest
+// back-off (30 s) at once, its frames read from the backend meanwhile.
+func TestPeerBackoffCountsOneIncidentOnce(t *testing.T) {
+	owner := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done() // stalls until the asker gives up
+	}))
+	defer owner.Close()
+	clock := &testClock{t: time.Unix(1_800_000_000, 0)}
+	self := "http://127.0.0.1:1"
+	g, err := New(Config{Self: self, Peers: []string{self, owner.URL}, Secret: testSecret, Now: clock.now, FirstByte: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	var wg sync.WaitGroup
+	for i := range 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id := chunkio.FrameID{Bucket: "b", Key: "k", Off: int64(i) * 1024, Size: 1024}
+			if err := g.Fetch(context.Background(), owner.URL, id, make([]byte, id.Size)); err == nil {
+				t.Error("a stalled ask succeeded")
+			}
+		}()
+	}
+	wg.Wait()
+	if fb := testutil.ToFloat64(g.m.fallbacks.WithLabelValues(reasonTimeout)); fb != 10 {
+		t.Errorf("%v timeout fallbacks, want 10", fb)
+	}
+	for _, m := range g.Page().Ring {
+		if m.URL != owner.URL {
+			continue
+		}
+		if got := m.DownUntil.Sub(clock.now()); m.State != "down" || got != time.Second || m.Failures != 1 {
+			t.Errorf("after one stall: %s for %v with %d failures, want down for 1s with 1", m.State, got, m.Failures)
+		}
+	}
+}
+
+// TestPeerAsksLeaveOwnReadsGetSlots: peers' asks of frames the owner must
+// fetch from a backend that is slow to answer them take at most half of
+// the owner's backend GET slots (here 2 of 4); the rest get 503 (the
+// askers read the backend themselves), so the owner's own client still
+// gets a GET slot at once. Before, a peer's fetch took GET slots like a
+// read and eight asks took all four: the owner's own read waited its
+// MemoryWait for a slot and failed (ErrBusy), its client refused while
+// the peers' fetches stalled.
+func TestPeerAsksLeaveOwnReadsGetSlots(t *testing.T) {
+	dir, key, files := testArchive(t, 12)
+	var names []string
+	for k := range files {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	var stalled sync.Map // frame offsets whose GETs stall
+	store := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{Hook: func(r faults.Request) faults.Fault {
+		if _, ok := stalled.Load(r.Off); ok && r.Op == "range" {
+			return faults.Fault{Kind: faults.FaultStall}
+		}
+		return faults.Fault{}
+	}})
+	var rec *recorder
+	rs := newFleet(t, 1, store, key, fleetOpts{
+		cfg: func(_ int, c *Config) { c.FirstByte = 3 * time.Second },
+		cache: []chunkio.CacheOption{chunkio.WithPeerCache(1), chunkio.WithMaxParts(4),
+			chunkio.WithMemoryWait(time.Second), chunkio.WithMemory(64 << 20)},
+		peers: func(_ int, g *Group) chunkio.Peers {
+			rec = &recorder{Group: g}
+			return rec
+		},
+	})
+	for _, k := range names[:8] { // their frames are known (and cached decoded, not compressed)
+		rs[0].readAll(t, k, files[k])
+	}
+	rec.mu.Lock()
+	var ids []chunkio.FrameID
+	seen := map[int64]bool{}
+	for _, id := range rec.ids {
+		if !seen[id.Off] {
+			seen[id.Off] = true
+			ids = append(ids, id)
+		}
+	}
+	rec.mu.Unlock()
+	if len(ids) < 8 {
+		t.Fatalf("%d frames known, want 8", len(ids))
+	}
+	g := rs[0].group
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	for _, id := range ids[:8] {
+		stalled.Store(id.Off, true)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g.Handler(rs[0].cache).ServeHTTP(httptest.NewRecorder(), signed(t, g, g.Self(), id, g.now(), nil).WithContext(ctx))
+		}()
+	}
+	time.Sleep(300 * time.Millisecond) // the asks' fetches are out, stalled
+	start := time.Now()
+	k := names[10] // not read yet: its frames need the backend
+	rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer rcancel()
+	f, _ := rs[0].arch.Stat(k)
+	rc, err := rs[0].arch.Open(rctx, f, 0, f.Size)
+	var got []byte
+	if err == nil {
+		got, err = io.ReadAll(rc)
+		rc.Close()
+	}
+	took := time.Since(start)
+	if err != nil || !bytes.Equal(got, files[k]) {
+		t.Fatalf("the owner's own read while peers' asks stall: %v after %v (%d bytes)", err, took.Round(time.Millisecond), len(got))
+	}
+	if took > 500*time.Millisecond {
+		t.Errorf("the owner's own read took %v while peers' asks stall", took)
+	}
+	t.Logf("own read %v; peer answers 503: %v", took.Round(time.Millisecond), testutil.ToFloat64(g.m.served.WithLabelValues("503")))
+}
+
+// TestPeerAsksLeaveOwnReadsMemory: peers' asks of frames the owner must
+// fetch from a backend that is slow to answer them hold at most half of
+// its read memory while they wait (the rest get 503, and the askers read
+// the backend themselves), so the owner's own client still finds memory.
+// Before, their takes were bounded only per asker (the client share, off
+// here as with --client-memory-share 1, or split among several askers):
+// stalled peer fetches held all of it, and the owner's own read waited its
+// MemoryWait and failed (ErrBusy).
+func TestPeerAsksLeaveOwnReadsMemory(t *testing.T) {
+	dir, key, files := testArchiveWith(t, 40, 300<<10, cargopack.Options{FrameSize: 256 << 10})
+	var names []string
+	for k := range files {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	var stalled sync.Map
+	store := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{Hook: func(r faults.Request) faults.Fault {
+		if _, ok := stalled.Load(r.Off); ok && r.Op == "range" {
+			return faults.Fault{Kind: faults.FaultStall}
+		}
+		return faults.Fault{}
+	}})
+	const memory = 3 << 20
+	var rec *recorder
+	rs := newFleet(t, 1, store, key, fleetOpts{
+		cfg:        func(_ int, c *Config) { c.FirstByte = 3 * time.Second },
+		cacheBytes: memory,
+		cache: []chunkio.CacheOption{chunkio.WithPeerCache(1), chunkio.WithMemory(memory), chunkio.WithClientShare(1),
+			chunkio.WithMemoryWait(time.Second)},
+		peers: func(_ int, g *Group) chunkio.Peers {
+			rec = &recorder{Group: g}
+			return rec
+		},
+	})
+	for _, k := range names[:24] {
+		rs[0].readAll(t, k, files[k])
+	}
+	rec.mu.Lock()
+	var ids []chunkio.FrameID
+	seen := map[int64]bool{}
+	for _, id := range rec.ids {
+		if !seen[id.Off] {
+			seen[id.Off] = true
+			ids = append(ids, id)
+		}
+	}
+	rec.mu.Unlock()
+	const asks = 30
+	if len(ids) < asks {
+		t.Fatalf("%d frames known, want %d", len(ids), asks)
+	}
+	var askBytes int64
+	for _, id := range ids[:asks] {
+		askBytes += id.Size
+	}
+	if askBytes < memory {
+		t.Fatalf("the asks' frames are %d bytes, less than the %d of memory: the test shows nothing", askBytes, memory)
+	}
+	g := rs[0].group
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	for _, id := range ids[:asks] {
+		stalled.Store(id.Off, true)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g.Handler(rs[0].cache).ServeHTTP(httptest.NewRecorder(), signed(t, g, g.Self(), id, g.now(), nil).WithContext(ctx))
+		}()
+	}
+	time.Sleep(300 * time.Millisecond) // the asks' fetches are out, stalled
+	used, _ := rs[0].cache.MemoryInUse()
+	start := time.Now()
+	k := names[30] // not read yet
+	rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer rcancel()
+	f, _ := rs[0].arch.Stat(k)
+	rc, err := rs[0].arch.Open(rctx, f, 0, f.Size)
+	var got []byte
+	if err == nil {
+		got, err = io.ReadAll(rc)
+		rc.Close()
+	}
+	took := time.Since(start)
+	if err != nil || !bytes.Equal(got, files[k]) {
+		t.Fatalf("the owner's own read while peers' asks stall (%d of %d bytes in use): %v after %v", used, memory, err, took.Round(time.Millisecond))
+	}
+	if took > 500*time.Millisecond {
+		t.Errorf("the owner's own read took %v while peers' asks stall", took)
+	}
+	t.Logf("%d of %d bytes in use while %d asks stall; own read %v; 503: %v", used, memory, asks, took.Round(time.Millisecond), testutil.ToFloat64(g.m.served.WithLabelValues("503")))
 }
