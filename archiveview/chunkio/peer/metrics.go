@@ -2,9 +2,10 @@ package peer
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// Fallback reasons (wharf_peer_fallbacks_total{reason}).
+// Fallback reasons (wharf_peer_fallbacks_total{reason}). A peer in its
+// back-off has none: Owner skips it, and its frames go to their next owner
+// (this replica too, which then reads the backend as for its own frames).
 const (
-	reasonDown    = "down"    // the owner is in its back-off after failing
 	reasonConnect = "connect" // no connection, or it broke
 	reasonTimeout = "timeout" // the first-byte deadline or the minimum rate
 	reasonRefused = "refused" // 403: the owner refused our authentication
@@ -14,7 +15,7 @@ const (
 	reasonVerify  = "verify"  // the answer failed its MAC or the frame's sha256
 )
 
-var fallbackReasons = []string{reasonDown, reasonConnect, reasonTimeout, reasonRefused, reasonMissing, reasonBusy, reasonError, reasonVerify}
+var fallbackReasons = []string{reasonConnect, reasonTimeout, reasonRefused, reasonMissing, reasonBusy, reasonError, reasonVerify}
 
 // metrics are a Group's Prometheus series.
 type metrics struct {
