@@ -2,7 +2,9 @@ package main
 
 import (
 	"flag"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"sort"
@@ -249,4 +251,77 @@ func TestServeFlagsDocumented(t *testing.T) {
 			t.Errorf("%s: --%s is a wharf serve flag but not in the table", doc.path[len("../../"):], name)
 		}
 	}
+}
+
+// metricName finds the name of a Prometheus series where the code defines
+// it: a CounterOpts/GaugeOpts/HistogramOpts Name or a NewDesc.
+var metricName = regexp.MustCompile(`(?:Name:\s*|NewDesc\()"(wharf_[a-z0-9_]+)"`)
+
+// TestMetricsDocumented: every wharf_* series the code defines (outside
+// tests) is named in docs/operations.md, and every wharf_* series
+// operations.md names is defined. Read from the source, so a series added
+// in any package without a line in the docs fails here.
+func TestMetricsDocumented(t *testing.T) {
+	defined := map[string]string{}
+	err := filepath.WalkDir("../..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata" || d.Name() == "bin" || d.Name() == "tmp" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range metricName.FindAllSubmatch(src, -1) {
+			defined[string(m[1])] = path
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(defined) < 20 {
+		t.Fatalf("found only %d series in the source: the pattern no longer matches how metrics are defined", len(defined))
+	}
+	doc, err := os.ReadFile("../../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := map[string]bool{}
+	for _, m := range regexp.MustCompile(`wharf_[a-z0-9_]*[a-z0-9]`).FindAll(doc, -1) {
+		named[string(m)] = true
+	}
+	var names []string
+	for n := range defined {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if !named[n] {
+			t.Errorf("%s (defined in %s) is not in docs/operations.md", n, defined[n])
+		}
+	}
+	for n := range named {
+		// wharf_console is the console's cookie; wharf_peer_* and the like
+		// are families, named by a prefix.
+		if defined[n] == "" && n != "wharf_console" && !familyPrefix(n, defined) {
+			t.Errorf("docs/operations.md names %s, which the code does not define", n)
+		}
+	}
+}
+
+// familyPrefix reports whether n is the prefix of a defined series
+// ("wharf_peer" for wharf_peer_*).
+func familyPrefix(n string, defined map[string]string) bool {
+	for d := range defined {
+		if strings.HasPrefix(d, n+"_") {
+			return true
+		}
+	}
+	return false
 }
