@@ -33,7 +33,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "wharf_backend_requests_total",
-			Help: "Requests made to the backing store, by operation (get = ranged or whole-object GET, head = stat, list = listing).",
+			Help: "Requests made to the backing store, by operation (get = ranged or whole-object GET, head = stat, list = listing, restore = RestoreObject).",
 		}, []string{"op"}),
 		bytes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "wharf_backend_bytes_total",

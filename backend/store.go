@@ -2,8 +2,9 @@
 // direct-upload objects and manifests of CargoShip archives.
 //
 // A Store is deliberately small. wharf is read-only, so it needs a ranged
-// read, a whole-object read, a stat and (for discovery only, never on the
-// read path) a listing. Implementations:
+// read, a whole-object read, a stat and (never on the read path: for
+// discovery, the storage classes of an upload's chunks and a dataset's
+// version history) a listing. Implementations:
 //
 //   - FileStore: a local directory laid out as DIR/<bucket>/<key> (file://DIR).
 //   - S3Store: aws-sdk-go-v2 against AWS S3 or any S3-compatible server (s3://).
@@ -13,6 +14,12 @@
 // storage class and restore state, a read refused because the object is
 // archived fails with ErrArchived (an *ArchivedError naming the class), and
 // Restorer, a separate small interface, starts restores (archive.go).
+//
+// The only writes through this package are the shared index cache's (its
+// objects and its start-up probe): Putter (PutIfAbsent, put.go) and
+// MatchPutter (PutIfMatch, putmatch.go), conditional PUTs that FileStore
+// and S3Store implement beside Store. Archive objects are never written
+// here ("wharf pack" writes them with package cargopack).
 //
 // OpenStore picks FileStore or S3Store from a --store URL, and
 // ParseObjectURL splits a manifest URL into bucket and key. The

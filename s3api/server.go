@@ -13,12 +13,17 @@
 // and one file per operation family: bucket.go (ListBuckets, HeadBucket,
 // bucket sub-resources, the CORS preflight), list.go (ListObjects v1/v2),
 // versions.go (ListObjectVersions: each upload of a chain is an object
-// version, VersionId = upload id), listxml.go (the one writer of those
+// version, VersionId = upload id; for a dataset bucket each published
+// version, VersionId = its version_id), listxml.go (the one writer of those
 // listings), object.go (HeadObject/GetObject, with ?versionId),
 // attributes.go (GetObjectAttributes), restore.go (RestoreObject and the
 // storage class and restore state of archived files). Errors come from one table
 // (errors.go). Header parsers are small pure functions (range.go,
 // conditional.go, token.go).
+//
+// With Config.Console, a request for the bucket "-" (/-/console/) leaves the
+// chain after addressing for package console, which has its own login; every
+// other response then carries Content-Security-Policy: sandbox.
 //
 // Archives come from a Catalog, resolved on every request. Bodies stream from
 // archiveview with a pooled buffer; an error after the headers went out

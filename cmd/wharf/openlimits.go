@@ -47,7 +47,7 @@ func defaultOpenLimits() openLimits {
 // openLimitFlags registers the flags on fs.
 func openLimitFlags(fs *flag.FlagSet, ol *openLimits) {
 	durationVar(fs, &ol.OpenTimeout, "open-timeout", ol.OpenTimeout,
-		"one archive's open (manifest GETs and index build, or index cache HEADs) and its wait for index memory each end within this; then that bucket alone answers 500 until a rescan retries it")
+		"one archive's open (manifest GETs and index build, or index cache HEADs) and its wait for index memory each end within this; then that bucket alone answers 503 SlowDown until a rescan retries it")
 	fs.Var((*byteSize)(&ol.IndexMemory), "index-memory",
 		"index memory all discovered and aliased uploads may hold, open or opening (e.g. 1GiB); an open waits while it is used, up to --open-timeout")
 	fs.IntVar(&ol.MaxFilesPerUpload, "max-files-per-upload", ol.MaxFilesPerUpload,
