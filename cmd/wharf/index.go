@@ -36,7 +36,7 @@ func runIndex(ctx context.Context, args []string) error {
 
 func indexCmd(ctx context.Context, args []string, out io.Writer) error {
 	if len(args) == 0 {
-		return fmt.Errorf("missing index command (build or show)\n%s", indexUsage)
+		return usageErr(fmt.Errorf("missing index command (build or show)\n%s", indexUsage))
 	}
 	switch args[0] {
 	case "build":
@@ -47,7 +47,7 @@ func indexCmd(ctx context.Context, args []string, out io.Writer) error {
 		fmt.Fprintln(out, indexUsage)
 		return nil
 	}
-	return fmt.Errorf("unknown index command %q\n%s", args[0], indexUsage)
+	return usageErr(fmt.Errorf("unknown index command %q\n%s", args[0], indexUsage))
 }
 
 func indexBuild(ctx context.Context, args []string, out io.Writer) error {
@@ -68,10 +68,10 @@ func indexBuild(ctx context.Context, args []string, out io.Writer) error {
 	}
 	if *output == "" {
 		fs.Usage()
-		return errors.New("-o FILE is required")
+		return usageErr(errors.New("-o FILE is required"))
 	}
 	if err := pf.check(); err != nil {
-		return err
+		return usageErr(err)
 	}
 	store, bucket, key, err := sf.openManifest(ctx, manifestURL)
 	if err != nil {
@@ -79,12 +79,12 @@ func indexBuild(ctx context.Context, args []string, out io.Writer) error {
 	}
 	s3URL, err := indexCacheKind(*output) // not s3://: a file to write
 	if err != nil {
-		return fmt.Errorf("-o: %w", err)
+		return usageErr(fmt.Errorf("-o: %w", err))
 	}
 	if !s3URL {
 		// Refused before the build, which may read many manifests.
 		if fi, err := os.Stat(*output); err == nil && !fi.Mode().IsRegular() {
-			return fmt.Errorf("-o %s: not a regular file (a directory?): want the index file to write", *output)
+			return usageErr(fmt.Errorf("-o %s: not a regular file (a directory?): want the index file to write", *output))
 		}
 	}
 	var cache archiveview.IndexCache
@@ -136,7 +136,7 @@ func indexBuild(ctx context.Context, args []string, out io.Writer) error {
 
 func indexShow(ctx context.Context, args []string, out io.Writer) error {
 	if len(args) != 1 {
-		return fmt.Errorf("want exactly one FILE\n%s", indexUsage)
+		return usageErr(fmt.Errorf("want exactly one FILE\n%s", indexUsage))
 	}
 	// No store: show reads nothing but the file (mapped, not loaded).
 	a, err := archiveview.OpenIndexFile(ctx, nil, args[0], archiveview.Options{})

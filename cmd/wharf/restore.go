@@ -88,7 +88,7 @@ func restoreCmd(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	if err := rf.validate(); err != nil {
-		return err
+		return usageErr(err)
 	}
 	a, err := sf.openArchive(ctx, manifestURL, archiveview.Options{StorageClasses: true})
 	if err != nil {

@@ -55,7 +55,7 @@ func (t target) options(opts archiveview.Options) archiveview.Options {
 func (s *storeFlags) openTarget(ctx context.Context, manifestURL string) (target, error) {
 	if (*s.accessKey == "") != (*s.secretKey == "") {
 		// One alone would sign with an empty secret, or be ignored.
-		return target{}, errors.New("--s3-access-key and --s3-secret-key must be given together")
+		return target{}, usageErr(errors.New("--s3-access-key and --s3-secret-key must be given together"))
 	}
 	ref, isDataset, err := catalog.ParseDatasetURL(manifestURL)
 	if err != nil {

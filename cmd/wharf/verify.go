@@ -34,7 +34,7 @@ func runVerify(ctx context.Context, args []string) error {
 		return err
 	}
 	if err := pf.check(); err != nil {
-		return err
+		return usageErr(err)
 	}
 	t, err := sf.openTarget(ctx, manifestURL)
 	if err != nil {
