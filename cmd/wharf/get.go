@@ -102,55 +102,75 @@ func getCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	defer a.Close()
-	files, missing := selectFiles(a, pos[1:])
+	sel, missing, err := selectFiles(ctx, a, pos[1:])
+	if err != nil {
+		return err
+	}
 	if *out == "-" {
-		if len(files) != 1 || len(missing) != 0 {
+		if sel.files != 1 || len(missing) != 0 {
 			for _, m := range missing {
 				fmt.Fprintf(stderr, "wharf get: %s\n", m)
 			}
-			return usageErr(fmt.Errorf("-o - streams exactly one file; the arguments select %d", len(files)))
+			return usageErr(fmt.Errorf("-o - streams exactly one file; the arguments select %d", sel.files))
 		}
-		return getToStdout(ctx, a, files[0], stdout, pf)
+		var one archiveview.File
+		_ = sel.each(ctx, func(f archiveview.File) error { one = f; return nil })
+		return getToStdout(ctx, a, one, stdout, pf)
 	}
 	g := &getter{a: a, dir: *out, stderr: stderr, pf: pf}
-	return g.run(ctx, files, missing, *parallel)
+	return g.run(ctx, sel, missing, *parallel)
 }
 
-// selectFiles resolves KEY and PREFIX/ arguments to files, in key order
-// without repeats; missing says which arguments matched nothing, and why.
-func selectFiles(a *archiveview.Archive, args []string) (files []archiveview.File, missing []string) {
-	seen := map[string]bool{}
-	add := func(f archiveview.File) {
-		if !seen[f.Key] {
-			seen[f.Key] = true
-			files = append(files, f)
-		}
+// selection is what get's KEY and PREFIX/ arguments select: files and
+// key prefixes, sorted, none inside another's prefix, so walking them in
+// order gives every selected file once, in key order. It holds the
+// arguments' resolution, never the files: each walks the archive's
+// listing a page at a time, so the selection of a 5M-file archive costs
+// one page of entries, not an entry per file.
+type selection struct {
+	a            *archiveview.Archive
+	items        []selected
+	files, bytes int64 // what each gives
+}
+
+// selected is one file (file true) or every file under prefix.
+type selected struct {
+	at   string // the file's key or the prefix
+	file bool
+	f    archiveview.File
+}
+
+// selectFiles resolves KEY and PREFIX/ arguments; missing says which
+// arguments matched nothing, and why. It fails only when ctx ends while it
+// counts the selected files.
+func selectFiles(ctx context.Context, a *archiveview.Archive, args []string) (sel *selection, missing []string, err error) {
+	sel = &selection{a: a}
+	has := func(prefix string) bool {
+		return len(a.List(archiveview.ListParams{Prefix: prefix, MaxKeys: 1}).Entries) > 0
 	}
-	under := func(prefix string) int {
-		n := 0
-		_ = eachEntry(a, archiveview.ListParams{Prefix: prefix}, func(e archiveview.ListEntry) error {
-			add(e.File)
-			n++
-			return nil
-		})
-		return n
+	under := func(prefix string) bool {
+		if !has(prefix) {
+			return false
+		}
+		sel.items = append(sel.items, selected{at: prefix})
+		return true
 	}
 	for _, arg := range args {
 		switch {
 		case arg == "/":
-			if under("") == 0 {
+			if !under("") {
 				missing = append(missing, "the archive has no files")
 			}
 		case strings.HasSuffix(arg, "/"):
-			if under(arg) == 0 {
+			if !under(arg) {
 				missing = append(missing, fmt.Sprintf("%s: no files under this prefix", arg))
 			}
 		default:
 			if f, ok := a.Stat(arg); ok {
-				add(f)
+				sel.items = append(sel.items, selected{at: arg, file: true, f: f})
 				continue
 			}
-			if under(arg+"/") > 0 {
+			if under(arg + "/") {
 				continue
 			}
 			if id, ok := a.DeleteMarker(arg); ok {
@@ -160,8 +180,57 @@ func selectFiles(a *archiveview.Archive, args []string) (files []archiveview.Fil
 			}
 		}
 	}
-	sort.Slice(files, func(i, j int) bool { return files[i].Key < files[j].Key })
-	return files, missing
+	// A prefix sorts before the keys under it, and the keys under it are
+	// contiguous: one pass drops what a kept prefix covers, and repeats.
+	sort.Slice(sel.items, func(i, j int) bool {
+		x, y := sel.items[i], sel.items[j]
+		return x.at < y.at || x.at == y.at && !x.file && y.file
+	})
+	kept := sel.items[:0]
+	for _, it := range sel.items {
+		if n := len(kept); n > 0 {
+			last := kept[n-1]
+			if !last.file && strings.HasPrefix(it.at, last.at) || last.file && it.file && it.at == last.at {
+				continue
+			}
+		}
+		kept = append(kept, it)
+	}
+	sel.items = kept
+	err = sel.each(ctx, func(f archiveview.File) error {
+		sel.files++
+		sel.bytes += f.Size
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("interrupted while counting the selected files: %w", err)
+	}
+	return sel, missing, nil
+}
+
+// each calls fn for every selected file, in key order, stopping at fn's
+// first error or when ctx ends.
+func (s *selection) each(ctx context.Context, fn func(archiveview.File) error) error {
+	for _, it := range s.items {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var err error
+		if it.file {
+			err = fn(it.f)
+		} else {
+			err = eachEntry(s.a, archiveview.ListParams{Prefix: it.at}, func(e archiveview.ListEntry) error {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				return fn(e.File)
+			})
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // getToStdout streams one verified file to w.
@@ -221,7 +290,7 @@ func (e filesFailed) Error() string {
 	return fmt.Sprintf("%d of %d files failed (named above); run the same command again to retry them", e.failed, e.of)
 }
 
-func (g *getter) run(ctx context.Context, files []archiveview.File, missing []string, parallel int) error {
+func (g *getter) run(ctx context.Context, sel *selection, missing []string, parallel int) error {
 	start := time.Now()
 	if err := os.MkdirAll(g.dir, 0o755); err != nil {
 		return fmt.Errorf("target directory: %w", err)
@@ -236,16 +305,13 @@ func (g *getter) run(ctx context.Context, files []archiveview.File, missing []st
 	for _, m := range missing {
 		fmt.Fprintf(g.stderr, "wharf get: failed: %s\n", m)
 	}
-	var total int64
-	for _, f := range files {
-		total += f.Size
-	}
+	total, nfiles := sel.bytes, int(sel.files)
 	g.rep = g.pf.start("get", "files")
-	g.rep.SetTotal(total, int64(len(files)))
+	g.rep.SetTotal(total, sel.files)
 
 	work := make(chan archiveview.File)
 	var wg sync.WaitGroup
-	for range min(parallel, max(len(files), 1)) {
+	for range min(parallel, max(nfiles, 1)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -254,14 +320,14 @@ func (g *getter) run(ctx context.Context, files []archiveview.File, missing []st
 			}
 		}()
 	}
-feed:
-	for _, f := range files {
+	_ = sel.each(ctx, func(f archiveview.File) error {
 		select {
 		case work <- f:
+			return nil
 		case <-ctx.Done():
-			break feed
+			return ctx.Err()
 		}
-	}
+	})
 	close(work)
 	wg.Wait()
 	snap := g.rep.Done(ctx.Err())
@@ -269,16 +335,16 @@ feed:
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if ctx.Err() != nil {
-		left := len(files) - g.written - g.skipped - g.fail
+		left := nfiles - g.written - g.skipped - g.fail
 		fmt.Fprintf(g.stderr, "wharf get: interrupted after %s: %d of %d files written (%s), %d already present, %d failed; %d not written (%s of %s done); run the same command again to resume\n",
-			time.Since(start).Round(time.Millisecond), g.written, len(files), formatBytes(g.writtenBytes), g.skipped, g.fail, left,
+			time.Since(start).Round(time.Millisecond), g.written, nfiles, formatBytes(g.writtenBytes), g.skipped, g.fail, left,
 			formatBytes(snap.Bytes), formatBytes(total))
-		return fmt.Errorf("interrupted: %d of %d files not written", left, len(files))
+		return fmt.Errorf("interrupted: %d of %d files not written", left, nfiles)
 	}
 	fmt.Fprintf(g.stderr, "wharf get: %d files written (%s), %d already present, %d failed, in %s\n",
 		g.written, formatBytes(g.writtenBytes), g.skipped, g.fail+len(missing), time.Since(start).Round(time.Millisecond))
 	if n := g.fail + len(missing); n > 0 {
-		return filesFailed{failed: n, of: len(files) + len(missing)}
+		return filesFailed{failed: n, of: nfiles + len(missing)}
 	}
 	return nil
 }
