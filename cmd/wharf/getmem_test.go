@@ -2,16 +2,19 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/wharf-s3/wharf/archiveview"
 	"github.com/wharf-s3/wharf/archiveview/cargopack"
 )
 
@@ -87,5 +90,67 @@ func TestGetSelectionHoldsNoFiles(t *testing.T) {
 	if slack := int64(8 << 20); getPeak > lsPeak+lsPeak/4+slack {
 		t.Errorf("get's selection of %d files held %d bytes of heap at its peak, ls listing them %d (%.0f more bytes per file)",
 			n, getPeak, lsPeak, float64(getPeak-lsPeak)/n)
+	}
+}
+
+// TestSelectFilesOverlapping: arguments that overlap (a prefix and a key
+// under it, a directory given both ways, repeats, "/" with anything)
+// select each file once, in key order, and count what they walk.
+func TestSelectFilesOverlapping(t *testing.T) {
+	files := getTree()
+	st := t.TempDir()
+	u, _ := packDir(t, st, files, getMtime, cargopack.Options{Bucket: "bkt", Prefix: "p", UploadID: "u-overlap", FrameSize: 8192})
+	ctx := context.Background()
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	sf := addStoreFlags(fs)
+	if err := fs.Parse([]string{"--store", "file://" + st}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := sf.openArchive(ctx, u, archiveview.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	// want: every key one of the arguments selects, by the documented rules
+	want := func(args []string) []string {
+		var keys []string
+		for k := range files {
+			for _, arg := range args {
+				if arg == "/" || strings.HasSuffix(arg, "/") && strings.HasPrefix(k, arg) || k == arg || strings.HasPrefix(k, arg+"/") {
+					keys = append(keys, k)
+					break
+				}
+			}
+		}
+		sort.Strings(keys)
+		return keys
+	}
+	for _, args := range [][]string{
+		{"/"}, {"/", "d/"}, {"d/", "/"}, {"d/f03.txt", "d/", "d/f03.txt"}, {"d/sub", "d/"}, {"d/sub/", "d/sub"},
+		{"d/f01.txt", "d/f01.txt"}, {"README.md", "d/sub/", "big", "dir-ü/naïve.csv"}, {"d/sub/deep/leaf.txt", "d/sub/"},
+		{"d/f1", "d/f10.txt", "d/f1/"},
+	} {
+		sel, _, err := selectFiles(ctx, a, args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		var bytes int64
+		sel.each(ctx, func(f archiveview.File) error {
+			got = append(got, f.Key)
+			bytes += f.Size
+			return nil
+		})
+		w := want(args)
+		var wantBytes int64
+		for _, k := range w {
+			wantBytes += int64(len(files[k]))
+		}
+		if strings.Join(got, "\n") != strings.Join(w, "\n") {
+			t.Errorf("%q selects\n%q, want\n%q", args, got, w)
+		}
+		if sel.files != int64(len(w)) || sel.bytes != wantBytes || bytes != wantBytes {
+			t.Errorf("%q: counted %d files, %d bytes (walked %d); want %d, %d", args, sel.files, sel.bytes, bytes, len(w), wantBytes)
+		}
 	}
 }
