@@ -20,7 +20,8 @@ const indexUsage = `usage:
 
 build reads the manifest chain once and writes the archive's resolved
 index (persistent index format, see archiveview/persist.go) to FILE,
-atomically, or publishes it in the shared index cache s3://BUCKET/PREFIX
+atomically (an existing FILE is replaced only when it is an index file,
+damaged or not, or empty: anything else is refused), or publishes it in the shared index cache s3://BUCKET/PREFIX
 (the value replicas give to --index-cache), where a replica then finds it
 and never reads the manifest: MACed with the replicas' secret
 (--index-cache-secret-file; --index-cache-trust-writers to publish without
@@ -73,19 +74,19 @@ func indexBuild(ctx context.Context, args []string, out io.Writer) error {
 	if err := pf.check(); err != nil {
 		return usageErr(err)
 	}
-	store, bucket, key, err := sf.openManifest(ctx, manifestURL)
-	if err != nil {
-		return err
-	}
 	s3URL, err := indexCacheKind(*output) // not s3://: a file to write
 	if err != nil {
 		return usageErr(fmt.Errorf("-o: %w", err))
 	}
 	if !s3URL {
 		// Refused before the build, which may read many manifests.
-		if fi, err := os.Stat(*output); err == nil && !fi.Mode().IsRegular() {
-			return usageErr(fmt.Errorf("-o %s: not a regular file (a directory?): want the index file to write", *output))
+		if err := checkIndexOutput(*output); err != nil {
+			return usageErr(err)
 		}
+	}
+	store, bucket, key, err := sf.openManifest(ctx, manifestURL)
+	if err != nil {
+		return err
 	}
 	var cache archiveview.IndexCache
 	if s3URL {
@@ -130,6 +131,42 @@ func indexBuild(ctx context.Context, args []string, out io.Writer) error {
 	printInfo(out, a.Info())
 	if fi, err := os.Stat(*output); err == nil {
 		fmt.Fprintf(out, "index:              %s (%d bytes)\n", *output, fi.Size())
+	}
+	return nil
+}
+
+// indexFileMagic is how every persistent index file begins (the format's
+// magic, archiveview/internal/index/format.go; TestIndexBuildOutputNotClobbered
+// builds one and sees it replaced).
+const indexFileMagic = "WHARFIDX"
+
+// checkIndexOutput refuses an index build -o that names what must not be
+// replaced by an index: "-" (a file of that name, not stdout), a
+// directory or other non-regular file, or a non-empty file that is not an
+// index (a typo naming data, or the archive's own manifest in a file
+// store). An index file, damaged or not, and an empty file are replaced.
+func checkIndexOutput(name string) error {
+	if name == "-" {
+		return errors.New("-o -: index build writes a file, not stdout; name the index file")
+	}
+	fi, err := os.Stat(name)
+	if err != nil {
+		return nil // none there (or the write will say why not)
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("-o %s: not a regular file (a directory?): want the index file to write", name)
+	}
+	if fi.Size() == 0 {
+		return nil
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return fmt.Errorf("-o %s: %w", name, err)
+	}
+	defer f.Close()
+	head := make([]byte, len(indexFileMagic))
+	if _, err := io.ReadFull(f, head); err != nil || string(head) != indexFileMagic {
+		return fmt.Errorf("-o %s: exists and is not a wharf index file; refusing to replace it (remove it, or name another file)", name)
 	}
 	return nil
 }
