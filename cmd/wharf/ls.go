@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/wharf-s3/wharf/archiveview"
 	"github.com/wharf-s3/wharf/archiveview/catalog"
@@ -37,6 +38,9 @@ versions of its upload chain.
     "DATE TIME SIZE VERSION_ID L key", where L is "*" for the latest
     version and SIZE is "DELETED" for a delete marker;
   - times are the files' mtimes in the local time zone, as aws s3 ls does;
+  - a name holding a rune that is not printable (a C1 control such as
+    U+009B, a bidi override such as U+202E) prints Go-quoted
+    ("evil\u202etxt.exe"), so a terminal never acts on it;
   - --json prints one JSON object per line (JSON Lines) instead, with the
     stable fields: key, size, last_modified (RFC 3339, UTC), etag,
     version_id, sha256 and content_type (omitted when unknown); with
@@ -186,7 +190,7 @@ func (l *lister) prefixLine(p string) error {
 	if l.json {
 		return l.emit(lsEntry{Prefix: p})
 	}
-	_, err := fmt.Fprintf(l.out, "%30s %s\n", "PRE", p[l.strip:])
+	_, err := fmt.Fprintf(l.out, "%30s %s\n", "PRE", shownName(p[l.strip:]))
 	return err
 }
 
@@ -197,7 +201,7 @@ func (l *lister) fileLine(f archiveview.File) error {
 	if l.json {
 		return l.emit(fileEntry(f))
 	}
-	_, err := fmt.Fprintf(l.out, "%s %10s %s\n", f.ModTime.Local().Format("2006-01-02 15:04:05"), l.size(f.Size), f.Key[l.strip:])
+	_, err := fmt.Fprintf(l.out, "%s %10s %s\n", f.ModTime.Local().Format("2006-01-02 15:04:05"), l.size(f.Size), shownName(f.Key[l.strip:]))
 	return err
 }
 
@@ -281,8 +285,23 @@ func (l *lister) versionLine(v archiveview.Version) error {
 	if v.IsLatest {
 		mark = "*"
 	}
-	_, err := fmt.Fprintf(l.out, "%s %10s %-*s %s %s\n", v.ModTime.Local().Format("2006-01-02 15:04:05"), size, l.idWidth, v.VersionID, mark, v.Key[l.strip:])
+	_, err := fmt.Fprintf(l.out, "%s %10s %-*s %s %s\n", v.ModTime.Local().Format("2006-01-02 15:04:05"), size, l.idWidth, v.VersionID, mark, shownName(v.Key[l.strip:]))
 	return err
+}
+
+// shownName is name as a text line shows it: itself, or Go-quoted when it
+// holds a rune that is not printable (C1 controls such as U+009B, CSI, and
+// U+0085, a line break; format characters such as the bidi override
+// U+202E; spaces other than " "), which a terminal would act on or which
+// would make the name look like another. The manifest's key rules refuse
+// only C0 controls and DEL.
+func shownName(name string) string {
+	for _, r := range name {
+		if r != ' ' && !unicode.IsPrint(r) {
+			return strconv.Quote(name)
+		}
+	}
+	return name
 }
 
 // usageError marks a command-line mistake: the command exits with status 2.
