@@ -403,7 +403,7 @@ func (g *getter) extract(ctx context.Context, f archiveview.File) (skipped bool,
 	fail := func(what string, err error) (bool, error) {
 		return false, fmt.Errorf("key %s: %s %s: %w", f.Key, what, path.Join(g.dir, name), err)
 	}
-	if ok, err := g.present(name, f); err != nil {
+	if ok, err := g.present(ctx, name, f); err != nil {
 		return fail("check", err)
 	} else if ok {
 		g.rep.Add(f.Size)
@@ -465,8 +465,9 @@ func (g *getter) extract(ctx context.Context, f archiveview.File) (skipped bool,
 
 // present reports whether DIR/name already holds f: a regular file of f's
 // size whose sha256 matches the manifest's, or, when the manifest has no
-// sha256 for it, whose mtime matches (whole seconds).
-func (g *getter) present(name string, f archiveview.File) (bool, error) {
+// sha256 for it, whose mtime matches (whole seconds). Reading the file
+// stops when ctx ends.
+func (g *getter) present(ctx context.Context, name string, f archiveview.File) (bool, error) {
 	fi, err := g.root.Lstat(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
@@ -484,7 +485,7 @@ func (g *getter) present(name string, f archiveview.File) (bool, error) {
 		return false, err
 	}
 	defer rf.Close()
-	if _, err := io.Copy(h, rf); err != nil {
+	if _, err := io.Copy(h, ctxReader{ctx: ctx, r: rf}); err != nil {
 		return false, err
 	}
 	if hex.EncodeToString(h.Sum(nil)) != strings.ToLower(f.SHA256) {
@@ -496,4 +497,17 @@ func (g *getter) present(name string, f archiveview.File) (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// ctxReader reads from r until ctx ends.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }
