@@ -109,7 +109,7 @@ func getCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *out == "-" {
 		if sel.files != 1 || len(missing) != 0 {
 			for _, m := range missing {
-				fmt.Fprintf(stderr, "wharf get: %s\n", m)
+				fmt.Fprintf(stderr, "wharf get: %s\n", printable(m))
 			}
 			return usageErr(fmt.Errorf("-o - streams exactly one file; the arguments select %d", sel.files))
 		}
@@ -303,7 +303,7 @@ func (g *getter) run(ctx context.Context, sel *selection, missing []string, para
 	g.root = root
 
 	for _, m := range missing {
-		fmt.Fprintf(g.stderr, "wharf get: failed: %s\n", m)
+		fmt.Fprintf(g.stderr, "wharf get: failed: %s\n", printable(m))
 	}
 	total, nfiles := sel.bytes, int(sel.files)
 	g.rep = g.pf.start("get", "files")
@@ -362,7 +362,7 @@ func (g *getter) one(ctx context.Context, f archiveview.File) {
 		// interrupted: counted as not written
 	case err != nil:
 		g.fail++
-		fmt.Fprintf(g.stderr, "wharf get: failed: %v\n", err)
+		fmt.Fprintf(g.stderr, "wharf get: failed: %s\n", printable(err.Error()))
 	case skipped:
 		g.skipped++
 		g.rep.ItemDone()

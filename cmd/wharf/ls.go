@@ -304,6 +304,28 @@ func shownName(name string) string {
 	return name
 }
 
+// printable returns s with each rune that is not printable written as a
+// Go escape ("\u009b"); newlines, tabs and spaces stay. Every line that
+// may name a hostile key (an error, a problem, a failed file) is printed
+// through it, so a C1 control or bidi override in a key cannot act on the
+// terminal, and the key is still named exactly.
+func printable(s string) string {
+	bad := func(r rune) bool { return r != '\n' && r != '\t' && r != ' ' && !unicode.IsPrint(r) }
+	if strings.IndexFunc(s, bad) < 0 {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if bad(r) {
+			q := strconv.QuoteRune(r) // '\u009b'
+			b.WriteString(q[1 : len(q)-1])
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
 // usageError marks a command-line mistake: the command exits with status 2.
 type usageError struct{ err error }
 

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -42,6 +44,57 @@ func TestLsQuotesUnprintableNames(t *testing.T) {
 			if !strings.Contains(out.String(), want) {
 				t.Errorf("ls %q: output lacks %q:\n%s", args, want, out.String())
 			}
+		}
+	}
+}
+
+// TestProblemLinesPrintable: get's and verify's lines about a hostile
+// key (a C1 control, a bidi override in it) whose bytes are damaged, and
+// the final error line of any command, print such runes escaped
+// ("\u009b"), so no line naming a key acts on the terminal.
+func TestProblemLinesPrintable(t *testing.T) {
+	big := make([]byte, 64<<10)
+	x := uint32(3)
+	for i := range big {
+		x = x*1103515245 + 12345
+		big[i] = byte(x >> 16)
+	}
+	files := map[string][]byte{"bad\u009b2J\u202eexe.txt": big, "ok.txt": []byte("ok\n")}
+	st := t.TempDir()
+	u, res := packDir(t, st, files, getMtime, cargopack.Options{Bucket: "bkt", Prefix: "p", UploadID: "u-dmg", FrameSize: 8192})
+	for _, k := range res.ObjectKeys { // damage the middle of every chunk: the big file's frames
+		p := filepath.Join(st, "bkt", filepath.FromSlash(k))
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b[len(b)/2] ^= 0x55
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{
+		{"get", "-q", "--store", "file://" + st, u, "/", "-o", t.TempDir()},
+		{"get", "-q", "--store", "file://" + st, u, "bad\u009b2J\u202eexe.txt", "-o", "-"},
+		{"get", "-q", "--store", "file://" + st, u, "missing\u009b.txt", "-o", t.TempDir()},
+		{"verify", "-q", "--store", "file://" + st, u},
+	} {
+		stdout, stderr, code := runWharf(t, args...)
+		if code != 1 {
+			t.Errorf("wharf %q: exit %d, want 1\n%s", args, code, stderr)
+		}
+		out := stdout + stderr
+		if args[len(args)-1] == "-" {
+			out = stderr // the bytes streamed are the file's
+		}
+		for _, r := range out {
+			if r != '\n' && r != '\t' && r != ' ' && !unicode.IsPrint(r) {
+				t.Errorf("wharf %q printed the unprintable rune %U:\n%s", args, r, out)
+				break
+			}
+		}
+		if !strings.Contains(out, `\u009b`) {
+			t.Errorf("wharf %q: no line names the key (escaped):\n%s", args, out)
 		}
 	}
 }
