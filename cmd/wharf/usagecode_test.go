@@ -47,6 +47,13 @@ func TestUsageExitStatus(t *testing.T) {
 		{[]string{"demo", "extra"}, `unexpected argument "extra"`},
 		{[]string{"ls", "--store", store, "--s3-access-key", "AK", u}, "--s3-access-key and --s3-secret-key must be given together"},
 		{[]string{"get", "--store", store, "--s3-secret-key", "SK", u, "a", "-o", filepath.Join(dir, "out")}, "must be given together"},
+		{[]string{"ls", "--store", store, "s3://bkt"}, "want s3://BUCKET/KEY"},
+		{[]string{"inspect", "--store", store, "s3://bkt/"}, "want s3://BUCKET/KEY"},
+		{[]string{"verify", "--store", store, "gs://b/k"}, `scheme "gs" not supported`},
+		{[]string{"get", "--store", store, filepath.Join(dir, "bkt/p/uploads/u/manifest.json.gz"), "a", "-o", filepath.Join(dir, "out")},
+			"a local path; give the manifest's s3://BUCKET/KEY (a file store's objects are under --store file://DIR)"},
+		{[]string{"restore", "--store", store, "--days", "1", "./manifest.json.gz"}, "a local path"},
+		{[]string{"index", "build", "--store", store, "s3://bkt", "-o", filepath.Join(dir, "x")}, "want s3://BUCKET/KEY"},
 	} {
 		_, stderr, code := runWharf(t, tc.args...)
 		if code != 2 || !strings.Contains(stderr, tc.want) {
