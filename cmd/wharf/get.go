@@ -268,6 +268,24 @@ func (p progressWriter) Write(b []byte) (int, error) {
 	return n, err
 }
 
+// writeTagged marks w's errors as writeErrors, telling them from the read
+// path's when io.Copy returns one.
+type writeTagged struct{ w io.Writer }
+
+func (t writeTagged) Write(b []byte) (int, error) {
+	n, err := t.w.Write(b)
+	if err != nil {
+		err = writeError{err}
+	}
+	return n, err
+}
+
+// writeError is an error of a write to the target directory.
+type writeError struct{ err error }
+
+func (e writeError) Error() string { return e.err.Error() }
+func (e writeError) Unwrap() error { return e.err }
+
 // getter extracts files into a directory.
 type getter struct {
 	a      *archiveview.Archive
@@ -433,8 +451,12 @@ func (g *getter) extract(ctx context.Context, f archiveview.File) (skipped bool,
 	if err != nil {
 		return false, err
 	}
-	n, err := io.Copy(progressWriter{w: tf, add: g.rep.Add}, r)
+	n, err := io.Copy(progressWriter{w: writeTagged{tf}, add: g.rep.Add}, r)
 	r.Close()
+	var we writeError
+	if errors.As(err, &we) {
+		return fail("write", we.err) // a full disk: the key and where it goes
+	}
 	if err != nil {
 		return false, err // the read path's error names the archive, key and chunk
 	}
