@@ -41,6 +41,9 @@ published dataset: s3://BUCKET/DATASET@current or @<version_id>.
     sha256 matches the manifest's; a manifest without a sha256 for it can
     only be checked by size and mtime (whole seconds), which is then the
     test. Run the same command again after a failure or Ctrl-C.
+  - A key that is also a directory of other selected keys ("a" and
+    "a/b": S3 allows both, a file system does not) is refused, named, and
+    the files under it are written.
   - Nothing is ever written outside DIR, whatever the keys say (the keys
     are checked and every write goes through an os.Root of DIR, which also
     refuses symlinks leading out).
@@ -117,7 +120,7 @@ func getCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		_ = sel.each(ctx, func(f archiveview.File) error { one = f; return nil })
 		return getToStdout(ctx, a, one, stdout, pf)
 	}
-	g := &getter{a: a, dir: *out, stderr: stderr, pf: pf}
+	g := &getter{a: a, sel: sel, dir: *out, stderr: stderr, pf: pf}
 	return g.run(ctx, sel, missing, *parallel)
 }
 
@@ -208,6 +211,20 @@ func selectFiles(ctx context.Context, a *archiveview.Archive, args []string) (se
 	return sel, missing, nil
 }
 
+// selectsUnder reports whether the selection holds a file under dir (a
+// key prefix ending in "/").
+func (s *selection) selectsUnder(dir string) bool {
+	for _, it := range s.items {
+		switch {
+		case strings.HasPrefix(it.at, dir): // a file or a prefix under dir (a prefix is kept only with files)
+			return true
+		case !it.file && strings.HasPrefix(dir, it.at): // a prefix above dir
+			return len(s.a.List(archiveview.ListParams{Prefix: dir, MaxKeys: 1}).Entries) > 0
+		}
+	}
+	return false
+}
+
 // each calls fn for every selected file, in key order, stopping at fn's
 // first error or when ctx ends.
 func (s *selection) each(ctx context.Context, fn func(archiveview.File) error) error {
@@ -289,6 +306,7 @@ func (e writeError) Unwrap() error { return e.err }
 // getter extracts files into a directory.
 type getter struct {
 	a      *archiveview.Archive
+	sel    *selection
 	dir    string
 	root   *os.Root
 	stderr io.Writer
@@ -420,6 +438,11 @@ func (g *getter) extract(ctx context.Context, f archiveview.File) (skipped bool,
 	}
 	fail := func(what string, err error) (bool, error) {
 		return false, fmt.Errorf("key %s: %s %s: %w", f.Key, what, path.Join(g.dir, name), err)
+	}
+	if g.sel.selectsUnder(f.Key + "/") {
+		// The files under it are written; which one lost a race is not
+		// left to chance.
+		return false, fmt.Errorf("key %s: refused: the archive also has files under %s/, and a directory cannot be a file too (get %s alone into another directory)", f.Key, f.Key, f.Key)
 	}
 	if ok, err := g.present(ctx, name, f); err != nil {
 		return fail("check", err)
