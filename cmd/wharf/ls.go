@@ -326,6 +326,17 @@ func printable(s string) string {
 	return b.String()
 }
 
+// printableWriter passes each write through printable: for text reports
+// whose writes are whole lines (never JSON, whose own escapes differ).
+type printableWriter struct{ w io.Writer }
+
+func (p printableWriter) Write(b []byte) (int, error) {
+	if _, err := io.WriteString(p.w, printable(string(b))); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
 // usageError marks a command-line mistake: the command exits with status 2.
 type usageError struct{ err error }
 

@@ -98,3 +98,36 @@ func TestProblemLinesPrintable(t *testing.T) {
 		}
 	}
 }
+
+// TestRestorePrintable: a manifest's chunk keys are checked for ".." and
+// emptiness only, so a hostile one may hold an ESC (C0) or C1 control;
+// restore's report, which names every object, prints them escaped.
+func TestRestorePrintable(t *testing.T) {
+	st := t.TempDir()
+	u, res := packDir(t, st, map[string][]byte{"a.txt": []byte("a\n")}, getMtime, cargopack.Options{Bucket: "bkt", Prefix: "p", UploadID: "u-ck", FrameSize: 4096})
+	evil := "uploads/u-ck/shard-0/evil\x1b[2J\u009b.tar.zst"
+	rewriteManifest(t, filepath.Join(st, "bkt", filepath.FromSlash(res.ManifestKey)), func(m map[string]any) {
+		for _, f := range m["files"].([]any) {
+			f.(map[string]any)["s3_key"] = evil
+		}
+		for _, c := range m["chunks"].([]any) {
+			c.(map[string]any)["s3_key"] = evil
+		}
+		for _, s := range m["shards"].([]any) {
+			s.(map[string]any)["chunk_keys"] = []string{evil}
+		}
+	})
+	stdout, stderr, code := runWharf(t, "restore", "--store", "file://"+st, "--days", "1", "--dry-run", u)
+	if code != 0 {
+		t.Fatalf("restore --dry-run: exit %d\n%s", code, stderr)
+	}
+	for _, r := range stdout {
+		if r != '\n' && r != '\t' && r != ' ' && !unicode.IsPrint(r) {
+			t.Errorf("restore printed the unprintable rune %U:\n%q", r, stdout)
+			break
+		}
+	}
+	if want := `evil\x1b[2J\u009b.tar.zst`; !strings.Contains(stdout, want) {
+		t.Errorf("restore's report does not name the object as %s:\n%s", want, stdout)
+	}
+}

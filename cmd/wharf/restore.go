@@ -96,7 +96,7 @@ func restoreCmd(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer a.Close()
-	return restoreReport(ctx, a, manifestURL, rf, out)
+	return restoreReport(ctx, a, manifestURL, rf, printableWriter{out}) // it names the manifest's object keys
 }
 
 // selectGlobs walks the files the globs select (every file without globs),
