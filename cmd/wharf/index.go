@@ -121,14 +121,14 @@ func indexBuild(ctx context.Context, args []string, out io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("publish index in %s: %w", *output, err)
 		}
-		printInfo(out, a.Info())
+		printInfo(printableWriter{out}, a.Info())
 		fmt.Fprintf(out, "index:              %s: %s\n", *output, published)
 		return nil
 	}
 	if err := a.WriteIndexFile(*output); err != nil {
 		return fmt.Errorf("write index %s: %w", *output, err)
 	}
-	printInfo(out, a.Info())
+	printInfo(printableWriter{out}, a.Info())
 	if fi, err := os.Stat(*output); err == nil {
 		fmt.Fprintf(out, "index:              %s (%d bytes)\n", *output, fi.Size())
 	}
@@ -181,7 +181,7 @@ func indexShow(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer a.Close()
-	printInfo(out, a.Info())
+	printInfo(printableWriter{out}, a.Info())
 	return nil
 }
 

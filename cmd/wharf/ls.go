@@ -116,6 +116,9 @@ func lsCmd(ctx context.Context, args []string, out io.Writer) error {
 	}
 	defer a.Close()
 
+	if !*asJSON {
+		out = printableWriter{out} // version ids are upload ids, from the manifests
+	}
 	l := &lister{out: out, json: *asJSON, human: *human, recursive: *recursive, prefix: prefix}
 	if i := strings.LastIndex(prefix, "/"); i >= 0 && !*recursive {
 		l.strip = i + 1

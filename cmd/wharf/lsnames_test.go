@@ -131,3 +131,36 @@ func TestRestorePrintable(t *testing.T) {
 		t.Errorf("restore's report does not name the object as %s:\n%s", want, stdout)
 	}
 }
+
+// TestInfoLinesPrintable: an upload id is checked only for being one key
+// segment, so a hostile manifest's may hold ESC or a C1 control; the text
+// reports naming it (inspect, ls --versions, index build and show) print
+// it escaped.
+func TestInfoLinesPrintable(t *testing.T) {
+	st := t.TempDir()
+	u, res := packDir(t, st, map[string][]byte{"a.txt": []byte("a\n")}, getMtime, cargopack.Options{Bucket: "bkt", Prefix: "p", UploadID: "u-id", FrameSize: 4096})
+	rewriteManifest(t, filepath.Join(st, "bkt", filepath.FromSlash(res.ManifestKey)), func(m map[string]any) {
+		m["upload_id"] = "u-id\x1b[2J\u009b"
+	})
+	idx := filepath.Join(t.TempDir(), "a.widx")
+	for _, args := range [][]string{
+		{"inspect", "--store", "file://" + st, u},
+		{"ls", "--versions", "--recursive", "--store", "file://" + st, u},
+		{"index", "build", "-q", "--store", "file://" + st, u, "-o", idx},
+		{"index", "show", idx},
+	} {
+		stdout, stderr, code := runWharf(t, args...)
+		if code != 0 {
+			t.Fatalf("wharf %q: exit %d\n%s", args, code, stderr)
+		}
+		for _, r := range stdout {
+			if r != '\n' && r != '\t' && r != ' ' && !unicode.IsPrint(r) {
+				t.Errorf("wharf %q printed the unprintable rune %U:\n%q", args, r, stdout)
+				break
+			}
+		}
+		if want := `u-id\x1b[2J\u009b`; !strings.Contains(stdout, want) {
+			t.Errorf("wharf %q does not name the upload as %s:\n%s", args, want, stdout)
+		}
+	}
+}
