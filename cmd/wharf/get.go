@@ -92,7 +92,7 @@ func getCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return usageErr(fmt.Errorf("--cache-bytes %q: want a size > 0", *cacheSize))
 	}
 	if *out != "-" {
-		if strings.Contains(*out, "://") {
+		if strings.Contains(*out, "://") || looksLikeURL(*out) {
 			return usageErr(fmt.Errorf("-o %q: a URL; want a local target directory (or - for stdout)", *out))
 		}
 		if fi, err := os.Stat(*out); err == nil && !fi.IsDir() {
@@ -122,6 +122,23 @@ func getCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	g := &getter{a: a, sel: sel, dir: *out, stderr: stderr, pf: pf}
 	return g.run(ctx, sel, missing, *parallel)
+}
+
+// looksLikeURL reports a name that begins "scheme:/" (s3:/bkt/x, a URL
+// with a slash missing): as a path it would make a directory "s3:". A
+// one-letter scheme is a Windows drive (C:/out), not a URL.
+func looksLikeURL(name string) bool {
+	i := strings.Index(name, ":/")
+	if i < 2 {
+		return false
+	}
+	for j, c := range name[:i] {
+		letter := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+		if !letter && (j == 0 || !(c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.')) {
+			return false
+		}
+	}
+	return true
 }
 
 // selection is what get's KEY and PREFIX/ arguments select: files and
