@@ -15,8 +15,9 @@ import (
 // TestIndexBuildOutputNotClobbered: index build -o replaces an index
 // file (a rebuild, also of a damaged one) or an empty file, and refuses,
 // before reading any manifest, a file that is something else (a typo
-// naming the user's data, the manifest itself) and "-" (which would be a
-// file named "-", not stdout); the refused file is left as it was.
+// naming the user's data, the manifest itself), "-" (which would be a
+// file named "-", not stdout) and an s3:// URL with a slash missing; the
+// refused file is left as it was.
 func TestIndexBuildOutputNotClobbered(t *testing.T) {
 	st := t.TempDir()
 	mtime := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -61,6 +62,7 @@ func TestIndexBuildOutputNotClobbered(t *testing.T) {
 		{data, "-o " + data + ": exists and is not a wharf index file"},
 		{manifest, "-o " + manifest + ": exists and is not a wharf index file"},
 		{"-", "-o -: index build writes a file, not stdout"},
+		{"s3:/bkt/idx", `-o "s3:/bkt/idx": a URL with a slash missing?`},
 	} {
 		err := build(tc.out)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -75,5 +77,8 @@ func TestIndexBuildOutputNotClobbered(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "-")); err == nil {
 		t.Errorf(`-o -: a file named "-" was written`)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "s3:")); err == nil {
+		t.Errorf(`-o s3:/bkt/idx: a local directory "s3:" was made`)
 	}
 }
