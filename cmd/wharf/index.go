@@ -141,10 +141,11 @@ func indexBuild(ctx context.Context, args []string, out io.Writer) error {
 const indexFileMagic = "WHARFIDX"
 
 // checkIndexOutput refuses an index build -o that names what must not be
-// replaced by an index: "-" (a file of that name, not stdout), a URL
-// with a slash missing (s3:/bkt/idx), a directory or other non-regular file, or a non-empty file that is not an
-// index (a typo naming data, or the archive's own manifest in a file
-// store). An index file, damaged or not, and an empty file are replaced.
+// replaced by an index: "-" (a file of that name, not stdout), a URL with
+// a slash missing (s3:/bkt/idx), a directory or other non-regular file,
+// or a non-empty file that is not an index (a typo naming data, or the
+// archive's own manifest in a file store). An index file, damaged or not,
+// and an empty file are replaced.
 func checkIndexOutput(name string) error {
 	if name == "-" {
 		return errors.New("-o -: index build writes a file, not stdout; name the index file")
