@@ -124,6 +124,15 @@ func getCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	return g.run(ctx, sel, missing, *parallel)
 }
 
+// slashHint is what a KEY or PREFIX/ argument that matched nothing adds
+// when it begins with "/" (a path typed as on a disk): keys never do.
+func slashHint(arg string) string {
+	if !strings.HasPrefix(arg, "/") || strings.Trim(arg, "/") == "" {
+		return ""
+	}
+	return fmt.Sprintf(` (keys never begin with "/": %s?)`, strings.TrimLeft(arg, "/"))
+}
+
 // looksLikeURL reports a name that begins "scheme:/" (s3:/bkt/x, a URL
 // with a slash missing): as a path it would make a directory "s3:". A
 // one-letter scheme is a Windows drive (C:/out), not a URL.
@@ -183,7 +192,7 @@ func selectFiles(ctx context.Context, a *archiveview.Archive, args []string) (se
 			}
 		case strings.HasSuffix(arg, "/"):
 			if !under(arg) {
-				missing = append(missing, fmt.Sprintf("%s: no files under this prefix", arg))
+				missing = append(missing, fmt.Sprintf("%s: no files under this prefix%s", arg, slashHint(arg)))
 			}
 		default:
 			if f, ok := a.Stat(arg); ok {
@@ -196,7 +205,7 @@ func selectFiles(ctx context.Context, a *archiveview.Archive, args []string) (se
 			if id, ok := a.DeleteMarker(arg); ok {
 				missing = append(missing, fmt.Sprintf("%s: no such file (deleted by upload %s)", arg, id))
 			} else {
-				missing = append(missing, fmt.Sprintf("%s: no such file or directory in the archive", arg))
+				missing = append(missing, fmt.Sprintf("%s: no such file or directory in the archive%s", arg, slashHint(arg)))
 			}
 		}
 	}

@@ -158,7 +158,11 @@ func lsCmd(ctx context.Context, args []string, out io.Writer) error {
 		fmt.Fprintf(out, "\nTotal Objects: %d\n   Total Size: %s\n", l.count, l.size(l.bytes))
 	}
 	if l.entries == 0 {
-		return fmt.Errorf("nothing matches prefix %q", prefix)
+		hint := ""
+		if strings.HasPrefix(prefix, "/") && strings.Trim(prefix, "/") != "" {
+			hint = fmt.Sprintf(` (keys never begin with "/": %q?)`, strings.TrimLeft(prefix, "/"))
+		}
+		return fmt.Errorf("nothing matches prefix %q%s", prefix, hint)
 	}
 	return nil
 }
