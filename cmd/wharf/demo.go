@@ -44,16 +44,16 @@ func runDemo(ctx context.Context, args []string) error {
 		fl.PrintDefaults()
 	}
 	if err := fl.Parse(args); err != nil {
-		return err
+		return usageErr(err)
 	}
 	if fl.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fl.Arg(0))
+		return usageErr(fmt.Errorf("unexpected argument %q", fl.Arg(0)))
 	}
 	if *frameSize < 0 || *frameSize > maxDemoFrameSize {
-		return fmt.Errorf("--frame-size %d: want 0 (unframed) to %d", *frameSize, int64(maxDemoFrameSize))
+		return usageErr(fmt.Errorf("--frame-size %d: want 0 (unframed) to %d", *frameSize, int64(maxDemoFrameSize)))
 	}
 	if _, _, err := splitHostPort(*listen); err != nil {
-		return fmt.Errorf("--listen: %w", err)
+		return usageErr(fmt.Errorf("--listen: %w", err))
 	}
 
 	dir, err := os.MkdirTemp("", "wharf-demo-")

@@ -41,6 +41,9 @@ published dataset: s3://BUCKET/DATASET@current or @<version_id>.
     sha256 matches the manifest's; a manifest without a sha256 for it can
     only be checked by size and mtime (whole seconds), which is then the
     test. Run the same command again after a failure or Ctrl-C.
+  - A key that is also a directory of other selected keys ("a" and
+    "a/b": S3 allows both, a file system does not) is refused, named, and
+    the files under it are written.
   - Nothing is ever written outside DIR, whatever the keys say (the keys
     are checked and every write goes through an os.Root of DIR, which also
     refuses symlinks leading out).
@@ -89,7 +92,7 @@ func getCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return usageErr(fmt.Errorf("--cache-bytes %q: want a size > 0", *cacheSize))
 	}
 	if *out != "-" {
-		if strings.Contains(*out, "://") {
+		if strings.Contains(*out, "://") || looksLikeURL(*out) {
 			return usageErr(fmt.Errorf("-o %q: a URL; want a local target directory (or - for stdout)", *out))
 		}
 		if fi, err := os.Stat(*out); err == nil && !fi.IsDir() {
@@ -102,66 +105,175 @@ func getCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	defer a.Close()
-	files, missing := selectFiles(a, pos[1:])
-	if *out == "-" {
-		if len(files) != 1 || len(missing) != 0 {
-			for _, m := range missing {
-				fmt.Fprintf(stderr, "wharf get: %s\n", m)
-			}
-			return usageErr(fmt.Errorf("-o - streams exactly one file; the arguments select %d", len(files)))
-		}
-		return getToStdout(ctx, a, files[0], stdout, pf)
+	sel, missing, err := selectFiles(ctx, a, pos[1:])
+	if err != nil {
+		return err
 	}
-	g := &getter{a: a, dir: *out, stderr: stderr, pf: pf}
-	return g.run(ctx, files, missing, *parallel)
+	if *out == "-" {
+		if sel.files != 1 || len(missing) != 0 {
+			for _, m := range missing {
+				fmt.Fprintf(stderr, "wharf get: %s\n", printable(m))
+			}
+			return usageErr(fmt.Errorf("-o - streams exactly one file; the arguments select %d", sel.files))
+		}
+		var one archiveview.File
+		_ = sel.each(ctx, func(f archiveview.File) error { one = f; return nil })
+		return getToStdout(ctx, a, one, stdout, pf)
+	}
+	g := &getter{a: a, sel: sel, dir: *out, stderr: stderr, pf: pf}
+	return g.run(ctx, sel, missing, *parallel)
 }
 
-// selectFiles resolves KEY and PREFIX/ arguments to files, in key order
-// without repeats; missing says which arguments matched nothing, and why.
-func selectFiles(a *archiveview.Archive, args []string) (files []archiveview.File, missing []string) {
-	seen := map[string]bool{}
-	add := func(f archiveview.File) {
-		if !seen[f.Key] {
-			seen[f.Key] = true
-			files = append(files, f)
+// slashHint is what a KEY or PREFIX/ argument that matched nothing adds
+// when it begins with "/" (a path typed as on a disk): keys never do.
+func slashHint(arg string) string {
+	if !strings.HasPrefix(arg, "/") || strings.Trim(arg, "/") == "" {
+		return ""
+	}
+	return fmt.Sprintf(` (keys never begin with "/": %s?)`, strings.TrimLeft(arg, "/"))
+}
+
+// looksLikeURL reports a name that begins "scheme:/" (s3:/bkt/x, a URL
+// with a slash missing): as a path it would make a directory "s3:". A
+// one-letter scheme is a Windows drive (C:/out), not a URL.
+func looksLikeURL(name string) bool {
+	i := strings.Index(name, ":/")
+	if i < 2 {
+		return false
+	}
+	for j, c := range name[:i] {
+		letter := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+		if !letter && (j == 0 || !(c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.')) {
+			return false
 		}
 	}
-	under := func(prefix string) int {
-		n := 0
-		_ = eachEntry(a, archiveview.ListParams{Prefix: prefix}, func(e archiveview.ListEntry) error {
-			add(e.File)
-			n++
-			return nil
-		})
-		return n
+	return true
+}
+
+// selection is what get's KEY and PREFIX/ arguments select: files and
+// key prefixes, sorted, none inside another's prefix, so walking them in
+// order gives every selected file once, in key order. It holds the
+// arguments' resolution, never the files: each walks the archive's
+// listing a page at a time, so the selection of a 5M-file archive costs
+// one page of entries, not an entry per file.
+type selection struct {
+	a            *archiveview.Archive
+	items        []selected
+	files, bytes int64 // what each gives
+}
+
+// selected is one file (file true) or every file under prefix.
+type selected struct {
+	at   string // the file's key or the prefix
+	file bool
+	f    archiveview.File
+}
+
+// selectFiles resolves KEY and PREFIX/ arguments; missing says which
+// arguments matched nothing, and why. It fails only when ctx ends while it
+// counts the selected files.
+func selectFiles(ctx context.Context, a *archiveview.Archive, args []string) (sel *selection, missing []string, err error) {
+	sel = &selection{a: a}
+	has := func(prefix string) bool {
+		return len(a.List(archiveview.ListParams{Prefix: prefix, MaxKeys: 1}).Entries) > 0
+	}
+	under := func(prefix string) bool {
+		if !has(prefix) {
+			return false
+		}
+		sel.items = append(sel.items, selected{at: prefix})
+		return true
 	}
 	for _, arg := range args {
 		switch {
 		case arg == "/":
-			if under("") == 0 {
+			if !under("") {
 				missing = append(missing, "the archive has no files")
 			}
 		case strings.HasSuffix(arg, "/"):
-			if under(arg) == 0 {
-				missing = append(missing, fmt.Sprintf("%s: no files under this prefix", arg))
+			if !under(arg) {
+				missing = append(missing, fmt.Sprintf("%s: no files under this prefix%s", arg, slashHint(arg)))
 			}
 		default:
 			if f, ok := a.Stat(arg); ok {
-				add(f)
+				sel.items = append(sel.items, selected{at: arg, file: true, f: f})
 				continue
 			}
-			if under(arg+"/") > 0 {
+			if under(arg + "/") {
 				continue
 			}
 			if id, ok := a.DeleteMarker(arg); ok {
 				missing = append(missing, fmt.Sprintf("%s: no such file (deleted by upload %s)", arg, id))
 			} else {
-				missing = append(missing, fmt.Sprintf("%s: no such file or directory in the archive", arg))
+				missing = append(missing, fmt.Sprintf("%s: no such file or directory in the archive%s", arg, slashHint(arg)))
 			}
 		}
 	}
-	sort.Slice(files, func(i, j int) bool { return files[i].Key < files[j].Key })
-	return files, missing
+	// A prefix sorts before the keys under it, and the keys under it are
+	// contiguous: one pass drops what a kept prefix covers, and repeats.
+	sort.Slice(sel.items, func(i, j int) bool {
+		x, y := sel.items[i], sel.items[j]
+		return x.at < y.at || x.at == y.at && !x.file && y.file
+	})
+	kept := sel.items[:0]
+	for _, it := range sel.items {
+		if n := len(kept); n > 0 {
+			last := kept[n-1]
+			if !last.file && strings.HasPrefix(it.at, last.at) || last.file && it.file && it.at == last.at {
+				continue
+			}
+		}
+		kept = append(kept, it)
+	}
+	sel.items = kept
+	err = sel.each(ctx, func(f archiveview.File) error {
+		sel.files++
+		sel.bytes += f.Size
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("interrupted while counting the selected files: %w", err)
+	}
+	return sel, missing, nil
+}
+
+// selectsUnder reports whether the selection holds a file under dir (a
+// key prefix ending in "/").
+func (s *selection) selectsUnder(dir string) bool {
+	for _, it := range s.items {
+		switch {
+		case strings.HasPrefix(it.at, dir): // a file or a prefix under dir (a prefix is kept only with files)
+			return true
+		case !it.file && strings.HasPrefix(dir, it.at): // a prefix above dir
+			return len(s.a.List(archiveview.ListParams{Prefix: dir, MaxKeys: 1}).Entries) > 0
+		}
+	}
+	return false
+}
+
+// each calls fn for every selected file, in key order, stopping at fn's
+// first error or when ctx ends.
+func (s *selection) each(ctx context.Context, fn func(archiveview.File) error) error {
+	for _, it := range s.items {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var err error
+		if it.file {
+			err = fn(it.f)
+		} else {
+			err = eachEntry(s.a, archiveview.ListParams{Prefix: it.at}, func(e archiveview.ListEntry) error {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				return fn(e.File)
+			})
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // getToStdout streams one verified file to w.
@@ -199,9 +311,28 @@ func (p progressWriter) Write(b []byte) (int, error) {
 	return n, err
 }
 
+// writeTagged marks w's errors as writeErrors, telling them from the read
+// path's when io.Copy returns one.
+type writeTagged struct{ w io.Writer }
+
+func (t writeTagged) Write(b []byte) (int, error) {
+	n, err := t.w.Write(b)
+	if err != nil {
+		err = writeError{err}
+	}
+	return n, err
+}
+
+// writeError is an error of a write to the target directory.
+type writeError struct{ err error }
+
+func (e writeError) Error() string { return e.err.Error() }
+func (e writeError) Unwrap() error { return e.err }
+
 // getter extracts files into a directory.
 type getter struct {
 	a      *archiveview.Archive
+	sel    *selection
 	dir    string
 	root   *os.Root
 	stderr io.Writer
@@ -221,7 +352,7 @@ func (e filesFailed) Error() string {
 	return fmt.Sprintf("%d of %d files failed (named above); run the same command again to retry them", e.failed, e.of)
 }
 
-func (g *getter) run(ctx context.Context, files []archiveview.File, missing []string, parallel int) error {
+func (g *getter) run(ctx context.Context, sel *selection, missing []string, parallel int) error {
 	start := time.Now()
 	if err := os.MkdirAll(g.dir, 0o755); err != nil {
 		return fmt.Errorf("target directory: %w", err)
@@ -234,18 +365,15 @@ func (g *getter) run(ctx context.Context, files []archiveview.File, missing []st
 	g.root = root
 
 	for _, m := range missing {
-		fmt.Fprintf(g.stderr, "wharf get: failed: %s\n", m)
+		fmt.Fprintf(g.stderr, "wharf get: failed: %s\n", printable(m))
 	}
-	var total int64
-	for _, f := range files {
-		total += f.Size
-	}
+	total, nfiles := sel.bytes, int(sel.files)
 	g.rep = g.pf.start("get", "files")
-	g.rep.SetTotal(total, int64(len(files)))
+	g.rep.SetTotal(total, sel.files)
 
 	work := make(chan archiveview.File)
 	var wg sync.WaitGroup
-	for range min(parallel, max(len(files), 1)) {
+	for range min(parallel, max(nfiles, 1)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -254,14 +382,14 @@ func (g *getter) run(ctx context.Context, files []archiveview.File, missing []st
 			}
 		}()
 	}
-feed:
-	for _, f := range files {
+	_ = sel.each(ctx, func(f archiveview.File) error {
 		select {
 		case work <- f:
+			return nil
 		case <-ctx.Done():
-			break feed
+			return ctx.Err()
 		}
-	}
+	})
 	close(work)
 	wg.Wait()
 	snap := g.rep.Done(ctx.Err())
@@ -269,16 +397,16 @@ feed:
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if ctx.Err() != nil {
-		left := len(files) - g.written - g.skipped - g.fail
+		left := nfiles - g.written - g.skipped - g.fail
 		fmt.Fprintf(g.stderr, "wharf get: interrupted after %s: %d of %d files written (%s), %d already present, %d failed; %d not written (%s of %s done); run the same command again to resume\n",
-			time.Since(start).Round(time.Millisecond), g.written, len(files), formatBytes(g.writtenBytes), g.skipped, g.fail, left,
+			time.Since(start).Round(time.Millisecond), g.written, nfiles, formatBytes(g.writtenBytes), g.skipped, g.fail, left,
 			formatBytes(snap.Bytes), formatBytes(total))
-		return fmt.Errorf("interrupted: %d of %d files not written", left, len(files))
+		return fmt.Errorf("interrupted: %d of %d files not written", left, nfiles)
 	}
 	fmt.Fprintf(g.stderr, "wharf get: %d files written (%s), %d already present, %d failed, in %s\n",
 		g.written, formatBytes(g.writtenBytes), g.skipped, g.fail+len(missing), time.Since(start).Round(time.Millisecond))
 	if n := g.fail + len(missing); n > 0 {
-		return filesFailed{failed: n, of: len(files) + len(missing)}
+		return filesFailed{failed: n, of: nfiles + len(missing)}
 	}
 	return nil
 }
@@ -296,7 +424,7 @@ func (g *getter) one(ctx context.Context, f archiveview.File) {
 		// interrupted: counted as not written
 	case err != nil:
 		g.fail++
-		fmt.Fprintf(g.stderr, "wharf get: failed: %v\n", err)
+		fmt.Fprintf(g.stderr, "wharf get: failed: %s\n", printable(err.Error()))
 	case skipped:
 		g.skipped++
 		g.rep.ItemDone()
@@ -337,7 +465,12 @@ func (g *getter) extract(ctx context.Context, f archiveview.File) (skipped bool,
 	fail := func(what string, err error) (bool, error) {
 		return false, fmt.Errorf("key %s: %s %s: %w", f.Key, what, path.Join(g.dir, name), err)
 	}
-	if ok, err := g.present(name, f); err != nil {
+	if g.sel.selectsUnder(f.Key + "/") {
+		// The files under it are written; which one lost a race is not
+		// left to chance.
+		return false, fmt.Errorf("key %s: refused: the archive also has files under %s/, and a directory cannot be a file too (get %s alone into another directory)", f.Key, f.Key, f.Key)
+	}
+	if ok, err := g.present(ctx, name, f); err != nil {
 		return fail("check", err)
 	} else if ok {
 		g.rep.Add(f.Size)
@@ -367,8 +500,12 @@ func (g *getter) extract(ctx context.Context, f archiveview.File) (skipped bool,
 	if err != nil {
 		return false, err
 	}
-	n, err := io.Copy(progressWriter{w: tf, add: g.rep.Add}, r)
+	n, err := io.Copy(progressWriter{w: writeTagged{tf}, add: g.rep.Add}, r)
 	r.Close()
+	var we writeError
+	if errors.As(err, &we) {
+		return fail("write", we.err) // a full disk: the key and where it goes
+	}
 	if err != nil {
 		return false, err // the read path's error names the archive, key and chunk
 	}
@@ -399,8 +536,9 @@ func (g *getter) extract(ctx context.Context, f archiveview.File) (skipped bool,
 
 // present reports whether DIR/name already holds f: a regular file of f's
 // size whose sha256 matches the manifest's, or, when the manifest has no
-// sha256 for it, whose mtime matches (whole seconds).
-func (g *getter) present(name string, f archiveview.File) (bool, error) {
+// sha256 for it, whose mtime matches (whole seconds). Reading the file
+// stops when ctx ends.
+func (g *getter) present(ctx context.Context, name string, f archiveview.File) (bool, error) {
 	fi, err := g.root.Lstat(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
@@ -418,7 +556,7 @@ func (g *getter) present(name string, f archiveview.File) (bool, error) {
 		return false, err
 	}
 	defer rf.Close()
-	if _, err := io.Copy(h, rf); err != nil {
+	if _, err := io.Copy(h, ctxReader{ctx: ctx, r: rf}); err != nil {
 		return false, err
 	}
 	if hex.EncodeToString(h.Sum(nil)) != strings.ToLower(f.SHA256) {
@@ -430,4 +568,17 @@ func (g *getter) present(name string, f archiveview.File) (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// ctxReader reads from r until ctx ends.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }

@@ -9,8 +9,9 @@ import (
 	"testing"
 )
 
-// TestGetOutputRefusals: get's -o is a local directory: a URL (which
-// MkdirAll would have made a local "s3:" directory of) or an existing
+// TestGetOutputRefusals: get's -o is a local directory: a URL, also one
+// with a slash missing (which MkdirAll would have made a local "s3:"
+// directory of), or an existing
 // file is refused before the archive is opened, naming -o.
 func TestGetOutputRefusals(t *testing.T) {
 	store := t.TempDir()
@@ -24,6 +25,8 @@ func TestGetOutputRefusals(t *testing.T) {
 		out, want string
 	}{
 		{"s3://bkt/restore", `-o "s3://bkt/restore": a URL`},
+		{"s3:/bkt/restore", `-o "s3:/bkt/restore": a URL`},
+		{"https:/host/x", `-o "https:/host/x": a URL`},
 		{file, "-o " + file + ": not a directory"},
 	} {
 		var stdout, stderr bytes.Buffer

@@ -20,7 +20,8 @@ const indexUsage = `usage:
 
 build reads the manifest chain once and writes the archive's resolved
 index (persistent index format, see archiveview/persist.go) to FILE,
-atomically, or publishes it in the shared index cache s3://BUCKET/PREFIX
+atomically (an existing FILE is replaced only when it is an index file,
+damaged or not, or empty: anything else is refused), or publishes it in the shared index cache s3://BUCKET/PREFIX
 (the value replicas give to --index-cache), where a replica then finds it
 and never reads the manifest: MACed with the replicas' secret
 (--index-cache-secret-file; --index-cache-trust-writers to publish without
@@ -36,7 +37,7 @@ func runIndex(ctx context.Context, args []string) error {
 
 func indexCmd(ctx context.Context, args []string, out io.Writer) error {
 	if len(args) == 0 {
-		return fmt.Errorf("missing index command (build or show)\n%s", indexUsage)
+		return usageErr(fmt.Errorf("missing index command (build or show)\n%s", indexUsage))
 	}
 	switch args[0] {
 	case "build":
@@ -47,7 +48,7 @@ func indexCmd(ctx context.Context, args []string, out io.Writer) error {
 		fmt.Fprintln(out, indexUsage)
 		return nil
 	}
-	return fmt.Errorf("unknown index command %q\n%s", args[0], indexUsage)
+	return usageErr(fmt.Errorf("unknown index command %q\n%s", args[0], indexUsage))
 }
 
 func indexBuild(ctx context.Context, args []string, out io.Writer) error {
@@ -68,24 +69,24 @@ func indexBuild(ctx context.Context, args []string, out io.Writer) error {
 	}
 	if *output == "" {
 		fs.Usage()
-		return errors.New("-o FILE is required")
+		return usageErr(errors.New("-o FILE is required"))
 	}
 	if err := pf.check(); err != nil {
-		return err
+		return usageErr(err)
+	}
+	s3URL, err := indexCacheKind(*output) // not s3://: a file to write
+	if err != nil {
+		return usageErr(fmt.Errorf("-o: %w", err))
+	}
+	if !s3URL {
+		// Refused before the build, which may read many manifests.
+		if err := checkIndexOutput(*output); err != nil {
+			return usageErr(err)
+		}
 	}
 	store, bucket, key, err := sf.openManifest(ctx, manifestURL)
 	if err != nil {
 		return err
-	}
-	s3URL, err := indexCacheKind(*output) // not s3://: a file to write
-	if err != nil {
-		return fmt.Errorf("-o: %w", err)
-	}
-	if !s3URL {
-		// Refused before the build, which may read many manifests.
-		if fi, err := os.Stat(*output); err == nil && !fi.Mode().IsRegular() {
-			return fmt.Errorf("-o %s: not a regular file (a directory?): want the index file to write", *output)
-		}
 	}
 	var cache archiveview.IndexCache
 	if s3URL {
@@ -120,23 +121,63 @@ func indexBuild(ctx context.Context, args []string, out io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("publish index in %s: %w", *output, err)
 		}
-		printInfo(out, a.Info())
+		printInfo(printableWriter{out}, a.Info())
 		fmt.Fprintf(out, "index:              %s: %s\n", *output, published)
 		return nil
 	}
 	if err := a.WriteIndexFile(*output); err != nil {
 		return fmt.Errorf("write index %s: %w", *output, err)
 	}
-	printInfo(out, a.Info())
+	printInfo(printableWriter{out}, a.Info())
 	if fi, err := os.Stat(*output); err == nil {
 		fmt.Fprintf(out, "index:              %s (%d bytes)\n", *output, fi.Size())
 	}
 	return nil
 }
 
+// indexFileMagic is how every persistent index file begins (the format's
+// magic, archiveview/internal/index/format.go; TestIndexBuildOutputNotClobbered
+// builds one and sees it replaced).
+const indexFileMagic = "WHARFIDX"
+
+// checkIndexOutput refuses an index build -o that names what must not be
+// replaced by an index: "-" (a file of that name, not stdout), a URL with
+// a slash missing (s3:/bkt/idx), a directory or other non-regular file,
+// or a non-empty file that is not an index (a typo naming data, or the
+// archive's own manifest in a file store). An index file, damaged or not,
+// and an empty file are replaced.
+func checkIndexOutput(name string) error {
+	if name == "-" {
+		return errors.New("-o -: index build writes a file, not stdout; name the index file")
+	}
+	if looksLikeURL(name) {
+		return fmt.Errorf("-o %q: a URL with a slash missing? want the index FILE or s3://BUCKET/PREFIX", name)
+	}
+	fi, err := os.Stat(name)
+	if err != nil {
+		return nil // none there (or the write will say why not)
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("-o %s: not a regular file (a directory?): want the index file to write", name)
+	}
+	if fi.Size() == 0 {
+		return nil
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return fmt.Errorf("-o %s: %w", name, err)
+	}
+	defer f.Close()
+	head := make([]byte, len(indexFileMagic))
+	if _, err := io.ReadFull(f, head); err != nil || string(head) != indexFileMagic {
+		return fmt.Errorf("-o %s: exists and is not a wharf index file; refusing to replace it (remove it, or name another file)", name)
+	}
+	return nil
+}
+
 func indexShow(ctx context.Context, args []string, out io.Writer) error {
 	if len(args) != 1 {
-		return fmt.Errorf("want exactly one FILE\n%s", indexUsage)
+		return usageErr(fmt.Errorf("want exactly one FILE\n%s", indexUsage))
 	}
 	// No store: show reads nothing but the file (mapped, not loaded).
 	a, err := archiveview.OpenIndexFile(ctx, nil, args[0], archiveview.Options{})
@@ -144,7 +185,7 @@ func indexShow(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer a.Close()
-	printInfo(out, a.Info())
+	printInfo(printableWriter{out}, a.Info())
 	return nil
 }
 

@@ -66,6 +66,7 @@ func inspect(ctx context.Context, args []string, out io.Writer) error {
 	if *asJSON {
 		return printInfoJSON(out, t.bucket, a.Info(), ds)
 	}
+	out = printableWriter{out} // upload ids, keys and warnings come from the manifest
 	printInfo(out, a.Info())
 	if ds != nil {
 		printDataset(out, ds)

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/wharf-s3/wharf/archiveview"
 	"github.com/wharf-s3/wharf/archiveview/catalog"
@@ -37,6 +38,9 @@ versions of its upload chain.
     "DATE TIME SIZE VERSION_ID L key", where L is "*" for the latest
     version and SIZE is "DELETED" for a delete marker;
   - times are the files' mtimes in the local time zone, as aws s3 ls does;
+  - a name holding a rune that is not printable (a C1 control such as
+    U+009B, a bidi override such as U+202E) prints Go-quoted
+    ("evil\u202etxt.exe"), so a terminal never acts on it;
   - --json prints one JSON object per line (JSON Lines) instead, with the
     stable fields: key, size, last_modified (RFC 3339, UTC), etag,
     version_id, sha256 and content_type (omitted when unknown); with
@@ -112,6 +116,9 @@ func lsCmd(ctx context.Context, args []string, out io.Writer) error {
 	}
 	defer a.Close()
 
+	if !*asJSON {
+		out = printableWriter{out} // version ids are upload ids, from the manifests
+	}
 	l := &lister{out: out, json: *asJSON, human: *human, recursive: *recursive, prefix: prefix}
 	if i := strings.LastIndex(prefix, "/"); i >= 0 && !*recursive {
 		l.strip = i + 1
@@ -151,7 +158,11 @@ func lsCmd(ctx context.Context, args []string, out io.Writer) error {
 		fmt.Fprintf(out, "\nTotal Objects: %d\n   Total Size: %s\n", l.count, l.size(l.bytes))
 	}
 	if l.entries == 0 {
-		return fmt.Errorf("nothing matches prefix %q", prefix)
+		hint := ""
+		if strings.HasPrefix(prefix, "/") && strings.Trim(prefix, "/") != "" {
+			hint = fmt.Sprintf(` (keys never begin with "/": %q?)`, strings.TrimLeft(prefix, "/"))
+		}
+		return fmt.Errorf("nothing matches prefix %q%s", prefix, hint)
 	}
 	return nil
 }
@@ -186,7 +197,7 @@ func (l *lister) prefixLine(p string) error {
 	if l.json {
 		return l.emit(lsEntry{Prefix: p})
 	}
-	_, err := fmt.Fprintf(l.out, "%30s %s\n", "PRE", p[l.strip:])
+	_, err := fmt.Fprintf(l.out, "%30s %s\n", "PRE", shownName(p[l.strip:]))
 	return err
 }
 
@@ -197,7 +208,7 @@ func (l *lister) fileLine(f archiveview.File) error {
 	if l.json {
 		return l.emit(fileEntry(f))
 	}
-	_, err := fmt.Fprintf(l.out, "%s %10s %s\n", f.ModTime.Local().Format("2006-01-02 15:04:05"), l.size(f.Size), f.Key[l.strip:])
+	_, err := fmt.Fprintf(l.out, "%s %10s %s\n", f.ModTime.Local().Format("2006-01-02 15:04:05"), l.size(f.Size), shownName(f.Key[l.strip:]))
 	return err
 }
 
@@ -281,8 +292,56 @@ func (l *lister) versionLine(v archiveview.Version) error {
 	if v.IsLatest {
 		mark = "*"
 	}
-	_, err := fmt.Fprintf(l.out, "%s %10s %-*s %s %s\n", v.ModTime.Local().Format("2006-01-02 15:04:05"), size, l.idWidth, v.VersionID, mark, v.Key[l.strip:])
+	_, err := fmt.Fprintf(l.out, "%s %10s %-*s %s %s\n", v.ModTime.Local().Format("2006-01-02 15:04:05"), size, l.idWidth, v.VersionID, mark, shownName(v.Key[l.strip:]))
 	return err
+}
+
+// shownName is name as a text line shows it: itself, or Go-quoted when it
+// holds a rune that is not printable (C1 controls such as U+009B, CSI, and
+// U+0085, a line break; format characters such as the bidi override
+// U+202E; spaces other than " "), which a terminal would act on or which
+// would make the name look like another. The manifest's key rules refuse
+// only C0 controls and DEL.
+func shownName(name string) string {
+	for _, r := range name {
+		if r != ' ' && !unicode.IsPrint(r) {
+			return strconv.Quote(name)
+		}
+	}
+	return name
+}
+
+// printable returns s with each rune that is not printable written as a
+// Go escape ("\u009b"); newlines, tabs and spaces stay. Every line that
+// may name a hostile key (an error, a problem, a failed file) is printed
+// through it, so a C1 control or bidi override in a key cannot act on the
+// terminal, and the key is still named exactly.
+func printable(s string) string {
+	bad := func(r rune) bool { return r != '\n' && r != '\t' && r != ' ' && !unicode.IsPrint(r) }
+	if strings.IndexFunc(s, bad) < 0 {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if bad(r) {
+			q := strconv.QuoteRune(r) // '\u009b'
+			b.WriteString(q[1 : len(q)-1])
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// printableWriter passes each write through printable: for text reports
+// whose writes are whole lines (never JSON, whose own escapes differ).
+type printableWriter struct{ w io.Writer }
+
+func (p printableWriter) Write(b []byte) (int, error) {
+	if _, err := io.WriteString(p.w, printable(string(b))); err != nil {
+		return 0, err
+	}
+	return len(b), nil
 }
 
 // usageError marks a command-line mistake: the command exits with status 2.

@@ -89,7 +89,7 @@ func run(args []string) int {
 	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
-	fmt.Fprintf(os.Stderr, "wharf %s: %v\n", args[0], err)
+	fmt.Fprintf(os.Stderr, "wharf %s: %s\n", args[0], printable(err.Error()))
 	var usage usageError
 	if errors.As(err, &usage) {
 		return 2

@@ -39,22 +39,22 @@ func runPack(ctx context.Context, args []string) error {
 	}
 	dirs, err := parseInterspersed(fs, args)
 	if err != nil {
-		return err
+		return usageErr(err)
 	}
 	if len(dirs) != 1 {
 		fs.Usage()
-		return fmt.Errorf("want exactly one DIR, got %d", len(dirs))
+		return usageErr(fmt.Errorf("want exactly one DIR, got %d", len(dirs)))
 	}
 	if *storeURL == "" || *bucket == "" {
 		fs.Usage()
-		return errors.New("--store and --bucket are required")
+		return usageErr(errors.New("--store and --bucket are required"))
 	}
 	opt := cargopack.Options{
 		Bucket: *bucket, Prefix: *prefix, UploadID: *uploadID,
 		Version: *version, Direct: *direct, Dedup: *dedup, ShardCount: *shards,
 	}
 	if *shards < 1 {
-		return fmt.Errorf("--shards %d: want >= 1", *shards)
+		return usageErr(fmt.Errorf("--shards %d: want >= 1", *shards))
 	}
 	for _, s := range []struct {
 		name, val string
@@ -62,15 +62,15 @@ func runPack(ctx context.Context, args []string) error {
 	}{{"frame-size", *frameSize, &opt.FrameSize}, {"chunk-size", *chunkSize, &opt.ChunkSize}, {"split-size", *splitSize, &opt.SplitSize}} {
 		n, err := parseSize(s.val)
 		if err != nil {
-			return fmt.Errorf("--%s: %w", s.name, err)
+			return usageErr(fmt.Errorf("--%s: %w", s.name, err))
 		}
 		*s.dst = n
 	}
 	if opt.ChunkSize == 0 {
-		return errors.New("--chunk-size must be > 0")
+		return usageErr(errors.New("--chunk-size must be > 0"))
 	}
 	if err := pf.check(); err != nil {
-		return err
+		return usageErr(err)
 	}
 	// CargoShip records the walked root as given; packing an absolute path
 	// gives the usual absolute file paths.
@@ -141,11 +141,11 @@ func runPack(ctx context.Context, args []string) error {
 func manifestArg(fs *flag.FlagSet, args []string) (string, error) {
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
-		return "", err
+		return "", usageErr(err)
 	}
 	if len(pos) != 1 {
 		fs.Usage()
-		return "", fmt.Errorf("want exactly one MANIFEST_URL, got %d arguments", len(pos))
+		return "", usageErr(fmt.Errorf("want exactly one MANIFEST_URL, got %d arguments", len(pos)))
 	}
 	return pos[0], nil
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"sort"
 	"strings"
 	"time"
 
@@ -88,44 +89,79 @@ func restoreCmd(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	if err := rf.validate(); err != nil {
-		return err
+		return usageErr(err)
 	}
 	a, err := sf.openArchive(ctx, manifestURL, archiveview.Options{StorageClasses: true})
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	return restoreReport(ctx, a, manifestURL, rf, out)
+	return restoreReport(ctx, a, manifestURL, rf, printableWriter{out}) // it names the manifest's object keys
 }
 
-// selectGlobs returns the files the globs select (every file without
-// globs); a glob that selects nothing is an error.
-func selectGlobs(a *archiveview.Archive, globs []string) ([]archiveview.File, int64, error) {
-	var (
-		files []archiveview.File
-		bytes int64
-		used  = make([]bool, len(globs))
-	)
-	_ = eachEntry(a, archiveview.ListParams{}, func(e archiveview.ListEntry) error {
-		f := e.File
+// selectGlobs walks the files the globs select (every file without globs),
+// page by page, and returns how many there are, their bytes, and the
+// distinct objects holding them with the upload's total stored size
+// (Archive.StorageObjects, a page of files at a time: what it holds is
+// the objects, never the files). A glob that selects nothing is an error,
+// found by a first walk before any object is looked at.
+func selectGlobs(ctx context.Context, a *archiveview.Archive, globs []string) (files, bytes int64, objs []archiveview.StorageObject, total int64, err error) {
+	used := make([]bool, len(globs))
+	selects := func(key string) bool {
 		sel := len(globs) == 0
 		for i, g := range globs {
-			if globSelects(g, f.Key) {
+			if globSelects(g, key) {
 				sel, used[i] = true, true
 			}
 		}
-		if sel {
-			files = append(files, f)
-			bytes += f.Size
+		return sel
+	}
+	_ = eachEntry(a, archiveview.ListParams{}, func(e archiveview.ListEntry) error {
+		if selects(e.File.Key) {
+			files++
+			bytes += e.File.Size
 		}
 		return nil
 	})
 	for i, g := range globs {
 		if !used[i] {
-			return nil, 0, fmt.Errorf("--path %q selects no file of the archive", g)
+			return 0, 0, nil, 0, fmt.Errorf("--path %q selects no file of the archive", g)
 		}
 	}
-	return files, bytes, nil
+	byKey := map[string]archiveview.StorageObject{}
+	batch := make([]archiveview.File, 0, 1000)
+	flush := func() error {
+		o, t, err := a.StorageObjects(ctx, batch)
+		if err != nil {
+			return err
+		}
+		for _, so := range o {
+			byKey[so.Key] = so
+		}
+		total, batch = t, batch[:0]
+		return nil
+	}
+	err = eachEntry(a, archiveview.ListParams{}, func(e archiveview.ListEntry) error {
+		if !selects(e.File.Key) {
+			return nil
+		}
+		batch = append(batch, e.File)
+		if len(batch) == cap(batch) {
+			return flush()
+		}
+		return nil
+	})
+	if err == nil {
+		err = flush() // the rest, and the total when nothing was selected
+	}
+	if err != nil {
+		return 0, 0, nil, 0, err
+	}
+	for _, so := range byKey {
+		objs = append(objs, so)
+	}
+	sort.Slice(objs, func(i, j int) bool { return objs[i].Key < objs[j].Key })
+	return files, bytes, objs, total, nil
 }
 
 // objectState is one object's restore state in words.
@@ -191,11 +227,7 @@ func percent(part, whole int64) string {
 // is flagged on its line and in a warning, and one the store did not
 // report falls back to the manifest's size, also flagged.
 func restoreReport(ctx context.Context, a *archiveview.Archive, manifestURL string, rf restoreFlags, out io.Writer) error {
-	files, fileBytes, err := selectGlobs(a, rf.paths)
-	if err != nil {
-		return err
-	}
-	objs, total, err := a.StorageObjects(ctx, files)
+	nfiles, fileBytes, objs, total, err := selectGlobs(ctx, a, rf.paths)
 	if err != nil {
 		return err
 	}
@@ -206,7 +238,7 @@ func restoreReport(ctx context.Context, a *archiveview.Archive, manifestURL stri
 		disagree, unlisted    []string
 	)
 	fmt.Fprintf(out, "archive:        %s (%s)\n", a.UploadID(), manifestURL)
-	fmt.Fprintf(out, "selected files: %d (%d bytes)\n", len(files), fileBytes)
+	fmt.Fprintf(out, "selected files: %d (%d bytes)\n", nfiles, fileBytes)
 	fmt.Fprintf(out, "objects:        %d of the %d holding the upload\n", len(objs), a.Info().Chunks)
 	for _, o := range objs {
 		size, listed := storedSize(o)

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/rs/zerolog"
 
@@ -55,17 +56,20 @@ func (t target) options(opts archiveview.Options) archiveview.Options {
 func (s *storeFlags) openTarget(ctx context.Context, manifestURL string) (target, error) {
 	if (*s.accessKey == "") != (*s.secretKey == "") {
 		// One alone would sign with an empty secret, or be ignored.
-		return target{}, errors.New("--s3-access-key and --s3-secret-key must be given together")
+		return target{}, usageErr(errors.New("--s3-access-key and --s3-secret-key must be given together"))
+	}
+	if strings.HasPrefix(manifestURL, "/") || strings.HasPrefix(manifestURL, "./") || strings.HasPrefix(manifestURL, "../") {
+		return target{}, usageErr(fmt.Errorf("MANIFEST_URL %s: a local path; give the manifest's s3://BUCKET/KEY (a file store's objects are under --store file://DIR)", manifestURL))
 	}
 	ref, isDataset, err := catalog.ParseDatasetURL(manifestURL)
 	if err != nil {
-		return target{}, fmt.Errorf("%s: %w", manifestURL, err)
+		return target{}, usageErr(fmt.Errorf("%s: %w", manifestURL, err))
 	}
 	var t target
 	if !isDataset {
 		t.bucket, t.key, err = backend.ParseObjectURL(manifestURL)
 		if err != nil {
-			return target{}, err
+			return target{}, usageErr(err)
 		}
 	}
 	cfg := backend.S3Config{Endpoint: *s.endpoint, Region: *s.region, PathStyle: *s.pathStyle}

@@ -34,7 +34,7 @@ func runVerify(ctx context.Context, args []string) error {
 		return err
 	}
 	if err := pf.check(); err != nil {
-		return err
+		return usageErr(err)
 	}
 	t, err := sf.openTarget(ctx, manifestURL)
 	if err != nil {
@@ -76,14 +76,16 @@ func verifyTarget(ctx context.Context, w io.Writer, t target, pf *progressFlags)
 	}
 	rep.SetTotal(total, -1)
 	st, err := a.VerifyWith(ctx, archiveview.VerifyOptions{Progress: rep.Add, Report: func(p archiveview.VerifyProblem) {
+		var line string
 		switch {
 		case p.Key != "" && p.Chunk != "":
-			fmt.Fprintf(w, "PROBLEM key %s (chunk %s): %s\n", p.Key, p.Chunk, p.Detail)
+			line = fmt.Sprintf("PROBLEM key %s (chunk %s): %s", p.Key, p.Chunk, p.Detail)
 		case p.Key != "":
-			fmt.Fprintf(w, "PROBLEM key %s: %s\n", p.Key, p.Detail)
+			line = fmt.Sprintf("PROBLEM key %s: %s", p.Key, p.Detail)
 		default:
-			fmt.Fprintf(w, "PROBLEM chunk %s: %s\n", p.Chunk, p.Detail)
+			line = fmt.Sprintf("PROBLEM chunk %s: %s", p.Chunk, p.Detail)
 		}
+		fmt.Fprintln(w, printable(line))
 	}})
 	snap := rep.Done(err)
 	if err != nil && ctx.Err() != nil {
