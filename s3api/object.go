@@ -342,6 +342,9 @@ func (s *server) streamBody(req *request, a *archiveview.Archive, f archiveview.
 	}
 	if err != nil {
 		req.cause = err
+		if ctx.Err() == nil && !req.w.writeFailed {
+			req.abort = abortRead // not the client's doing
+		}
 		panic(http.ErrAbortHandler)
 	}
 }
