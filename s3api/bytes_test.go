@@ -50,17 +50,19 @@ type byShape struct {
 	name string
 	pack cargopack.Options
 	open archiveview.Options
+	// store configures the Faulty in front of the store (NoETags).
+	store faults.FaultConfig
 }
 
 func byShapes() []byShape {
 	small := archiveview.Options{SmallVerifyBytes: 128 << 10}
 	return []byShape{
-		{"framed", cargopack.Options{FrameSize: 64 << 10}, small},
-		{"giant", cargopack.Options{FrameSize: 64 << 10, NoSubFrames: true}, archiveview.Options{SmallVerifyBytes: 128 << 10, MaxFrameBytes: 256 << 10}},
-		{"unframed", cargopack.Options{}, small},
-		{"plain", cargopack.Options{PlainTar: func(string) bool { return true }}, small},
-		{"direct", cargopack.Options{Direct: true}, small},
-		{"split", cargopack.Options{FrameSize: 64 << 10, SplitSize: 1 << 20}, small},
+		{name: "framed", pack: cargopack.Options{FrameSize: 64 << 10}, open: small},
+		{name: "giant", pack: cargopack.Options{FrameSize: 64 << 10, NoSubFrames: true}, open: archiveview.Options{SmallVerifyBytes: 128 << 10, MaxFrameBytes: 256 << 10}},
+		{name: "unframed", pack: cargopack.Options{}, open: small},
+		{name: "plain", pack: cargopack.Options{PlainTar: func(string) bool { return true }}, open: small},
+		{name: "direct", pack: cargopack.Options{Direct: true}, open: small},
+		{name: "split", pack: cargopack.Options{FrameSize: 64 << 10, SplitSize: 1 << 20}, open: small},
 	}
 }
 
@@ -105,7 +107,7 @@ func byPack(t testing.TB, sh byShape, files map[string][]byte) (dir, manifestKey
 func byServe(t testing.TB, sh byShape, dir, manifestKey string, files map[string][]byte, hook func(faults.Request) faults.Fault) *byEnv {
 	t.Helper()
 	e := &byEnv{dir: dir, files: files, logs: &syncWriter{w: &bytes.Buffer{}}, reg: prometheus.NewRegistry()}
-	e.faulty = faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{})
+	e.faulty = faults.NewFaulty(backend.NewFileStore(dir), sh.store)
 	o := sh.open
 	o.Name = testBucket
 	o.Logger = zerolog.New(e.logs)

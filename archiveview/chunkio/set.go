@@ -230,6 +230,9 @@ type chunkState struct {
 	hdrChecks sync.Map // hdrKey -> *Memo[struct{}]: the one check of that header (checkHeaderOnce)
 
 	units unitState // units checked whole (verified.go)
+	// unpinned: a unit check of the object got no ETag from the store,
+	// so no read may rely on a check of it (verified.go).
+	unpinned atomic.Bool
 
 	walk Memo[map[string]walkEntry] // the shared tar walk
 

@@ -19,7 +19,10 @@ package chunkio
 //     later GET of the object carries If-Match with it: a replaced object
 //     fails (backend.ErrChanged), it is never read as the checked one. The
 //     persistent index records checked units, so a restart keeps them
-//     (VerifiedUnits, MarkVerified).
+//     (VerifiedUnits, MarkVerified). A store that reports no ETag for the
+//     object leaves nothing to pin: such reads are refused
+//     (backend.ErrBadResponse), not served from an object that may have
+//     been replaced since its check.
 //
 // A read that the caller checks whole itself (Extent.Checked: the whole
 // file against its sha256, a whole split part against its sum) needs no
@@ -33,6 +36,8 @@ import (
 	"fmt"
 	"io"
 	"sync"
+
+	"github.com/wharf-s3/wharf/backend"
 )
 
 // UnitKind says what a verified unit's sha256 covers.
@@ -146,6 +151,9 @@ func (s *Set) Verifiable(e Extent) bool {
 // readers share the check).
 func ensureUnits(ctx context.Context, s *Set, ci int32, units []Unit) error {
 	rs := s.state(ci)
+	if rs.unpinned.Load() {
+		return errUnpinned(s, ci)
+	}
 	for _, u := range units {
 		rs.units.mu.Lock()
 		if rs.units.done[u] {
@@ -166,6 +174,15 @@ func ensureUnits(ctx context.Context, s *Set, ci int32, units []Unit) error {
 		}, dataFailure); err != nil {
 			return err
 		}
+		if rs.ifMatch() == "" {
+			// The store gave the check no ETag: nothing can tie a later
+			// GET to the bytes just checked (no If-Match, no response to
+			// compare), so a replaced object would be served as the
+			// checked one. Refused, and remembered (the object is not
+			// read whole again for every read).
+			rs.unpinned.Store(true)
+			return errUnpinned(s, ci)
+		}
 		rs.units.mu.Lock()
 		if rs.units.done == nil {
 			rs.units.done = map[Unit]bool{}
@@ -175,6 +192,13 @@ func ensureUnits(ctx context.Context, s *Set, ci int32, units []Unit) error {
 		rs.units.mu.Unlock()
 	}
 	return nil
+}
+
+// errUnpinned is the error of a read that needs a checked unit of chunk
+// ci when the store reports no ETag for the object.
+func errUnpinned(s *Set, ci int32) error {
+	return fmt.Errorf("the store reported no ETag for s3://%s/%s, so a read of part of it cannot be pinned to the bytes checked whole (use a store that sends ETags, or --trust-unframed): %w",
+		s.bucket, s.chunks[ci].Key, backend.ErrBadResponse)
 }
 
 // checkUnit reads unit u of chunk ci whole, hashing it, through the
