@@ -33,6 +33,7 @@ package chunkio
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -170,7 +171,7 @@ func ensureUnits(ctx context.Context, s *Set, ci int32, units []Unit) error {
 		}
 		rs.units.mu.Unlock()
 		if _, err := m.Do(ctx, func(ctx context.Context) (struct{}, error) {
-			return struct{}{}, checkUnit(ctx, s, ci, u)
+			return struct{}{}, checkUnitTwice(ctx, s, ci, u)
 		}, dataFailure); err != nil {
 			return err
 		}
@@ -199,6 +200,26 @@ func ensureUnits(ctx context.Context, s *Set, ci int32, units []Unit) error {
 func errUnpinned(s *Set, ci int32) error {
 	return fmt.Errorf("the store reported no ETag for s3://%s/%s, so a read of part of it cannot be pinned to the bytes checked whole (use a store that sends ETags, or --trust-unframed): %w",
 		s.bucket, s.chunks[ci].Key, backend.ErrBadResponse)
+}
+
+// checkUnitTwice is checkUnit, read once more after a sha256 mismatch
+// (as refetchFrame does for a frame): corruption in transit passes,
+// corruption at rest fails twice, and only that is remembered (by the
+// unit's Memo, and for a whole object by failStream).
+func checkUnitTwice(ctx context.Context, s *Set, ci int32, u Unit) error {
+	err := checkUnit(ctx, s, ci, u)
+	if !errors.Is(err, ErrChecksum) {
+		return err
+	}
+	s.log.Warn().Str("archive", s.name).Str("chunk", s.chunks[ci].Key).Str("unit", u.what()).Err(err).
+		Msg("checksum mismatch of a span read whole: reading it again")
+	if err = checkUnit(ctx, s, ci, u); errors.Is(err, ErrChecksum) {
+		err = fmt.Errorf("read twice: %w", err)
+		if u.Kind == UnitObject {
+			s.state(ci).failStream(err)
+		}
+	}
+	return err
 }
 
 // checkUnit reads unit u of chunk ci whole, hashing it, through the
@@ -239,11 +260,7 @@ func checkUnit(ctx context.Context, s *Set, ci int32, u Unit) error {
 	h.Sum(got[:0])
 	if got != u.Sum {
 		s.metrics.checksumFailure()
-		err := fmt.Errorf("%s (read whole before serving any of it): sha256 mismatch: %w", u.what(), ErrChecksum)
-		if u.Kind == UnitObject {
-			s.state(ci).failStream(err)
-		}
-		return err
+		return fmt.Errorf("%s (read whole before serving any of it): sha256 mismatch: %w", u.what(), ErrChecksum)
 	}
 	s.log.Debug().Str("archive", s.name).Str("chunk", s.chunks[ci].Key).Str("unit", u.what()).Int64("bytes", n).
 		Msg("verified whole before its first ranged read")
