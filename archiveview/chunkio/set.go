@@ -244,6 +244,9 @@ type chunkState struct {
 	// (guarded by mu). The object cannot change under it: its first ETag
 	// is pinned.
 	streamErr error
+	// wholeMismatch: a whole-object decode failed its sha256 once; a
+	// second failure is remembered in streamErr (stream.go).
+	wholeMismatch atomic.Bool
 
 	noSumNoted   atomic.Bool    // a frame without checksum was logged
 	evidence     streamEvidence // whether the chunk's reads are a stream (readahead.go)
