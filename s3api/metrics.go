@@ -15,7 +15,17 @@ type metrics struct {
 	servedBytes  prometheus.Counter
 	restores     *prometheus.CounterVec
 	restoreBytes *prometheus.CounterVec
+	aborted      *prometheus.CounterVec
 }
+
+// Causes of an aborted response (wharf_aborted_responses_total).
+const (
+	abortRead   = "read"   // the read failed after the headers went out
+	abortClient = "client" // the client left, or stopped taking bytes
+	abortPanic  = "panic"  // a handler bug after the headers went out
+)
+
+var abortCauses = []string{abortRead, abortClient, abortPanic}
 
 // statusCodes pre-initialized per op so dashboards see zeros from the start.
 var statusCodes = []int{200, 202, 206, 304, 400, 403, 404, 405, 409, 412, 416, 500, 501, 503}
@@ -46,6 +56,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "wharf_restore_bytes_total",
 			Help: "Stored bytes of the backend objects whose restore wharf started for clients, by retrieval tier (what retrieval is billed on).",
 		}, []string{"tier"}),
+		aborted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wharf_aborted_responses_total",
+			Help: "Responses cut off after their headers were sent (connection closed on HTTP/1.1, RST_STREAM on HTTP/2), by operation and cause: read (the archive read failed mid-body: a backend error, a checksum mismatch), client (the client left or stopped reading), panic. wharf_requests_total counts them under the status their headers carried.",
+		}, []string{"op", "cause"}),
 	}
 	for _, t := range restoreTiers {
 		m.restores.WithLabelValues(t)
@@ -53,12 +67,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	for _, op := range allOps {
 		m.duration.WithLabelValues(op)
+		for _, c := range abortCauses {
+			m.aborted.WithLabelValues(op, c)
+		}
 		for _, c := range statusCodes {
 			m.requests.WithLabelValues(op, strconv.Itoa(c))
 		}
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.requests, m.duration, m.servedBytes, m.restores, m.restoreBytes} {
+		for _, c := range []prometheus.Collector{m.requests, m.duration, m.servedBytes, m.restores, m.restoreBytes, m.aborted} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("register metrics: %w", err)
 			}

@@ -204,7 +204,7 @@ func (s *server) getObject(req *request, a *archiveview.Archive) {
 	}
 	h.Set("Content-Length", strconv.FormatInt(n, 10))
 
-	if req.method == http.MethodHead || n == 0 {
+	if req.method == http.MethodHead {
 		req.w.WriteHeader(status)
 		return
 	}
@@ -326,6 +326,22 @@ func (s *server) streamBody(req *request, a *archiveview.Archive, f archiveview.
 	defer s.bufs.Put(bp)
 	buf := *bp
 
+	if n == 0 {
+		// An empty object is read too: its reader checks it (an empty
+		// body against the file's sha256, which a manifest that says 0
+		// bytes of a non-empty file does not match) and ends at once.
+		k, err := rc.Read(buf[:1])
+		if err == nil || k > 0 {
+			err = fmt.Errorf("body of a 0-byte object gave bytes: %w", archiveview.ErrCorrupt)
+		}
+		if err != io.EOF {
+			s.readFailed(req, a, ctx, err)
+			return
+		}
+		req.w.WriteHeader(status)
+		return
+	}
+
 	first := int64(len(buf))
 	if n < first {
 		first = n
@@ -357,6 +373,9 @@ func (s *server) streamBody(req *request, a *archiveview.Archive, f archiveview.
 	}
 	if err != nil {
 		req.cause = err
+		if ctx.Err() == nil && !req.w.writeFailed {
+			req.abort = abortRead // not the client's doing
+		}
 		panic(http.ErrAbortHandler)
 	}
 }

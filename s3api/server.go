@@ -216,6 +216,9 @@ type request struct {
 	w        *responseWriter
 	r        *http.Request
 	cause    error // logged with the access line
+	// abort is the cause (abortRead, abortClient) of a response aborted
+	// with http.ErrAbortHandler; "" = the client's side (or a panic).
+	abort string
 }
 
 // ServeHTTP implements http.Handler.
@@ -247,6 +250,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				rec = nil
 			} else {
 				rec = http.ErrAbortHandler
+				req.abort = abortPanic
 			}
 		}
 		s.finish(req, rec != nil)
@@ -420,6 +424,7 @@ type responseWriter struct {
 	status      int
 	bytes       int64
 	wroteHeader bool
+	writeFailed bool // a body write failed: the client's side
 
 	// The progress deadline: rc sets it, sendTimeout from now, before the
 	// header and before every write; noDeadline records a writer that
@@ -465,6 +470,7 @@ func (w *responseWriter) Write(p []byte) (int, error) {
 	if w.rc == nil || len(p) <= progressStep {
 		n, err := w.ResponseWriter.Write(p)
 		w.bytes += int64(n)
+		w.writeFailed = w.writeFailed || err != nil
 		return n, err
 	}
 	total := 0
@@ -477,6 +483,7 @@ func (w *responseWriter) Write(p []byte) (int, error) {
 		total += n
 		w.bytes += int64(n)
 		if err != nil {
+			w.writeFailed = true
 			return total, err
 		}
 		p = p[step:]
@@ -515,7 +522,12 @@ func (s *server) finish(req *request, aborted bool) {
 		ev = ev.Str("access_key", req.identity.AccessKey)
 	}
 	if aborted {
-		ev = ev.Bool("aborted", true)
+		cause := req.abort
+		if cause == "" {
+			cause = abortClient
+		}
+		s.metrics.aborted.WithLabelValues(req.op, cause).Inc()
+		ev = ev.Bool("aborted", true).Str("abort_cause", cause)
 	}
 	if req.cause != nil {
 		ev = ev.AnErr("error", req.cause)

@@ -230,6 +230,9 @@ type chunkState struct {
 	hdrChecks sync.Map // hdrKey -> *Memo[struct{}]: the one check of that header (checkHeaderOnce)
 
 	units unitState // units checked whole (verified.go)
+	// unpinned: a unit check of the object got no ETag from the store,
+	// so no read may rely on a check of it (verified.go).
+	unpinned atomic.Bool
 
 	walk Memo[map[string]walkEntry] // the shared tar walk
 
@@ -241,6 +244,9 @@ type chunkState struct {
 	// (guarded by mu). The object cannot change under it: its first ETag
 	// is pinned.
 	streamErr error
+	// wholeMismatch: a whole-object decode failed its sha256 once; a
+	// second failure is remembered in streamErr (stream.go).
+	wholeMismatch atomic.Bool
 
 	noSumNoted   atomic.Bool    // a frame without checksum was logged
 	evidence     streamEvidence // whether the chunk's reads are a stream (readahead.go)

@@ -186,8 +186,11 @@ func (r *partReader) finish() error {
 		if got != r.want {
 			r.set.metrics.checksumFailure()
 			err := fmt.Errorf("%s: sha256 mismatch: %w", r.what, ErrChecksum)
-			if r.whole {
-				r.set.state(r.ci).failStream(err)
+			if rs := r.set.state(r.ci); r.whole && rs.wholeMismatch.Swap(true) {
+				// A second whole-object mismatch: corruption at rest,
+				// remembered. The first may have been a body corrupted
+				// in transit; the next decode reads the object again.
+				rs.failStream(err)
 			}
 			r.failed = err
 			return err

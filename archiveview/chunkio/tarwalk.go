@@ -52,7 +52,16 @@ func isSparse(hdr *tar.Header) bool {
 // regular file and a link included) is refused (ErrCorrupt).
 func (s *Set) tarOffset(ctx context.Context, ci int32, name string) (int64, int64, error) {
 	entries, err := s.state(ci).walk.Do(ctx, func(ctx context.Context) (map[string]walkEntry, error) {
-		return runTarWalk(ctx, s, ci)
+		m, err := runTarWalk(ctx, s, ci)
+		if errors.Is(err, ErrChecksum) {
+			// Walked once more, as a frame is fetched again: a body
+			// corrupted in transit passes, corruption at rest fails
+			// twice, and only that is remembered (dataFailure).
+			s.log.Warn().Str("archive", s.name).Str("chunk", s.chunks[ci].Key).Err(err).
+				Msg("checksum mismatch in a tar walk: walking the chunk again")
+			m, err = runTarWalk(ctx, s, ci)
+		}
+		return m, err
 	}, dataFailure)
 	if err != nil {
 		return 0, 0, fmt.Errorf("tar walk: %w", err)

@@ -19,7 +19,10 @@ package chunkio
 //     later GET of the object carries If-Match with it: a replaced object
 //     fails (backend.ErrChanged), it is never read as the checked one. The
 //     persistent index records checked units, so a restart keeps them
-//     (VerifiedUnits, MarkVerified).
+//     (VerifiedUnits, MarkVerified). A store that reports no ETag for the
+//     object leaves nothing to pin: such reads are refused
+//     (backend.ErrBadResponse), not served from an object that may have
+//     been replaced since its check.
 //
 // A read that the caller checks whole itself (Extent.Checked: the whole
 // file against its sha256, a whole split part against its sum) needs no
@@ -30,9 +33,12 @@ package chunkio
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
+
+	"github.com/wharf-s3/wharf/backend"
 )
 
 // UnitKind says what a verified unit's sha256 covers.
@@ -146,6 +152,9 @@ func (s *Set) Verifiable(e Extent) bool {
 // readers share the check).
 func ensureUnits(ctx context.Context, s *Set, ci int32, units []Unit) error {
 	rs := s.state(ci)
+	if rs.unpinned.Load() {
+		return errUnpinned(s, ci)
+	}
 	for _, u := range units {
 		rs.units.mu.Lock()
 		if rs.units.done[u] {
@@ -162,9 +171,18 @@ func ensureUnits(ctx context.Context, s *Set, ci int32, units []Unit) error {
 		}
 		rs.units.mu.Unlock()
 		if _, err := m.Do(ctx, func(ctx context.Context) (struct{}, error) {
-			return struct{}{}, checkUnit(ctx, s, ci, u)
+			return struct{}{}, checkUnitTwice(ctx, s, ci, u)
 		}, dataFailure); err != nil {
 			return err
+		}
+		if rs.ifMatch() == "" {
+			// The store gave the check no ETag: nothing can tie a later
+			// GET to the bytes just checked (no If-Match, no response to
+			// compare), so a replaced object would be served as the
+			// checked one. Refused, and remembered (the object is not
+			// read whole again for every read).
+			rs.unpinned.Store(true)
+			return errUnpinned(s, ci)
 		}
 		rs.units.mu.Lock()
 		if rs.units.done == nil {
@@ -175,6 +193,33 @@ func ensureUnits(ctx context.Context, s *Set, ci int32, units []Unit) error {
 		rs.units.mu.Unlock()
 	}
 	return nil
+}
+
+// errUnpinned is the error of a read that needs a checked unit of chunk
+// ci when the store reports no ETag for the object.
+func errUnpinned(s *Set, ci int32) error {
+	return fmt.Errorf("the store reported no ETag for s3://%s/%s, so a read of part of it cannot be pinned to the bytes checked whole (use a store that sends ETags, or --trust-unframed): %w",
+		s.bucket, s.chunks[ci].Key, backend.ErrBadResponse)
+}
+
+// checkUnitTwice is checkUnit, read once more after a sha256 mismatch
+// (as refetchFrame does for a frame): corruption in transit passes,
+// corruption at rest fails twice, and only that is remembered (by the
+// unit's Memo, and for a whole object by failStream).
+func checkUnitTwice(ctx context.Context, s *Set, ci int32, u Unit) error {
+	err := checkUnit(ctx, s, ci, u)
+	if !errors.Is(err, ErrChecksum) {
+		return err
+	}
+	s.log.Warn().Str("archive", s.name).Str("chunk", s.chunks[ci].Key).Str("unit", u.what()).Err(err).
+		Msg("checksum mismatch of a span read whole: reading it again")
+	if err = checkUnit(ctx, s, ci, u); errors.Is(err, ErrChecksum) {
+		err = fmt.Errorf("read twice: %w", err)
+		if u.Kind == UnitObject {
+			s.state(ci).failStream(err)
+		}
+	}
+	return err
 }
 
 // checkUnit reads unit u of chunk ci whole, hashing it, through the
@@ -215,11 +260,7 @@ func checkUnit(ctx context.Context, s *Set, ci int32, u Unit) error {
 	h.Sum(got[:0])
 	if got != u.Sum {
 		s.metrics.checksumFailure()
-		err := fmt.Errorf("%s (read whole before serving any of it): sha256 mismatch: %w", u.what(), ErrChecksum)
-		if u.Kind == UnitObject {
-			s.state(ci).failStream(err)
-		}
-		return err
+		return fmt.Errorf("%s (read whole before serving any of it): sha256 mismatch: %w", u.what(), ErrChecksum)
 	}
 	s.log.Debug().Str("archive", s.name).Str("chunk", s.chunks[ci].Key).Str("unit", u.what()).Int64("bytes", n).
 		Msg("verified whole before its first ranged read")

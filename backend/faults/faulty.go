@@ -12,8 +12,9 @@
 //     keeps a log of every request, and applies the Fault a hook chooses:
 //     an error before any body, a body truncated or reset after N bytes,
 //     flipped bytes (silent corruption) or a ranged read answered with the
-//     whole object. Errors are *backend.Error values wrapping the backend
-//     sentinels, exactly as a real store reports them.
+//     whole object; or (NoETags) it acts as a store that reports no ETag
+//     and ignores If-Match. Errors are *backend.Error values wrapping the
+//     backend sentinels, exactly as a real store reports them.
 //   - Glacier (glacier.go) models S3's archive storage classes and
 //     restores: a class per object, reads refused (InvalidObjectState)
 //     until a restore finished after a configurable delay, x-amz-restore on
@@ -112,6 +113,11 @@ type FaultConfig struct {
 	// Hook decides the fault for each request; nil = no faults. It may be
 	// called from several goroutines at once.
 	Hook func(Request) Fault
+	// NoETags acts as a store that reports no ETag (an S3-compatible
+	// server that sends no ETag header) and so cannot honour If-Match:
+	// every ObjectInfo it returns has ETag "", and ReadRange ignores
+	// ifMatch.
+	NoETags bool
 }
 
 // Faulty wraps a backend.Store for tests and "wharf bench": it counts
@@ -233,7 +239,11 @@ func (f *Faulty) ReadRange(ctx context.Context, bucket, key string, off, length 
 			Err: fmt.Errorf("%w: status 200 for Range bytes=%d-%d: the store ignored the range (injected)",
 				backend.ErrBadResponse, off, off+length-1)}
 	}
+	if f.cfg.NoETags {
+		ifMatch = ""
+	}
 	rc, info, err := f.inner.ReadRange(ctx, bucket, key, off, length, ifMatch)
+	info = f.etag(info)
 	if err != nil {
 		return nil, info, err
 	}
@@ -247,6 +257,7 @@ func (f *Faulty) Get(ctx context.Context, bucket, key string) (io.ReadCloser, ba
 		return nil, backend.ObjectInfo{}, err
 	}
 	rc, info, err := f.inner.Get(ctx, bucket, key)
+	info = f.etag(info)
 	if err != nil {
 		return nil, info, err
 	}
@@ -258,7 +269,16 @@ func (f *Faulty) Stat(ctx context.Context, bucket, key string) (backend.ObjectIn
 	if _, err := f.begin(ctx, Request{Op: "stat", Bucket: bucket, Key: key}); err != nil {
 		return backend.ObjectInfo{}, err
 	}
-	return f.inner.Stat(ctx, bucket, key)
+	info, err := f.inner.Stat(ctx, bucket, key)
+	return f.etag(info), err
+}
+
+// etag drops info's ETag when the store models one without ETags.
+func (f *Faulty) etag(info backend.ObjectInfo) backend.ObjectInfo {
+	if f.cfg.NoETags {
+		info.ETag = ""
+	}
+	return info
 }
 
 // List implements backend.Store. One List call is one request, whatever
@@ -266,6 +286,9 @@ func (f *Faulty) Stat(ctx context.Context, bucket, key string) (backend.ObjectIn
 func (f *Faulty) List(ctx context.Context, bucket, prefix string, fn func(backend.ObjectInfo) error) error {
 	if _, err := f.begin(ctx, Request{Op: "list", Bucket: bucket, Key: prefix}); err != nil {
 		return err
+	}
+	if f.cfg.NoETags {
+		return f.inner.List(ctx, bucket, prefix, func(o backend.ObjectInfo) error { return fn(f.etag(o)) })
 	}
 	return f.inner.List(ctx, bucket, prefix, fn)
 }

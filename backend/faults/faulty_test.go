@@ -326,3 +326,32 @@ func TestFaultyStatListGetFaults(t *testing.T) {
 		t.Fatalf("counts %d %d %d", f.Requests("stat"), f.Requests("list"), f.Requests("get"))
 	}
 }
+
+// NoETags: no ObjectInfo carries an ETag, and If-Match is ignored (a
+// wrong one still reads), as from a store that sends no ETag header.
+func TestFaultyNoETags(t *testing.T) {
+	f, data := faultyFixture(t, FaultConfig{NoETags: true})
+	ctx := context.Background()
+	got, info, err := readAllRange(f, "bkt", "obj", 10, 100, "not-the-etag")
+	if err != nil || info.ETag != "" || !bytes.Equal(got, data[10:110]) {
+		t.Fatalf("range with a wrong If-Match: %d bytes, etag %q, %v", len(got), info.ETag, err)
+	}
+	rc, info, err := f.Get(ctx, "bkt", "obj")
+	if err != nil || info.ETag != "" {
+		t.Fatalf("get: etag %q, %v", info.ETag, err)
+	}
+	rc.Close()
+	if info, err := f.Stat(ctx, "bkt", "obj"); err != nil || info.ETag != "" {
+		t.Fatalf("stat: etag %q, %v", info.ETag, err)
+	}
+	n := 0
+	if err := f.List(ctx, "bkt", "", func(o backend.ObjectInfo) error {
+		n++
+		if o.ETag != "" {
+			t.Errorf("list: %s has etag %q", o.Key, o.ETag)
+		}
+		return nil
+	}); err != nil || n == 0 {
+		t.Fatalf("list: %d objects, %v", n, err)
+	}
+}
