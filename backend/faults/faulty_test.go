@@ -348,9 +348,10 @@ func TestFaultyReadAfterCancel(t *testing.T) {
 // blocks until the request's context ends and fails with its error.
 func TestFaultyStall(t *testing.T) {
 	f, data := faultyFixture(t, FaultConfig{Hook: func(Request) Fault { return Fault{Kind: FaultStall, After: 3000} }})
+	// start before the deadline is set: the deadline is 200 ms after it.
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	start := time.Now()
 	rc, _, err := f.ReadRange(ctx, "bkt", "obj", 100, 20000, "")
 	if err != nil {
 		t.Fatal(err)
