@@ -3,6 +3,7 @@ package archiveview
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,8 +18,11 @@ import (
 // of that content name another chunk, so no candidate is in the
 // duplicate's own chunk and each takes the fallback (any entry with the
 // checksum and size). On the old code each duplicate scanned every
-// candidate: 1.6e9 steps, Open took many seconds (quadratic CPU an
-// uploader controls); now Open takes well under a second of that work.
+// candidate: 1.6e9 steps, Open took 90 s (quadratic CPU an uploader
+// controls); now Open takes about what the same manifest without the
+// duplicates (its 40,000 second entries plain copies) takes, measured in
+// the same run as the baseline: within 3x+250ms of it. A miss is measured
+// once more (a loaded machine); only two misses fail.
 func TestDuplicateOriginalsLinear(t *testing.T) {
 	const n = 40000
 	dir := t.TempDir()
@@ -30,34 +34,51 @@ func TestDuplicateOriginalsLinear(t *testing.T) {
 	}
 	a := *hoEntry(t, m, "data/a.txt")
 	bKey := m.Chunks[cb].S3Key
-	files := make([]manifest.FileEntry, 0, 2*n+2)
-	files = append(files, m.Files...)
-	for i := range n {
-		o := a
-		o.Path = fmt.Sprintf("%s/orig/%06d", m.SourcePath, i)
-		files = append(files, o)
-		d := a
-		d.Path = fmt.Sprintf("%s/dup/%06d", m.SourcePath, i)
-		d.IsDuplicate, d.DuplicateOfHash, d.S3Key, d.ArchiveOffset = true, a.Checksum, bKey, nil
-		files = append(files, d)
+	entries := func(dups bool) []manifest.FileEntry {
+		files := make([]manifest.FileEntry, 0, 2*n+2)
+		files = append(files, m.Files...)
+		for i := range n {
+			o := a
+			o.Path = fmt.Sprintf("%s/orig/%06d", m.SourcePath, i)
+			files = append(files, o)
+			d := a
+			d.Path = fmt.Sprintf("%s/dup/%06d", m.SourcePath, i)
+			if dups {
+				d.IsDuplicate, d.DuplicateOfHash, d.S3Key, d.ArchiveOffset = true, a.Checksum, bKey, nil
+			}
+			files = append(files, d)
+		}
+		return files
 	}
-	m.Files = files
-	m.TotalFiles = int64(len(files))
-	h.putManifest(m)
+	plain, withDups := *m, *m
+	plain.Files, withDups.Files = entries(false), entries(true)
+	plain.TotalFiles, withDups.TotalFiles = int64(len(plain.Files)), int64(len(withDups.Files))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	t0 := time.Now()
-	ar, err := Open(ctx, backend.NewFileStore(dir), h.bucket, h.mkey, Options{Name: hoName})
-	took := time.Since(t0)
-	if err != nil {
-		t.Fatalf("Open: %v", err)
+	open := func(mm *manifest.Manifest) time.Duration {
+		t.Helper()
+		h.putManifest(mm)
+		t0 := time.Now()
+		ar, err := Open(ctx, backend.NewFileStore(dir), h.bucket, h.mkey, Options{Name: hoName})
+		took := time.Since(t0)
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		defer ar.Close()
+		if _, ok := ar.Stat("dup/039999"); !ok {
+			t.Fatal("dup/039999 not listed")
+		}
+		return took
 	}
-	defer ar.Close()
-	if _, ok := ar.Stat("dup/039999"); !ok {
-		t.Fatal("dup/039999 not listed")
+	var misses []string
+	for len(misses) < 2 {
+		base := open(&plain)
+		took := open(&withDups)
+		t.Logf("Open of %d entries (%d duplicates): %v; without the duplicates: %v", len(withDups.Files), n, took, base)
+		if took <= 3*base+250*time.Millisecond {
+			return
+		}
+		misses = append(misses, fmt.Sprintf("%v against %v", took, base))
 	}
-	t.Logf("Open of %d entries (%d duplicates): %v", len(files), n, took)
-	if took > 4*time.Second {
-		t.Fatalf("Open took %v: duplicates are mapped to originals in quadratic time", took)
-	}
+	t.Fatalf("Open took %s without the duplicates, twice: duplicates are mapped to originals in quadratic time", strings.Join(misses, ", then "))
 }

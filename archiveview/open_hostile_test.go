@@ -69,7 +69,12 @@ func TestHostileJSONSize(t *testing.T) {
 }
 
 // TestHostile100kManifestOpens: a manifest of 100,000 entries (direct
-// objects, which Open never touches) opens and lists within seconds.
+// objects, which Open never touches) opens and lists within seconds: Open
+// takes at most 3x (+100ms) what decoding the same manifest's JSON into a
+// manifest.Manifest takes, measured in the same run (the baseline: any
+// Open must at least decode it; Open measured 0.9-1.9x of it, 0.4-1.4 s
+// without -race, 6-8 s under it). A miss is measured once more (a loaded
+// machine); only two misses fail.
 func TestHostile100kManifestOpens(t *testing.T) {
 	h := hoPack(t, t.TempDir(), map[string][]byte{"a.txt": hoText(1, 100)}, cargopack.Options{Direct: true})
 	m := h.manifest()
@@ -85,23 +90,38 @@ func TestHostile100kManifestOpens(t *testing.T) {
 	}
 	m.TotalFiles = n
 	h.putManifest(m)
-	start := time.Now()
-	a, err := Open(context.Background(), backend.NewFileStore(h.dir), h.bucket, h.mkey, Options{Name: hoName})
-	el := time.Since(start)
+	js, err := json.Marshal(m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer a.Close()
-	if a.Files() != n {
-		t.Fatalf("Files() = %d, want %d", a.Files(), n)
+	var misses []string
+	for len(misses) < 2 {
+		t0 := time.Now()
+		var decoded manifest.Manifest
+		if err := json.Unmarshal(js, &decoded); err != nil {
+			t.Fatal(err)
+		}
+		base := time.Since(t0)
+		start := time.Now()
+		a, err := Open(context.Background(), backend.NewFileStore(h.dir), h.bucket, h.mkey, Options{Name: hoName})
+		el := time.Since(start)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Files() != n {
+			t.Fatalf("Files() = %d, want %d", a.Files(), n)
+		}
+		if k := len(hoAllKeysFast(a)); k != n {
+			t.Fatalf("listed %d keys", k)
+		}
+		t.Logf("100k-entry manifest: Open %v, Open+List %v; decoding its JSON %v", el, time.Since(start), base)
+		a.Close()
+		if el <= 3*base+100*time.Millisecond {
+			return
+		}
+		misses = append(misses, fmt.Sprintf("%v against a decode of %v", el, base))
 	}
-	if k := len(hoAllKeysFast(a)); k != n {
-		t.Fatalf("listed %d keys", k)
-	}
-	t.Logf("100k-entry manifest: Open %v, Open+List %v", el, time.Since(start))
-	if el > 4*time.Second {
-		t.Errorf("Open of a 100k-entry manifest took %v", el)
-	}
+	t.Errorf("Open of a 100k-entry manifest took %s, twice", strings.Join(misses, ", then "))
 }
 
 func hoAllKeysFast(a *Archive) []string {

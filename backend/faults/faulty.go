@@ -127,7 +127,9 @@ type FaultConfig struct {
 //
 // Counters: every call is one request (also those failed by a fault), by
 // Op; BytesReturned counts body bytes actually handed to readers (after
-// truncation, so a truncated body counts what was delivered).
+// truncation, so a truncated body counts what was delivered). Like a real
+// store's body, one whose request's context ended fails its next Read
+// with the context's error and hands out (and counts) nothing more.
 type Faulty struct {
 	inner backend.Store
 	cfg   FaultConfig
@@ -222,10 +224,19 @@ func (f *Faulty) begin(ctx context.Context, req Request) (Fault, error) {
 	return fault, nil
 }
 
-func (f *Faulty) addBytes(n int) {
+// addBytesLive counts n body bytes handed to a reader whose request's
+// context is ctx, unless ctx has ended (then it counts nothing and returns
+// false). The check and the count are one step under f.mu: whoever reads
+// BytesReturned after a request's context was cancelled sees every byte
+// that request will ever be counted for.
+func (f *Faulty) addBytesLive(ctx context.Context, n int) bool {
 	f.mu.Lock()
+	defer f.mu.Unlock()
+	if ctx.Err() != nil {
+		return false
+	}
 	f.bytes += int64(n)
-	f.mu.Unlock()
+	return true
 }
 
 // ReadRange implements backend.Store.
@@ -333,6 +344,11 @@ func (r *faultyReader) Read(p []byte) (int, error) {
 		p = p[:r.fault.After-r.pos]
 	}
 	n, err := r.inner.Read(p)
+	// A real store's body (net/http) fails once its request's context
+	// ended: no byte is handed out (or counted) after it.
+	if n > 0 && !r.f.addBytesLive(r.ctx, n) {
+		return 0, &backend.Error{Op: r.op, Bucket: r.bucket, Key: r.key, Err: r.ctx.Err()}
+	}
 	if n > 0 {
 		if r.fault.Kind == FaultFlip {
 			lo, hi := r.base+r.pos, r.base+r.pos+int64(n)
@@ -343,7 +359,6 @@ func (r *faultyReader) Read(p []byte) (int, error) {
 			}
 		}
 		r.pos += int64(n)
-		r.f.addBytes(n)
 		if werr := r.throttle(n); werr != nil && err == nil {
 			err = &backend.Error{Op: r.op, Bucket: r.bucket, Key: r.key, Err: werr}
 		}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -273,13 +274,84 @@ func TestFaultyContextCancel(t *testing.T) {
 	}
 }
 
+// cancellingStore is a FileStore whose bodies cancel their request (cancel)
+// from inside a Read once armed: the client leaves while that Read is in
+// the store.
+type cancellingStore struct {
+	backend.Store
+	armed  *atomic.Bool
+	cancel context.CancelFunc
+}
+
+func (s cancellingStore) ReadRange(ctx context.Context, bucket, key string, off, length int64, ifMatch string) (io.ReadCloser, backend.ObjectInfo, error) {
+	rc, info, err := s.Store.ReadRange(ctx, bucket, key, off, length, ifMatch)
+	if err != nil {
+		return nil, info, err
+	}
+	return cancellingBody{rc, s}, info, nil
+}
+
+type cancellingBody struct {
+	io.ReadCloser
+	s cancellingStore
+}
+
+func (b cancellingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if b.s.armed.Load() {
+		b.s.cancel()
+	}
+	return n, err
+}
+
+// TestFaultyReadAfterCancel: a Read during which the body's request
+// context ends (the client left while it was in the store), and every Read
+// after, fails with the context's error, hands out no byte and counts
+// none, as a real store's body does. On the code before, that Read
+// returned its bytes and BytesReturned grew after the request had ended:
+// s3api's Test36DisconnectCancelsBackendReads, under -race, saw 256 KiB
+// "still flowing after the handler ended" in 4 of 10 runs.
+func TestFaultyReadAfterCancel(t *testing.T) {
+	dir := t.TempDir()
+	data := randBytes(20, 100000)
+	if err := os.MkdirAll(filepath.Join(dir, "bkt"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bkt", "obj"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var armed atomic.Bool
+	f := NewFaulty(cancellingStore{backend.NewFileStore(dir), &armed, cancel}, FaultConfig{})
+	rc, _, err := f.ReadRange(ctx, "bkt", "obj", 0, 20000, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	buf := make([]byte, 1000)
+	if _, err := io.ReadFull(rc, buf); err != nil || !bytes.Equal(buf, data[:1000]) {
+		t.Fatalf("first read: %v", err)
+	}
+	armed.Store(true)
+	for i := range 2 { // the Read that saw the cancel, then one after it
+		if n, err := rc.Read(buf); n != 0 || !errors.Is(err, context.Canceled) {
+			t.Fatalf("read %d from the cancel: %d bytes, %v; want 0 and context.Canceled", i, n, err)
+		}
+	}
+	if got := f.BytesReturned(); got != 1000 {
+		t.Fatalf("BytesReturned %d, want the 1000 read before the cancel", got)
+	}
+}
+
 // TestFaultyStall: a stalled body delivers its first After bytes, then
 // blocks until the request's context ends and fails with its error.
 func TestFaultyStall(t *testing.T) {
 	f, data := faultyFixture(t, FaultConfig{Hook: func(Request) Fault { return Fault{Kind: FaultStall, After: 3000} }})
+	// start before the deadline is set: the deadline is 200 ms after it.
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	start := time.Now()
 	rc, _, err := f.ReadRange(ctx, "bkt", "obj", 100, 20000, "")
 	if err != nil {
 		t.Fatal(err)

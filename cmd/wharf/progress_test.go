@@ -162,21 +162,47 @@ func medianDur(ds []time.Duration) time.Duration {
 	return s[len(s)/2]
 }
 
-// checkNormalLatency fails unless the other client's reads during the
-// stall kept their normal latency: median within 3x (+20ms) of the
-// baseline's, slowest within 4x the baseline's slowest (+300ms; a loaded
-// 2-core machine). A read waiting for memory the stalled readers hold
-// takes until their send timeout (seconds), far past either bound.
-func checkNormalLatency(t *testing.T, base, during []time.Duration) {
-	t.Helper()
+// normalLatency is nil if the other client's reads during the stall kept
+// their normal latency: median within 3x (+20ms) of the baseline's,
+// slowest within 4x the baseline's slowest (+300ms; a loaded 2-core
+// machine). A read waiting for memory the stalled readers hold takes
+// until their send timeout (seconds), far past either bound, and leaves
+// fewer than 5 reads in the stall's 3 s.
+func normalLatency(base, during []time.Duration) error {
 	if len(base) == 0 || len(during) < 5 {
-		t.Fatalf("other client: %d reads before and %d during the stall", len(base), len(during))
+		return fmt.Errorf("other client: %d reads before and %d during the stall", len(base), len(during))
 	}
+	var errs []string
 	if m, b := medianDur(during), medianDur(base); m > 3*b+20*time.Millisecond {
-		t.Errorf("other client's median read during the stall %v, baseline %v", m, b)
+		errs = append(errs, fmt.Sprintf("other client's median read during the stall %v, baseline %v", m, b))
 	}
 	if m, b := maxDur(during), maxDur(base); m > 4*b+300*time.Millisecond {
-		t.Errorf("other client's slowest read during the stall %v, baseline's slowest %v", m, b)
+		errs = append(errs, fmt.Sprintf("other client's slowest read during the stall %v, baseline's slowest %v", m, b))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// checkNormalLatencyTwice runs round (a new server, the other client's
+// baseline, the stall and every check of the stall itself, which holds in
+// each round) and checks the other client's latency (normalLatency). A
+// miss is measured once more in a new round, against that round's own
+// baseline; only two misses fail. A load spike on a shared machine misses
+// one round; the defect this guards (reads waiting seconds for memory the
+// stalled readers hold) misses both.
+func checkNormalLatencyTwice(t *testing.T, round func() (base, during []time.Duration)) {
+	t.Helper()
+	base, during := round()
+	first := normalLatency(base, during)
+	if first == nil || t.Failed() {
+		return
+	}
+	t.Logf("latency missed in the first round (%v); measuring once more", first)
+	base, during = round()
+	if second := normalLatency(base, during); second != nil {
+		t.Errorf("latency missed in both rounds: %v; then %v", first, second)
 	}
 }
 
@@ -203,14 +229,22 @@ func smallWindowDialer() *net.Dialer {
 // handlers return (their access lines, aborted, are written after the
 // reader and its buffers were released); and another client (another
 // address) reading 1 MiB ranges meanwhile keeps its normal latency
-// (checkNormalLatency), at the default read settings, every read a 206
-// with the right bytes.
+// (checkNormalLatencyTwice: a miss is measured once more in a new round),
+// at the default read settings, every read a 206 with the right bytes.
 func TestServeSendTimeoutHTTP1(t *testing.T) {
+	checkNormalLatencyTwice(t, func() (base, during []time.Duration) { return sendTimeoutHTTP1Round(t) })
+}
+
+// sendTimeoutHTTP1Round is one round of TestServeSendTimeoutHTTP1 on a new
+// server: it checks the aborts and returns the other client's latencies
+// before and during the stall.
+func sendTimeoutHTTP1Round(t *testing.T) (base, during []time.Duration) {
+	t.Helper()
 	const send = 4 * time.Second
 	addr, logs, pki, _, otherData := progressServer(t, send)
 	other := &otherReader{t: t, c: otherClient(pki, false), addr: addr, other: otherData}
 	other.readsFor(time.Millisecond) // connect: the first read also dials
-	base := other.readsFor(1500 * time.Millisecond)
+	base = other.readsFor(1500 * time.Millisecond)
 
 	conns := make([]net.Conn, 40)
 	for i := range conns {
@@ -235,7 +269,6 @@ func TestServeSendTimeoutHTTP1(t *testing.T) {
 
 	// The other client reads while all 40 are stalled: for send-1s, before
 	// the first of them can be cut off.
-	var during []time.Duration
 	var wg sync.WaitGroup
 	wg.Go(func() { during = other.readsFor(send - time.Second) })
 
@@ -262,10 +295,10 @@ func TestServeSendTimeoutHTTP1(t *testing.T) {
 			t.Errorf("stalled connection %d got %d bytes, the whole range", i, n)
 		}
 	}
-	checkNormalLatency(t, base, during)
 	t.Logf("40 stalled HTTP/1.1 readers aborted %v after they stalled (send timeout %v); other client: %d reads during the stall, median %v, max %v (baseline %d reads, median %v, max %v)",
 		took.Round(time.Millisecond), send, len(during), medianDur(during).Round(time.Millisecond), maxDur(during).Round(time.Millisecond),
 		len(base), medianDur(base).Round(time.Millisecond), maxDur(base).Round(time.Millisecond))
+	return base, during
 }
 
 // TestServeSendTimeoutHTTP2: one HTTP/2 connection announces a zero
@@ -273,17 +306,25 @@ func TestServeSendTimeoutHTTP1(t *testing.T) {
 // flow; each stream is reset (RST_STREAM) once it has made no progress for
 // --send-timeout, the connection itself stays usable (a PING is still
 // answered), the handlers return, and another client (another address)
-// keeps its normal latency meanwhile (checkNormalLatency), at the default
-// read settings. On the code before the per-client
+// keeps its normal latency meanwhile (checkNormalLatencyTwice: a miss is
+// measured once more in a new round), at the default read settings. On the code before the per-client
 // memory share and hold-and-wait fix (a590fd8) the defaults case fails:
 // the other client's read times out and only 10 of the 40 streams are
 // answered at all.
 func TestServeSendTimeoutHTTP2(t *testing.T) {
+	checkNormalLatencyTwice(t, func() (base, during []time.Duration) { return sendTimeoutHTTP2Round(t) })
+}
+
+// sendTimeoutHTTP2Round is one round of TestServeSendTimeoutHTTP2 on a new
+// server: it checks the resets and returns the other client's latencies
+// before and during the stall.
+func sendTimeoutHTTP2Round(t *testing.T) (base, during []time.Duration) {
+	t.Helper()
 	const send = 4 * time.Second
 	addr, logs, pki, _, otherData := progressServer(t, send)
 	other := &otherReader{t: t, c: otherClient(pki, true), addr: addr, other: otherData}
 	other.readsFor(time.Millisecond) // connect: the first read also dials
-	base := other.readsFor(1500 * time.Millisecond)
+	base = other.readsFor(1500 * time.Millisecond)
 
 	c, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: pki.pool(), NextProtos: []string{"h2"}})
 	if err != nil {
@@ -360,7 +401,6 @@ func TestServeSendTimeoutHTTP2(t *testing.T) {
 
 	// The other client reads while the 40 streams are stalled: for send-1s,
 	// before the first of them can be reset.
-	var during []time.Duration
 	var wg sync.WaitGroup
 	wg.Go(func() { during = other.readsFor(send - time.Second) })
 
@@ -431,10 +471,10 @@ loop:
 		t.Errorf("%d of %d handlers returned (aborted access lines)", n, streams)
 	}
 	noneBefore(t, logs, send)
-	checkNormalLatency(t, base, during)
 	t.Logf("40 zero-window HTTP/2 streams reset %v to %v after their headers (send timeout %v); other client: %d reads during the stall, median %v, max %v (baseline %d reads, median %v, max %v)",
 		shortest.Round(time.Millisecond), longest.Round(time.Millisecond), send, len(during), medianDur(during).Round(time.Millisecond), maxDur(during).Round(time.Millisecond),
 		len(base), medianDur(base).Round(time.Millisecond), maxDur(base).Round(time.Millisecond))
+	return base, during
 }
 
 // TestServeSendTimeoutKeepAlive: the progress deadline of one response
