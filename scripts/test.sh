@@ -134,12 +134,15 @@ run_fuzz() {
 	fi
 	local rc=0 pkg f n=0 log flakes=0
 	log=$(mktemp)
-	# integration/ has no fuzz targets, and listing it would run its TestMain.
-	for pkg in $(go list ./... | grep -v '/integration$'); do
-		for f in $(go test -list '^Fuzz' -run '^$' "$pkg" 2>/dev/null | grep '^Fuzz' || true); do
+	# integration/ has no fuzz targets. The targets are found in the
+	# package's own test files (no fuzz file has build constraints), which
+	# saves linking a test binary per package only to list them.
+	local dir
+	while read -r pkg dir; do
+		for f in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //' || true); do
 			n=$((n + 1))
 			echo "    $pkg $f (-fuzztime=$FUZZTIME)"
-			if ! go test -run '^$' -fuzz "^${f}\$" -fuzztime "$FUZZTIME" "$pkg" >"$log" 2>&1; then
+			if ! go test -run '^$' -fuzz "^${f}\$" -fuzztime "$FUZZTIME" "$pkg" >"$log" 2>&1 </dev/null; then
 				# Go 1.26's fuzz coordinator can report a bare "context
 				# deadline exceeded" when -fuzztime ends under CPU load
 				# (golang/go#75804): no failing input, not a finding.
@@ -152,7 +155,7 @@ run_fuzz() {
 				fi
 			fi
 		done
-	done
+	done < <(go list -f '{{.ImportPath}} {{.Dir}}' ./... | grep -v '/integration ')
 	rm -f "$log"
 	echo "    $n fuzz targets ($flakes deadline races ignored)"
 	return $rc
