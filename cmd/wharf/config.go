@@ -160,7 +160,7 @@ func defaultServeConfig() serveConfig {
 // cfg's values, absent ones keep them. Unknown options are errors (a
 // misspelt option must not silently keep a default).
 func loadConfigFile(path string, cfg *serveConfig) error {
-	data, err := readLocalFile("config", path, maxConfigFile)
+	data, _, err := readLocalFile("config", path, maxConfigFile)
 	if err != nil {
 		return err
 	}

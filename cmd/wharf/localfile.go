@@ -11,10 +11,12 @@ import (
 // config, a certificate, a key), at most max bytes. It refuses what is not
 // a regular file before opening it: opening a FIFO would wait for a writer,
 // and a directory or device is never what was meant. The file opened is
-// checked again (the name may have been replaced in between). Errors are
-// "<what> <path>: reason".
-func readLocalFile(what, path string, max int64) ([]byte, error) {
-	fail := func(err error) ([]byte, error) { return nil, fmt.Errorf("%s %s: %w", what, path, err) }
+// checked again (the name may have been replaced in between); its mode is
+// returned with the bytes. Errors are "<what> <path>: reason".
+func readLocalFile(what, path string, max int64) ([]byte, os.FileMode, error) {
+	fail := func(err error) ([]byte, os.FileMode, error) {
+		return nil, 0, fmt.Errorf("%s %s: %w", what, path, err)
+	}
 	st, err := os.Stat(path)
 	if err != nil {
 		return fail(err)
@@ -40,7 +42,7 @@ func readLocalFile(what, path string, max int64) ([]byte, error) {
 	if int64(len(data)) > max {
 		return fail(fmt.Errorf("larger than %d bytes", max))
 	}
-	return data, nil
+	return data, st.Mode(), nil
 }
 
 // errNotRegular: a named file is a directory, FIFO, socket or device.

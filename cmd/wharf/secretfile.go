@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"io"
-	"os"
 	"runtime"
 	"strings"
 )
@@ -27,33 +25,12 @@ func readSecretFile(flag, path string, min int) ([]byte, error) {
 	if strings.Contains(path, "://") {
 		return fail("a URL, not a local file: the secret is read from each replica's own disk (a mounted secret)")
 	}
-	// Stat before opening: opening a FIFO would wait for a writer.
-	if fi, err := os.Stat(path); err != nil {
-		return fail("%w", err)
-	} else if !fi.Mode().IsRegular() {
-		return fail("not a regular file")
-	}
-	f, err := os.Open(path)
+	data, mode, err := readLocalFile(flag, path, maxSecretFile)
 	if err != nil {
-		return fail("%w", err)
+		return nil, err
 	}
-	defer f.Close()
-	fi, err := f.Stat() // the file opened, not the name stated
-	if err != nil {
-		return fail("%w", err)
-	}
-	if !fi.Mode().IsRegular() {
-		return fail("not a regular file")
-	}
-	if runtime.GOOS != "windows" && fi.Mode().Perm()&0o007 != 0 {
-		return fail("readable by every user (mode %#o): make it private (chmod 600, or 640 for a service group; in Kubernetes, defaultMode: 0400)", fi.Mode().Perm())
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxSecretFile+1))
-	if err != nil {
-		return fail("%w", err)
-	}
-	if len(data) > maxSecretFile {
-		return fail("larger than %d bytes (not a secret file?)", maxSecretFile)
+	if runtime.GOOS != "windows" && mode.Perm()&0o007 != 0 {
+		return fail("readable by every user (mode %#o): make it private (chmod 600, or 640 for a service group; in Kubernetes, defaultMode: 0400)", mode.Perm())
 	}
 	data = bytes.TrimRight(data, " \t\r\n")
 	if len(data) < min {

@@ -83,7 +83,8 @@ func readPairFiles(src certSource) (certPEM, keyPEM []byte, sum [sha256.Size]byt
 
 // readPEMFile reads a certificate or key file, naming it in every error.
 func readPEMFile(flagName, path string) ([]byte, error) {
-	return readLocalFile(flagName, path, maxPEMFile)
+	data, _, err := readLocalFile(flagName, path, maxPEMFile)
+	return data, err
 }
 
 // parseKeyPair checks a certificate chain and its key:
