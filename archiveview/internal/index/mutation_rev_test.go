@@ -66,3 +66,44 @@ func TestForgedHeaderRefusedAfterHeader(t *testing.T) {
 		})
 	}
 }
+
+// TestSealedObjectOverLimit: with a secret, an authentic object (a valid
+// seal under its name) larger than the limit is refused from its header's
+// length, before its file is read; one that fits exactly is accepted.
+// TestObjectTooLarge checks only the path without a secret.
+func TestSealedObjectOverLimit(t *testing.T) {
+	secret, err := NewSecret(bytes.Repeat([]byte("k"), MinSecretBytes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := ObjectName{Bucket: "b", ManifestKey: "m.json.gz", ETag: "e"}
+	file := bytes.Repeat([]byte("index bytes "), 100)
+	header, trailer, err := secret.Seal(name, bytes.NewReader(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := append(append(bytes.Clone(header), file...), trailer...)
+	for _, tc := range []struct {
+		limit int64
+		ok    bool
+	}{
+		{int64(len(obj)), true},
+		{int64(len(obj)) - 1, false},
+		{int64(len(file)), false},
+		{int64(len(file)) / 2, false},
+	} {
+		src := &countingReader{r: bytes.NewReader(obj)}
+		var out bytes.Buffer
+		err := SpoolObject(&out, src, tc.limit, secret, name)
+		if tc.ok {
+			if err != nil || !bytes.Equal(out.Bytes(), file) {
+				t.Fatalf("limit %d (the object's size): err %v, %d bytes spooled of %d", tc.limit, err, out.Len(), len(file))
+			}
+			continue
+		}
+		if !errors.Is(err, ErrUnauthenticated) || out.Len() != 0 || src.n > int64(indexMACHeader) {
+			t.Fatalf("a sealed object of %d bytes under a limit of %d: err %v, read %d bytes, spooled %d; want ErrUnauthenticated after the header, nothing spooled",
+				len(obj), tc.limit, err, src.n, out.Len())
+		}
+	}
+}
