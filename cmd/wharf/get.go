@@ -23,7 +23,7 @@ import (
 )
 
 const getUsage = `usage: wharf get [--store URL] [--s3-endpoint URL --s3-region R --s3-path-style --s3-access-key AK --s3-secret-key SK]
-                 [--parallel 4] [--cache-bytes 128MiB] [--quiet] [--progress-interval 5s]
+                 [--parallel 4] [--cache-bytes 128MiB] [--overwrite] [--quiet] [--progress-interval 5s]
                  MANIFEST_URL KEY|PREFIX/ ... -o DIR|-
 
 Extracts files from an archive without a server, through the same read core
@@ -41,6 +41,12 @@ published dataset: s3://BUCKET/DATASET@current or @<version_id>.
     sha256 matches the manifest's; a manifest without a sha256 for it can
     only be checked by size and mtime (whole seconds), which is then the
     test. Run the same command again after a failure or Ctrl-C.
+  - A file already there with other content (another size, sha256 or,
+    without a sha256, mtime; or a symlink or another non-regular file in
+    its place) is never replaced silently: it is refused, named, unless
+    --overwrite is given, and then each replaced file is named on stderr
+    and counted (a symlink is replaced itself, never written through). A
+    file that appears while its key is written is not replaced either.
   - A key that is also a directory of other selected keys ("a" and
     "a/b": S3 allows both, a file system does not) is refused, named, and
     the files under it are written.
@@ -66,6 +72,7 @@ func getCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	out := fs.String("o", "", "target directory, or - for stdout (required)")
 	parallel := fs.Int("parallel", 4, "files extracted at once (1-64)")
 	cacheSize := fs.String("cache-bytes", "128MiB", "decoded frame cache budget")
+	overwrite := fs.Bool("overwrite", false, "replace files already in DIR whose content differs from the archive's (default: refuse them)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), getUsage)
 		fs.PrintDefaults()
@@ -120,7 +127,7 @@ func getCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		_ = sel.each(ctx, func(f archiveview.File) error { one = f; return nil })
 		return getToStdout(ctx, a, one, stdout, pf)
 	}
-	g := &getter{a: a, sel: sel, dir: *out, stderr: stderr, pf: pf}
+	g := &getter{a: a, sel: sel, dir: *out, stderr: stderr, pf: pf, overwrite: *overwrite}
 	return g.run(ctx, sel, missing, *parallel)
 }
 
@@ -338,10 +345,13 @@ type getter struct {
 	stderr io.Writer
 	pf     *progressFlags
 	rep    *progress.Reporter
+	// overwrite: replace a file already there whose content differs
+	// (--overwrite); without it such a file is refused.
+	overwrite bool
 
-	mu                     sync.Mutex
-	written, skipped, fail int
-	writtenBytes           int64
+	mu                               sync.Mutex
+	written, skipped, fail, replaced int
+	writtenBytes                     int64
 }
 
 // filesFailed is get's error when some files failed: each was named on
@@ -403,8 +413,12 @@ func (g *getter) run(ctx context.Context, sel *selection, missing []string, para
 			formatBytes(snap.Bytes), formatBytes(total))
 		return fmt.Errorf("interrupted: %d of %d files not written", left, nfiles)
 	}
-	fmt.Fprintf(g.stderr, "wharf get: %d files written (%s), %d already present, %d failed, in %s\n",
-		g.written, formatBytes(g.writtenBytes), g.skipped, g.fail+len(missing), time.Since(start).Round(time.Millisecond))
+	replaced := ""
+	if g.replaced > 0 {
+		replaced = fmt.Sprintf(" (%d of them replaced a different file, named above)", g.replaced)
+	}
+	fmt.Fprintf(g.stderr, "wharf get: %d files written (%s)%s, %d already present, %d failed, in %s\n",
+		g.written, formatBytes(g.writtenBytes), replaced, g.skipped, g.fail+len(missing), time.Since(start).Round(time.Millisecond))
 	if n := g.fail + len(missing); n > 0 {
 		return filesFailed{failed: n, of: nfiles + len(missing)}
 	}
@@ -416,7 +430,7 @@ func (g *getter) one(ctx context.Context, f archiveview.File) {
 	if ctx.Err() != nil {
 		return
 	}
-	skipped, err := g.extract(ctx, f)
+	skipped, replaced, err := g.extract(ctx, f)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	switch {
@@ -432,6 +446,10 @@ func (g *getter) one(ctx context.Context, f archiveview.File) {
 		g.written++
 		g.writtenBytes += f.Size
 		g.rep.ItemDone()
+		if replaced != "" {
+			g.replaced++
+			fmt.Fprintf(g.stderr, "wharf get: replaced %s: %s\n", printable(path.Join(g.dir, f.Key)), replaced)
+		}
 	}
 }
 
@@ -456,25 +474,30 @@ func localPath(key string) (string, error) {
 }
 
 // extract writes f to DIR/key atomically, or skips it when the file there
-// already has its content.
-func (g *getter) extract(ctx context.Context, f archiveview.File) (skipped bool, err error) {
+// already has its content. A file there with other content is refused,
+// or with --overwrite replaced: replaced then says how it differed.
+func (g *getter) extract(ctx context.Context, f archiveview.File) (skipped bool, replaced string, err error) {
 	name, err := localPath(f.Key)
 	if err != nil {
-		return false, fmt.Errorf("key %q: %w", f.Key, err)
+		return false, "", fmt.Errorf("key %q: %w", f.Key, err)
 	}
-	fail := func(what string, err error) (bool, error) {
-		return false, fmt.Errorf("key %s: %s %s: %w", f.Key, what, path.Join(g.dir, name), err)
+	fail := func(what string, err error) (bool, string, error) {
+		return false, "", fmt.Errorf("key %s: %s %s: %w", f.Key, what, path.Join(g.dir, name), err)
 	}
 	if g.sel.selectsUnder(f.Key + "/") {
 		// The files under it are written; which one lost a race is not
 		// left to chance.
-		return false, fmt.Errorf("key %s: refused: the archive also has files under %s/, and a directory cannot be a file too (get %s alone into another directory)", f.Key, f.Key, f.Key)
+		return false, "", fmt.Errorf("key %s: refused: the archive also has files under %s/, and a directory cannot be a file too (get %s alone into another directory)", f.Key, f.Key, f.Key)
 	}
-	if ok, err := g.present(ctx, name, f); err != nil {
+	ok, differs, err := g.present(ctx, name, f)
+	switch {
+	case err != nil:
 		return fail("check", err)
-	} else if ok {
+	case ok:
 		g.rep.Add(f.Size)
-		return true, nil
+		return true, "", nil
+	case differs != "" && !g.overwrite:
+		return false, "", fmt.Errorf("key %s: refused: %s is already there and %s; --overwrite replaces it", f.Key, path.Join(g.dir, name), differs)
 	}
 	dir := path.Dir(name)
 	if dir != "." {
@@ -498,7 +521,7 @@ func (g *getter) extract(ctx context.Context, f archiveview.File) (skipped bool,
 	}()
 	r, err := g.a.Open(ctx, f, 0, f.Size)
 	if err != nil {
-		return false, err
+		return false, "", err
 	}
 	n, err := io.Copy(progressWriter{w: writeTagged{tf}, add: g.rep.Add}, r)
 	r.Close()
@@ -507,7 +530,7 @@ func (g *getter) extract(ctx context.Context, f archiveview.File) (skipped bool,
 		return fail("write", we.err) // a full disk: the key and where it goes
 	}
 	if err != nil {
-		return false, err // the read path's error names the archive, key and chunk
+		return false, "", err // the read path's error names the archive, key and chunk
 	}
 	if n != f.Size {
 		return fail("write", fmt.Errorf("%d of %d bytes", n, f.Size))
@@ -523,7 +546,7 @@ func (g *getter) extract(ctx context.Context, f archiveview.File) (skipped bool,
 		g.root.Remove(tmp)
 		return fail("set mtime of", err)
 	}
-	if err := g.root.Rename(tmp, name); err != nil {
+	if err := g.install(tmp, name, differs != ""); err != nil {
 		g.root.Remove(tmp)
 		return fail("rename into", err)
 	}
@@ -531,43 +554,82 @@ func (g *getter) extract(ctx context.Context, f archiveview.File) (skipped bool,
 		d.Sync()
 		d.Close()
 	}
-	return false, nil
+	return false, differs, nil
+}
+
+// install puts the finished temporary file tmp under name. Replacing
+// what is there (replace: it was found different and --overwrite given)
+// is a rename. Otherwise nothing was there when checked, and nothing that
+// has appeared since is replaced: a hard link fails when name exists,
+// then the temporary name goes; a file system without hard links gets a
+// rename after a second look.
+func (g *getter) install(tmp, name string, replace bool) error {
+	if replace {
+		return g.root.Rename(tmp, name)
+	}
+	err := g.root.Link(tmp, name)
+	if err == nil {
+		g.root.Remove(tmp)
+		return nil
+	}
+	if _, serr := g.root.Lstat(name); serr == nil || !errors.Is(serr, fs.ErrNotExist) {
+		if g.overwrite {
+			return g.root.Rename(tmp, name)
+		}
+		return fmt.Errorf("refused: a file appeared there while the key was written (--overwrite replaces it): %w", fs.ErrExist)
+	}
+	return g.root.Rename(tmp, name)
 }
 
 // present reports whether DIR/name already holds f: a regular file of f's
 // size whose sha256 matches the manifest's, or, when the manifest has no
-// sha256 for it, whose mtime matches (whole seconds). Reading the file
-// stops when ctx ends.
-func (g *getter) present(ctx context.Context, name string, f archiveview.File) (bool, error) {
+// sha256 for it, whose mtime matches (whole seconds). When something else
+// is there, differs says what (for the refusal, or the replaced line).
+// Reading the file stops when ctx ends.
+func (g *getter) present(ctx context.Context, name string, f archiveview.File) (ok bool, differs string, err error) {
 	fi, err := g.root.Lstat(name)
 	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
+		return false, "", nil
 	}
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() != f.Size {
-		return false, nil // replaced by the rename (or the rename says why not)
+	if err != nil {
+		return false, "", err
+	}
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return false, "is a symlink (replaced itself, never written through)", nil
+	case fi.IsDir():
+		return false, "", errors.New("refused: a directory is there (no flag replaces a directory)")
+	case !fi.Mode().IsRegular():
+		return false, fmt.Sprintf("is not a regular file (%s)", fi.Mode().Type()), nil
+	case fi.Size() != f.Size:
+		return false, fmt.Sprintf("has %d bytes, the archive's file %d", fi.Size(), f.Size), nil
 	}
 	sameTime := fi.ModTime().Unix() == f.ModTime.Unix()
 	if f.SHA256 == "" {
-		return sameTime, nil
+		if !sameTime {
+			return false, fmt.Sprintf("has another mtime (%s, the archive's %s; the manifest has no sha256 to compare the content)",
+				fi.ModTime().UTC().Format(time.RFC3339), f.ModTime.UTC().Format(time.RFC3339)), nil
+		}
+		return true, "", nil
 	}
 	h := sha256.New()
 	rf, err := g.root.Open(name)
 	if err != nil {
-		return false, err
+		return false, "", err
 	}
 	defer rf.Close()
 	if _, err := io.Copy(h, ctxReader{ctx: ctx, r: rf}); err != nil {
-		return false, err
+		return false, "", err
 	}
 	if hex.EncodeToString(h.Sum(nil)) != strings.ToLower(f.SHA256) {
-		return false, nil
+		return false, "has other content (its sha256 is not the manifest's)", nil
 	}
 	if !sameTime { // the right content with another mtime: keep the content, fix the time
 		if err := g.root.Chtimes(name, f.ModTime, f.ModTime); err != nil {
-			return false, err
+			return false, "", err
 		}
 	}
-	return true, nil
+	return true, "", nil
 }
 
 // ctxReader reads from r until ctx ends.
