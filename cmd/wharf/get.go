@@ -37,7 +37,10 @@ published dataset: s3://BUCKET/DATASET@current or @<version_id>.
   - Each file is written to DIR/KEY (its full key, so selections never
     collide), with its mtime, atomically: a temporary file in the target
     directory (.wharf-get-*.tmp), fsync, rename.
-  - Resume: a file already present with the right size is skipped when its
+  - Resume: temporary files an earlier get left in a directory it
+    writes to (killed, SIGKILL or a crash, before it finished) are
+    removed, each named, when no live get holds them; they are never
+    taken for a file. A file already present with the right size is skipped when its
     sha256 matches the manifest's; a manifest without a sha256 for it can
     only be checked by size and mtime (whole seconds), which is then the
     test. Run the same command again after a failure or Ctrl-C.
@@ -392,7 +395,9 @@ func (g *getter) run(ctx context.Context, sel *selection, missing []string, para
 			}
 		}()
 	}
+	sw := sweeper{g: g}
 	_ = sel.each(ctx, func(f archiveview.File) error {
+		sw.enter(f.Key)
 		select {
 		case work <- f:
 			return nil
@@ -453,6 +458,117 @@ func (g *getter) one(ctx context.Context, f archiveview.File) {
 	}
 }
 
+// Temporary files: ".wharf-get-" + 16 hex digits + ".tmp".
+const (
+	tempPrefix = ".wharf-get-"
+	tempSuffix = ".tmp"
+	// tempOld: without flock, a temporary file not written for this long
+	// is no live get's (every read has its deadlines).
+	tempOld = time.Hour
+)
+
+// isTempName reports whether name is one of get's temporary files.
+func isTempName(name string) bool {
+	h, ok := strings.CutPrefix(name, tempPrefix)
+	if !ok {
+		return false
+	}
+	if h, ok = strings.CutSuffix(h, tempSuffix); !ok || len(h) != 16 {
+		return false
+	}
+	_, err := hex.DecodeString(h)
+	return err == nil
+}
+
+// sweeper removes the temporary files an earlier get left (it was killed
+// before it could) in each directory this run writes to, once per
+// directory: the selected keys come in key order, and the keys under a
+// directory are contiguous in it, so a directory is entered once, when
+// the first key under it comes. It holds one directory name.
+type sweeper struct {
+	g       *getter
+	started bool
+	last    string // the directory of the last key ("." for DIR itself)
+}
+
+// enter sweeps the directories of key that the keys before it did not
+// lie in.
+func (s *sweeper) enter(key string) {
+	if _, err := localPath(key); err != nil {
+		return // refused when it is extracted
+	}
+	dir := path.Dir(key)
+	seen := func(d string) bool {
+		return s.started && (d == "." || s.last == d || strings.HasPrefix(s.last, d+"/"))
+	}
+	if !seen(".") {
+		s.g.sweep(".")
+	}
+	for i := 0; i < len(dir) && dir != "."; i++ {
+		if dir[i] == '/' && !seen(dir[:i]) {
+			s.g.sweep(dir[:i])
+		}
+	}
+	if dir != "." && !seen(dir) {
+		s.g.sweep(dir)
+	}
+	s.started, s.last = true, dir
+}
+
+// sweep removes the stale temporary files directly in dir (a directory
+// that does not exist yet has none), reading it a batch at a time.
+func (g *getter) sweep(dir string) {
+	d, err := g.root.Open(dir)
+	if err != nil {
+		return
+	}
+	defer d.Close()
+	for {
+		ents, err := d.ReadDir(256)
+		for _, e := range ents {
+			if e.Type().IsRegular() && isTempName(e.Name()) {
+				g.removeStale(path.Join(dir, e.Name()))
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// removeStale removes the temporary file name unless a live get may be
+// writing it: one holds its lock, or (without flock) wrote it within
+// tempOld. (A get that has created its file and not locked it yet sees,
+// once it has the lock, that the name is gone, and creates another:
+// createTemp.)
+func (g *getter) removeStale(name string) {
+	f, err := g.root.OpenFile(name, os.O_RDONLY, 0)
+	if err != nil {
+		return
+	}
+	defer f.Close() // after the removal: the lock is held until then
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return
+	}
+	locked, err := lockTemp(f)
+	if err != nil {
+		locked = time.Since(fi.ModTime()) > tempOld
+	}
+	if !locked {
+		return
+	}
+	if li, err := g.root.Lstat(name); err != nil || !os.SameFile(fi, li) {
+		return
+	}
+	if err := g.root.Remove(name); err != nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	fmt.Fprintf(g.stderr, "wharf get: removed %s (%s), the temporary file of an earlier get that did not finish\n", printable(path.Join(g.dir, name)), formatBytes(fi.Size()))
+}
+
 // errOutside is returned for a key that cannot be written under DIR as
 // itself.
 var errOutside = errors.New("refused: the key would be written outside the target directory")
@@ -505,10 +621,7 @@ func (g *getter) extract(ctx context.Context, f archiveview.File) (skipped bool,
 			return fail("mkdir for", err)
 		}
 	}
-	var rnd [8]byte
-	rand.Read(rnd[:])
-	tmp := path.Join(dir, ".wharf-get-"+hex.EncodeToString(rnd[:])+".tmp")
-	tf, err := g.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	tf, tmp, err := g.createTemp(dir)
 	if err != nil {
 		return fail("create", err)
 	}
@@ -555,6 +668,38 @@ func (g *getter) extract(ctx context.Context, f archiveview.File) (skipped bool,
 		d.Close()
 	}
 	return false, differs, nil
+}
+
+// createTemp creates a temporary file in dir and locks it (held until it
+// is closed, so another get's sweep leaves it alone). A sweep may have
+// taken the lock, or removed the name, between the creation and the
+// lock: then the file is not the one under its name any more, and
+// another is created.
+func (g *getter) createTemp(dir string) (*os.File, string, error) {
+	var lastErr error
+	for range 4 {
+		var rnd [8]byte
+		rand.Read(rnd[:])
+		tmp := path.Join(dir, tempPrefix+hex.EncodeToString(rnd[:])+tempSuffix)
+		tf, err := g.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			return nil, "", err
+		}
+		locked, lerr := lockTemp(tf)
+		if lerr != nil { // no flock here: sweeps go by age
+			return tf, tmp, nil
+		}
+		if locked {
+			fi, err1 := tf.Stat()
+			li, err2 := g.root.Lstat(tmp)
+			if err1 == nil && err2 == nil && os.SameFile(fi, li) {
+				return tf, tmp, nil
+			}
+		}
+		tf.Close()
+		lastErr = fmt.Errorf("temporary file %s: taken by another get's sweep", tmp)
+	}
+	return nil, "", lastErr
 }
 
 // install puts the finished temporary file tmp under name. Replacing
