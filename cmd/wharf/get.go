@@ -8,14 +8,17 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"io/fs"
 	"os"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/wharf-s3/wharf/archiveview"
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
@@ -50,6 +53,9 @@ published dataset: s3://BUCKET/DATASET@current or @<version_id>.
     --overwrite is given, and then each replaced file is named on stderr
     and counted (a symlink is replaced itself, never written through). A
     file that appears while its key is written is not replaced either.
+  - On a file system that ignores case (macOS, Windows, found by trying),
+    keys that differ only in case ("a.txt", "A.txt") would be one file:
+    every one of them is refused, naming the others, and none written.
   - A key that is also a directory of other selected keys ("a" and
     "a/b": S3 allows both, a file system does not) is refused, named, and
     the files under it are written.
@@ -351,6 +357,12 @@ type getter struct {
 	// overwrite: replace a file already there whose content differs
 	// (--overwrite); without it such a file is refused.
 	overwrite bool
+	// foldsCase: DIR's file system takes names differing only in case
+	// for one (found by probeCaseFold, or set by a test); collide then
+	// has each selected key that shares its folded name with another,
+	// and what it says about them.
+	foldsCase bool
+	collide   map[string]string
 
 	mu                               sync.Mutex
 	written, skipped, fail, replaced int
@@ -376,6 +388,14 @@ func (g *getter) run(ctx context.Context, sel *selection, missing []string, para
 	}
 	defer root.Close()
 	g.root = root
+	if !g.foldsCase {
+		g.foldsCase = g.probeCaseFold()
+	}
+	if g.foldsCase {
+		if g.collide, err = caseCollisions(ctx, sel); err != nil {
+			return fmt.Errorf("interrupted while checking the keys for case collisions: %w", err)
+		}
+	}
 
 	for _, m := range missing {
 		fmt.Fprintf(g.stderr, "wharf get: failed: %s\n", printable(m))
@@ -456,6 +476,91 @@ func (g *getter) one(ctx context.Context, f archiveview.File) {
 			fmt.Fprintf(g.stderr, "wharf get: replaced %s: %s\n", printable(path.Join(g.dir, f.Key)), replaced)
 		}
 	}
+}
+
+// foldCase is name as a file system that ignores case compares it: each
+// rune replaced by the smallest of its simple case folds ("K", "k" and
+// the Kelvin sign all become "K").
+func foldCase(name string) string {
+	return strings.Map(func(r rune) rune {
+		m := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			m = min(m, f)
+		}
+		return m
+	}, name)
+}
+
+// probeCaseFold reports whether DIR's file system ignores case: a
+// temporary file it creates is found under its name in upper case.
+func (g *getter) probeCaseFold() bool {
+	tf, tmp, err := g.createTemp(".")
+	if err != nil {
+		return false
+	}
+	defer func() {
+		tf.Close()
+		g.root.Remove(tmp)
+	}()
+	upper := strings.ToUpper(tmp)
+	if upper == tmp {
+		return false
+	}
+	fi, err1 := tf.Stat()
+	li, err2 := g.root.Lstat(upper)
+	return err1 == nil && err2 == nil && os.SameFile(fi, li)
+}
+
+// caseCollisions finds the selected keys that share their case-folded
+// name with another: a walk of the selection that keeps 8 bytes a file
+// (a hash of its folded key), and when two hashes agree, a second walk
+// that keeps the keys of those hashes only. It returns, for each such
+// key, the refusal's reason.
+func caseCollisions(ctx context.Context, sel *selection) (map[string]string, error) {
+	seed := maphash.MakeSeed()
+	var sums []uint64
+	if err := sel.each(ctx, func(f archiveview.File) error {
+		sums = append(sums, maphash.String(seed, foldCase(f.Key)))
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	slices.Sort(sums)
+	dup := map[uint64]bool{}
+	for i := 1; i < len(sums); i++ {
+		if sums[i] == sums[i-1] {
+			dup[sums[i]] = true
+		}
+	}
+	sums = nil
+	if len(dup) == 0 {
+		return nil, nil
+	}
+	byFold := map[string][]string{}
+	if err := sel.each(ctx, func(f archiveview.File) error {
+		if fk := foldCase(f.Key); dup[maphash.String(seed, fk)] {
+			byFold[fk] = append(byFold[fk], f.Key)
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, keys := range byFold {
+		if len(keys) < 2 {
+			continue // two folded keys with one hash
+		}
+		for _, k := range keys {
+			var others []string
+			for _, o := range keys {
+				if o != k {
+					others = append(others, o)
+				}
+			}
+			out[k] = fmt.Sprintf("this file system ignores case, and the archive also has %s, the same name but for case: neither is written (get them into different directories, or onto a file system that tells them apart)", strings.Join(others, ", "))
+		}
+	}
+	return out, nil
 }
 
 // Temporary files: ".wharf-get-" + 16 hex digits + ".tmp".
@@ -599,6 +704,9 @@ func (g *getter) extract(ctx context.Context, f archiveview.File) (skipped bool,
 	}
 	fail := func(what string, err error) (bool, string, error) {
 		return false, "", fmt.Errorf("key %s: %s %s: %w", f.Key, what, path.Join(g.dir, name), err)
+	}
+	if why, ok := g.collide[f.Key]; ok {
+		return false, "", fmt.Errorf("key %s: refused: %s", f.Key, why)
 	}
 	if g.sel.selectsUnder(f.Key + "/") {
 		// The files under it are written; which one lost a race is not
