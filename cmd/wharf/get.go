@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -682,7 +683,16 @@ var errOutside = errors.New("refused: the key would be written outside the targe
 // relative "/"-separated path with no empty, "." or ".." segment and no
 // NUL. (Archive keys are sanitized when the archive is opened; this is the
 // second line, and os.Root the third.)
+//
+// On Windows a segment must also be a name Windows keeps as it is
+// (windowsNameProblem): else "a:b" writes a stream of file "a", "x."
+// writes "x", "NUL" writes nothing, and "a\b" is two segments.
 func localPath(key string) (string, error) {
+	return localPathOn(runtime.GOOS, key)
+}
+
+// localPathOn is localPath for the file names of goos.
+func localPathOn(goos, key string) (string, error) {
 	if key == "" || strings.HasPrefix(key, "/") || strings.ContainsRune(key, 0) {
 		return "", errOutside
 	}
@@ -690,8 +700,38 @@ func localPath(key string) (string, error) {
 		if seg == "" || seg == "." || seg == ".." {
 			return "", errOutside
 		}
+		if goos == "windows" {
+			if why := windowsNameProblem(seg); why != "" {
+				return "", fmt.Errorf("refused: %q is not a file name Windows keeps as it is (%s)", seg, why)
+			}
+		}
 	}
 	return key, nil
+}
+
+// windowsNameProblem says why Windows would not keep seg as the name of a
+// file, or "".
+func windowsNameProblem(seg string) string {
+	if i := strings.IndexAny(seg, `\:*?"<>|`); i >= 0 {
+		return fmt.Sprintf("%q is a separator or reserved there", seg[i])
+	}
+	for _, r := range seg {
+		if r < 0x20 {
+			return "a control character"
+		}
+	}
+	if strings.HasSuffix(seg, ".") || strings.HasSuffix(seg, " ") {
+		return "Windows drops a trailing dot or space"
+	}
+	base, _, _ := strings.Cut(seg, ".")
+	b := strings.ToUpper(strings.TrimRight(base, " "))
+	if slices.Contains([]string{"CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"}, b) {
+		return "a device name"
+	}
+	if len(b) > 3 && (b[:3] == "COM" || b[:3] == "LPT") && slices.Contains([]string{"1", "2", "3", "4", "5", "6", "7", "8", "9", "\u00b9", "\u00b2", "\u00b3"}, b[3:]) {
+		return "a device name"
+	}
+	return ""
 }
 
 // extract writes f to DIR/key atomically, or skips it when the file there
