@@ -8,14 +8,18 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"io/fs"
 	"os"
 	"path"
+	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/wharf-s3/wharf/archiveview"
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
@@ -23,7 +27,7 @@ import (
 )
 
 const getUsage = `usage: wharf get [--store URL] [--s3-endpoint URL --s3-region R --s3-path-style --s3-access-key AK --s3-secret-key SK]
-                 [--parallel 4] [--cache-bytes 128MiB] [--quiet] [--progress-interval 5s]
+                 [--parallel 4] [--cache-bytes 128MiB] [--overwrite] [--quiet] [--progress-interval 5s]
                  MANIFEST_URL KEY|PREFIX/ ... -o DIR|-
 
 Extracts files from an archive without a server, through the same read core
@@ -37,10 +41,22 @@ published dataset: s3://BUCKET/DATASET@current or @<version_id>.
   - Each file is written to DIR/KEY (its full key, so selections never
     collide), with its mtime, atomically: a temporary file in the target
     directory (.wharf-get-*.tmp), fsync, rename.
-  - Resume: a file already present with the right size is skipped when its
+  - Resume: temporary files an earlier get left in a directory it
+    writes to (killed, SIGKILL or a crash, before it finished) are
+    removed, each named, when no live get holds them; they are never
+    taken for a file. A file already present with the right size is skipped when its
     sha256 matches the manifest's; a manifest without a sha256 for it can
     only be checked by size and mtime (whole seconds), which is then the
     test. Run the same command again after a failure or Ctrl-C.
+  - A file already there with other content (another size, sha256 or,
+    without a sha256, mtime; or a symlink or another non-regular file in
+    its place) is never replaced silently: it is refused, named, unless
+    --overwrite is given, and then each replaced file is named on stderr
+    and counted (a symlink is replaced itself, never written through). A
+    file that appears while its key is written is not replaced either.
+  - On a file system that ignores case (macOS, Windows, found by trying),
+    keys that differ only in case ("a.txt", "A.txt") would be one file:
+    every one of them is refused, naming the others, and none written.
   - A key that is also a directory of other selected keys ("a" and
     "a/b": S3 allows both, a file system does not) is refused, named, and
     the files under it are written.
@@ -66,6 +82,7 @@ func getCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	out := fs.String("o", "", "target directory, or - for stdout (required)")
 	parallel := fs.Int("parallel", 4, "files extracted at once (1-64)")
 	cacheSize := fs.String("cache-bytes", "128MiB", "decoded frame cache budget")
+	overwrite := fs.Bool("overwrite", false, "replace files already in DIR whose content differs from the archive's (default: refuse them)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), getUsage)
 		fs.PrintDefaults()
@@ -120,7 +137,7 @@ func getCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		_ = sel.each(ctx, func(f archiveview.File) error { one = f; return nil })
 		return getToStdout(ctx, a, one, stdout, pf)
 	}
-	g := &getter{a: a, sel: sel, dir: *out, stderr: stderr, pf: pf}
+	g := &getter{a: a, sel: sel, dir: *out, stderr: stderr, pf: pf, overwrite: *overwrite}
 	return g.run(ctx, sel, missing, *parallel)
 }
 
@@ -338,10 +355,19 @@ type getter struct {
 	stderr io.Writer
 	pf     *progressFlags
 	rep    *progress.Reporter
+	// overwrite: replace a file already there whose content differs
+	// (--overwrite); without it such a file is refused.
+	overwrite bool
+	// foldsCase: DIR's file system takes names differing only in case
+	// for one (found by probeCaseFold, or set by a test); collide then
+	// has each selected key that shares its folded name with another,
+	// and what it says about them.
+	foldsCase bool
+	collide   map[string]string
 
-	mu                     sync.Mutex
-	written, skipped, fail int
-	writtenBytes           int64
+	mu                               sync.Mutex
+	written, skipped, fail, replaced int
+	writtenBytes                     int64
 }
 
 // filesFailed is get's error when some files failed: each was named on
@@ -363,6 +389,14 @@ func (g *getter) run(ctx context.Context, sel *selection, missing []string, para
 	}
 	defer root.Close()
 	g.root = root
+	if !g.foldsCase {
+		g.foldsCase = g.probeCaseFold()
+	}
+	if g.foldsCase {
+		if g.collide, err = caseCollisions(ctx, sel); err != nil {
+			return fmt.Errorf("interrupted while checking the keys for case collisions: %w", err)
+		}
+	}
 
 	for _, m := range missing {
 		fmt.Fprintf(g.stderr, "wharf get: failed: %s\n", printable(m))
@@ -382,7 +416,9 @@ func (g *getter) run(ctx context.Context, sel *selection, missing []string, para
 			}
 		}()
 	}
+	sw := sweeper{g: g}
 	_ = sel.each(ctx, func(f archiveview.File) error {
+		sw.enter(f.Key)
 		select {
 		case work <- f:
 			return nil
@@ -403,8 +439,12 @@ func (g *getter) run(ctx context.Context, sel *selection, missing []string, para
 			formatBytes(snap.Bytes), formatBytes(total))
 		return fmt.Errorf("interrupted: %d of %d files not written", left, nfiles)
 	}
-	fmt.Fprintf(g.stderr, "wharf get: %d files written (%s), %d already present, %d failed, in %s\n",
-		g.written, formatBytes(g.writtenBytes), g.skipped, g.fail+len(missing), time.Since(start).Round(time.Millisecond))
+	replaced := ""
+	if g.replaced > 0 {
+		replaced = fmt.Sprintf(" (%d of them replaced a different file, named above)", g.replaced)
+	}
+	fmt.Fprintf(g.stderr, "wharf get: %d files written (%s)%s, %d already present, %d failed, in %s\n",
+		g.written, formatBytes(g.writtenBytes), replaced, g.skipped, g.fail+len(missing), time.Since(start).Round(time.Millisecond))
 	if n := g.fail + len(missing); n > 0 {
 		return filesFailed{failed: n, of: nfiles + len(missing)}
 	}
@@ -416,7 +456,7 @@ func (g *getter) one(ctx context.Context, f archiveview.File) {
 	if ctx.Err() != nil {
 		return
 	}
-	skipped, err := g.extract(ctx, f)
+	skipped, replaced, err := g.extract(ctx, f)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	switch {
@@ -432,7 +472,207 @@ func (g *getter) one(ctx context.Context, f archiveview.File) {
 		g.written++
 		g.writtenBytes += f.Size
 		g.rep.ItemDone()
+		if replaced != "" {
+			g.replaced++
+			fmt.Fprintf(g.stderr, "wharf get: replaced %s: %s\n", printable(path.Join(g.dir, f.Key)), replaced)
+		}
 	}
+}
+
+// foldCase is name as a file system that ignores case compares it: each
+// rune replaced by the smallest of its simple case folds ("K", "k" and
+// the Kelvin sign all become "K").
+func foldCase(name string) string {
+	return strings.Map(func(r rune) rune {
+		m := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			m = min(m, f)
+		}
+		return m
+	}, name)
+}
+
+// probeCaseFold reports whether DIR's file system ignores case: a
+// temporary file it creates is found under its name in upper case.
+func (g *getter) probeCaseFold() bool {
+	tf, tmp, err := g.createTemp(".")
+	if err != nil {
+		return false
+	}
+	defer func() {
+		tf.Close()
+		g.root.Remove(tmp)
+	}()
+	upper := strings.ToUpper(tmp)
+	if upper == tmp {
+		return false
+	}
+	fi, err1 := tf.Stat()
+	li, err2 := g.root.Lstat(upper)
+	return err1 == nil && err2 == nil && os.SameFile(fi, li)
+}
+
+// caseCollisions finds the selected keys that share their case-folded
+// name with another: a walk of the selection that keeps 8 bytes a file
+// (a hash of its folded key), and when two hashes agree, a second walk
+// that keeps the keys of those hashes only. It returns, for each such
+// key, the refusal's reason.
+func caseCollisions(ctx context.Context, sel *selection) (map[string]string, error) {
+	seed := maphash.MakeSeed()
+	var sums []uint64
+	if err := sel.each(ctx, func(f archiveview.File) error {
+		sums = append(sums, maphash.String(seed, foldCase(f.Key)))
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	slices.Sort(sums)
+	dup := map[uint64]bool{}
+	for i := 1; i < len(sums); i++ {
+		if sums[i] == sums[i-1] {
+			dup[sums[i]] = true
+		}
+	}
+	sums = nil
+	if len(dup) == 0 {
+		return nil, nil
+	}
+	byFold := map[string][]string{}
+	if err := sel.each(ctx, func(f archiveview.File) error {
+		if fk := foldCase(f.Key); dup[maphash.String(seed, fk)] {
+			byFold[fk] = append(byFold[fk], f.Key)
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, keys := range byFold {
+		if len(keys) < 2 {
+			continue // two folded keys with one hash
+		}
+		for _, k := range keys {
+			var others []string
+			for _, o := range keys {
+				if o != k {
+					others = append(others, o)
+				}
+			}
+			out[k] = fmt.Sprintf("this file system ignores case, and the archive also has %s, the same name but for case: neither is written (get them into different directories, or onto a file system that tells them apart)", strings.Join(others, ", "))
+		}
+	}
+	return out, nil
+}
+
+// Temporary files: ".wharf-get-" + 16 hex digits + ".tmp".
+const (
+	tempPrefix = ".wharf-get-"
+	tempSuffix = ".tmp"
+	// tempOld: without flock, a temporary file not written for this long
+	// is no live get's (every read has its deadlines).
+	tempOld = time.Hour
+)
+
+// isTempName reports whether name is one of get's temporary files.
+func isTempName(name string) bool {
+	h, ok := strings.CutPrefix(name, tempPrefix)
+	if !ok {
+		return false
+	}
+	if h, ok = strings.CutSuffix(h, tempSuffix); !ok || len(h) != 16 {
+		return false
+	}
+	_, err := hex.DecodeString(h)
+	return err == nil
+}
+
+// sweeper removes the temporary files an earlier get left (it was killed
+// before it could) in each directory this run writes to, once per
+// directory: the selected keys come in key order, and the keys under a
+// directory are contiguous in it, so a directory is entered once, when
+// the first key under it comes. It holds one directory name.
+type sweeper struct {
+	g       *getter
+	started bool
+	last    string // the directory of the last key ("." for DIR itself)
+}
+
+// enter sweeps the directories of key that the keys before it did not
+// lie in.
+func (s *sweeper) enter(key string) {
+	if _, err := localPath(key); err != nil {
+		return // refused when it is extracted
+	}
+	dir := path.Dir(key)
+	seen := func(d string) bool {
+		return s.started && (d == "." || s.last == d || strings.HasPrefix(s.last, d+"/"))
+	}
+	if !seen(".") {
+		s.g.sweep(".")
+	}
+	for i := 0; i < len(dir) && dir != "."; i++ {
+		if dir[i] == '/' && !seen(dir[:i]) {
+			s.g.sweep(dir[:i])
+		}
+	}
+	if dir != "." && !seen(dir) {
+		s.g.sweep(dir)
+	}
+	s.started, s.last = true, dir
+}
+
+// sweep removes the stale temporary files directly in dir (a directory
+// that does not exist yet has none), reading it a batch at a time.
+func (g *getter) sweep(dir string) {
+	d, err := g.root.Open(dir)
+	if err != nil {
+		return
+	}
+	defer d.Close()
+	for {
+		ents, err := d.ReadDir(256)
+		for _, e := range ents {
+			if e.Type().IsRegular() && isTempName(e.Name()) {
+				g.removeStale(path.Join(dir, e.Name()))
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// removeStale removes the temporary file name unless a live get may be
+// writing it: one holds its lock, or (without flock) wrote it within
+// tempOld. (A get that has created its file and not locked it yet sees,
+// once it has the lock, that the name is gone, and creates another:
+// createTemp.)
+func (g *getter) removeStale(name string) {
+	f, err := g.root.OpenFile(name, os.O_RDONLY, 0)
+	if err != nil {
+		return
+	}
+	defer f.Close() // after the removal: the lock is held until then
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return
+	}
+	locked, err := lockTemp(f)
+	if err != nil {
+		locked = time.Since(fi.ModTime()) > tempOld
+	}
+	if !locked {
+		return
+	}
+	if li, err := g.root.Lstat(name); err != nil || !os.SameFile(fi, li) {
+		return
+	}
+	if err := g.root.Remove(name); err != nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	fmt.Fprintf(g.stderr, "wharf get: removed %s (%s), the temporary file of an earlier get that did not finish\n", printable(path.Join(g.dir, name)), formatBytes(fi.Size()))
 }
 
 // errOutside is returned for a key that cannot be written under DIR as
@@ -443,7 +683,16 @@ var errOutside = errors.New("refused: the key would be written outside the targe
 // relative "/"-separated path with no empty, "." or ".." segment and no
 // NUL. (Archive keys are sanitized when the archive is opened; this is the
 // second line, and os.Root the third.)
+//
+// On Windows a segment must also be a name Windows keeps as it is
+// (windowsNameProblem): else "a:b" writes a stream of file "a", "x."
+// writes "x", "NUL" writes nothing, and "a\b" is two segments.
 func localPath(key string) (string, error) {
+	return localPathOn(runtime.GOOS, key)
+}
+
+// localPathOn is localPath for the file names of goos.
+func localPathOn(goos, key string) (string, error) {
 	if key == "" || strings.HasPrefix(key, "/") || strings.ContainsRune(key, 0) {
 		return "", errOutside
 	}
@@ -451,30 +700,68 @@ func localPath(key string) (string, error) {
 		if seg == "" || seg == "." || seg == ".." {
 			return "", errOutside
 		}
+		if goos == "windows" {
+			if why := windowsNameProblem(seg); why != "" {
+				return "", fmt.Errorf("refused: %q is not a file name Windows keeps as it is (%s)", seg, why)
+			}
+		}
 	}
 	return key, nil
 }
 
+// windowsNameProblem says why Windows would not keep seg as the name of a
+// file, or "".
+func windowsNameProblem(seg string) string {
+	if i := strings.IndexAny(seg, `\:*?"<>|`); i >= 0 {
+		return fmt.Sprintf("%q is a separator or reserved there", seg[i])
+	}
+	for _, r := range seg {
+		if r < 0x20 {
+			return "a control character"
+		}
+	}
+	if strings.HasSuffix(seg, ".") || strings.HasSuffix(seg, " ") {
+		return "Windows drops a trailing dot or space"
+	}
+	base, _, _ := strings.Cut(seg, ".")
+	b := strings.ToUpper(strings.TrimRight(base, " "))
+	if slices.Contains([]string{"CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"}, b) {
+		return "a device name"
+	}
+	if len(b) > 3 && (b[:3] == "COM" || b[:3] == "LPT") && slices.Contains([]string{"1", "2", "3", "4", "5", "6", "7", "8", "9", "\u00b9", "\u00b2", "\u00b3"}, b[3:]) {
+		return "a device name"
+	}
+	return ""
+}
+
 // extract writes f to DIR/key atomically, or skips it when the file there
-// already has its content.
-func (g *getter) extract(ctx context.Context, f archiveview.File) (skipped bool, err error) {
+// already has its content. A file there with other content is refused,
+// or with --overwrite replaced: replaced then says how it differed.
+func (g *getter) extract(ctx context.Context, f archiveview.File) (skipped bool, replaced string, err error) {
 	name, err := localPath(f.Key)
 	if err != nil {
-		return false, fmt.Errorf("key %q: %w", f.Key, err)
+		return false, "", fmt.Errorf("key %q: %w", f.Key, err)
 	}
-	fail := func(what string, err error) (bool, error) {
-		return false, fmt.Errorf("key %s: %s %s: %w", f.Key, what, path.Join(g.dir, name), err)
+	fail := func(what string, err error) (bool, string, error) {
+		return false, "", fmt.Errorf("key %s: %s %s: %w", f.Key, what, path.Join(g.dir, name), err)
+	}
+	if why, ok := g.collide[f.Key]; ok {
+		return false, "", fmt.Errorf("key %s: refused: %s", f.Key, why)
 	}
 	if g.sel.selectsUnder(f.Key + "/") {
 		// The files under it are written; which one lost a race is not
 		// left to chance.
-		return false, fmt.Errorf("key %s: refused: the archive also has files under %s/, and a directory cannot be a file too (get %s alone into another directory)", f.Key, f.Key, f.Key)
+		return false, "", fmt.Errorf("key %s: refused: the archive also has files under %s/, and a directory cannot be a file too (get %s alone into another directory)", f.Key, f.Key, f.Key)
 	}
-	if ok, err := g.present(ctx, name, f); err != nil {
+	ok, differs, err := g.present(ctx, name, f)
+	switch {
+	case err != nil:
 		return fail("check", err)
-	} else if ok {
+	case ok:
 		g.rep.Add(f.Size)
-		return true, nil
+		return true, "", nil
+	case differs != "" && !g.overwrite:
+		return false, "", fmt.Errorf("key %s: refused: %s is already there and %s; --overwrite replaces it", f.Key, path.Join(g.dir, name), differs)
 	}
 	dir := path.Dir(name)
 	if dir != "." {
@@ -482,10 +769,7 @@ func (g *getter) extract(ctx context.Context, f archiveview.File) (skipped bool,
 			return fail("mkdir for", err)
 		}
 	}
-	var rnd [8]byte
-	rand.Read(rnd[:])
-	tmp := path.Join(dir, ".wharf-get-"+hex.EncodeToString(rnd[:])+".tmp")
-	tf, err := g.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	tf, tmp, err := g.createTemp(dir)
 	if err != nil {
 		return fail("create", err)
 	}
@@ -498,7 +782,7 @@ func (g *getter) extract(ctx context.Context, f archiveview.File) (skipped bool,
 	}()
 	r, err := g.a.Open(ctx, f, 0, f.Size)
 	if err != nil {
-		return false, err
+		return false, "", err
 	}
 	n, err := io.Copy(progressWriter{w: writeTagged{tf}, add: g.rep.Add}, r)
 	r.Close()
@@ -507,7 +791,7 @@ func (g *getter) extract(ctx context.Context, f archiveview.File) (skipped bool,
 		return fail("write", we.err) // a full disk: the key and where it goes
 	}
 	if err != nil {
-		return false, err // the read path's error names the archive, key and chunk
+		return false, "", err // the read path's error names the archive, key and chunk
 	}
 	if n != f.Size {
 		return fail("write", fmt.Errorf("%d of %d bytes", n, f.Size))
@@ -523,7 +807,7 @@ func (g *getter) extract(ctx context.Context, f archiveview.File) (skipped bool,
 		g.root.Remove(tmp)
 		return fail("set mtime of", err)
 	}
-	if err := g.root.Rename(tmp, name); err != nil {
+	if err := g.install(tmp, name, differs != ""); err != nil {
 		g.root.Remove(tmp)
 		return fail("rename into", err)
 	}
@@ -531,43 +815,114 @@ func (g *getter) extract(ctx context.Context, f archiveview.File) (skipped bool,
 		d.Sync()
 		d.Close()
 	}
-	return false, nil
+	return false, differs, nil
+}
+
+// createTemp creates a temporary file in dir and locks it (held until it
+// is closed, so another get's sweep leaves it alone). A sweep may have
+// taken the lock, or removed the name, between the creation and the
+// lock: then the file is not the one under its name any more, and
+// another is created.
+func (g *getter) createTemp(dir string) (*os.File, string, error) {
+	var lastErr error
+	for range 4 {
+		var rnd [8]byte
+		rand.Read(rnd[:])
+		tmp := path.Join(dir, tempPrefix+hex.EncodeToString(rnd[:])+tempSuffix)
+		tf, err := g.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			return nil, "", err
+		}
+		locked, lerr := lockTemp(tf)
+		if lerr != nil { // no flock here: sweeps go by age
+			return tf, tmp, nil
+		}
+		if locked {
+			fi, err1 := tf.Stat()
+			li, err2 := g.root.Lstat(tmp)
+			if err1 == nil && err2 == nil && os.SameFile(fi, li) {
+				return tf, tmp, nil
+			}
+		}
+		tf.Close()
+		lastErr = fmt.Errorf("temporary file %s: taken by another get's sweep", tmp)
+	}
+	return nil, "", lastErr
+}
+
+// install puts the finished temporary file tmp under name. Replacing
+// what is there (replace: it was found different and --overwrite given)
+// is a rename. Otherwise nothing was there when checked, and nothing that
+// has appeared since is replaced: a hard link fails when name exists,
+// then the temporary name goes; a file system without hard links gets a
+// rename after a second look.
+func (g *getter) install(tmp, name string, replace bool) error {
+	if replace {
+		return g.root.Rename(tmp, name)
+	}
+	err := g.root.Link(tmp, name)
+	if err == nil {
+		g.root.Remove(tmp)
+		return nil
+	}
+	if _, serr := g.root.Lstat(name); serr == nil || !errors.Is(serr, fs.ErrNotExist) {
+		if g.overwrite {
+			return g.root.Rename(tmp, name)
+		}
+		return fmt.Errorf("refused: a file appeared there while the key was written (--overwrite replaces it): %w", fs.ErrExist)
+	}
+	return g.root.Rename(tmp, name)
 }
 
 // present reports whether DIR/name already holds f: a regular file of f's
 // size whose sha256 matches the manifest's, or, when the manifest has no
-// sha256 for it, whose mtime matches (whole seconds). Reading the file
-// stops when ctx ends.
-func (g *getter) present(ctx context.Context, name string, f archiveview.File) (bool, error) {
+// sha256 for it, whose mtime matches (whole seconds). When something else
+// is there, differs says what (for the refusal, or the replaced line).
+// Reading the file stops when ctx ends.
+func (g *getter) present(ctx context.Context, name string, f archiveview.File) (ok bool, differs string, err error) {
 	fi, err := g.root.Lstat(name)
 	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
+		return false, "", nil
 	}
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() != f.Size {
-		return false, nil // replaced by the rename (or the rename says why not)
+	if err != nil {
+		return false, "", err
+	}
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return false, "is a symlink (replaced itself, never written through)", nil
+	case fi.IsDir():
+		return false, "", errors.New("refused: a directory is there (no flag replaces a directory)")
+	case !fi.Mode().IsRegular():
+		return false, fmt.Sprintf("is not a regular file (%s)", fi.Mode().Type()), nil
+	case fi.Size() != f.Size:
+		return false, fmt.Sprintf("has %d bytes, the archive's file %d", fi.Size(), f.Size), nil
 	}
 	sameTime := fi.ModTime().Unix() == f.ModTime.Unix()
 	if f.SHA256 == "" {
-		return sameTime, nil
+		if !sameTime {
+			return false, fmt.Sprintf("has another mtime (%s, the archive's %s; the manifest has no sha256 to compare the content)",
+				fi.ModTime().UTC().Format(time.RFC3339), f.ModTime.UTC().Format(time.RFC3339)), nil
+		}
+		return true, "", nil
 	}
 	h := sha256.New()
 	rf, err := g.root.Open(name)
 	if err != nil {
-		return false, err
+		return false, "", err
 	}
 	defer rf.Close()
 	if _, err := io.Copy(h, ctxReader{ctx: ctx, r: rf}); err != nil {
-		return false, err
+		return false, "", err
 	}
 	if hex.EncodeToString(h.Sum(nil)) != strings.ToLower(f.SHA256) {
-		return false, nil
+		return false, "has other content (its sha256 is not the manifest's)", nil
 	}
 	if !sameTime { // the right content with another mtime: keep the content, fix the time
 		if err := g.root.Chtimes(name, f.ModTime, f.ModTime); err != nil {
-			return false, err
+			return false, "", err
 		}
 	}
-	return true, nil
+	return true, "", nil
 }
 
 // ctxReader reads from r until ctx ends.

@@ -89,7 +89,7 @@ func checkTree(t *testing.T, out string, want map[string][]byte) {
 
 // TestGetAndLsEveryShape extracts the whole tree of every archive shape
 // and compares bytes and mtimes; a second run skips every file (resume);
-// a damaged file is rewritten when the manifest has sha256s, and without
+// a damaged file is rewritten (--overwrite) when the manifest has sha256s, and without
 // them size+mtime is the (documented) test. ls --recursive --json lists
 // the same keys and sizes.
 func TestGetAndLsEveryShape(t *testing.T) {
@@ -135,7 +135,7 @@ func TestGetAndLsEveryShape(t *testing.T) {
 				t.Fatal(err)
 			}
 			os.Chtimes(victim, getMtime, getMtime)
-			_, stderr, err = runGetCmd(t, "--store", "file://"+store, "-q", url, "d/f05.txt", "-o", out)
+			_, stderr, err = runGetCmd(t, "--store", "file://"+store, "-q", "--overwrite", url, "d/f05.txt", "-o", out)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -146,7 +146,7 @@ func TestGetAndLsEveryShape(t *testing.T) {
 					t.Fatalf("without sha256s a same-size same-mtime file must be kept: %s", stderr)
 				}
 				os.Chtimes(victim, getMtime.Add(time.Hour), getMtime.Add(time.Hour))
-				if _, stderr, err = runGetCmd(t, "--store", "file://"+store, "-q", url, "d/f05.txt", "-o", out); err != nil {
+				if _, stderr, err = runGetCmd(t, "--store", "file://"+store, "-q", "--overwrite", url, "d/f05.txt", "-o", out); err != nil {
 					t.Fatal(err)
 				}
 				got, _ = os.ReadFile(victim)

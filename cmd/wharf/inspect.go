@@ -164,7 +164,7 @@ func printInfoJSON(w io.Writer, bucket string, in archiveview.Info, ds *inspectD
 		}
 		return s
 	}
-	enc := json.NewEncoder(w)
+	enc := json.NewEncoder(jsonSafeWriter{w})
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	return enc.Encode(inspectJSON{

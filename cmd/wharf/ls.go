@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/wharf-s3/wharf/archiveview"
 	"github.com/wharf-s3/wharf/archiveview/catalog"
@@ -45,7 +48,8 @@ versions of its upload chain.
     stable fields: key, size, last_modified (RFC 3339, UTC), etag,
     version_id, sha256 and content_type (omitted when unknown); with
     --versions also is_latest and delete_marker; a directory is
-    {"prefix": "dir/"}.
+    {"prefix": "dir/"}; a rune that is not printable is written as a
+    JSON escape ("evil\u202etxt.exe"), the same string to a decoder.
 
 Like aws s3 ls, the exit status is 1 when nothing matched.`
 
@@ -186,7 +190,7 @@ func (l *lister) size(n int64) string {
 
 func (l *lister) emit(e lsEntry) error {
 	if l.enc == nil {
-		l.enc = json.NewEncoder(l.out)
+		l.enc = json.NewEncoder(jsonSafeWriter{l.out})
 		l.enc.SetEscapeHTML(false)
 	}
 	return l.enc.Encode(e)
@@ -331,6 +335,42 @@ func printable(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// jsonSafeWriter passes encoded JSON through with every rune that is not
+// printable (but for the newline, tab and space the encoder writes
+// between values) written as a JSON \u escape: encoding/json escapes C0
+// controls only, and writes C1 controls, bidi controls and other format
+// characters raw, which a terminal showing the JSON acts on. Outside its
+// strings JSON is ASCII, so every such rune is inside a string, where the
+// escape means the same rune: the JSON decodes to the same values. Each
+// write must be whole runes (json.Encoder writes whole values).
+type jsonSafeWriter struct{ w io.Writer }
+
+func (j jsonSafeWriter) Write(b []byte) (int, error) {
+	bad := func(r rune) bool { return r != '\n' && r != '\t' && r != ' ' && !unicode.IsPrint(r) }
+	if bytes.IndexFunc(b, bad) < 0 {
+		return j.w.Write(b)
+	}
+	whole := len(b)
+	out := make([]byte, 0, len(b)+32)
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		switch {
+		case r == utf8.RuneError && n == 1, !bad(r):
+			out = append(out, b[:n]...)
+		case r > 0xffff:
+			hi, lo := utf16.EncodeRune(r)
+			out = fmt.Appendf(out, `\u%04x\u%04x`, hi, lo)
+		default:
+			out = fmt.Appendf(out, `\u%04x`, r)
+		}
+		b = b[n:]
+	}
+	if _, err := j.w.Write(out); err != nil {
+		return 0, err
+	}
+	return whole, nil
 }
 
 // printableWriter passes each write through printable: for text reports

@@ -156,7 +156,11 @@ func (pc *peerConfig) validate(listen, admin string, cacheBytes int64) error {
 	}
 	var pair *keyPair
 	if pc.PeerTLSCert != "" {
-		if pair, err = readKeyPair(pc.certSource(), time.Now()); err != nil {
+		// The pair alone first; whether the others accept it once the
+		// advertised URL is known to be right.
+		src := pc.certSource()
+		src.accept = nil
+		if pair, err = readKeyPair(src, time.Now()); err != nil {
 			return err
 		}
 	}
@@ -175,33 +179,12 @@ func (pc *peerConfig) validate(listen, admin string, cacheBytes int64) error {
 			return errors.New("--peer-tls-ca: given without --peer-tls-cert (peers speak plain http)")
 		}
 	}
-	_, me, err := peer.ParseMembers(adv, pc.peerList())
-	if err != nil {
+	if _, _, err := peer.ParseMembers(adv, pc.peerList()); err != nil {
 		return fmt.Errorf("--peers: %w", err)
 	}
-	// Every other replica verifies this one's certificate against the
-	// host of its advertised URL (a pod address under dns+): one that
-	// does not cover it would be refused by all of them, every ask a
-	// connection failure, and no frame shared.
 	if pair != nil {
-		if err := pair.leaf.VerifyHostname(me.Host); err != nil {
-			return fmt.Errorf("--peer-tls-cert %s does not cover %s, the host of the advertised URL %s that the other replicas verify it against (%w)", pc.PeerTLSCert, me.Host, adv, err)
-		}
-	}
-	// The others verify it with their --peer-tls-ca, the same bundle.
-	if pair != nil && pc.PeerTLSCA != "" {
-		ctls, err := pc.clientTLS()
-		if err != nil {
+		if err := pc.acceptPeerPair(pair); err != nil {
 			return err
-		}
-		inter := x509.NewCertPool()
-		for _, der := range pair.cert.Certificate[1:] {
-			if c, err := x509.ParseCertificate(der); err == nil {
-				inter.AddCert(c)
-			}
-		}
-		if _, err := pair.leaf.Verify(x509.VerifyOptions{Roots: ctls.RootCAs, Intermediates: inter, DNSName: me.Host}); err != nil {
-			return fmt.Errorf("--peer-tls-cert %s is not verified by --peer-tls-ca %s, the bundle the other replicas verify it with (%w)", pc.PeerTLSCert, pc.PeerTLSCA, err)
 		}
 	}
 	if n := int64(pc.PeerCacheBytes); n < 0 || (n != 0 && (n < 1<<20 || n > cacheBytes/2)) {
@@ -232,9 +215,46 @@ func readPeerSecret(path string) ([]byte, error) {
 	return readSecretFile("--peer-secret-file", path, peer.MinSecretBytes)
 }
 
-// certSource names the peer listener's certificate pair.
+// certSource names the peer listener's certificate pair, which must be
+// one the other replicas accept (acceptPeerPair), at start and at every
+// reload: a rotation to a certificate for another host, or from another
+// CA, is refused and the previous one kept, as a pair that does not load.
 func (pc *peerConfig) certSource() certSource {
-	return certSource{listener: "peer", certFlag: "--peer-tls-cert", keyFlag: "--peer-tls-key", certFile: pc.PeerTLSCert, keyFile: pc.PeerTLSKey}
+	return certSource{listener: "peer", certFlag: "--peer-tls-cert", keyFlag: "--peer-tls-key", certFile: pc.PeerTLSCert, keyFile: pc.PeerTLSKey,
+		accept: pc.acceptPeerPair}
+}
+
+// acceptPeerPair checks that the other replicas accept pair: every one
+// verifies this one's certificate against the host of its advertised URL
+// (a pod address under dns+), and with its --peer-tls-ca, the same bundle
+// as this one's (the file read now). A certificate one of them refuses
+// would make every ask of it a connection failure, and no frame shared.
+func (pc *peerConfig) acceptPeerPair(pair *keyPair) error {
+	adv := pc.advertise()
+	me, err := peer.ParseMember(adv)
+	if err != nil {
+		return fmt.Errorf("--peer-advertise %s: %w", adv, err)
+	}
+	if err := pair.leaf.VerifyHostname(me.Host); err != nil {
+		return fmt.Errorf("--peer-tls-cert %s does not cover %s, the host of the advertised URL %s that the other replicas verify it against (%w)", pc.PeerTLSCert, me.Host, adv, err)
+	}
+	if pc.PeerTLSCA == "" {
+		return nil
+	}
+	ctls, err := pc.clientTLS()
+	if err != nil {
+		return err
+	}
+	inter := x509.NewCertPool()
+	for _, der := range pair.cert.Certificate[1:] {
+		if c, err := x509.ParseCertificate(der); err == nil {
+			inter.AddCert(c)
+		}
+	}
+	if _, err := pair.leaf.Verify(x509.VerifyOptions{Roots: ctls.RootCAs, Intermediates: inter, DNSName: me.Host}); err != nil {
+		return fmt.Errorf("--peer-tls-cert %s is not verified by --peer-tls-ca %s, the bundle the other replicas verify it with (%w)", pc.PeerTLSCert, pc.PeerTLSCA, err)
+	}
+	return nil
 }
 
 // clientTLS is the TLS configuration that verifies other replicas (nil:

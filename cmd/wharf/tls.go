@@ -46,6 +46,10 @@ type certSource struct {
 	listener          string // "s3" or "admin": the metric label
 	certFlag, keyFlag string // "--tls-cert", "--tls-key"
 	certFile, keyFile string
+	// accept, when set, is a listener's own check of a pair that passed
+	// the others (the peer listener's: a certificate the other replicas
+	// accept), applied at start and at every reload alike.
+	accept func(*keyPair) error
 }
 
 // keyPair is a loaded certificate pair.
@@ -101,7 +105,9 @@ func readPEMFile(flagName, path string) ([]byte, error) {
 //   - the leaf is valid at now: not expired, and not before its NotBefore
 //     (clients refuse a certificate not yet valid, so serving one is an
 //     outage; a reload keeps the previous pair and the poll picks the new
-//     one up once its time has come).
+//     one up once its time has come);
+//   - src.accept, when set, accepts it (the peer listener's: it covers
+//     the advertised host and --peer-tls-ca verifies it).
 //
 // Every error names the file at fault.
 func parseKeyPair(src certSource, certPEM, keyPEM []byte, sum [sha256.Size]byte, now time.Time) (*keyPair, error) {
@@ -151,7 +157,13 @@ func parseKeyPair(src certSource, certPEM, keyPEM []byte, sum [sha256.Size]byte,
 		return nil, fmt.Errorf("%s %s, %s %s: %w", src.certFlag, src.certFile, src.keyFlag, src.keyFile, err)
 	}
 	pair.Leaf = leaf
-	return &keyPair{cert: &pair, leaf: leaf, sum: sum, notAfter: leaf.NotAfter}, nil
+	kp := &keyPair{cert: &pair, leaf: leaf, sum: sum, notAfter: leaf.NotAfter}
+	if src.accept != nil {
+		if err := src.accept(kp); err != nil {
+			return nil, err
+		}
+	}
+	return kp, nil
 }
 
 // checkChain checks a certificate chain, leaf first, at now: every

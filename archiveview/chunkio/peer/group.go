@@ -436,15 +436,20 @@ func (e *fetchError) Unwrap() error { return e.err }
 
 // Fetch implements chunkio.Peers: one authenticated GET of frame id from
 // owner, within FirstByte + size/MinRate (and ctx). Every failure but
-// ctx's own end counts as a fallback by reason; connection failures and
-// deadlines also put owner in its back-off.
+// ctx's own end counts as a fallback by reason; connection failures,
+// deadlines, refusals, failed answers, error statuses and 404s or 503s
+// that took more than half the first-byte deadline also put owner in its
+// back-off.
 func (g *Group) Fetch(ctx context.Context, owner string, id chunkio.FrameID, dst []byte) error {
 	if int64(len(dst)) != id.Size || id.Size <= 0 || id.Size > g.cfg.MaxFrame {
 		return fmt.Errorf("peer fetch of %s into %d bytes: not a shareable frame", id, len(dst))
 	}
 	var err error
+	var took time.Duration
 	if g.startAsk(owner) {
+		start := time.Now() // the real wait, whatever cfg.Now says
 		err = g.fetch(ctx, owner, id, dst)
+		took = time.Since(start)
 		g.endAsk(owner)
 	} else {
 		err = &fetchError{reasonBusy, fmt.Errorf("peer %s: %d asks of this replica in flight to it already", owner, g.cfg.MaxAsking)}
@@ -476,6 +481,19 @@ func (g *Group) Fetch(ctx context.Context, owner string, id chunkio.FrameID, dst
 	case reasonRefused:
 		if g.down(owner, err) {
 			g.log.Warn().Str("peer", owner).Msg("peer refused our authentication: do the replicas hold the same --peer-secret-file, are their clocks within 30s, and does the peer advertise (--peer-advertise) the URL this replica knows it by? It is skipped during its back-off")
+		}
+	case reasonError:
+		if g.down(owner, err) {
+			g.log.Warn().Str("peer", owner).Err(err).Msg("peer answered an error: its frames go to their next owner during its back-off")
+		}
+	case reasonMissing, reasonBusy:
+		// A quick 404 or 503 is an owner without the archive, or without
+		// room just now: the next ask may find it. One that took half the
+		// first-byte deadline made this read wait for nothing and would
+		// make every read wait so (a hostile or sick peer): a back-off.
+		// (took is 0 for asks not sent, MaxAsking in flight.)
+		if took > g.cfg.FirstByte/2 && g.down(owner, fmt.Errorf("%w (after %v)", err, took.Round(time.Millisecond))) {
+			g.log.Warn().Str("peer", owner).Err(err).Dur("took", took).Msg("peer answered slowly with a refusal: its frames go to their next owner during its back-off")
 		}
 	}
 	return err
