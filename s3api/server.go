@@ -230,10 +230,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("x-amz-request-id", req.id)
 	h.Set("x-amz-id-2", req.hostID)
 	h.Set("Server", "wharf")
-	rw := &responseWriter{ResponseWriter: w, sendTimeout: s.cfg.SendTimeout}
-	if rw.sendTimeout > 0 {
-		rw.rc = http.NewResponseController(w)
-	}
+	rw := &responseWriter{ProgressWriter: ProgressWriter{ResponseWriter: w, Timeout: s.cfg.SendTimeout}}
 	req.w = rw
 
 	// 2. Access log and metrics, also on an aborted body.
@@ -417,32 +414,15 @@ func hostIDFor(id string) string {
 	return hex.EncodeToString(b[:])
 }
 
-// responseWriter records the status and body bytes for the access log,
-// and holds the response's progress deadline (Config.SendTimeout).
+// responseWriter records the status and body bytes for the access log;
+// its ProgressWriter holds the response's progress deadline
+// (Config.SendTimeout, progress.go).
 type responseWriter struct {
-	http.ResponseWriter
+	ProgressWriter
 	status      int
 	bytes       int64
 	wroteHeader bool
 	writeFailed bool // a body write failed: the client's side
-
-	// The progress deadline: rc sets it, sendTimeout from now, before the
-	// header and before every write; noDeadline records a writer that
-	// takes none (a test recorder), so it is not asked again.
-	rc          *http.ResponseController
-	sendTimeout time.Duration
-	noDeadline  bool
-}
-
-// extend moves the progress deadline to sendTimeout from now: the client
-// took everything written before, which is progress.
-func (w *responseWriter) extend() {
-	if w.rc == nil || w.noDeadline {
-		return
-	}
-	if err := w.rc.SetWriteDeadline(time.Now().Add(w.sendTimeout)); err != nil {
-		w.noDeadline = true
-	}
 }
 
 func (w *responseWriter) WriteHeader(code int) {
@@ -451,48 +431,18 @@ func (w *responseWriter) WriteHeader(code int) {
 	}
 	w.wroteHeader = true
 	w.status = code
-	w.extend()
-	w.ResponseWriter.WriteHeader(code)
+	w.ProgressWriter.WriteHeader(code)
 }
-
-// progressStep is the most one write hands the connection under one
-// deadline: a cached frame slice can be many MiB, and a client reading it
-// slowly but steadily makes progress that a single deadline over the
-// whole slice would not see.
-const progressStep = 256 << 10
 
 func (w *responseWriter) Write(p []byte) (int, error) {
 	if !w.wroteHeader {
 		w.WriteHeader(http.StatusOK)
-	} else {
-		w.extend()
 	}
-	if w.rc == nil || len(p) <= progressStep {
-		n, err := w.ResponseWriter.Write(p)
-		w.bytes += int64(n)
-		w.writeFailed = w.writeFailed || err != nil
-		return n, err
-	}
-	total := 0
-	for len(p) > 0 {
-		step := min(len(p), progressStep)
-		if total > 0 {
-			w.extend()
-		}
-		n, err := w.ResponseWriter.Write(p[:step])
-		total += n
-		w.bytes += int64(n)
-		if err != nil {
-			w.writeFailed = true
-			return total, err
-		}
-		p = p[step:]
-	}
-	return total, nil
+	n, err := w.ProgressWriter.Write(p)
+	w.bytes += int64(n)
+	w.writeFailed = w.writeFailed || err != nil
+	return n, err
 }
-
-// Unwrap lets http.ResponseController reach the underlying writer.
-func (w *responseWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // finish writes the access line and records metrics.
 func (s *server) finish(req *request, aborted bool) {

@@ -96,7 +96,7 @@ type serveConfig struct {
 	MaxHeaderBytes    int           // request line plus headers; default 64 KiB
 	// SendTimeout aborts a response that makes no progress this long
 	// (s3api.Config.SendTimeout; the admin listener's responses too,
-	// withProgressDeadline); default 60s, like nginx's send_timeout.
+	// s3api.WithProgressDeadline); default 60s, like nginx's send_timeout.
 	SendTimeout time.Duration
 
 	// TLS and CORS (frontdoor.go).
@@ -548,7 +548,7 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 			return fmt.Errorf("admin listen %s: %w", cfg.AdminListen, err)
 		}
 		adminAddr = aln.Addr().String()
-		asrv := newHTTPServer(withProgressDeadline(adminMux(reg, &ready, cm, peers), cfg.sendTimeout()), &cfg)
+		asrv := newHTTPServer(s3api.WithProgressDeadline(adminMux(reg, &ready, cm, peers), cfg.sendTimeout()), &cfg)
 		front.configure(asrv, front.admin, log)
 		servers = append(servers, asrv)
 		go func() { errc <- serveOn(asrv, aln) }()
@@ -745,58 +745,6 @@ func newHTTPServer(h http.Handler, cfg *serveConfig) *http.Server {
 	}
 	return srv
 }
-
-// withProgressDeadline gives every response of h the S3 listener's
-// progress deadline (--send-timeout): the write deadline is moved to d from
-// now before the header and every write, so a client that keeps reading is
-// never cut, and one that takes nothing for d fails the write; the
-// request's context is then cancelled, so a handler waiting on it (the
-// pprof profile and trace handlers sleep on it) ends at once. Without it
-// a stalled reader of /debug/pprof/trace held the tracer and let the
-// runtime's trace buffers grow for as long as the trace ran.
-func withProgressDeadline(h http.Handler, d time.Duration) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithCancel(r.Context())
-		defer cancel()
-		pw := &adminWriter{ResponseWriter: w, rc: http.NewResponseController(w), d: d, cancel: cancel}
-		h.ServeHTTP(pw, r.WithContext(ctx))
-	})
-}
-
-// adminWriter is withProgressDeadline's writer.
-type adminWriter struct {
-	http.ResponseWriter
-	rc     *http.ResponseController
-	d      time.Duration
-	cancel context.CancelFunc
-}
-
-func (w *adminWriter) extend() { _ = w.rc.SetWriteDeadline(time.Now().Add(w.d)) }
-
-func (w *adminWriter) WriteHeader(code int) {
-	w.extend()
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *adminWriter) Write(p []byte) (int, error) {
-	w.extend()
-	n, err := w.ResponseWriter.Write(p)
-	if err != nil {
-		w.cancel()
-	}
-	return n, err
-}
-
-// Flush keeps http.Flusher for the handlers that flush (promhttp).
-func (w *adminWriter) Flush() {
-	w.extend()
-	if err := w.rc.Flush(); err != nil {
-		w.cancel()
-	}
-}
-
-// Unwrap lets http.ResponseController reach the connection's writer.
-func (w *adminWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // adminMux serves /healthz, /readyz, /metrics, /-/archives, /-/peers
 // (peers nil: {"enabled": false}) and /debug/pprof/.
