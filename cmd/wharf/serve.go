@@ -434,7 +434,15 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 	if cfg.wrapStore != nil {
 		store = cfg.wrapStore(store)
 	}
-	store = backend.Instrument(store, backend.NewMetrics(reg))
+	bm := backend.NewMetrics(reg)
+	// A clock is wrong: every store request fails alike until it is fixed.
+	// Logged by name at once, then every 10 minutes while it lasts (the
+	// requests' own lines are warnings), and counted.
+	bm.LogClockSkew(func(err error, refused int64) {
+		log.Error().Err(err).Int64("refused", refused).
+			Msg("the store refuses wharf's requests for clock skew: this server's clock or the store's is wrong; fix it (NTP)")
+	})
+	store = backend.Instrument(store, bm)
 	// Storage classes are tracked where objects can be archived: stores
 	// that restore (S3). A file store has none, so nothing is listed.
 	_, restorer := backend.AsRestorer(store)
