@@ -191,7 +191,7 @@ func (s *server) getObject(req *request, a *archiveview.Archive) {
 	h.Set("Content-Type", contentType(f))
 	// A full-object checksum only on a full-object 200: botocore validates
 	// any x-amz-checksum-* header against the body it received.
-	if status == http.StatusOK && f.SHA256 != "" && r.Header.Get("x-amz-checksum-mode") == "ENABLED" {
+	if status == http.StatusOK && f.SHA256 != "" && amzValue(r.Header, req.query, "x-amz-checksum-mode") == "ENABLED" {
 		if sum, err := hex.DecodeString(f.SHA256); err == nil && len(sum) == 32 {
 			h.Set("x-amz-checksum-sha256", base64.StdEncoding.EncodeToString(sum))
 			h.Set("x-amz-checksum-type", "FULL_OBJECT")

@@ -357,22 +357,8 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // query, where SDK presigners move it (aws-sdk-go-v2 hoists it, lower-cased,
 // into the presigned URL); a repeated value never matches.
 func ownerMismatch(h http.Header, q auth.Query, owner string) bool {
-	const name = "x-amz-expected-bucket-owner"
-	named := h.Values(name)
-	n := len(named)
-	first := ""
-	if n > 0 {
-		first = named[0]
-	}
-	for _, p := range q {
-		if strings.EqualFold(p.Key, name) {
-			if n == 0 {
-				first = p.Value
-			}
-			n++
-		}
-	}
-	return n > 0 && (n > 1 || first != owner)
+	named := amzValues(h, q, "x-amz-expected-bucket-owner")
+	return len(named) > 0 && (len(named) > 1 || named[0] != owner)
 }
 
 // authError maps an authentication failure to an S3 error.
