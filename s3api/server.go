@@ -41,6 +41,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -219,6 +220,9 @@ type request struct {
 	// abort is the cause (abortRead, abortClient) of a response aborted
 	// with http.ErrAbortHandler; "" = the client's side (or a panic).
 	abort string
+	// throttled: refused 503 SlowDown by the per-key limit, the client's
+	// own doing (logged at info).
+	throttled bool
 }
 
 // ServeHTTP implements http.Handler.
@@ -342,6 +346,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	client := limitKey(id, r)
 	release, ok := s.limit.acquire(client)
 	if !ok {
+		req.throttled = true
 		s.writeError(req, &apiError{Code: errSlowDown, Bucket: req.bucket, Key: req.key})
 		return
 	}
@@ -438,21 +443,28 @@ func (s *server) finish(req *request, aborted bool) {
 		status = http.StatusOK
 	}
 	s.metrics.observe(req.op, status, d, req.w.bytes, req.method == http.MethodGet)
+	// A warning is wharf's side: a 5xx, a body cut off by a failed read
+	// or a panic. What a client alone causes (its requests over the
+	// per-key limit, a download it left) is info, so one client cannot
+	// flood the warnings.
 	ev := s.cfg.Logger.Info()
-	if aborted || status >= 500 {
+	if (aborted && req.abort != "" && req.abort != abortClient) || (status >= 500 && !req.throttled) {
 		ev = s.cfg.Logger.Warn()
 	}
 	ev = ev.Str("request_id", req.id).
 		Str("op", req.op).
-		Str("method", req.method).
-		Str("bucket", req.bucket).
-		Str("key", req.key).
-		Int("status", status).
+		Str("method", clipLogged(req.method, maxLoggedField)).
+		Str("bucket", clipLogged(req.bucket, maxLoggedField)).
+		Str("key", clipLogged(req.key, maxLoggedKey))
+	if len(req.key) > maxLoggedKey {
+		ev = ev.Int("key_bytes", len(req.key))
+	}
+	ev = ev.Int("status", status).
 		Int64("bytes", req.w.bytes).
 		Dur("duration", d).
 		Str("remote", req.r.RemoteAddr)
-	if rg := strings.Join(req.r.Header.Values("Range"), ", "); rg != "" {
-		ev = ev.Str("range", rg)
+	if rg := req.r.Header.Values("Range"); len(rg) > 0 {
+		ev = ev.Str("range", clipLogged(strings.Join(rg, ", "), maxLoggedField))
 	}
 	if req.identity.AccessKey != "" {
 		ev = ev.Str("access_key", req.identity.AccessKey)
@@ -466,7 +478,32 @@ func (s *server) finish(req *request, aborted bool) {
 		ev = ev.Bool("aborted", true).Str("abort_cause", cause)
 	}
 	if req.cause != nil {
-		ev = ev.AnErr("error", req.cause)
+		ev = ev.Str("error", clipLogged(req.cause.Error(), maxLoggedError))
 	}
 	ev.Msg("request")
+}
+
+// Bounds of the access line's fields that carry a client's bytes (a
+// request line and headers may be 64 KiB, --max-header-bytes): the key is
+// cut past S3's own limit of 1024 bytes (every real key is logged whole;
+// key_bytes has the length of a longer one), the method, bucket and
+// Range headers past maxLoggedField, the error (which names the archive
+// and key) past maxLoggedError.
+const (
+	maxLoggedKey   = 1024
+	maxLoggedField = 256
+	maxLoggedError = 4096
+)
+
+// clipLogged cuts s to at most max bytes at a character boundary, ending
+// in "..." when cut.
+func clipLogged(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := max - len("...")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }
