@@ -6,6 +6,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -94,5 +96,37 @@ func TestServeAdminSteppedProgress(t *testing.T) {
 	t.Logf("steady reader: %d bytes in %v (send timeout %v)", got, time.Since(start).Round(time.Millisecond), send)
 	if got < size/2 {
 		t.Errorf("steady reader: %d bytes, want about %d", got, size)
+	}
+}
+
+// TestServeAdminCmdlineRedacted: /debug/pprof/cmdline on the admin
+// listener (no authentication: it is the port Prometheus scrapes) served
+// the process's arguments as given, --secret-key's value included: anyone
+// who could reach the port could sign as that key. The value of a secret
+// flag is redacted, in both forms (--secret-key V, --secret-key=V); the
+// rest of the command line is served.
+func TestServeAdminCmdlineRedacted(t *testing.T) {
+	store, man := packServeTree(t, map[string][]byte{"a.txt": []byte("hello\n")})
+	_, admin, _, _ := startServe(t, serveConfig{Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0", StoreURL: store,
+		Archives: []serveArchive{{Name: "data", ManifestURL: man}}, Anonymous: true, CacheBytes: 1 << 20})
+	waitReady(t, admin)
+	saved := os.Args
+	t.Cleanup(func() { os.Args = saved })
+	os.Args = []string{"wharf", "serve", "--access-key", "AKVISIBLE", "--secret-key", "SECRET-ONE", "-secret-key=SECRET-TWO",
+		"--listen", ":8080", "--peer-secret-file", "/etc/wharf/peer"}
+	code, raw := get(t, "http://"+admin+"/debug/pprof/cmdline")
+	body := string(raw)
+	if code != 200 {
+		t.Fatalf("cmdline: %d %s", code, body)
+	}
+	for _, s := range []string{"SECRET-ONE", "SECRET-TWO"} {
+		if strings.Contains(body, s) {
+			t.Errorf("/debug/pprof/cmdline serves the secret key %s: %q", s, body)
+		}
+	}
+	for _, s := range []string{"serve", "AKVISIBLE", "--listen", ":8080", "/etc/wharf/peer", "--secret-key"} {
+		if !strings.Contains(body, s) {
+			t.Errorf("/debug/pprof/cmdline lost %q: %q", s, body)
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -791,11 +792,45 @@ func adminMux(reg *prometheus.Registry, ready *atomic.Bool, cm *catalog.Manager,
 		_ = enc.Encode(peers.Page())
 	})
 	mux.HandleFunc("/debug/pprof/", boundedProfile(pprof.Index)) // heap?seconds= and the other delta profiles wait too
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/cmdline", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, strings.Join(redactArgs(os.Args), "\x00"))
+	})
 	mux.HandleFunc("/debug/pprof/profile", boundedProfile(pprof.Profile))
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", boundedProfile(pprof.Trace))
 	return mux
+}
+
+// redactArgs is args (a command line) with the value of every secret flag
+// replaced: /debug/pprof/cmdline is served without authentication, and
+// --secret-key's value signs as its key. A secret flag is one whose name
+// holds "secret" and does not end in "-file" (a file's path is no
+// secret); both forms (--name VALUE, --name=VALUE) are redacted, up to a
+// "--" that ends the flags.
+func redactArgs(args []string) []string {
+	out := slices.Clone(args)
+	for i := 1; i < len(out); i++ {
+		a := out[i]
+		if a == "--" {
+			break
+		}
+		if !strings.HasPrefix(a, "-") {
+			continue
+		}
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.Contains(name, "secret") || strings.HasSuffix(name, "-file") {
+			continue
+		}
+		if hasValue {
+			out[i] = a[:strings.IndexByte(a, '=')+1] + "REDACTED"
+		} else if i+1 < len(out) {
+			out[i+1] = "REDACTED"
+			i++
+		}
+	}
+	return out
 }
 
 // boundedProfile refuses (400) a profile or trace whose seconds= is longer
