@@ -228,3 +228,58 @@ func (r *resetBuffer) Reset() {
 	defer r.mu.Unlock()
 	r.b.Reset()
 }
+
+// TestFailedBucketOneLinePerRequest: a bucket whose archive failed to open
+// answers every request 500, and the failure is logged at error once per
+// scan by the catalog ("archive could not be opened"). Each request also
+// logged an error line of its own beside its access line, so any client
+// polling the bucket (anonymously, with --anonymous) wrote error lines at
+// its request rate. A request now writes its access line only (a warning,
+// with the open error).
+func TestFailedBucketOneLinePerRequest(t *testing.T) {
+	v, err := auth.New(auth.Config{Anonymous: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &resetBuffer{}
+	srv := httptest.NewServer(s3api.New(s3api.Config{Catalog: unopenedCatalog{time.Now()}, Verifier: v,
+		Logger: zerolog.New(logs), Registerer: prometheus.NewRegistry()}))
+	t.Cleanup(srv.Close)
+	const n = 20
+	for range n {
+		resp, err := http.Get(srv.URL + "/broken/a.txt")
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 500 {
+			t.Fatalf("GET of a failed bucket: %d", resp.StatusCode)
+		}
+	}
+	var lines []string
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if lines = strings.Split(strings.TrimSpace(logs.String()), "\n"); strings.Count(logs.String(), `"message":"request"`) == n {
+			break
+		}
+	}
+	errorLines, access := 0, 0
+	for _, l := range lines {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("log line %q: %v", l, err)
+		}
+		if m["level"] == "error" {
+			errorLines++
+		}
+		if m["message"] == "request" {
+			access++
+			if e, _ := m["error"].(string); !strings.Contains(e, "not a manifest") || m["level"] != "warn" {
+				t.Errorf("access line %v: want a warning carrying the open error", m)
+			}
+		}
+	}
+	if access != n || len(lines) != n || errorLines != 0 {
+		t.Errorf("%d requests to a failed bucket logged %d lines (%d access lines, %d at error), want %d access lines and nothing else", n, len(lines), access, errorLines, n)
+	}
+}
