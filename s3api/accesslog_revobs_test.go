@@ -18,6 +18,7 @@ import (
 
 	"github.com/wharf-s3/wharf/archiveview"
 	"github.com/wharf-s3/wharf/archiveview/catalog"
+	"github.com/wharf-s3/wharf/archiveview/chunkio"
 	"github.com/wharf-s3/wharf/auth"
 	"github.com/wharf-s3/wharf/backend"
 	"github.com/wharf-s3/wharf/backend/faults"
@@ -281,5 +282,47 @@ func TestFailedBucketOneLinePerRequest(t *testing.T) {
 	}
 	if access != n || len(lines) != n || errorLines != 0 {
 		t.Errorf("%d requests to a failed bucket logged %d lines (%d access lines, %d at error), want %d access lines and nothing else", n, len(lines), access, errorLines, n)
+	}
+}
+
+// TestBusyReadOneLinePerRequest: a read refused because the read limits
+// stayed full for their wait (chunkio.ErrBusy: 503 SlowDown with
+// Retry-After, wharf shedding load) wrote a 'read failed' line at error
+// beside its access line: under overload, when every request is refused
+// so, the log grew by an error line per request. The refusal is load
+// shedding, not a failure: its access line (with the error) says it.
+func TestBusyReadOneLinePerRequest(t *testing.T) {
+	busy := false
+	var mu sync.Mutex
+	f := newFixture(t, standardFiles(), fixtureOpts{anonymous: true, wrap: func(s backend.Store) backend.Store {
+		return faults.NewFaulty(s, faults.FaultConfig{Hook: func(r faults.Request) faults.Fault {
+			mu.Lock()
+			defer mu.Unlock()
+			if busy && (r.Op == "range" || r.Op == "get") {
+				return faults.Fault{Kind: faults.FaultError, Err: chunkio.ErrBusy}
+			}
+			return faults.Fault{}
+		}})
+	}})
+	mu.Lock()
+	busy = true
+	mu.Unlock()
+	resp, body := f.do(t, "GET", "/bkt/dir/a.bin", nil)
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("GET while the read limits are full: %d (Retry-After %q) %s, want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+	var lines []string
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if strings.Contains(f.logs.String(), `"message":"request"`) {
+			break
+		}
+	}
+	for _, l := range strings.Split(strings.TrimSpace(f.logs.String()), "\n") {
+		if strings.Contains(l, "dir/a.bin") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) != 1 || !strings.Contains(lines[0], `"message":"request"`) {
+		t.Errorf("a read refused busy logged %d lines, want its access line only:\n%s", len(lines), strings.Join(lines, "\n"))
 	}
 }
