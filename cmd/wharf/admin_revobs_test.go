@@ -130,3 +130,30 @@ func TestServeAdminCmdlineRedacted(t *testing.T) {
 		}
 	}
 }
+
+// TestServeTLSHandshakeLogBounded: net/http logs a line for every
+// connection whose TLS handshake fails, and anything that reaches the S3
+// port (a scanner, a client speaking plain HTTP) causes one per
+// connection; the peer listener already passed at most one per 30 s on,
+// the S3 and admin listeners every one. They now share the peer
+// listener's limit: the first line, then at most one per 30 s saying how
+// many were left out.
+func TestServeTLSHandshakeLogBounded(t *testing.T) {
+	pki := newTestPKI(t)
+	cert, key := pki.pair(t, "s3", validNow)
+	addr, _, logs, _, _ := startTLSServe(t, frontDoorConfig{TLSCert: cert, TLSKey: key}, false)
+	for range 50 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(c, "GET / HTTP/1.0\r\n\r\n")
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_, _ = io.Copy(io.Discard, c) // until the listener closes it
+		c.Close()
+	}
+	time.Sleep(100 * time.Millisecond) // the last line is written as the connection ends
+	if n := strings.Count(logs.String(), "TLS handshake error"); n != 1 {
+		t.Errorf("50 failed TLS handshakes on the S3 port: %d log lines, want 1", n)
+	}
+}
