@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
 	"github.com/wharf-s3/wharf/archiveview/internal/index"
@@ -139,13 +141,50 @@ func resolveManifests(ctx context.Context, read backend.Store, bucket, manifestK
 	}, name, nil
 }
 
+// printableLog is s, a log message that names keys (a store listing's or
+// an uploader's bytes), with every unprintable rune escaped ("\n",
+// "\x1b", "\u202e", an invalid byte as "\xff"): zerolog's console format
+// writes a message as is, so a key holding a newline forged log lines and
+// one holding an escape sequence acted on the operator's terminal. Fields
+// need none of this (both formats quote them).
+func printableLog(s string) string {
+	clean := true
+	for _, r := range s {
+		if r == utf8.RuneError || !unicode.IsPrint(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			fmt.Fprintf(&b, "\\x%02x", s[i])
+		case r == '\n':
+			b.WriteString("\\n")
+		case unicode.IsPrint(r):
+			b.WriteString(s[i : i+n])
+		case r < 0x80:
+			fmt.Fprintf(&b, "\\x%02x", r)
+		default:
+			fmt.Fprintf(&b, "\\u%04x", r)
+		}
+		i += n
+	}
+	return b.String()
+}
+
 // opened logs an archive resolved from its manifests and returns it.
 func opened(a *Archive) *Archive {
 	a.log.Info().Str("archive", a.name).Str("manifest", a.manifestKey).Str("upload_id", a.tree.Upload).
 		Int("chain", len(a.tree.Chain)).Int("files", a.tree.Idx.N()).Int("chunks", len(a.tree.Chunks)).Int("frames", a.tree.Idx.Frames).
 		Strs("shapes", a.tree.Shapes).Int("warnings", len(a.tree.Warnings)).Msg("archive opened")
 	for _, w := range a.tree.Warnings {
-		a.log.Warn().Str("archive", a.name).Msg(w)
+		a.log.Warn().Str("archive", a.name).Msg(printableLog(w))
 	}
 	return a
 }

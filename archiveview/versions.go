@@ -362,7 +362,7 @@ func buildVersions(ctx context.Context, a *Archive) (*Versions, error) {
 		}, a.store, a.bucket, l.key, o, nil, nil, v.set) // one chunk table, one read state
 	}
 	for _, w := range r.warnings {
-		a.log.Warn().Str("archive", a.name).Msg("version history: " + w)
+		a.log.Warn().Str("archive", a.name).Msg("version history: " + printableLog(w))
 	}
 	a.log.Info().Str("archive", a.name).Int("keys", len(ends)).Int("versions", len(v.vers)).
 		Int("chunks", len(chunks)).Msg("version history built")

@@ -50,6 +50,7 @@ func TestMetricsZeroAtStart(t *testing.T) {
 	backend.NewMetrics(reg)
 	want := map[string]float64{
 		"wharf_backend_bytes_total":                  0,
+		"wharf_backend_clock_skew_errors_total":      0,
 		`wharf_backend_requests_total{op="get"}`:     0,
 		`wharf_backend_requests_total{op="head"}`:    0,
 		`wharf_backend_requests_total{op="list"}`:    0,
@@ -109,6 +110,7 @@ func TestMetricsCounts(t *testing.T) {
 	wantBytes := float64(1000 + len(data) + 777)
 	want := map[string]float64{
 		"wharf_backend_bytes_total":                  wantBytes,
+		"wharf_backend_clock_skew_errors_total":      0,
 		`wharf_backend_requests_total{op="get"}`:     4,
 		`wharf_backend_requests_total{op="head"}`:    2,
 		`wharf_backend_requests_total{op="list"}`:    1,

@@ -616,6 +616,7 @@ type s3Code struct {
 	also    error  // a second sentinel (ErrNoSuchBucket), or nil
 	quiet   string // the message S3 sends by default ("*" = any message)
 	instead string // the text used when the message is quiet
+	hint    string // appended to the text, whatever the message
 }
 
 // s3Codes is the one table of S3 error codes wharf tells apart, by the code
@@ -647,13 +648,18 @@ var s3Codes = map[string]s3Code{
 	"MethodNotAllowed": {kind: ErrNotImplemented},
 	"NotImplemented":   {kind: ErrNotImplemented},
 
-	"SlowDown":             {kind: ErrUnavailable},
-	"Throttling":           {kind: ErrUnavailable},
-	"ThrottlingException":  {kind: ErrUnavailable},
-	"RequestTimeout":       {kind: ErrUnavailable},
-	"InternalError":        {kind: ErrUnavailable},
-	"ServiceUnavailable":   {kind: ErrUnavailable},
-	"RequestTimeTooSkewed": {kind: ErrUnavailable},
+	"SlowDown":            {kind: ErrUnavailable},
+	"Throttling":          {kind: ErrUnavailable},
+	"ThrottlingException": {kind: ErrUnavailable},
+	"RequestTimeout":      {kind: ErrUnavailable},
+	"InternalError":       {kind: ErrUnavailable},
+	"ServiceUnavailable":  {kind: ErrUnavailable},
+
+	// The signing time is too far from the store's clock, after the SDK
+	// corrected what the response's Date header showed: a clock is wrong
+	// (a permanent misconfiguration until fixed), so never retryable.
+	"RequestTimeTooSkewed": {kind: ErrAccessDenied, also: ErrClockSkew, instead: "RequestTimeTooSkewed",
+		hint: "this server's clock and the store's differ by more than the store allows (15 minutes on AWS): check both clocks (NTP)"},
 }
 
 // s3RestoreCodes are the codes whose meaning differs for RestoreObject; the
@@ -734,6 +740,9 @@ func classifyS3ErrIn(err error, extra map[string]s3Code) error {
 			text = rule.instead
 		case !known && status > 0:
 			text = fmt.Sprintf("%s (HTTP %d)", text, status)
+		}
+		if rule.hint != "" {
+			text += " (" + rule.hint + ")"
 		}
 		if rule.kind == ErrInvalidRestore {
 			// The reason is the client's to read (s3api answers it).

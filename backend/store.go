@@ -72,6 +72,13 @@ var (
 	// access key); the detail names the server's code, message and status.
 	// It is never taken for "not found" from the status alone.
 	ErrRefused = errors.New("the store refused the request")
+	// ErrClockSkew is wrapped beside ErrAccessDenied when the store refused
+	// a request because its signing time was too far from the store's
+	// clock (S3's 403 RequestTimeTooSkewed, after the SDK's own clock-skew
+	// correction): this server's clock or the store's is wrong, and every
+	// request fails alike until one is fixed, so it is not retryable. It
+	// adds nothing to the error's text (the text names the cause).
+	ErrClockSkew = errors.New("request time too skewed")
 )
 
 // ObjectInfo describes one stored object.

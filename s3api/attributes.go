@@ -16,7 +16,8 @@ var objectAttributes = map[string]bool{
 	"ETag": true, "Checksum": true, "ObjectParts": true, "StorageClass": true, "ObjectSize": true,
 }
 
-// parseObjectAttributes reads the x-amz-object-attributes header (one
+// parseObjectAttributes reads the x-amz-object-attributes header (from the
+// header lines or a presigned URL's query: amzHeader; one
 // comma-separated list, possibly split over several header lines) into the
 // set of names asked for. Missing or empty is 400 InvalidRequest; a name S3
 // does not know (names are case-sensitive) is 400 InvalidArgument; blanks
@@ -75,7 +76,7 @@ type attributesChecksum struct {
 // Last-Modified and, when the version is known, x-amz-version-id are sent
 // as headers. HEAD gets the headers only.
 func (s *server) getObjectAttributes(req *request, a *archiveview.Archive) {
-	want, apiErr := parseObjectAttributes(req.r.Header)
+	want, apiErr := parseObjectAttributes(amzHeader(req.r.Header, req.query, "x-amz-object-attributes"))
 	if apiErr != nil {
 		apiErr.Bucket, apiErr.Key = req.bucket, req.key
 		s.writeError(req, apiErr)

@@ -95,7 +95,7 @@ func parseListQuery(q auth.Query, v2 bool) (listQuery, *apiError) {
 func (s *server) listObjects(req *request, a *archiveview.Archive, v2 bool) {
 	lq, apiErr := parseListQuery(req.query, v2)
 	if apiErr == nil {
-		lq.restoreStatus, apiErr = parseOptionalAttributes(req.r.Header)
+		lq.restoreStatus, apiErr = parseOptionalAttributes(amzHeader(req.r.Header, req.query, "x-amz-optional-object-attributes"))
 	}
 	if apiErr != nil {
 		apiErr.Bucket = req.bucket

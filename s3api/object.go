@@ -191,7 +191,7 @@ func (s *server) getObject(req *request, a *archiveview.Archive) {
 	h.Set("Content-Type", contentType(f))
 	// A full-object checksum only on a full-object 200: botocore validates
 	// any x-amz-checksum-* header against the body it received.
-	if status == http.StatusOK && f.SHA256 != "" && r.Header.Get("x-amz-checksum-mode") == "ENABLED" {
+	if status == http.StatusOK && f.SHA256 != "" && amzValue(r.Header, req.query, "x-amz-checksum-mode") == "ENABLED" {
 		if sum, err := hex.DecodeString(f.SHA256); err == nil && len(sum) == 32 {
 			h.Set("x-amz-checksum-sha256", base64.StdEncoding.EncodeToString(sum))
 			h.Set("x-amz-checksum-type", "FULL_OBJECT")
@@ -395,10 +395,14 @@ func (s *server) readFailed(req *request, a *archiveview.Archive, ctx context.Co
 		return
 	}
 	code, msg := readError(err) // errors.go: the one table
-	s.cfg.Logger.Error().Str("request_id", req.id).Str("bucket", req.bucket).Str("key", req.key).Err(err).Msg("read failed")
 	e := &apiError{Code: code, Message: msg, Bucket: req.bucket, Key: req.key, Cause: err}
-	if errors.Is(err, chunkio.ErrBusy) { // the read limits stayed full for their wait: retry soon
+	if errors.Is(err, chunkio.ErrBusy) {
+		// The read limits stayed full for their wait: load shedding, not a
+		// failure (under overload every request meets it); retry soon. The
+		// access line (a warning) carries it, no error line of its own.
 		e.Header = http.Header{"Retry-After": []string{retryAfterBusy}}
+	} else {
+		s.cfg.Logger.Error().Str("request_id", req.id).Str("bucket", req.bucket).Str("key", req.key).Err(err).Msg("read failed")
 	}
 	s.writeError(req, e)
 }

@@ -346,7 +346,8 @@ func (s *server) bucketUnavailable(req *request, err error) {
 			Message: "The archive served as this bucket is still being opened; retry shortly.",
 			Header:  http.Header{"Retry-After": []string{retryAfterOpening}}})
 	default:
-		s.cfg.Logger.Error().Str("request_id", req.id).Str("bucket", req.bucket).Err(err).Msg("bucket's archive failed to open")
+		// The failure is logged at error by the scan that met it (once a
+		// scan); this request's access line (a warning) carries it.
 		msg := "The archive served as this bucket could not be opened. The server's log has the details."
 		var pub interface{ PublicMessage() string }
 		if errors.As(err, &pub) {

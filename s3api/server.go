@@ -41,6 +41,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -219,6 +220,9 @@ type request struct {
 	// abort is the cause (abortRead, abortClient) of a response aborted
 	// with http.ErrAbortHandler; "" = the client's side (or a panic).
 	abort string
+	// throttled: refused 503 SlowDown by the per-key limit, the client's
+	// own doing (logged at info).
+	throttled bool
 }
 
 // ServeHTTP implements http.Handler.
@@ -230,10 +234,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("x-amz-request-id", req.id)
 	h.Set("x-amz-id-2", req.hostID)
 	h.Set("Server", "wharf")
-	rw := &responseWriter{ResponseWriter: w, sendTimeout: s.cfg.SendTimeout}
-	if rw.sendTimeout > 0 {
-		rw.rc = http.NewResponseController(w)
-	}
+	rw := &responseWriter{ProgressWriter: ProgressWriter{ResponseWriter: w, Timeout: s.cfg.SendTimeout}}
 	req.w = rw
 
 	// 2. Access log and metrics, also on an aborted body.
@@ -345,6 +346,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	client := limitKey(id, r)
 	release, ok := s.limit.acquire(client)
 	if !ok {
+		req.throttled = true
 		s.writeError(req, &apiError{Code: errSlowDown, Bucket: req.bucket, Key: req.key})
 		return
 	}
@@ -360,22 +362,8 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // query, where SDK presigners move it (aws-sdk-go-v2 hoists it, lower-cased,
 // into the presigned URL); a repeated value never matches.
 func ownerMismatch(h http.Header, q auth.Query, owner string) bool {
-	const name = "x-amz-expected-bucket-owner"
-	named := h.Values(name)
-	n := len(named)
-	first := ""
-	if n > 0 {
-		first = named[0]
-	}
-	for _, p := range q {
-		if strings.EqualFold(p.Key, name) {
-			if n == 0 {
-				first = p.Value
-			}
-			n++
-		}
-	}
-	return n > 0 && (n > 1 || first != owner)
+	named := amzValues(h, q, "x-amz-expected-bucket-owner")
+	return len(named) > 0 && (len(named) > 1 || named[0] != owner)
 }
 
 // authError maps an authentication failure to an S3 error.
@@ -417,32 +405,15 @@ func hostIDFor(id string) string {
 	return hex.EncodeToString(b[:])
 }
 
-// responseWriter records the status and body bytes for the access log,
-// and holds the response's progress deadline (Config.SendTimeout).
+// responseWriter records the status and body bytes for the access log;
+// its ProgressWriter holds the response's progress deadline
+// (Config.SendTimeout, progress.go).
 type responseWriter struct {
-	http.ResponseWriter
+	ProgressWriter
 	status      int
 	bytes       int64
 	wroteHeader bool
 	writeFailed bool // a body write failed: the client's side
-
-	// The progress deadline: rc sets it, sendTimeout from now, before the
-	// header and before every write; noDeadline records a writer that
-	// takes none (a test recorder), so it is not asked again.
-	rc          *http.ResponseController
-	sendTimeout time.Duration
-	noDeadline  bool
-}
-
-// extend moves the progress deadline to sendTimeout from now: the client
-// took everything written before, which is progress.
-func (w *responseWriter) extend() {
-	if w.rc == nil || w.noDeadline {
-		return
-	}
-	if err := w.rc.SetWriteDeadline(time.Now().Add(w.sendTimeout)); err != nil {
-		w.noDeadline = true
-	}
 }
 
 func (w *responseWriter) WriteHeader(code int) {
@@ -451,48 +422,18 @@ func (w *responseWriter) WriteHeader(code int) {
 	}
 	w.wroteHeader = true
 	w.status = code
-	w.extend()
-	w.ResponseWriter.WriteHeader(code)
+	w.ProgressWriter.WriteHeader(code)
 }
-
-// progressStep is the most one write hands the connection under one
-// deadline: a cached frame slice can be many MiB, and a client reading it
-// slowly but steadily makes progress that a single deadline over the
-// whole slice would not see.
-const progressStep = 256 << 10
 
 func (w *responseWriter) Write(p []byte) (int, error) {
 	if !w.wroteHeader {
 		w.WriteHeader(http.StatusOK)
-	} else {
-		w.extend()
 	}
-	if w.rc == nil || len(p) <= progressStep {
-		n, err := w.ResponseWriter.Write(p)
-		w.bytes += int64(n)
-		w.writeFailed = w.writeFailed || err != nil
-		return n, err
-	}
-	total := 0
-	for len(p) > 0 {
-		step := min(len(p), progressStep)
-		if total > 0 {
-			w.extend()
-		}
-		n, err := w.ResponseWriter.Write(p[:step])
-		total += n
-		w.bytes += int64(n)
-		if err != nil {
-			w.writeFailed = true
-			return total, err
-		}
-		p = p[step:]
-	}
-	return total, nil
+	n, err := w.ProgressWriter.Write(p)
+	w.bytes += int64(n)
+	w.writeFailed = w.writeFailed || err != nil
+	return n, err
 }
-
-// Unwrap lets http.ResponseController reach the underlying writer.
-func (w *responseWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // finish writes the access line and records metrics.
 func (s *server) finish(req *request, aborted bool) {
@@ -502,21 +443,28 @@ func (s *server) finish(req *request, aborted bool) {
 		status = http.StatusOK
 	}
 	s.metrics.observe(req.op, status, d, req.w.bytes, req.method == http.MethodGet)
+	// A warning is wharf's side: a 5xx, a body cut off by a failed read
+	// or a panic. What a client alone causes (its requests over the
+	// per-key limit, a download it left) is info, so one client cannot
+	// flood the warnings.
 	ev := s.cfg.Logger.Info()
-	if aborted || status >= 500 {
+	if (aborted && req.abort != "" && req.abort != abortClient) || (status >= 500 && !req.throttled) {
 		ev = s.cfg.Logger.Warn()
 	}
 	ev = ev.Str("request_id", req.id).
 		Str("op", req.op).
-		Str("method", req.method).
-		Str("bucket", req.bucket).
-		Str("key", req.key).
-		Int("status", status).
+		Str("method", clipLogged(req.method, maxLoggedField)).
+		Str("bucket", clipLogged(req.bucket, maxLoggedField)).
+		Str("key", clipLogged(req.key, maxLoggedKey))
+	if len(req.key) > maxLoggedKey {
+		ev = ev.Int("key_bytes", len(req.key))
+	}
+	ev = ev.Int("status", status).
 		Int64("bytes", req.w.bytes).
 		Dur("duration", d).
 		Str("remote", req.r.RemoteAddr)
-	if rg := strings.Join(req.r.Header.Values("Range"), ", "); rg != "" {
-		ev = ev.Str("range", rg)
+	if rg := req.r.Header.Values("Range"); len(rg) > 0 {
+		ev = ev.Str("range", clipLogged(strings.Join(rg, ", "), maxLoggedField))
 	}
 	if req.identity.AccessKey != "" {
 		ev = ev.Str("access_key", req.identity.AccessKey)
@@ -530,7 +478,32 @@ func (s *server) finish(req *request, aborted bool) {
 		ev = ev.Bool("aborted", true).Str("abort_cause", cause)
 	}
 	if req.cause != nil {
-		ev = ev.AnErr("error", req.cause)
+		ev = ev.Str("error", clipLogged(req.cause.Error(), maxLoggedError))
 	}
 	ev.Msg("request")
+}
+
+// Bounds of the access line's fields that carry a client's bytes (a
+// request line and headers may be 64 KiB, --max-header-bytes): the key is
+// cut past S3's own limit of 1024 bytes (every real key is logged whole;
+// key_bytes has the length of a longer one), the method, bucket and
+// Range headers past maxLoggedField, the error (which names the archive
+// and key) past maxLoggedError.
+const (
+	maxLoggedKey   = 1024
+	maxLoggedField = 256
+	maxLoggedError = 4096
+)
+
+// clipLogged cuts s to at most max bytes at a character boundary, ending
+// in "..." when cut.
+func clipLogged(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := max - len("...")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }

@@ -22,7 +22,7 @@ func (s *server) listObjectVersions(req *request, a *archiveview.Archive) {
 	q := req.query
 	lq, apiErr := parseListQuery(q, false)
 	if apiErr == nil {
-		lq.restoreStatus, apiErr = parseOptionalAttributes(req.r.Header)
+		lq.restoreStatus, apiErr = parseOptionalAttributes(amzHeader(req.r.Header, req.query, "x-amz-optional-object-attributes"))
 	}
 	if apiErr != nil {
 		apiErr.Bucket = req.bucket

@@ -7,8 +7,10 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -274,9 +276,32 @@ func (cc *Collector) Collect(ch chan<- prometheus.Metric) {
 	served := cc.cat.Map() // open archives only: one still opening has no figures yet
 	for _, name := range slices.Sorted(maps.Keys(served)) {
 		info := served[name].Info()
-		ch <- prometheus.MustNewConstMetric(cc.files, prometheus.GaugeValue, float64(info.Files), name, info.UploadID)
-		ch <- prometheus.MustNewConstMetric(cc.chunks, prometheus.GaugeValue, float64(info.Chunks), name, info.UploadID)
-		ch <- prometheus.MustNewConstMetric(cc.frames, prometheus.GaugeValue, float64(info.Frames), name, info.UploadID)
-		ch <- prometheus.MustNewConstMetric(cc.index, prometheus.GaugeValue, float64(info.IndexBytes), name, info.UploadID)
+		id := labelValue(info.UploadID)
+		ch <- prometheus.MustNewConstMetric(cc.files, prometheus.GaugeValue, float64(info.Files), name, id)
+		ch <- prometheus.MustNewConstMetric(cc.chunks, prometheus.GaugeValue, float64(info.Chunks), name, id)
+		ch <- prometheus.MustNewConstMetric(cc.frames, prometheus.GaugeValue, float64(info.Frames), name, id)
+		ch <- prometheus.MustNewConstMetric(cc.index, prometheus.GaugeValue, float64(info.IndexBytes), name, id)
 	}
+}
+
+// maxLabelBytes bounds a label value taken from a manifest or a key.
+const maxLabelBytes = 128
+
+// labelValue makes s, an uploader's value (an upload id: the manifest's,
+// or its folder's name, which on a file store is any bytes), usable as a
+// label: invalid UTF-8 is replaced (a label value that is not UTF-8 fails
+// the whole scrape: MustNewConstMetric panics, the registry answers
+// /metrics with an error), and it is cut to maxLabelBytes, ending in
+// "...", at a character boundary (every scrape carries it once per
+// series).
+func labelValue(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= maxLabelBytes {
+		return s
+	}
+	cut := maxLabelBytes - len("...")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }

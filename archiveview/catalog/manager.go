@@ -201,6 +201,9 @@ type Manager struct {
 	dsNames  atomic.Pointer[map[string]bool] // the names of datasets, for requests (no lock)
 	hists    sync.Map                        // histKey → *historyState: the histories made, for requests (no lock)
 	builds   chan struct{}                   // historyBuildsMax history build turns (historymgr.go)
+	// skippedSeen: what the last settled scan skipped (logged then, not
+	// again); under mu.
+	skippedSeen map[Skipped]bool
 }
 
 // scanReport is what the last scan found, for /-/archives.
@@ -1085,9 +1088,7 @@ func (cm *Manager) settle(op *scanOp) {
 			cm.log.Info().Str("archive", n).Msg("no longer serving archive")
 		}
 	}
-	for _, s := range rep.Skipped {
-		cm.log.Warn().Str("bucket", s.Bucket).Str("key", s.Key).Str("reason", s.Reason).Msg("discovery skipped")
-	}
+	cm.logSkipped(rep)
 	for _, c := range op.cols {
 		cm.log.Warn().Str("name", c.Name).Str("kept_by", c.Winner).Strs("renamed", c.Renamed).Msg("bucket name collision")
 	}
@@ -1260,13 +1261,49 @@ func (cm *Manager) CloseAll() {
 	})
 }
 
-// Page is the /-/archives document.
+// Bounds of what the skipped objects of a scan (an uploader's choice:
+// any number of manifest-named objects in the wrong place) cost: the
+// lines a scan logs, the entries /-/archives lists.
+const (
+	maxSkippedLogged = 100
+	maxSkippedPage   = 1000
+)
+
+// logSkipped warns of each object rep's scan skipped that the last scan
+// settled before it did not skip already (cm.skippedSeen), at most
+// maxSkippedLogged of them, and counts the rest in one line: a rescan
+// that finds what it found before logs nothing again. Called with cm.mu
+// held (settle).
+func (cm *Manager) logSkipped(rep *scanReport) {
+	seen := make(map[Skipped]bool, len(rep.Skipped))
+	logged, quiet := 0, 0
+	for _, s := range rep.Skipped {
+		seen[s] = true
+		switch {
+		case cm.skippedSeen[s]:
+		case logged == maxSkippedLogged:
+			quiet++
+		default:
+			logged++
+			cm.log.Warn().Str("bucket", s.Bucket).Str("key", s.Key).Str("reason", s.Reason).Msg("discovery skipped")
+		}
+	}
+	cm.skippedSeen = seen
+	if quiet > 0 {
+		cm.log.Warn().Int("not_logged", quiet).Int("skipped", len(rep.Skipped)).
+			Msgf("discovery skipped %d more objects, not logged one by one (/-/archives lists the first %d)", quiet, maxSkippedPage)
+	}
+}
+
+// Page is the /-/archives document. Skipped lists at most the first 1000
+// objects the last scan skipped; SkippedTotal counts them all.
 type Page struct {
-	Buckets    []BucketEntry `json:"buckets"`
-	ScannedAt  *time.Time    `json:"scanned_at,omitempty"`
-	ScanError  string        `json:"scan_error,omitempty"`
-	Skipped    []Skipped     `json:"skipped"`
-	Collisions []Collision   `json:"collisions"`
+	Buckets      []BucketEntry `json:"buckets"`
+	ScannedAt    *time.Time    `json:"scanned_at,omitempty"`
+	ScanError    string        `json:"scan_error,omitempty"`
+	Skipped      []Skipped     `json:"skipped"`
+	SkippedTotal int           `json:"skipped_total"`
+	Collisions   []Collision   `json:"collisions"`
 }
 
 // BucketEntry is one served bucket on the /-/archives page. State is
@@ -1326,7 +1363,10 @@ type DatasetEntry struct {
 // last scan.
 func (cm *Manager) Page() Page {
 	rep := cm.report.Load()
-	p := Page{Skipped: rep.Skipped, Collisions: rep.Collisions, ScanError: rep.Error}
+	p := Page{Skipped: rep.Skipped, SkippedTotal: len(rep.Skipped), Collisions: rep.Collisions, ScanError: rep.Error}
+	if len(p.Skipped) > maxSkippedPage {
+		p.Skipped = p.Skipped[:maxSkippedPage:maxSkippedPage]
+	}
 	if !rep.Time.IsZero() {
 		t := rep.Time.UTC()
 		p.ScannedAt = &t

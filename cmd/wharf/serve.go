@@ -12,6 +12,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -96,7 +97,7 @@ type serveConfig struct {
 	MaxHeaderBytes    int           // request line plus headers; default 64 KiB
 	// SendTimeout aborts a response that makes no progress this long
 	// (s3api.Config.SendTimeout; the admin listener's responses too,
-	// withProgressDeadline); default 60s, like nginx's send_timeout.
+	// s3api.WithProgressDeadline); default 60s, like nginx's send_timeout.
 	SendTimeout time.Duration
 
 	// TLS and CORS (frontdoor.go).
@@ -434,7 +435,15 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 	if cfg.wrapStore != nil {
 		store = cfg.wrapStore(store)
 	}
-	store = backend.Instrument(store, backend.NewMetrics(reg))
+	bm := backend.NewMetrics(reg)
+	// A clock is wrong: every store request fails alike until it is fixed.
+	// Logged by name at once, then every 10 minutes while it lasts (the
+	// requests' own lines are warnings), and counted.
+	bm.LogClockSkew(func(err error, refused int64) {
+		log.Error().Err(err).Int64("refused", refused).
+			Msg("the store refuses wharf's requests for clock skew: this server's clock or the store's is wrong; fix it (NTP)")
+	})
+	store = backend.Instrument(store, bm)
 	// Storage classes are tracked where objects can be archived: stores
 	// that restore (S3). A file store has none, so nothing is listed.
 	_, restorer := backend.AsRestorer(store)
@@ -548,7 +557,7 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 			return fmt.Errorf("admin listen %s: %w", cfg.AdminListen, err)
 		}
 		adminAddr = aln.Addr().String()
-		asrv := newHTTPServer(withProgressDeadline(adminMux(reg, &ready, cm, peers), cfg.sendTimeout()), &cfg)
+		asrv := newHTTPServer(s3api.WithProgressDeadline(adminMux(reg, &ready, cm, peers), cfg.sendTimeout()), &cfg)
 		front.configure(asrv, front.admin, log)
 		servers = append(servers, asrv)
 		go func() { errc <- serveOn(asrv, aln) }()
@@ -746,58 +755,6 @@ func newHTTPServer(h http.Handler, cfg *serveConfig) *http.Server {
 	return srv
 }
 
-// withProgressDeadline gives every response of h the S3 listener's
-// progress deadline (--send-timeout): the write deadline is moved to d from
-// now before the header and every write, so a client that keeps reading is
-// never cut, and one that takes nothing for d fails the write; the
-// request's context is then cancelled, so a handler waiting on it (the
-// pprof profile and trace handlers sleep on it) ends at once. Without it
-// a stalled reader of /debug/pprof/trace held the tracer and let the
-// runtime's trace buffers grow for as long as the trace ran.
-func withProgressDeadline(h http.Handler, d time.Duration) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithCancel(r.Context())
-		defer cancel()
-		pw := &adminWriter{ResponseWriter: w, rc: http.NewResponseController(w), d: d, cancel: cancel}
-		h.ServeHTTP(pw, r.WithContext(ctx))
-	})
-}
-
-// adminWriter is withProgressDeadline's writer.
-type adminWriter struct {
-	http.ResponseWriter
-	rc     *http.ResponseController
-	d      time.Duration
-	cancel context.CancelFunc
-}
-
-func (w *adminWriter) extend() { _ = w.rc.SetWriteDeadline(time.Now().Add(w.d)) }
-
-func (w *adminWriter) WriteHeader(code int) {
-	w.extend()
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *adminWriter) Write(p []byte) (int, error) {
-	w.extend()
-	n, err := w.ResponseWriter.Write(p)
-	if err != nil {
-		w.cancel()
-	}
-	return n, err
-}
-
-// Flush keeps http.Flusher for the handlers that flush (promhttp).
-func (w *adminWriter) Flush() {
-	w.extend()
-	if err := w.rc.Flush(); err != nil {
-		w.cancel()
-	}
-}
-
-// Unwrap lets http.ResponseController reach the connection's writer.
-func (w *adminWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
 // adminMux serves /healthz, /readyz, /metrics, /-/archives, /-/peers
 // (peers nil: {"enabled": false}) and /debug/pprof/.
 func adminMux(reg *prometheus.Registry, ready *atomic.Bool, cm *catalog.Manager, peers *peer.Group) http.Handler {
@@ -835,11 +792,45 @@ func adminMux(reg *prometheus.Registry, ready *atomic.Bool, cm *catalog.Manager,
 		_ = enc.Encode(peers.Page())
 	})
 	mux.HandleFunc("/debug/pprof/", boundedProfile(pprof.Index)) // heap?seconds= and the other delta profiles wait too
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/cmdline", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, strings.Join(redactArgs(os.Args), "\x00"))
+	})
 	mux.HandleFunc("/debug/pprof/profile", boundedProfile(pprof.Profile))
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", boundedProfile(pprof.Trace))
 	return mux
+}
+
+// redactArgs is args (a command line) with the value of every secret flag
+// replaced: /debug/pprof/cmdline is served without authentication, and
+// --secret-key's value signs as its key. A secret flag is one whose name
+// holds "secret" and does not end in "-file" (a file's path is no
+// secret); both forms (--name VALUE, --name=VALUE) are redacted, up to a
+// "--" that ends the flags.
+func redactArgs(args []string) []string {
+	out := slices.Clone(args)
+	for i := 1; i < len(out); i++ {
+		a := out[i]
+		if a == "--" {
+			break
+		}
+		if !strings.HasPrefix(a, "-") {
+			continue
+		}
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.Contains(name, "secret") || strings.HasSuffix(name, "-file") {
+			continue
+		}
+		if hasValue {
+			out[i] = a[:strings.IndexByte(a, '=')+1] + "REDACTED"
+		} else if i+1 < len(out) {
+			out[i+1] = "REDACTED"
+			i++
+		}
+	}
+	return out
 }
 
 // boundedProfile refuses (400) a profile or trace whose seconds= is longer

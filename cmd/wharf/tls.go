@@ -452,9 +452,12 @@ func (fd *frontDoor) run(ctx context.Context) {
 
 // newHTTPErrorLog routes net/http's own error lines to log: TLS handshake
 // failures (a client that does not trust the certificate, a scanner) at
-// Info, the rest at Warn.
+// Info, the rest at Warn. Anything that reaches a listener can cause one
+// per connection, so they pass the peer listener's limit
+// (peerErrorWriter: the first, then at most one per 30 s counting those
+// left out).
 func newHTTPErrorLog(l zerolog.Logger) *log.Logger {
-	return log.New(httpErrorWriter{l}, "", 0)
+	return log.New(&peerErrorWriter{next: httpErrorWriter{l}, now: time.Now}, "", 0)
 }
 
 type httpErrorWriter struct{ log zerolog.Logger }

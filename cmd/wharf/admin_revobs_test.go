@@ -1,0 +1,159 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// parkDeep parks a goroutine depth frames deep until stop closes, so that
+// its stack in a goroutine dump is long.
+func parkDeep(depth int, stop <-chan struct{}) {
+	if depth > 0 {
+		parkDeep(depth-1, stop)
+		return
+	}
+	<-stop
+}
+
+// TestServeAdminSteppedProgress: a response of the admin listener written
+// in one large write (/debug/pprof/goroutine?debug=2 writes the whole dump
+// at once: many MiB on a busy server) to a client that reads it slowly
+// but steadily (an operator's port-forward) is not cut off: the progress
+// deadline is moved on every 256 KiB the client takes, as on the S3
+// listener. Before, the admin listener set one deadline for the whole
+// write, so the dump was cut off --send-timeout after it began.
+func TestServeAdminSteppedProgress(t *testing.T) {
+	const send = 300 * time.Millisecond
+	store, man := packServeTree(t, map[string][]byte{"a.txt": []byte("hello\n")})
+	_, admin, _, _ := startServe(t, serveConfig{Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0", StoreURL: store,
+		Archives: []serveArchive{{Name: "data", ManifestURL: man}}, Anonymous: true, CacheBytes: 1 << 20,
+		SendTimeout: send})
+	waitReady(t, admin)
+
+	stop := make(chan struct{})
+	var parked sync.WaitGroup
+	for range 6000 {
+		parked.Add(1)
+		go func() { defer parked.Done(); parkDeep(40, stop) }()
+	}
+	defer func() { close(stop); parked.Wait() }()
+
+	// The dump, read at full speed: its size.
+	resp, err := http.Get("http://" + admin + "/debug/pprof/goroutine?debug=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	size, err := io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("goroutine dump read at full speed: %s, %d bytes, %v", resp.Status, size, err)
+	}
+	// It must outlast the socket buffers by far, or the test shows nothing.
+	if size < 16<<20 {
+		t.Fatalf("goroutine dump of %d bytes, want at least 16 MiB", size)
+	}
+
+	// The same dump read at 8 MiB/s (32 KiB every 4 ms): each 256 KiB
+	// arrives well within the send timeout, the whole takes several times
+	// it.
+	c := rawConn(t, admin)
+	if err := c.(*net.TCPConn).SetReadBuffer(64 << 10); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fmt.Fprintf(c, "GET /debug/pprof/goroutine?debug=2 HTTP/1.1\r\nHost: admin\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := c.SetReadDeadline(start.Add(60 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	sresp, err := http.ReadResponse(bufio.NewReaderSize(c, 32<<10), nil)
+	if err != nil {
+		t.Fatalf("steady reader: no response head: %v", err)
+	}
+	var got int64
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := sresp.Body.Read(buf)
+		got += int64(n)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("steady reader: the dump was cut off after %d of about %d bytes, %v after it began (send timeout %v): %v",
+				got, size, time.Since(start).Round(time.Millisecond), send, err)
+		}
+		time.Sleep(4 * time.Millisecond)
+	}
+	t.Logf("steady reader: %d bytes in %v (send timeout %v)", got, time.Since(start).Round(time.Millisecond), send)
+	if got < size/2 {
+		t.Errorf("steady reader: %d bytes, want about %d", got, size)
+	}
+}
+
+// TestServeAdminCmdlineRedacted: /debug/pprof/cmdline on the admin
+// listener (no authentication: it is the port Prometheus scrapes) served
+// the process's arguments as given, --secret-key's value included: anyone
+// who could reach the port could sign as that key. The value of a secret
+// flag is redacted, in both forms (--secret-key V, --secret-key=V); the
+// rest of the command line is served.
+func TestServeAdminCmdlineRedacted(t *testing.T) {
+	store, man := packServeTree(t, map[string][]byte{"a.txt": []byte("hello\n")})
+	_, admin, _, _ := startServe(t, serveConfig{Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0", StoreURL: store,
+		Archives: []serveArchive{{Name: "data", ManifestURL: man}}, Anonymous: true, CacheBytes: 1 << 20})
+	waitReady(t, admin)
+	saved := os.Args
+	t.Cleanup(func() { os.Args = saved })
+	os.Args = []string{"wharf", "serve", "--access-key", "AKVISIBLE", "--secret-key", "SECRET-ONE", "-secret-key=SECRET-TWO",
+		"--listen", ":8080", "--peer-secret-file", "/etc/wharf/peer"}
+	code, raw := get(t, "http://"+admin+"/debug/pprof/cmdline")
+	body := string(raw)
+	if code != 200 {
+		t.Fatalf("cmdline: %d %s", code, body)
+	}
+	for _, s := range []string{"SECRET-ONE", "SECRET-TWO"} {
+		if strings.Contains(body, s) {
+			t.Errorf("/debug/pprof/cmdline serves the secret key %s: %q", s, body)
+		}
+	}
+	for _, s := range []string{"serve", "AKVISIBLE", "--listen", ":8080", "/etc/wharf/peer", "--secret-key"} {
+		if !strings.Contains(body, s) {
+			t.Errorf("/debug/pprof/cmdline lost %q: %q", s, body)
+		}
+	}
+}
+
+// TestServeTLSHandshakeLogBounded: net/http logs a line for every
+// connection whose TLS handshake fails, and anything that reaches the S3
+// port (a scanner, a client speaking plain HTTP) causes one per
+// connection; the peer listener already passed at most one per 30 s on,
+// the S3 and admin listeners every one. They now share the peer
+// listener's limit: the first line, then at most one per 30 s saying how
+// many were left out.
+func TestServeTLSHandshakeLogBounded(t *testing.T) {
+	pki := newTestPKI(t)
+	cert, key := pki.pair(t, "s3", validNow)
+	addr, _, logs, _, _ := startTLSServe(t, frontDoorConfig{TLSCert: cert, TLSKey: key}, false)
+	for range 50 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(c, "GET / HTTP/1.0\r\n\r\n")
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_, _ = io.Copy(io.Discard, c) // until the listener closes it
+		c.Close()
+	}
+	time.Sleep(100 * time.Millisecond) // the last line is written as the connection ends
+	if n := strings.Count(logs.String(), "TLS handshake error"); n != 1 {
+		t.Errorf("50 failed TLS handshakes on the S3 port: %d log lines, want 1", n)
+	}
+}

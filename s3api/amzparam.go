@@ -1,0 +1,50 @@
+package s3api
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/wharf-s3/wharf/auth"
+)
+
+// amzValues returns the values of the x-amz-* request parameter name: its
+// header lines, then the query parameters of that name (matched without
+// regard to case). SDK presigners move the x-amz-* headers that need not
+// stay headers into the presigned URL's query (aws-sdk-go-v2 hoists every
+// X-Amz-* header outside its list of required signed headers, lower-cased:
+// x-amz-checksum-mode, x-amz-object-attributes,
+// x-amz-optional-object-attributes, x-amz-expected-bucket-owner, ...), and
+// S3 applies them from there as if sent as headers. The one place every
+// such parameter is read from.
+func amzValues(h http.Header, q auth.Query, name string) []string {
+	vals := h.Values(name)
+	for _, p := range q {
+		if strings.EqualFold(p.Key, name) {
+			vals = append(vals[:len(vals):len(vals)], p.Value)
+		}
+	}
+	return vals
+}
+
+// amzValue is the first of amzValues ("" for none).
+func amzValue(h http.Header, q auth.Query, name string) string {
+	if v := h.Values(name); len(v) > 0 {
+		return v[0]
+	}
+	for _, p := range q {
+		if strings.EqualFold(p.Key, name) {
+			return p.Value
+		}
+	}
+	return ""
+}
+
+// amzHeader is amzValues as a header of that one name, for the parsers
+// that read a header.
+func amzHeader(h http.Header, q auth.Query, name string) http.Header {
+	vals := amzValues(h, q, name)
+	if len(vals) == 0 {
+		return http.Header{}
+	}
+	return http.Header{http.CanonicalHeaderKey(name): vals}
+}
