@@ -216,8 +216,12 @@ func fileStorage(ctx context.Context, a *Archive, f File) (*Archive, FileStorage
 // storageStale reports whether FileStorage refreshes an object whose cached
 // state is oc through Classes.Object, which HEADs it unless its state is
 // fresh (PrepareStorage refreshes the same ones ahead): an archived object
-// (its restore state may have moved) or one of unknown class.
-func storageStale(oc chunkio.ObjectClass) bool { return oc.Archived() || oc.Class == "" }
+// (its restore state may have moved), one of unknown class, or an
+// Intelligent-Tiering object whose access tier only a listing told (a
+// listing names none: it may be in an archive tier).
+func storageStale(oc chunkio.ObjectClass) bool {
+	return oc.Archived() || oc.Class == "" || oc.Class == backend.ClassIntelligentTiering && !oc.TierKnown
+}
 
 // maxStorageHeads bounds the HEADs PrepareStorage runs at once.
 const maxStorageHeads = 16
