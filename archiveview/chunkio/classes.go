@@ -104,8 +104,10 @@ type objState struct {
 	restoreKnown bool      // restore is what the store reported (not a guess)
 	restoreAt    time.Time // when the restore state was learned (zero = never)
 
-	head   *headRun   // the HEAD in flight, if any
-	restMu sync.Mutex // one RestoreObject decision at a time
+	head *headRun // the HEAD in flight, if any
+	// restore holds a token while one RestoreObject decision (and its
+	// request) runs; others wait for it as long as their context lasts.
+	restore1 chan struct{}
 }
 
 type headRun struct {
@@ -319,7 +321,7 @@ func listedAhead(ahead []Listing, prefix string) (Listing, bool) {
 func (c *Classes) obj(key string) *objState {
 	o := c.objs[key]
 	if o == nil {
-		o = &objState{}
+		o = &objState{restore1: make(chan struct{}, 1)}
 		c.objs[key] = o
 	}
 	return o
@@ -564,14 +566,19 @@ var ErrNoRestorer = errors.New("the store cannot restore objects")
 // archived is backend.ErrNotArchived; one whose restore is running is
 // RestoreInProgress and one already restored RestoreAlreadyRestored, both
 // without a request. Otherwise RestoreObject is sent. The decision and the
-// request run under the object's lock, with its state refreshed first, so
-// concurrent restores of files sharing an object send it once.
+// request run one at a time per object, with its state refreshed first, so
+// concurrent restores of files sharing an object send it once; a caller
+// waits for another's decision only as long as ctx lasts.
 func (c *Classes) Restore(ctx context.Context, key string, req backend.RestoreRequest) (RestoreSent, error) {
 	c.mu.Lock()
 	o := c.obj(key)
 	c.mu.Unlock()
-	o.restMu.Lock()
-	defer o.restMu.Unlock()
+	select {
+	case o.restore1 <- struct{}{}:
+	case <-ctx.Done():
+		return RestoreSent{Object: ObjectClass{Key: key}}, fmt.Errorf("object %s: waiting for another restore of it: %w", key, ctx.Err())
+	}
+	defer func() { <-o.restore1 }()
 	oc, err := c.Object(ctx, key, true)
 	if err != nil {
 		return RestoreSent{Object: oc}, err

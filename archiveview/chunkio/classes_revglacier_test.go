@@ -1,0 +1,80 @@
+package chunkio
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/wharf-s3/wharf/backend"
+)
+
+// stallRestore is a countStore whose RestoreObject waits for release (or
+// its context), as a store that takes long to answer.
+type stallRestore struct {
+	*countStore
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (s *stallRestore) Restore(ctx context.Context, bucket, key string, req backend.RestoreRequest) (backend.RestoreResult, error) {
+	s.entered <- struct{}{}
+	select {
+	case <-s.release:
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	return s.countStore.Restore(ctx, bucket, key, req)
+}
+
+// TestClassesRestoreWaitHasDeadline: a restore of an object whose
+// RestoreObject is already being sent by another caller waits for it only
+// as long as its own context lasts. On the code before, the wait was a
+// sync.Mutex deaf to the context: a client that gave up (or an HTTP/2
+// stream reset) kept its goroutine and its concurrency slot until the
+// other caller's store request ended, however long that took.
+func TestClassesRestoreWaitHasDeadline(t *testing.T) {
+	key := "a/uploads/u1/chunks/c0"
+	cs, g, ck := classesFixture(t, key)
+	g.SetClass("bkt", key, backend.ClassGlacier, "")
+	st := &stallRestore{countStore: cs, entered: make(chan struct{}, 1), release: make(chan struct{})}
+	c := NewClasses(st, "bkt", ClassOptions{RestoreTTL: time.Minute, Now: ck.Now})
+	ctx := context.Background()
+	if err := c.Load(ctx, []string{key}); err != nil {
+		t.Fatal(err)
+	}
+	first := make(chan error, 1)
+	go func() {
+		_, err := c.Restore(ctx, key, backend.RestoreRequest{Days: 1})
+		first <- err
+	}()
+	<-st.entered // the first caller is inside RestoreObject
+
+	wctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	second := make(chan error, 1)
+	go func() {
+		_, err := c.Restore(wctx, key, backend.RestoreRequest{Days: 1})
+		second <- err
+	}()
+	select {
+	case err := <-second:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("waiting restore: %v, want its context's deadline", err)
+		}
+	case <-time.After(5 * time.Second):
+		close(st.release)
+		<-first
+		<-second
+		t.Fatal("a restore waiting for another one's RestoreObject outlived its context by 5 s")
+	}
+	close(st.release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	// The object is free again: a later restore finds the one started.
+	r, err := c.Restore(ctx, key, backend.RestoreRequest{Days: 1})
+	if err != nil || r.Sent || r.Result != backend.RestoreInProgress {
+		t.Fatalf("restore after: %+v %v", r, err)
+	}
+}
