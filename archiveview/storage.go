@@ -346,7 +346,10 @@ func (a *Archive) Restore(ctx context.Context, f File, req backend.RestoreReques
 }
 
 // RestoreObjects is Restore for a set of objects of this archive (wharf
-// restore: the objects of many files), each restored at most once.
+// restore: the objects of many files), each restored at most once. On an
+// error the report still lists what was done before it (restores that
+// started stand), and the object whose RestoreObject failed (Sent, with
+// no Result).
 func (a *Archive) RestoreObjects(ctx context.Context, objs []StorageObject, req backend.RestoreRequest) (RestoreReport, error) {
 	var rep RestoreReport
 	var archived []StorageObject
@@ -371,6 +374,12 @@ func (a *Archive) RestoreObjects(ctx context.Context, objs []StorageObject, req 
 			continue // restored to a readable class since: nothing to do
 		}
 		if err != nil {
+			// The restores started before it stand (and are billed):
+			// the report keeps them, and the object whose request failed.
+			if out.Sent {
+				rep.Objects = append(rep.Objects, ObjectRestore{StorageObject: o, Sent: true})
+			}
+			rep.Result = 0
 			return rep, err
 		}
 		rep.Objects = append(rep.Objects, ObjectRestore{StorageObject: o, Sent: out.Sent, Result: out.Result})

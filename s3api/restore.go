@@ -363,10 +363,15 @@ func (s *server) restoreObject(req *request, a *archiveview.Archive) {
 		fail(&apiError{Code: errInvalidArgument, Message: msg, Cause: err})
 		return
 	case err != nil:
+		if len(rep.Objects) > 0 {
+			// Restores that started before the failure cost money:
+			// logged and counted like any.
+			s.logRestore(req, f, versionID, rr, rep, err)
+		}
 		s.readFailed(req, a, ctx, err)
 		return
 	}
-	s.logRestore(req, f, versionID, rr, rep)
+	s.logRestore(req, f, versionID, rr, rep, nil)
 	switch rep.Result {
 	case backend.RestoreStarted:
 		s.writeBody(req, http.StatusAccepted, "application/xml", nil)
@@ -378,8 +383,10 @@ func (s *server) restoreObject(req *request, a *archiveview.Archive) {
 }
 
 // logRestore logs a RestoreObject with the objects it concerned, their
-// sizes and the requesting key, and counts the restores it started.
-func (s *server) logRestore(req *request, f archiveview.File, versionID string, rr backend.RestoreRequest, rep archiveview.RestoreReport) {
+// sizes and the requesting key, and counts the restores it started. A
+// restore that failed part way (err) is logged with the error, result
+// "failed", and the object whose request failed as "failed".
+func (s *server) logRestore(req *request, f archiveview.File, versionID string, rr backend.RestoreRequest, rep archiveview.RestoreReport, failed error) {
 	tier := rr.Tier
 	if tier == "" {
 		tier = backend.RetrievalStandard
@@ -394,16 +401,26 @@ func (s *server) logRestore(req *request, f archiveview.File, versionID string, 
 	objs := make([]obj, 0, len(rep.Objects))
 	var started, startedBytes int64
 	for _, o := range rep.Objects {
-		objs = append(objs, obj{Key: o.Key, Size: o.Size, Class: o.Class, Sent: o.Sent, Result: o.Result.String()})
+		result := o.Result.String()
+		if o.Result == 0 {
+			result = "failed"
+		}
+		objs = append(objs, obj{Key: o.Key, Size: o.Size, Class: o.Class, Sent: o.Sent, Result: result})
 		if o.Sent && o.Result == backend.RestoreStarted {
 			started++
 			startedBytes += o.Size
 		}
 	}
 	s.metrics.restored(tier, started, startedBytes)
-	ev := s.cfg.Logger.Info().Str("request_id", req.id).Str("bucket", req.bucket).Str("key", f.Key).
+	result := rep.Result.String()
+	ev := s.cfg.Logger.Info()
+	if failed != nil {
+		result = "failed"
+		ev = s.cfg.Logger.Warn().Err(failed)
+	}
+	ev = ev.Str("request_id", req.id).Str("bucket", req.bucket).Str("key", f.Key).
 		Str("access_key", req.identity.AccessKey).Str("tier", tier).Int("days", rr.Days).
-		Str("result", rep.Result.String()).Int64("restores_started", started).Int64("bytes_started", startedBytes).
+		Str("result", result).Int64("restores_started", started).Int64("bytes_started", startedBytes).
 		Interface("objects", objs)
 	if versionID != "" {
 		ev = ev.Str("version_id", versionID)

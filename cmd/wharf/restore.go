@@ -312,6 +312,10 @@ func restoreReport(ctx context.Context, a *archiveview.Archive, manifestURL stri
 		}
 		rep, err := a.RestoreObjects(ctx, batch.objs, batch.req)
 		for _, o := range rep.Objects {
+			if o.Result == 0 { // its RestoreObject failed: err says why
+				fmt.Fprintf(out, "  %s\tfailed\n", o.Key)
+				continue
+			}
 			fmt.Fprintf(out, "  %s\t%s\n", o.Key, o.Result)
 			switch o.Result {
 			case backend.RestoreStarted:
