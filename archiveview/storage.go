@@ -194,23 +194,75 @@ func fileStorage(ctx context.Context, a *Archive, f File) (*Archive, FileStorage
 	if err != nil {
 		return nil, FileStorage{}, err
 	}
-	objs := make([]StorageObject, 0, len(cis))
-	for _, ci := range cis {
+	cl := arc.set.Classes()
+	objs := make([]StorageObject, len(cis))
+	var stale []int
+	for i, ci := range cis {
 		c := &arc.tree.Chunks[ci]
-		oc := arc.set.Classes().Cached(c.Key)
-		if storageStale(oc) {
-			var err error
-			if oc, err = arc.set.Classes().Object(ctx, c.Key, true); err != nil {
-				return nil, FileStorage{}, fmt.Errorf("archive %s: key %s: %w", a.name, f.Key, err)
-			}
+		objs[i] = StorageObject{ObjectClass: cl.Cached(c.Key), Size: c.Size}
+		if storageStale(objs[i].ObjectClass) {
+			stale = append(stale, i)
 		}
-		so := StorageObject{ObjectClass: oc, Size: c.Size}
-		if so.Size <= 0 {
-			so.Size = oc.Size
-		}
-		objs = append(objs, so)
 	}
-	return arc, summarize(objs, arc.set.Classes().Now()), nil
+	if err := refreshStorage(ctx, cl, arc, cis, objs, stale); err != nil {
+		return nil, FileStorage{}, fmt.Errorf("archive %s: key %s: %w", a.name, f.Key, err)
+	}
+	for i := range objs {
+		if objs[i].Size <= 0 {
+			objs[i].Size = objs[i].ObjectClass.Size
+		}
+	}
+	return arc, summarize(objs, cl.Now()), nil
+}
+
+// refreshStorage refreshes objs[i] for each i of stale (Classes.Object,
+// which HEADs it unless its state is fresh), at most maxStorageHeads at
+// once, so that a file over many archived chunks costs rounds of parallel
+// HEADs, not one after another. The first failure is returned (the others
+// stop with ctx's end for them).
+func refreshStorage(ctx context.Context, cl *chunkio.Classes, arc *Archive, cis []int32, objs []StorageObject, stale []int) error {
+	if len(stale) == 1 {
+		oc, err := cl.Object(ctx, arc.tree.Chunks[cis[stale[0]]].Key, true)
+		objs[stale[0]].ObjectClass = oc
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+	)
+	sem := make(chan struct{}, maxStorageHeads)
+	for _, i := range stale {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			oc, err := cl.Object(ctx, arc.tree.Chunks[cis[i]].Key, true)
+			if err != nil {
+				mu.Lock()
+				if firstErr == nil {
+					firstErr = err
+				}
+				mu.Unlock()
+				cancel()
+				return
+			}
+			objs[i].ObjectClass = oc
+		}()
+	}
+	wg.Wait()
+	if firstErr == nil {
+		firstErr = ctx.Err()
+	}
+	return firstErr
 }
 
 // storageStale reports whether FileStorage refreshes an object whose cached
