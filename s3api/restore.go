@@ -382,8 +382,17 @@ func (s *server) restoreObject(req *request, a *archiveview.Archive) {
 	}
 }
 
-// logRestore logs a RestoreObject with the objects it concerned, their
-// sizes and the requesting key, and counts the restores it started. A
+// maxLoggedRestoreObjects bounds the objects a restore's log line lists
+// besides those it sent a RestoreObject for (each of which is listed: it
+// is billed); the rest are counted in objects_unlisted, so that asking
+// again and again for a file over thousands of chunks that are restoring
+// already does not log thousands of objects per request.
+const maxLoggedRestoreObjects = 16
+
+// logRestore logs a RestoreObject with the objects it concerned (every one
+// it sent a request for; the others only while the list holds fewer than
+// maxLoggedRestoreObjects), their sizes and the requesting key, and counts the restores it
+// started. A
 // restore that failed part way (err) is logged with the error, result
 // "failed", and the object whose request failed as "failed".
 func (s *server) logRestore(req *request, f archiveview.File, versionID string, rr backend.RestoreRequest, rep archiveview.RestoreReport, failed error) {
@@ -398,18 +407,23 @@ func (s *server) logRestore(req *request, f archiveview.File, versionID string, 
 		Sent   bool   `json:"sent"`
 		Result string `json:"result"`
 	}
-	objs := make([]obj, 0, len(rep.Objects))
+	objs := make([]obj, 0, min(len(rep.Objects), maxLoggedRestoreObjects))
 	var started, startedBytes int64
+	unlisted := 0
 	for _, o := range rep.Objects {
+		if o.Sent && o.Result == backend.RestoreStarted {
+			started++
+			startedBytes += o.Size
+		}
+		if !o.Sent && len(objs) >= maxLoggedRestoreObjects {
+			unlisted++
+			continue
+		}
 		result := o.Result.String()
 		if o.Result == 0 {
 			result = "failed"
 		}
 		objs = append(objs, obj{Key: o.Key, Size: o.Size, Class: o.Class, Sent: o.Sent, Result: result})
-		if o.Sent && o.Result == backend.RestoreStarted {
-			started++
-			startedBytes += o.Size
-		}
 	}
 	s.metrics.restored(tier, started, startedBytes)
 	result := rep.Result.String()
@@ -421,7 +435,7 @@ func (s *server) logRestore(req *request, f archiveview.File, versionID string, 
 	ev = ev.Str("request_id", req.id).Str("bucket", req.bucket).Str("key", f.Key).
 		Str("access_key", req.identity.AccessKey).Str("tier", tier).Int("days", rr.Days).
 		Str("result", result).Int64("restores_started", started).Int64("bytes_started", startedBytes).
-		Interface("objects", objs)
+		Interface("objects", objs).Int("objects_unlisted", unlisted)
 	if versionID != "" {
 		ev = ev.Str("version_id", versionID)
 	}

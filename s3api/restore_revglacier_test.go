@@ -3,6 +3,7 @@ package s3api_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http/httptest"
 	"sort"
 	"strings"
@@ -179,5 +180,98 @@ func TestRestorePartialFailureLogged(t *testing.T) {
 	}
 	if v := counterValue(t, f.reg, "wharf_restores_total", "Bulk"); v != float64(len(f.chunks)) {
 		t.Fatalf("wharf_restores_total{tier=Bulk} = %v after the retry, want %d", v, len(f.chunks))
+	}
+}
+
+// manyChunkArchivedServer serves a chunked upload whose big.bin lies in
+// many GLACIER chunks (a part per chunk) and returns the server's URL,
+// its log, the Glacier model and the number of chunks.
+func manyChunkArchivedServer(t *testing.T) (url string, logs *syncWriter, g *faults.Glacier, chunks int) {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	files := map[string][]byte{"big.bin": randBytes(41, 96<<10), "small.txt": []byte("small\n")}
+	res, err := cargopack.Write(ctx, cargopack.DirSink(dir), cargopack.FromMap(files, testMTime),
+		cargopack.Options{Bucket: "src", Prefix: "p", UploadID: "u1", FrameSize: 2 << 10, ChunkSize: 2 << 10, SplitSize: 2 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g = faults.NewGlacier(faults.GlacierConfig{Delay: time.Hour})
+	seen := map[string]bool{}
+	for _, e := range res.Manifest.Files {
+		if strings.HasSuffix(e.Path, "big.bin") && !seen[e.S3Key] {
+			seen[e.S3Key] = true
+			g.SetClass("src", "p/"+e.S3Key, backend.ClassGlacier, "")
+		}
+	}
+	if len(seen) < 32 {
+		t.Fatalf("test setup: big.bin lies in %d chunks, want 32 or more", len(seen))
+	}
+	a, err := archiveview.Open(ctx, g.Store(backend.NewFileStore(dir)), "src", res.ManifestKey,
+		archiveview.Options{Name: testBucket, StorageClasses: true, RestoreTTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	v, err := auth.New(auth.Config{Keys: []auth.Key{{AccessKey: testAK, SecretKey: testSK}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs = &syncWriter{w: &bytes.Buffer{}}
+	srv := httptest.NewServer(s3api.New(s3api.Config{
+		Catalog:      catalog.NewStatic(map[string]*archiveview.Archive{testBucket: a}),
+		Verifier:     v,
+		Logger:       zerolog.New(logs),
+		Registerer:   prometheus.NewRegistry(),
+		AllowRestore: true,
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, logs, g, len(seen)
+}
+
+// restoreLogLines returns the "restore" log lines in logs.
+func restoreLogLines(logs string) []string {
+	var out []string
+	for _, l := range strings.Split(logs, "\n") {
+		if strings.Contains(l, `"message":"restore"`) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// TestRestoreLogBounded: a restore's log line lists every chunk it sent a
+// RestoreObject for (each is billed), but a repeated restore of a file
+// whose chunks are all restoring already (409, nothing sent) lists only a
+// few of them and counts the rest, so that a key with restore rights
+// asking again and again for a file over thousands of chunks does not
+// write a line of thousands of objects per request. On the code before,
+// every answer, 409 included, logged every chunk of the file.
+func TestRestoreLogBounded(t *testing.T) {
+	url, logs, g, chunks := manyChunkArchivedServer(t)
+	c := noRetryClient(t, url)
+	if status, err := restoreStatus(t, c, "big.bin", 1, types.TierBulk); status != 202 {
+		t.Fatalf("first restore: %d %v", status, err)
+	}
+	if n := len(g.Started()); n != chunks {
+		t.Fatalf("%d restores started for %d chunks", n, chunks)
+	}
+	first := restoreLogLines(logs.String())
+	if len(first) != 1 || strings.Count(first[0], `"sent":true`) != chunks {
+		t.Fatalf("first restore's log: %d lines; want one listing the %d chunks sent:\n%s", len(first), chunks, first)
+	}
+	if status, err := restoreStatus(t, c, "big.bin", 1, types.TierBulk); status != 409 || apiCode(err) != "RestoreAlreadyInProgress" {
+		t.Fatalf("second restore: %d %v", status, err)
+	}
+	lines := restoreLogLines(logs.String())
+	if len(lines) != 2 {
+		t.Fatalf("%d restore log lines after two restores", len(lines))
+	}
+	second := lines[1]
+	if n := strings.Count(second, `"key":"p/`); n > 16 {
+		t.Fatalf("the repeated restore (nothing sent) logged %d objects (%d bytes); want at most 16 and a count", n, len(second))
+	}
+	if !strings.Contains(second, fmt.Sprintf(`"objects_unlisted":%d`, chunks-16)) || !strings.Contains(second, `"result":"in-progress"`) {
+		t.Fatalf("the repeated restore's log does not count the objects it leaves out:\n%s", second)
 	}
 }
