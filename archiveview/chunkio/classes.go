@@ -604,6 +604,15 @@ func (c *Classes) Restore(ctx context.Context, key string, req backend.RestoreRe
 	res, err := r.Restore(ctx, c.bucket, key, req)
 	out.Sent = true
 	if err != nil {
+		if errors.Is(err, backend.ErrNotArchived) {
+			// The store says no restore is needed: our state is stale
+			// (moved to a readable class, or an Intelligent-Tiering
+			// object back in the frequent tier). The next need HEADs it
+			// instead of sending again.
+			c.mu.Lock()
+			o.restoreKnown, o.restoreAt, o.tierKnown = false, time.Time{}, false
+			c.mu.Unlock()
+		}
 		return out, err
 	}
 	out.Result = res

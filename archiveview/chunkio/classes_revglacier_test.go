@@ -78,3 +78,36 @@ func TestClassesRestoreWaitHasDeadline(t *testing.T) {
 		t.Fatalf("restore after: %+v %v", r, err)
 	}
 }
+
+// TestClassesRestoreNotArchivedRefreshes: when the store answers a
+// RestoreObject that the object needs no restore (it was moved to a
+// readable class since its state was learned, or an Intelligent-Tiering
+// object is back in the frequent tier), its state is refreshed before the
+// next decision: a repeated restore HEADs it and sends nothing. On the
+// code before, the stale "archived" state was kept for the TTL and every
+// repeated restore sent one more RestoreObject.
+func TestClassesRestoreNotArchivedRefreshes(t *testing.T) {
+	key := "a/uploads/u1/chunks/c0"
+	cs, g, ck := classesFixture(t, key)
+	g.SetClass("bkt", key, backend.ClassGlacier, "")
+	c := NewClasses(cs, "bkt", ClassOptions{RestoreTTL: time.Minute, Now: ck.Now})
+	ctx := context.Background()
+	if err := c.Load(ctx, []string{key}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CheckReadable(ctx, key); !errors.Is(err, backend.ErrArchived) {
+		t.Fatal(err) // HEADed: archived, no restore, fresh for the TTL
+	}
+	g.SetClass("bkt", key, backend.ClassStandard, "") // copied in place to STANDARD
+	for i := range 3 {
+		if _, err := c.Restore(ctx, key, backend.RestoreRequest{Days: 1}); !errors.Is(err, backend.ErrNotArchived) {
+			t.Fatalf("restore %d: %v, want ErrNotArchived", i, err)
+		}
+	}
+	if n := cs.n("restore"); n != 1 {
+		t.Fatalf("%d RestoreObjects for three restores of an object the store said needs none; want 1", n)
+	}
+	if err := c.CheckReadable(ctx, key); err != nil {
+		t.Fatalf("read after: %v", err)
+	}
+}
