@@ -419,11 +419,12 @@ func (a *Archive) RestoreObjects(ctx context.Context, objs []StorageObject, req 
 	if len(archived) == 0 {
 		return rep, fmt.Errorf("none of its objects is archived: %w", ErrNotArchived)
 	}
-	started, inProgress := 0, 0
+	started, inProgress, notArchived := 0, 0, 0
 	for _, o := range archived {
 		out, err := a.set.Classes().Restore(ctx, o.Key, req)
 		if errors.Is(err, backend.ErrNotArchived) {
-			continue // restored to a readable class since: nothing to do
+			notArchived++
+			continue // moved to a readable class since: nothing to do
 		}
 		if err != nil {
 			// The restores started before it stand (and are billed):
@@ -441,6 +442,11 @@ func (a *Archive) RestoreObjects(ctx context.Context, objs []StorageObject, req 
 		case backend.RestoreInProgress:
 			inProgress++
 		}
+	}
+	if notArchived == len(archived) {
+		// Every one is readable now (the store or a fresh HEAD said so):
+		// as S3 answers a restore of an object that needs none.
+		return rep, fmt.Errorf("none of its objects is archived any more: %w", ErrNotArchived)
 	}
 	switch {
 	case started > 0:

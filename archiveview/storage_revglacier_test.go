@@ -132,3 +132,26 @@ func TestStorageIntelligentTieringTierFromHead(t *testing.T) {
 		t.Fatalf("%d HEADs for plain reads of Intelligent-Tiering files", after-before)
 	}
 }
+
+// TestRestoreStoreSaysNotArchived: a file whose every archived object the
+// store answers needs no restore (moved to a readable class since its
+// state was learned) is ErrNotArchived (403 InvalidObjectState), as S3
+// answers, not "already restored" (200) as on the code before.
+func TestRestoreStoreSaysNotArchived(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string][]byte{"cold.bin": rvRandom(7, 5000)}
+	res := rvPack(t, dir, files, cargopack.Options{Prefix: "p", UploadID: "u1", Direct: true})
+	a, g, _ := stOpen(t, dir, res.ManifestKey, func(g *faults.Glacier) {
+		g.SetClass(rvBucket, "p/uploads/u1/files/cold.bin", backend.ClassGlacier, "")
+	})
+	ctx := context.Background()
+	f := a.mustStat(t, "cold.bin")
+	if st, err := a.FileStorage(ctx, f); err != nil || !st.Archived {
+		t.Fatalf("storage: %+v %v", st, err)
+	}
+	g.SetClass(rvBucket, "p/uploads/u1/files/cold.bin", backend.ClassStandard, "") // copied in place to STANDARD
+	rep, err := a.Restore(ctx, f, backend.RestoreRequest{Days: 1})
+	if !errors.Is(err, ErrNotArchived) {
+		t.Fatalf("restore: %+v, %v; want ErrNotArchived", rep, err)
+	}
+}
