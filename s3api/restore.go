@@ -368,6 +368,11 @@ func (s *server) restoreObject(req *request, a *archiveview.Archive) {
 			// logged and counted like any.
 			s.logRestore(req, f, versionID, rr, rep, err)
 		}
+		if errors.Is(err, backend.ErrExpeditedUnavailable) && ctx.Err() == nil {
+			// S3's own answer: the client should use another tier.
+			fail(&apiError{Code: errExpeditedUnavailable, Cause: err})
+			return
+		}
 		s.readFailed(req, a, ctx, err)
 		return
 	}

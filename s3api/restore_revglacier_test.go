@@ -275,3 +275,20 @@ func TestRestoreLogBounded(t *testing.T) {
 		t.Fatalf("the repeated restore's log does not count the objects it leaves out:\n%s", second)
 	}
 }
+
+// TestRestoreExpeditedUnavailable: a store out of Expedited capacity
+// (S3's 503 GlacierExpeditedRetrievalNotAvailable) is answered with that
+// code, which tells a client to use another tier, not with SlowDown (which
+// tells it to retry the same Expedited restore), as on the code before.
+func TestRestoreExpeditedUnavailable(t *testing.T) {
+	f := newSplitArchivedFixture(t)
+	f.store.fail = func(key string) error {
+		return &backend.Error{Op: "restore", Bucket: "src", Key: key,
+			Err: fmt.Errorf("%w: %w", backend.ErrUnavailable, backend.ErrExpeditedUnavailable)}
+	}
+	c := noRetryClient(t, f.url)
+	status, err := restoreStatus(t, c, "big.bin", 1, types.TierExpedited)
+	if status != 503 || apiCode(err) != "GlacierExpeditedRetrievalNotAvailable" {
+		t.Fatalf("Expedited restore without capacity: %d %v; want 503 GlacierExpeditedRetrievalNotAvailable", status, err)
+	}
+}
