@@ -105,8 +105,9 @@ type objState struct {
 	restoreAt    time.Time // when the restore state was learned (zero = never)
 
 	head *headRun // the HEAD in flight, if any
-	// restore holds a token while one RestoreObject decision (and its
+	// restore1 holds a token while one RestoreObject decision (and its
 	// request) runs; others wait for it as long as their context lasts.
+	// Made on the object's first restore (c.mu held).
 	restore1 chan struct{}
 }
 
@@ -321,7 +322,7 @@ func listedAhead(ahead []Listing, prefix string) (Listing, bool) {
 func (c *Classes) obj(key string) *objState {
 	o := c.objs[key]
 	if o == nil {
-		o = &objState{restore1: make(chan struct{}, 1)}
+		o = &objState{}
 		c.objs[key] = o
 	}
 	return o
@@ -572,13 +573,17 @@ var ErrNoRestorer = errors.New("the store cannot restore objects")
 func (c *Classes) Restore(ctx context.Context, key string, req backend.RestoreRequest) (RestoreSent, error) {
 	c.mu.Lock()
 	o := c.obj(key)
+	if o.restore1 == nil { // made on first use: most objects are never restored
+		o.restore1 = make(chan struct{}, 1)
+	}
+	turn := o.restore1
 	c.mu.Unlock()
 	select {
-	case o.restore1 <- struct{}{}:
+	case turn <- struct{}{}:
 	case <-ctx.Done():
 		return RestoreSent{Object: ObjectClass{Key: key}}, fmt.Errorf("object %s: waiting for another restore of it: %w", key, ctx.Err())
 	}
-	defer func() { <-o.restore1 }()
+	defer func() { <-turn }()
 	oc, err := c.Object(ctx, key, true)
 	if err != nil {
 		return RestoreSent{Object: oc}, err
