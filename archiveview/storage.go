@@ -194,30 +194,86 @@ func fileStorage(ctx context.Context, a *Archive, f File) (*Archive, FileStorage
 	if err != nil {
 		return nil, FileStorage{}, err
 	}
-	objs := make([]StorageObject, 0, len(cis))
-	for _, ci := range cis {
+	cl := arc.set.Classes()
+	objs := make([]StorageObject, len(cis))
+	var stale []int
+	for i, ci := range cis {
 		c := &arc.tree.Chunks[ci]
-		oc := arc.set.Classes().Cached(c.Key)
-		if storageStale(oc) {
-			var err error
-			if oc, err = arc.set.Classes().Object(ctx, c.Key, true); err != nil {
-				return nil, FileStorage{}, fmt.Errorf("archive %s: key %s: %w", a.name, f.Key, err)
-			}
+		objs[i] = StorageObject{ObjectClass: cl.Cached(c.Key), Size: c.Size}
+		if storageStale(objs[i].ObjectClass) {
+			stale = append(stale, i)
 		}
-		so := StorageObject{ObjectClass: oc, Size: c.Size}
-		if so.Size <= 0 {
-			so.Size = oc.Size
-		}
-		objs = append(objs, so)
 	}
-	return arc, summarize(objs, arc.set.Classes().Now()), nil
+	if err := refreshStorage(ctx, cl, arc, cis, objs, stale); err != nil {
+		return nil, FileStorage{}, fmt.Errorf("archive %s: key %s: %w", a.name, f.Key, err)
+	}
+	for i := range objs {
+		if objs[i].Size <= 0 {
+			objs[i].Size = objs[i].ObjectClass.Size
+		}
+	}
+	return arc, summarize(objs, cl.Now()), nil
+}
+
+// refreshStorage refreshes objs[i] for each i of stale (Classes.Object,
+// which HEADs it unless its state is fresh), at most maxStorageHeads at
+// once, so that a file over many archived chunks costs rounds of parallel
+// HEADs, not one after another. The first failure is returned (the others
+// stop with ctx's end for them).
+func refreshStorage(ctx context.Context, cl *chunkio.Classes, arc *Archive, cis []int32, objs []StorageObject, stale []int) error {
+	if len(stale) == 1 {
+		oc, err := cl.Object(ctx, arc.tree.Chunks[cis[stale[0]]].Key, true)
+		objs[stale[0]].ObjectClass = oc
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+	)
+	sem := make(chan struct{}, maxStorageHeads)
+	for _, i := range stale {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			oc, err := cl.Object(ctx, arc.tree.Chunks[cis[i]].Key, true)
+			if err != nil {
+				mu.Lock()
+				if firstErr == nil {
+					firstErr = err
+				}
+				mu.Unlock()
+				cancel()
+				return
+			}
+			objs[i].ObjectClass = oc
+		}()
+	}
+	wg.Wait()
+	if firstErr == nil {
+		firstErr = ctx.Err()
+	}
+	return firstErr
 }
 
 // storageStale reports whether FileStorage refreshes an object whose cached
 // state is oc through Classes.Object, which HEADs it unless its state is
 // fresh (PrepareStorage refreshes the same ones ahead): an archived object
-// (its restore state may have moved) or one of unknown class.
-func storageStale(oc chunkio.ObjectClass) bool { return oc.Archived() || oc.Class == "" }
+// (its restore state may have moved), one of unknown class, or an
+// Intelligent-Tiering object whose access tier only a listing told (a
+// listing names none: it may be in an archive tier).
+func storageStale(oc chunkio.ObjectClass) bool {
+	return oc.Archived() || oc.Class == "" || oc.Class == backend.ClassIntelligentTiering && !oc.TierKnown
+}
 
 // maxStorageHeads bounds the HEADs PrepareStorage runs at once.
 const maxStorageHeads = 16
@@ -342,7 +398,10 @@ func (a *Archive) Restore(ctx context.Context, f File, req backend.RestoreReques
 }
 
 // RestoreObjects is Restore for a set of objects of this archive (wharf
-// restore: the objects of many files), each restored at most once.
+// restore: the objects of many files), each restored at most once. On an
+// error the report still lists what was done before it (restores that
+// started stand), and the object whose RestoreObject failed (Sent, with
+// no Result).
 func (a *Archive) RestoreObjects(ctx context.Context, objs []StorageObject, req backend.RestoreRequest) (RestoreReport, error) {
 	var rep RestoreReport
 	var archived []StorageObject
@@ -360,13 +419,20 @@ func (a *Archive) RestoreObjects(ctx context.Context, objs []StorageObject, req 
 	if len(archived) == 0 {
 		return rep, fmt.Errorf("none of its objects is archived: %w", ErrNotArchived)
 	}
-	started, inProgress := 0, 0
+	started, inProgress, notArchived := 0, 0, 0
 	for _, o := range archived {
 		out, err := a.set.Classes().Restore(ctx, o.Key, req)
 		if errors.Is(err, backend.ErrNotArchived) {
-			continue // restored to a readable class since: nothing to do
+			notArchived++
+			continue // moved to a readable class since: nothing to do
 		}
 		if err != nil {
+			// The restores started before it stand (and are billed):
+			// the report keeps them, and the object whose request failed.
+			if out.Sent {
+				rep.Objects = append(rep.Objects, ObjectRestore{StorageObject: o, Sent: true})
+			}
+			rep.Result = 0
 			return rep, err
 		}
 		rep.Objects = append(rep.Objects, ObjectRestore{StorageObject: o, Sent: out.Sent, Result: out.Result})
@@ -376,6 +442,11 @@ func (a *Archive) RestoreObjects(ctx context.Context, objs []StorageObject, req 
 		case backend.RestoreInProgress:
 			inProgress++
 		}
+	}
+	if notArchived == len(archived) {
+		// Every one is readable now (the store or a fresh HEAD said so):
+		// as S3 answers a restore of an object that needs none.
+		return rep, fmt.Errorf("none of its objects is archived any more: %w", ErrNotArchived)
 	}
 	switch {
 	case started > 0:

@@ -61,6 +61,11 @@ var (
 	// out of range, an unknown tier, Expedited for Deep Archive, Days for an
 	// Intelligent-Tiering archive tier).
 	ErrInvalidRestore = errors.New("invalid restore request")
+	// ErrExpeditedUnavailable: the store has no Expedited retrieval
+	// capacity now (S3's 503 GlacierExpeditedRetrievalNotAvailable); a
+	// Standard or Bulk restore is not affected. It comes with
+	// ErrUnavailable.
+	ErrExpeditedUnavailable = errors.New("expedited retrieval capacity is not available now; use the Standard or Bulk tier, or try again later")
 )
 
 // InvalidRestoreError is a restore request refused as malformed, by

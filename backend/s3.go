@@ -143,6 +143,15 @@ func NewS3Store(ctx context.Context, cfg S3Config) (*S3Store, error) {
 				// request are already bounded, and a bucket drained by one
 				// burst of SlowDowns would fail unrelated reads at once.
 				o.RateLimiter = ratelimit.None
+				// An Expedited restore refused for want of capacity meets
+				// the same exhausted capacity at once: not retried.
+				o.Retryables = append([]retry.IsErrorRetryable{retry.IsErrorRetryableFunc(func(err error) aws.Ternary {
+					var ae smithy.APIError
+					if errors.As(err, &ae) && ae.ErrorCode() == codeExpeditedUnavailable {
+						return aws.FalseTernary
+					}
+					return aws.UnknownTernary
+				})}, o.Retryables...)
 			})
 		}),
 		config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired),
@@ -671,7 +680,12 @@ var s3RestoreCodes = map[string]s3Code{
 	"InvalidArgument":                {kind: ErrInvalidRestore},
 	"MalformedXML":                   {kind: ErrInvalidRestore},
 	"InvalidRequest":                 {kind: ErrInvalidRestore},
+	codeExpeditedUnavailable:         {kind: ErrUnavailable, also: ErrExpeditedUnavailable},
 }
+
+// codeExpeditedUnavailable is S3's 503 for an Expedited restore when its
+// capacity is exhausted.
+const codeExpeditedUnavailable = "GlacierExpeditedRetrievalNotAvailable"
 
 // noCode is what the SDK names an error response it could not read a
 // code from (an empty or non-XML body on a GET).

@@ -37,6 +37,7 @@ const (
 
 	errInvalidObjectState        errorCode = "InvalidObjectState"
 	errRestoreAlreadyInProgress  errorCode = "RestoreAlreadyInProgress"
+	errExpeditedUnavailable      errorCode = "GlacierExpeditedRetrievalNotAvailable"
 	errMalformedXML              errorCode = "MalformedXML"
 	errBadDigest                 errorCode = "BadDigest"
 	errInvalidDigest             errorCode = "InvalidDigest"
@@ -77,6 +78,7 @@ var errorTable = map[errorCode]errorInfo{
 
 	errInvalidObjectState:        {http.StatusForbidden, "The operation is not valid for the object's storage class"},
 	errRestoreAlreadyInProgress:  {http.StatusConflict, "Object restore is already in progress"},
+	errExpeditedUnavailable:      {http.StatusServiceUnavailable, "Glacier expedited retrievals are currently not available, please try again later"},
 	errMalformedXML:              {http.StatusBadRequest, "The XML you provided was not well-formed or did not validate against our published schema"},
 	errBadDigest:                 {http.StatusBadRequest, "The Content-MD5 you specified did not match what we received."},
 	errInvalidDigest:             {http.StatusBadRequest, "The Content-MD5 you specified is not valid."},

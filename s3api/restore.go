@@ -363,10 +363,20 @@ func (s *server) restoreObject(req *request, a *archiveview.Archive) {
 		fail(&apiError{Code: errInvalidArgument, Message: msg, Cause: err})
 		return
 	case err != nil:
+		if len(rep.Objects) > 0 {
+			// Restores that started before the failure cost money:
+			// logged and counted like any.
+			s.logRestore(req, f, versionID, rr, rep, err)
+		}
+		if errors.Is(err, backend.ErrExpeditedUnavailable) && ctx.Err() == nil {
+			// S3's own answer: the client should use another tier.
+			fail(&apiError{Code: errExpeditedUnavailable, Cause: err})
+			return
+		}
 		s.readFailed(req, a, ctx, err)
 		return
 	}
-	s.logRestore(req, f, versionID, rr, rep)
+	s.logRestore(req, f, versionID, rr, rep, nil)
 	switch rep.Result {
 	case backend.RestoreStarted:
 		s.writeBody(req, http.StatusAccepted, "application/xml", nil)
@@ -377,9 +387,20 @@ func (s *server) restoreObject(req *request, a *archiveview.Archive) {
 	}
 }
 
-// logRestore logs a RestoreObject with the objects it concerned, their
-// sizes and the requesting key, and counts the restores it started.
-func (s *server) logRestore(req *request, f archiveview.File, versionID string, rr backend.RestoreRequest, rep archiveview.RestoreReport) {
+// maxLoggedRestoreObjects bounds the objects a restore's log line lists
+// besides those it sent a RestoreObject for (each of which is listed: it
+// is billed); the rest are counted in objects_unlisted, so that asking
+// again and again for a file over thousands of chunks that are restoring
+// already does not log thousands of objects per request.
+const maxLoggedRestoreObjects = 16
+
+// logRestore logs a RestoreObject with the objects it concerned (every one
+// it sent a request for; the others only while the list holds fewer than
+// maxLoggedRestoreObjects), their sizes and the requesting key, and counts the restores it
+// started. A
+// restore that failed part way (err) is logged with the error, result
+// "failed", and the object whose request failed as "failed".
+func (s *server) logRestore(req *request, f archiveview.File, versionID string, rr backend.RestoreRequest, rep archiveview.RestoreReport, failed error) {
 	tier := rr.Tier
 	if tier == "" {
 		tier = backend.RetrievalStandard
@@ -391,20 +412,35 @@ func (s *server) logRestore(req *request, f archiveview.File, versionID string, 
 		Sent   bool   `json:"sent"`
 		Result string `json:"result"`
 	}
-	objs := make([]obj, 0, len(rep.Objects))
+	objs := make([]obj, 0, min(len(rep.Objects), maxLoggedRestoreObjects))
 	var started, startedBytes int64
+	unlisted := 0
 	for _, o := range rep.Objects {
-		objs = append(objs, obj{Key: o.Key, Size: o.Size, Class: o.Class, Sent: o.Sent, Result: o.Result.String()})
 		if o.Sent && o.Result == backend.RestoreStarted {
 			started++
 			startedBytes += o.Size
 		}
+		if !o.Sent && len(objs) >= maxLoggedRestoreObjects {
+			unlisted++
+			continue
+		}
+		result := o.Result.String()
+		if o.Result == 0 {
+			result = "failed"
+		}
+		objs = append(objs, obj{Key: o.Key, Size: o.Size, Class: o.Class, Sent: o.Sent, Result: result})
 	}
 	s.metrics.restored(tier, started, startedBytes)
-	ev := s.cfg.Logger.Info().Str("request_id", req.id).Str("bucket", req.bucket).Str("key", f.Key).
+	result := rep.Result.String()
+	ev := s.cfg.Logger.Info()
+	if failed != nil {
+		result = "failed"
+		ev = s.cfg.Logger.Warn().Err(failed)
+	}
+	ev = ev.Str("request_id", req.id).Str("bucket", req.bucket).Str("key", f.Key).
 		Str("access_key", req.identity.AccessKey).Str("tier", tier).Int("days", rr.Days).
-		Str("result", rep.Result.String()).Int64("restores_started", started).Int64("bytes_started", startedBytes).
-		Interface("objects", objs)
+		Str("result", result).Int64("restores_started", started).Int64("bytes_started", startedBytes).
+		Interface("objects", objs).Int("objects_unlisted", unlisted)
 	if versionID != "" {
 		ev = ev.Str("version_id", versionID)
 	}

@@ -18,6 +18,12 @@ package chunkio
 //     class, the Intelligent-Tiering tier and x-amz-restore.
 //   - A GET the store refused as archived records the object's class and
 //     tier (Refused), so the next read fails without a request.
+//   - A listing names an Intelligent-Tiering object's class but not its
+//     access tier (ListObjectsV2 has no x-amz-archive-status), so such an
+//     object's tier is unknown until a HEAD or a refused GET reports it:
+//     a need for its storage (HEAD, a listing with RestoreStatus, a
+//     restore) HEADs it once; a plain read does not (S3's refusal tells
+//     the tier). A rescan's listing makes the tier unknown again.
 //   - Before Load was ever called nothing is asked: unknown objects are
 //     read as STANDARD, and the store's refusal is what reveals them.
 //
@@ -83,8 +89,11 @@ type Classes struct {
 type objState struct {
 	class, tier string
 	classKnown  bool
-	size        int64 // 0 = unknown
-	present     bool  // seen in a listing or a HEAD
+	// tierKnown: tier is what a HEAD or a refused GET reported, not a
+	// listing's guess (a listing names no Intelligent-Tiering tier).
+	tierKnown bool
+	size      int64 // 0 = unknown
+	present   bool  // seen in a listing or a HEAD
 	// etag is the first ETag a listing or a HEAD reported ("" = none):
 	// the object the archive was opened over. A direct object's first GET
 	// carries it as If-Match (Set.pinListed), so a replaced object is
@@ -95,8 +104,11 @@ type objState struct {
 	restoreKnown bool      // restore is what the store reported (not a guess)
 	restoreAt    time.Time // when the restore state was learned (zero = never)
 
-	head   *headRun   // the HEAD in flight, if any
-	restMu sync.Mutex // one RestoreObject decision at a time
+	head *headRun // the HEAD in flight, if any
+	// restore1 holds a token while one RestoreObject decision (and its
+	// request) runs; others wait for it as long as their context lasts.
+	// Made on the object's first restore (c.mu held).
+	restore1 chan struct{}
 }
 
 type headRun struct {
@@ -127,6 +139,10 @@ type ObjectClass struct {
 	Class string
 	// Tier is the Intelligent-Tiering access tier when archived, else "".
 	Tier string
+	// TierKnown says Tier was reported by a HEAD or a refused GET. It is
+	// false for an Intelligent-Tiering object known only from a listing,
+	// which names no access tier: it may be archived all the same.
+	TierKnown bool
 	// Size is the object's size as the store reported it (0 = unknown).
 	Size int64
 	// Restore is the restore state; RestoreKnown says the store reported it.
@@ -268,7 +284,7 @@ func (c *Classes) Load(ctx context.Context, keys []string, ahead ...Listing) err
 		c.mu.Lock()
 		now := c.now()
 		for k, oi := range found {
-			c.recordLocked(k, oi, now)
+			c.recordLocked(k, oi, now, true)
 		}
 		c.mu.Unlock()
 		switch {
@@ -337,13 +353,23 @@ func (c *Classes) forgetClassLocked(o *objState) {
 	if o.classKnown && o.class != backend.ClassStandard {
 		c.nonStandard.Add(-1)
 	}
-	o.classKnown = false
+	o.classKnown, o.tierKnown = false, false
 }
 
-// recordLocked stores what a listing or a HEAD reported (c.mu held).
-func (c *Classes) recordLocked(key string, oi backend.ObjectInfo, now time.Time) {
+// recordLocked stores what a listing (listed) or a HEAD reported (c.mu
+// held). A listing's Intelligent-Tiering entry names no access tier: the
+// tier known before is kept, but is unknown again until a HEAD.
+func (c *Classes) recordLocked(key string, oi backend.ObjectInfo, now time.Time, listed bool) {
 	o := c.obj(key)
-	c.setClassLocked(o, oi.StorageClass, oi.AccessTier)
+	tier, tierKnown := oi.AccessTier, true
+	if listed && oi.StorageClass == backend.ClassIntelligentTiering && tier == "" {
+		tierKnown = false
+		if o.classKnown && o.class == backend.ClassIntelligentTiering {
+			tier = o.tier
+		}
+	}
+	c.setClassLocked(o, oi.StorageClass, tier)
+	o.tierKnown = tierKnown
 	o.present = true
 	if oi.Size > 0 {
 		o.size = oi.Size
@@ -366,7 +392,7 @@ func (c *Classes) Observe(oi backend.ObjectInfo) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.recordLocked(oi.Key, oi, c.now())
+	c.recordLocked(oi.Key, oi, c.now(), false)
 }
 
 // Refused records that a read of key was refused as archived: the object
@@ -381,7 +407,7 @@ func (c *Classes) Refused(key string, ae *backend.ArchivedError) {
 	} else if !o.classKnown || !backend.NeedsRestore(o.class, o.tier) {
 		c.setClassLocked(o, backend.ClassGlacier, "") // S3 said archived without naming the class
 	}
-	o.present = true
+	o.present, o.tierKnown = true, true
 	o.restore, o.restoreKnown, o.restoreAt = backend.RestoreStatus{}, false, c.now()
 }
 
@@ -400,7 +426,7 @@ func (c *Classes) coveredLocked(key string) bool {
 func (c *Classes) snapshotLocked(key string) ObjectClass {
 	oc := ObjectClass{Key: key}
 	if o := c.objs[key]; o != nil && o.classKnown {
-		oc.Class, oc.Tier, oc.Size = o.class, o.tier, o.size
+		oc.Class, oc.Tier, oc.TierKnown, oc.Size = o.class, o.tier, o.tierKnown, o.size
 		oc.Restore, oc.RestoreKnown = o.restore, o.restoreKnown
 	} else if o != nil {
 		oc.Size = o.size
@@ -428,13 +454,18 @@ func (c *Classes) Cached(key string) ObjectClass {
 
 // needsHead reports whether key's state must be asked for with a HEAD
 // before it can be relied on: its class is unknown and no complete listing
-// covered it (after a Load tried), or it is archived and its restore state
-// is stale (older than RestoreTTL, a finished restore past its expiry) or,
-// when wantRestore, was never reported by the store. c.mu held.
+// covered it (after a Load tried); when wantRestore, it is an
+// Intelligent-Tiering object whose access tier only a listing told (see
+// the file comment); or it is archived and its restore state is stale
+// (older than RestoreTTL, a finished restore past its expiry) or, when
+// wantRestore, was never reported by the store. c.mu held.
 func (c *Classes) needsHeadLocked(key string, wantRestore bool, now time.Time) bool {
 	o := c.objs[key]
 	if o == nil || !o.classKnown {
 		return c.loaded && !c.coveredLocked(key) && (o == nil || !o.present)
+	}
+	if wantRestore && o.class == backend.ClassIntelligentTiering && !o.tierKnown {
+		return true
 	}
 	if !backend.NeedsRestore(o.class, o.tier) {
 		return false
@@ -482,7 +513,7 @@ func (c *Classes) Object(ctx context.Context, key string, wantRestore bool) (Obj
 		switch {
 		case err == nil:
 			info.Key = key
-			c.recordLocked(key, info, c.now()) // no class = STANDARD
+			c.recordLocked(key, info, c.now(), false) // no class = STANDARD
 			if !info.RestoreKnown {
 				// A store that reports no restore state: trust it as
 				// "none" for the TTL rather than asking again at once.
@@ -536,14 +567,23 @@ var ErrNoRestorer = errors.New("the store cannot restore objects")
 // archived is backend.ErrNotArchived; one whose restore is running is
 // RestoreInProgress and one already restored RestoreAlreadyRestored, both
 // without a request. Otherwise RestoreObject is sent. The decision and the
-// request run under the object's lock, with its state refreshed first, so
-// concurrent restores of files sharing an object send it once.
+// request run one at a time per object, with its state refreshed first, so
+// concurrent restores of files sharing an object send it once; a caller
+// waits for another's decision only as long as ctx lasts.
 func (c *Classes) Restore(ctx context.Context, key string, req backend.RestoreRequest) (RestoreSent, error) {
 	c.mu.Lock()
 	o := c.obj(key)
+	if o.restore1 == nil { // made on first use: most objects are never restored
+		o.restore1 = make(chan struct{}, 1)
+	}
+	turn := o.restore1
 	c.mu.Unlock()
-	o.restMu.Lock()
-	defer o.restMu.Unlock()
+	select {
+	case turn <- struct{}{}:
+	case <-ctx.Done():
+		return RestoreSent{Object: ObjectClass{Key: key}}, fmt.Errorf("object %s: waiting for another restore of it: %w", key, ctx.Err())
+	}
+	defer func() { <-turn }()
 	oc, err := c.Object(ctx, key, true)
 	if err != nil {
 		return RestoreSent{Object: oc}, err
@@ -569,6 +609,15 @@ func (c *Classes) Restore(ctx context.Context, key string, req backend.RestoreRe
 	res, err := r.Restore(ctx, c.bucket, key, req)
 	out.Sent = true
 	if err != nil {
+		if errors.Is(err, backend.ErrNotArchived) {
+			// The store says no restore is needed: our state is stale
+			// (moved to a readable class, or an Intelligent-Tiering
+			// object back in the frequent tier). The next need HEADs it
+			// instead of sending again.
+			c.mu.Lock()
+			o.restoreKnown, o.restoreAt, o.tierKnown = false, time.Time{}, false
+			c.mu.Unlock()
+		}
 		return out, err
 	}
 	out.Result = res

@@ -346,10 +346,12 @@ func (s *GlacierStore) Stat(ctx context.Context, bucket, key string) (backend.Ob
 
 // List implements backend.Store: each object carries its class, and its
 // restore state when it has a restore (as ListObjectsV2 with
-// RestoreStatus reports it).
+// RestoreStatus reports it), never an Intelligent-Tiering access tier.
 func (s *GlacierStore) List(ctx context.Context, bucket, prefix string, fn func(backend.ObjectInfo) error) error {
 	return s.inner.List(ctx, bucket, prefix, func(info backend.ObjectInfo) error {
-		return fn(s.g.decorate(bucket, info, false))
+		info = s.g.decorate(bucket, info, false)
+		info.AccessTier = "" // ListObjectsV2 has no archive status
+		return fn(info)
 	})
 }
 

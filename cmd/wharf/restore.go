@@ -311,7 +311,17 @@ func restoreReport(ctx context.Context, a *archiveview.Archive, manifestURL stri
 			continue
 		}
 		rep, err := a.RestoreObjects(ctx, batch.objs, batch.req)
+		if errors.Is(err, archiveview.ErrNotArchived) {
+			// Every one was moved to a readable class since it was
+			// listed above: nothing was sent, nothing is needed.
+			fmt.Fprintf(out, "  %d objects need no restore any more\n", len(batch.objs))
+			continue
+		}
 		for _, o := range rep.Objects {
+			if o.Result == 0 { // its RestoreObject failed: err says why
+				fmt.Fprintf(out, "  %s\tfailed\n", o.Key)
+				continue
+			}
 			fmt.Fprintf(out, "  %s\t%s\n", o.Key, o.Result)
 			switch o.Result {
 			case backend.RestoreStarted:
