@@ -190,7 +190,7 @@ func (r *partReader) finish() error {
 				// A second whole-object mismatch: corruption at rest,
 				// remembered. The first may have been a body corrupted
 				// in transit; the next decode reads the object again.
-				rs.failStream(err)
+				rs.failStream(r.set.now(), err)
 			}
 			r.failed = err
 			return err

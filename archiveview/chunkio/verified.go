@@ -151,7 +151,17 @@ func (s *Set) Verifiable(e Extent) bool {
 // ensureUnits checks each unit of chunk ci not yet checked (once: concurrent
 // readers share the check).
 func ensureUnits(ctx context.Context, s *Set, ci int32, units []Unit) error {
-	rs := s.state(ci)
+	err := ensureUnitsIn(ctx, s, ci, s.state(ci), units)
+	if errors.Is(err, backend.ErrChanged) {
+		// The object was replaced since a data failure of it was
+		// remembered, and the chunk's state was started afresh
+		// (repinChanged): check the new object.
+		err = ensureUnitsIn(ctx, s, ci, s.state(ci), units)
+	}
+	return err
+}
+
+func ensureUnitsIn(ctx context.Context, s *Set, ci int32, rs *chunkState, units []Unit) error {
 	if rs.unpinned.Load() {
 		return errUnpinned(s, ci)
 	}
@@ -172,7 +182,7 @@ func ensureUnits(ctx context.Context, s *Set, ci int32, units []Unit) error {
 		rs.units.mu.Unlock()
 		if _, err := m.Do(ctx, func(ctx context.Context) (struct{}, error) {
 			return struct{}{}, checkUnitTwice(ctx, s, ci, u)
-		}, dataFailure); err != nil {
+		}, s.keepFailure(rs)); err != nil {
 			return err
 		}
 		if rs.ifMatch() == "" {
@@ -191,6 +201,12 @@ func ensureUnits(ctx context.Context, s *Set, ci int32, units []Unit) error {
 		rs.units.done[u] = true
 		delete(rs.units.checks, u)
 		rs.units.mu.Unlock()
+		if s.states[ci].Load() != rs {
+			// The state was started afresh while this check ran (the
+			// object was replaced, repinChanged): the check may have
+			// read the old object, so it vouches for nothing now.
+			return fmt.Errorf("checking %s of s3://%s/%s: the object was replaced during the check: %w", u.what(), s.bucket, s.chunks[ci].Key, backend.ErrChanged)
+		}
 	}
 	return nil
 }
@@ -216,7 +232,7 @@ func checkUnitTwice(ctx context.Context, s *Set, ci int32, u Unit) error {
 	if err = checkUnit(ctx, s, ci, u); errors.Is(err, ErrChecksum) {
 		err = fmt.Errorf("read twice: %w", err)
 		if u.Kind == UnitObject {
-			s.state(ci).failStream(err)
+			s.state(ci).failStream(s.now(), err)
 		}
 	}
 	return err
