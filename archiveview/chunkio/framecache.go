@@ -39,6 +39,8 @@ type FrameCache struct {
 	mu      sync.Mutex
 	lru     *simplelru.LRU[cacheKey, *Buf]
 	own     *ownIndex // the LRU's entries by client (evictOwn)
+
+	sumBytes atomic.Int64 // block sums its Sets keep (blocksums.go)
 	bytes   int64
 	flights map[cacheKey]*flight
 

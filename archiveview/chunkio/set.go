@@ -136,6 +136,7 @@ type Set struct {
 	closed bool
 
 	decoded atomic.Int64 // bytes produced by stream decoders (tests: O(size))
+	sumHeld atomic.Int64 // block sums charged to the cache (blocksums.go)
 
 	forgetAfter time.Duration    // Options.ForgetCorruptAfter, defaulted
 	now         func() time.Time // Options.Now, defaulted
@@ -233,6 +234,7 @@ func (s *Set) Close() {
 	s.closed = true
 	s.mu.Unlock()
 	s.cache.dropParkedOf(s)
+	s.cache.giveSums(s.sumHeld.Swap(0))
 	if s.cache.peers != nil {
 		s.cache.reg.remove(s)
 	}
