@@ -36,13 +36,13 @@ import (
 type FrameCache struct {
 	budget int64
 
-	mu  sync.Mutex
-	lru *simplelru.LRU[cacheKey, *Buf]
-	own *ownIndex // the LRU's entries by client (evictOwn)
+	mu      sync.Mutex
+	lru     *simplelru.LRU[cacheKey, *Buf]
+	own     *ownIndex // the LRU's entries by client (evictOwn)
+	bytes   int64
+	flights map[cacheKey]*flight
 
 	sumBytes atomic.Int64 // block sums its Sets keep (blocksums.go)
-	bytes    int64
-	flights  map[cacheKey]*flight
 
 	lim *ReadLimits
 
