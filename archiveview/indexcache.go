@@ -262,6 +262,14 @@ func (c StoreIndexCache) fetch(ctx context.Context, name IndexName) (path, etag 
 		return "", "", err
 	}
 	defer rc.Close()
+	limit := c.maxObject()
+	if info.Size > limit {
+		// Refused from the size the store reports, before a byte is
+		// spooled: without a secret nothing else would stop a writer of
+		// the prefix from making every open download and spool limit
+		// bytes to the spool directory first.
+		return "", info.ETag, fmt.Errorf("index %s: %w: %d bytes, larger than %d", c.where(name), ErrUnauthenticatedIndex, info.Size, limit)
+	}
 	if err := os.MkdirAll(c.Spool, 0o700); err != nil {
 		return "", "", err
 	}
@@ -269,7 +277,6 @@ func (c StoreIndexCache) fetch(ctx context.Context, name IndexName) (path, etag 
 	if err != nil {
 		return "", "", err
 	}
-	limit := c.maxObject()
 	err = index.SpoolObject(f, io.LimitReader(rc, limit+1), limit, c.Secret, index.ObjectName(name))
 	if cerr := f.Close(); err == nil {
 		err = cerr

@@ -8,6 +8,7 @@ package archiveview
 // came from, and nothing changes it after.
 
 import (
+	"context"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -134,6 +135,13 @@ type Options struct {
 	// manifests and publishes a fresh file. DirIndexCache is a local
 	// directory; StoreIndexCache an s3:// prefix shared by replicas.
 	IndexCache IndexCache
+	// HistoryMemory, when set, is asked for the memory of a chain's
+	// version history (Versions) once it is built and before it is kept:
+	// it returns the function that gives the n bytes back (called when
+	// the archive is closed), or an error, which fails that request (the
+	// history is not kept; the next one builds it again). nil charges
+	// nothing.
+	HistoryMemory func(ctx context.Context, n int64) (release func(), err error)
 }
 
 // chunkOptions are the read-path options for the archive's chunk Set.

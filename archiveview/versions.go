@@ -118,9 +118,10 @@ type VersionListResult struct {
 // (a rewritten or missing manifest, a broken chain) is kept too, so
 // versioned requests do not re-read the whole chain to fail the same way.
 type versionsState struct {
-	memo   chunkio.Memo[*Versions]
-	mu     sync.Mutex
-	closed bool
+	memo    chunkio.Memo[*Versions]
+	mu      sync.Mutex
+	closed  bool
+	release func() // gives back the history's charge (Options.HistoryMemory)
 }
 
 // verEnt is one version of a key: the upload (chain link) and the file, an
@@ -163,6 +164,23 @@ func (a *Archive) Versions(ctx context.Context) (*Versions, error) {
 		if err != nil {
 			return nil, fmt.Errorf("archive %q: version history: %w", a.name, err)
 		}
+		if a.opts.HistoryMemory != nil {
+			n := v.Bytes()
+			release, err := a.opts.HistoryMemory(ctx, n)
+			if err != nil {
+				v.close()
+				return nil, fmt.Errorf("archive %q: version history of %d bytes: %w", a.name, n, err)
+			}
+			a.vers.mu.Lock()
+			closed := a.vers.closed
+			if !closed {
+				a.vers.release = release
+			}
+			a.vers.mu.Unlock()
+			if closed {
+				release() // built after the archive was closed
+			}
+		}
 		return v, nil
 	}, func(err error) bool { return !backend.IsRetryable(err) })
 	if err != nil {
@@ -181,7 +199,12 @@ func (a *Archive) Versions(ctx context.Context) (*Versions, error) {
 func closeVersions(a *Archive) {
 	a.vers.mu.Lock()
 	a.vers.closed = true
+	release := a.vers.release
+	a.vers.release = nil
 	a.vers.mu.Unlock()
+	if release != nil {
+		release()
+	}
 	if v, ok := a.vers.memo.Peek(); ok {
 		v.close()
 	}
@@ -367,6 +390,34 @@ func buildVersions(ctx context.Context, a *Archive) (*Versions, error) {
 	a.log.Info().Str("archive", a.name).Int("keys", len(ends)).Int("versions", len(v.vers)).
 		Int("chunks", len(chunks)).Msg("version history built")
 	return v, nil
+}
+
+// Bytes estimates the memory the history holds: its key table and
+// versions, and per older upload the index of its older versions (as the
+// index file would store it) with the chain's chunk table once. A single
+// upload's history holds nothing.
+func (v *Versions) Bytes() int64 {
+	if v.keys == nil {
+		return 0
+	}
+	n := int64(len(v.keys.Names)) + 4*int64(len(v.keys.Ends)) + 4*int64(len(v.vstart)) + 8*int64(len(v.vers))
+	for _, id := range v.ids {
+		n += 2*int64(len(id)) + 24 + 64 // the id, its linkOf entry, its time
+	}
+	meta := &index.Meta{Prov: &index.Provenance{}}
+	var chunks []chunkio.Chunk
+	for _, sh := range v.shadows {
+		if sh == nil {
+			continue
+		}
+		t := index.Tree{Chain: sh.tree.Chain, Idx: sh.tree.Idx}
+		chunks = sh.tree.Chunks
+		n += max(index.FileBytes(&t, meta), 0)
+	}
+	if chunks != nil {
+		n += max(index.FileBytes(&index.Tree{Chunks: chunks}, meta), 0)
+	}
+	return n
 }
 
 // count is the number of versions of key k.

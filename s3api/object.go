@@ -204,10 +204,14 @@ func (s *server) getObject(req *request, a *archiveview.Archive) {
 	}
 	h.Set("Content-Length", strconv.FormatInt(n, 10))
 
-	if req.method == http.MethodHead {
+	if req.method == http.MethodHead && n > 0 {
 		req.w.WriteHeader(status)
 		return
 	}
+	// A HEAD of an empty object runs the GET's check of it too (no fetch:
+	// the empty body against the file's sha256), so it never answers 200
+	// for a file whose GET is refused (a manifest saying 0 bytes of a
+	// non-empty file); net/http sends no body on a HEAD.
 	s.streamBody(req, a, f, off, n, status)
 }
 

@@ -8,7 +8,10 @@ package catalog
 // that reservation. Once open, the reservation becomes the archive's real
 // index size (its heap; nearly nothing for an index served from its file in
 // place) and is held until the archive is closed; a failed open returns it
-// at once. Configured archives (--archive) are not charged: they are
+// at once. An incremental chain's version history (built on its first
+// versioned request) is charged too once built, until the archive is
+// closed (chargeChainHistory). Configured archives (--archive) are not
+// charged: they are
 // opened before serving, and a failure there is fatal anyway.
 
 import (

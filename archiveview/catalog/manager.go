@@ -316,6 +316,9 @@ type openExtra struct {
 	// hist: an older dataset version opened for this history, also
 	// charged to histIndex (and never evicting this history for room).
 	hist *historyState
+	// charged: an open within the index budget (openReserved), whose
+	// chain's version history is charged to it too once built.
+	charged bool
 }
 
 // indexCharge is what an open archive holds of the index budgets.
@@ -339,6 +342,9 @@ func (cm *Manager) openArchive(ctx context.Context, name, bucket, key string, ma
 func (cm *Manager) openInSlot(ctx context.Context, name, bucket, key string, maxFiles int, x openExtra) (*archiveview.Archive, error) {
 	o := cm.opts
 	o.Name = name
+	if x.charged {
+		o.HistoryMemory = cm.chargeChainHistory
+	}
 	if len(x.allow) > 0 {
 		o.AllowKeyPrefixes = append(slices.Clone(o.AllowKeyPrefixes), x.allow...)
 	}
@@ -396,6 +402,7 @@ func (cm *Manager) openUpload(ctx context.Context, name, bucket, key string, lis
 // them. A history's older version keeps its order (its share, the
 // budget, then a slot: historymgr.go).
 func (cm *Manager) openReserved(ctx context.Context, name, bucket, key string, files int, x openExtra) (*archiveview.Archive, error) {
+	x.charged = true
 	if x.hist == nil {
 		got, err := cm.slotAndMemory(ctx, int64(files)*IndexBytesPerFile)
 		if x.held != nil {
@@ -517,6 +524,22 @@ func (cm *Manager) closeArchive(a *archiveview.Archive) {
 	if ok {
 		cm.releaseIndex(c)
 	}
+}
+
+// chargeChainHistory is the archives' Options.HistoryMemory: a chain's
+// version history, once built, is charged to --index-memory (waiting at
+// most the open timeout) until its archive is closed. A failure wraps
+// ErrIndexMemory and ErrUnavailable (503 SlowDown; the next versioned
+// request builds it again).
+func (cm *Manager) chargeChainHistory(ctx context.Context, n int64) (func(), error) {
+	wctx, cancel := context.WithTimeout(ctx, cm.cfg.OpenTimeout)
+	defer cancel()
+	got, err := cm.index.reserve(wctx, n)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", err, backend.ErrUnavailable)
+	}
+	var once sync.Once
+	return func() { once.Do(func() { cm.index.release(got) }) }, nil
 }
 
 // releaseIndex returns charge c to the index budgets.

@@ -128,10 +128,11 @@ func (s *Set) streamDecodedAt(ci int32, u int64) bool {
 // each with a decoder of its own).
 func checkHeaderOnce(ctx context.Context, s *Set, ci int32, base int64, e Extent) error {
 	k := hdrKey{off: base, name: e.TarName, length: e.Length}
-	v, _ := s.state(ci).hdrChecks.LoadOrStore(k, &Memo[struct{}]{})
+	rs := s.state(ci)
+	v, _ := rs.hdrChecks.LoadOrStore(k, &Memo[struct{}]{})
 	_, err := v.(*Memo[struct{}]).Do(ctx, func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, checkHeaderAt(ctx, s, ci, base, e)
-	}, dataFailure)
+	}, s.keepFailure(rs))
 	return err
 }
 

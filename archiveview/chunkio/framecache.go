@@ -38,8 +38,11 @@ type FrameCache struct {
 
 	mu      sync.Mutex
 	lru     *simplelru.LRU[cacheKey, *Buf]
+	own     *ownIndex // the LRU's entries by client (evictOwn)
 	bytes   int64
 	flights map[cacheKey]*flight
+
+	sumBytes atomic.Int64 // block sums its Sets keep (blocksums.go)
 
 	lim *ReadLimits
 
@@ -131,6 +134,7 @@ func NewFrameCache(budget int64, opts ...CacheOption) *FrameCache {
 		}
 		return c.dropParked()
 	}
+	c.own = newOwnIndex()
 	c.lim.reclaimOwn = c.evictOwn
 	c.lim.reclaimGets = c.dropParkedFetching
 	c.lim.reclaimOwnDecoder = c.dropParkedOwn
@@ -215,13 +219,11 @@ func (c *FrameCache) evictOwn(cl *clientUse) bool {
 func (c *FrameCache) evictOwnFrame(cl *clientUse) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, k := range c.lru.Keys() { // oldest first
-		if b, ok := c.lru.Peek(k); ok && b.cl == cl && b.refs.Load() == 1 {
-			c.lru.Remove(k)
-			return true
-		}
+	k, ok := c.own.oldestFree(cl)
+	if ok {
+		c.lru.Remove(k)
 	}
-	return false
+	return ok
 }
 
 // Budget is the cache's byte budget of decoded frames (with WithPeers,
@@ -401,6 +403,7 @@ func (c *FrameCache) lookup(k cacheKey, wait bool) (buf *Buf, fl *flight, mine b
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if b, ok := c.lru.Get(k); ok {
+		c.own.touch(k)
 		b.retain()
 		return b, nil, false
 	}
@@ -447,6 +450,7 @@ func (c *FrameCache) complete(k cacheKey, fl *flight, buf *Buf, err error) {
 			}
 			buf.retain()
 			c.lru.Add(k, buf)
+			c.own.add(k, buf)
 			c.bytes += size
 			for c.bytes > c.budget {
 				if _, _, ok := c.lru.RemoveOldest(); !ok {
@@ -462,7 +466,8 @@ func (c *FrameCache) complete(k cacheKey, fl *flight, buf *Buf, err error) {
 	close(fl.done)
 }
 
-func (c *FrameCache) onEvict(_ cacheKey, b *Buf) {
+func (c *FrameCache) onEvict(k cacheKey, b *Buf) {
+	c.own.remove(k)
 	c.bytes -= int64(cap(b.b))
 	if b.prefetchedBy != nil && !b.read.Load() {
 		b.prefetchedBy.prefetchWasted(b.prefetchBytes)

@@ -94,6 +94,19 @@ func isContextErr(err error) bool {
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
+// forgetFailure drops a kept failure (a kept success stays), so the next
+// Do runs fill again; it reports whether there was one.
+func (m *Memo[V]) forgetFailure() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.kept || m.err == nil {
+		return false
+	}
+	var zero V
+	m.kept, m.v, m.err = false, zero, nil
+	return true
+}
+
 // Started reports whether a run is in progress or a result is kept.
 func (m *Memo[V]) Started() bool {
 	m.mu.Lock()

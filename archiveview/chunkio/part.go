@@ -30,6 +30,7 @@ type part struct {
 	errs    []error // per sub-range: why it stopped early
 	subs    []int64 // sub-range boundaries (object offsets)
 	avail   int64   // contiguous bytes from off that have arrived
+	checked int64   // end of the blocks checked against their sums (partReader.head; blocksums.go)
 	changed chan struct{}
 	fetches sync.WaitGroup
 }

@@ -116,13 +116,15 @@ type compFrames struct {
 	lru     *simplelru.LRU[cacheKey, *Buf]
 	bytes   int64
 	flights map[cacheKey]*flight
+	own     *ownIndex // the entries by client (evictOwn)
 }
 
 func newCompFrames(budget int64) *compFrames {
-	cf := &compFrames{budget: budget, flights: make(map[cacheKey]*flight)}
+	cf := &compFrames{budget: budget, flights: make(map[cacheKey]*flight), own: newOwnIndex()}
 	// One entry per cacheEntryMin bytes of budget at most, as the decoded
 	// frames: a manifest of tiny frames cannot fill it with bookkeeping.
-	l, err := simplelru.NewLRU[cacheKey, *Buf](int(max(1, min(budget/cacheEntryMin, math.MaxInt32))), func(_ cacheKey, b *Buf) {
+	l, err := simplelru.NewLRU[cacheKey, *Buf](int(max(1, min(budget/cacheEntryMin, math.MaxInt32))), func(k cacheKey, b *Buf) {
+		cf.own.remove(k)
 		cf.bytes -= int64(cap(b.b))
 		b.Release()
 	})
@@ -149,13 +151,11 @@ func (cf *compFrames) removeOldest() bool {
 func (cf *compFrames) evictOwn(cl *clientUse) bool {
 	cf.mu.Lock()
 	defer cf.mu.Unlock()
-	for _, k := range cf.lru.Keys() { // oldest first
-		if b, ok := cf.lru.Peek(k); ok && b.cl == cl && b.refs.Load() == 1 {
-			cf.lru.Remove(k)
-			return true
-		}
+	k, ok := cf.own.oldestFree(cl)
+	if ok {
+		cf.lru.Remove(k)
 	}
-	return false
+	return ok
 }
 
 // add keeps buf (taking a reference of its own) unless k is held or buf is
@@ -167,6 +167,7 @@ func (cf *compFrames) addLocked(k cacheKey, buf *Buf) {
 	}
 	buf.retain()
 	cf.lru.Add(k, buf)
+	cf.own.add(k, buf)
 	cf.bytes += size
 	for cf.bytes > cf.budget {
 		if _, _, ok := cf.lru.RemoveOldest(); !ok {
@@ -181,6 +182,7 @@ func (cf *compFrames) addLocked(k cacheKey, buf *Buf) {
 func (cf *compFrames) await(ctx context.Context, c *FrameCache, k cacheKey) (*Buf, error) {
 	cf.mu.Lock()
 	if b, ok := cf.lru.Get(k); ok {
+		cf.own.touch(k)
 		b.retain()
 		cf.mu.Unlock()
 		return b, nil
@@ -217,6 +219,7 @@ func (cf *compFrames) get(ctx context.Context, c *FrameCache, k cacheKey, fill f
 	for attempt := 0; ; attempt++ {
 		cf.mu.Lock()
 		if b, ok := cf.lru.Get(k); ok {
+			cf.own.touch(k)
 			b.retain()
 			cf.mu.Unlock()
 			return b, true, nil

@@ -7,6 +7,7 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -24,6 +25,9 @@ const (
 	maxParked               = 8        // parked stream decoders per Set
 	maxPrefetches           = 2        // background prefetch runs per Set
 	segmentBytes            = 256 << 10
+	// DefaultForgetCorrupt is how long a chunk's remembered data failure
+	// refuses its reads without a request (Options.ForgetCorruptAfter).
+	DefaultForgetCorrupt = 5 * time.Minute
 )
 
 // Options configure a Set. Zero fields take the defaults.
@@ -67,6 +71,16 @@ type Options struct {
 	// by the manifest, not by the members a hostile chunk holds. nil keeps
 	// every regular member's name (bounded by maxWalkEntries only).
 	TarMembers func(ci int32) (func(name string) bool, error)
+	// ForgetCorruptAfter bounds how long a data failure of a chunk (a
+	// span or object that failed its sha256 twice, a tar walk or header
+	// check that failed on the data, a zstd stream past its bound) is
+	// remembered: within it, reads that need the failed check are refused
+	// without a request; after it the check runs again on the next read
+	// (the operator may have replaced the object). 0 =
+	// DefaultForgetCorrupt.
+	ForgetCorruptAfter time.Duration
+	// Now is the clock of ForgetCorruptAfter; nil is time.Now.
+	Now func() time.Time
 }
 
 // MaxFrame is the giant-frame threshold these options give: frames whose
@@ -122,6 +136,10 @@ type Set struct {
 	closed bool
 
 	decoded atomic.Int64 // bytes produced by stream decoders (tests: O(size))
+	sumHeld atomic.Int64 // block sums charged to the cache (blocksums.go)
+
+	forgetAfter time.Duration    // Options.ForgetCorruptAfter, defaulted
+	now         func() time.Time // Options.Now, defaulted
 
 	keyIdxOnce sync.Once // chunkByKey (peers.go)
 	keyIdx     map[string]int32
@@ -152,6 +170,13 @@ func NewSet(store backend.Store, bucket string, chunks []Chunk, o Options) *Set 
 		s.cache = NewFrameCache(DefaultCacheBudget)
 	}
 	s.lim = s.cache.lim
+	s.forgetAfter, s.now = o.ForgetCorruptAfter, o.Now
+	if s.forgetAfter <= 0 {
+		s.forgetAfter = DefaultForgetCorrupt
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
 	s.classes = o.Classes
 	if s.classes == nil {
 		s.classes = NewClasses(store, bucket, ClassOptions{Logger: o.Logger, Name: o.Name})
@@ -209,6 +234,7 @@ func (s *Set) Close() {
 	s.closed = true
 	s.mu.Unlock()
 	s.cache.dropParkedOf(s)
+	s.cache.giveSums(s.sumHeld.Swap(0))
 	if s.cache.peers != nil {
 		s.cache.reg.remove(s)
 	}
@@ -248,6 +274,12 @@ type chunkState struct {
 	// second failure is remembered in streamErr (stream.go).
 	wholeMismatch atomic.Bool
 
+	// failedAt is when a data failure of the chunk was first remembered
+	// (unix nanoseconds; 0: none since the last forget); corrupt says
+	// one ever was in this state (forget.go).
+	failedAt atomic.Int64
+	corrupt  atomic.Bool
+
 	noSumNoted   atomic.Bool    // a frame without checksum was logged
 	evidence     streamEvidence // whether the chunk's reads are a stream (readahead.go)
 	prefetchedTo atomic.Int64   // highest frame index handed to prefetch
@@ -268,14 +300,20 @@ type hdrKey struct {
 func (s *Set) state(ci int32) *chunkState {
 	p := &s.states[ci]
 	if rs := p.Load(); rs != nil {
+		s.forgetExpired(rs)
 		return rs
 	}
-	rs := &chunkState{}
-	rs.prefetchedTo.Store(-1)
+	rs := newChunkState()
 	if p.CompareAndSwap(nil, rs) {
 		return rs
 	}
 	return p.Load()
+}
+
+func newChunkState() *chunkState {
+	rs := &chunkState{}
+	rs.prefetchedTo.Store(-1)
+	return rs
 }
 
 // ifMatch returns the ETag later range reads must match ("" before the
@@ -312,12 +350,13 @@ func (rs *chunkState) streamFailure() error {
 }
 
 // failStream remembers a whole-object data failure (the first one wins).
-func (rs *chunkState) failStream(err error) {
+func (rs *chunkState) failStream(now time.Time, err error) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	if rs.streamErr == nil {
 		rs.streamErr = err
 	}
+	rs.markFailed(now)
 }
 
 func (rs *chunkState) objectSize() int64 {
@@ -336,6 +375,9 @@ func (s *Set) rangeGet(ctx context.Context, ci int32, off, length int64) (io.Rea
 	rs := s.state(ci)
 	s.pinListed(ci, rs)
 	b, info, err := s.store.ReadRange(ctx, s.bucket, c.Key, off, length, rs.ifMatch())
+	if errors.Is(err, backend.ErrChanged) {
+		s.repinChanged(ci, rs)
+	}
 	if err != nil {
 		var ae *backend.ArchivedError
 		if errors.As(err, &ae) {
@@ -345,6 +387,7 @@ func (s *Set) rangeGet(ctx context.Context, ci int32, off, length int64) (io.Rea
 	}
 	if err := rs.observe(info); err != nil {
 		b.Close()
+		s.repinChanged(ci, rs)
 		return nil, err
 	}
 	if c.Kind == Direct && info.Size > 0 && info.Size != c.Size {
@@ -392,6 +435,7 @@ func (s *Set) objectSize(ctx context.Context, ci int32) (int64, error) {
 	}
 	s.classes.Observe(info)
 	if err := rs.observe(info); err != nil {
+		s.repinChanged(ci, rs)
 		return 0, err
 	}
 	return info.Size, nil

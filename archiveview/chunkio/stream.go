@@ -2,6 +2,7 @@ package chunkio
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"hash"
@@ -50,11 +51,36 @@ type partReader struct {
 	whole    bool // the whole unframed object: a mismatch is remembered
 	verified bool
 	failed   error
+
+	// blocks, when set, are the sums of a checked unit holding [start,
+	// end): parts are planned from the block holding start to the one
+	// holding end-1 (planEnd), and no byte of a block is handed out
+	// before the block matched its sum (blocksums.go); refetched says a
+	// mismatch was read once more already.
+	blocks    *blockSums
+	planEnd   int64
+	refetched bool
 }
 
 func (s *Set) newPartReader(ctx context.Context, ci int32, start, end int64) *partReader {
-	return &partReader{set: s, ci: ci, ctx: ctx, start: start, end: end, pos: start, planned: start,
+	r := &partReader{set: s, ci: ci, ctx: ctx, start: start, end: end, pos: start, planned: start, planEnd: end,
 		win: newWindow(s.lim.streamParts), slots: make(chan struct{}, s.lim.streamParts)}
+	if b := s.sumsFor(ci, start, end); b != nil {
+		r.blocks = b
+		r.planned = r.planFrom(start)
+		_, r.planEnd = b.bounds(end - 1)
+	}
+	return r
+}
+
+// planFrom is where parts that must deliver byte at start from are
+// planned from: the start of its block when the reader checks blocks.
+func (r *partReader) planFrom(at int64) int64 {
+	if r.blocks == nil {
+		return at
+	}
+	lo, _ := r.blocks.bounds(at)
+	return lo
 }
 
 // fill makes sure the part holding pos is launched (a demand read) and
@@ -64,7 +90,7 @@ func (r *partReader) fill() error {
 		r.counted = true
 		r.set.lim.streamStarted()
 	}
-	for len(r.queue) < r.win.n && r.planned < r.end {
+	for len(r.queue) < r.win.n && r.planned < r.planEnd {
 		mode, extra := speculative, int64(0)
 		if len(r.queue) == 0 {
 			mode, extra = demand, r.firstExtra
@@ -75,7 +101,7 @@ func (r *partReader) fill() error {
 			// one free now is free at launch.
 			return nil
 		}
-		plan := nextRange(r.planned, r.end, r.set.lim.partSize)
+		plan := nextRange(r.planned, r.planEnd, r.set.lim.partSize)
 		var life context.Context
 		if r.detached {
 			life = context.WithoutCancel(r.ctx)
@@ -105,6 +131,14 @@ func (r *partReader) head() (*part, int64, error) {
 	}
 	p := r.queue[0]
 	need := r.pos - p.off + 1
+	var blo, bhi int64
+	if r.blocks != nil {
+		blo, bhi = r.blocks.bounds(r.pos)
+		if blo < p.off || bhi > p.end {
+			return nil, 0, fmt.Errorf("object bytes %d-%d: block %d-%d not within one part: %w", p.off, p.end, blo, bhi, ErrCorrupt)
+		}
+		need = bhi - p.off // the whole block, checked before any of it is used
+	}
 	if p.ready() < need {
 		r.win.starved() // the reader waits for data: more parts in flight would help
 		if err := r.fill(); err != nil {
@@ -115,7 +149,33 @@ func (r *partReader) head() (*part, int64, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	return p, p.off + avail - r.pos, nil
+	if r.blocks != nil {
+		if p.checked <= r.pos {
+			if got := sha256.Sum256(p.buf.b[blo-p.off : bhi-p.off]); got != r.blocks.sums[r.blocks.index(blo)] {
+				return r.blockMismatch(blo, bhi)
+			}
+			p.checked = bhi
+		}
+		avail = p.checked - p.off
+	}
+	// A part may run past end, to the end of end's block.
+	return p, min(p.off+avail, r.end) - r.pos, nil
+}
+
+// blockMismatch handles a block whose bytes do not match the sum its
+// unit's check took: read once more (a body damaged in transit), and a
+// second mismatch fails the read.
+func (r *partReader) blockMismatch(lo, hi int64) (*part, int64, error) {
+	r.set.metrics.checksumFailure()
+	c := &r.set.chunks[r.ci]
+	if r.refetched {
+		return nil, 0, fmt.Errorf("s3://%s/%s object bytes %d-%d: sha256 mismatch with the check of the span they belong to, read twice: %w", r.set.bucket, c.Key, lo, hi, ErrChecksum)
+	}
+	r.refetched = true
+	r.set.log.Warn().Str("archive", r.set.name).Str("chunk", c.Key).Int64("from", lo).Int64("to", hi).
+		Msg("object bytes do not match the sum their span's check took: reading them again")
+	r.suspend()
+	return r.head()
 }
 
 // advance records that n bytes at pos were delivered (hashing them) and
@@ -190,7 +250,7 @@ func (r *partReader) finish() error {
 				// A second whole-object mismatch: corruption at rest,
 				// remembered. The first may have been a body corrupted
 				// in transit; the next decode reads the object again.
-				rs.failStream(err)
+				rs.failStream(r.set.now(), err)
 			}
 			r.failed = err
 			return err
@@ -206,7 +266,7 @@ func (r *partReader) suspend() {
 		p.close()
 	}
 	r.queue = nil
-	r.planned = r.pos
+	r.planned = r.planFrom(r.pos)
 	r.held = 0
 	r.win = newWindow(r.win.max)
 	r.pause()
@@ -252,7 +312,7 @@ func (r *partReader) Seek(off int64, whence int) (int64, error) {
 	}
 	if off < r.pos || off >= r.planned {
 		r.suspend()
-		r.pos, r.planned = off, off
+		r.pos, r.planned = off, r.planFrom(off)
 		return off, nil
 	}
 	for len(r.queue) > 0 && r.queue[0].end <= off {

@@ -51,7 +51,8 @@ func isSparse(hdr *tar.Header) bool {
 // A name that appears more than once in the chunk (as any two members, a
 // regular file and a link included) is refused (ErrCorrupt).
 func (s *Set) tarOffset(ctx context.Context, ci int32, name string) (int64, int64, error) {
-	entries, err := s.state(ci).walk.Do(ctx, func(ctx context.Context) (map[string]walkEntry, error) {
+	rs := s.state(ci)
+	entries, err := rs.walk.Do(ctx, func(ctx context.Context) (map[string]walkEntry, error) {
 		m, err := runTarWalk(ctx, s, ci)
 		if errors.Is(err, ErrChecksum) {
 			// Walked once more, as a frame is fetched again: a body
@@ -62,7 +63,7 @@ func (s *Set) tarOffset(ctx context.Context, ci int32, name string) (int64, int6
 			m, err = runTarWalk(ctx, s, ci)
 		}
 		return m, err
-	}, dataFailure)
+	}, s.keepFailure(rs))
 	if err != nil {
 		return 0, 0, fmt.Errorf("tar walk: %w", err)
 	}

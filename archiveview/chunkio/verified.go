@@ -11,9 +11,12 @@ package chunkio
 //     part's checksum: its bytes as served, decoded for zstd kinds);
 //     compressed spans are preferred, since hashing them needs no decoding;
 //   - the first read that needs a unit checks it, streaming the unit through
-//     the planner's parallel parts and keeping nothing; concurrent readers
-//     share that one check (Memo), a failure of the data is remembered and
-//     a backend failure is retried by the next read;
+//     the planner's parallel parts and keeping only, for a unit of object
+//     bytes, the sha256 of each of its blocks (blocksums.go: later ranged
+//     reads of it are checked block by block against them); concurrent
+//     readers share that one check (Memo), a failure of the data is
+//     remembered (for a bounded time: forget.go) and a backend failure is
+//     retried by the next read;
 //   - a checked unit is remembered with the object's ETag seen by the
 //     check. The chunk's ETag is pinned from its first response on, so every
 //     later GET of the object carries If-Match with it: a replaced object
@@ -70,7 +73,8 @@ type VerifiedUnit struct {
 type unitState struct {
 	mu     sync.Mutex
 	done   map[Unit]bool
-	checks map[Unit]*Memo[struct{}]
+	checks map[Unit]*Memo[*blockSums]
+	sums   map[Unit]*blockSums // of done units whose bytes are object bytes (blocksums.go)
 }
 
 // units returns the units whose checks make extent e (data at base)
@@ -151,7 +155,17 @@ func (s *Set) Verifiable(e Extent) bool {
 // ensureUnits checks each unit of chunk ci not yet checked (once: concurrent
 // readers share the check).
 func ensureUnits(ctx context.Context, s *Set, ci int32, units []Unit) error {
-	rs := s.state(ci)
+	err := ensureUnitsIn(ctx, s, ci, s.state(ci), units)
+	if errors.Is(err, backend.ErrChanged) {
+		// The object was replaced since a data failure of it was
+		// remembered, and the chunk's state was started afresh
+		// (repinChanged): check the new object.
+		err = ensureUnitsIn(ctx, s, ci, s.state(ci), units)
+	}
+	return err
+}
+
+func ensureUnitsIn(ctx context.Context, s *Set, ci int32, rs *chunkState, units []Unit) error {
 	if rs.unpinned.Load() {
 		return errUnpinned(s, ci)
 	}
@@ -162,17 +176,18 @@ func ensureUnits(ctx context.Context, s *Set, ci int32, units []Unit) error {
 			continue
 		}
 		if rs.units.checks == nil {
-			rs.units.checks = map[Unit]*Memo[struct{}]{}
+			rs.units.checks = map[Unit]*Memo[*blockSums]{}
 		}
 		m := rs.units.checks[u]
 		if m == nil {
-			m = &Memo[struct{}]{}
+			m = &Memo[*blockSums]{}
 			rs.units.checks[u] = m
 		}
 		rs.units.mu.Unlock()
-		if _, err := m.Do(ctx, func(ctx context.Context) (struct{}, error) {
-			return struct{}{}, checkUnitTwice(ctx, s, ci, u)
-		}, dataFailure); err != nil {
+		sums, err := m.Do(ctx, func(ctx context.Context) (*blockSums, error) {
+			return checkUnitTwice(ctx, s, ci, u)
+		}, s.keepFailure(rs))
+		if err != nil {
 			return err
 		}
 		if rs.ifMatch() == "" {
@@ -189,8 +204,20 @@ func ensureUnits(ctx context.Context, s *Set, ci int32, units []Unit) error {
 			rs.units.done = map[Unit]bool{}
 		}
 		rs.units.done[u] = true
+		if sums != nil {
+			if rs.units.sums == nil {
+				rs.units.sums = map[Unit]*blockSums{}
+			}
+			rs.units.sums[u] = sums
+		}
 		delete(rs.units.checks, u)
 		rs.units.mu.Unlock()
+		if s.states[ci].Load() != rs {
+			// The state was started afresh while this check ran (the
+			// object was replaced, repinChanged): the check may have
+			// read the old object, so it vouches for nothing now.
+			return fmt.Errorf("checking %s of s3://%s/%s: the object was replaced during the check: %w", u.what(), s.bucket, s.chunks[ci].Key, backend.ErrChanged)
+		}
 	}
 	return nil
 }
@@ -206,31 +233,35 @@ func errUnpinned(s *Set, ci int32) error {
 // (as refetchFrame does for a frame): corruption in transit passes,
 // corruption at rest fails twice, and only that is remembered (by the
 // unit's Memo, and for a whole object by failStream).
-func checkUnitTwice(ctx context.Context, s *Set, ci int32, u Unit) error {
-	err := checkUnit(ctx, s, ci, u)
+func checkUnitTwice(ctx context.Context, s *Set, ci int32, u Unit) (*blockSums, error) {
+	sums, err := checkUnit(ctx, s, ci, u)
 	if !errors.Is(err, ErrChecksum) {
-		return err
+		return sums, err
 	}
 	s.log.Warn().Str("archive", s.name).Str("chunk", s.chunks[ci].Key).Str("unit", u.what()).Err(err).
 		Msg("checksum mismatch of a span read whole: reading it again")
-	if err = checkUnit(ctx, s, ci, u); errors.Is(err, ErrChecksum) {
+	if sums, err = checkUnit(ctx, s, ci, u); errors.Is(err, ErrChecksum) {
 		err = fmt.Errorf("read twice: %w", err)
 		if u.Kind == UnitObject {
-			s.state(ci).failStream(err)
+			s.state(ci).failStream(s.now(), err)
 		}
 	}
-	return err
+	return sums, err
 }
 
 // checkUnit reads unit u of chunk ci whole, hashing it, through the
-// planner's parts (compressed units are not decoded).
-func checkUnit(ctx context.Context, s *Set, ci int32, u Unit) error {
+// planner's parts (compressed units are not decoded). For a unit of
+// object bytes it returns the sums of its blocks too (nil when the
+// cache's bound for them is full), which later reads of it are checked
+// against (blocksums.go).
+func checkUnit(ctx context.Context, s *Set, ci int32, u Unit) (*blockSums, error) {
 	var r io.Reader
+	var size int64
 	switch u.Kind {
 	case UnitObject:
-		size, err := s.objectSize(ctx, ci)
-		if err != nil {
-			return err
+		var err error
+		if size, err = s.objectSize(ctx, ci); err != nil {
+			return nil, err
 		}
 		pr := s.newPartReader(ctx, ci, 0, size)
 		defer pr.suspend()
@@ -242,29 +273,47 @@ func checkUnit(ctx context.Context, s *Set, ci int32, u Unit) error {
 	default:
 		src, err := s.Range(ctx, ci, u.Off, u.Off+u.N)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		sr := &segReader{src: src}
 		defer sr.Close()
 		r = sr
 	}
 	h := sha256.New()
-	n, err := io.CopyBuffer(h, r, make([]byte, segmentBytes))
+	var w io.Writer = h
+	var bh *blockHasher
+	off, end, objectBytes := s.unitObjectBytes(ci, u, size)
+	if objectBytes {
+		if bh = s.newBlockHasher(off, end); bh != nil {
+			w = io.MultiWriter(h, bh)
+		}
+	}
+	n, err := io.CopyBuffer(w, r, make([]byte, segmentBytes))
 	if err != nil {
-		return fmt.Errorf("checking %s: %w", u.what(), err)
+		s.dropSums(bh)
+		return nil, fmt.Errorf("checking %s: %w", u.what(), err)
 	}
 	if u.Kind != UnitObject && n != u.N {
-		return fmt.Errorf("checking %s: %d bytes: %w", u.what(), n, ErrCorrupt)
+		s.dropSums(bh)
+		return nil, fmt.Errorf("checking %s: %d bytes: %w", u.what(), n, ErrCorrupt)
 	}
 	var got [32]byte
 	h.Sum(got[:0])
 	if got != u.Sum {
+		s.dropSums(bh)
 		s.metrics.checksumFailure()
-		return fmt.Errorf("%s (read whole before serving any of it): sha256 mismatch: %w", u.what(), ErrChecksum)
+		return nil, fmt.Errorf("%s (read whole before serving any of it): sha256 mismatch: %w", u.what(), ErrChecksum)
 	}
 	s.log.Debug().Str("archive", s.name).Str("chunk", s.chunks[ci].Key).Str("unit", u.what()).Int64("bytes", n).
 		Msg("verified whole before its first ranged read")
-	return nil
+	if bh == nil {
+		return nil, nil
+	}
+	if bh.at != end {
+		s.dropSums(bh)
+		return nil, nil
+	}
+	return bh.b, nil
 }
 
 func (u Unit) what() string {

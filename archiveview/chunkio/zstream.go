@@ -45,7 +45,7 @@ type zstream struct {
 func (z *zstream) overLimit() error {
 	if z.limit > 0 && z.pos > z.limit {
 		err := fmt.Errorf("zstd stream decodes past %d bytes, more than its manifest entries can need: %w", z.limit, ErrCorrupt)
-		z.set.state(z.ci).failStream(err) // the object itself is at fault: remembered
+		z.set.state(z.ci).failStream(z.set.now(), err) // the object itself is at fault: remembered
 		return err
 	}
 	return nil

@@ -51,6 +51,23 @@ func limitsList(l manifest.Limits) [7]int64 {
 		int64(l.MaxFrames), int64(l.MaxPathBytes), int64(l.MaxChainDepth)}
 }
 
+// limitsWithin reports whether a tree built under caps built is the tree
+// an open under caps now builds: each cap of now is at least built's. The
+// caps only refuse (a manifest over one fails the open; none changes what
+// is built), so what fit the tighter caps fits the looser ones the same
+// way, and the catalog's file cap (from --max-files-per-upload) can change
+// across restarts without every index being rebuilt. A tighter cap is
+// stale: the manifests are read again, to refuse what is now too large.
+func limitsWithin(built, now manifest.Limits) bool {
+	b, n := limitsList(built), limitsList(now)
+	for i := range b {
+		if n[i] < b[i] {
+			return false
+		}
+	}
+	return true
+}
+
 // Recorder passes every request through and records each Get (the
 // manifests Open reads): ETag, size and the sha256 of the whole body.
 type Recorder struct {
@@ -158,7 +175,7 @@ func (p *Provenance) Matches(ctx context.Context, store backend.Store, pBucket, 
 		return fmt.Errorf("%w: built for %s/%s", ErrStale, pBucket, pKey)
 	case len(p.Sources) == 0:
 		return fmt.Errorf("%w: no manifest sources recorded", ErrStale)
-	case p.MaxFrame != maxFrame || limitsList(p.Limits) != limitsList(limits):
+	case p.MaxFrame != maxFrame || !limitsWithin(p.Limits, limits):
 		return fmt.Errorf("%w: built with other limits", ErrStale)
 	}
 	for _, s := range p.Sources {
