@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 )
@@ -112,5 +113,22 @@ func TestSigV4SigningKeyCacheBounded(t *testing.T) {
 		if n := v.sigKeys.len(); n > maxSigningKeys {
 			t.Fatalf("%d kept signing keys after %d regions, bound %d", n, i+1, maxSigningKeys)
 		}
+	}
+}
+
+// TestSigV4SigningKeyLongScopeNotKept: a signed request naming a region
+// longer than maxKeptScopeField verifies but keeps nothing.
+func TestSigV4SigningKeyLongScopeNotKept(t *testing.T) {
+	now := time.Date(2026, 12, 2, 1, 0, 0, 0, time.UTC)
+	v, err := New(testConfig(false, func() time.Time { return now }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("r", maxKeptScopeField+1)
+	if _, err := v.Authenticate(signedGet(t, testAK, testSK, long, now)); err != nil {
+		t.Fatalf("long region: %v", err)
+	}
+	if n := v.sigKeys.len(); n != 0 {
+		t.Fatalf("%d signing keys kept for a %d-byte region, want 0", n, len(long))
 	}
 }

@@ -193,8 +193,14 @@ func signV4(key []byte, a v4Auth, t time.Time, creq string) []byte {
 	return hmacSHA256(key, sts)
 }
 
-// maxSigningKeys bounds the signing keys a Verifier keeps.
-const maxSigningKeys = 1024
+// maxSigningKeys bounds the signing keys a Verifier keeps, and
+// maxKeptScopeField the length of a scope's date, region and service for
+// its key to be kept (real ones are far shorter): a key holder sending
+// long made-up regions keeps no more than a few hundred KiB.
+const (
+	maxSigningKeys    = 1024
+	maxKeptScopeField = 64
+)
 
 // signingScope names one kept signing key: an access key (whose secret is
 // fixed for the Verifier's life) and a credential scope.
@@ -243,7 +249,9 @@ func (v *Verifier) matchKeyV4(r *http.Request, secret string, a v4Auth, t time.T
 	if !matchV4(r, k, a, t, canonQuery, payloadHash) {
 		return false
 	}
-	v.sigKeys.put(scope, k)
+	if len(a.Date) <= maxKeptScopeField && len(a.Region) <= maxKeptScopeField && len(a.Service) <= maxKeptScopeField {
+		v.sigKeys.put(scope, k)
+	}
 	return true
 }
 
