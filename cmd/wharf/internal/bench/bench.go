@@ -393,9 +393,6 @@ func walkAndRandom(ctx context.Context, cfg Config, e *env, rep *Report) error {
 				f := secs / floor[c]
 				rep.add(Row{Workload: wl, System: "wharf", Variant: variant, Concurrency: c, Metric: "time / zero-latency floor", Value: f, Unit: "x"})
 				rep.target("tree walk at 8 clients vs the zero-latency floor ("+variant+")", fmt.Sprintf("%.2fx", f), "<= 2x", f <= 2)
-				if err := pwWalkProf(ctx, cfg, e, tr, ar.res.ManifestKey); err != nil {
-					return err
-				}
 			}
 			bound := int64(ar.res.Frames + plain + 1)
 			rep.target(fmt.Sprintf("walk GETs, %s, %d clients", variant, c), fmt.Sprintf("%d", gets), fmt.Sprintf("<= %d (frames + plain + manifest)", bound), gets <= bound)

@@ -128,7 +128,7 @@ func newEnv(cfg Config) (*env, error) {
 		return nil, err
 	}
 	e.srv = &http.Server{Handler: e.labelled("wharf", h), ReadHeaderTimeout: 10 * time.Second}
-	go pprof.Do(context.Background(), pprof.Labels("side", "wharfconn"), func(context.Context) { e.srv.Serve(ln) })
+	go e.srv.Serve(ln)
 	e.url = "http://" + ln.Addr().String()
 	tr := &http.Transport{
 		MaxIdleConns:        256,
