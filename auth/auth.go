@@ -73,6 +73,8 @@ func (e *Error) Error() string { return e.Code + ": " + e.Message }
 type Verifier struct {
 	cfg  Config
 	keys map[string]keyEntry // access key → secret and grants; read-only after New
+
+	sigKeys signingKeys // SigV4 signing keys of scopes that verified (sigv4.go)
 }
 
 type keyEntry struct {

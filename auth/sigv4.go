@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -175,15 +176,83 @@ func hmacSHA256(key []byte, data string) []byte {
 	return m.Sum(nil)
 }
 
-// signV4 computes the SigV4 signature of a canonical request.
-func signV4(secret string, a v4Auth, t time.Time, creq string) []byte {
-	sum := sha256.Sum256([]byte(creq))
-	sts := algoV4 + "\n" + t.UTC().Format(iso8601Basic) + "\n" + a.scope() + "\n" + hex.EncodeToString(sum[:])
+// signingKeyV4 derives the SigV4 signing key of secret for a's scope
+// (date, region, service).
+func signingKeyV4(secret string, a v4Auth) []byte {
 	k := hmacSHA256([]byte("AWS4"+secret), a.Date)
 	k = hmacSHA256(k, a.Region)
 	k = hmacSHA256(k, a.Service)
-	k = hmacSHA256(k, "aws4_request")
-	return hmacSHA256(k, sts)
+	return hmacSHA256(k, "aws4_request")
+}
+
+// signV4 computes the SigV4 signature of a canonical request with the
+// signing key of a's scope.
+func signV4(key []byte, a v4Auth, t time.Time, creq string) []byte {
+	sum := sha256.Sum256([]byte(creq))
+	sts := algoV4 + "\n" + t.UTC().Format(iso8601Basic) + "\n" + a.scope() + "\n" + hex.EncodeToString(sum[:])
+	return hmacSHA256(key, sts)
+}
+
+// maxSigningKeys bounds the signing keys a Verifier keeps, and
+// maxKeptScopeField the length of a scope's date, region and service for
+// its key to be kept (real ones are far shorter): a key holder sending
+// long made-up regions keeps no more than a few hundred KiB.
+const (
+	maxSigningKeys    = 1024
+	maxKeptScopeField = 64
+)
+
+// signingScope names one kept signing key: an access key (whose secret is
+// fixed for the Verifier's life) and a credential scope.
+type signingScope struct{ access, date, region, service string }
+
+// signingKeys keeps the signing keys of scopes that verified a request,
+// so that the next request in the same scope (every request of a client
+// on the same day) costs one HMAC instead of five. Only a key that made a
+// signature match is kept: a request without the secret adds nothing.
+// When full it starts again empty (at most maxSigningKeys entries).
+type signingKeys struct {
+	mu sync.Mutex
+	m  map[signingScope][]byte
+}
+
+func (c *signingKeys) get(s signingScope) []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[s]
+}
+
+func (c *signingKeys) put(s signingScope, k []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxSigningKeys {
+		c.m = make(map[signingScope][]byte)
+	}
+	c.m[s] = k
+}
+
+func (c *signingKeys) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.m)
+}
+
+// matchKeyV4 is matchV4 with the signing key of a's scope taken from v's
+// kept keys, or derived from secret and kept when it made the signature
+// match.
+func (v *Verifier) matchKeyV4(r *http.Request, secret string, a v4Auth, t time.Time, canonQuery, payloadHash string) bool {
+	scope := signingScope{access: a.AccessKey, date: a.Date, region: a.Region, service: a.Service}
+	if k := v.sigKeys.get(scope); k != nil {
+		return matchV4(r, k, a, t, canonQuery, payloadHash)
+	}
+	k := signingKeyV4(secret, a)
+	if !matchV4(r, k, a, t, canonQuery, payloadHash) {
+		return false
+	}
+	if len(a.Date) <= maxKeptScopeField && len(a.Region) <= maxKeptScopeField && len(a.Service) <= maxKeptScopeField {
+		v.sigKeys.put(scope, k)
+	}
+	return true
 }
 
 // uriCandidates returns the canonical URIs to try: the path decoded and
@@ -202,12 +271,12 @@ func uriCandidates(r *http.Request) []string {
 
 // matchV4 recomputes the signature for each URI and Host candidate and
 // compares it with the one sent, in constant time.
-func matchV4(r *http.Request, secret string, a v4Auth, t time.Time, canonQuery, payloadHash string) bool {
+func matchV4(r *http.Request, key []byte, a v4Auth, t time.Time, canonQuery, payloadHash string) bool {
 	ok := false
 	for _, uri := range uriCandidates(r) {
 		for _, host := range hostCandidates(r.Host) {
 			creq := canonicalRequest(r.Method, uri, canonQuery, canonicalHeaders(r, a.SignedHeaders, host), a.SignedHeaders, payloadHash)
-			if hmac.Equal(signV4(secret, a, t, creq), a.Signature) {
+			if hmac.Equal(signV4(key, a, t, creq), a.Signature) {
 				ok = true
 			}
 		}
@@ -254,7 +323,7 @@ func (v *Verifier) verifyV4Header(r *http.Request, q Query, authz string) (Ident
 	if err := checkPayloadHash(r.Method, payload); err != nil {
 		return Identity{}, err
 	}
-	if !matchV4(r, key.secret, a, t, canonicalQuery(q, ""), payload) {
+	if !v.matchKeyV4(r, key.secret, a, t, canonicalQuery(q, ""), payload) {
 		return Identity{}, errSignature()
 	}
 	id := v.identity(a.AccessKey)
@@ -345,7 +414,7 @@ func (v *Verifier) verifyV4Query(r *http.Request, q Query) (Identity, error) {
 		}
 		payload = p
 	}
-	if !matchV4(r, key.secret, a, t, canonicalQuery(q, "X-Amz-Signature"), payload) {
+	if !v.matchKeyV4(r, key.secret, a, t, canonicalQuery(q, "X-Amz-Signature"), payload) {
 		return Identity{}, errSignature()
 	}
 	now := v.cfg.Now()

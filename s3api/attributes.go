@@ -24,7 +24,7 @@ var objectAttributes = map[string]bool{
 // around names are ignored.
 func parseObjectAttributes(h http.Header) (map[string]bool, *apiError) {
 	want := map[string]bool{}
-	for _, line := range h.Values("x-amz-object-attributes") {
+	for _, line := range h.Values("X-Amz-Object-Attributes") {
 		for _, name := range strings.Split(line, ",") {
 			name = strings.TrimSpace(name)
 			if name == "" {
@@ -88,7 +88,7 @@ func (s *server) getObjectAttributes(req *request, a *archiveview.Archive) {
 	}
 	h := req.w.Header()
 	if versionID != "" {
-		h.Set("x-amz-version-id", versionID)
+		h.Set("X-Amz-Version-Id", versionID)
 	}
 	h.Set("Last-Modified", f.ModTime.UTC().Truncate(time.Second).Format(http.TimeFormat))
 	res := getObjectAttributesResponse{Xmlns: xmlNS}

@@ -51,8 +51,8 @@ func (s *server) listBuckets(req *request) {
 // handled by the router).
 func (s *server) headBucket(req *request) {
 	h := req.w.Header()
-	h.Set("x-amz-bucket-region", s.cfg.Region)
-	h.Set("x-amz-access-point-alias", "false")
+	h.Set("X-Amz-Bucket-Region", s.cfg.Region)
+	h.Set("X-Amz-Access-Point-Alias", "false")
 	h.Set("Content-Type", "application/xml")
 	req.w.WriteHeader(http.StatusOK)
 }

@@ -102,14 +102,14 @@ func (s *server) getObject(req *request, a *archiveview.Archive) {
 	mod := f.ModTime.UTC().Truncate(time.Second)
 	h := req.w.Header()
 	if versionID != "" {
-		h.Set("x-amz-version-id", versionID)
+		h.Set("X-Amz-Version-Id", versionID)
 	}
 	h.Set("ETag", quoteETag(f.ETag))
 	h.Set("Last-Modified", mod.Format(http.TimeFormat))
 	h.Set("Cache-Control", s.cacheControl(req.bucket, req.query.Has("versionId")))
 	h.Set("Accept-Ranges", "bytes")
 	if !f.ModTime.IsZero() {
-		h.Set("x-amz-meta-mtime", mtimeHeader(f.ModTime))
+		h.Set("X-Amz-Meta-Mtime", mtimeHeader(f.ModTime))
 	}
 	// The storage of the objects holding the file's bytes (restore.go):
 	// its coldest class, and the restore state when it is archived.
@@ -118,12 +118,12 @@ func (s *server) getObject(req *request, a *archiveview.Archive) {
 		s.readFailed(req, a, r.Context(), err)
 		return
 	}
-	h.Set("x-amz-storage-class", st.Class)
+	h.Set("X-Amz-Storage-Class", st.Class)
 	if st.Tier != "" {
-		h.Set("x-amz-archive-status", st.Tier)
+		h.Set("X-Amz-Archive-Status", st.Tier)
 	}
 	if v := backend.FormatRestoreHeader(st.Restore); v != "" {
-		h.Set("x-amz-restore", v)
+		h.Set("X-Amz-Restore", v)
 	}
 
 	// Conditionals come before Range (AWS precedence, §2.5).
@@ -132,10 +132,10 @@ func (s *server) getObject(req *request, a *archiveview.Archive) {
 		s.writeError(req, &apiError{Code: errPreconditionFailed, Bucket: req.bucket, Key: req.key})
 		return
 	case condNotModified:
-		h.Del("x-amz-meta-mtime")
-		h.Del("x-amz-storage-class")
-		h.Del("x-amz-archive-status")
-		h.Del("x-amz-restore")
+		h.Del("X-Amz-Meta-Mtime")
+		h.Del("X-Amz-Storage-Class")
+		h.Del("X-Amz-Archive-Status")
+		h.Del("X-Amz-Restore")
 		h.Del("Accept-Ranges")
 		req.w.WriteHeader(http.StatusNotModified)
 		return
@@ -168,7 +168,7 @@ func (s *server) getObject(req *request, a *archiveview.Archive) {
 			s.writeError(req, &apiError{Code: errInvalidPartNumber, Bucket: req.bucket, Key: req.key})
 			return
 		}
-		h.Set("x-amz-mp-parts-count", "1")
+		h.Set("X-Amz-Mp-Parts-Count", "1")
 		if size > 0 {
 			status = http.StatusPartialContent
 			h.Set("Content-Range", fmt.Sprintf("bytes 0-%d/%d", size-1, size))
@@ -193,8 +193,8 @@ func (s *server) getObject(req *request, a *archiveview.Archive) {
 	// any x-amz-checksum-* header against the body it received.
 	if status == http.StatusOK && f.SHA256 != "" && amzValue(r.Header, req.query, "x-amz-checksum-mode") == "ENABLED" {
 		if sum, err := hex.DecodeString(f.SHA256); err == nil && len(sum) == 32 {
-			h.Set("x-amz-checksum-sha256", base64.StdEncoding.EncodeToString(sum))
-			h.Set("x-amz-checksum-type", "FULL_OBJECT")
+			h.Set("X-Amz-Checksum-Sha256", base64.StdEncoding.EncodeToString(sum))
+			h.Set("X-Amz-Checksum-Type", "FULL_OBJECT")
 		}
 	}
 	for _, ov := range responseOverrides {

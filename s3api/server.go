@@ -231,8 +231,8 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	req := &request{id: newRequestID(), start: s.now(), r: r, method: r.Method}
 	req.hostID = hostIDFor(req.id)
 	h := w.Header()
-	h.Set("x-amz-request-id", req.id)
-	h.Set("x-amz-id-2", req.hostID)
+	h.Set("X-Amz-Request-Id", req.id)
+	h.Set("X-Amz-Id-2", req.hostID)
 	h.Set("Server", "wharf")
 	rw := &responseWriter{ProgressWriter: ProgressWriter{ResponseWriter: w, Timeout: s.cfg.SendTimeout}}
 	req.w = rw
@@ -388,12 +388,12 @@ func newRequestID() string {
 		return "0000000000000000"
 	}
 	const hexUpper = "0123456789ABCDEF"
-	out := make([]byte, 16)
+	var out [16]byte // on the stack: the string is the one allocation
 	for i, c := range b {
 		out[2*i] = hexUpper[c>>4]
 		out[2*i+1] = hexUpper[c&15]
 	}
-	return string(out)
+	return string(out[:])
 }
 
 // hostIDFor derives an x-amz-id-2 value for a request id.
@@ -402,7 +402,9 @@ func hostIDFor(id string) string {
 	if _, err := rand.Read(b[:]); err != nil {
 		return id
 	}
-	return hex.EncodeToString(b[:])
+	var out [2 * len(b)]byte // on the stack, as in newRequestID
+	hex.Encode(out[:], b[:])
+	return string(out[:])
 }
 
 // responseWriter records the status and body bytes for the access log;

@@ -421,6 +421,18 @@ func (c *FrameCache) lookup(k cacheKey, wait bool) (buf *Buf, fl *flight, mine b
 	return nil, f, true
 }
 
+// cachedRef returns k's cached buffer with a reference held for the
+// caller, or nil when k is not cached; it never starts or joins a flight.
+func (c *FrameCache) cachedRef(k cacheKey) *Buf {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if b, ok := c.lru.Get(k); ok {
+		b.retain()
+		return b
+	}
+	return nil
+}
+
 // contains reports whether k is cached or being filled (a peek for prefetch).
 func (c *FrameCache) contains(k cacheKey) bool {
 	c.mu.Lock()

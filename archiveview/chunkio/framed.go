@@ -53,6 +53,7 @@ type framedSource struct {
 	next    int
 	started bool
 	closed  bool
+	cached  bool // the read was served from one cached frame: no producer ran
 	cur     *frameRun
 }
 
@@ -535,6 +536,19 @@ func (fs *framedSource) Next() ([]byte, *Buf, error) {
 	if !fs.started {
 		fs.started = true
 		fs.set.lim.streamStarted()
+		if fs.lo == fs.hi && fs.parent.Err() == nil {
+			// A read within one frame that is cached (every small file of
+			// a warm archive, the tree walk's GETs) takes it at once: no
+			// producer goroutine, no future, no second lookup. Anything
+			// else (missing, being fetched) goes the producer's way.
+			if buf := fs.set.cache.cachedRef(fs.set.frameKey(fs.ci, fs.lo)); buf != nil {
+				fs.cached = true
+				close(fs.cur.ch) // never produced into
+				fs.next++
+				fs.set.metrics.cacheHit()
+				return fs.take(fs.lo, buf)
+			}
+		}
 		go fs.cur.produce()
 	}
 	if fs.next > fs.hi {
@@ -599,12 +613,21 @@ func (fs *framedSource) Next() ([]byte, *Buf, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	return fs.take(fu.i, buf)
+}
+
+// take hands the consumer frame i's decoded buffer buf (one reference,
+// the consumer's): its length checked against the manifest, the read
+// noted for readahead when it reached its last frame, the bytes of
+// [u0,u1) in it.
+func (fs *framedSource) take(i int, buf *Buf) ([]byte, *Buf, error) {
+	f := fs.set.chunks[fs.ci].Frames[i]
 	buf.read.Store(true) // a prefetched frame that is read was not wasted
 	if int64(len(buf.b)) != f.USize {
 		buf.Release()
-		return nil, nil, fmt.Errorf("frame %d: decoded buffer holds %d bytes, manifest says %d: %w", fu.i, len(buf.b), f.USize, ErrCorrupt)
+		return nil, nil, fmt.Errorf("frame %d: decoded buffer holds %d bytes, manifest says %d: %w", i, len(buf.b), f.USize, ErrCorrupt)
 	}
-	if fu.i == fs.hi {
+	if i == fs.hi {
 		// The read reached its last frame: note it for sequential
 		// detection and readahead now, not when the read began, so the
 		// window past it is fetched for the requests that follow, and a
@@ -646,7 +669,9 @@ func (fs *framedSource) Close() {
 	if fs.started && !fs.closed {
 		fs.closed = true
 		fs.set.lim.streamEnded()
-		r.abandonQueued()
+		if !fs.cached {
+			r.abandonQueued()
+		}
 	}
 }
 
