@@ -340,7 +340,9 @@ func (cm *Manager) openInSlot(ctx context.Context, name, bucket, key string, max
 	o := cm.opts
 	o.Name = name
 	if x.charged {
-		o.HistoryMemory = cm.chargeChainHistory
+		o.HistoryMemory = func(ctx context.Context) (archiveview.MemoryCharge, error) {
+			return cm.chargeChainHistory(ctx, maxFiles)
+		}
 	}
 	if len(x.allow) > 0 {
 		o.AllowKeyPrefixes = append(slices.Clone(o.AllowKeyPrefixes), x.allow...)
@@ -523,20 +525,50 @@ func (cm *Manager) closeArchive(a *archiveview.Archive) {
 	}
 }
 
-// chargeChainHistory is the archives' Options.HistoryMemory: a chain's
-// version history, once built, is charged to --index-memory (waiting at
-// most the open timeout) until its archive is closed. A failure wraps
+// chargeChainHistory is the archives' Options.HistoryMemory: building a
+// chain's version history re-reads the chain's manifests under the file
+// cap its archive was opened with (files), so it first reserves what that
+// open did (files at IndexBytesPerFile, waiting at most the open
+// timeout); once built the charge becomes the history's size, held in
+// --index-memory until its archive is closed. A failure wraps
 // ErrIndexMemory and ErrUnavailable (503 SlowDown; the next versioned
-// request builds it again).
-func (cm *Manager) chargeChainHistory(ctx context.Context, n int64) (func(), error) {
+// request tries again).
+func (cm *Manager) chargeChainHistory(ctx context.Context, files int) (archiveview.MemoryCharge, error) {
+	if files <= 0 {
+		files = int(min(int64(cm.cfg.MaxFilesPerUpload), cm.index.limit/IndexBytesPerFile))
+	}
 	wctx, cancel := context.WithTimeout(ctx, cm.cfg.OpenTimeout)
 	defer cancel()
-	got, err := cm.index.reserve(wctx, n)
+	got, err := cm.index.reserve(wctx, int64(files)*IndexBytesPerFile)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", err, backend.ErrUnavailable)
 	}
-	var once sync.Once
-	return func() { once.Do(func() { cm.index.release(got) }) }, nil
+	return &budgetCharge{b: cm.index, n: got}, nil
+}
+
+// budgetCharge is bytes of an index budget held by a MemoryCharge.
+type budgetCharge struct {
+	b    *indexBudget
+	mu   sync.Mutex
+	n    int64
+	done bool
+}
+
+func (c *budgetCharge) Settle(n int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.done {
+		c.n = c.b.adjust(c.n, max(n, 0))
+	}
+}
+
+func (c *budgetCharge) Release() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.done {
+		c.done = true
+		c.b.release(c.n)
+	}
 }
 
 // releaseIndex returns charge c to the index budgets.
