@@ -118,9 +118,9 @@ type VersionListResult struct {
 // (a rewritten or missing manifest, a broken chain) is kept too, so
 // versioned requests do not re-read the whole chain to fail the same way.
 type versionsState struct {
-	memo    chunkio.Memo[*Versions]
-	mu      sync.Mutex
-	closed  bool
+	memo   chunkio.Memo[*Versions]
+	mu     sync.Mutex
+	closed bool
 	charge MemoryCharge // the history's (Options.HistoryMemory)
 }
 
