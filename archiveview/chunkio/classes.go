@@ -251,15 +251,20 @@ func (c *Classes) Load(ctx context.Context, keys []string, ahead ...Listing) err
 	for _, k := range keys {
 		want[k] = true
 	}
+	// The distinct keys, sorted: the keys under a prefix are one run of
+	// them, counted with two binary searches (not a scan of every key per
+	// prefix: a chain of thousands of uploads has as many prefixes).
+	sorted := make([]string, 0, len(want))
+	for k := range want {
+		sorted = append(sorted, k)
+	}
+	sort.Strings(sorted)
 	var firstErr error
 	var complete []string
 	for _, p := range uploadPrefixes(keys) {
-		n := 0
-		for k := range want {
-			if strings.HasPrefix(k, p) {
-				n++
-			}
-		}
+		lo := sort.SearchStrings(sorted, p)
+		hi := lo + sort.Search(len(sorted)-lo, func(i int) bool { return !strings.HasPrefix(sorted[lo+i], p) })
+		n := hi - lo
 		seen, limit := 0, maxListedPerPrefix(n)
 		found := map[string]backend.ObjectInfo{}
 		visit := func(oi backend.ObjectInfo) error {
