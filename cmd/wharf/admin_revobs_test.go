@@ -207,3 +207,25 @@ func TestIndexCacheEventsAtZero(t *testing.T) {
 		}
 	}
 }
+
+// TestServeTLSReloadSeriesAtZero: wharf_tls_reloads_total{listener,result}
+// exists at zero for each TLS listener from the start, so an alert on a
+// rising result="error" works before the first failed reload (the series
+// appeared only at the first reload of each result).
+func TestServeTLSReloadSeriesAtZero(t *testing.T) {
+	pki := newTestPKI(t)
+	cert, key := pki.pair(t, "s3", validNow)
+	_, admin, _, _, _ := startTLSServe(t, frontDoorConfig{TLSCert: cert, TLSKey: key}, true)
+	c := pki.client(false)
+	resp, err := c.Get("https://" + admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`wharf_tls_reloads_total{listener="s3",result="ok"} 0`, `wharf_tls_reloads_total{listener="s3",result="error"} 0`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("metrics lack %s at start:\n%s", want, grepLines(string(b), "wharf_tls_reloads_total"))
+		}
+	}
+}
