@@ -204,6 +204,9 @@ type Manager struct {
 	// skippedSeen: what the last settled scan skipped (logged then, not
 	// again); under mu.
 	skippedSeen map[Skipped]bool
+	// failedSeen: the open error of each bucket that failed at the last
+	// settled scan (logged then, not again while it is the same); under mu.
+	failedSeen map[string]string
 }
 
 // scanReport is what the last scan found, for /-/archives.
@@ -1068,6 +1071,12 @@ func (cm *Manager) settle(op *scanOp) {
 		}
 	}
 
+	// A bucket's failure is logged when it is new: not the same error the
+	// last settled scan logged for it (a broken upload stays broken at
+	// every rescan), at most maxFailedLogged a scan and a line counting
+	// the rest; the summary below counts every one.
+	failures := map[string]string{}
+	failLogged, failQuiet := 0, 0
 	for n, e := range op.entries {
 		a, err, _ := e.State()
 		var was *archiveview.Archive
@@ -1078,10 +1087,23 @@ func (cm *Manager) settle(op *scanOp) {
 		case err == nil && a == nil:
 			cm.log.Info().Str("archive", n).Str("source", rep.Sources[n]).Msg("archive still opening (from an earlier scan)")
 		case err != nil:
-			cm.log.Error().Str("archive", n).Str("source", rep.Sources[n]).Err(err).Msg("archive could not be opened; its bucket answers this error")
+			failures[n] = err.Error()
+			switch {
+			case cm.failedSeen[n] == failures[n]: // logged by an earlier scan
+			case failLogged == maxFailedLogged:
+				failQuiet++
+			default:
+				failLogged++
+				cm.log.Error().Str("archive", n).Str("source", rep.Sources[n]).Err(err).Msg("archive could not be opened; its bucket answers this error")
+			}
 		case a != was:
 			cm.logArchive(n, rep.Sources[n], a)
 		}
+	}
+	cm.failedSeen = failures
+	if failQuiet > 0 {
+		cm.log.Error().Int("not_logged", failQuiet).
+			Msgf("%d more archives could not be opened, not logged one by one (/-/archives has each error)", failQuiet)
 	}
 	for n := range op.before {
 		if op.entries[n] == nil {
@@ -1267,6 +1289,7 @@ func (cm *Manager) CloseAll() {
 const (
 	maxSkippedLogged = 100
 	maxSkippedPage   = 1000
+	maxFailedLogged  = 100 // failed opens, likewise
 )
 
 // logSkipped warns of each object rep's scan skipped that the last scan
