@@ -565,6 +565,10 @@ func caseCollisions(ctx context.Context, sel *selection) (map[string]string, err
 	}); err != nil {
 		return nil, err
 	}
+	// Each refusal names at most sampleOthers of the others (a hostile
+	// archive may spell one name in thousands of ways: its report grows
+	// with the keys, not with their square).
+	const sampleOthers = 3
 	out := map[string]string{}
 	for _, keys := range byFold {
 		if len(keys) < 2 {
@@ -572,12 +576,20 @@ func caseCollisions(ctx context.Context, sel *selection) (map[string]string, err
 		}
 		for _, k := range keys {
 			var others []string
-			for _, o := range keys {
-				if o != k {
+			for _, o := range keys[:min(len(keys), sampleOthers+1)] {
+				if o != k && len(others) < sampleOthers {
 					others = append(others, o)
 				}
 			}
-			out[k] = fmt.Sprintf("this file system ignores case, and the archive also has %s, the same name but for case: neither is written (get them into different directories, or onto a file system that tells them apart)", strings.Join(others, ", "))
+			named := strings.Join(others, ", ")
+			if n := len(keys) - 1; n == 1 {
+				named = "also has " + named
+			} else if n > len(others) {
+				named = fmt.Sprintf("has %d other keys of this name (%s, ...)", n, named)
+			} else {
+				named = fmt.Sprintf("has %d other keys of this name (%s)", n, named)
+			}
+			out[k] = "this file system ignores case, and the archive " + named + ", the same but for case: none of them is written (get them into different directories, or onto a file system that tells them apart)"
 		}
 	}
 	return out, nil
