@@ -135,13 +135,21 @@ type Options struct {
 	// manifests and publishes a fresh file. DirIndexCache is a local
 	// directory; StoreIndexCache an s3:// prefix shared by replicas.
 	IndexCache IndexCache
-	// HistoryMemory, when set, is asked for the memory of a chain's
-	// version history (Versions) once it is built and before it is kept:
-	// it returns the function that gives the n bytes back (called when
-	// the archive is closed), or an error, which fails that request (the
-	// history is not kept; the next one builds it again). nil charges
-	// nothing.
-	HistoryMemory func(ctx context.Context, n int64) (release func(), err error)
+	// HistoryMemory, when set, reserves the memory of building a chain's
+	// version history (Versions) before the build: an error fails that
+	// request (nothing is built or kept; the next one tries again). Once
+	// built, the reservation is settled to the history's size
+	// (Versions.Bytes) and held until the archive is closed; a failed
+	// build releases it. nil charges nothing.
+	HistoryMemory func(ctx context.Context) (MemoryCharge, error)
+}
+
+// MemoryCharge is memory taken from a budget (Options.HistoryMemory).
+type MemoryCharge interface {
+	// Settle changes the charge to n bytes (what is really held).
+	Settle(n int64)
+	// Release gives the charge back; later calls do nothing.
+	Release()
 }
 
 // chunkOptions are the read-path options for the archive's chunk Set.

@@ -118,10 +118,10 @@ type VersionListResult struct {
 // (a rewritten or missing manifest, a broken chain) is kept too, so
 // versioned requests do not re-read the whole chain to fail the same way.
 type versionsState struct {
-	memo    chunkio.Memo[*Versions]
-	mu      sync.Mutex
-	closed  bool
-	release func() // gives back the history's charge (Options.HistoryMemory)
+	memo   chunkio.Memo[*Versions]
+	mu     sync.Mutex
+	closed bool
+	charge MemoryCharge // the history's (Options.HistoryMemory)
 }
 
 // verEnt is one version of a key: the upload (chain link) and the file, an
@@ -157,28 +157,32 @@ func (a *Archive) Versions(ctx context.Context) (*Versions, error) {
 		return &Versions{a: a}, nil
 	}
 	v, err := a.vers.memo.Do(ctx, func(ctx context.Context) (v *Versions, err error) {
+		var charge MemoryCharge
+		if a.opts.HistoryMemory != nil {
+			if charge, err = a.opts.HistoryMemory(ctx); err != nil {
+				return nil, fmt.Errorf("archive %q: version history: %w", a.name, err)
+			}
+		}
 		// The build walks the archive's tree (a mapped index: guarded).
 		if gerr := a.tree.Idx.Guard(func() { v, err = buildVersions(ctx, a) }); gerr != nil {
 			err = gerr
 		}
 		if err != nil {
+			if charge != nil {
+				charge.Release()
+			}
 			return nil, fmt.Errorf("archive %q: version history: %w", a.name, err)
 		}
-		if a.opts.HistoryMemory != nil {
-			n := v.Bytes()
-			release, err := a.opts.HistoryMemory(ctx, n)
-			if err != nil {
-				v.close()
-				return nil, fmt.Errorf("archive %q: version history of %d bytes: %w", a.name, n, err)
-			}
+		if charge != nil {
+			charge.Settle(v.Bytes())
 			a.vers.mu.Lock()
 			closed := a.vers.closed
 			if !closed {
-				a.vers.release = release
+				a.vers.charge = charge
 			}
 			a.vers.mu.Unlock()
 			if closed {
-				release() // built after the archive was closed
+				charge.Release() // built after the archive was closed
 			}
 		}
 		return v, nil
@@ -199,11 +203,11 @@ func (a *Archive) Versions(ctx context.Context) (*Versions, error) {
 func closeVersions(a *Archive) {
 	a.vers.mu.Lock()
 	a.vers.closed = true
-	release := a.vers.release
-	a.vers.release = nil
+	charge := a.vers.charge
+	a.vers.charge = nil
 	a.vers.mu.Unlock()
-	if release != nil {
-		release()
+	if charge != nil {
+		charge.Release()
 	}
 	if v, ok := a.vers.memo.Peek(); ok {
 		v.close()

@@ -4,10 +4,13 @@ package s3api
 // that no test killed (TESTING.md, "Mutation audit (rev-mutation)").
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 
+	"github.com/wharf-s3/wharf/archiveview/chunkio"
 	"github.com/wharf-s3/wharf/auth"
 )
 
@@ -62,5 +65,20 @@ func TestParseRangeSuffixJustPastSize(t *testing.T) {
 				t.Fatalf("parseRange(%q, %d) = %+v, want the whole object (start 0, length %d)", h, size, r, size)
 			}
 		}
+	}
+}
+
+// TestReadErrorNoRestorer: a restore behind a store that has archive
+// classes but cannot restore (chunkio.ErrNoRestorer, which wraps no
+// backend sentinel) is 501 NotImplemented saying so, not a 500;
+// TestReadErrorCode covers only backend.ErrNotImplemented.
+func TestReadErrorNoRestorer(t *testing.T) {
+	err := fmt.Errorf("archive a: key k: %w", fmt.Errorf("object c: %w", chunkio.ErrNoRestorer))
+	code, msg := readError(err)
+	if e := (&apiError{Code: code}); code != errNotImplemented || e.status() != http.StatusNotImplemented {
+		t.Fatalf("%v: %s %d, want NotImplemented 501", err, code, e.status())
+	}
+	if !strings.Contains(msg, "cannot restore objects") {
+		t.Fatalf("message %q does not say the store cannot restore", msg)
 	}
 }

@@ -59,8 +59,14 @@ func (w *ProgressWriter) WriteHeader(code int) {
 
 // Write writes p in steps of at most progressStep bytes, each under a
 // deadline of its own.
-func (w *ProgressWriter) Write(p []byte) (int, error) {
-	w.extend()
+func (w *ProgressWriter) Write(p []byte) (int, error) { return w.write(p, true) }
+
+// write is Write; extendFirst false skips setting the deadline before the
+// first step (the header was sent just now, under a fresh one).
+func (w *ProgressWriter) write(p []byte, extendFirst bool) (int, error) {
+	if extendFirst {
+		w.extend()
+	}
 	if w.off || len(p) <= progressStep {
 		n, err := w.ResponseWriter.Write(p)
 		if err != nil {

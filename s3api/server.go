@@ -428,10 +428,11 @@ func (w *responseWriter) WriteHeader(code int) {
 }
 
 func (w *responseWriter) Write(p []byte) (int, error) {
-	if !w.wroteHeader {
-		w.WriteHeader(http.StatusOK)
+	fresh := !w.wroteHeader
+	if fresh {
+		w.WriteHeader(http.StatusOK) // sets the deadline
 	}
-	n, err := w.ProgressWriter.Write(p)
+	n, err := w.ProgressWriter.write(p, !fresh)
 	w.bytes += int64(n)
 	w.writeFailed = w.writeFailed || err != nil
 	return n, err

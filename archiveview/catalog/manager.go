@@ -204,6 +204,9 @@ type Manager struct {
 	// skippedSeen: what the last settled scan skipped (logged then, not
 	// again); under mu.
 	skippedSeen map[Skipped]bool
+	// failedSeen: the open error of each bucket that failed at the last
+	// settled scan (logged then, not again while it is the same); under mu.
+	failedSeen map[string]string
 }
 
 // scanReport is what the last scan found, for /-/archives.
@@ -343,7 +346,9 @@ func (cm *Manager) openInSlot(ctx context.Context, name, bucket, key string, max
 	o := cm.opts
 	o.Name = name
 	if x.charged {
-		o.HistoryMemory = cm.chargeChainHistory
+		o.HistoryMemory = func(ctx context.Context) (archiveview.MemoryCharge, error) {
+			return cm.chargeChainHistory(ctx, maxFiles)
+		}
 	}
 	if len(x.allow) > 0 {
 		o.AllowKeyPrefixes = append(slices.Clone(o.AllowKeyPrefixes), x.allow...)
@@ -526,20 +531,50 @@ func (cm *Manager) closeArchive(a *archiveview.Archive) {
 	}
 }
 
-// chargeChainHistory is the archives' Options.HistoryMemory: a chain's
-// version history, once built, is charged to --index-memory (waiting at
-// most the open timeout) until its archive is closed. A failure wraps
+// chargeChainHistory is the archives' Options.HistoryMemory: building a
+// chain's version history re-reads the chain's manifests under the file
+// cap its archive was opened with (files), so it first reserves what that
+// open did (files at IndexBytesPerFile, waiting at most the open
+// timeout); once built the charge becomes the history's size, held in
+// --index-memory until its archive is closed. A failure wraps
 // ErrIndexMemory and ErrUnavailable (503 SlowDown; the next versioned
-// request builds it again).
-func (cm *Manager) chargeChainHistory(ctx context.Context, n int64) (func(), error) {
+// request tries again).
+func (cm *Manager) chargeChainHistory(ctx context.Context, files int) (archiveview.MemoryCharge, error) {
+	if files <= 0 {
+		files = int(min(int64(cm.cfg.MaxFilesPerUpload), cm.index.limit/IndexBytesPerFile))
+	}
 	wctx, cancel := context.WithTimeout(ctx, cm.cfg.OpenTimeout)
 	defer cancel()
-	got, err := cm.index.reserve(wctx, n)
+	got, err := cm.index.reserve(wctx, int64(files)*IndexBytesPerFile)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", err, backend.ErrUnavailable)
 	}
-	var once sync.Once
-	return func() { once.Do(func() { cm.index.release(got) }) }, nil
+	return &budgetCharge{b: cm.index, n: got}, nil
+}
+
+// budgetCharge is bytes of an index budget held by a MemoryCharge.
+type budgetCharge struct {
+	b    *indexBudget
+	mu   sync.Mutex
+	n    int64
+	done bool
+}
+
+func (c *budgetCharge) Settle(n int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.done {
+		c.n = c.b.adjust(c.n, max(n, 0))
+	}
+}
+
+func (c *budgetCharge) Release() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.done {
+		c.done = true
+		c.b.release(c.n)
+	}
 }
 
 // releaseIndex returns charge c to the index budgets.
@@ -1091,6 +1126,12 @@ func (cm *Manager) settle(op *scanOp) {
 		}
 	}
 
+	// A bucket's failure is logged when it is new: not the same error the
+	// last settled scan logged for it (a broken upload stays broken at
+	// every rescan), at most maxFailedLogged a scan and a line counting
+	// the rest; the summary below counts every one.
+	failures := map[string]string{}
+	failLogged, failQuiet := 0, 0
 	for n, e := range op.entries {
 		a, err, _ := e.State()
 		var was *archiveview.Archive
@@ -1101,10 +1142,23 @@ func (cm *Manager) settle(op *scanOp) {
 		case err == nil && a == nil:
 			cm.log.Info().Str("archive", n).Str("source", rep.Sources[n]).Msg("archive still opening (from an earlier scan)")
 		case err != nil:
-			cm.log.Error().Str("archive", n).Str("source", rep.Sources[n]).Err(err).Msg("archive could not be opened; its bucket answers this error")
+			failures[n] = err.Error()
+			switch {
+			case cm.failedSeen[n] == failures[n]: // logged by an earlier scan
+			case failLogged == maxFailedLogged:
+				failQuiet++
+			default:
+				failLogged++
+				cm.log.Error().Str("archive", n).Str("source", rep.Sources[n]).Err(err).Msg("archive could not be opened; its bucket answers this error")
+			}
 		case a != was:
 			cm.logArchive(n, rep.Sources[n], a)
 		}
+	}
+	cm.failedSeen = failures
+	if failQuiet > 0 {
+		cm.log.Error().Int("not_logged", failQuiet).
+			Msgf("%d more archives could not be opened, not logged one by one (/-/archives has each error)", failQuiet)
 	}
 	for n := range op.before {
 		if op.entries[n] == nil {
@@ -1290,6 +1344,7 @@ func (cm *Manager) CloseAll() {
 const (
 	maxSkippedLogged = 100
 	maxSkippedPage   = 1000
+	maxFailedLogged  = 100 // failed opens, likewise
 )
 
 // logSkipped warns of each object rep's scan skipped that the last scan

@@ -92,3 +92,51 @@ func TestSkippedLogBounded(t *testing.T) {
 		})
 	}
 }
+
+// TestFailedOpenLogOnce: every scan logged an error line for each bucket
+// whose archive failed to open, the same line again at every --rescan for
+// as long as the upload stays broken (an uploader's choice: one line per
+// broken upload per rescan). A failure is now logged when it is new (the
+// bucket did not fail with the same error at the last settled scan), at
+// most 100 a scan and a line counting the rest; the scan's summary still
+// counts every failure ("failed").
+func TestFailedOpenLogOnce(t *testing.T) {
+	dir := t.TempDir()
+	const broken = 120
+	for i := range broken {
+		p := filepath.Join(dir, "lake", "base", "uploads", fmt.Sprintf("up%04d", i), "manifest.json")
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("not a manifest"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	logs := &lockedLog{}
+	cm := catalog.NewManager(catalog.Config{Store: backend.NewFileStore(dir), Discover: []string{"s3://lake/base"},
+		WaitOpen: true, RetireGrace: time.Hour, Logger: zerolog.New(logs)})
+	defer cm.CloseAll()
+	count := func(s string) int {
+		return strings.Count(s, `"message":"archive could not be opened; its bucket answers this error"`)
+	}
+	if err := cm.Scan(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	first := logs.take()
+	if n := count(first); n == 0 || n > 100 {
+		t.Errorf("the first scan logged %d failed-open lines for %d broken uploads, want 1 to 100", n, broken)
+	}
+	if !strings.Contains(first, `"not_logged":20`) || !strings.Contains(first, `"failed":120`) {
+		t.Errorf("the first scan does not count the failures it did not log (not_logged 20, failed 120):\n%.3000s", first)
+	}
+	if err := cm.Scan(context.Background(), false); err != nil {
+		t.Fatal(err)
+	}
+	again := logs.take()
+	if n := count(again); n != 0 {
+		t.Errorf("a rescan meeting the same failures logged %d failed-open lines again, want 0", n)
+	}
+	if !strings.Contains(again, `"failed":120`) {
+		t.Errorf("the rescan's summary does not count the failures:\n%.3000s", again)
+	}
+}

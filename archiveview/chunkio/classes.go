@@ -88,21 +88,24 @@ type Classes struct {
 // objState is what is known of one object.
 type objState struct {
 	class, tier string
-	classKnown  bool
-	// tierKnown: tier is what a HEAD or a refused GET reported, not a
-	// listing's guess (a listing names no Intelligent-Tiering tier).
-	tierKnown bool
-	size      int64 // 0 = unknown
-	present   bool  // seen in a listing or a HEAD
+	size        int64 // 0 = unknown
 	// etag is the first ETag a listing or a HEAD reported ("" = none):
 	// the object the archive was opened over. A direct object's first GET
 	// carries it as If-Match (Set.pinListed), so a replaced object is
 	// refused before any byte is sent.
 	etag string
 
-	restore      backend.RestoreStatus
-	restoreKnown bool      // restore is what the store reported (not a guess)
-	restoreAt    time.Time // when the restore state was learned (zero = never)
+	// The flags side by side (one word, not one each with its padding:
+	// there is an objState per object of the archive).
+	classKnown bool
+	// tierKnown: tier is what a HEAD or a refused GET reported, not a
+	// listing's guess (a listing names no Intelligent-Tiering tier).
+	tierKnown    bool
+	present      bool // seen in a listing or a HEAD
+	restoreKnown bool // restore is what the store reported (not a guess)
+
+	restore   backend.RestoreStatus
+	restoreAt time.Time // when the restore state was learned (zero = never)
 
 	head *headRun // the HEAD in flight, if any
 	// restore1 holds a token while one RestoreObject decision (and its
@@ -247,27 +250,34 @@ func ListAhead(ctx context.Context, store backend.Store, bucket, prefix string) 
 // backend.ErrAccessDenied); objects of prefixes that could not be listed
 // whole are HEADed when needed from then on.
 func (c *Classes) Load(ctx context.Context, keys []string, ahead ...Listing) error {
-	want := make(map[string]bool, len(keys))
+	// want maps each key to itself: the state is kept under the caller's
+	// key string (the chunk table's), not a copy from the listing.
+	want := make(map[string]string, len(keys))
 	for _, k := range keys {
-		want[k] = true
+		want[k] = k
 	}
+	// The distinct keys, sorted: the keys under a prefix are one run of
+	// them, counted with two binary searches (not a scan of every key per
+	// prefix: a chain of thousands of uploads has as many prefixes).
+	sorted := make([]string, 0, len(want))
+	for k := range want {
+		sorted = append(sorted, k)
+	}
+	sort.Strings(sorted)
 	var firstErr error
 	var complete []string
 	for _, p := range uploadPrefixes(keys) {
-		n := 0
-		for k := range want {
-			if strings.HasPrefix(k, p) {
-				n++
-			}
-		}
+		lo := sort.SearchStrings(sorted, p)
+		hi := lo + sort.Search(len(sorted)-lo, func(i int) bool { return !strings.HasPrefix(sorted[lo+i], p) })
+		n := hi - lo
 		seen, limit := 0, maxListedPerPrefix(n)
 		found := map[string]backend.ObjectInfo{}
 		visit := func(oi backend.ObjectInfo) error {
 			if seen++; seen > limit {
 				return errListCap
 			}
-			if want[oi.Key] {
-				found[oi.Key] = oi
+			if k, ok := want[oi.Key]; ok {
+				found[k] = oi
 			}
 			return nil
 		}
@@ -337,6 +347,7 @@ func (c *Classes) setClassLocked(o *objState, class, tier string) {
 	if class == "" {
 		class = backend.ClassStandard
 	}
+	class, tier = internName(class), internName(tier)
 	was := o.classKnown && o.class != backend.ClassStandard
 	o.class, o.tier, o.classKnown = class, tier, true
 	switch now := class != backend.ClassStandard; {
@@ -345,6 +356,20 @@ func (c *Classes) setClassLocked(o *objState, class, tier string) {
 	case !now && was:
 		c.nonStandard.Add(-1)
 	}
+}
+
+// internName returns the constant for a storage class or access tier
+// name wharf knows, so that a million objects of a listing share one
+// string instead of a copy each; other names are returned as they are.
+func internName(s string) string {
+	for _, n := range [...]string{backend.ClassStandard, backend.ClassGlacier, backend.ClassDeepArchive,
+		backend.ClassIntelligentTiering, backend.ClassGlacierIR, "STANDARD_IA", "ONEZONE_IA",
+		backend.TierArchiveAccess, backend.TierDeepArchiveAccess} {
+		if s == n {
+			return n
+		}
+	}
+	return s
 }
 
 // forgetClassLocked marks o's class unknown, keeping nonStandard (c.mu

@@ -2,15 +2,22 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/wharf-s3/wharf/backend"
 )
 
 // parkDeep parks a goroutine depth frames deep until stop closes, so that
@@ -31,7 +38,7 @@ func parkDeep(depth int, stop <-chan struct{}) {
 // listener. Before, the admin listener set one deadline for the whole
 // write, so the dump was cut off --send-timeout after it began.
 func TestServeAdminSteppedProgress(t *testing.T) {
-	const send = 300 * time.Millisecond
+	const send = time.Second
 	store, man := packServeTree(t, map[string][]byte{"a.txt": []byte("hello\n")})
 	_, admin, _, _ := startServe(t, serveConfig{Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0", StoreURL: store,
 		Archives: []serveArchive{{Name: "data", ManifestURL: man}}, Anonymous: true, CacheBytes: 1 << 20,
@@ -155,5 +162,70 @@ func TestServeTLSHandshakeLogBounded(t *testing.T) {
 	time.Sleep(100 * time.Millisecond) // the last line is written as the connection ends
 	if n := strings.Count(logs.String(), "TLS handshake error"); n != 1 {
 		t.Errorf("50 failed TLS handshakes on the S3 port: %d log lines, want 1", n)
+	}
+}
+
+// TestIndexCacheEventsAtZero: the README promises that every series
+// exists at zero from startup, and an alert on a rising rate of
+// wharf_index_cache_objects_total{event="refused"} (someone else writes
+// the prefix) needs the series before the first refusal. The event series
+// appeared only at their first event; all five now exist at zero.
+func TestIndexCacheEventsAtZero(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "src"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := serveConfig{}
+	cfg.IndexCacheURL = "s3://src/idx"
+	cfg.IndexCacheSecretFile = testIndexSecretFile(t)
+	reg := prometheus.NewRegistry()
+	_, cleanup, err := cfg.openIndexCache(context.Background(), backend.NewFileStore(dir), reg, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, mf := range mfs {
+		if mf.GetName() != "wharf_index_cache_objects_total" {
+			continue
+		}
+		for _, m := range mf.Metric {
+			for _, l := range m.Label {
+				if l.GetName() == "event" && m.GetCounter().GetValue() == 0 {
+					got[l.GetValue()] = true
+				}
+			}
+		}
+	}
+	for _, e := range []string{"refused", "published", "damaged, replaced", "already there, valid", "damaged, replaced by another writer first"} {
+		if !got[e] {
+			t.Errorf("wharf_index_cache_objects_total{event=%q} does not exist at zero after start (have %v)", e, got)
+		}
+	}
+}
+
+// TestServeTLSReloadSeriesAtZero: wharf_tls_reloads_total{listener,result}
+// exists at zero for each TLS listener from the start, so an alert on a
+// rising result="error" works before the first failed reload (the series
+// appeared only at the first reload of each result).
+func TestServeTLSReloadSeriesAtZero(t *testing.T) {
+	pki := newTestPKI(t)
+	cert, key := pki.pair(t, "s3", validNow)
+	_, admin, _, _, _ := startTLSServe(t, frontDoorConfig{TLSCert: cert, TLSKey: key}, true)
+	c := pki.client(false)
+	resp, err := c.Get("https://" + admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`wharf_tls_reloads_total{listener="s3",result="ok"} 0`, `wharf_tls_reloads_total{listener="s3",result="error"} 0`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("metrics lack %s at start:\n%s", want, grepLines(string(b), "wharf_tls_reloads_total"))
+		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/wharf-s3/wharf/archiveview"
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
@@ -482,14 +483,28 @@ func (g *getter) one(ctx context.Context, f archiveview.File) {
 // foldCase is name as a file system that ignores case compares it: each
 // rune replaced by the smallest of its simple case folds ("K", "k" and
 // the Kelvin sign all become "K").
-func foldCase(name string) string {
-	return strings.Map(func(r rune) rune {
+func foldCase(name string) string { return string(appendFoldCase(nil, name)) }
+
+// appendFoldCase appends foldCase(name) to dst.
+func appendFoldCase(dst []byte, name string) []byte {
+	for i := 0; i < len(name); {
+		if c := name[i]; c < utf8.RuneSelf { // an ASCII letter's smallest fold is its upper case
+			if c >= 'a' && c <= 'z' {
+				c -= 'a' - 'A'
+			}
+			dst = append(dst, c)
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(name[i:])
 		m := r
 		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
 			m = min(m, f)
 		}
-		return m
-	}, name)
+		dst = utf8.AppendRune(dst, m)
+		i += n
+	}
+	return dst
 }
 
 // probeCaseFold reports whether DIR's file system ignores case: a
@@ -520,8 +535,10 @@ func (g *getter) probeCaseFold() bool {
 func caseCollisions(ctx context.Context, sel *selection) (map[string]string, error) {
 	seed := maphash.MakeSeed()
 	var sums []uint64
+	var buf []byte
 	if err := sel.each(ctx, func(f archiveview.File) error {
-		sums = append(sums, maphash.String(seed, foldCase(f.Key)))
+		buf = appendFoldCase(buf[:0], f.Key)
+		sums = append(sums, maphash.Bytes(seed, buf))
 		return nil
 	}); err != nil {
 		return nil, err
@@ -539,13 +556,19 @@ func caseCollisions(ctx context.Context, sel *selection) (map[string]string, err
 	}
 	byFold := map[string][]string{}
 	if err := sel.each(ctx, func(f archiveview.File) error {
-		if fk := foldCase(f.Key); dup[maphash.String(seed, fk)] {
+		buf = appendFoldCase(buf[:0], f.Key)
+		if dup[maphash.Bytes(seed, buf)] {
+			fk := string(buf)
 			byFold[fk] = append(byFold[fk], f.Key)
 		}
 		return nil
 	}); err != nil {
 		return nil, err
 	}
+	// Each refusal names at most sampleOthers of the others (a hostile
+	// archive may spell one name in thousands of ways: its report grows
+	// with the keys, not with their square).
+	const sampleOthers = 3
 	out := map[string]string{}
 	for _, keys := range byFold {
 		if len(keys) < 2 {
@@ -553,12 +576,20 @@ func caseCollisions(ctx context.Context, sel *selection) (map[string]string, err
 		}
 		for _, k := range keys {
 			var others []string
-			for _, o := range keys {
-				if o != k {
+			for _, o := range keys[:min(len(keys), sampleOthers+1)] {
+				if o != k && len(others) < sampleOthers {
 					others = append(others, o)
 				}
 			}
-			out[k] = fmt.Sprintf("this file system ignores case, and the archive also has %s, the same name but for case: neither is written (get them into different directories, or onto a file system that tells them apart)", strings.Join(others, ", "))
+			named := strings.Join(others, ", ")
+			if n := len(keys) - 1; n == 1 {
+				named = "also has " + named
+			} else if n > len(others) {
+				named = fmt.Sprintf("has %d other keys of this name (%s, ...)", n, named)
+			} else {
+				named = fmt.Sprintf("has %d other keys of this name (%s)", n, named)
+			}
+			out[k] = "this file system ignores case, and the archive " + named + ", the same but for case: none of them is written (get them into different directories, or onto a file system that tells them apart)"
 		}
 	}
 	return out, nil

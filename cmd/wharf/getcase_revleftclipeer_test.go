@@ -69,7 +69,7 @@ func TestGetRefusesCaseCollisions(t *testing.T) {
 				t.Errorf("--overwrite %v: %s written", overwrite, k)
 			}
 		}
-		if !strings.Contains(stderr.String(), "the archive also has README.MD, readme.md") {
+		if !strings.Contains(stderr.String(), "the archive has 2 other keys of this name (README.MD, readme.md)") {
 			t.Errorf("the refusal of Readme.md does not name the other two:\n%s", stderr.String())
 		}
 		for _, k := range []string{"D/other.txt", "ok.txt"} {
@@ -103,4 +103,58 @@ func TestProbeCaseFold(t *testing.T) {
 	if foldCase("a.txt") == foldCase("a.txu") {
 		t.Error("foldCase folds different names together")
 	}
+}
+
+// TestGetCaseCollisionReportBounded: a hostile archive whose 2,048 keys
+// are all one name but for case gets one refusal line per key, each
+// naming at most a few of the others and how many there are: output and
+// work in proportion to the keys, not to their square. Before, each line
+// named all 2,047 others (27 KB a line, 55 MB in all, and as many
+// string joins).
+func TestGetCaseCollisionReportBounded(t *testing.T) {
+	const name = "abcdefghijk" // 11 letters: 2,048 spellings
+	files := map[string][]byte{}
+	for m := range 1 << len(name) {
+		b := []byte(name)
+		for i := range b {
+			if m&(1<<i) != 0 {
+				b[i] -= 'a' - 'A'
+			}
+		}
+		files[string(b)] = []byte{byte(m)}
+	}
+	st := t.TempDir()
+	u, _ := packDir(t, st, files, getMtime, cargopack.Options{Bucket: "bkt", Prefix: "p", UploadID: "u-case-many", FrameSize: 4096})
+	ctx := context.Background()
+	fl := flag.NewFlagSet("t", flag.ContinueOnError)
+	sf := addStoreFlags(fl)
+	if err := fl.Parse([]string{"--store", "file://" + st}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := sf.openArchive(ctx, u, archiveview.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	sel, missing, err := selectFiles(ctx, a, []string{"/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	g := &getter{a: a, sel: sel, dir: t.TempDir(), stderr: &stderr, pf: &progressFlags{quiet: true, interval: time.Hour, stderr: &stderr}, foldsCase: true}
+	err = g.run(ctx, sel, missing, 4)
+	var ff filesFailed
+	if !errors.As(err, &ff) || ff.failed != len(files) {
+		t.Fatalf("%v, want all %d refused", err, len(files))
+	}
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	for _, l := range lines {
+		if len(l) > 1024 {
+			t.Fatalf("a refusal line of %d bytes: %.300s...", len(l), l)
+		}
+	}
+	if !strings.Contains(stderr.String(), "2047 other keys") {
+		t.Errorf("the refusals do not say how many others share the name: %.500s", stderr.String())
+	}
+	t.Logf("%d lines, %d bytes", len(lines), stderr.Len())
 }

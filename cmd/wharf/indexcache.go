@@ -146,6 +146,12 @@ func (cfg *serveConfig) openIndexCache(ctx context.Context, store backend.Store,
 			cleanup()
 			return nil, nil, err
 		}
+		// Every event exists at zero from the start (an alert on the
+		// rate of "refused" needs the series before the first one).
+		for _, e := range []string{"refused", archiveview.Published.String(), archiveview.Replaced.String(),
+			archiveview.AlreadyValid.String(), archiveview.Raced.String()} {
+			events.WithLabelValues(e)
+		}
 		sc := c.(archiveview.StoreIndexCache)
 		sc.Observe = func(event string) { events.WithLabelValues(event).Inc() }
 		if secret != nil {

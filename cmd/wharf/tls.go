@@ -278,6 +278,10 @@ type certReloader struct {
 // newCertReloader loads src; an error is the startup failure.
 func newCertReloader(src certSource, log zerolog.Logger, m *tlsMetrics, now func() time.Time) (*certReloader, error) {
 	r := &certReloader{src: src, log: log.With().Str("listener", src.listener).Str("cert", src.certFile).Logger(), m: m, now: now}
+	// Both results exist at zero from the start (an alert on the rate of
+	// errors needs the series before the first one).
+	m.reloads.WithLabelValues(src.listener, "ok")
+	m.reloads.WithLabelValues(src.listener, "error")
 	kp, err := readKeyPair(src, now())
 	if err != nil {
 		return nil, err

@@ -429,6 +429,9 @@ func (g *Group) Owner(id chunkio.FrameID) (string, bool) {
 type fetchError struct {
 	reason string
 	err    error
+	// frameOnly: an answer about this frame or this moment (404, 409,
+	// 502, 503), which puts no back-off on the peer when it came quickly.
+	frameOnly bool
 }
 
 func (e *fetchError) Error() string { return e.err.Error() }
@@ -437,9 +440,9 @@ func (e *fetchError) Unwrap() error { return e.err }
 // Fetch implements chunkio.Peers: one authenticated GET of frame id from
 // owner, within FirstByte + size/MinRate (and ctx). Every failure but
 // ctx's own end counts as a fallback by reason; connection failures,
-// deadlines, refusals, failed answers, error statuses and 404s or 503s
-// that took more than half the first-byte deadline also put owner in its
-// back-off.
+// deadlines, refusals, failed answers, statuses no wharf peer answers,
+// and 404s, 409s, 502s or 503s that took more than half the first-byte
+// deadline also put owner in its back-off.
 func (g *Group) Fetch(ctx context.Context, owner string, id chunkio.FrameID, dst []byte) error {
 	if int64(len(dst)) != id.Size || id.Size <= 0 || id.Size > g.cfg.MaxFrame {
 		return fmt.Errorf("peer fetch of %s into %d bytes: not a shareable frame", id, len(dst))
@@ -452,7 +455,7 @@ func (g *Group) Fetch(ctx context.Context, owner string, id chunkio.FrameID, dst
 		took = time.Since(start)
 		g.endAsk(owner)
 	} else {
-		err = &fetchError{reasonBusy, fmt.Errorf("peer %s: %d asks of this replica in flight to it already", owner, g.cfg.MaxAsking)}
+		err = &fetchError{reasonBusy, fmt.Errorf("peer %s: %d asks of this replica in flight to it already", owner, g.cfg.MaxAsking), true}
 	}
 	if err == nil {
 		// Not a success yet: that is bytes that pass the frame's sha256
@@ -466,7 +469,7 @@ func (g *Group) Fetch(ctx context.Context, owner string, id chunkio.FrameID, dst
 	}
 	var fe *fetchError
 	if !errors.As(err, &fe) {
-		fe = &fetchError{reasonError, err}
+		fe = &fetchError{reasonError, err, true} // this replica's own failure, not the peer's
 	}
 	g.m.fallbacks.WithLabelValues(fe.reason).Inc()
 	switch fe.reason {
@@ -482,18 +485,19 @@ func (g *Group) Fetch(ctx context.Context, owner string, id chunkio.FrameID, dst
 		if g.down(owner, err) {
 			g.log.Warn().Str("peer", owner).Msg("peer refused our authentication: do the replicas hold the same --peer-secret-file, are their clocks within 30s, and does the peer advertise (--peer-advertise) the URL this replica knows it by? It is skipped during its back-off")
 		}
-	case reasonError:
-		if g.down(owner, err) {
-			g.log.Warn().Str("peer", owner).Err(err).Msg("peer answered an error: its frames go to their next owner during its back-off")
+	case reasonError, reasonMissing, reasonBusy:
+		// A quick 404, 409, 502 or 503 is about this frame or this moment
+		// (the archive not open there, the frame not readable there, no
+		// room just now): the next ask may be answered. One that took half
+		// the first-byte deadline made this read wait for nothing and
+		// would make every read wait so (a hostile or sick peer), and any
+		// other status is no wharf peer's answer: a back-off. (took is 0
+		// for asks not sent, MaxAsking in flight.)
+		if fe.frameOnly && took <= g.cfg.FirstByte/2 {
+			break
 		}
-	case reasonMissing, reasonBusy:
-		// A quick 404 or 503 is an owner without the archive, or without
-		// room just now: the next ask may find it. One that took half the
-		// first-byte deadline made this read wait for nothing and would
-		// make every read wait so (a hostile or sick peer): a back-off.
-		// (took is 0 for asks not sent, MaxAsking in flight.)
-		if took > g.cfg.FirstByte/2 && g.down(owner, fmt.Errorf("%w (after %v)", err, took.Round(time.Millisecond))) {
-			g.log.Warn().Str("peer", owner).Err(err).Dur("took", took).Msg("peer answered slowly with a refusal: its frames go to their next owner during its back-off")
+		if g.down(owner, fmt.Errorf("%w (after %v)", err, took.Round(time.Millisecond))) {
+			g.log.Warn().Str("peer", owner).Err(err).Dur("took", took).Msg("peer answered an error, or a refusal slowly: its frames go to their next owner during its back-off")
 		}
 	}
 	return err
@@ -531,7 +535,7 @@ func (g *Group) fetch(ctx context.Context, owner string, id chunkio.FrameID, dst
 	date := strconv.FormatInt(g.now().Unix(), 10)
 	req, err := http.NewRequestWithContext(fctx, http.MethodGet, owner+framePath+"?"+q, nil)
 	if err != nil {
-		return &fetchError{reasonError, err}
+		return &fetchError{reason: reasonError, err: err, frameOnly: true}
 	}
 	req.Header.Set(hdrDate, date)
 	req.Header.Set(hdrNonce, nonce)
@@ -549,17 +553,19 @@ func (g *Group) fetch(ctx context.Context, owner string, id chunkio.FrameID, dst
 	switch resp.StatusCode {
 	case http.StatusOK:
 	case http.StatusForbidden:
-		return &fetchError{reasonRefused, fmt.Errorf("peer %s refused the request (403)", owner)}
+		return &fetchError{reason: reasonRefused, err: fmt.Errorf("peer %s refused the request (403)", owner)}
 	case http.StatusNotFound, http.StatusConflict:
-		return &fetchError{reasonMissing, fmt.Errorf("peer %s has no open archive with %s (%d)", owner, id, resp.StatusCode)}
+		return &fetchError{reasonMissing, fmt.Errorf("peer %s has no open archive with %s (%d)", owner, id, resp.StatusCode), true}
 	case http.StatusServiceUnavailable:
-		return &fetchError{reasonBusy, fmt.Errorf("peer %s is busy (503)", owner)}
+		return &fetchError{reasonBusy, fmt.Errorf("peer %s is busy (503)", owner), true}
+	case http.StatusBadGateway: // the owner could not read the frame from its backend
+		return &fetchError{reasonError, fmt.Errorf("peer %s could not read %s (502)", owner, id), true}
 	default:
-		return &fetchError{reasonError, fmt.Errorf("peer %s answered %s", owner, resp.Status)}
+		return &fetchError{reasonError, fmt.Errorf("peer %s answered %s", owner, resp.Status), false}
 	}
 	mac, ok := macFromHeader(resp.Header.Get(hdrAnswer))
 	if !ok || resp.ContentLength != id.Size || !hmac.Equal(mac, g.keys.answerMAC(nonce, id.Size, id.Sum)) {
-		return &fetchError{reasonVerify, fmt.Errorf("peer %s: answer for %s without a valid MAC or of the wrong length (%d bytes)", owner, id, resp.ContentLength)}
+		return &fetchError{reason: reasonVerify, err: fmt.Errorf("peer %s: answer for %s without a valid MAC or of the wrong length (%d bytes)", owner, id, resp.ContentLength)}
 	}
 	n, err := io.ReadFull(resp.Body, dst)
 	g.m.bytesIn.Add(float64(n))
@@ -580,9 +586,9 @@ func (g *Group) answerLimit(size int64) time.Duration {
 func (g *Group) transportErr(fctx context.Context, owner string, err error) error {
 	var ne net.Error
 	if errors.Is(fctx.Err(), context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
-		return &fetchError{reasonTimeout, fmt.Errorf("peer %s: deadline: %w", owner, err)}
+		return &fetchError{reason: reasonTimeout, err: fmt.Errorf("peer %s: deadline: %w", owner, err)}
 	}
-	return &fetchError{reasonConnect, fmt.Errorf("peer %s: %w", owner, err)}
+	return &fetchError{reason: reasonConnect, err: fmt.Errorf("peer %s: %w", owner, err)}
 }
 
 // Accepted implements chunkio.PeersAccepted: owner's bytes for id passed

@@ -13,9 +13,11 @@ import (
 // TestPeerSlowErrorAnswersBackedOff: a peer that answers every ask with an
 // error status, but only just within the first-byte deadline, costs each
 // ask that whole wait. Such a peer goes into its back-off as a peer that
-// times out does: its next frames go to their next owner. A quick 404
-// (the owner has not opened the archive yet) or a quick 503 (no room just
-// now) still costs no back-off: the owner answered at once. Before, no
+// times out does: its next frames go to their next owner; so does one
+// answering a status no wharf peer answers. A quick 404 (the owner has not
+// opened the archive yet), 409, 502 (it could not read that frame) or 503
+// (no room just now) still costs no back-off: the owner answered at once,
+// about that frame or that moment. Before, no
 // error status but 403 backed the peer off, so a peer answering 500 (or
 // 404, or 503) after 1.9 s of a 2 s deadline held every frame read of the
 // asker 1.9 s, for as long as it kept doing it.
@@ -32,6 +34,11 @@ func TestPeerSlowErrorAnswersBackedOff(t *testing.T) {
 		{"slow 404", http.StatusNotFound, 300 * time.Millisecond, true},
 		{"slow 503", http.StatusServiceUnavailable, 300 * time.Millisecond, true},
 		{"slow 409", http.StatusConflict, 300 * time.Millisecond, true},
+		{"quick 400", http.StatusBadRequest, 0, true},
+		{"quick 302", http.StatusFound, 0, true},
+		{"slow 502", http.StatusBadGateway, 300 * time.Millisecond, true},
+		{"quick 502", http.StatusBadGateway, 0, false},
+		{"quick 409", http.StatusConflict, 0, false},
 		{"quick 404", http.StatusNotFound, 0, false},
 		{"quick 503", http.StatusServiceUnavailable, 0, false},
 	} {
