@@ -82,10 +82,6 @@ type byEnv struct {
 	logs   *syncWriter
 	reg    *prometheus.Registry
 	h1, h2 *httptest.Server
-	// limit: wrong bytes in a clean answer are the documented limit of
-	// the case (SECURITY.md: bytes read after a span's one check are not
-	// checked again), logged, not failed.
-	limit bool
 }
 
 // byPack writes shape's archive into a new directory.
@@ -231,11 +227,7 @@ func byGet(t testing.TB, e *byEnv, h2 bool, key string, rq byRequest, checksum b
 		for i < len(body) && i < len(want) && body[i] == want[i] {
 			i++
 		}
-		report := t.Errorf
-		if e.limit {
-			report = t.Logf
-		}
-		report("%s %s (h2 %v): a clean %d with WRONG bytes: %d bytes, want %d, first difference at %d",
+		t.Errorf("%s %s (h2 %v): a clean %d with WRONG bytes: %d bytes, want %d, first difference at %d",
 			rq.name, key, h2, resp.StatusCode, len(body), len(want), i)
 	}
 	if et := resp.Header.Get("ETag"); et == "" || strings.Contains(et[1:len(et)-1], `"`) {
@@ -286,9 +278,6 @@ func TestBytesBaseline(t *testing.T) {
 type byFault struct {
 	name string
 	hook func(n *atomic.Int64) func(faults.Request) faults.Fault
-	// afterCheck: the fault corrupts bytes only after the first reads,
-	// which are the one whole check of a span no frame checksum covers.
-	afterCheck bool
 }
 
 func byFlipEvery(step int64) []int64 {
@@ -311,7 +300,7 @@ func byFaults() []byFault {
 				}
 				return faults.Fault{Kind: faults.FaultFlip, FlipAt: byFlipEvery(40000)}
 			}
-		}, false},
+		}},
 		{"flip-once", func(n *atomic.Int64) func(faults.Request) faults.Fault {
 			return func(r faults.Request) faults.Fault {
 				if !data(r) || n.Add(1) != 1 {
@@ -319,7 +308,7 @@ func byFaults() []byFault {
 				}
 				return faults.Fault{Kind: faults.FaultFlip, FlipAt: byFlipEvery(40000)}
 			}
-		}, false},
+		}},
 		{"flip-late", func(n *atomic.Int64) func(faults.Request) faults.Fault {
 			return func(r faults.Request) faults.Fault {
 				if !data(r) || n.Add(1) < 3 {
@@ -327,7 +316,7 @@ func byFaults() []byFault {
 				}
 				return faults.Fault{Kind: faults.FaultFlip, FlipAt: byFlipEvery(40000)}
 			}
-		}, true},
+		}},
 		{"truncate", func(*atomic.Int64) func(faults.Request) faults.Fault {
 			return func(r faults.Request) faults.Fault {
 				if !data(r) {
@@ -335,7 +324,7 @@ func byFaults() []byFault {
 				}
 				return faults.Fault{Kind: faults.FaultTruncate, After: 100000}
 			}
-		}, false},
+		}},
 		{"reset-late", func(n *atomic.Int64) func(faults.Request) faults.Fault {
 			return func(r faults.Request) faults.Fault {
 				if !data(r) || n.Add(1) < 2 {
@@ -343,7 +332,7 @@ func byFaults() []byFault {
 				}
 				return faults.Fault{Kind: faults.FaultReset, After: 70000}
 			}
-		}, false},
+		}},
 		{"error-late", func(n *atomic.Int64) func(faults.Request) faults.Fault {
 			return func(r faults.Request) faults.Fault {
 				if !data(r) || n.Add(1) < 2 {
@@ -351,7 +340,7 @@ func byFaults() []byFault {
 				}
 				return faults.Fault{Kind: faults.FaultError}
 			}
-		}, false},
+		}},
 	}
 }
 
@@ -372,11 +361,6 @@ func TestBytesUnderFaults(t *testing.T) {
 						var n atomic.Int64
 						cdir := byCopyDir(t, dir)
 						e := byServe(t, sh, cdir, mk, files, fl.hook(&n))
-						// Plain tar, direct objects and giant frames: a
-						// ranged read after the span's one check is not
-						// checked again (SECURITY.md, "anything read
-						// after a check").
-						e.limit = fl.afterCheck && rq.rng != nil && (sh.name == "plain" || sh.name == "direct" || sh.name == "giant")
 						for _, key := range []string{"small.bin", "mid.bin", "big.bin"} {
 							out, why := byGet(t, e, h2, key, rq, true)
 							if out != byClean {
