@@ -449,7 +449,12 @@ func (g *Group) Fetch(ctx context.Context, owner string, id chunkio.FrameID, dst
 	}
 	var err error
 	var took time.Duration
-	if g.startAsk(owner) {
+	if _, qerr := parseFrameQuery(frameQuery(id), g.cfg.MaxFrame); qerr != nil {
+		// A name the owner's rules refuse (a hostile manifest's chunk
+		// key): its 400 would back the owner off for every other frame.
+		// Not asked; read from the backend.
+		err = &fetchError{reasonError, fmt.Errorf("peer fetch of %s: not asked, the owner would refuse its name: %w", id, qerr), true}
+	} else if g.startAsk(owner) {
 		start := time.Now() // the real wait, whatever cfg.Now says
 		err = g.fetch(ctx, owner, id, dst)
 		took = time.Since(start)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -72,5 +74,47 @@ func TestPeerSlowErrorAnswersBackedOff(t *testing.T) {
 				t.Errorf("the peer in its back-off still owns the next frame")
 			}
 		})
+	}
+}
+
+// TestPeerUnaskableFrameNotAsked: a frame whose name the owner's rules
+// refuse (a hostile manifest's chunk key holding a control character, or
+// longer than an S3 key: 600 two-byte runes) is
+// not asked at all: the owner would answer 400 to every such ask, and an
+// answer no wharf peer gives backs the owner off, so one such archive
+// would take the owner out of every other frame's reads. The frame is
+// read from the backend (an error, no request, no back-off). Before, the
+// ask was sent, refused with 400, and the owner put in its back-off.
+func TestPeerUnaskableFrameNotAsked(t *testing.T) {
+	var asked atomic.Int64
+	owner := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		if _, err := parseFrameQuery(r.URL.RawQuery, DefaultMaxFrame); err != nil {
+			w.WriteHeader(http.StatusBadRequest) // as Handler does
+			return
+		}
+		w.WriteHeader(http.StatusNotFound)
+	}))
+	defer owner.Close()
+	clock := &testClock{t: time.Unix(1_800_000_000, 0)}
+	self := "http://127.0.0.1:1"
+	g, err := New(Config{Self: self, Peers: []string{self, owner.URL}, Secret: testSecret, Now: clock.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	for _, key := range []string{"chunks/a\x01b.tar.zst", strings.Repeat("\u00e9", 600)} {
+		id := chunkio.FrameID{Bucket: "b", Key: key, Size: 1024, Sum: [32]byte{1}}
+		if err := g.Fetch(context.Background(), owner.URL, id, make([]byte, id.Size)); err == nil {
+			t.Fatalf("key %q: fetched", key)
+		}
+	}
+	if n := asked.Load(); n != 0 {
+		t.Errorf("the owner was asked %d times for frames it refuses to name", n)
+	}
+	for _, m := range g.Page().Ring {
+		if m.URL == owner.URL && m.State == "down" {
+			t.Errorf("the owner is in its back-off after frames this replica should not have asked: %s", m.LastError)
+		}
 	}
 }
