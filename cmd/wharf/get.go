@@ -42,13 +42,15 @@ published dataset: s3://BUCKET/DATASET@current or @<version_id>.
   - Each file is written to DIR/KEY (its full key, so selections never
     collide), with its mtime, atomically: a temporary file in the target
     directory (.wharf-get-*.tmp), fsync, rename.
-  - Resume: temporary files an earlier get left in a directory it
-    writes to (killed, SIGKILL or a crash, before it finished) are
-    removed, each named, when no live get holds them; they are never
-    taken for a file. A file already present with the right size is skipped when its
-    sha256 matches the manifest's; a manifest without a sha256 for it can
-    only be checked by size and mtime (whole seconds), which is then the
-    test. Run the same command again after a failure or Ctrl-C.
+  - Resume: a file already present with the right size is skipped when
+    its sha256 matches the manifest's; a manifest without a sha256 for it
+    can only be checked by size and mtime (whole seconds), which is then
+    the test. Run the same command again after a failure or Ctrl-C. The
+    temporary files an earlier get left in a directory it writes to
+    (killed by SIGKILL, or a crash) are removed, each named, when no live
+    get holds them; they are never taken for a file.
+  - On Windows a key is refused when a segment of it is no name Windows
+    keeps as it is ("a:b", "x.", "NUL", "con.txt", "a?b").
   - A file already there with other content (another size, sha256 or,
     without a sha256, mtime; or a symlink or another non-regular file in
     its place) is never replaced silently: it is refused, named, unless

@@ -26,10 +26,12 @@
 //     Every replica with the same member list computes the same owner;
 //     adding or removing one member moves only the frames it gains or
 //     owned. A member that failed this replica (no connection, a deadline,
-//     a refusal of its authentication, an answer that failed its check) is
-//     skipped for a back-off period (1 s, doubling to 30 s while it keeps
-//     failing), so its frames go to their next owner instead of waiting
-//     for it, or lying again.
+//     a refusal of its authentication, an answer that failed its check, a
+//     status no wharf peer answers, a 404, 409, 502 or 503 that took over
+//     half the first-byte deadline, or an answer, even a right one, that
+//     took over half its deadline) is skipped for a back-off period (1 s,
+//     doubling to 30 s while it keeps failing), so its frames go to their
+//     next owner instead of waiting for it, or lying again.
 //
 //   - Asking (Fetch). One GET per frame to the owner's peer listener,
 //     authenticated (below), with a first-byte deadline (FirstByte, default

@@ -154,6 +154,9 @@ type peerState struct {
 	downUntil time.Time
 	lastErr   string
 	lastOK    time.Time
+	// slow: the back-off is for a slow answer, which a success of that
+	// answer does not end (up).
+	slow bool
 }
 
 var (
@@ -449,7 +452,12 @@ func (g *Group) Fetch(ctx context.Context, owner string, id chunkio.FrameID, dst
 	}
 	var err error
 	var took time.Duration
-	if g.startAsk(owner) {
+	if _, qerr := parseFrameQuery(frameQuery(id), g.cfg.MaxFrame); qerr != nil {
+		// A name the owner's rules refuse (a hostile manifest's chunk
+		// key): its 400 would back the owner off for every other frame.
+		// Not asked; read from the backend.
+		err = &fetchError{reasonError, fmt.Errorf("peer fetch of %s: not asked, the owner would refuse its name: %w", id, qerr), true}
+	} else if g.startAsk(owner) {
 		start := time.Now() // the real wait, whatever cfg.Now says
 		err = g.fetch(ctx, owner, id, dst)
 		took = time.Since(start)
@@ -461,7 +469,14 @@ func (g *Group) Fetch(ctx context.Context, owner string, id chunkio.FrameID, dst
 		// Not a success yet: that is bytes that pass the frame's sha256
 		// (Accepted ends the back-off, Rejected lengthens it), so a peer
 		// whose answers pass their MAC but not the sha256 is not counted
-		// up again at each lie.
+		// up again at each lie. An answer that took over half its
+		// deadline is used, but a peer answering so every time (a
+		// hostile or sick one, just within the deadline) would make every
+		// read of its frames wait that long: a back-off, which Accepted
+		// does not end.
+		if limit := g.answerLimit(id.Size); took > limit/2 && g.slowDown(owner, took, limit) {
+			g.log.Warn().Str("peer", owner).Dur("took", took).Dur("deadline", limit).Msg("peer answered slowly (over half its deadline): its frames go to their next owner during its back-off")
+		}
 		return nil
 	}
 	if ctx.Err() != nil {
@@ -628,12 +643,29 @@ func (g *Group) down(owner string, err error) bool {
 		return false
 	}
 	st.failures++
+	st.slow = false // slowDown sets it for its own
 	d := minBackoff << min(st.failures-1, 5)
 	st.downUntil = g.now().Add(min(d, maxBackoff))
 	return true
 }
 
-// up records a success of owner.
+// slowDown puts owner in its back-off for an answer that took took of
+// its deadline limit (its bytes are used: the back-off outlasts their
+// Accepted). It reports whether this began a back-off.
+func (g *Group) slowDown(owner string, took, limit time.Duration) bool {
+	if !g.down(owner, fmt.Errorf("peer %s answered in %v, over half its deadline %v", owner, took.Round(time.Millisecond), limit.Round(time.Millisecond))) {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if st := g.states[owner]; st != nil {
+		st.slow = true
+	}
+	return true
+}
+
+// up records a success of owner: its back-off ends, unless it is one for
+// slowness (slowDown), which the slow answer's own success does not end.
 func (g *Group) up(owner string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -645,5 +677,10 @@ func (g *Group) up(owner string) {
 		st = &peerState{}
 		g.states[owner] = st
 	}
-	st.failures, st.downUntil, st.lastOK = 0, time.Time{}, g.now()
+	now := g.now()
+	if st.slow && now.Before(st.downUntil) {
+		st.lastOK = now
+		return
+	}
+	st.failures, st.downUntil, st.lastOK, st.slow = 0, time.Time{}, now, false
 }
