@@ -229,3 +229,48 @@ func TestServeTLSReloadSeriesAtZero(t *testing.T) {
 		}
 	}
 }
+
+// TestServeAdminProfilesBounded: each /debug/pprof/ request holds memory
+// (a goroutine dump buffers up to 64 MiB, a heap profile its records) or
+// a connection for up to 10 minutes (a delta profile, ?seconds=), and the
+// admin listener has no authentication: requests at once were unbounded.
+// At most maxAdminProfiles run at once; one more is refused at once with
+// 503 and Retry-After, and the other endpoints (/metrics, /readyz) are
+// still answered meanwhile.
+func TestServeAdminProfilesBounded(t *testing.T) {
+	store, man := packServeTree(t, map[string][]byte{"a.txt": []byte("hello\n")})
+	_, admin, _, _ := startServe(t, serveConfig{Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0", StoreURL: store,
+		Archives: []serveArchive{{Name: "data", ManifestURL: man}}, Anonymous: true, CacheBytes: 1 << 20})
+	waitReady(t, admin)
+	// Delta profiles that wait 3 s each hold their turn meanwhile.
+	var held sync.WaitGroup
+	for range maxAdminProfiles {
+		held.Add(1)
+		go func() {
+			defer held.Done()
+			resp, err := http.Get("http://" + admin + "/debug/pprof/allocs?seconds=3")
+			if err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}()
+	}
+	defer held.Wait()
+	time.Sleep(500 * time.Millisecond) // they have started
+	start := time.Now()
+	resp, err := http.Get("http://" + admin + "/debug/pprof/goroutine?debug=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || time.Since(start) > time.Second {
+		t.Errorf("a profile while %d run: %s (Retry-After %q) after %v, want 503 with Retry-After at once",
+			maxAdminProfiles, resp.Status, resp.Header.Get("Retry-After"), time.Since(start).Round(time.Millisecond))
+	}
+	for _, path := range []string{"/metrics", "/readyz", "/healthz"} {
+		if code, _ := get(t, "http://"+admin+path); code != 200 {
+			t.Errorf("%s while the profiles run: %d, want 200", path, code)
+		}
+	}
+}

@@ -791,16 +791,40 @@ func adminMux(reg *prometheus.Registry, ready *atomic.Bool, cm *catalog.Manager,
 		}
 		_ = enc.Encode(peers.Page())
 	})
-	mux.HandleFunc("/debug/pprof/", boundedProfile(pprof.Index)) // heap?seconds= and the other delta profiles wait too
+	// The turns are shared by every /debug/pprof/ endpoint but cmdline.
+	turns := make(chan struct{}, maxAdminProfiles)
+	mux.HandleFunc("/debug/pprof/", oneTurn(turns, boundedProfile(pprof.Index))) // heap?seconds= and the other delta profiles wait too
 	mux.HandleFunc("/debug/pprof/cmdline", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, strings.Join(redactArgs(os.Args), "\x00"))
 	})
-	mux.HandleFunc("/debug/pprof/profile", boundedProfile(pprof.Profile))
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", boundedProfile(pprof.Trace))
+	mux.HandleFunc("/debug/pprof/profile", oneTurn(turns, boundedProfile(pprof.Profile)))
+	mux.HandleFunc("/debug/pprof/symbol", oneTurn(turns, pprof.Symbol))
+	mux.HandleFunc("/debug/pprof/trace", oneTurn(turns, boundedProfile(pprof.Trace)))
 	return mux
+}
+
+// maxAdminProfiles bounds the /debug/pprof/ requests served at once: each
+// holds memory (a goroutine dump buffers up to 64 MiB, a heap profile its
+// records) or a connection for up to maxProfile, and the admin listener
+// has no authentication.
+const maxAdminProfiles = 2
+
+// oneTurn serves h while it holds one of turns; with none free the
+// request is refused at once (503, Retry-After), never queued.
+func oneTurn(turns chan struct{}, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case turns <- struct{}{}:
+		default:
+			w.Header().Set("Retry-After", "5")
+			http.Error(w, fmt.Sprintf("%d profiles are being served already; try again shortly", maxAdminProfiles), http.StatusServiceUnavailable)
+			return
+		}
+		defer func() { <-turns }()
+		h(w, r)
+	}
 }
 
 // redactArgs is args (a command line) with the value of every secret flag
