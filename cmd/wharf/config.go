@@ -78,6 +78,7 @@ type fileConfig struct {
 	Region          string        `yaml:"region"`
 	LogFormat       string        `yaml:"log_format"`
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	ShutdownDelay   time.Duration `yaml:"shutdown_delay"`
 	// Request limits.
 	MaxInflightPerKey int           `yaml:"max_inflight_per_key"`
 	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"`
@@ -178,7 +179,7 @@ func applyConfigYAML(data []byte, cfg *serveConfig) error {
 		OpenConcurrency: cfg.OpenConcurrency, WaitOpen: cfg.WaitOpen, OpenWait: cfg.OpenWait,
 		Anonymous: cfg.Anonymous, Keys: cfg.Keys, KeysFile: cfg.KeysFile, CacheBytes: yamlBytes(cfg.CacheBytes),
 		IndexCacheDir: cfg.indexCache(), VirtualHostBase: cfg.VirtualHostBase, Region: cfg.Region,
-		LogFormat: cfg.LogFormat, ShutdownTimeout: cfg.ShutdownTimeout,
+		LogFormat: cfg.LogFormat, ShutdownTimeout: cfg.ShutdownTimeout, ShutdownDelay: cfg.ShutdownDelay,
 		MaxInflightPerKey: cfg.MaxInflightPerKey, ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 		ReadTimeout: cfg.ReadTimeout, IdleTimeout: cfg.IdleTimeout, MaxHeaderBytes: yamlBytes(cfg.MaxHeaderBytes),
 		SendTimeout: cfg.SendTimeout,
@@ -238,7 +239,7 @@ func applyConfigYAML(data []byte, cfg *serveConfig) error {
 	cfg.IndexCacheSecretFile, cfg.IndexCacheTrustWriters = fc.IndexCacheSecretFile, fc.IndexCacheTrustWriters
 	cfg.frontDoorConfig = fc.frontDoorConfig
 	cfg.openLimits = fc.openLimits
-	cfg.Region, cfg.LogFormat, cfg.ShutdownTimeout = fc.Region, fc.LogFormat, fc.ShutdownTimeout
+	cfg.Region, cfg.LogFormat, cfg.ShutdownTimeout, cfg.ShutdownDelay = fc.Region, fc.LogFormat, fc.ShutdownTimeout, fc.ShutdownDelay
 	cfg.MaxInflightPerKey = fc.MaxInflightPerKey
 	cfg.ReadHeaderTimeout, cfg.ReadTimeout, cfg.IdleTimeout = fc.ReadHeaderTimeout, fc.ReadTimeout, fc.IdleTimeout
 	cfg.SendTimeout = fc.SendTimeout
@@ -343,6 +344,7 @@ func serveFlags(cfg *serveConfig, configPath *string, check *bool) *flag.FlagSet
 	fs.StringVar(&cfg.Region, "region", cfg.Region, "region reported to clients (GetBucketLocation, HeadBucket)")
 	fs.StringVar(&cfg.LogFormat, "log-format", cfg.LogFormat, "log format: json or console")
 	durationVar(fs, &cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "on SIGTERM/SIGINT, wait this long for in-flight responses")
+	durationVar(fs, &cfg.ShutdownDelay, "shutdown-delay", cfg.ShutdownDelay, "on SIGTERM/SIGINT, keep serving this long with /readyz at 503 before closing the listeners (0 = off, at most 10m)")
 	fs.IntVar(&cfg.MaxInflightPerKey, "max-inflight-per-key", cfg.MaxInflightPerKey, "at most this many concurrent S3 requests per access key (anonymous clients: per IP address); more get 503 SlowDown (0 = unlimited)")
 	durationVar(fs, &cfg.ReadHeaderTimeout, "read-header-timeout", cfg.ReadHeaderTimeout, "cut off a client that has not sent its request headers within this time (slow-loris)")
 	durationVar(fs, &cfg.ReadTimeout, "read-timeout", cfg.ReadTimeout, "cut off a client that has not sent its whole request within this time (never limits a response)")

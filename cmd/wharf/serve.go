@@ -86,6 +86,11 @@ type serveConfig struct {
 	Ready func(addr, adminAddr string)
 	// ShutdownTimeout bounds the wait for in-flight responses. 0 = 30s.
 	ShutdownTimeout time.Duration
+	// ShutdownDelay keeps serving this long after SIGTERM/SIGINT with
+	// /readyz at 503 and keep-alives off, so a load balancer sees the
+	// replica leave before its listener closes (Kubernetes: instead of a
+	// preStop sleep). 0 = close at once; at most maxShutdownDelay.
+	ShutdownDelay time.Duration
 	// MaxInflightPerKey admits at most this many concurrent S3 requests per
 	// access key (anonymous clients: per IP address); more are answered
 	// 503 SlowDown. 0 = unlimited.
@@ -333,6 +338,9 @@ func (cfg *serveConfig) validate(keys []auth.Key) error {
 	}
 	if cfg.Rescan < 0 || cfg.RetireGrace < 0 || cfg.ShutdownTimeout < 0 {
 		return errors.New("--rescan, --retire-grace and --shutdown-timeout must not be negative")
+	}
+	if cfg.ShutdownDelay < 0 || cfg.ShutdownDelay > maxShutdownDelay {
+		return fmt.Errorf("--shutdown-delay %v: want 0 (off) to %v", cfg.ShutdownDelay, maxShutdownDelay)
 	}
 	if cfg.Rescan != 0 && cfg.Rescan < minRescan {
 		return fmt.Errorf("--rescan %s: want 0 (only at start and on SIGHUP) or at least %s (every rescan lists every discovery root)", cfg.Rescan, minRescan)
@@ -628,6 +636,19 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 	case serveErr = <-errc:
 	}
 	ready.Store(false)
+	if cfg.ShutdownDelay > 0 && serveErr == nil {
+		// Keep answering while load balancers notice /readyz; closing
+		// keep-alive connections after their response sends clients to
+		// the other replicas.
+		for _, s := range servers {
+			s.SetKeepAlivesEnabled(false)
+		}
+		log.Info().Dur("delay", cfg.ShutdownDelay).Msg("shutting down: /readyz answers 503; still serving for --shutdown-delay")
+		select {
+		case <-time.After(cfg.ShutdownDelay):
+		case serveErr = <-errc:
+		}
+	}
 	stopLoop()
 	<-loopDone
 	<-tlsDone
@@ -692,6 +713,10 @@ const (
 	// setting wrapped (2^32+1 advertised one stream). More requests of one
 	// key at once than this is no limit.
 	maxInflightPerKey = 1 << 16
+	// maxShutdownDelay bounds --shutdown-delay: load balancers' health
+	// checks notice a replica leaving within seconds; longer only delays
+	// a rollout.
+	maxShutdownDelay = 10 * time.Minute
 )
 
 // sendTimeout is the response progress deadline (0 = the default).
