@@ -398,7 +398,8 @@ func (a *Archive) Restore(ctx context.Context, f File, req backend.RestoreReques
 }
 
 // RestoreObjects is Restore for a set of objects of this archive (wharf
-// restore: the objects of many files), each restored at most once. On an
+// restore: the objects of many files), each restored at most once, at
+// most 16 RestoreObjects at once, reported in objs' order. On an
 // error the report still lists what was done before it (restores that
 // started stand), and the object whose RestoreObject failed (Sent, with
 // no Result).
@@ -419,29 +420,79 @@ func (a *Archive) RestoreObjects(ctx context.Context, objs []StorageObject, req 
 	if len(archived) == 0 {
 		return rep, fmt.Errorf("none of its objects is archived: %w", ErrNotArchived)
 	}
-	started, inProgress, notArchived := 0, 0, 0
-	for _, o := range archived {
-		out, err := a.set.Classes().Restore(ctx, o.Key, req)
-		if errors.Is(err, backend.ErrNotArchived) {
+	// At most maxStorageHeads RestoreObjects at once; after a failure no
+	// new one is sent (those in flight finish and are reported).
+	type result struct {
+		out  chunkio.RestoreSent
+		err  error
+		done bool
+	}
+	results := make([]result, len(archived))
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		failed bool
+	)
+	sem := make(chan struct{}, maxStorageHeads)
+	for i, o := range archived {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		mu.Lock()
+		stop := failed
+		mu.Unlock()
+		if stop || ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			out, err := a.set.Classes().Restore(ctx, o.Key, req)
+			mu.Lock()
+			results[i] = result{out: out, err: err, done: true}
+			if err != nil && !errors.Is(err, backend.ErrNotArchived) {
+				failed = true
+			}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	started, inProgress, notArchived, unsent := 0, 0, 0, 0
+	var firstErr error
+	for i, r := range results {
+		o := archived[i]
+		switch {
+		case !r.done:
+			unsent++
+			continue // not sent: a failure (or ctx's end) came first
+		case errors.Is(r.err, backend.ErrNotArchived):
 			notArchived++
 			continue // moved to a readable class since: nothing to do
-		}
-		if err != nil {
-			// The restores started before it stand (and are billed):
-			// the report keeps them, and the object whose request failed.
-			if out.Sent {
+		case r.err != nil:
+			// The restores started stand (and are billed): the report
+			// keeps them, and the object whose request failed.
+			if r.out.Sent {
 				rep.Objects = append(rep.Objects, ObjectRestore{StorageObject: o, Sent: true})
 			}
-			rep.Result = 0
-			return rep, err
+			if firstErr == nil {
+				firstErr = r.err
+			}
+			continue
 		}
-		rep.Objects = append(rep.Objects, ObjectRestore{StorageObject: o, Sent: out.Sent, Result: out.Result})
-		switch out.Result {
+		rep.Objects = append(rep.Objects, ObjectRestore{StorageObject: o, Sent: r.out.Sent, Result: r.out.Result})
+		switch r.out.Result {
 		case backend.RestoreStarted:
 			started++
 		case backend.RestoreInProgress:
 			inProgress++
 		}
+	}
+	if firstErr == nil && unsent > 0 {
+		firstErr = fmt.Errorf("%d restores not sent: %w", unsent, ctx.Err())
+	}
+	if firstErr != nil {
+		return rep, firstErr
 	}
 	if notArchived == len(archived) {
 		// Every one is readable now (the store or a fresh HEAD said so):

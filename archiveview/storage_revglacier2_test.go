@@ -84,3 +84,61 @@ func TestFileStorageHeadsInParallel(t *testing.T) {
 		t.Fatalf("at most %d HEADs at once for %d stale chunks; want 2 to %d", peak, len(chunks), maxStorageHeads)
 	}
 }
+
+// peakRestoreStore counts the RestoreObjects in flight at once (each takes
+// 10 ms).
+type peakRestoreStore struct {
+	*faults.GlacierStore
+	mu             sync.Mutex
+	now, peak, all int
+}
+
+func (s *peakRestoreStore) Restore(ctx context.Context, bucket, key string, req backend.RestoreRequest) (backend.RestoreResult, error) {
+	s.mu.Lock()
+	s.now++
+	s.all++
+	s.peak = max(s.peak, s.now)
+	s.mu.Unlock()
+	time.Sleep(10 * time.Millisecond)
+	defer func() { s.mu.Lock(); s.now--; s.mu.Unlock() }()
+	return s.GlacierStore.Restore(ctx, bucket, key, req)
+}
+
+// TestRestoreObjectsInParallel: a restore of a file over many archived
+// chunks sends their RestoreObjects at most 16 at once, each once, and
+// reports them in the file's order. On the code before they went one
+// after another: a file over thousands of chunks outlasted a client's
+// read timeout (the AWS CLI's is 60 s), so its restore took several
+// retries.
+func TestRestoreObjectsInParallel(t *testing.T) {
+	dir, key, chunks := manyChunkFile(t)
+	ck := &stClock{t: time.Date(2033, 3, 3, 0, 0, 0, 0, time.UTC)}
+	g := faults.NewGlacier(faults.GlacierConfig{Delay: time.Hour, Now: ck.Now})
+	for _, k := range chunks {
+		g.SetClass(rvBucket, k, backend.ClassDeepArchive, "")
+	}
+	ps := &peakRestoreStore{GlacierStore: g.Store(backend.NewFileStore(dir))}
+	a, err := Open(context.Background(), ps, rvBucket, key, Options{StorageClasses: true, RestoreTTL: time.Minute, clock: ck.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	rep, err := a.Restore(context.Background(), a.mustStat(t, "big"), backend.RestoreRequest{Days: 3, Tier: backend.RetrievalBulk})
+	if err != nil || rep.Result != backend.RestoreStarted || len(rep.Objects) != len(chunks) {
+		t.Fatalf("restore: %v, %v, %d objects; want %d started", rep.Result, err, len(rep.Objects), len(chunks))
+	}
+	for i, o := range rep.Objects {
+		if o.Key != chunks[i] || !o.Sent || o.Result != backend.RestoreStarted {
+			t.Fatalf("object %d: %s sent %v %v; want %s started", i, o.Key, o.Sent, o.Result, chunks[i])
+		}
+	}
+	ps.mu.Lock()
+	all, peak := ps.all, ps.peak
+	ps.mu.Unlock()
+	if all != len(chunks) || len(g.Started()) != len(chunks) {
+		t.Fatalf("%d RestoreObjects (%d started) for %d chunks", all, len(g.Started()), len(chunks))
+	}
+	if peak < 2 || peak > 16 {
+		t.Fatalf("at most %d RestoreObjects at once for %d chunks; want 2 to 16", peak, len(chunks))
+	}
+}

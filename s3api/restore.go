@@ -14,8 +14,11 @@ package s3api
 // (archiveview.Archive.Restore); the answer is S3's: 202 when a restore
 // started, 200 when every object is already restored, 409
 // RestoreAlreadyInProgress, 403 InvalidObjectState for a file that is not
-// archived. Every restore is logged with its objects, their sizes and the
-// key that asked, and counted (wharf_restores_total, wharf_restore_bytes_total).
+// archived; 503 GlacierExpeditedRetrievalNotAvailable when the store has no
+// Expedited capacity. Every restore is logged with the key that asked and
+// its objects (every one a RestoreObject was sent for; a few of the
+// others, the rest counted), their sizes, also one that failed part way,
+// and counted (wharf_restores_total, wharf_restore_bytes_total).
 
 import (
 	"bytes"
