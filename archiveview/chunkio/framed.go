@@ -53,8 +53,7 @@ type framedSource struct {
 	next    int
 	started bool
 	closed  bool
-	cached  bool // the read was served from one cached frame: no producer ran
-	cur     *frameRun
+	cur     *frameRun // the producer's run, made by the first Next; none for a read of one cached frame
 }
 
 // frameRun is one producer of a framedSource, from frame from to hi, and
@@ -76,9 +75,9 @@ type frameRun struct {
 }
 
 func (s *Set) newFramedSource(ctx context.Context, ci int32, lo, hi int, u0, u1 int64, run int) *framedSource {
-	fs := &framedSource{set: s, parent: ctx, ci: ci, lo: lo, hi: hi, u0: u0, u1: u1, run: run, next: lo}
-	fs.cur = fs.newRun(lo)
-	return fs
+	// The first run is made by the first Next: a read served from one
+	// cached frame needs none (no context, no channels).
+	return &framedSource{set: s, parent: ctx, ci: ci, lo: lo, hi: hi, u0: u0, u1: u1, run: run, next: lo}
 }
 
 // maxQueuedFrames bounds the futures a run's producer queues ahead of
@@ -542,13 +541,12 @@ func (fs *framedSource) Next() ([]byte, *Buf, error) {
 			// producer goroutine, no future, no second lookup. Anything
 			// else (missing, being fetched) goes the producer's way.
 			if buf := fs.set.cache.cachedRef(fs.set.frameKey(fs.ci, fs.lo)); buf != nil {
-				fs.cached = true
-				close(fs.cur.ch) // never produced into
 				fs.next++
 				fs.set.metrics.cacheHit()
 				return fs.take(fs.lo, buf)
 			}
 		}
+		fs.cur = fs.newRun(fs.lo)
 		go fs.cur.produce()
 	}
 	if fs.next > fs.hi {
@@ -664,12 +662,14 @@ func (fs *framedSource) fill(i int) (*Buf, error) {
 }
 
 func (fs *framedSource) Close() {
-	r := fs.cur
-	r.cancel()
+	r := fs.cur // nil before the first Next and for a read of one cached frame
+	if r != nil {
+		r.cancel()
+	}
 	if fs.started && !fs.closed {
 		fs.closed = true
 		fs.set.lim.streamEnded()
-		if !fs.cached {
+		if r != nil {
 			r.abandonQueued()
 		}
 	}
