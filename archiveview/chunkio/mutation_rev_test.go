@@ -5,9 +5,11 @@ package chunkio
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/wharf-s3/wharf/backend"
 )
@@ -68,5 +70,43 @@ func TestSpeculativeLaunchKeepsFairShare(t *testing.T) {
 		if used, _ := cache.MemoryInUse(); used != 0 {
 			t.Fatalf("held %d: %d bytes still charged after the part closed", tc.held, used)
 		}
+	}
+}
+
+// TestMemoryWaitEndsOnTime: a demand take that finds the budget full
+// waits at most the memory wait (WithMemoryWait), then fails with ErrBusy
+// (503 SlowDown), however often it is woken meanwhile.
+func TestMemoryWaitEndsOnTime(t *testing.T) {
+	const wait = 200 * time.Millisecond
+	cache := NewFrameCache(0, WithMemory(1<<20), WithMemoryWait(wait))
+	lim := cache.Limits()
+	ctx := WithClient(context.Background(), "")
+	cl, err := lim.reserve(ctx, 1<<20, demand)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lim.unreserve(cl, 1<<20)
+	// Something is freed (and taken back) every 20 ms: each wakes the
+	// waiter, which finds the budget full again.
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+				lim.signal()
+			}
+		}
+	}()
+	start := time.Now()
+	_, err = lim.reserve(ctx, 1, demand)
+	took := time.Since(start)
+	if !errors.Is(err, ErrBusy) {
+		t.Fatalf("a take on a full budget: %v, want ErrBusy", err)
+	}
+	if took < wait || took > wait+time.Second {
+		t.Fatalf("a take on a full budget failed after %v, want the memory wait %v (within a second)", took, wait)
 	}
 }
