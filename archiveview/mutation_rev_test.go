@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/wharf-s3/wharf/archiveview/cargopack"
+	"github.com/wharf-s3/wharf/archiveview/chunkio"
 )
 
 // TestVerifyChunkPhaseChecksFrameSums: Verify's chunk pass checks every
@@ -39,5 +40,26 @@ func TestVerifyChunkPhaseChecksFrameSums(t *testing.T) {
 	}
 	if !chunkLevel {
 		t.Fatalf("the chunk pass did not report frame 1 of %s as a sha256 mismatch; problems: %+v", c.Key, problems)
+	}
+}
+
+// TestVerifyReturnsMemoryAfterMismatch: Verify's chunk pass takes each
+// part's decoded frames' memory with the part and returns what a frame
+// that failed its sha256 (and so was not decoded) did not use: after a
+// verification that found one, nothing is charged to the budget.
+func TestVerifyReturnsMemoryAfterMismatch(t *testing.T) {
+	cache := chunkio.NewFrameCache(0, chunkio.WithMemory(64<<20))
+	ra := rpNew(t, rpTree(32), cargopack.Options{FrameSize: 64 << 10}, Options{Cache: cache, Readahead: -1})
+	c, _ := rpChunkOf(t, ra, "big/large.txt")
+	c.Frames[1].Sum[0] ^= 0xff
+	st, err := ra.a.Verify(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Problems == 0 {
+		t.Fatal("the mismatch was not found")
+	}
+	if used, _ := cache.MemoryInUse(); used != 0 {
+		t.Fatalf("%d bytes still charged to the read memory after Verify", used)
 	}
 }
