@@ -4,14 +4,20 @@ package chunkio
 // test killed (TESTING.md, "Mutation audit (rev-mutation)").
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
+
 	"github.com/wharf-s3/wharf/backend"
+	"github.com/wharf-s3/wharf/backend/faults"
 )
 
 // TestSpeculativeLaunchKeepsFairShare: a speculative part is launched only
@@ -108,5 +114,67 @@ func TestMemoryWaitEndsOnTime(t *testing.T) {
 	}
 	if took < wait || took > wait+time.Second {
 		t.Fatalf("a take on a full budget failed after %v, want the memory wait %v (within a second)", took, wait)
+	}
+}
+
+// TestRefetchReturnsItsGetSlot: the second fetch of a frame that failed
+// its sha256 in transit takes one process-wide GET slot and gives it back:
+// after the read, no GET is counted in flight (a slot kept per refetch
+// would leave the server unable to read once --max-parts of them
+// happened).
+func TestRefetchReturnsItsGetSlot(t *testing.T) {
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var obj, want []byte
+	var frames []Frame
+	for i := range 3 {
+		data := bytes.Repeat([]byte{byte('a' + i), 'x', byte(i)}, 30_000)
+		comp := enc.EncodeAll(data, nil)
+		frames = append(frames, Frame{COff: int64(len(obj)), CSize: int64(len(comp)), UOff: int64(len(want)), USize: int64(len(data)),
+			Sum: sha256.Sum256(comp), HasSum: true})
+		obj = append(obj, comp...)
+		want = append(want, data...)
+	}
+	dir := t.TempDir()
+	key := "s/uploads/u/chunks/c0.tar.zst"
+	p := filepath.Join(dir, "bkt", filepath.FromSlash(key))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, obj, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	flip := frames[1].COff + frames[1].CSize/2
+	var flipped atomic.Int32
+	store := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{Hook: func(r faults.Request) faults.Fault {
+		if r.Op == "range" && r.Off <= flip && flip < r.Off+r.Len && flipped.Add(1) == 1 {
+			return faults.Fault{Kind: faults.FaultFlip, FlipAt: []int64{flip}}
+		}
+		return faults.Fault{}
+	}})
+	cache := NewFrameCache(0, WithMemory(32<<20), WithMaxParts(4))
+	set := NewSet(store, "bkt", []Chunk{{Key: key, Kind: FramedZstd, Frames: frames, Size: int64(len(obj))}}, Options{Readahead: -1, Cache: cache})
+	t.Cleanup(set.Close)
+	got, err := readChunk(context.Background(), set, 0, 0, int64(len(want)))
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("read with frame 1 flipped in transit: %v", err)
+	}
+	if n := flipped.Load(); n < 2 {
+		t.Fatalf("%d GETs covered the flipped byte, want the flipped one and a second fetch", n)
+	}
+	// The part's fetches give their slots back as they end, which may be
+	// just after the last byte was read: wait for that, a bounded time.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		used, gets := set.lim.inUse()
+		if used == 0 && gets == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("5 s after the read: %d bytes and %d GET slots still counted in use", used, gets)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
