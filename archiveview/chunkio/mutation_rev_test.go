@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -176,5 +177,78 @@ func TestRefetchReturnsItsGetSlot(t *testing.T) {
 			t.Fatalf("5 s after the read: %d bytes and %d GET slots still counted in use", used, gets)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// shortStore is a store whose range bodies end cleanly (io.EOF) halfway:
+// a proxy or a store that does not check its Content-Length.
+type shortStore struct{ backend.Store }
+
+func (s shortStore) ReadRange(ctx context.Context, bucket, key string, off, length int64, ifMatch string) (io.ReadCloser, backend.ObjectInfo, error) {
+	b, info, err := s.Store.ReadRange(ctx, bucket, key, off, length, ifMatch)
+	if err != nil {
+		return nil, info, err
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{io.LimitReader(b, length/2), b}, info, nil
+}
+
+// TestShortBodyFailsTheRead: a range body that ends cleanly before the
+// length asked for is a failed GET (backend.ErrBadResponse), at once: the
+// read fails with it, not waiting for bytes that will never come, and
+// serves nothing wrong. For a direct object (served as it streams) and a
+// framed chunk.
+func TestShortBodyFailsTheRead(t *testing.T) {
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := bytes.Repeat([]byte("short body "), 20_000)
+	comp := enc.EncodeAll(data, nil)
+	dir := t.TempDir()
+	for name, b := range map[string][]byte{"direct": data, "framed": comp} {
+		if err := os.MkdirAll(filepath.Join(dir, "bkt"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "bkt", name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	chunks := []Chunk{
+		{Key: "direct", Kind: Direct, Size: int64(len(data))},
+		{Key: "framed", Kind: FramedZstd, Size: int64(len(comp)),
+			Frames: []Frame{{COff: 0, CSize: int64(len(comp)), UOff: 0, USize: int64(len(data)), Sum: sha256.Sum256(comp), HasSum: true}}},
+	}
+	set := NewSet(shortStore{backend.NewFileStore(dir)}, "bkt", chunks, Options{Readahead: -1, Cache: NewFrameCache(0, WithMemory(32<<20))})
+	t.Cleanup(set.Close)
+	for ci, c := range chunks {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		start := time.Now()
+		type result struct {
+			got []byte
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			got, err := readChunk(ctx, set, int32(ci), 0, int64(len(data)))
+			done <- result{got, err}
+		}()
+		var got []byte
+		select {
+		case r := <-done:
+			got, err = r.got, r.err
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s: still reading 30 s after a short body (its context ended at 20 s)", c.Key)
+		}
+		took := time.Since(start)
+		cancel()
+		if !errors.Is(err, backend.ErrBadResponse) || took > 10*time.Second {
+			t.Fatalf("%s: a short body: %v after %v (%d bytes), want backend.ErrBadResponse at once", c.Key, err, took, len(got))
+		}
+		if !bytes.Equal(got, data[:len(got)]) {
+			t.Fatalf("%s: wrong bytes served before the failure", c.Key)
+		}
 	}
 }
