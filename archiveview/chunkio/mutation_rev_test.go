@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -249,6 +250,84 @@ func TestShortBodyFailsTheRead(t *testing.T) {
 		}
 		if !bytes.Equal(got, data[:len(got)]) {
 			t.Fatalf("%s: wrong bytes served before the failure", c.Key)
+		}
+	}
+}
+
+// etagStore records the If-Match of every range read; with lie, it
+// ignores If-Match (as some S3-compatible servers do) and reports another
+// ETag from its second range read on (the object replaced meanwhile).
+type etagStore struct {
+	backend.Store
+	lie bool
+
+	mu      sync.Mutex
+	ifMatch []string
+	etags   []string
+}
+
+func (s *etagStore) ReadRange(ctx context.Context, bucket, key string, off, length int64, ifMatch string) (io.ReadCloser, backend.ObjectInfo, error) {
+	s.mu.Lock()
+	n := len(s.ifMatch)
+	s.ifMatch = append(s.ifMatch, ifMatch)
+	s.mu.Unlock()
+	if s.lie {
+		ifMatch = ""
+	}
+	b, info, err := s.Store.ReadRange(ctx, bucket, key, off, length, ifMatch)
+	if err == nil && s.lie && n > 0 {
+		info.ETag = "replaced-" + info.ETag
+	}
+	s.mu.Lock()
+	s.etags = append(s.etags, info.ETag)
+	s.mu.Unlock()
+	return b, info, err
+}
+
+// TestRangeReadsPinnedToFirstETag: every range read of a chunk after its
+// first response carries that response's ETag as If-Match; and behind a
+// store that ignores If-Match, a response with another ETag (the object
+// replaced between two reads) fails the read with backend.ErrChanged
+// instead of mixing bytes of two objects.
+func TestRangeReadsPinnedToFirstETag(t *testing.T) {
+	dir := t.TempDir()
+	data := bytes.Repeat([]byte("pinned bytes "), 10_000)
+	if err := os.MkdirAll(filepath.Join(dir, "bkt"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bkt", "obj"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	chunks := []Chunk{{Key: "obj", Kind: Direct, Size: int64(len(data))}}
+	for _, lie := range []bool{false, true} {
+		st := &etagStore{Store: backend.NewFileStore(dir), lie: lie}
+		set := NewSet(st, "bkt", chunks, Options{Readahead: -1, Cache: NewFrameCache(0)})
+		ctx := context.Background()
+		got, err := readChunk(ctx, set, 0, 0, 1000)
+		if err != nil || !bytes.Equal(got, data[:1000]) {
+			t.Fatalf("first read: %v", err)
+		}
+		got, err = readChunk(ctx, set, 0, 50_000, 51_000)
+		set.Close()
+		st.mu.Lock()
+		ifMatch, etags := st.ifMatch, st.etags
+		st.mu.Unlock()
+		if etags[0] == "" {
+			t.Fatal("the store reported no ETag: the test proves nothing")
+		}
+		if lie {
+			if !errors.Is(err, backend.ErrChanged) {
+				t.Fatalf("a second read answered with ETag %q after %q: %v (%d bytes), want backend.ErrChanged", etags[len(etags)-1], etags[0], err, len(got))
+			}
+			continue
+		}
+		if err != nil || !bytes.Equal(got, data[50_000:51_000]) {
+			t.Fatalf("second read: %v", err)
+		}
+		for i, m := range ifMatch[1:] {
+			if m != etags[0] {
+				t.Fatalf("range read %d carried If-Match %q, want the first response's ETag %q (all: %q)", i+1, m, etags[0], ifMatch)
+			}
 		}
 	}
 }
