@@ -5,6 +5,8 @@ package archiveview
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -62,4 +64,29 @@ func TestVerifyReturnsMemoryAfterMismatch(t *testing.T) {
 	if used, _ := cache.MemoryInUse(); used != 0 {
 		t.Fatalf("%d bytes still charged to the read memory after Verify", used)
 	}
+}
+
+// TestVerifyEmptiedDirectObject: a direct object cut to zero bytes (its
+// file is not empty) is reported by Verify's chunk pass against the
+// chunk, besides the file's read failing: the zero-size object takes its
+// own path (no GET) and must still be checked against its sha256.
+func TestVerifyEmptiedDirectObject(t *testing.T) {
+	ra := rpNew(t, rpTree(33), cargopack.Options{Direct: true}, Options{})
+	c, _ := rpChunkOf(t, ra, "mid/one.txt")
+	if !c.HasSum {
+		t.Fatalf("direct object %s has no sha256 in the manifest", c.Key)
+	}
+	if err := os.WriteFile(filepath.Join(ra.dir, rpBucket, filepath.FromSlash(c.Key)), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var problems []VerifyProblem
+	if _, err := ra.a.Verify(context.Background(), func(p VerifyProblem) { problems = append(problems, p) }); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		if p.Key == "" && p.Chunk == c.Key {
+			return
+		}
+	}
+	t.Fatalf("the chunk pass did not report the emptied direct object %s; problems: %+v", c.Key, problems)
 }
