@@ -331,3 +331,38 @@ func TestRangeReadsPinnedToFirstETag(t *testing.T) {
 		}
 	}
 }
+
+// TestDirectObjectPinnedToListedETag: a direct object is served as it
+// streams, so its first GET already carries the ETag its open-time
+// listing reported: an object replaced between the listing and the first
+// read is refused (backend.ErrChanged) before any byte of it is served.
+func TestDirectObjectPinnedToListedETag(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "bkt", "obj")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	old := bytes.Repeat([]byte("old bytes "), 5000)
+	if err := os.WriteFile(p, old, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	store := backend.NewFileStore(dir)
+	classes := NewClasses(store, "bkt", ClassOptions{})
+	if err := classes.Load(context.Background(), []string{"obj"}); err != nil {
+		t.Fatal(err)
+	}
+	if classes.listedETag("obj") == "" {
+		t.Fatal("the listing reported no ETag: the test proves nothing")
+	}
+	// Replaced after the listing: same size, other bytes, another ETag.
+	time.Sleep(10 * time.Millisecond)
+	if err := os.WriteFile(p, bytes.Repeat([]byte("NEW BYTES "), 5000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	set := NewSet(store, "bkt", []Chunk{{Key: "obj", Kind: Direct, Size: int64(len(old))}}, Options{Readahead: -1, Classes: classes, Cache: NewFrameCache(0)})
+	t.Cleanup(set.Close)
+	got, err := readChunk(context.Background(), set, 0, 100, 2000)
+	if !errors.Is(err, backend.ErrChanged) || len(got) != 0 {
+		t.Fatalf("a direct object replaced after its listing: %v, %d bytes served (%q...), want backend.ErrChanged and nothing", err, len(got), got[:min(len(got), 20)])
+	}
+}
