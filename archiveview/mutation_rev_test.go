@@ -5,10 +5,13 @@ package archiveview
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/wharf-s3/wharf/archiveview/cargopack"
+	"github.com/wharf-s3/wharf/archiveview/chunkio"
 )
 
 // TestVerifyChunkPhaseChecksFrameSums: Verify's chunk pass checks every
@@ -40,4 +43,50 @@ func TestVerifyChunkPhaseChecksFrameSums(t *testing.T) {
 	if !chunkLevel {
 		t.Fatalf("the chunk pass did not report frame 1 of %s as a sha256 mismatch; problems: %+v", c.Key, problems)
 	}
+}
+
+// TestVerifyReturnsMemoryAfterMismatch: Verify's chunk pass takes each
+// part's decoded frames' memory with the part and returns what a frame
+// that failed its sha256 (and so was not decoded) did not use: after a
+// verification that found one, nothing is charged to the budget.
+func TestVerifyReturnsMemoryAfterMismatch(t *testing.T) {
+	cache := chunkio.NewFrameCache(0, chunkio.WithMemory(64<<20))
+	ra := rpNew(t, rpTree(32), cargopack.Options{FrameSize: 64 << 10}, Options{Cache: cache, Readahead: -1})
+	c, _ := rpChunkOf(t, ra, "big/large.txt")
+	c.Frames[1].Sum[0] ^= 0xff
+	st, err := ra.a.Verify(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Problems == 0 {
+		t.Fatal("the mismatch was not found")
+	}
+	if used, _ := cache.MemoryInUse(); used != 0 {
+		t.Fatalf("%d bytes still charged to the read memory after Verify", used)
+	}
+}
+
+// TestVerifyEmptiedDirectObject: a direct object cut to zero bytes (its
+// file is not empty) is reported by Verify's chunk pass against the
+// chunk, besides the file's read failing: the zero-size object takes its
+// own path (no GET) and must still be checked against its sha256.
+func TestVerifyEmptiedDirectObject(t *testing.T) {
+	ra := rpNew(t, rpTree(33), cargopack.Options{Direct: true}, Options{})
+	c, _ := rpChunkOf(t, ra, "mid/one.txt")
+	if !c.HasSum {
+		t.Fatalf("direct object %s has no sha256 in the manifest", c.Key)
+	}
+	if err := os.WriteFile(filepath.Join(ra.dir, rpBucket, filepath.FromSlash(c.Key)), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var problems []VerifyProblem
+	if _, err := ra.a.Verify(context.Background(), func(p VerifyProblem) { problems = append(problems, p) }); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		if p.Key == "" && p.Chunk == c.Key {
+			return
+		}
+	}
+	t.Fatalf("the chunk pass did not report the emptied direct object %s; problems: %+v", c.Key, problems)
 }
