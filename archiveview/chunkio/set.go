@@ -232,9 +232,10 @@ func (s *Set) Close() {
 	s.cancel()
 	s.mu.Lock()
 	s.closed = true
+	sums := s.sumHeld.Swap(0) // under s.mu, as newBlockHasher and dropSums charge it
 	s.mu.Unlock()
 	s.cache.dropParkedOf(s)
-	s.cache.giveSums(s.sumHeld.Swap(0))
+	s.cache.giveSums(sums)
 	if s.cache.peers != nil {
 		s.cache.reg.remove(s)
 	}
