@@ -92,7 +92,9 @@ func (s *Set) repinChanged(ci int32, rs *chunkState) {
 	if len(rs.units.done) > 0 {
 		return
 	}
-	if s.states[ci].CompareAndSwap(rs, newChunkState()) {
+	fresh := newChunkState()
+	fresh.replaced = true // not pinned to the ETag the open's listing saw (pinListed)
+	if s.states[ci].CompareAndSwap(rs, fresh) {
 		s.log.Info().Str("archive", s.name).Str("chunk", s.chunks[ci].Key).
 			Msg("an object remembered as corrupt was replaced: reading it as a new one")
 	}

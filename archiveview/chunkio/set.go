@@ -280,6 +280,11 @@ type chunkState struct {
 	// one ever was in this state (forget.go).
 	failedAt atomic.Int64
 	corrupt  atomic.Bool
+	// replaced: the state was started afresh for an object that replaced
+	// the one the archive was opened over (repinChanged), so the ETag the
+	// open's listing reported is not this object's: pinListed leaves the
+	// pin to the first response.
+	replaced bool
 
 	noSumNoted   atomic.Bool    // a frame without checksum was logged
 	evidence     streamEvidence // whether the chunk's reads are a stream (readahead.go)
@@ -407,9 +412,11 @@ func (s *Set) rangeGet(ctx context.Context, ci int32, off, length int64) (io.Rea
 // checked whole only at its end, and a replaced one must be refused before
 // the first byte is sent, not cut near the end of the response. Chunks are
 // left to their first response: a framed chunk's bytes are checked frame
-// by frame before they are served.
+// by frame before they are served. A state started afresh for a replaced
+// object (repinChanged) is not pinned to the listing's ETag, which is the
+// old object's.
 func (s *Set) pinListed(ci int32, rs *chunkState) {
-	if s.chunks[ci].Kind != Direct || rs.ifMatch() != "" {
+	if s.chunks[ci].Kind != Direct || rs.replaced || rs.ifMatch() != "" {
 		return
 	}
 	etag := s.classes.listedETag(s.chunks[ci].Key)
