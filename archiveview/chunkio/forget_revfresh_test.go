@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -83,5 +84,117 @@ func TestCorruptionForgottenListedDirect(t *testing.T) {
 		if !bytes.Equal(got, good[1000:1100]) {
 			t.Fatal("wrong bytes after the replacement")
 		}
+	}
+}
+
+// flapStore reports an ETag of its own for its one object: "A" until
+// armed, then "A" and "B" in turn, one per response to a read at or after
+// cut (a store whose replicas disagree, or an object overwritten again
+// and again, seen by the reads of one part of it). A ranged read whose
+// If-Match is not the ETag it would report fails as S3's 412 does.
+// ranges counts the ranged reads that start before cut.
+type flapStore struct {
+	inner  backend.Store
+	armed  atomic.Bool
+	n      atomic.Int64
+	cut    int64
+	ranges atomic.Int64
+}
+
+func (f *flapStore) etag(off int64) string {
+	if off >= f.cut && f.armed.Load() && f.n.Add(1)%2 == 0 {
+		return "B"
+	}
+	return "A"
+}
+
+func (f *flapStore) ReadRange(ctx context.Context, bucket, key string, off, length int64, ifMatch string) (io.ReadCloser, backend.ObjectInfo, error) {
+	et := f.etag(off)
+	if ifMatch != "" && ifMatch != et {
+		return nil, backend.ObjectInfo{}, &backend.Error{Op: "range", Bucket: bucket, Key: key, Err: backend.ErrChanged}
+	}
+	if off < f.cut {
+		f.ranges.Add(1)
+	}
+	b, info, err := f.inner.ReadRange(ctx, bucket, key, off, length, "")
+	info.ETag = et
+	return b, info, err
+}
+
+func (f *flapStore) Get(ctx context.Context, bucket, key string) (io.ReadCloser, backend.ObjectInfo, error) {
+	b, info, err := f.inner.Get(ctx, bucket, key)
+	info.ETag = f.etag(0)
+	return b, info, err
+}
+
+func (f *flapStore) Stat(ctx context.Context, bucket, key string) (backend.ObjectInfo, error) {
+	info, err := f.inner.Stat(ctx, bucket, key)
+	info.ETag = f.etag(f.cut)
+	return info, err
+}
+
+func (f *flapStore) List(ctx context.Context, bucket, prefix string, fn func(backend.ObjectInfo) error) error {
+	return f.inner.List(ctx, bucket, prefix, fn)
+}
+
+// TestCorruptionRecheckBoundedFlapping: a span remembered as corrupt is
+// read whole again at most twice per ForgetCorruptAfter, also when the
+// store's ETag flaps. Before, every response with another ETag (here: to
+// reads of another, unchecked extent of the same object) started the
+// chunk's state afresh, forgetting the failure, so a client alternating
+// two reads made wharf read the corrupt span whole twice for each pair:
+// with a span of gigabytes, a cost amplification only the store's
+// flapping bounded.
+func TestCorruptionRecheckBoundedFlapping(t *testing.T) {
+	const half = 64 << 10
+	good := make([]byte, 2*half)
+	for i := range good {
+		good[i] = byte(i*5 + i>>8)
+	}
+	bad := bytes.Clone(good)
+	bad[1000] ^= 0x10
+	const key = "s/uploads/u/files/d"
+	dir := t.TempDir()
+	p := filepath.Join(dir, "bkt", filepath.FromSlash(key))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, bad, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fs := &flapStore{inner: backend.NewFileStore(dir), cut: half}
+	ck := &clock{t: time.Date(2032, 2, 2, 0, 0, 0, 0, time.UTC)}
+	chunks := []Chunk{{Key: key, Kind: Direct, Size: int64(len(good))}}
+	set := NewSet(fs, "bkt", chunks, Options{SmallVerifyBytes: -1, ForgetCorruptAfter: time.Minute, Now: ck.Now})
+	defer set.Close()
+	// Extent a has its own sum (checked whole: corrupt at rest); extent
+	// c has none (served as read, never a unit).
+	ea := Extent{Chunk: 0, Off: 0, Length: half, Sum: sha256.Sum256(good[:half]), HasSum: true}
+	ec := Extent{Chunk: 0, Off: half, Length: half}
+	read := func(e Extent) error {
+		src, err := set.OpenExtent(context.Background(), e, 10, 100)
+		if err != nil {
+			return err
+		}
+		sr := &segReader{src: src}
+		defer sr.Close()
+		_, err = io.ReadAll(sr)
+		return err
+	}
+	if err := read(ea); !errors.Is(err, ErrChecksum) {
+		t.Fatalf("corrupt extent: %v, want a checksum mismatch", err)
+	}
+	first := fs.ranges.Load()
+	fs.armed.Store(true)
+	for range 20 {
+		read(ec) // fails or not: the flapping ETag is what is tested
+		if err := read(ea); err == nil {
+			t.Fatal("the corrupt extent was served")
+		}
+	}
+	// At most one more pair of whole reads of the corrupt extent (one
+	// fresh state for a replaced object) within ForgetCorruptAfter.
+	if n := fs.ranges.Load() - first; n > 2*first {
+		t.Fatalf("the corrupt extent was read %d more times within ForgetCorruptAfter (%d reads for its first check pair), want at most %d", n, first, 2*first)
 	}
 }

@@ -280,11 +280,13 @@ type chunkState struct {
 	// one ever was in this state (forget.go).
 	failedAt atomic.Int64
 	corrupt  atomic.Bool
-	// replaced: the state was started afresh for an object that replaced
-	// the one the archive was opened over (repinChanged), so the ETag the
-	// open's listing reported is not this object's: pinListed leaves the
-	// pin to the first response.
-	replaced bool
+	// replacedAt: when the state was started afresh for an object that
+	// replaced the one the archive was opened over (repinChanged; unix
+	// nanoseconds, 0: the first state). The ETag the open's listing
+	// reported is not this object's, so pinListed leaves the pin to the
+	// first response; and such a state is not started afresh again
+	// within ForgetCorruptAfter (forget.go).
+	replacedAt int64
 
 	noSumNoted   atomic.Bool    // a frame without checksum was logged
 	evidence     streamEvidence // whether the chunk's reads are a stream (readahead.go)
@@ -416,7 +418,7 @@ func (s *Set) rangeGet(ctx context.Context, ci int32, off, length int64) (io.Rea
 // object (repinChanged) is not pinned to the listing's ETag, which is the
 // old object's.
 func (s *Set) pinListed(ci int32, rs *chunkState) {
-	if s.chunks[ci].Kind != Direct || rs.replaced || rs.ifMatch() != "" {
+	if s.chunks[ci].Kind != Direct || rs.replacedAt != 0 || rs.ifMatch() != "" {
 		return
 	}
 	etag := s.classes.listedETag(s.chunks[ci].Key)
