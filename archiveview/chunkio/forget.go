@@ -75,6 +75,7 @@ func (s *Set) forgetExpired(rs *chunkState) {
 			delete(rs.units.checks, u)
 		}
 	}
+	rs.units.mismatched = nil
 	rs.units.mu.Unlock()
 	s.log.Info().Str("archive", s.name).Int64("age_seconds", (s.now().UnixNano()-at)/int64(time.Second)).
 		Msg("forgetting a chunk's remembered data failure: its next read checks it again")

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/wharf-s3/wharf/backend"
+	"github.com/wharf-s3/wharf/backend/faults"
 )
 
 // TestCorruptionForgottenListedDirect: the recovery of 0ad6304 (a direct
@@ -196,5 +197,58 @@ func TestCorruptionRecheckBoundedFlapping(t *testing.T) {
 	// fresh state for a replaced object) within ForgetCorruptAfter.
 	if n := fs.ranges.Load() - first; n > 2*first {
 		t.Fatalf("the corrupt extent was read %d more times within ForgetCorruptAfter (%d reads for its first check pair), want at most %d", n, first, 2*first)
+	}
+}
+
+// TestCorruptionRecheckSecondReadFails: a span corrupt at rest whose
+// second whole read (the one after its first mismatch) fails for a
+// reason not of the data (a 503, a reset) is remembered at its next
+// mismatch, not read whole twice again by every read. Before, nothing was
+// remembered until both reads of one check mismatched, so a store that
+// failed every second GET had the corrupt span read whole by every read.
+func TestCorruptionRecheckSecondReadFails(t *testing.T) {
+	good := make([]byte, 64<<10)
+	for i := range good {
+		good[i] = byte(i*5 + i>>8)
+	}
+	bad := bytes.Clone(good)
+	bad[1000] ^= 0x10
+	const key = "s/uploads/u/files/d"
+	dir := t.TempDir()
+	p := filepath.Join(dir, "bkt", filepath.FromSlash(key))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, bad, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var ranges atomic.Int64
+	store := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{Hook: func(r faults.Request) faults.Fault {
+		if r.Op != "range" {
+			return faults.Fault{}
+		}
+		if ranges.Add(1)%2 == 0 {
+			return faults.Fault{Kind: faults.FaultError} // every second GET: 503
+		}
+		return faults.Fault{}
+	}})
+	chunks := []Chunk{{Key: key, Kind: Direct, Size: int64(len(good))}}
+	set := NewSet(store, "bkt", chunks, Options{SmallVerifyBytes: -1})
+	defer set.Close()
+	e := Extent{Chunk: 0, Off: 0, Length: int64(len(good)), Sum: sha256.Sum256(good), HasSum: true}
+	const reads = 6
+	for i := range reads {
+		src, err := set.OpenExtent(context.Background(), e, 10, 100)
+		if err == nil {
+			sr := &segReader{src: src}
+			_, err = io.ReadAll(sr)
+			sr.Close()
+		}
+		if err == nil {
+			t.Fatalf("read %d: the corrupt extent was served", i)
+		}
+	}
+	if n := ranges.Load(); n > 4 {
+		t.Fatalf("%d reads of the corrupt extent read it %d times, want at most 4 (a mismatch, a failed re-read, a second mismatch remembered)", reads, n)
 	}
 }
