@@ -547,6 +547,15 @@ func (cm *Manager) chargeChainHistory(ctx context.Context, files int) (archivevi
 	defer cancel()
 	got, err := cm.index.reserve(wctx, int64(files)*IndexBytesPerFile)
 	if err != nil {
+		if ctx.Err() == nil {
+			// The wait's own deadline, not the request's end: no context
+			// error in the chain, or the history's Memo would take it for
+			// its filler's request ending and have each waiter in turn
+			// wait the open timeout again.
+			used, _ := cm.index.state()
+			return nil, fmt.Errorf("%w: waited %s (--open-timeout) for %d bytes of %s to build a version history (%d, %d in use): %w",
+				ErrIndexMemory, cm.cfg.OpenTimeout, min(int64(files)*IndexBytesPerFile, cm.index.limit), cm.index.what, cm.index.limit, used, backend.ErrUnavailable)
+		}
 		return nil, fmt.Errorf("%w: %w", err, backend.ErrUnavailable)
 	}
 	return &budgetCharge{b: cm.index, n: got}, nil

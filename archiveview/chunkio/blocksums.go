@@ -88,23 +88,36 @@ func (s *Set) sumBlock() int64 {
 }
 
 // newBlockHasher returns a hasher of the sums of object bytes [off, end)
-// of chunk ci, charged to the cache's bound, or nil when it is full.
+// of chunk ci, charged to the cache's bound, or nil when it is full or
+// the Set is closed (its open reads still work, but Close gave back what
+// it held: a charge taken now would never be given back).
 func (s *Set) newBlockHasher(off, end int64) *blockHasher {
 	bs := s.sumBlock()
 	n := blockCount(off, end, bs) * 32
-	if n == 0 || !s.cache.takeSums(n) {
+	if n == 0 {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || !s.cache.takeSums(n) {
 		return nil
 	}
 	s.sumHeld.Add(n)
 	return &blockHasher{b: &blockSums{off: off, end: end, bs: bs, sums: make([][32]byte, 0, n/32)}, at: off, h: sha256.New()}
 }
 
-// dropSums gives back the charge of sums that are not kept.
+// dropSums gives back the charge of sums that are not kept (unless the
+// Set closed since they were charged: Close gave back all it held).
 func (s *Set) dropSums(bh *blockHasher) {
 	if bh == nil {
 		return
 	}
 	n := int64(cap(bh.b.sums)) * 32
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
 	s.sumHeld.Add(-n)
 	s.cache.giveSums(n)
 }

@@ -18,7 +18,10 @@ package chunkio
 //     checks, no failures), unless a unit of it was checked whole and is
 //     relied on by later ranged reads: those are only safe under the pin,
 //     so such a chunk stays pinned (refused with ErrChanged) until a
-//     restart.
+//     restart. A state started afresh so is not started afresh again
+//     within ForgetCorruptAfter: a store whose ETag flaps (replicas that
+//     disagree, an object overwritten again and again) cannot have the
+//     failure forgotten at every response, so the bound above holds.
 //
 // In entries it needs no bound of its own: it is one timestamp per chunk
 // state and the kept results of memos keyed by what the manifest
@@ -72,6 +75,7 @@ func (s *Set) forgetExpired(rs *chunkState) {
 			delete(rs.units.checks, u)
 		}
 	}
+	rs.units.mismatched = nil
 	rs.units.mu.Unlock()
 	s.log.Info().Str("archive", s.name).Int64("age_seconds", (s.now().UnixNano()-at)/int64(time.Second)).
 		Msg("forgetting a chunk's remembered data failure: its next read checks it again")
@@ -92,7 +96,16 @@ func (s *Set) repinChanged(ci int32, rs *chunkState) {
 	if len(rs.units.done) > 0 {
 		return
 	}
-	if s.states[ci].CompareAndSwap(rs, newChunkState()) {
+	now := max(s.now().UnixNano(), 1)
+	if rs.replacedAt != 0 && now-rs.replacedAt < int64(s.forgetAfter) {
+		// Started afresh less than ForgetCorruptAfter ago: a store whose
+		// ETag flaps would otherwise forget the failure at every response
+		// and have the corrupt span read whole again for every read.
+		return
+	}
+	fresh := newChunkState()
+	fresh.replacedAt = now // not pinned to the ETag the open's listing saw (pinListed)
+	if s.states[ci].CompareAndSwap(rs, fresh) {
 		s.log.Info().Str("archive", s.name).Str("chunk", s.chunks[ci].Key).
 			Msg("an object remembered as corrupt was replaced: reading it as a new one")
 	}

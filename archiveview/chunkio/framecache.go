@@ -423,10 +423,13 @@ func (c *FrameCache) lookup(k cacheKey, wait bool) (buf *Buf, fl *flight, mine b
 
 // cachedRef returns k's cached buffer with a reference held for the
 // caller, or nil when k is not cached; it never starts or joins a flight.
+// A hit is one as lookup's: the entry becomes the newest in the LRU and
+// in its client's own order (evictOwn).
 func (c *FrameCache) cachedRef(k cacheKey) *Buf {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if b, ok := c.lru.Get(k); ok {
+		c.own.touch(k)
 		b.retain()
 		return b
 	}

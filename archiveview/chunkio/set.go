@@ -232,9 +232,10 @@ func (s *Set) Close() {
 	s.cancel()
 	s.mu.Lock()
 	s.closed = true
+	sums := s.sumHeld.Swap(0) // under s.mu, as newBlockHasher and dropSums charge it
 	s.mu.Unlock()
 	s.cache.dropParkedOf(s)
-	s.cache.giveSums(s.sumHeld.Swap(0))
+	s.cache.giveSums(sums)
 	if s.cache.peers != nil {
 		s.cache.reg.remove(s)
 	}
@@ -279,6 +280,13 @@ type chunkState struct {
 	// one ever was in this state (forget.go).
 	failedAt atomic.Int64
 	corrupt  atomic.Bool
+	// replacedAt: when the state was started afresh for an object that
+	// replaced the one the archive was opened over (repinChanged; unix
+	// nanoseconds, 0: the first state). The ETag the open's listing
+	// reported is not this object's, so pinListed leaves the pin to the
+	// first response; and such a state is not started afresh again
+	// within ForgetCorruptAfter (forget.go).
+	replacedAt int64
 
 	noSumNoted   atomic.Bool    // a frame without checksum was logged
 	evidence     streamEvidence // whether the chunk's reads are a stream (readahead.go)
@@ -406,9 +414,11 @@ func (s *Set) rangeGet(ctx context.Context, ci int32, off, length int64) (io.Rea
 // checked whole only at its end, and a replaced one must be refused before
 // the first byte is sent, not cut near the end of the response. Chunks are
 // left to their first response: a framed chunk's bytes are checked frame
-// by frame before they are served.
+// by frame before they are served. A state started afresh for a replaced
+// object (repinChanged) is not pinned to the listing's ETag, which is the
+// old object's.
 func (s *Set) pinListed(ci int32, rs *chunkState) {
-	if s.chunks[ci].Kind != Direct || rs.ifMatch() != "" {
+	if s.chunks[ci].Kind != Direct || rs.replacedAt != 0 || rs.ifMatch() != "" {
 		return
 	}
 	etag := s.classes.listedETag(s.chunks[ci].Key)

@@ -55,11 +55,13 @@ type partReader struct {
 	// blocks, when set, are the sums of a checked unit holding [start,
 	// end): parts are planned from the block holding start to the one
 	// holding end-1 (planEnd), and no byte of a block is handed out
-	// before the block matched its sum (blocksums.go); refetched says a
-	// mismatch was read once more already.
+	// before the block matched its sum (blocksums.go); refetched says the
+	// block at refetchLo mismatched and is being read once more (each
+	// block gets one re-read: a second mismatch of it fails the read).
 	blocks    *blockSums
 	planEnd   int64
 	refetched bool
+	refetchLo int64
 }
 
 func (s *Set) newPartReader(ctx context.Context, ci int32, start, end int64) *partReader {
@@ -164,14 +166,16 @@ func (r *partReader) head() (*part, int64, error) {
 
 // blockMismatch handles a block whose bytes do not match the sum its
 // unit's check took: read once more (a body damaged in transit), and a
-// second mismatch fails the read.
+// second mismatch of the same block fails the read. Each block of a long
+// read gets its own re-read (at most twice the block's bytes fetched), as
+// each frame does.
 func (r *partReader) blockMismatch(lo, hi int64) (*part, int64, error) {
 	r.set.metrics.checksumFailure()
 	c := &r.set.chunks[r.ci]
-	if r.refetched {
+	if r.refetched && r.refetchLo == lo {
 		return nil, 0, fmt.Errorf("s3://%s/%s object bytes %d-%d: sha256 mismatch with the check of the span they belong to, read twice: %w", r.set.bucket, c.Key, lo, hi, ErrChecksum)
 	}
-	r.refetched = true
+	r.refetched, r.refetchLo = true, lo
 	r.set.log.Warn().Str("archive", r.set.name).Str("chunk", c.Key).Int64("from", lo).Int64("to", hi).
 		Msg("object bytes do not match the sum their span's check took: reading them again")
 	r.suspend()

@@ -75,6 +75,9 @@ type unitState struct {
 	done   map[Unit]bool
 	checks map[Unit]*Memo[*blockSums]
 	sums   map[Unit]*blockSums // of done units whose bytes are object bytes (blocksums.go)
+	// mismatched: units whose check mismatched once and whose second
+	// read failed for another reason (checkUnitTwice)
+	mismatched map[Unit]bool
 }
 
 // units returns the units whose checks make extent e (data at base)
@@ -185,7 +188,7 @@ func ensureUnitsIn(ctx context.Context, s *Set, ci int32, rs *chunkState, units 
 		}
 		rs.units.mu.Unlock()
 		sums, err := m.Do(ctx, func(ctx context.Context) (*blockSums, error) {
-			return checkUnitTwice(ctx, s, ci, u)
+			return checkUnitTwice(ctx, s, ci, rs, u)
 		}, s.keepFailure(rs))
 		if err != nil {
 			return err
@@ -232,21 +235,57 @@ func errUnpinned(s *Set, ci int32) error {
 // checkUnitTwice is checkUnit, read once more after a sha256 mismatch
 // (as refetchFrame does for a frame): corruption in transit passes,
 // corruption at rest fails twice, and only that is remembered (by the
-// unit's Memo, and for a whole object by failStream).
-func checkUnitTwice(ctx context.Context, s *Set, ci int32, u Unit) (*blockSums, error) {
+// unit's Memo, and for a whole object by failStream). A mismatch whose
+// second read failed for another reason (a 503, a reset, the request's
+// end) is kept in rs, so the unit's next mismatch is the second one: a
+// store that fails every re-read cannot have a corrupt span read whole
+// again by every read.
+func checkUnitTwice(ctx context.Context, s *Set, ci int32, rs *chunkState, u Unit) (*blockSums, error) {
 	sums, err := checkUnit(ctx, s, ci, u)
 	if !errors.Is(err, ErrChecksum) {
 		return sums, err
 	}
+	if rs.units.mismatchedBefore(u) {
+		return nil, s.failedTwice(rs, u, fmt.Errorf("read twice (the read before this one mismatched too): %w", err))
+	}
 	s.log.Warn().Str("archive", s.name).Str("chunk", s.chunks[ci].Key).Str("unit", u.what()).Err(err).
 		Msg("checksum mismatch of a span read whole: reading it again")
-	if sums, err = checkUnit(ctx, s, ci, u); errors.Is(err, ErrChecksum) {
-		err = fmt.Errorf("read twice: %w", err)
-		if u.Kind == UnitObject {
-			s.state(ci).failStream(s.now(), err)
-		}
+	sums, err = checkUnit(ctx, s, ci, u)
+	switch {
+	case errors.Is(err, ErrChecksum):
+		err = s.failedTwice(rs, u, fmt.Errorf("read twice: %w", err))
+	case err != nil:
+		rs.units.markMismatched(u)
 	}
 	return sums, err
+}
+
+// failedTwice remembers a whole object's second mismatch (failStream;
+// the unit's Memo keeps any unit's) and returns err.
+func (s *Set) failedTwice(rs *chunkState, u Unit, err error) error {
+	if u.Kind == UnitObject {
+		rs.failStream(s.now(), err)
+	}
+	return err
+}
+
+// mismatchedBefore reports whether u's last check mismatched once and
+// could not read it again.
+func (us *unitState) mismatchedBefore(u Unit) bool {
+	us.mu.Lock()
+	defer us.mu.Unlock()
+	return us.mismatched[u]
+}
+
+// markMismatched records that u's check mismatched once and could not
+// read it again (bounded as the manifest's units are).
+func (us *unitState) markMismatched(u Unit) {
+	us.mu.Lock()
+	defer us.mu.Unlock()
+	if us.mismatched == nil {
+		us.mismatched = map[Unit]bool{}
+	}
+	us.mismatched[u] = true
 }
 
 // checkUnit reads unit u of chunk ci whole, hashing it, through the
