@@ -745,9 +745,11 @@ func classifyS3ErrIn(err error, extra map[string]s3Code) error {
 				rule.kind = ErrUnavailable
 			}
 		}
-		text := code
+		// The server's own words, bounded and escaped: every log line and
+		// page that shows this error would carry them.
+		text := PrintableText(code, maxServerCode)
 		if msg != "" {
-			text += ": " + msg
+			text += ": " + PrintableText(msg, maxServerMessage)
 		}
 		switch {
 		case known && (rule.quiet == "*" || msg == "" || msg == rule.quiet):
@@ -772,6 +774,7 @@ func classifyS3ErrIn(err error, extra map[string]s3Code) error {
 	if errors.As(err, &ne) {
 		text = ne.Error()
 	}
+	text = PrintableText(text, maxServerMessage) // may quote a response body
 	var qe ratelimit.QuotaExceededError
 	var se *smithyhttp.RequestSendError
 	var nerr net.Error
