@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,8 +20,10 @@ import (
 	"github.com/wharf-s3/wharf/archiveview"
 	"github.com/wharf-s3/wharf/archiveview/cargopack"
 	"github.com/wharf-s3/wharf/archiveview/catalog"
+	"github.com/wharf-s3/wharf/archiveview/chunkio"
 	"github.com/wharf-s3/wharf/auth"
 	"github.com/wharf-s3/wharf/backend"
+	"github.com/wharf-s3/wharf/backend/faults"
 	"github.com/wharf-s3/wharf/s3api"
 	"github.com/wharf-s3/wharf/s3api/console"
 )
@@ -125,5 +128,53 @@ func TestConsoleOneLinePerRequest(t *testing.T) {
 		for _, m := range got {
 			t.Errorf("  %v", m)
 		}
+	}
+}
+
+// TestConsoleBusyOneLine: a download refused because the read limits
+// stayed full (chunkio.ErrBusy, wharf shedding load) wrote an error line
+// beside its access line, an error line per request under overload. As
+// on the S3 handlers, its access line (with the error) is the only one.
+func TestConsoleBusyOneLine(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	res := pack(t, dir, map[string][]byte{"a.txt": []byte("hello\n")}, cargopack.Options{Bucket: "src", Prefix: "p", UploadID: "u1"})
+	var busy atomic.Bool
+	st := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{Hook: func(r faults.Request) faults.Fault {
+		if busy.Load() && (r.Op == "range" || r.Op == "get") {
+			return faults.Fault{Kind: faults.FaultError, Err: chunkio.ErrBusy}
+		}
+		return faults.Fault{}
+	}})
+	a, err := archiveview.Open(ctx, st, "src", res.ManifestKey, archiveview.Options{Name: "good"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	busy.Store(true)
+	cat := catalog.NewStatic(map[string]*archiveview.Archive{"good": a})
+	v, _ := auth.New(auth.Config{Anonymous: true})
+	logs := &syncBuf{}
+	log := zerolog.New(logs)
+	srv := httptest.NewServer(s3api.New(s3api.Config{Catalog: cat, Verifier: v, Logger: log,
+		Console: func(api http.Handler) http.Handler {
+			return console.New(console.Config{Catalog: cat, Verifier: v, API: api, Logger: log})
+		}}))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/-/console/dl/good?key=a.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("download while the read limits are full: %d (Retry-After %q), want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(logs.String(), `"message":"request"`) && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	if len(lines) != 1 || !strings.Contains(lines[0], `"message":"request"`) || !strings.Contains(lines[0], "read limits") {
+		t.Errorf("a download refused busy logged %d lines, want its access line only, carrying the error:\n%s", len(lines), strings.Join(lines, "\n"))
 	}
 }

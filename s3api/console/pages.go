@@ -537,7 +537,15 @@ func (c *Console) readFailed(w http.ResponseWriter, r *http.Request, v visitor, 
 	}
 	if transient(err) {
 		w.Header().Set("Retry-After", "1")
-		c.fail(w, r, &v, http.StatusServiceUnavailable, c.hidden(bucket, f.Key, err, f.Key+" in "+bucket+" cannot be read now; try again in a moment."))
+		msg := f.Key + " in " + bucket + " cannot be read now; try again in a moment."
+		if errors.Is(err, chunkio.ErrBusy) {
+			// Load shedding, not a failure (under overload every request
+			// meets it): the access line carries it, no line of its own.
+			s3api.NoteFailure(w, fmt.Errorf("archive %s key %q: %w", bucket, f.Key, err), false)
+			c.fail(w, r, &v, http.StatusServiceUnavailable, msg)
+			return
+		}
+		c.fail(w, r, &v, http.StatusServiceUnavailable, c.hidden(bucket, f.Key, err, msg))
 		return
 	}
 	c.fail(w, r, &v, http.StatusInternalServerError, c.hidden(bucket, f.Key, err, f.Key+" in "+bucket+" could not be read."))
