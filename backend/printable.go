@@ -1,10 +1,15 @@
 package backend
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/aws/smithy-go/middleware"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
 
 // Bounds of a store server's own text in an error (classifyS3ErrIn): AWS
@@ -62,4 +67,46 @@ func PrintableText(s string, max int) string {
 		i += n
 	}
 	return b.String()
+}
+
+// maxErrorBody bounds the body of an S3 error response (status 300 and
+// up) that the SDK reads: it copies the whole body into memory before
+// parsing it, and AWS's are well under 4 KiB.
+const maxErrorBody = 64 << 10
+
+// errorBodyLimit is a deserialize middleware placed next to the
+// transport: it bounds the body of an error response to maxErrorBody
+// before the operation's deserializer copies it (a broken or hostile
+// server's endless error body is then a bad response, not memory held
+// outside any budget). Data responses (2xx) are untouched.
+func errorBodyLimit() middleware.DeserializeMiddleware {
+	return middleware.DeserializeMiddlewareFunc("wharfErrorBodyLimit", func(ctx context.Context, in middleware.DeserializeInput, next middleware.DeserializeHandler) (middleware.DeserializeOutput, middleware.Metadata, error) {
+		out, md, err := next.HandleDeserialize(ctx, in)
+		if resp, ok := out.RawResponse.(*smithyhttp.Response); ok && resp != nil && resp.StatusCode >= 300 && resp.Body != nil {
+			resp.Body = &boundedBody{ReadCloser: resp.Body, left: maxErrorBody}
+		}
+		return out, md, err
+	})
+}
+
+// boundedBody ends (io.EOF) after left bytes: the error document is then
+// cut, fails to parse, and the error is judged by its status alone. (An
+// error there would make the SDK warn on stderr, outside wharf's log,
+// when it drains the body; the rest is never read, Close drops the
+// connection.)
+type boundedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
 }

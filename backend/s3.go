@@ -188,6 +188,9 @@ func NewS3Store(ctx context.Context, cfg S3Config) (*S3Store, error) {
 		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 		o.DisableLogOutputChecksumValidationSkipped = true
+		o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
+			return st.Deserialize.Add(errorBodyLimit(), middleware.After)
+		})
 	})
 	maxResumes := defaultMaxResumes
 	switch {

@@ -3,9 +3,11 @@ package backend_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unicode"
@@ -105,5 +107,51 @@ func TestPrintableText(t *testing.T) {
 		if got := backend.PrintableText(tc.in, tc.max); got != tc.want {
 			t.Errorf("PrintableText(%q, %d) = %q, want %q", tc.in, tc.max, got, tc.want)
 		}
+	}
+}
+
+// TestS3ErrorBodyBounded: the SDK copies an error response's whole body
+// into memory before parsing it, so a broken or hostile S3-compatible
+// server answering an error with an endless body made wharf buffer all of
+// it (memory outside any budget, per request). An error body is now read
+// up to a bound; past it the request fails as a bad response.
+func TestS3ErrorBodyBounded(t *testing.T) {
+	const endless = 64 << 20
+	var sent atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/xml")
+		w.WriteHeader(http.StatusForbidden)
+		io.WriteString(w, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>AccessDenied</Code><Message>")
+		chunk := []byte(strings.Repeat("A", 64<<10))
+		for sent.Load() < endless {
+			n, err := w.Write(chunk)
+			sent.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+		io.WriteString(w, "</Message></Error>")
+	}))
+	defer srv.Close()
+	t.Setenv("AWS_CONFIG_FILE", "/nonexistent")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+	st, err := backend.NewS3Store(context.Background(), backend.S3Config{Endpoint: srv.URL, Region: "us-east-1", PathStyle: true,
+		AccessKeyID: "AKIDTEST", SecretAccessKey: "secret", MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, gerr := st.Get(context.Background(), "bkt", "k")
+	if gerr == nil {
+		t.Fatal("get: no error")
+	}
+	t.Logf("error: %v; the server sent %d bytes", gerr, sent.Load())
+	srv.CloseClientConnections()
+	// The server's writes stop once the client stops reading; what it
+	// got out is the client's reads plus the socket buffers.
+	if n := sent.Load(); n >= endless {
+		t.Errorf("an error response with an endless body: the client read all %d bytes of it (%.200s)", n, gerr)
+	}
+	if len(gerr.Error()) > 2048 || !strings.Contains(gerr.Error(), "bkt") {
+		t.Errorf("error %.300q: want a short error naming the bucket", gerr)
 	}
 }
