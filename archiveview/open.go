@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
 	"github.com/wharf-s3/wharf/archiveview/internal/index"
@@ -146,37 +144,9 @@ func resolveManifests(ctx context.Context, read backend.Store, bucket, manifestK
 // "\x1b", "\u202e", an invalid byte as "\xff"): zerolog's console format
 // writes a message as is, so a key holding a newline forged log lines and
 // one holding an escape sequence acted on the operator's terminal. Fields
-// need none of this (both formats quote them).
-func printableLog(s string) string {
-	clean := true
-	for _, r := range s {
-		if r == utf8.RuneError || !unicode.IsPrint(r) {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && n <= 1:
-			fmt.Fprintf(&b, "\\x%02x", s[i])
-		case r == '\n':
-			b.WriteString("\\n")
-		case unicode.IsPrint(r):
-			b.WriteString(s[i : i+n])
-		case r < 0x80:
-			fmt.Fprintf(&b, "\\x%02x", r)
-		default:
-			fmt.Fprintf(&b, "\\u%04x", r)
-		}
-		i += n
-	}
-	return b.String()
-}
+// need none of this (both formats quote them). backend.PrintableText is
+// the one rule.
+func printableLog(s string) string { return backend.PrintableText(s, 0) }
 
 // opened logs an archive resolved from its manifests and returns it.
 func opened(a *Archive) *Archive {

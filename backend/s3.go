@@ -188,6 +188,9 @@ func NewS3Store(ctx context.Context, cfg S3Config) (*S3Store, error) {
 		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 		o.DisableLogOutputChecksumValidationSkipped = true
+		o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
+			return st.Deserialize.Add(errorBodyLimit(), middleware.After)
+		})
 	})
 	maxResumes := defaultMaxResumes
 	switch {
@@ -745,9 +748,11 @@ func classifyS3ErrIn(err error, extra map[string]s3Code) error {
 				rule.kind = ErrUnavailable
 			}
 		}
-		text := code
+		// The server's own words, bounded and escaped: every log line and
+		// page that shows this error would carry them.
+		text := PrintableText(code, maxServerCode)
 		if msg != "" {
-			text += ": " + msg
+			text += ": " + PrintableText(msg, maxServerMessage)
 		}
 		switch {
 		case known && (rule.quiet == "*" || msg == "" || msg == rule.quiet):
@@ -772,6 +777,7 @@ func classifyS3ErrIn(err error, extra map[string]s3Code) error {
 	if errors.As(err, &ne) {
 		text = ne.Error()
 	}
+	text = PrintableText(text, maxServerMessage) // may quote a response body
 	var qe ratelimit.QuotaExceededError
 	var se *smithyhttp.RequestSendError
 	var nerr net.Error

@@ -416,6 +416,33 @@ type responseWriter struct {
 	bytes       int64
 	wroteHeader bool
 	writeFailed bool // a body write failed: the client's side
+	// cause and abort, set by a handler outside this package (the
+	// console) through NoteFailure, for the access line.
+	cause error
+	abort string
+}
+
+// NoteFailure puts err on the access line of the request that w answers,
+// for a handler behind Config.Console (which has its own pages but no
+// access line): the line is the only one for it, as for the S3 handlers.
+// With readFailed, a body aborted after the headers went out counts as a
+// failed read (abort_cause "read", a warning), not the client's leaving.
+// Outside a request of this package's server it does nothing.
+func NoteFailure(w http.ResponseWriter, err error, readFailed bool) {
+	for {
+		switch x := w.(type) {
+		case *responseWriter:
+			x.cause = err
+			if readFailed {
+				x.abort = abortRead
+			}
+			return
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = x.Unwrap()
+		default:
+			return
+		}
+	}
 }
 
 func (w *responseWriter) WriteHeader(code int) {
@@ -441,6 +468,12 @@ func (w *responseWriter) Write(p []byte) (int, error) {
 // finish writes the access line and records metrics.
 func (s *server) finish(req *request, aborted bool) {
 	d := s.now().Sub(req.start)
+	if req.cause == nil {
+		req.cause = req.w.cause
+	}
+	if req.abort == "" {
+		req.abort = req.w.abort
+	}
 	status := req.w.status
 	if !req.w.wroteHeader {
 		status = http.StatusOK

@@ -32,9 +32,10 @@ package catalog
 //     neither while it waits for the other (an open queued for a slot
 //     holds no memory); its open deadline starts once it holds both.
 //   - A rescan reuses every entry whose manifest is listed with the same
-//     key and ETag (open or still opening: no manifest is read again), opens
-//     only what is new, and swaps the catalog once the opens it started have
-//     ended (each within OpenTimeout), so a client never sees a rescanned
+//     key and ETag (open or still opening, or failed to parse: no manifest
+//     is read again; any other failure is retried), opens only what is
+//     new, and swaps the catalog once the opens it started have ended
+//     (each within OpenTimeout), so a client never sees a rescanned
 //     bucket pending that was open before. It never waits for an open it
 //     did not start: an entry still opening from an earlier scan (the
 //     initial one included) is served as it is, pending, and becomes open
@@ -742,8 +743,10 @@ type aliasOutcome struct {
 func uploadKey(u Upload) string { return u.Bucket + "\x00" + u.ManifestKey + "\x00" + u.ETag }
 
 // entry returns the entry of upload u: this scan's, the previous scan's
-// when it is open or still opening (never a failed one: that is retried),
-// or a new one opening in the background.
+// when it is open or still opening, or failed of a kept kind (its
+// manifest's own bytes, keptFailure: the listing shows the same key and
+// ETag, so reading it again would fail the same way; any other failure is
+// retried), or a new one opening in the background.
 func (op *scanOp) entry(u Upload, name string) *Entry {
 	k := uploadKey(u)
 	op.mu.Lock()
@@ -751,7 +754,7 @@ func (op *scanOp) entry(u Upload, name string) *Entry {
 	if e := op.byKey[k]; e != nil {
 		return e
 	}
-	if e := op.prev[k]; e != nil && !e.failed() {
+	if e := op.prev[k]; e != nil && (!e.failed() || keptFailure(e.err)) {
 		op.byKey[k] = e
 		op.reused++
 		op.reusedSet[e] = true
@@ -1103,14 +1106,19 @@ func (cm *Manager) settle(op *scanOp) {
 		}
 	}
 	open := map[string]*Entry{}
-	var failed int
+	var failed, kept int
 	for k, e := range op.byKey {
 		a, err, done := e.State()
 		if err != nil {
 			failed++
 		}
-		if a != nil && served[a] || !done && servedEntry[e] {
+		switch {
+		case a != nil && served[a] || !done && servedEntry[e]:
 			open[k] = e
+		case err != nil && keptFailure(err) && kept < maxKeptFailures:
+			// Not read again while listed unchanged (entry).
+			open[k] = e
+			kept++
 		}
 	}
 	cm.open = open
@@ -1354,6 +1362,10 @@ const (
 	maxSkippedLogged = 100
 	maxSkippedPage   = 1000
 	maxFailedLogged  = 100 // failed opens, likewise
+	// maxKeptFailures bounds the failed opens a scan keeps for the next
+	// (a manifest that failed to parse, not read again while unchanged);
+	// past it the others are read again, as before.
+	maxKeptFailures = 10000
 )
 
 // logSkipped warns of each object rep's scan skipped that the last scan
@@ -1397,11 +1409,16 @@ type Page struct {
 // "open", "opening" (its figures are zero until it opens) or "failed"
 // (Error says why; the bucket answers that error).
 type BucketEntry struct {
-	Bucket            string   `json:"bucket"`
-	Kind              Kind     `json:"kind"`
-	Source            string   `json:"source"`
-	State             string   `json:"state"`
-	Error             string   `json:"error,omitempty"`
+	Bucket string `json:"bucket"`
+	Kind   Kind   `json:"kind"`
+	Source string `json:"source"`
+	State  string `json:"state"`
+	Error  string `json:"error,omitempty"`
+	// Retry, for a failed bucket, says when its open is tried again: "at
+	// the next rescan", or, for a manifest that failed to parse, "when
+	// its manifest changes" (the failure is kept while the listing shows
+	// the same key and ETag: it is not read again).
+	Retry             string   `json:"retry,omitempty"`
 	Archive           string   `json:"archive"`
 	UploadID          string   `json:"upload_id"`
 	Version           string   `json:"version"`
@@ -1478,7 +1495,7 @@ func (cm *Manager) Page() Page {
 		case !done:
 			be.State = "opening"
 		case err != nil:
-			be.State, be.Error = "failed", err.Error()
+			be.State, be.Error, be.Retry = "failed", err.Error(), retryText(err)
 		default:
 			info := a.Info()
 			be.State = "open"

@@ -37,25 +37,53 @@ func (f *OpenFailure) Unwrap() error { return f.Err }
 // whether the kind is transient: a passing condition of the store or of
 // this server, not of the archive (s3api answers it 503 SlowDown, where
 // every other failure is 500 InternalError).
+//
+// A kept kind is of the manifests' own bytes (and this server's fixed
+// limits): opening the same objects again fails the same way, so a rescan
+// that lists the upload's manifest with the same key and ETag keeps the
+// failure instead of reading it again (keptFailure). Every other kind is
+// tried again at the next rescan (a store's answer, a missing parent, a
+// pointer may change without the manifest changing).
 var openFailureKinds = []struct {
 	kind      error
 	says      string
 	transient bool
+	kept      bool
 }{
-	{ErrOpenTimeout, "its open timed out (it is tried again at the next rescan)", true},
-	{ErrIndexMemory, "the server's index memory is in use (it is tried again at the next rescan)", true},
-	{ErrNoUpload, "its alias has no finished upload that can be served", false},
-	{dataset.ErrBadPointer, "its dataset's CURRENT pointer is not valid (it is read again at the next rescan)", false},
-	{archiveview.ErrBrokenChain, "its chain of manifests is broken", false},
-	{manifest.ErrEncrypted, "its manifest is encrypted", false},
-	{manifest.ErrTooLarge, "its manifest exceeds a limit of this server", false},
-	{manifest.ErrVersion, "its manifest has an unsupported version", false},
-	{manifest.ErrInvalid, "its manifest is not valid", false},
-	{archiveview.ErrInvalidTree, "its manifest describes files this server refuses to serve", false},
-	{backend.ErrNotFound, "an object it needs was not found in the store", false},
-	{backend.ErrAccessDenied, "the store denied this server access", false},
-	{backend.ErrUnavailable, "the store was unavailable (it is tried again at the next rescan)", true},
-	{backend.ErrChanged, "its manifest changed while it was read", false},
+	{ErrOpenTimeout, "its open timed out (it is tried again at the next rescan)", true, false},
+	{ErrIndexMemory, "the server's index memory is in use (it is tried again at the next rescan)", true, false},
+	{ErrNoUpload, "its alias has no finished upload that can be served", false, false},
+	{dataset.ErrBadPointer, "its dataset's CURRENT pointer is not valid (it is read again at the next rescan)", false, false},
+	{archiveview.ErrBrokenChain, "its chain of manifests is broken", false, false},
+	{manifest.ErrEncrypted, "its manifest is encrypted", false, true},
+	{manifest.ErrTooLarge, "its manifest exceeds a limit of this server", false, true},
+	{manifest.ErrVersion, "its manifest has an unsupported version", false, true},
+	{manifest.ErrInvalid, "its manifest is not valid", false, true},
+	{archiveview.ErrInvalidTree, "its manifest describes files this server refuses to serve", false, true},
+	{backend.ErrNotFound, "an object it needs was not found in the store", false, false},
+	{backend.ErrAccessDenied, "the store denied this server access", false, false},
+	{backend.ErrUnavailable, "the store was unavailable (it is tried again at the next rescan)", true, false},
+	{backend.ErrChanged, "its manifest changed while it was read", false, false},
+}
+
+// keptFailure reports whether err, an open's failure, is of a kept kind
+// (openFailureKinds): the first kind it matches is one of the manifests'
+// own bytes.
+func keptFailure(err error) bool {
+	for _, k := range openFailureKinds {
+		if errors.Is(err, k.kind) {
+			return k.kept
+		}
+	}
+	return false
+}
+
+// retryText is what /-/archives says of when a failed open is tried again.
+func retryText(err error) string {
+	if keptFailure(err) {
+		return "when its manifest changes (the same key and ETag is not read again)"
+	}
+	return "at the next rescan"
 }
 
 // Transient reports whether the failure is of a transient kind

@@ -67,6 +67,7 @@ func TestServeAdminSteppedProgress(t *testing.T) {
 	if size < 16<<20 {
 		t.Fatalf("goroutine dump of %d bytes, want at least 16 MiB", size)
 	}
+	time.Sleep(minStopTheWorldGap) // one full dump starts per gap
 
 	// The same dump read at 8 MiB/s (32 KiB every 4 ms): each 256 KiB
 	// arrives well within the send timeout, the whole takes several times

@@ -799,14 +799,20 @@ func adminMux(reg *prometheus.Registry, ready *atomic.Bool, cm *catalog.Manager,
 		}
 		_, _ = io.WriteString(w, "ready\n")
 	})
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	mux.HandleFunc("/-/archives", func(w http.ResponseWriter, r *http.Request) {
+	// Every endpoint that builds a page per request has a few turns per
+	// group (adminGate); /healthz and /readyz are cheap and never refused.
+	scrapes := newAdminGate("metrics scrapes", maxAdminScrapes)
+	pages := newAdminGate("admin pages", maxAdminPages)
+	profiles := newAdminGate("profiles", maxAdminProfiles) // shared by every /debug/pprof/ endpoint but cmdline
+	stw := &adminSpacing{gap: minStopTheWorldGap}
+	mux.HandleFunc("/metrics", scrapes.serve(promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}).ServeHTTP))
+	mux.HandleFunc("/-/archives", pages.serve(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(cm.Page())
-	})
-	mux.HandleFunc("/-/peers", func(w http.ResponseWriter, r *http.Request) {
+	}))
+	mux.HandleFunc("/-/peers", pages.serve(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -815,41 +821,17 @@ func adminMux(reg *prometheus.Registry, ready *atomic.Bool, cm *catalog.Manager,
 			return
 		}
 		_ = enc.Encode(peers.Page())
-	})
-	// The turns are shared by every /debug/pprof/ endpoint but cmdline.
-	turns := make(chan struct{}, maxAdminProfiles)
-	mux.HandleFunc("/debug/pprof/", oneTurn(turns, boundedProfile(pprof.Index))) // heap?seconds= and the other delta profiles wait too
+	}))
+	mux.HandleFunc("/debug/pprof/", profiles.serve(stw.serve(boundedProfile(pprof.Index)))) // heap?seconds= and the other delta profiles wait too
 	mux.HandleFunc("/debug/pprof/cmdline", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, strings.Join(redactArgs(os.Args), "\x00"))
 	})
-	mux.HandleFunc("/debug/pprof/profile", oneTurn(turns, boundedProfile(pprof.Profile)))
-	mux.HandleFunc("/debug/pprof/symbol", oneTurn(turns, pprof.Symbol))
-	mux.HandleFunc("/debug/pprof/trace", oneTurn(turns, boundedProfile(pprof.Trace)))
+	mux.HandleFunc("/debug/pprof/profile", profiles.serve(boundedProfile(pprof.Profile)))
+	mux.HandleFunc("/debug/pprof/symbol", profiles.serve(pprof.Symbol))
+	mux.HandleFunc("/debug/pprof/trace", profiles.serve(boundedProfile(pprof.Trace)))
 	return mux
-}
-
-// maxAdminProfiles bounds the /debug/pprof/ requests served at once: each
-// holds memory (a goroutine dump buffers up to 64 MiB, a heap profile its
-// records) or a connection for up to maxProfile, and the admin listener
-// has no authentication.
-const maxAdminProfiles = 2
-
-// oneTurn serves h while it holds one of turns; with none free the
-// request is refused at once (503, Retry-After), never queued.
-func oneTurn(turns chan struct{}, h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case turns <- struct{}{}:
-		default:
-			w.Header().Set("Retry-After", "5")
-			http.Error(w, fmt.Sprintf("%d profiles are being served already; try again shortly", maxAdminProfiles), http.StatusServiceUnavailable)
-			return
-		}
-		defer func() { <-turns }()
-		h(w, r)
-	}
 }
 
 // redactArgs is args (a command line) with the value of every secret flag

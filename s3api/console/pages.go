@@ -53,7 +53,7 @@ func (c *Console) openBucket(w http.ResponseWriter, r *http.Request, v visitor, 
 		c.fail(w, r, &v, http.StatusServiceUnavailable, "Bucket "+bucket+" is still being opened; reload in a moment.")
 		return nil, false
 	case err != nil:
-		c.fail(w, r, &v, http.StatusInternalServerError, c.openFailed(bucket, err))
+		c.fail(w, r, &v, http.StatusInternalServerError, c.openFailed(w, bucket, err))
 		return nil, false
 	}
 	return a, true
@@ -500,14 +500,30 @@ func (c *Console) download(w http.ResponseWriter, r *http.Request, v visitor, bu
 		panic(http.ErrAbortHandler)
 	}
 	rest := f.Size - int64(n)
-	copied, err := io.CopyBuffer(w, rc, buf)
+	cw := &clientWriter{w: w}
+	copied, err := io.CopyBuffer(cw, rc, buf)
 	if err == nil && copied != rest {
 		err = fmt.Errorf("archive %s key %q: body gave %d of %d bytes: %w", va.Name(), f.Key, int64(n)+copied, f.Size, io.ErrUnexpectedEOF)
 	}
 	if err != nil {
-		c.cfg.Logger.Warn().Str("bucket", bucket).Str("key", f.Key).Err(err).Msg("console download aborted")
+		// The access line has it: a download the client left is info
+		// there (abort_cause "client"), a failed read a warning.
+		s3api.NoteFailure(w, fmt.Errorf("archive %s key %q: %w", va.Name(), f.Key, err), ctx.Err() == nil && !cw.failed)
 		panic(http.ErrAbortHandler)
 	}
+}
+
+// clientWriter is w, noting whether a write failed (the client's side:
+// it left or stopped taking bytes).
+type clientWriter struct {
+	w      io.Writer
+	failed bool
+}
+
+func (c *clientWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.failed = c.failed || err != nil
+	return n, err
 }
 
 // readFailed answers a read error before any header was sent.
@@ -521,7 +537,15 @@ func (c *Console) readFailed(w http.ResponseWriter, r *http.Request, v visitor, 
 	}
 	if transient(err) {
 		w.Header().Set("Retry-After", "1")
-		c.fail(w, r, &v, http.StatusServiceUnavailable, c.hidden(bucket, f.Key, err, f.Key+" in "+bucket+" cannot be read now; try again in a moment."))
+		msg := f.Key + " in " + bucket + " cannot be read now; try again in a moment."
+		if errors.Is(err, chunkio.ErrBusy) {
+			// Load shedding, not a failure (under overload every request
+			// meets it): the access line carries it, no line of its own.
+			s3api.NoteFailure(w, fmt.Errorf("archive %s key %q: %w", bucket, f.Key, err), false)
+			c.fail(w, r, &v, http.StatusServiceUnavailable, msg)
+			return
+		}
+		c.fail(w, r, &v, http.StatusServiceUnavailable, c.hidden(bucket, f.Key, err, msg))
 		return
 	}
 	c.fail(w, r, &v, http.StatusInternalServerError, c.hidden(bucket, f.Key, err, f.Key+" in "+bucket+" could not be read."))
@@ -535,9 +559,12 @@ func transient(err error) bool {
 }
 
 // openFailed is what a page may say of a bucket whose archive failed to
-// open (publicOpenError); the whole error goes to the log.
-func (c *Console) openFailed(bucket string, err error) string {
-	c.cfg.Logger.Error().Str("bucket", bucket).Err(err).Msg("console: bucket's archive failed to open")
+// open (publicOpenError); the whole error goes to the request's access
+// line (s3api.NoteFailure), no line of its own: the scan that met the
+// failure logged it, and a visitor polling the page must not add an
+// error line per request.
+func (c *Console) openFailed(w http.ResponseWriter, bucket string, err error) string {
+	s3api.NoteFailure(w, err, false)
 	return publicOpenError(bucket, err)
 }
 
