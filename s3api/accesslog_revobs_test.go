@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -177,10 +178,40 @@ func TestAccessLogClientInput(t *testing.T) {
 	if throttled == nil || throttled["level"] != "info" {
 		t.Errorf("a request refused by the per-key limit logged as %v, want level info", throttled)
 	}
+	// The first GET holds the key's one slot until its handler returns,
+	// which is after its client has every byte: wait for its access line,
+	// or the next request is refused 503 too (seen under load).
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		done := false
+		for _, l := range lines() {
+			if l["key"] == "big.bin" && l["status"] == float64(200) {
+				done = true
+			}
+		}
+		if done {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no access line of the first GET 10s after its body:\n%s", logs.String())
+		}
+	}
 	logs.Reset()
 
-	// 4. A client that leaves mid-body.
-	c, err := net.Dial("tcp", srv.Listener.Addr().String())
+	// 4. A client that leaves mid-body. Its receive buffer is kept small
+	// (set before the connection is made, so the TCP window stays small):
+	// else the 6 MiB body could fit in the kernel's buffers (loopback's
+	// receive buffer grows to 32 MiB), and the handler would end clean
+	// before the close, with nothing aborted.
+	small := &net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		var serr error
+		if err := rc.Control(func(fd uintptr) {
+			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 16<<10)
+		}); err != nil {
+			return err
+		}
+		return serr
+	}}
+	c, err := small.Dial("tcp", srv.Listener.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +230,7 @@ func TestAccessLogClientInput(t *testing.T) {
 		}
 	}
 	if left == nil {
-		t.Fatal("no access line of the aborted GET")
+		t.Fatalf("no access line of the aborted GET:\n%s", logs.String())
 	}
 	if left["abort_cause"] != "client" || left["level"] != "info" {
 		t.Errorf("a GET the client left logged as %v, want level info, abort_cause client", left)
