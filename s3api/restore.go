@@ -288,14 +288,14 @@ func (w *listXML) restoreStatus(r backend.RestoreStatus) {
 
 // entryStorage is what one listing entry shows of a file's storage: its
 // class without any request, and, when RestoreStatus was asked for and
-// the file is archived, its restore state (FileStorage, which HEADs
-// archived objects whose state is stale).
+// the file is archived, its restore state as known after prepareStorage
+// (no HEAD of its own: a page costs at most archiveview.MaxFreshHeads).
 func (s *server) entryStorage(req *request, a *archiveview.Archive, f archiveview.File, withRestore bool) (string, backend.RestoreStatus, error) {
 	class := a.StorageClass(f)
 	if !withRestore || !backend.NeedsRestore(class, "") && class != backend.ClassIntelligentTiering {
 		return class, backend.RestoreStatus{}, nil
 	}
-	st, err := a.FileStorage(req.r.Context(), f)
+	st, err := a.FileStorageAtMost(req.r.Context(), f, 0)
 	if err != nil {
 		return class, backend.RestoreStatus{}, err
 	}
@@ -303,7 +303,13 @@ func (s *server) entryStorage(req *request, a *archiveview.Archive, f archivevie
 }
 
 // prepareStorage refreshes the restore states a listing page with
-// RestoreStatus needs, in parallel, before its entries are written.
+// RestoreStatus needs, in parallel, before its entries are written: at
+// most archiveview.MaxFreshHeads HEADs per page, so that a reading key
+// paging such a listing over an archive of N archived chunks does not
+// cost N HEADs per --restore-status-ttl. Entries past the cap show the
+// state known already (the last listing or HEAD of their chunks), as S3
+// answers a listing from its own state; the next pages and listings
+// refresh the rest.
 func prepareStorage[E any](req *request, a *archiveview.Archive, entries []E, file func(E) (archiveview.File, bool)) {
 	files := make([]archiveview.File, 0, len(entries))
 	for _, e := range entries {
@@ -311,7 +317,7 @@ func prepareStorage[E any](req *request, a *archiveview.Archive, entries []E, fi
 			files = append(files, f)
 		}
 	}
-	a.PrepareStorage(req.r.Context(), files)
+	a.PrepareStorageAtMost(req.r.Context(), files, archiveview.MaxFreshHeads)
 }
 
 // restoreObject answers RestoreObject.

@@ -1,0 +1,147 @@
+package s3api_test
+
+import (
+	"bytes"
+	"context"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/wharf-s3/wharf/archiveview"
+	"github.com/wharf-s3/wharf/archiveview/cargopack"
+	"github.com/wharf-s3/wharf/archiveview/catalog"
+	"github.com/wharf-s3/wharf/auth"
+	"github.com/wharf-s3/wharf/backend"
+	"github.com/wharf-s3/wharf/backend/faults"
+	"github.com/wharf-s3/wharf/s3api"
+)
+
+// statCountStore counts the HEADs (Stat) sent to the Glacier model.
+type statCountStore struct {
+	*faults.GlacierStore
+	stats atomic.Int64
+}
+
+func (s *statCountStore) Stat(ctx context.Context, bucket, key string) (backend.ObjectInfo, error) {
+	s.stats.Add(1)
+	return s.GlacierStore.Stat(ctx, bucket, key)
+}
+
+// costFixture serves big.bin over 48 GLACIER chunks (a part per chunk)
+// with a restore-status TTL of 1 ns (every state is stale at once: the
+// worst case of a client paging every TTL), counting the HEADs.
+type costFixture struct {
+	store  *statCountStore
+	g      *faults.Glacier
+	reg    *prometheus.Registry
+	url    string
+	chunks int
+}
+
+func newCostFixture(t *testing.T, cfg s3api.Config) *costFixture {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	files := map[string][]byte{"big.bin": randBytes(43, 96<<10), "small.txt": []byte("small\n")}
+	res, err := cargopack.Write(ctx, cargopack.DirSink(dir), cargopack.FromMap(files, testMTime),
+		cargopack.Options{Bucket: "src", Prefix: "p", UploadID: "u1", FrameSize: 2 << 10, ChunkSize: 2 << 10, SplitSize: 2 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := faults.NewGlacier(faults.GlacierConfig{Delay: time.Hour})
+	seen := map[string]bool{}
+	for _, e := range res.Manifest.Files {
+		if strings.HasSuffix(e.Path, "big.bin") && !seen[e.S3Key] {
+			seen[e.S3Key] = true
+			g.SetClass("src", "p/"+e.S3Key, backend.ClassGlacier, "")
+		}
+	}
+	if len(seen) < 40 {
+		t.Fatalf("test setup: big.bin lies in %d chunks, want 40 or more", len(seen))
+	}
+	store := &statCountStore{GlacierStore: g.Store(backend.NewFileStore(dir))}
+	a, err := archiveview.Open(ctx, store, "src", res.ManifestKey,
+		archiveview.Options{Name: testBucket, StorageClasses: true, RestoreTTL: time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	v, err := auth.New(auth.Config{Keys: []auth.Key{{AccessKey: testAK, SecretKey: testSK}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &costFixture{store: store, g: g, reg: prometheus.NewRegistry(), chunks: len(seen)}
+	cfg.Catalog = catalog.NewStatic(map[string]*archiveview.Archive{testBucket: a})
+	cfg.Verifier = v
+	cfg.Logger = zerolog.New(&syncWriter{w: &bytes.Buffer{}})
+	cfg.Registerer = f.reg
+	cfg.AllowRestore = true
+	srv := httptest.NewServer(s3api.New(cfg))
+	t.Cleanup(srv.Close)
+	f.url = srv.URL
+	return f
+}
+
+// TestRestoreStatusHeadsBounded: a reading key's listing with RestoreStatus
+// and its HEAD of a file over many archived chunks each cost at most 32
+// backend HEADs (the rest answered from the state already known, as S3
+// answers a listing without waiting), however many chunks are stale; and
+// what the client sees stays true: the restore started is shown ongoing.
+// On the code before, each request HEADed every stale chunk (48 here, one
+// per archived chunk per --restore-status-ttl in general).
+func TestRestoreStatusHeadsBounded(t *testing.T) {
+	f := newCostFixture(t, s3api.Config{})
+	c := noRetryClient(t, f.url)
+	ctx := context.Background()
+	if status, err := restoreStatus(t, c, "big.bin", 1, types.TierBulk); status != 202 {
+		t.Fatalf("restore: %d %v", status, err)
+	}
+	for _, tc := range []struct {
+		name string
+		do   func() error
+	}{
+		{"ListObjectsV2 with RestoreStatus", func() error {
+			out, err := c.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(testBucket),
+				OptionalObjectAttributes: []types.OptionalObjectAttributes{types.OptionalObjectAttributesRestoreStatus}})
+			if err != nil {
+				return err
+			}
+			for _, o := range out.Contents {
+				if aws.ToString(o.Key) == "big.bin" && (o.RestoreStatus == nil || !aws.ToBool(o.RestoreStatus.IsRestoreInProgress)) {
+					t.Errorf("listing shows big.bin's restore as %+v; want in progress", o.RestoreStatus)
+				}
+			}
+			return nil
+		}},
+		{"HeadObject", func() error {
+			out, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(testBucket), Key: aws.String("big.bin")})
+			if err != nil {
+				return err
+			}
+			if r := aws.ToString(out.Restore); r != `ongoing-request="true"` || out.StorageClass != types.StorageClassGlacier {
+				t.Errorf("HEAD big.bin: class %s restore %q; want GLACIER, ongoing", out.StorageClass, r)
+			}
+			return nil
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for range 3 {
+				before := f.store.stats.Load()
+				if err := tc.do(); err != nil {
+					t.Fatal(err)
+				}
+				if n := f.store.stats.Load() - before; n > 32 || n == 0 {
+					t.Fatalf("one request made %d backend HEADs for %d stale archived chunks; want 1 to 32", n, f.chunks)
+				}
+			}
+		})
+	}
+}
