@@ -359,7 +359,29 @@ func (s *server) restoreObject(req *request, a *archiveview.Archive) {
 		return
 	}
 	ctx := req.r.Context()
+	// --max-restore-bytes-per-key: charged before anything is sent, for
+	// the archived objects without a restore (the storage refreshed here
+	// is fresh for Restore's own look), refunded for those not sent.
+	var charged int64
+	if s.restoreBudget.perHour > 0 {
+		st, err := a.FileStorage(ctx, f)
+		if err != nil {
+			s.readFailed(req, a, ctx, err)
+			return
+		}
+		charged = restoreNeed(st, s.now())
+		if ok, wait := s.restoreBudget.take(req.identity.AccessKey, charged, s.now()); !ok {
+			fail(&apiError{Code: errSlowDown,
+				Message: "Please reduce your request rate: this access key has used its restore budget for the hour.",
+				Cause:   fmt.Errorf("restore budget: key %s has used its --max-restore-bytes-per-key %d for the hour; %d bytes more asked", req.identity.AccessKey, s.restoreBudget.perHour, charged),
+				Header:  http.Header{"Retry-After": []string{retryAfterSeconds(wait)}}})
+			return
+		}
+	}
 	rep, err := a.Restore(ctx, f, rr)
+	if charged > 0 {
+		s.restoreBudget.give(req.identity.AccessKey, charged-restoreSentCharge(rep), s.now())
+	}
 	switch {
 	case errors.Is(err, backend.ErrNotArchived):
 		fail(&apiError{Code: errInvalidObjectState, Message: "Restore is not allowed for the object's current storage class", Cause: err})

@@ -3,16 +3,20 @@ package s3api_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rs/zerolog"
 
 	"github.com/wharf-s3/wharf/archiveview"
@@ -35,6 +39,9 @@ func (s *statCountStore) Stat(ctx context.Context, bucket, key string) (backend.
 	return s.GlacierStore.Stat(ctx, bucket, key)
 }
 
+// otherAK is a second access key of the cost fixture.
+const otherAK = "AKIDOTHERKEY"
+
 // costFixture serves big.bin over 48 GLACIER chunks (a part per chunk)
 // with a restore-status TTL of 1 ns (every state is stale at once: the
 // worst case of a client paging every TTL), counting the HEADs.
@@ -50,7 +57,7 @@ func newCostFixture(t *testing.T, cfg s3api.Config) *costFixture {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
-	files := map[string][]byte{"big.bin": randBytes(43, 96<<10), "small.txt": []byte("small\n")}
+	files := map[string][]byte{"big.bin": randBytes(43, 96<<10), "other.bin": randBytes(44, 16<<10)}
 	res, err := cargopack.Write(ctx, cargopack.DirSink(dir), cargopack.FromMap(files, testMTime),
 		cargopack.Options{Bucket: "src", Prefix: "p", UploadID: "u1", FrameSize: 2 << 10, ChunkSize: 2 << 10, SplitSize: 2 << 10})
 	if err != nil {
@@ -59,9 +66,9 @@ func newCostFixture(t *testing.T, cfg s3api.Config) *costFixture {
 	g := faults.NewGlacier(faults.GlacierConfig{Delay: time.Hour})
 	seen := map[string]bool{}
 	for _, e := range res.Manifest.Files {
-		if strings.HasSuffix(e.Path, "big.bin") && !seen[e.S3Key] {
+		g.SetClass("src", "p/"+e.S3Key, backend.ClassGlacier, "")
+		if strings.HasSuffix(e.Path, "big.bin") {
 			seen[e.S3Key] = true
-			g.SetClass("src", "p/"+e.S3Key, backend.ClassGlacier, "")
 		}
 	}
 	if len(seen) < 40 {
@@ -74,7 +81,7 @@ func newCostFixture(t *testing.T, cfg s3api.Config) *costFixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { a.Close() })
-	v, err := auth.New(auth.Config{Keys: []auth.Key{{AccessKey: testAK, SecretKey: testSK}}})
+	v, err := auth.New(auth.Config{Keys: []auth.Key{{AccessKey: testAK, SecretKey: testSK}, {AccessKey: otherAK, SecretKey: testSK}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,4 +151,73 @@ func TestRestoreStatusHeadsBounded(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRestoreBudgetPerKey: --max-restore-bytes-per-key bounds what one
+// key may ask to restore per hour. A restore over the key's budget is
+// 503 SlowDown with Retry-After, sends no RestoreObject and is counted;
+// a file larger than the whole budget is still restored when the budget
+// is full; another key has its own budget; a restore that sends nothing
+// (already in progress) costs nothing. On the code before, nothing bounded
+// a key's restores.
+func TestRestoreBudgetPerKey(t *testing.T) {
+	f := newCostFixture(t, s3api.Config{MaxRestoreBytesPerKey: 1 << 20})
+	c := noRetryClient(t, f.url)
+	if status, err := restoreStatus(t, c, "big.bin", 1, types.TierBulk); status != 202 {
+		t.Fatalf("first restore (larger than the budget, budget full): %d %v; want 202", status, err)
+	}
+	sent := len(f.g.Started())
+	if sent < f.chunks {
+		t.Fatalf("first restore sent %d RestoreObjects for %d chunks", sent, f.chunks)
+	}
+	// Nothing to send: in progress, not charged, not throttled.
+	if status, err := restoreStatus(t, c, "big.bin", 1, types.TierBulk); status != 409 {
+		t.Fatalf("repeated restore: %d %v; want 409 RestoreAlreadyInProgress", status, err)
+	}
+	status, err := restoreStatus(t, c, "other.bin", 1, types.TierBulk)
+	if status != 503 || apiCode(err) != "SlowDown" {
+		t.Fatalf("restore past the key's budget: %d %v; want 503 SlowDown", status, err)
+	}
+	var re *awshttp.ResponseError
+	if !errors.As(err, &re) {
+		t.Fatalf("no HTTP response in %v", err)
+	}
+	// big.bin took about 6 MiB of a 1 MiB/hour budget: the key waits
+	// until it is paid back.
+	if ra, _ := strconv.Atoi(re.Response.Header.Get("Retry-After")); ra < 3600 || ra > 24*3600 {
+		t.Errorf("Retry-After %q; want the seconds until the budget is back (hours)", re.Response.Header.Get("Retry-After"))
+	}
+	if n := len(f.g.Started()); n != sent {
+		t.Fatalf("the throttled restore sent %d RestoreObjects", n-sent)
+	}
+	if v := testutil.ToFloat64(counterNamed(t, f.reg, "wharf_restores_throttled_total")); v != 1 {
+		t.Errorf("wharf_restores_throttled_total = %v; want 1", v)
+	}
+	other := noRetryClientFor(t, f.url, otherAK)
+	if status, err := restoreStatus(t, other, "other.bin", 1, types.TierBulk); status != 202 {
+		t.Fatalf("another key's restore: %d %v; want 202 (its own budget)", status, err)
+	}
+}
+
+// noRetryClientFor is noRetryClient for access key ak.
+func noRetryClientFor(t *testing.T, url, ak string) *s3.Client {
+	c := newSDKClient(t, url, ak, testSK)
+	return s3.New(c.Options(), func(o *s3.Options) { o.RetryMaxAttempts = 1 })
+}
+
+// counterNamed returns the value of the unlabelled counter name in reg.
+func counterNamed(t *testing.T, reg *prometheus.Registry, name string) prometheus.Collector {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.Metric) == 1 {
+			return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: "copy"},
+				func() float64 { return mf.Metric[0].GetCounter().GetValue() })
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return nil
 }
