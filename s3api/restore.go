@@ -369,7 +369,7 @@ func (s *server) restoreObject(req *request, a *archiveview.Archive) {
 			s.readFailed(req, a, ctx, err)
 			return
 		}
-		charged = restoreNeed(st, s.now())
+		charged = restoreNeed(st, s.now(), rr)
 		if ok, wait := s.restoreBudget.take(req.identity.AccessKey, charged, s.now()); !ok {
 			fail(&apiError{Code: errSlowDown,
 				Message: "Please reduce your request rate: this access key has used its restore budget for the hour.",

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/wharf-s3/wharf/archiveview"
+	"github.com/wharf-s3/wharf/backend"
 )
 
 // minRestoreCharge is the least an archived object is charged against
@@ -107,10 +108,15 @@ func (b *restoreBudget) give(key string, n int64, now time.Time) {
 }
 
 // restoreNeed is the charge of restoring st's archived objects that have
-// no restore (started or finished) at now.
-func restoreNeed(st archiveview.FileStorage, now time.Time) int64 {
+// no restore (started or finished) at now: 0 when req is not valid for
+// one of them (the restore is then refused as invalid, sending nothing,
+// as S3 checks a request before any throttle).
+func restoreNeed(st archiveview.FileStorage, now time.Time, req backend.RestoreRequest) int64 {
 	var need int64
 	for _, o := range st.Objects {
+		if o.Archived() && backend.CheckRestore(o.Class, o.Tier, req) != nil {
+			return 0
+		}
 		if o.Archived() && !o.Restore.Ongoing && !o.Restore.Done(now) {
 			need += restoreCharge(o.Size)
 		}

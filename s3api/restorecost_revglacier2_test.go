@@ -43,6 +43,7 @@ func (s *statCountStore) Stat(ctx context.Context, bucket, key string) (backend.
 const otherAK = "AKIDOTHERKEY"
 
 // costFixture serves big.bin over 48 GLACIER chunks (a part per chunk)
+// and other.bin in DEEP_ARCHIVE chunks
 // with a restore-status TTL of 1 ns (every state is stale at once: the
 // worst case of a client paging every TTL), counting the HEADs.
 type costFixture struct {
@@ -66,9 +67,11 @@ func newCostFixture(t *testing.T, cfg s3api.Config) *costFixture {
 	g := faults.NewGlacier(faults.GlacierConfig{Delay: time.Hour})
 	seen := map[string]bool{}
 	for _, e := range res.Manifest.Files {
-		g.SetClass("src", "p/"+e.S3Key, backend.ClassGlacier, "")
 		if strings.HasSuffix(e.Path, "big.bin") {
 			seen[e.S3Key] = true
+			g.SetClass("src", "p/"+e.S3Key, backend.ClassGlacier, "")
+		} else if !seen[e.S3Key] {
+			g.SetClass("src", "p/"+e.S3Key, backend.ClassDeepArchive, "")
 		}
 	}
 	if len(seen) < 40 {
@@ -192,6 +195,11 @@ func TestRestoreBudgetPerKey(t *testing.T) {
 	}
 	if v := testutil.ToFloat64(counterNamed(t, f.reg, "wharf_restores_throttled_total")); v != 1 {
 		t.Errorf("wharf_restores_throttled_total = %v; want 1", v)
+	}
+	// A request invalid for the file's class (Expedited for Deep Archive)
+	// is refused as such (400), not throttled: S3 checks the request first.
+	if status, err := restoreStatus(t, c, "other.bin", 1, types.TierExpedited); status != 400 || apiCode(err) != "InvalidArgument" {
+		t.Errorf("invalid restore past the budget: %d %v; want 400 InvalidArgument", status, err)
 	}
 	other := noRetryClientFor(t, f.url, otherAK)
 	if status, err := restoreStatus(t, other, "other.bin", 1, types.TierBulk); status != 202 {
