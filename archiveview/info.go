@@ -46,6 +46,7 @@ func (a *Archive) Info() Info {
 		UnverifiableSample: slices.Clone(u.sample),
 		IndexBytes:         index.FileBytes(&a.tree, indexMeta(a)),
 		IndexInPlace:       a.tree.Idx.InPlace(),
+		StorageStateBytes:  storageStateBytes(a),
 		IndexFault:         fault,
 	}
 }
@@ -91,4 +92,13 @@ func countUnverifiable(a *Archive, u *unverifiedFiles) {
 			}
 		}
 	}
+}
+
+// storageStateBytes is Info.StorageStateBytes: the bound of the storage
+// state an archive learning classes keeps (one entry per chunk at most).
+func storageStateBytes(a *Archive) int64 {
+	if !a.opts.StorageClasses {
+		return 0
+	}
+	return int64(len(a.tree.Chunks)) * chunkio.ClassBytesPerObject
 }

@@ -176,7 +176,12 @@ type Info struct {
 	Unverifiable                         int      // files no checksum covers (served as stored)
 	UnverifiableSample                   []string // some of their keys
 	IndexBytes                           int64    // the index's size in the persistent format
-	IndexInPlace                         bool     // served from its index file mapped in place
+	// StorageStateBytes bounds the heap the storage class and restore
+	// state of the archive's objects takes (chunkio.ClassBytesPerObject
+	// per chunk, when Options.StorageClasses; else 0), which the index
+	// memory budget charges besides the index.
+	StorageStateBytes int64
+	IndexInPlace      bool // served from its index file mapped in place
 	// IndexFault is set when reading the index file mapped in place
 	// faulted (the file was truncated under the server: its text wraps
 	// index.ErrFileChanged); Unverifiable then counts only the files read

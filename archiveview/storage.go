@@ -183,13 +183,35 @@ func (a *Archive) StorageClass(f File) string {
 // (older than the restore TTL) or was never reported are HEADed first;
 // nothing else makes a request.
 func (a *Archive) FileStorage(ctx context.Context, f File) (FileStorage, error) {
-	_, st, err := fileStorage(ctx, a, f)
+	_, st, err := fileStorage(ctx, a, f, -1)
 	return st, err
 }
 
-// fileStorage is FileStorage, also returning the archive whose chunk
-// table holds f's objects (a version's shadow).
-func fileStorage(ctx context.Context, a *Archive, f File) (*Archive, FileStorage, error) {
+// MaxFreshHeads is how many backend HEADs one HEAD of a file or one
+// listing page with RestoreStatus may send to refresh stale restore
+// states (FileStorageAtMost, PrepareStorageAtMost): two rounds of
+// parallel HEADs. The other stale objects are answered from the state
+// known already (the last listing or HEAD of them; S3 too answers a
+// listing from its own state without waiting), and refreshed by a later
+// request: states refreshed stay fresh for the restore TTL, so repeated
+// requests move on to the next stale ones.
+const MaxFreshHeads = 32
+
+// FileStorageAtMost is FileStorage sending at most maxHeads HEADs (the
+// first stale objects in file order; maxHeads < 0: no limit, 0: none),
+// answering the other objects from what is known already. What a reading
+// client asks for (HEAD, listings) uses it, so that one request cannot
+// cost a HEAD per archived chunk of a large file; restores and wharf
+// restore use FileStorage.
+func (a *Archive) FileStorageAtMost(ctx context.Context, f File, maxHeads int) (FileStorage, error) {
+	_, st, err := fileStorage(ctx, a, f, maxHeads)
+	return st, err
+}
+
+// fileStorage is FileStorage refreshing at most maxHeads stale objects
+// (< 0: all), also returning the archive whose chunk table holds f's
+// objects (a version's shadow).
+func fileStorage(ctx context.Context, a *Archive, f File, maxHeads int) (*Archive, FileStorage, error) {
 	arc, cis, err := fileChunks(a, f)
 	if err != nil {
 		return nil, FileStorage{}, err
@@ -200,7 +222,7 @@ func fileStorage(ctx context.Context, a *Archive, f File) (*Archive, FileStorage
 	for i, ci := range cis {
 		c := &arc.tree.Chunks[ci]
 		objs[i] = StorageObject{ObjectClass: cl.Cached(c.Key), Size: c.Size}
-		if storageStale(objs[i].ObjectClass) {
+		if storageStale(objs[i].ObjectClass) && (maxHeads < 0 || len(stale) < maxHeads) {
 			stale = append(stale, i)
 		}
 	}
@@ -285,12 +307,22 @@ const maxStorageHeads = 16
 // round of parallel HEADs, not one HEAD after another. Failures are left
 // for FileStorage to report.
 func (a *Archive) PrepareStorage(ctx context.Context, files []File) {
+	a.PrepareStorageAtMost(ctx, files, -1)
+}
+
+// PrepareStorageAtMost is PrepareStorage sending at most maxHeads HEADs
+// (< 0: no limit), for the first stale objects in the files' order, and
+// reports how many objects it refreshed. A listing page calls it with
+// MaxFreshHeads and then answers every entry from the known state
+// (FileStorageAtMost with 0).
+func (a *Archive) PrepareStorageAtMost(ctx context.Context, files []File, maxHeads int) int {
 	type job struct {
 		cl  *chunkio.Classes
 		key string
 	}
 	var jobs []job
 	seen := map[string]bool{}
+files:
 	for _, f := range files {
 		arc, cis, err := fileChunks(a, f)
 		if err != nil {
@@ -299,6 +331,9 @@ func (a *Archive) PrepareStorage(ctx context.Context, files []File) {
 		cl := arc.set.Classes()
 		for _, ci := range cis {
 			key := arc.tree.Chunks[ci].Key
+			if maxHeads >= 0 && len(jobs) >= maxHeads {
+				break files
+			}
 			if !seen[key] && storageStale(cl.Cached(key)) {
 				seen[key] = true
 				jobs = append(jobs, job{cl, key})
@@ -316,6 +351,7 @@ func (a *Archive) PrepareStorage(ctx context.Context, files []File) {
 		}()
 	}
 	wg.Wait()
+	return len(jobs)
 }
 
 // summarize aggregates objects into a FileStorage at now.
@@ -386,7 +422,7 @@ type RestoreReport struct {
 // invalid request sends nothing. A file none of whose objects is archived
 // is ErrNotArchived.
 func (a *Archive) Restore(ctx context.Context, f File, req backend.RestoreRequest) (RestoreReport, error) {
-	arc, st, err := fileStorage(ctx, a, f)
+	arc, st, err := fileStorage(ctx, a, f, -1)
 	if err != nil {
 		return RestoreReport{}, err
 	}

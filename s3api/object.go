@@ -112,8 +112,10 @@ func (s *server) getObject(req *request, a *archiveview.Archive) {
 		h.Set("X-Amz-Meta-Mtime", mtimeHeader(f.ModTime))
 	}
 	// The storage of the objects holding the file's bytes (restore.go):
-	// its coldest class, and the restore state when it is archived.
-	st, err := a.FileStorage(r.Context(), f)
+	// its coldest class, and the restore state when it is archived: at
+	// most archiveview.MaxFreshHeads HEADs of stale chunks per request,
+	// the others as known already.
+	st, err := a.FileStorageAtMost(r.Context(), f, archiveview.MaxFreshHeads)
 	if err != nil {
 		s.readFailed(req, a, r.Context(), err)
 		return

@@ -288,14 +288,14 @@ func (w *listXML) restoreStatus(r backend.RestoreStatus) {
 
 // entryStorage is what one listing entry shows of a file's storage: its
 // class without any request, and, when RestoreStatus was asked for and
-// the file is archived, its restore state (FileStorage, which HEADs
-// archived objects whose state is stale).
+// the file is archived, its restore state as known after prepareStorage
+// (no HEAD of its own: a page costs at most archiveview.MaxFreshHeads).
 func (s *server) entryStorage(req *request, a *archiveview.Archive, f archiveview.File, withRestore bool) (string, backend.RestoreStatus, error) {
 	class := a.StorageClass(f)
 	if !withRestore || !backend.NeedsRestore(class, "") && class != backend.ClassIntelligentTiering {
 		return class, backend.RestoreStatus{}, nil
 	}
-	st, err := a.FileStorage(req.r.Context(), f)
+	st, err := a.FileStorageAtMost(req.r.Context(), f, 0)
 	if err != nil {
 		return class, backend.RestoreStatus{}, err
 	}
@@ -303,7 +303,13 @@ func (s *server) entryStorage(req *request, a *archiveview.Archive, f archivevie
 }
 
 // prepareStorage refreshes the restore states a listing page with
-// RestoreStatus needs, in parallel, before its entries are written.
+// RestoreStatus needs, in parallel, before its entries are written: at
+// most archiveview.MaxFreshHeads HEADs per page, so that a reading key
+// paging such a listing over an archive of N archived chunks does not
+// cost N HEADs per --restore-status-ttl. Entries past the cap show the
+// state known already (the last listing or HEAD of their chunks), as S3
+// answers a listing from its own state; the next pages and listings
+// refresh the rest.
 func prepareStorage[E any](req *request, a *archiveview.Archive, entries []E, file func(E) (archiveview.File, bool)) {
 	files := make([]archiveview.File, 0, len(entries))
 	for _, e := range entries {
@@ -311,7 +317,7 @@ func prepareStorage[E any](req *request, a *archiveview.Archive, entries []E, fi
 			files = append(files, f)
 		}
 	}
-	a.PrepareStorage(req.r.Context(), files)
+	a.PrepareStorageAtMost(req.r.Context(), files, archiveview.MaxFreshHeads)
 }
 
 // restoreObject answers RestoreObject.
@@ -353,7 +359,29 @@ func (s *server) restoreObject(req *request, a *archiveview.Archive) {
 		return
 	}
 	ctx := req.r.Context()
+	// --max-restore-bytes-per-key: charged before anything is sent, for
+	// the archived objects without a restore (the storage refreshed here
+	// is fresh for Restore's own look), refunded for those not sent.
+	var charged int64
+	if s.restoreBudget.perHour > 0 {
+		st, err := a.FileStorage(ctx, f)
+		if err != nil {
+			s.readFailed(req, a, ctx, err)
+			return
+		}
+		charged = restoreNeed(st, s.now(), rr)
+		if ok, wait := s.restoreBudget.take(req.identity.AccessKey, charged, s.now()); !ok {
+			fail(&apiError{Code: errSlowDown,
+				Message: "Please reduce your request rate: this access key has used its restore budget for the hour.",
+				Cause:   fmt.Errorf("restore budget: key %s has used its --max-restore-bytes-per-key %d for the hour; %d bytes more asked", req.identity.AccessKey, s.restoreBudget.perHour, charged),
+				Header:  http.Header{"Retry-After": []string{retryAfterSeconds(wait)}}})
+			return
+		}
+	}
 	rep, err := a.Restore(ctx, f, rr)
+	if charged > 0 {
+		s.restoreBudget.give(req.identity.AccessKey, charged-restoreSentCharge(rep), s.now())
+	}
 	switch {
 	case errors.Is(err, backend.ErrNotArchived):
 		fail(&apiError{Code: errInvalidObjectState, Message: "Restore is not allowed for the object's current storage class", Cause: err})

@@ -99,6 +99,11 @@ type Config struct {
 	// archived objects cost money, so it is off by default and every such
 	// POST is then refused (403 AccessDenied) like a write.
 	AllowRestore bool
+	// MaxRestoreBytesPerKey bounds the stored bytes of archived objects
+	// one access key may ask to restore per hour (restorebudget.go); a
+	// restore over it is 503 SlowDown with Retry-After, before anything
+	// is sent. 0 = no limit.
+	MaxRestoreBytesPerKey int64
 	// Console, when set, builds the handler of /-/console/ (package
 	// s3api/console) from this S3 handler; its requests are logged and
 	// counted as op "Console". With it, every S3 response carries
@@ -148,8 +153,10 @@ type server struct {
 	cfg     Config
 	metrics *metrics
 	limit   *keyLimiter
-	bufs    sync.Pool
-	now     func() time.Time
+	// restoreBudget is Config.MaxRestoreBytesPerKey (restorebudget.go).
+	restoreBudget *restoreBudget
+	bufs          sync.Pool
+	now           func() time.Time
 	// The bucket and object Owner, built once: as a struct for the
 	// encoding/xml responses and as text for the hand-written listings.
 	owner    *owner
@@ -184,7 +191,11 @@ func New(cfg Config) http.Handler {
 	if err != nil {
 		panic("s3api: register metrics: " + err.Error())
 	}
-	s := &server{cfg: cfg, metrics: m, limit: lim, now: time.Now,
+	rb, err := newRestoreBudget(cfg.MaxRestoreBytesPerKey, cfg.Registerer)
+	if err != nil {
+		panic("s3api: register metrics: " + err.Error())
+	}
+	s := &server{cfg: cfg, metrics: m, limit: lim, restoreBudget: rb, now: time.Now,
 		owner:    &owner{ID: cfg.OwnerID, DisplayName: cfg.OwnerName},
 		ownerXML: ownerElement(cfg.OwnerID, cfg.OwnerName)}
 	if cfg.Console != nil {

@@ -7,7 +7,9 @@ package catalog
 // while the budget is used, and opens with a file cap that keeps it within
 // that reservation. Once open, the reservation becomes the archive's real
 // index size (its heap; nearly nothing for an index served from its file in
-// place) and is held until the archive is closed; a failed open returns it
+// place), plus the storage state of its chunks when classes are learned
+// (archiveview.Info.StorageStateBytes), and is held until the archive is
+// closed; a failed open returns it
 // at once. An incremental chain's version history (built on its first
 // versioned request) is charged too once built, until the archive is
 // closed (chargeChainHistory). Configured archives (--archive) are not

@@ -464,12 +464,15 @@ func (cm *Manager) openReserved(ctx context.Context, name, bucket, key string, f
 }
 
 // indexHeap is the index memory open archive a holds: its index's heap,
-// nothing for an index served from its file in place.
+// nothing for an index served from its file in place, and the storage
+// class and restore state of its chunks (Info.StorageStateBytes, kept on
+// the heap either way).
 func indexHeap(a *archiveview.Archive) int64 {
-	if info := a.Info(); !info.IndexInPlace {
-		return info.IndexBytes
+	info := a.Info()
+	if !info.IndexInPlace {
+		return info.IndexBytes + info.StorageStateBytes
 	}
-	return 0
+	return info.StorageStateBytes
 }
 
 // charge records what open archive a holds of the index budgets,

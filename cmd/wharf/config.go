@@ -103,6 +103,8 @@ type fileConfig struct {
 	// Archived uploads.
 	AllowRestore     bool          `yaml:"allow_restore"`
 	RestoreStatusTTL time.Duration `yaml:"restore_status_ttl"`
+	// MaxRestoreBytesPerKey: --max-restore-bytes-per-key.
+	MaxRestoreBytesPerKey yamlBytes `yaml:"max_restore_bytes_per_key"`
 	// The web console (cmd/wharf/console.go).
 	Console bool `yaml:"console"`
 
@@ -190,8 +192,9 @@ func applyConfigYAML(data []byte, cfg *serveConfig) error {
 		frontDoorConfig: cfg.frontDoorConfig,
 		openLimits:      cfg.openLimits,
 		AllowRestore:    cfg.AllowRestore, RestoreStatusTTL: cfg.RestoreStatusTTL,
-		Console:           cfg.Console,
-		ClientMemoryShare: cfg.Read.ClientMemoryShare,
+		MaxRestoreBytesPerKey: yamlBytes(cfg.MaxRestoreBytesPerKey),
+		Console:               cfg.Console,
+		ClientMemoryShare:     cfg.Read.ClientMemoryShare,
 	}
 	fc.S3.Endpoint, fc.S3.Region, fc.S3.PathStyle = cfg.S3.Endpoint, cfg.S3.Region, cfg.S3.PathStyle
 	fc.IndexCacheSecretFile, fc.IndexCacheTrustWriters = cfg.IndexCacheSecretFile, cfg.IndexCacheTrustWriters
@@ -251,6 +254,7 @@ func applyConfigYAML(data []byte, cfg *serveConfig) error {
 		TrustUnframed: fc.TrustUnframed, AllowKeyPrefixes: fc.AllowKeyPrefixes, MaxFrameBytes: int64(fc.MaxFrameBytes)}
 	cfg.Read.ClientMemoryShare = fc.ClientMemoryShare
 	cfg.AllowRestore, cfg.RestoreStatusTTL = fc.AllowRestore, fc.RestoreStatusTTL
+	cfg.MaxRestoreBytesPerKey = int64(fc.MaxRestoreBytesPerKey)
 	cfg.Console = fc.Console
 	cfg.MemoryTarget = int64(fc.MemoryTarget)
 	cfg.peerConfig = fc.peerConfig
@@ -355,6 +359,7 @@ func serveFlags(cfg *serveConfig, configPath *string, check *bool) *flag.FlagSet
 	frontDoorFlags(fs, &cfg.frontDoorConfig)
 	openLimitFlags(fs, &cfg.openLimits)
 	fs.BoolVar(&cfg.AllowRestore, "allow-restore", cfg.AllowRestore, "serve RestoreObject (POST /BUCKET/KEY?restore): restore the archived chunks holding a file's bytes, for keys whose grant allows it (keys file: restore: true|false|[buckets]); restores cost money, so this is off by default")
+	fs.Var((*byteSize)(&cfg.MaxRestoreBytesPerKey), "max-restore-bytes-per-key", "with --allow-restore: the stored bytes of archived chunks one access key may ask to restore per hour (e.g. 500GiB; each chunk counts at least 128KiB); beyond it RestoreObject is 503 SlowDown with Retry-After, before anything is sent; 0 = no limit")
 	durationVar(fs, &cfg.RestoreStatusTTL, "restore-status-ttl", cfg.RestoreStatusTTL, "trust an archived chunk's restore state this long before asking S3 again with a HEAD (0 = 1m; at most 24h)")
 	fs.BoolVar(&cfg.Console, "console", cfg.Console, "serve a read-only web console at /-/console/ on the S3 listener (browse, preview, download; login with an access key unless --anonymous)")
 	fs.Var(memoryTargetFlag{&cfg.MemoryTarget}, "memory-target", "the container's memory limit (e.g. 3GiB, or its bytes from the Kubernetes downward API): sets the Go soft memory limit and divides --cache-bytes, --read-memory and --index-memory from it, leaving headroom for the runtime; budgets given explicitly win (docs/operations.md, \"One memory target\")")

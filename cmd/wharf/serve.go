@@ -120,6 +120,9 @@ type serveConfig struct {
 	// RestoreStatusTTL is how long an archived object's restore state is
 	// trusted before a HEAD asks again; 0 = one minute.
 	RestoreStatusTTL time.Duration
+	// MaxRestoreBytesPerKey bounds the stored bytes one access key may ask
+	// to restore per hour (s3api.Config.MaxRestoreBytesPerKey); 0 = none.
+	MaxRestoreBytesPerKey int64
 
 	// Console serves the read-only web console at /-/console/ on the S3
 	// listener (package s3api/console).
@@ -374,6 +377,14 @@ func (cfg *serveConfig) validate(keys []auth.Key) error {
 	if cfg.RestoreStatusTTL < 0 || cfg.RestoreStatusTTL > maxRestoreStatusTTL {
 		return fmt.Errorf("--restore-status-ttl %s: want 0 (the default, one minute) to %s", cfg.RestoreStatusTTL, maxRestoreStatusTTL)
 	}
+	if b := cfg.MaxRestoreBytesPerKey; b != 0 {
+		switch {
+		case !cfg.AllowRestore:
+			return fmt.Errorf("--max-restore-bytes-per-key %d: has no effect without --allow-restore", b)
+		case b < minRestoreBudget || b > maxRestoreBudget:
+			return fmt.Errorf("--max-restore-bytes-per-key %d: want 0 (no limit) or 1MiB to 1PiB per hour", b)
+		}
+	}
 	if cfg.AllowRestore {
 		if strings.HasPrefix(cfg.StoreURL, "file://") {
 			return errors.New("--allow-restore: a file:// store has no storage classes, so there is nothing to restore")
@@ -390,6 +401,13 @@ func (cfg *serveConfig) validate(keys []auth.Key) error {
 	}
 	return cfg.frontDoorConfig.validate(cfg.AdminListen, time.Now())
 }
+
+// The bounds of --max-restore-bytes-per-key (per hour): below 1 MiB a
+// single chunk would exceed it; 1 PiB is no limit in practice.
+const (
+	minRestoreBudget = 1 << 20
+	maxRestoreBudget = 1 << 50
+)
 
 // maxRestoreStatusTTL bounds --restore-status-ttl: an archived object's
 // restore state older than this is stale for any purpose.
@@ -518,20 +536,21 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 	}
 
 	handler := s3api.New(s3api.Config{
-		Catalog:           cm.Catalog(),
-		Verifier:          verifier,
-		Logger:            log,
-		Registerer:        reg,
-		Region:            cfg.Region,
-		VirtualHostBase:   cfg.VirtualHostBase,
-		MaxInflightPerKey: cfg.MaxInflightPerKey,
-		CORS:              cors,
-		AllowRestore:      cfg.AllowRestore,
-		Console:           consoleHandler(&cfg, cm, verifier, len(keys) > 0, log),
-		SendTimeout:       cfg.sendTimeout(),
-		FollowsUpdates:    cm.FollowsUpdates,
-		History:           cm.History, // published datasets' version histories
-		VersionIDForm:     cm.VersionIDForm,
+		Catalog:               cm.Catalog(),
+		Verifier:              verifier,
+		Logger:                log,
+		Registerer:            reg,
+		Region:                cfg.Region,
+		VirtualHostBase:       cfg.VirtualHostBase,
+		MaxInflightPerKey:     cfg.MaxInflightPerKey,
+		CORS:                  cors,
+		AllowRestore:          cfg.AllowRestore,
+		MaxRestoreBytesPerKey: cfg.MaxRestoreBytesPerKey,
+		Console:               consoleHandler(&cfg, cm, verifier, len(keys) > 0, log),
+		SendTimeout:           cfg.sendTimeout(),
+		FollowsUpdates:        cm.FollowsUpdates,
+		History:               cm.History, // published datasets' version histories
+		VersionIDForm:         cm.VersionIDForm,
 	})
 
 	peerSide, err := cfg.startPeerSide(peers, cache, front, reg, log) // nil without --peers

@@ -326,7 +326,7 @@ func (c *Console) file(w http.ResponseWriter, r *http.Request, v visitor, bucket
 		VersionID: f.VersionID, Asked: version, Size: f.Size, Verified: verification(va, f),
 		DownloadURL: objURL("dl", bucket, f.Key, version), RawURL: objURL("raw", bucket, f.Key, version),
 		RestoreURL: Prefix + "restore/" + url.PathEscape(bucket), FileURL: fileURL(bucket, f.Key, version)}
-	st, err := va.FileStorage(ctx, f)
+	st, err := va.FileStorageAtMost(ctx, f, archiveview.MaxFreshHeads)
 	if err != nil {
 		if transient(err) {
 			w.Header().Set("Retry-After", "1")

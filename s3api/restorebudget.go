@@ -1,0 +1,143 @@
+package s3api
+
+// restorebudget.go: Config.MaxRestoreBytesPerKey, the bytes of archived
+// objects one access key may ask wharf to restore per hour. Every
+// RestoreObject costs money (per request and per GB retrieved), and a key
+// with restore rights could otherwise restore a whole upload. A restore is
+// charged before any RestoreObject is sent, for every archived object of
+// the file that has no restore yet (each at least minRestoreCharge, so
+// that many small objects count by their requests too), and refunded for
+// those it then did not send; over the budget it is answered 503 SlowDown
+// with Retry-After (when enough of the budget is back), as S3 answers a
+// throttle, and counted in wharf_restores_throttled_total.
+
+import (
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/wharf-s3/wharf/archiveview"
+	"github.com/wharf-s3/wharf/backend"
+)
+
+// minRestoreCharge is the least an archived object is charged against
+// the budget, whatever its size.
+const minRestoreCharge = 128 << 10
+
+// restoreCharge is what restoring an object of size bytes is charged.
+func restoreCharge(size int64) int64 { return max(size, minRestoreCharge) }
+
+// restoreBudget is a token bucket of bytes per access key: full at
+// perHour, refilled at perHour per hour. A restore is let through when
+// the bucket holds its charge or is full (so a file larger than the whole
+// budget can still be restored, once per hour's worth); it may then go
+// below zero, and the key waits until it is back.
+type restoreBudget struct {
+	perHour   int64 // 0 = off
+	throttled prometheus.Counter
+
+	mu   sync.Mutex
+	keys map[string]*keyBudget // one per access key that restored (keys are configured: bounded)
+}
+
+type keyBudget struct {
+	bytes float64
+	at    time.Time
+}
+
+func newRestoreBudget(perHour int64, reg prometheus.Registerer) (*restoreBudget, error) {
+	b := &restoreBudget{perHour: perHour, keys: map[string]*keyBudget{},
+		throttled: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "wharf_restores_throttled_total",
+			Help: "RestoreObject requests answered 503 SlowDown because their access key had used its --max-restore-bytes-per-key for the hour (nothing was sent to the store).",
+		})}
+	if reg != nil {
+		if err := reg.Register(b.throttled); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// refillLocked brings key's bucket to now (b.mu held).
+func (b *restoreBudget) refillLocked(key string, now time.Time) *keyBudget {
+	k := b.keys[key]
+	if k == nil {
+		k = &keyBudget{bytes: float64(b.perHour), at: now}
+		b.keys[key] = k
+		return k
+	}
+	if d := now.Sub(k.at); d > 0 {
+		k.bytes = math.Min(float64(b.perHour), k.bytes+float64(b.perHour)*d.Hours())
+	}
+	k.at = now
+	return k
+}
+
+// take charges need bytes to key at now. When the budget does not allow
+// it, ok is false and wait is how long until it does.
+func (b *restoreBudget) take(key string, need int64, now time.Time) (ok bool, wait time.Duration) {
+	if b.perHour <= 0 || need <= 0 {
+		return true, 0
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	k := b.refillLocked(key, now)
+	want := float64(min(need, b.perHour))
+	if k.bytes >= want {
+		k.bytes -= float64(need)
+		return true, 0
+	}
+	b.throttled.Inc()
+	hours := (want - k.bytes) / float64(b.perHour)
+	return false, time.Duration(math.Ceil(hours * float64(time.Hour)))
+}
+
+// give refunds n bytes charged to key (restores not sent after all).
+func (b *restoreBudget) give(key string, n int64, now time.Time) {
+	if b.perHour <= 0 || n <= 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	k := b.refillLocked(key, now)
+	k.bytes = math.Min(float64(b.perHour), k.bytes+float64(n))
+}
+
+// restoreNeed is the charge of restoring st's archived objects that have
+// no restore (started or finished) at now: 0 when req is not valid for
+// one of them (the restore is then refused as invalid, sending nothing,
+// as S3 checks a request before any throttle).
+func restoreNeed(st archiveview.FileStorage, now time.Time, req backend.RestoreRequest) int64 {
+	var need int64
+	for _, o := range st.Objects {
+		if o.Archived() && backend.CheckRestore(o.Class, o.Tier, req) != nil {
+			return 0
+		}
+		if o.Archived() && !o.Restore.Ongoing && !o.Restore.Done(now) {
+			need += restoreCharge(o.Size)
+		}
+	}
+	return need
+}
+
+// restoreSentCharge is the charge of the objects rep sent a RestoreObject
+// for (billed whatever the outcome).
+func restoreSentCharge(rep archiveview.RestoreReport) int64 {
+	var n int64
+	for _, o := range rep.Objects {
+		if o.Sent {
+			n += restoreCharge(o.Size)
+		}
+	}
+	return n
+}
+
+// retryAfterSeconds is wait as a Retry-After value: whole seconds, at
+// least 1.
+func retryAfterSeconds(wait time.Duration) string {
+	return fmt.Sprint(max(1, int64(math.Ceil(wait.Seconds()))))
+}
