@@ -33,7 +33,11 @@ func TestSmallObjectAllocs(t *testing.T) {
 	for _, tc := range []struct {
 		method string
 		max    float64 // the old code: HEAD 60, GET 89 (go1.26)
-	}{{http.MethodHead, 56}, {http.MethodGet, 85}} {
+		// maxRace is the bound under the race detector, whose build
+		// allocates more for the same code: the old code (f56d53e^) made
+		// HEAD 62, GET 91 there, this code 58 and 74.
+		maxRace float64
+	}{{http.MethodHead, 56, 60}, {http.MethodGet, 85, 87}} {
 		t.Run(tc.method, func(t *testing.T) {
 			serve := func() {
 				w := &discardWriter{h: http.Header{}}
@@ -46,8 +50,12 @@ func TestSmallObjectAllocs(t *testing.T) {
 				}
 			}
 			serve() // the frame cached
-			if n := testing.AllocsPerRun(50, serve); n > tc.max {
-				t.Errorf("%s of a warm 32 KiB file: %.0f allocations, want at most %.0f", tc.method, n, tc.max)
+			limit := tc.max
+			if raceBuild {
+				limit = tc.maxRace
+			}
+			if n := testing.AllocsPerRun(50, serve); n > limit {
+				t.Errorf("%s of a warm 32 KiB file: %.0f allocations, want at most %.0f (race build: %v)", tc.method, n, limit, raceBuild)
 			}
 		})
 	}
