@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
@@ -251,36 +252,24 @@ func refreshStorage(ctx context.Context, cl *chunkio.Classes, arc *Archive, cis 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
-		wg       sync.WaitGroup
 		mu       sync.Mutex
 		firstErr error
 	)
-	sem := make(chan struct{}, maxStorageHeads)
-	for _, i := range stale {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			oc, err := cl.Object(ctx, arc.tree.Chunks[cis[i]].Key, true)
-			if err != nil {
-				mu.Lock()
-				if firstErr == nil {
-					firstErr = err
-				}
-				mu.Unlock()
-				cancel()
-				return
+	eachBounded(ctx, maxStorageHeads, len(stale), func(ctx context.Context, k int) bool {
+		i := stale[k]
+		oc, err := cl.Object(ctx, arc.tree.Chunks[cis[i]].Key, true)
+		if err != nil {
+			mu.Lock()
+			if firstErr == nil {
+				firstErr = err
 			}
-			objs[i].ObjectClass = oc
-		}()
-	}
-	wg.Wait()
+			mu.Unlock()
+			cancel()
+			return false
+		}
+		objs[i].ObjectClass = oc
+		return true
+	})
 	if firstErr == nil {
 		firstErr = ctx.Err()
 	}
@@ -340,18 +329,41 @@ files:
 			}
 		}
 	}
-	sem := make(chan struct{}, maxStorageHeads)
-	var wg sync.WaitGroup
-	for _, j := range jobs {
-		sem <- struct{}{}
+	eachBounded(ctx, maxStorageHeads, len(jobs), func(ctx context.Context, i int) bool {
+		_, _ = jobs[i].cl.Object(ctx, jobs[i].key, true)
+		return true
+	})
+	return len(jobs)
+}
+
+// eachBounded calls fn(ctx, i) for each i in [0, n) in order, at most
+// limit at once: the one rule of storage's parallel HEADs and
+// RestoreObjects. It starts no more calls once ctx ends or a call has
+// returned false (those running finish), and returns when every call it
+// started has returned.
+func eachBounded(ctx context.Context, limit, n int, fn func(ctx context.Context, i int) bool) {
+	sem := make(chan struct{}, limit)
+	var (
+		wg      sync.WaitGroup
+		stopped atomic.Bool
+	)
+	for i := range n {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil || stopped.Load() {
+			break
+		}
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			_, _ = j.cl.Object(ctx, j.key, true)
+			if !fn(ctx, i) {
+				stopped.Store(true)
+			}
 		}()
 	}
 	wg.Wait()
-	return len(jobs)
 }
 
 // summarize aggregates objects into a FileStorage at now.
@@ -464,36 +476,11 @@ func (a *Archive) RestoreObjects(ctx context.Context, objs []StorageObject, req 
 		done bool
 	}
 	results := make([]result, len(archived))
-	var (
-		wg     sync.WaitGroup
-		mu     sync.Mutex
-		failed bool
-	)
-	sem := make(chan struct{}, maxStorageHeads)
-	for i, o := range archived {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-		}
-		mu.Lock()
-		stop := failed
-		mu.Unlock()
-		if stop || ctx.Err() != nil {
-			break
-		}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			out, err := a.set.Classes().Restore(ctx, o.Key, req)
-			mu.Lock()
-			results[i] = result{out: out, err: err, done: true}
-			if err != nil && !errors.Is(err, backend.ErrNotArchived) {
-				failed = true
-			}
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
+	eachBounded(ctx, maxStorageHeads, len(archived), func(ctx context.Context, i int) bool {
+		out, err := a.set.Classes().Restore(ctx, archived[i].Key, req)
+		results[i] = result{out: out, err: err, done: true}
+		return err == nil || errors.Is(err, backend.ErrNotArchived)
+	})
 	started, inProgress, notArchived, unsent := 0, 0, 0, 0
 	var firstErr error
 	for i, r := range results {
