@@ -270,3 +270,75 @@ func TestBlockSumsCapAndFailedCheck(t *testing.T) {
 		})
 	}
 }
+
+// TestForgetCorruptAfterBound: a remembered data failure is forgotten once
+// older than ForgetCorruptAfter, not before. Mutant F01 (twice the bound)
+// kept it, and the chunk refused, for twice as long.
+func TestForgetCorruptAfterBound(t *testing.T) {
+	now := time.Date(2026, 12, 2, 2, 0, 0, 0, time.UTC)
+	set := NewSet(backend.NewFileStore(t.TempDir()), "bkt", []Chunk{{Key: "k", Kind: Direct, Size: 10}},
+		Options{ForgetCorruptAfter: time.Minute, Now: func() time.Time { return now }})
+	defer set.Close()
+	rs := set.state(0)
+	rs.markFailed(now)
+	for _, tc := range []struct {
+		after      time.Duration
+		remembered bool
+	}{
+		{59 * time.Second, true},
+		{61 * time.Second, false},
+	} {
+		now = time.Date(2026, 12, 2, 2, 0, 0, 0, time.UTC).Add(tc.after)
+		set.state(0) // forgets expired failures
+		if got := rs.failedAt.Load() != 0; got != tc.remembered {
+			t.Fatalf("%v after a data failure (ForgetCorruptAfter 1m): remembered %v, want %v", tc.after, got, tc.remembered)
+		}
+	}
+}
+
+// TestRepinOnlyCorruptChunk: a response with another ETag starts a chunk's
+// state afresh only when it holds a remembered data failure; a sound
+// chunk stays pinned to the object it was opened over (its reads answer
+// ErrChanged: parts of two objects are never served as one). Mutant F06
+// (no corrupt test) started any chunk afresh.
+func TestRepinOnlyCorruptChunk(t *testing.T) {
+	now := time.Date(2026, 12, 2, 2, 0, 0, 0, time.UTC)
+	set := NewSet(backend.NewFileStore(t.TempDir()), "bkt", []Chunk{{Key: "k", Kind: Direct, Size: 10}},
+		Options{ForgetCorruptAfter: time.Minute, Now: func() time.Time { return now }})
+	defer set.Close()
+	rs := set.state(0)
+	set.repinChanged(0, rs)
+	if set.states[0].Load() != rs {
+		t.Fatal("a chunk with no remembered failure was started afresh (unpinned) on another ETag")
+	}
+	rs.markFailed(now)
+	set.repinChanged(0, rs)
+	if set.states[0].Load() == rs {
+		t.Fatal("a corrupt chunk whose object was replaced was not started afresh")
+	}
+}
+
+// TestClassesRestoreIntelligentTieringListed: an Intelligent-Tiering
+// object known from a listing (which has no access tier) is HEADed before
+// a restore is decided: in an archive tier it needs one. Mutant N07 (no
+// HEAD) took the listing's empty tier for the frequent tier and refused
+// the restore as not archived, without asking the store.
+func TestClassesRestoreIntelligentTieringListed(t *testing.T) {
+	key := "a/uploads/u1/chunks/c0"
+	cs, g, ck := classesFixture(t, key)
+	g.SetClass("bkt", key, backend.ClassIntelligentTiering, backend.TierArchiveAccess)
+	c := NewClasses(cs, "bkt", ClassOptions{RestoreTTL: time.Minute, Now: ck.Now})
+	ctx := context.Background()
+	if err := c.Load(ctx, []string{key}); err != nil {
+		t.Fatal(err)
+	}
+	if oc := c.Cached(key); oc.Class != backend.ClassIntelligentTiering || oc.TierKnown {
+		t.Fatalf("after the listing: %+v, want Intelligent-Tiering with its tier unknown (the test's premise)", oc)
+	}
+	if _, err := c.Restore(ctx, key, backend.RestoreRequest{}); err != nil {
+		t.Fatalf("restore of an Intelligent-Tiering object in %s known from a listing: %v, want it sent", backend.TierArchiveAccess, err)
+	}
+	if n := cs.n("restore"); n != 1 {
+		t.Fatalf("%d RestoreObject requests, want 1", n)
+	}
+}
