@@ -342,3 +342,30 @@ func TestClassesRestoreIntelligentTieringListed(t *testing.T) {
 		t.Fatalf("%d RestoreObject requests, want 1", n)
 	}
 }
+
+// TestForgetCorruptDefaultFiveMinutes: without Options.ForgetCorruptAfter
+// a remembered data failure is forgotten after the documented five
+// minutes. Mutant F02 (DefaultForgetCorrupt 50 minutes) kept a corrupt
+// chunk refused ten times as long; no test asked for the default.
+func TestForgetCorruptDefaultFiveMinutes(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 2, 0, 0, 0, time.UTC)
+	now := t0
+	set := NewSet(backend.NewFileStore(t.TempDir()), "bkt", []Chunk{{Key: "k", Kind: Direct, Size: 10}},
+		Options{Now: func() time.Time { return now }})
+	defer set.Close()
+	rs := set.state(0)
+	rs.markFailed(t0)
+	for _, tc := range []struct {
+		after      time.Duration
+		remembered bool
+	}{
+		{5*time.Minute - time.Second, true},
+		{5*time.Minute + time.Second, false},
+	} {
+		now = t0.Add(tc.after)
+		set.state(0)
+		if got := rs.failedAt.Load() != 0; got != tc.remembered {
+			t.Fatalf("%v after a data failure (default ForgetCorruptAfter): remembered %v, want %v", tc.after, got, tc.remembered)
+		}
+	}
+}
