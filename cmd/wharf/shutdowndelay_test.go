@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 	"strings"
@@ -86,10 +87,23 @@ func TestShutdownDelayRefused(t *testing.T) {
 	for _, d := range []time.Duration{-time.Second, 11 * time.Minute} {
 		cfg := serveConfig{Listen: "127.0.0.1:0", StoreURL: store, Anonymous: true, CacheBytes: 1 << 20,
 			Archives: []serveArchive{{Name: "data", ManifestURL: man}}, ShutdownDelay: d, LogOut: io.Discard}
-		cfg.Ready = func(string, string) { t.Error("serve started listening") }
-		err := serve(t.Context(), cfg)
-		if err == nil || !strings.Contains(err.Error(), "--shutdown-delay") {
-			t.Errorf("--shutdown-delay %v: %v, want a refusal naming the flag", d, err)
+		ctx, cancel := context.WithCancel(t.Context())
+		cfg.Ready = func(string, string) {
+			t.Errorf("--shutdown-delay %v: serve started listening", d)
+			cancel()
 		}
+		// A serve that took the value would now wait out its delay: the
+		// test waits 20 s for the refusal, not the delay.
+		done := make(chan error, 1)
+		go func() { done <- serve(ctx, cfg) }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), "--shutdown-delay") {
+				t.Errorf("--shutdown-delay %v: %v, want a refusal naming the flag", d, err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Errorf("--shutdown-delay %v: serve neither refused it nor returned in 20 s", d)
+		}
+		cancel()
 	}
 }
