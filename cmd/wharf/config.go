@@ -214,7 +214,13 @@ func applyConfigYAML(data []byte, cfg *serveConfig) error {
 			break
 		}
 		if err != nil {
-			return err
+			if strings.Contains(err.Error(), "line ") {
+				return err
+			}
+			// The parser's words name no place ("did not find expected
+			// <document start>"): the text after the first document's
+			// last line is what it could not read.
+			return fmt.Errorf("line %d: text after the YAML document is not YAML: %w", lastYAMLLine(data), err)
 		}
 		if len(extra.Content) == 1 && extra.Content[0].Tag == "!!null" {
 			continue
@@ -494,4 +500,23 @@ func (cfg *serveConfig) checkConfig() ([]auth.Key, error) {
 		return nil, fmt.Errorf("--admin-listen %s: the same address as --listen %s; the admin endpoints need a listener of their own", cfg.AdminListen, cfg.Listen)
 	}
 	return keys, nil
+}
+
+// lastYAMLLine is the last line of data's first YAML document (1 when it
+// cannot be parsed): where the text after it begins at the earliest.
+func lastYAMLLine(data []byte) int {
+	var doc yaml.Node
+	if yaml.NewDecoder(bytes.NewReader(data)).Decode(&doc) != nil {
+		return 1
+	}
+	line := 1
+	var walk func(n *yaml.Node)
+	walk = func(n *yaml.Node) {
+		line = max(line, n.Line)
+		for _, c := range n.Content {
+			walk(c)
+		}
+	}
+	walk(&doc)
+	return line
 }
