@@ -402,9 +402,7 @@ func (fl *flight) progress() (*Buf, int64, <-chan struct{}) {
 func (c *FrameCache) lookup(k cacheKey, wait bool) (buf *Buf, fl *flight, mine bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if b, ok := c.lru.Get(k); ok {
-		c.own.touch(k)
-		b.retain()
+	if b := c.hitLocked(k); b != nil {
 		return b, nil, false
 	}
 	if f, ok := c.flights[k]; ok {
@@ -428,12 +426,20 @@ func (c *FrameCache) lookup(k cacheKey, wait bool) (buf *Buf, fl *flight, mine b
 func (c *FrameCache) cachedRef(k cacheKey) *Buf {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if b, ok := c.lru.Get(k); ok {
-		c.own.touch(k)
-		b.retain()
-		return b
+	return c.hitLocked(k)
+}
+
+// hitLocked is a cache hit of k (c.mu held): the entry becomes the
+// newest in the LRU and in its client's own order, and a reference is
+// held for the caller; nil when k is not cached.
+func (c *FrameCache) hitLocked(k cacheKey) *Buf {
+	b, ok := c.lru.Get(k)
+	if !ok {
+		return nil
 	}
-	return nil
+	c.own.touch(k)
+	b.retain()
+	return b
 }
 
 // contains reports whether k is cached or being filled (a peek for prefetch).

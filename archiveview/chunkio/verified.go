@@ -327,31 +327,32 @@ func checkUnit(ctx context.Context, s *Set, ci int32, u Unit) (*blockSums, error
 			w = io.MultiWriter(h, bh)
 		}
 	}
+	// The sums' charge is given back unless they are returned whole.
+	kept := false
+	defer func() {
+		if !kept {
+			s.dropSums(bh)
+		}
+	}()
 	n, err := io.CopyBuffer(w, r, make([]byte, segmentBytes))
 	if err != nil {
-		s.dropSums(bh)
 		return nil, fmt.Errorf("checking %s: %w", u.what(), err)
 	}
 	if u.Kind != UnitObject && n != u.N {
-		s.dropSums(bh)
 		return nil, fmt.Errorf("checking %s: %d bytes: %w", u.what(), n, ErrCorrupt)
 	}
 	var got [32]byte
 	h.Sum(got[:0])
 	if got != u.Sum {
-		s.dropSums(bh)
 		s.metrics.checksumFailure()
 		return nil, fmt.Errorf("%s (read whole before serving any of it): sha256 mismatch: %w", u.what(), ErrChecksum)
 	}
 	s.log.Debug().Str("archive", s.name).Str("chunk", s.chunks[ci].Key).Str("unit", u.what()).Int64("bytes", n).
 		Msg("verified whole before its first ranged read")
-	if bh == nil {
+	if bh == nil || bh.at != end {
 		return nil, nil
 	}
-	if bh.at != end {
-		s.dropSums(bh)
-		return nil, nil
-	}
+	kept = true
 	return bh.b, nil
 }
 

@@ -315,19 +315,23 @@ func shownName(name string) string {
 	return name
 }
 
+// unprintable reports whether r is escaped by printable and by
+// jsonSafeWriter: a rune that is not printable, but for the newline, tab
+// and space.
+func unprintable(r rune) bool { return r != '\n' && r != '\t' && r != ' ' && !unicode.IsPrint(r) }
+
 // printable returns s with each rune that is not printable written as a
 // Go escape ("\u009b"); newlines, tabs and spaces stay. Every line that
 // may name a hostile key (an error, a problem, a failed file) is printed
 // through it, so a C1 control or bidi override in a key cannot act on the
 // terminal, and the key is still named exactly.
 func printable(s string) string {
-	bad := func(r rune) bool { return r != '\n' && r != '\t' && r != ' ' && !unicode.IsPrint(r) }
-	if strings.IndexFunc(s, bad) < 0 {
+	if strings.IndexFunc(s, unprintable) < 0 {
 		return s
 	}
 	var b strings.Builder
 	for _, r := range s {
-		if bad(r) {
+		if unprintable(r) {
 			q := strconv.QuoteRune(r) // '\u009b'
 			b.WriteString(q[1 : len(q)-1])
 		} else {
@@ -348,8 +352,7 @@ func printable(s string) string {
 type jsonSafeWriter struct{ w io.Writer }
 
 func (j jsonSafeWriter) Write(b []byte) (int, error) {
-	bad := func(r rune) bool { return r != '\n' && r != '\t' && r != ' ' && !unicode.IsPrint(r) }
-	if bytes.IndexFunc(b, bad) < 0 {
+	if bytes.IndexFunc(b, unprintable) < 0 {
 		return j.w.Write(b)
 	}
 	whole := len(b)
@@ -357,7 +360,7 @@ func (j jsonSafeWriter) Write(b []byte) (int, error) {
 	for len(b) > 0 {
 		r, n := utf8.DecodeRune(b)
 		switch {
-		case r == utf8.RuneError && n == 1, !bad(r):
+		case r == utf8.RuneError && n == 1, !unprintable(r):
 			out = append(out, b[:n]...)
 		case r > 0xffff:
 			hi, lo := utf16.EncodeRune(r)
