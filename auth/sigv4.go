@@ -194,7 +194,7 @@ func signV4(key []byte, a v4Auth, t time.Time, creq string) []byte {
 }
 
 // maxSigningKeys bounds the signing keys a Verifier keeps, and
-// maxKeptScopeField the length of a scope's date, region and service for
+// maxKeptScopeField the length of a scope's region (parseScope fixes its date and service) for
 // its key to be kept (real ones are far shorter): a key holder sending
 // long made-up regions keeps no more than a few hundred KiB.
 const (
@@ -249,7 +249,7 @@ func (v *Verifier) matchKeyV4(r *http.Request, secret string, a v4Auth, t time.T
 	if !matchV4(r, k, a, t, canonQuery, payloadHash) {
 		return false
 	}
-	if len(a.Date) <= maxKeptScopeField && len(a.Region) <= maxKeptScopeField && len(a.Service) <= maxKeptScopeField {
+	if len(a.Region) <= maxKeptScopeField { // parseScope fixes the date (8 bytes) and the service ("s3")
 		v.sigKeys.put(scope, k)
 	}
 	return true

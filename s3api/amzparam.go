@@ -28,13 +28,8 @@ func amzValues(h http.Header, q auth.Query, name string) []string {
 
 // amzValue is the first of amzValues ("" for none).
 func amzValue(h http.Header, q auth.Query, name string) string {
-	if v := h.Values(name); len(v) > 0 {
+	if v := amzValues(h, q, name); len(v) > 0 {
 		return v[0]
-	}
-	for _, p := range q {
-		if strings.EqualFold(p.Key, name) {
-			return p.Value
-		}
 	}
 	return ""
 }

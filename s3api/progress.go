@@ -43,10 +43,7 @@ func (w *ProgressWriter) extend() {
 		w.off = true
 		return
 	}
-	if w.rc == nil {
-		w.rc = http.NewResponseController(w.ResponseWriter)
-	}
-	if err := w.rc.SetWriteDeadline(time.Now().Add(w.Timeout)); err != nil {
+	if err := w.controller().SetWriteDeadline(time.Now().Add(w.Timeout)); err != nil {
 		w.off = true
 	}
 }
@@ -94,12 +91,17 @@ func (w *ProgressWriter) write(p []byte, extendFirst bool) (int, error) {
 // Flush keeps http.Flusher for handlers that flush (promhttp, pprof).
 func (w *ProgressWriter) Flush() {
 	w.extend()
+	if err := w.controller().Flush(); err != nil && err != http.ErrNotSupported {
+		w.failed()
+	}
+}
+
+// controller is the writer's http.ResponseController, made on first use.
+func (w *ProgressWriter) controller() *http.ResponseController {
 	if w.rc == nil {
 		w.rc = http.NewResponseController(w.ResponseWriter)
 	}
-	if err := w.rc.Flush(); err != nil && err != http.ErrNotSupported {
-		w.failed()
-	}
+	return w.rc
 }
 
 func (w *ProgressWriter) failed() {

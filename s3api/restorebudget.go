@@ -114,10 +114,13 @@ func (b *restoreBudget) give(key string, n int64, now time.Time) {
 func restoreNeed(st archiveview.FileStorage, now time.Time, req backend.RestoreRequest) int64 {
 	var need int64
 	for _, o := range st.Objects {
-		if o.Archived() && backend.CheckRestore(o.Class, o.Tier, req) != nil {
+		if !o.Archived() {
+			continue
+		}
+		if backend.CheckRestore(o.Class, o.Tier, req) != nil {
 			return 0
 		}
-		if o.Archived() && !o.Restore.Ongoing && !o.Restore.Done(now) {
+		if !o.Restore.Ongoing && !o.Restore.Done(now) {
 			need += restoreCharge(o.Size)
 		}
 	}

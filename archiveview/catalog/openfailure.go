@@ -44,12 +44,7 @@ func (f *OpenFailure) Unwrap() error { return f.Err }
 // failure instead of reading it again (keptFailure). Every other kind is
 // tried again at the next rescan (a store's answer, a missing parent, a
 // pointer may change without the manifest changing).
-var openFailureKinds = []struct {
-	kind      error
-	says      string
-	transient bool
-	kept      bool
-}{
+var openFailureKinds = []failureKind{
 	{ErrOpenTimeout, "its open timed out (it is tried again at the next rescan)", true, false},
 	{ErrIndexMemory, "the server's index memory is in use (it is tried again at the next rescan)", true, false},
 	{ErrNoUpload, "its alias has no finished upload that can be served", false, false},
@@ -66,17 +61,29 @@ var openFailureKinds = []struct {
 	{backend.ErrChanged, "its manifest changed while it was read", false, false},
 }
 
+// failureKind is one row of openFailureKinds.
+type failureKind struct {
+	kind      error
+	says      string
+	transient bool
+	kept      bool
+}
+
+// kindOf is the first row of openFailureKinds that err matches (the zero
+// row for none): the one lookup of the table.
+func kindOf(err error) failureKind {
+	for _, k := range openFailureKinds {
+		if errors.Is(err, k.kind) {
+			return k
+		}
+	}
+	return failureKind{}
+}
+
 // keptFailure reports whether err, an open's failure, is of a kept kind
 // (openFailureKinds): the first kind it matches is one of the manifests'
 // own bytes.
-func keptFailure(err error) bool {
-	for _, k := range openFailureKinds {
-		if errors.Is(err, k.kind) {
-			return k.kept
-		}
-	}
-	return false
-}
+func keptFailure(err error) bool { return kindOf(err).kept }
 
 // retryText is what /-/archives says of when a failed open is tried again.
 func retryText(err error) string {
@@ -98,12 +105,8 @@ func (f *OpenFailure) Transient() bool {
 // kind is the first of openFailureKinds the failure matches: what the
 // client is told of it and whether it is transient ("", false for none).
 func (f *OpenFailure) kind() (says string, transient bool) {
-	for _, k := range openFailureKinds {
-		if errors.Is(f.Err, k.kind) {
-			return k.says, k.transient
-		}
-	}
-	return "", false
+	k := kindOf(f.Err)
+	return k.says, k.transient
 }
 
 // PublicMessage is the failure in wharf's words: the bucket and the kind
