@@ -25,6 +25,7 @@ import (
 	"github.com/wharf-s3/wharf/archiveview"
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
 	"github.com/wharf-s3/wharf/cmd/wharf/internal/progress"
+	"golang.org/x/text/unicode/norm"
 )
 
 const getUsage = `usage: wharf get [--store URL] [--s3-endpoint URL --s3-region R --s3-path-style --s3-access-key AK --s3-secret-key SK]
@@ -362,11 +363,13 @@ type getter struct {
 	// (--overwrite); without it such a file is refused.
 	overwrite bool
 	// foldsCase: DIR's file system takes names differing only in case
-	// for one (found by probeCaseFold, or set by a test); collide then
-	// has each selected key that shares its folded name with another,
-	// and what it says about them.
-	foldsCase bool
-	collide   map[string]string
+	// for one (found by probeCaseFold, or set by a test); foldsNorm: it
+	// takes names differing only in their Unicode normalisation for one
+	// ("é" as U+00E9 and as "e" + U+0301: APFS, HFS+; probeNormFold).
+	// collide then has each selected key that shares its folded name
+	// with another, and what it says about them.
+	foldsCase, foldsNorm bool
+	collide              map[string]string
 
 	mu                               sync.Mutex
 	written, skipped, fail, replaced int
@@ -395,9 +398,12 @@ func (g *getter) run(ctx context.Context, sel *selection, missing []string, para
 	if !g.foldsCase {
 		g.foldsCase = g.probeCaseFold()
 	}
-	if g.foldsCase {
-		if g.collide, err = caseCollisions(ctx, sel); err != nil {
-			return fmt.Errorf("interrupted while checking the keys for case collisions: %w", err)
+	if !g.foldsNorm {
+		g.foldsNorm = g.probeNormFold()
+	}
+	if fr := (foldRule{caseFold: g.foldsCase, normFold: g.foldsNorm}); fr.any() {
+		if g.collide, err = collisions(ctx, sel, fr); err != nil {
+			return fmt.Errorf("interrupted while checking the keys for names this file system takes for one: %w", err)
 		}
 	}
 
@@ -482,6 +488,24 @@ func (g *getter) one(ctx context.Context, f archiveview.File) {
 	}
 }
 
+// foldRule is how DIR's file system compares names: ignoring case,
+// ignoring Unicode normalisation, or both (macOS's default).
+type foldRule struct{ caseFold, normFold bool }
+
+func (r foldRule) any() bool { return r.caseFold || r.normFold }
+
+// what says what the file system ignores, for a refusal.
+func (r foldRule) what() (ignores, differ string) {
+	switch {
+	case r.caseFold && r.normFold:
+		return "case and Unicode normalisation", "for case or Unicode normalisation (\u00e9 and e + U+0301 are one name there)"
+	case r.normFold:
+		return "Unicode normalisation", "for Unicode normalisation (\u00e9 and e + U+0301 are one name there)"
+	default:
+		return "case", "for case"
+	}
+}
+
 // foldCase is name as a file system that ignores case compares it: each
 // rune replaced by the smallest of its simple case folds ("K", "k" and
 // the Kelvin sign all become "K").
@@ -509,6 +533,30 @@ func appendFoldCase(dst []byte, name string) []byte {
 	return dst
 }
 
+// folder folds names by a rule, reusing its buffers.
+type folder struct {
+	rule      foldRule
+	dec, fold []byte
+}
+
+// key is name as the rule compares it, valid until the next call: under
+// normalisation, its canonical decomposition (NFD, as HFS+ stores it),
+// case-folded when the rule ignores case too, and decomposed once more
+// (a fold may compose).
+func (f *folder) key(name string) []byte {
+	if !f.rule.normFold {
+		f.fold = appendFoldCase(f.fold[:0], name)
+		return f.fold
+	}
+	f.dec = norm.NFD.AppendString(f.dec[:0], name)
+	if !f.rule.caseFold {
+		return f.dec
+	}
+	f.fold = appendFoldCase(f.fold[:0], string(f.dec))
+	f.dec = norm.NFD.Append(f.dec[:0], f.fold...)
+	return f.dec
+}
+
 // probeCaseFold reports whether DIR's file system ignores case: a
 // temporary file it creates is found under its name in upper case.
 func (g *getter) probeCaseFold() bool {
@@ -529,18 +577,38 @@ func (g *getter) probeCaseFold() bool {
 	return err1 == nil && err2 == nil && os.SameFile(fi, li)
 }
 
-// caseCollisions finds the selected keys that share their case-folded
-// name with another: a walk of the selection that keeps 8 bytes a file
+// probeNormFold reports whether DIR's file system ignores Unicode
+// normalisation: a temporary file it creates under a name holding
+// U+00E9 is found under the same name with "e" + U+0301.
+func (g *getter) probeNormFold() bool {
+	tf, tmp, err := g.createTempMarked(".", tempNormMark)
+	if err != nil {
+		return false
+	}
+	defer func() {
+		tf.Close()
+		g.root.Remove(tmp)
+	}()
+	decomposed := norm.NFD.String(tmp)
+	if decomposed == tmp {
+		return false
+	}
+	fi, err1 := tf.Stat()
+	li, err2 := g.root.Lstat(decomposed)
+	return err1 == nil && err2 == nil && os.SameFile(fi, li)
+}
+
+// collisions finds the selected keys that share their folded name (by
+// rule) with another: a walk of the selection that keeps 8 bytes a file
 // (a hash of its folded key), and when two hashes agree, a second walk
 // that keeps the keys of those hashes only. It returns, for each such
 // key, the refusal's reason.
-func caseCollisions(ctx context.Context, sel *selection) (map[string]string, error) {
+func collisions(ctx context.Context, sel *selection, rule foldRule) (map[string]string, error) {
 	seed := maphash.MakeSeed()
 	var sums []uint64
-	var buf []byte
+	fo := folder{rule: rule}
 	if err := sel.each(ctx, func(f archiveview.File) error {
-		buf = appendFoldCase(buf[:0], f.Key)
-		sums = append(sums, maphash.Bytes(seed, buf))
+		sums = append(sums, maphash.Bytes(seed, fo.key(f.Key)))
 		return nil
 	}); err != nil {
 		return nil, err
@@ -558,7 +626,7 @@ func caseCollisions(ctx context.Context, sel *selection) (map[string]string, err
 	}
 	byFold := map[string][]string{}
 	if err := sel.each(ctx, func(f archiveview.File) error {
-		buf = appendFoldCase(buf[:0], f.Key)
+		buf := fo.key(f.Key)
 		if dup[maphash.Bytes(seed, buf)] {
 			fk := string(buf)
 			byFold[fk] = append(byFold[fk], f.Key)
@@ -571,6 +639,7 @@ func caseCollisions(ctx context.Context, sel *selection) (map[string]string, err
 	// archive may spell one name in thousands of ways: its report grows
 	// with the keys, not with their square).
 	const sampleOthers = 3
+	ignores, differ := rule.what()
 	out := map[string]string{}
 	for _, keys := range byFold {
 		if len(keys) < 2 {
@@ -591,16 +660,19 @@ func caseCollisions(ctx context.Context, sel *selection) (map[string]string, err
 			} else {
 				named = fmt.Sprintf("has %d other keys of this name (%s)", n, named)
 			}
-			out[k] = "this file system ignores case, and the archive " + named + ", the same but for case: none of them is written (get them into different directories, or onto a file system that tells them apart)"
+			out[k] = "this file system ignores " + ignores + ", and the archive " + named + ", the same but " + differ + ": none of them is written (get them into different directories, or onto a file system that tells them apart)"
 		}
 	}
 	return out, nil
 }
 
-// Temporary files: ".wharf-get-" + 16 hex digits + ".tmp".
+// Temporary files: ".wharf-get-" + 16 hex digits + ".tmp", or for the
+// normalisation probe ".wharf-get-" + 16 hex digits + tempNormMark +
+// ".tmp" (the mark composed, or decomposed as HFS+ stores it).
 const (
-	tempPrefix = ".wharf-get-"
-	tempSuffix = ".tmp"
+	tempPrefix   = ".wharf-get-"
+	tempSuffix   = ".tmp"
+	tempNormMark = "-\u00e9"
 	// tempOld: without flock, a temporary file not written for this long
 	// is no live get's (every read has its deadlines).
 	tempOld = time.Hour
@@ -612,7 +684,15 @@ func isTempName(name string) bool {
 	if !ok {
 		return false
 	}
-	if h, ok = strings.CutSuffix(h, tempSuffix); !ok || len(h) != 16 {
+	if h, ok = strings.CutSuffix(h, tempSuffix); !ok {
+		return false
+	}
+	if m, ok := strings.CutSuffix(h, tempNormMark); ok {
+		h = m
+	} else if m, ok := strings.CutSuffix(h, norm.NFD.String(tempNormMark)); ok {
+		h = m
+	}
+	if len(h) != 16 {
 		return false
 	}
 	_, err := hex.DecodeString(h)
@@ -857,11 +937,17 @@ func (g *getter) extract(ctx context.Context, f archiveview.File) (skipped bool,
 // lock: then the file is not the one under its name any more, and
 // another is created.
 func (g *getter) createTemp(dir string) (*os.File, string, error) {
+	return g.createTempMarked(dir, "")
+}
+
+// createTempMarked is createTemp with mark (tempNormMark or "") before
+// the name's suffix.
+func (g *getter) createTempMarked(dir, mark string) (*os.File, string, error) {
 	var lastErr error
 	for range 4 {
 		var rnd [8]byte
 		rand.Read(rnd[:])
-		tmp := path.Join(dir, tempPrefix+hex.EncodeToString(rnd[:])+tempSuffix)
+		tmp := path.Join(dir, tempPrefix+hex.EncodeToString(rnd[:])+mark+tempSuffix)
 		tf, err := g.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if err != nil {
 			return nil, "", err
