@@ -621,6 +621,17 @@ func TestDeployManifests(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The admin token comes from a Secret mounted as a directory (so a
+	// rotation reaches the pod).
+	if cfg.AdminTokenFile != "" {
+		if vol, sub, ok := mountOf(cfg.AdminTokenFile); !ok || pod.Volumes[volumes[vol]].Secret == nil || sub != "" {
+			t.Errorf("admin_token_file %s is not in a Secret mounted as a directory", cfg.AdminTokenFile)
+		}
+		cfg.AdminTokenFile = writeFile(t, "admin-token", "0123456789abcdef0123456789abcdef\n")
+		if err := os.Chmod(cfg.AdminTokenFile, 0o400); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// TLS files come from a Secret mounted as a directory (a subPath
 	// mount never sees a renewed secret).
 	pki := newTestPKI(t)

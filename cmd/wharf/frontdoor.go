@@ -26,6 +26,10 @@ type frontDoorConfig struct {
 	AdminTLSCert string `yaml:"admin_tls_cert"`
 	AdminTLSKey  string `yaml:"admin_tls_key"`
 	AdminPlain   bool   `yaml:"admin_plain"`
+	// AdminTokenFile holds the bearer token every admin endpoint but the
+	// probes asks for (admintoken.go); empty = the admin endpoints are
+	// open to whoever reaches the listener.
+	AdminTokenFile string `yaml:"admin_token_file"`
 	// TLSReloadInterval is how often the certificate files are re-read to
 	// pick up a rotation (SIGHUP also reloads them). 0 = on SIGHUP only.
 	TLSReloadInterval time.Duration `yaml:"tls_reload_interval"`
@@ -60,6 +64,7 @@ func frontDoorFlags(fs *flag.FlagSet, fd *frontDoorConfig) {
 	fs.StringVar(&fd.AdminTLSCert, "admin-tls-cert", fd.AdminTLSCert, "PEM certificate `FILE` of the admin listener (default: the --tls-cert one)")
 	fs.StringVar(&fd.AdminTLSKey, "admin-tls-key", fd.AdminTLSKey, "PEM private key `FILE` of --admin-tls-cert")
 	fs.BoolVar(&fd.AdminPlain, "admin-plain", fd.AdminPlain, "keep the admin listener plain HTTP while S3 uses TLS (loopback --admin-listen only)")
+	fs.StringVar(&fd.AdminTokenFile, "admin-token-file", fd.AdminTokenFile, "`FILE` holding a bearer token (at least 16 printable bytes, not readable by other users) that every admin endpoint but /healthz and /readyz asks for; a rotation of the file is taken within a second")
 	durationVar(fs, &fd.TLSReloadInterval, "tls-reload-interval", fd.TLSReloadInterval, "re-read the certificate files this often to pick up a rotation (0 = only on SIGHUP)")
 	fs.Var(&listFlag[string]{list: &fd.CORSAllowOrigins, parse: func(v string) (string, error) {
 		_, err := s3api.ParseCORSOrigin(v)
@@ -108,6 +113,14 @@ func (fd *frontDoorConfig) validate(adminListen string, now time.Time) error {
 			return errors.New("--admin-plain contradicts --admin-tls-cert")
 		case !isLoopbackListen(adminListen):
 			return fmt.Errorf("--admin-plain: the admin listener %s is not loopback; plain HTTP admin (metrics, /debug/pprof with the command line) is allowed on a loopback address only", adminListen)
+		}
+	}
+	if fd.AdminTokenFile != "" {
+		if adminListen == "" {
+			return errors.New("--admin-token-file is set but there is no admin listener (--admin-listen)")
+		}
+		if _, err := readAdminToken(fd.AdminTokenFile); err != nil {
+			return err
 		}
 	}
 	if fd.TLSReloadInterval < 0 || (fd.TLSReloadInterval > 0 && fd.TLSReloadInterval < minTLSReloadInterval) {

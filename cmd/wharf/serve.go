@@ -584,7 +584,22 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 			return fmt.Errorf("admin listen %s: %w", cfg.AdminListen, err)
 		}
 		adminAddr = aln.Addr().String()
-		asrv := newHTTPServer(s3api.WithProgressDeadline(adminMux(reg, &ready, cm, peers), cfg.sendTimeout()), &cfg)
+		admin := adminMux(reg, &ready, cm, peers)
+		if cfg.AdminTokenFile != "" {
+			tok, err := newAdminToken(cfg.AdminTokenFile, log, reg)
+			if err != nil {
+				ln.Close()
+				aln.Close()
+				if peerSide != nil {
+					peerSide.ln.Close()
+				}
+				return err
+			}
+			admin = tok.guard(admin)
+		} else if !isLoopbackListen(cfg.AdminListen) {
+			log.Warn().Str("addr", cfg.AdminListen).Msg("the admin endpoints (metrics, /-/archives, /debug/pprof/) are open to whoever reaches this address: give --admin-token-file, or bind --admin-listen to loopback")
+		}
+		asrv := newHTTPServer(s3api.WithProgressDeadline(admin, cfg.sendTimeout()), &cfg)
 		front.configure(asrv, front.admin, log)
 		servers = append(servers, asrv)
 		go func() { errc <- serveOn(asrv, aln) }()
@@ -592,7 +607,7 @@ func serve(ctx context.Context, cfg serveConfig) (retErr error) {
 		if front.admin != nil {
 			adminURL = "https://" + adminAddr
 		}
-		log.Info().Str("addr", adminAddr).Bool("tls", front.admin != nil).Msg("admin endpoints (/healthz /readyz /metrics /-/archives /-/peers /debug/pprof/) on " + adminURL)
+		log.Info().Str("addr", adminAddr).Bool("tls", front.admin != nil).Bool("token", cfg.AdminTokenFile != "").Msg("admin endpoints (/healthz /readyz /metrics /-/archives /-/peers /debug/pprof/) on " + adminURL)
 	}
 
 	// Rescans: SIGHUP, the --rescan interval, and the test trigger. The
