@@ -377,7 +377,7 @@ func (cm *Manager) openInSlot(ctx context.Context, name, bucket, key string, max
 // whole per-upload reservation (MaxFilesPerUpload files, at most the
 // budget).
 func (cm *Manager) openUpload(ctx context.Context, name, bucket, key string, listed int64, x openExtra) (*archiveview.Archive, error) {
-	capAll := int(min(int64(cm.cfg.MaxFilesPerUpload), cm.index.limit/IndexBytesPerFile))
+	capAll := cm.uploadFileCap()
 	files := int(min(max(listed/storedBytesPerFile, minReserveFiles), int64(capAll)))
 	for {
 		a, err := cm.openReserved(ctx, name, bucket, key, files, x)
@@ -397,6 +397,13 @@ func (cm *Manager) openUpload(ctx context.Context, name, bucket, key string, lis
 	}
 }
 
+// uploadFileCap is the most files a discovered or aliased upload's
+// manifest, and its chain together, may list: MaxFilesPerUpload, at most
+// what the whole index budget holds at IndexBytesPerFile.
+func (cm *Manager) uploadFileCap() int {
+	return int(min(int64(cm.cfg.MaxFilesPerUpload), cm.index.limit/IndexBytesPerFile))
+}
+
 // openReserved reserves files' index memory (waiting at most the open
 // timeout), opens with that file cap, and keeps the archive's real index
 // size charged until it is closed.
@@ -409,16 +416,11 @@ func (cm *Manager) openUpload(ctx context.Context, name, bucket, key string, lis
 // budget, then a slot: historymgr.go).
 func (cm *Manager) openReserved(ctx context.Context, name, bucket, key string, files int, x openExtra) (*archiveview.Archive, error) {
 	x.charged = true
+	want := int64(files) * IndexBytesPerFile
 	if x.hist == nil {
-		got, err := cm.slotAndMemory(ctx, int64(files)*IndexBytesPerFile)
-		if x.held != nil {
-			x.held()
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			return nil, fmt.Errorf("archive %q: manifest s3://%s/%s: %w", name, bucket, key, err)
+		got, err := cm.slotAndMemory(ctx, want)
+		if err := x.reserved(ctx, name, bucket, key, err); err != nil {
+			return nil, err
 		}
 		a, err := cm.openInSlot(ctx, name, bucket, key, files, x)
 		<-cm.slots
@@ -432,23 +434,17 @@ func (cm *Manager) openReserved(ctx context.Context, name, bucket, key string, f
 	wctx, cancel := context.WithTimeout(ctx, cm.cfg.OpenTimeout)
 	// The history's share first, then the whole budget: always in that
 	// order, so no open holds the budget while it waits for the share.
-	hist, err := cm.reserveHistoryShare(wctx, int64(files)*IndexBytesPerFile, x.hist)
+	hist, err := cm.reserveHistoryShare(wctx, want, x.hist)
 	var got int64
 	if err == nil {
-		got, err = cm.index.reserve(wctx, int64(files)*IndexBytesPerFile)
+		got, err = cm.index.reserve(wctx, want)
 		if err != nil {
 			cm.histIndex.release(hist)
 		}
 	}
 	cancel()
-	if x.held != nil {
-		x.held()
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, fmt.Errorf("archive %q: manifest s3://%s/%s: %w", name, bucket, key, err)
+	if err := x.reserved(ctx, name, bucket, key, err); err != nil {
+		return nil, err
 	}
 	a, err := cm.openArchive(ctx, name, bucket, key, files, x)
 	if err != nil {
@@ -461,6 +457,22 @@ func (cm *Manager) openReserved(ctx context.Context, name, bucket, key string, f
 	// still a version held open (its file, its chunk state).
 	cm.charge(a, indexCharge{main: cm.index.adjust(got, heap), hist: cm.histIndex.adjust(hist, max(heap, minHistoryCharge))})
 	return a, nil
+}
+
+// reserved ends an open's wait for its index memory, err its outcome: it
+// calls x.held, and returns nil, ctx's error once ctx has ended, or err
+// naming the archive and its manifest.
+func (x openExtra) reserved(ctx context.Context, name, bucket, key string, err error) error {
+	if x.held != nil {
+		x.held()
+	}
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
+	}
+	return fmt.Errorf("archive %q: manifest s3://%s/%s: %w", name, bucket, key, err)
 }
 
 // indexHeap is the index memory open archive a holds: its index's heap,
@@ -545,7 +557,7 @@ func (cm *Manager) closeArchive(a *archiveview.Archive) {
 // request tries again).
 func (cm *Manager) chargeChainHistory(ctx context.Context, files int) (archiveview.MemoryCharge, error) {
 	if files <= 0 {
-		files = int(min(int64(cm.cfg.MaxFilesPerUpload), cm.index.limit/IndexBytesPerFile))
+		files = cm.uploadFileCap()
 	}
 	wctx, cancel := context.WithTimeout(ctx, cm.cfg.OpenTimeout)
 	defer cancel()
@@ -1146,40 +1158,9 @@ func (cm *Manager) settle(op *scanOp) {
 		}
 	}
 
-	// A bucket's failure is logged when it is new: not the same error the
-	// last settled scan logged for it (a broken upload stays broken at
-	// every rescan), at most maxFailedLogged a scan and a line counting
-	// the rest; the summary below counts every one.
-	failures := map[string]string{}
-	failLogged, failQuiet := 0, 0
-	for n, e := range op.entries {
-		a, err, _ := e.State()
-		var was *archiveview.Archive
-		if b := op.before[n]; b != nil {
-			was, _, _ = b.State()
-		}
-		switch {
-		case err == nil && a == nil:
-			cm.log.Info().Str("archive", n).Str("source", rep.Sources[n]).Msg("archive still opening (from an earlier scan)")
-		case err != nil:
-			failures[n] = err.Error()
-			switch {
-			case cm.failedSeen[n] == failures[n]: // logged by an earlier scan
-			case failLogged == maxFailedLogged:
-				failQuiet++
-			default:
-				failLogged++
-				cm.log.Error().Str("archive", n).Str("source", rep.Sources[n]).Err(err).Msg("archive could not be opened; its bucket answers this error")
-			}
-		case a != was:
-			cm.logArchive(n, rep.Sources[n], a)
-		}
-	}
-	cm.failedSeen = failures
-	if failQuiet > 0 {
-		cm.log.Error().Int("not_logged", failQuiet).
-			Msgf("%d more archives could not be opened, not logged one by one (/-/archives has each error)", failQuiet)
-	}
+	// What is new, each line once (scanlog.go); the summary below counts
+	// every failure.
+	cm.logEntries(op)
 	for n := range op.before {
 		if op.entries[n] == nil {
 			cm.log.Info().Str("archive", n).Msg("no longer serving archive")
@@ -1358,44 +1339,16 @@ func (cm *Manager) CloseAll() {
 	})
 }
 
-// Bounds of what the skipped objects of a scan (an uploader's choice:
-// any number of manifest-named objects in the wrong place) cost: the
-// lines a scan logs, the entries /-/archives lists.
 const (
-	maxSkippedLogged = 100
-	maxSkippedPage   = 1000
-	maxFailedLogged  = 100 // failed opens, likewise
+	// maxSkippedPage bounds the skipped objects /-/archives lists (an
+	// uploader's choice: any number of manifest-named objects in the
+	// wrong place).
+	maxSkippedPage = 1000
 	// maxKeptFailures bounds the failed opens a scan keeps for the next
 	// (a manifest that failed to parse, not read again while unchanged);
 	// past it the others are read again, as before.
 	maxKeptFailures = 10000
 )
-
-// logSkipped warns of each object rep's scan skipped that the last scan
-// settled before it did not skip already (cm.skippedSeen), at most
-// maxSkippedLogged of them, and counts the rest in one line: a rescan
-// that finds what it found before logs nothing again. Called with cm.mu
-// held (settle).
-func (cm *Manager) logSkipped(rep *scanReport) {
-	seen := make(map[Skipped]bool, len(rep.Skipped))
-	logged, quiet := 0, 0
-	for _, s := range rep.Skipped {
-		seen[s] = true
-		switch {
-		case cm.skippedSeen[s]:
-		case logged == maxSkippedLogged:
-			quiet++
-		default:
-			logged++
-			cm.log.Warn().Str("bucket", s.Bucket).Str("key", s.Key).Str("reason", s.Reason).Msg("discovery skipped")
-		}
-	}
-	cm.skippedSeen = seen
-	if quiet > 0 {
-		cm.log.Warn().Int("not_logged", quiet).Int("skipped", len(rep.Skipped)).
-			Msgf("discovery skipped %d more objects, not logged one by one (/-/archives lists the first %d)", quiet, maxSkippedPage)
-	}
-}
 
 // Page is the /-/archives document. Skipped lists at most the first 1000
 // objects the last scan skipped; SkippedTotal counts them all.
