@@ -181,11 +181,7 @@ type Manager struct {
 	base     context.Context    // every background open runs under it
 	stop     context.CancelFunc // cancels them (CloseAll)
 	jobs     sync.WaitGroup     // background opens and alias resolutions
-	// qmu guards the queue of background opens (enqueue) and the
-	// goroutines running it, at most OpenConcurrency.
-	qmu     sync.Mutex
-	queue   []func()
-	workers int
+	opens    openQueue          // background opens (enqueue), on at most OpenConcurrency goroutines
 
 	mu      sync.Mutex        // one scan at a time; guards open and initial
 	open    map[string]*Entry // upload entries by bucket\x00key\x00etag, open or opening: reused by the next scan
@@ -264,6 +260,7 @@ func NewManager(cfg Config) *Manager {
 		done:          make(chan struct{}),
 		datasets:      map[string]*datasetState{},
 		builds:        make(chan struct{}, historyBuildsMax),
+		opens:         openQueue{max: cfg.OpenConcurrency},
 	}
 	if cfg.OpenWait > 0 {
 		cm.catalog.OpenWait = cfg.OpenWait
@@ -577,31 +574,6 @@ func (cm *Manager) chargeChainHistory(ctx context.Context, files int) (archivevi
 	return &budgetCharge{b: cm.index, n: got}, nil
 }
 
-// budgetCharge is bytes of an index budget held by a MemoryCharge.
-type budgetCharge struct {
-	b    *indexBudget
-	mu   sync.Mutex
-	n    int64
-	done bool
-}
-
-func (c *budgetCharge) Settle(n int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.done {
-		c.n = c.b.adjust(c.n, max(n, 0))
-	}
-}
-
-func (c *budgetCharge) Release() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.done {
-		c.done = true
-		c.b.release(c.n)
-	}
-}
-
 // releaseIndex returns charge c to the index budgets.
 func (cm *Manager) releaseIndex(c indexCharge) {
 	cm.index.release(c.main)
@@ -626,40 +598,6 @@ func (cm *Manager) startOpen(name, bucket, key string, listed int64, created tim
 		e.finish(a, err)
 	})
 	return e
-}
-
-// enqueue runs open in the background, in order, on at most
-// OpenConcurrency goroutines: the uploads a scan finds are as many as
-// uploaders write, and each waits in the queue, not on a goroutine of its
-// own. An open whose entry was retired while queued runs with its context
-// cancelled and ends at once.
-func (cm *Manager) enqueue(open func()) {
-	cm.jobs.Add(1)
-	cm.qmu.Lock()
-	defer cm.qmu.Unlock()
-	cm.queue = append(cm.queue, open)
-	if cm.workers < cm.cfg.OpenConcurrency {
-		cm.workers++
-		go cm.work()
-	}
-}
-
-// work runs queued opens until the queue is empty.
-func (cm *Manager) work() {
-	for {
-		cm.qmu.Lock()
-		if len(cm.queue) == 0 {
-			cm.workers--
-			cm.qmu.Unlock()
-			return
-		}
-		open := cm.queue[0]
-		cm.queue[0] = nil
-		cm.queue = cm.queue[1:]
-		cm.qmu.Unlock()
-		open()
-		cm.jobs.Done()
-	}
 }
 
 // OpenStatic opens every configured archive, OpenConcurrency at a time,
@@ -1339,133 +1277,7 @@ func (cm *Manager) CloseAll() {
 	})
 }
 
-const (
-	// maxSkippedPage bounds the skipped objects /-/archives lists (an
-	// uploader's choice: any number of manifest-named objects in the
-	// wrong place).
-	maxSkippedPage = 1000
-	// maxKeptFailures bounds the failed opens a scan keeps for the next
-	// (a manifest that failed to parse, not read again while unchanged);
-	// past it the others are read again, as before.
-	maxKeptFailures = 10000
-)
-
-// Page is the /-/archives document. Skipped lists at most the first 1000
-// objects the last scan skipped; SkippedTotal counts them all.
-type Page struct {
-	Buckets      []BucketEntry `json:"buckets"`
-	ScannedAt    *time.Time    `json:"scanned_at,omitempty"`
-	ScanError    string        `json:"scan_error,omitempty"`
-	Skipped      []Skipped     `json:"skipped"`
-	SkippedTotal int           `json:"skipped_total"`
-	Collisions   []Collision   `json:"collisions"`
-}
-
-// BucketEntry is one served bucket on the /-/archives page. State is
-// "open", "opening" (its figures are zero until it opens) or "failed"
-// (Error says why; the bucket answers that error).
-type BucketEntry struct {
-	Bucket string `json:"bucket"`
-	Kind   Kind   `json:"kind"`
-	Source string `json:"source"`
-	State  string `json:"state"`
-	Error  string `json:"error,omitempty"`
-	// Retry, for a failed bucket, says when its open is tried again: "at
-	// the next rescan", or, for a manifest that failed to parse, "when
-	// its manifest changes" (the failure is kept while the listing shows
-	// the same key and ETag: it is not read again).
-	Retry             string   `json:"retry,omitempty"`
-	Archive           string   `json:"archive"`
-	UploadID          string   `json:"upload_id"`
-	Version           string   `json:"version"`
-	ManifestKey       string   `json:"manifest_key"`
-	Chain             []string `json:"chain"`
-	Files             int      `json:"files"`
-	Chunks            int      `json:"chunks"`
-	Frames            int      `json:"frames"`
-	CompressedBytes   int64    `json:"compressed_bytes"`
-	UncompressedBytes int64    `json:"uncompressed_bytes"`
-	Shapes            []string `json:"shapes"`
-	Warnings          []string `json:"warnings"`
-	// Unverifiable counts files no checksum covers (served as stored).
-	Unverifiable       int      `json:"unverifiable_files"`
-	UnverifiableSample []string `json:"unverifiable_sample,omitempty"`
-	// Dataset is set for a published dataset's bucket (--alias
-	// …@current / @<version_id>, or discovered).
-	Dataset *DatasetEntry `json:"dataset,omitempty"`
-}
-
-// DatasetEntry is a dataset bucket's part of the /-/archives page.
-// VersionID is the version served ("" while the first one opens);
-// Opening the version being opened to replace it. PointerReadAt is the
-// last read of CURRENT (conditional or not; nil for a pinned version,
-// whose pointer is never read). PointerError is the last pointer error
-// (a refused or failed read, or a pointed version that did not open) and
-// PointerErrorAt when it happened: an error older than PointerReadAt was
-// followed by good reads. PointerErrors counts them since start.
-type DatasetEntry struct {
-	Dataset        string     `json:"dataset"`
-	Pointer        string     `json:"pointer"`
-	Follows        bool       `json:"follows_current"`
-	VersionID      string     `json:"version_id"`
-	Manifest       string     `json:"manifest,omitempty"`
-	Opening        string     `json:"opening_version_id,omitempty"`
-	PointerReadAt  *time.Time `json:"pointer_read_at,omitempty"`
-	PointerError   string     `json:"pointer_error,omitempty"`
-	PointerErrorAt *time.Time `json:"pointer_error_at,omitempty"`
-	PointerErrors  int        `json:"pointer_errors"`
-	// History is the version history of the version served, once a
-	// versioned request built it (historymgr.go).
-	History *HistoryEntry `json:"history,omitempty"`
-}
-
-// Page builds the /-/archives document from the current catalog and the
-// last scan.
-func (cm *Manager) Page() Page {
-	rep := cm.report.Load()
-	p := Page{Skipped: rep.Skipped, SkippedTotal: len(rep.Skipped), Collisions: rep.Collisions, ScanError: rep.Error}
-	if len(p.Skipped) > maxSkippedPage {
-		p.Skipped = p.Skipped[:maxSkippedPage:maxSkippedPage]
-	}
-	if !rep.Time.IsZero() {
-		t := rep.Time.UTC()
-		p.ScannedAt = &t
-	}
-	if p.Skipped == nil {
-		p.Skipped = []Skipped{}
-	}
-	if p.Collisions == nil {
-		p.Collisions = []Collision{}
-	}
-	cur := cm.catalog.cur.Load() // one snapshot: names and entries agree
-	for _, name := range cur.names {
-		e := cur.byName[name]
-		src := rep.Sources[name]
-		if src == "" {
-			src = cm.staticSources[name]
-		}
-		kind, _ := cm.Kind(name)
-		be := BucketEntry{Bucket: name, Kind: kind, Source: src, Archive: e.Name, Chain: []string{}, Shapes: []string{}, Warnings: []string{}}
-		a, err, done := e.State()
-		switch {
-		case !done:
-			be.State = "opening"
-		case err != nil:
-			be.State, be.Error, be.Retry = "failed", err.Error(), retryText(err)
-		default:
-			info := a.Info()
-			be.State = "open"
-			be.Archive, be.UploadID, be.Version, be.ManifestKey = info.Name, info.UploadID, info.Version, info.ManifestKey
-			be.Chain, be.Files, be.Chunks, be.Frames = info.Chain, info.Files, info.Chunks, info.Frames
-			be.CompressedBytes, be.UncompressedBytes = info.CompressedBytes, info.UncompressedBytes
-			be.Shapes, be.Warnings = info.Shapes, info.Warnings
-			be.Unverifiable, be.UnverifiableSample = info.Unverifiable, info.UnverifiableSample
-		}
-		be.Dataset = cm.datasetEntry(name)
-		p.Buckets = append(p.Buckets, be)
-	}
-	if p.Buckets == nil {
-		p.Buckets = []BucketEntry{}
-	}
-	return p
-}
+// maxKeptFailures bounds the failed opens a scan keeps for the next (a
+// manifest that failed to parse, not read again while unchanged); past it
+// the others are read again, as before.
+const maxKeptFailures = 10000
