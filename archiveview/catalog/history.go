@@ -129,27 +129,16 @@ type verMeta struct {
 	class string
 }
 
-// ident is what decides whether a key's bytes changed between versions.
-type ident struct {
-	size int64
-	sha  string
-	etag string
-}
-
-func identOf(f archiveview.File) ident {
-	return ident{size: f.Size, sha: f.SHA256, etag: f.ETag}
-}
-
-// same: by sha256 when both have one, else by size and ETag (which, with
-// no checksum, is derived from the chunk keys, offsets and lengths).
-func (a ident) same(b ident) bool {
-	if a.size != b.size {
+// matches reports whether f has the bytes m describes: sameBytes' rule,
+// on the File's fields.
+func (m *verMeta) matches(f archiveview.File) bool {
+	if f.Size != m.size {
 		return false
 	}
-	if a.sha != "" && b.sha != "" {
-		return a.sha == b.sha
+	if f.SHA256 != "" && m.sha != "" {
+		return f.SHA256 == m.sha
 	}
-	return a.etag == b.etag
+	return f.ETag == m.etag
 }
 
 // DatasetHistory is a dataset bucket's version history. It is immutable
@@ -227,12 +216,7 @@ func BuildHistory(ctx context.Context, p HistoryParams) (*DatasetHistory, error)
 		h.versions[0].Created = p.Archive.Created()
 	}
 	h.byID = map[string]int{p.Current.ID: 0}
-	switch {
-	case p.Previous == "":
-		h.ended = "the version served has no previous version"
-		return h, nil
-	case p.Limit == 1:
-		h.ended = "the history limit (1 version)"
+	if h.ended = historyOfOne(p.Previous, p.Limit); h.ended != "" {
 		return h, nil
 	}
 	lctx, cancel := ctx, context.CancelFunc(func() {})
@@ -273,7 +257,7 @@ func BuildHistory(ctx context.Context, p HistoryParams) (*DatasetHistory, error)
 				return nil, fmt.Errorf("dataset %s: history: version %s: %w (%w)", p.Ref.URL(), v.ID, err, backend.ErrUnavailable)
 			}
 			if errors.Is(err, backend.ErrNotFound) {
-				ended = fmt.Sprintf("version %s: its manifest is gone (pruned)", v.ID)
+				ended = prunedEnd(v.ID)
 			} else {
 				ended = fmt.Sprintf("version %s did not open: %v", v.ID, err)
 				p.Log.Warn().Err(err).Str("dataset", p.Ref.URL()).Str("version_id", v.ID).
@@ -420,11 +404,8 @@ func HistoryChain(ctx context.Context, store backend.Store, ref DatasetRef, curr
 		limit = DefaultDatasetHistory
 	}
 	out := []HistoryVersion{current}
-	switch {
-	case previous == "":
-		return out, "the version served has no previous version", nil
-	case limit == 1:
-		return out, "the history limit (1 version)", nil
+	if ended := historyOfOne(previous, limit); ended != "" {
+		return out, ended, nil
 	}
 	l, err := listVersions(ctx, store, ref)
 	if err != nil {
@@ -432,6 +413,20 @@ func HistoryChain(ctx context.Context, store backend.Store, ref DatasetRef, curr
 	}
 	chain, ended := chainFrom(current.ID, previous, l, limit)
 	return append(out, chain...), ended, nil
+}
+
+// historyOfOne says why the history of a version whose pointer's
+// previous_version_id is previous ends at that version, limit versions at
+// most: it has no previous version, or the limit is 1; "" when the history
+// may go on (its older versions are listed).
+func historyOfOne(previous string, limit int) string {
+	switch {
+	case previous == "":
+		return "the version served has no previous version"
+	case limit == 1:
+		return "the history limit (1 version)"
+	}
+	return ""
 }
 
 // versionListing is what one listing of DATASET/v/ found.
@@ -551,6 +546,9 @@ func parseVersionKey(rel string) (id string, manifest, ok bool) {
 	return id, name == "manifest.json.gz" || name == "manifest.json", true
 }
 
+// prunedEnd is why a history ends at version id, whose manifest is gone.
+func prunedEnd(id string) string { return fmt.Sprintf("version %s: its manifest is gone (pruned)", id) }
+
 // chainFrom is the history's older versions: previous first, then the
 // listed versions older than the last link and not yet in the history,
 // newest first; it stops at limit versions in all (the served one
@@ -568,7 +566,7 @@ func chainFrom(current, previous string, l versionListing, limit int) (chain []H
 		}
 		v, ok := l.manifests[next]
 		if !ok {
-			return chain, fmt.Sprintf("version %s: its manifest is gone (pruned)", next)
+			return chain, prunedEnd(next)
 		}
 		chain = append(chain, v)
 		in[next] = true
@@ -611,6 +609,15 @@ type keyState struct {
 	first  uint16 // of the run's versions the one with the smallest id
 }
 
+// run is s's open run closed at version id (its oldest).
+func (s *keyState) run(id uint16) keyVer {
+	return keyVer{id: id, name: s.first, from: s.from, meta: s.meta}
+}
+
+// deleteMarker closes a run of versions without the key at version id,
+// the oldest of them: where the key disappeared.
+func deleteMarker(id uint16) keyVer { return keyVer{id: id, name: id, del: true} }
+
 // sameBytes: by sha256 when both have one, else by size and ETag (which,
 // with no checksum, is derived from the chunk keys, offsets and lengths).
 func sameBytes(a, b archiveview.FileIdentity) bool {
@@ -652,9 +659,9 @@ func (w *historyWalk) step(i int, id string, a *archiveview.Archive, older bool)
 	}
 	closeRun := func(s *keyState) {
 		if s.absent {
-			s.out = append(s.out, keyVer{id: prev, name: prev, del: true})
+			s.out = append(s.out, deleteMarker(prev))
 		} else {
-			s.out = append(s.out, keyVer{id: prev, name: s.first, from: s.from, meta: s.meta})
+			s.out = append(s.out, s.run(prev))
 		}
 	}
 	onlyOld := func(s *keyState) {
@@ -685,7 +692,7 @@ func (w *historyWalk) step(i int, id string, a *archiveview.Archive, older bool)
 		next = append(next, keyState{key: strings.Clone(key)})
 		s := &next[len(next)-1]
 		if i > 0 { // absent from every newer version: deleted in i-1
-			s.out = append(s.out, keyVer{id: prev, name: prev, del: true})
+			s.out = append(s.out, deleteMarker(prev))
 		}
 		return start(s, s.key, fid)
 	})
@@ -709,7 +716,7 @@ func (w *historyWalk) finish(n int) (keys []string, vstart []uint32, vers []keyV
 	vstart = make([]uint32, 0, len(w.states)+1)
 	for _, s := range w.states {
 		if !s.absent {
-			s.out = append(s.out, keyVer{id: last, name: s.first, from: s.from, meta: s.meta})
+			s.out = append(s.out, s.run(last))
 		}
 		keys = append(keys, s.key)
 		vstart = append(vstart, uint32(len(vers)))
@@ -846,7 +853,7 @@ func (h *DatasetHistory) Lookup(ctx context.Context, key, versionID string) (arc
 		return archiveview.Version{}, false, err
 	}
 	f, ok := a.Stat(key)
-	if !ok || !identOf(f).same(ident{size: e.meta.size, sha: e.meta.sha, etag: e.meta.etag}) {
+	if !ok || !e.meta.matches(f) {
 		return archiveview.Version{}, false, fmt.Errorf("dataset history: version %s: key %q changed since the history was built: %w",
 			h.versions[read].ID, key, archiveview.ErrInvalidTree)
 	}
