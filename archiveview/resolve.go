@@ -146,32 +146,35 @@ func treeErr(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalidTree, fmt.Sprintf(format, args...))
 }
 
-// linkOfFile returns the chain link that file f belongs to.
-func (r *resolver) linkOfFile(f int) int32 {
-	i, _ := slices.BinarySearchFunc(r.chain, f, func(l chainLink, f int) int {
+// linkHolding returns the chain link whose range of the store's files
+// (mentions: of its mentions, files then tombstones) holds entry i; the
+// links' ranges are in chain order.
+func (r *resolver) linkHolding(i int, mentions bool) int32 {
+	li, _ := slices.BinarySearchFunc(r.chain, i, func(l chainLink, i int) int {
+		start, n := l.fStart, l.nFiles
+		if mentions {
+			start, n = l.mStart, l.nFiles+l.nTombs
+		}
 		switch {
-		case f < l.fStart:
+		case i < start:
 			return 1
-		case f >= l.fStart+l.nFiles:
+		case i >= start+n:
 			return -1
 		}
 		return 0
 	})
-	return int32(i)
+	return int32(li)
+}
+
+// linkOfFile returns the chain link that file f belongs to.
+func (r *resolver) linkOfFile(f int) int32 {
+	return r.linkHolding(f, false)
 }
 
 // mention returns mention m's link and, for a file entry, its file (-1
 // for a tombstone).
 func (r *resolver) mention(m int) (int32, int) {
-	i, _ := slices.BinarySearchFunc(r.chain, m, func(l chainLink, m int) int {
-		switch {
-		case m < l.mStart:
-			return 1
-		case m >= l.mStart+l.nFiles+l.nTombs:
-			return -1
-		}
-		return 0
-	})
+	i := r.linkHolding(m, true)
 	l := &r.chain[i]
 	if m-l.mStart < l.nFiles {
 		return int32(i), l.fStart + (m - l.mStart)
@@ -189,7 +192,13 @@ func (r *resolver) fileMention(f int) int {
 // the store still has it (while the key arena lives).
 func (r *resolver) where(f int) string {
 	l := &r.chain[r.linkOfFile(f)]
-	return fmt.Sprintf("%q (manifest %s)", r.fs.pathOf(l, f), l.key)
+	return whereIn(r.fs.pathOf(l, f), l)
+}
+
+// whereIn names a file of link l by its path for errors: "path (manifest
+// KEY)".
+func whereIn(path string, l *chainLink) string {
+	return fmt.Sprintf("%q (manifest %s)", path, l.key)
 }
 
 // rkey returns file f's resolved s3_key id, or -1 when it has none.
@@ -290,20 +299,15 @@ func (r *resolver) build() (index.Index, []chunkio.Chunk, error) {
 		r.shapes[c.Kind.String()] = true
 	}
 	if r.legacyOffsets > 0 {
-		r.shapes["legacy-offsets"] = true
 		r.warnf("%d file(s) or parts have no archive_offset: reads walk the tar to find them", r.legacyOffsets)
 	}
-	if r.subFrames > 0 {
-		r.shapes["sub-frames"] = true
-	}
-	if r.duplicates > 0 {
-		r.shapes["dedup"] = true
-	}
-	if r.splitFiles > 0 {
-		r.shapes["split"] = true
-	}
-	if r.tombstones > 0 {
-		r.shapes["tombstones"] = true
+	for _, c := range []struct {
+		n     int
+		shape string
+	}{{r.legacyOffsets, "legacy-offsets"}, {r.subFrames, "sub-frames"}, {r.duplicates, "dedup"}, {r.splitFiles, "split"}, {r.tombstones, "tombstones"}} {
+		if c.n > 0 {
+			r.shapes[c.shape] = true
+		}
 	}
 	return idx, r.chunkTable(), nil
 }
@@ -732,7 +736,7 @@ func (p *placer) addFile(s int, f int, parts []uint32) error {
 	r, fs := p.r, p.r.fs
 	li := r.linkOfFile(f)
 	l := &r.chain[li]
-	where := func() string { return fmt.Sprintf("%q (manifest %s)", p.pathOf(s, f), l.key) }
+	where := func() string { return whereIn(p.pathOf(s, f), l) }
 	bits := fs.bits.at(f)
 	rec := fileRec{size: fs.size.at(f), msec: fs.msec.at(f), mnsec: fs.mnsec.at(f)}
 	if rec.size < 0 {
@@ -762,7 +766,7 @@ func (p *placer) addFile(s int, f int, parts []uint32) error {
 		o := p.origins[uint32(f)]
 		src, srcPath = int(o.file), o.path
 		sl := &r.chain[r.linkOfFile(src)]
-		srcWhere = func() string { return fmt.Sprintf("%q (manifest %s)", o.path, sl.key) }
+		srcWhere = func() string { return whereIn(o.path, sl) }
 		if !rec.hasSum && sl.verify {
 			// The original was chosen for its checksum (== duplicate_of_hash):
 			// whole reads of the duplicate are checked against it.
@@ -924,11 +928,17 @@ func (r *resolver) directChunk(f int, where func() string, rk int32, length int6
 		}
 		return ci, nil
 	}
+	return r.addChunk(rk, chunkio.Chunk{Key: key, Kind: chunkio.Direct, Size: length, Sum: sum, HasSum: hasSum}, length), nil
+}
+
+// addChunk materializes c, of uncomp tar bytes (a direct object's own
+// length), as the chunk of resolved key rk and returns its index.
+func (r *resolver) addChunk(rk int32, c chunkio.Chunk, uncomp int64) int32 {
 	ci := int32(len(r.chunks))
-	r.chunks = append(r.chunks, chunkio.Chunk{Key: key, Kind: chunkio.Direct, Size: length, Sum: sum, HasSum: hasSum})
-	r.uncomp = append(r.uncomp, length)
+	r.chunks = append(r.chunks, c)
+	r.uncomp = append(r.uncomp, uncomp)
 	r.chunkIdx[rk] = ci
-	return ci, nil
+	return ci
 }
 
 // chunkFor materializes the chunk with resolved key rk (which has a
@@ -974,11 +984,7 @@ func (r *resolver) chunkFor(rk int32) (int32, error) {
 			c.Sum, c.HasSum = sum, ok
 		}
 	}
-	ci := int32(len(r.chunks))
-	r.chunks = append(r.chunks, c)
-	r.uncomp = append(r.uncomp, uncomp)
-	r.chunkIdx[rk] = ci
-	return ci, nil
+	return r.addChunk(rk, c, uncomp), nil
 }
 
 // chunkKindOf decides a chunk's decoding from its key, as CargoShip does:
