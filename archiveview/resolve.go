@@ -41,6 +41,8 @@ package archiveview
 // Errors come in this order: chunks (collectChunks), paths that are no
 // keys (files before deleted paths, link by link), then the decisions in
 // key order, the duplicates, and each surviving file in key order.
+//
+// The chunks are resolvechunks.go, the duplicates resolvedups.go.
 
 import (
 	"cmp"
@@ -146,32 +148,35 @@ func treeErr(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalidTree, fmt.Sprintf(format, args...))
 }
 
-// linkOfFile returns the chain link that file f belongs to.
-func (r *resolver) linkOfFile(f int) int32 {
-	i, _ := slices.BinarySearchFunc(r.chain, f, func(l chainLink, f int) int {
+// linkHolding returns the chain link whose range of the store's files
+// (mentions: of its mentions, files then tombstones) holds entry i; the
+// links' ranges are in chain order.
+func (r *resolver) linkHolding(i int, mentions bool) int32 {
+	li, _ := slices.BinarySearchFunc(r.chain, i, func(l chainLink, i int) int {
+		start, n := l.fStart, l.nFiles
+		if mentions {
+			start, n = l.mStart, l.nFiles+l.nTombs
+		}
 		switch {
-		case f < l.fStart:
+		case i < start:
 			return 1
-		case f >= l.fStart+l.nFiles:
+		case i >= start+n:
 			return -1
 		}
 		return 0
 	})
-	return int32(i)
+	return int32(li)
+}
+
+// linkOfFile returns the chain link that file f belongs to.
+func (r *resolver) linkOfFile(f int) int32 {
+	return r.linkHolding(f, false)
 }
 
 // mention returns mention m's link and, for a file entry, its file (-1
 // for a tombstone).
 func (r *resolver) mention(m int) (int32, int) {
-	i, _ := slices.BinarySearchFunc(r.chain, m, func(l chainLink, m int) int {
-		switch {
-		case m < l.mStart:
-			return 1
-		case m >= l.mStart+l.nFiles+l.nTombs:
-			return -1
-		}
-		return 0
-	})
+	i := r.linkHolding(m, true)
 	l := &r.chain[i]
 	if m-l.mStart < l.nFiles {
 		return int32(i), l.fStart + (m - l.mStart)
@@ -189,7 +194,13 @@ func (r *resolver) fileMention(f int) int {
 // the store still has it (while the key arena lives).
 func (r *resolver) where(f int) string {
 	l := &r.chain[r.linkOfFile(f)]
-	return fmt.Sprintf("%q (manifest %s)", r.fs.pathOf(l, f), l.key)
+	return whereIn(r.fs.pathOf(l, f), l)
+}
+
+// whereIn names a file of link l by its path for errors: "path (manifest
+// KEY)".
+func whereIn(path string, l *chainLink) string {
+	return fmt.Sprintf("%q (manifest %s)", path, l.key)
 }
 
 // rkey returns file f's resolved s3_key id, or -1 when it has none.
@@ -290,20 +301,15 @@ func (r *resolver) build() (index.Index, []chunkio.Chunk, error) {
 		r.shapes[c.Kind.String()] = true
 	}
 	if r.legacyOffsets > 0 {
-		r.shapes["legacy-offsets"] = true
 		r.warnf("%d file(s) or parts have no archive_offset: reads walk the tar to find them", r.legacyOffsets)
 	}
-	if r.subFrames > 0 {
-		r.shapes["sub-frames"] = true
-	}
-	if r.duplicates > 0 {
-		r.shapes["dedup"] = true
-	}
-	if r.splitFiles > 0 {
-		r.shapes["split"] = true
-	}
-	if r.tombstones > 0 {
-		r.shapes["tombstones"] = true
+	for _, c := range []struct {
+		n     int
+		shape string
+	}{{r.legacyOffsets, "legacy-offsets"}, {r.subFrames, "sub-frames"}, {r.duplicates, "dedup"}, {r.splitFiles, "split"}, {r.tombstones, "tombstones"}} {
+		if c.n > 0 {
+			r.shapes[c.shape] = true
+		}
 	}
 	return idx, r.chunkTable(), nil
 }
@@ -345,130 +351,6 @@ func (r *resolver) buildIndex(surv survivors, origins map[uint32]origin, links, 
 		return index.Index{}, err
 	}
 	return b.x, nil
-}
-
-// chunkTable materializes the chunks resolved so far.
-func (r *resolver) chunkTable() []chunkio.Chunk {
-	chunks := slices.Clone(r.chunks)
-	for rk, b := range r.bounds {
-		if ci := r.chunkIdx[rk]; ci >= 0 && chunks[ci].Kind == chunkio.StreamZstd {
-			chunks[ci].MaxTar = b
-		}
-	}
-	return chunks
-}
-
-// Slack of the decode bound of an unframed zstd chunk (streamBounds).
-const (
-	tarMemberOverhead = 4 << 10  // ustar + PAX headers and records per member, beyond the name
-	tarBoundSlack     = 16 << 20 // added to twice the computed tar length
-)
-
-// streamBounds computes, per resolved key of an unframed zstd chunk, a
-// bound on the tar stream it can decode to (chunkTable applies it). A
-// chunk's members are the file entries of the chain that name it (a chunk
-// is written by one upload, which lists every member); each needs at most
-// its data rounded up to 512 bytes plus its headers. The bound is twice
-// that sum plus 16 MiB, so that a manifest that leaves out a few members
-// is still read, while a zstd bomb stops after a bounded decode instead of
-// expanding to whatever it claims. It reads every file's path length, so
-// it runs while the key arena lives.
-func (r *resolver) streamBounds() {
-	stream := map[int32]bool{}
-	for rk, c := range r.cands {
-		if c.link < 0 {
-			continue
-		}
-		l := &r.chain[c.link]
-		ce := &l.m.Chunks[c.entry]
-		if k, err := chunkKindOf(r.rkeys[rk], l.m.CompressionType, len(ce.Frames) > 0); err == nil && k == chunkio.StreamZstd {
-			stream[int32(rk)] = true
-		}
-	}
-	if len(stream) == 0 {
-		return
-	}
-	sums := map[int32]int64{}
-	add := func(rk int32, v int64) {
-		s := sums[rk]
-		if v < 0 || s < 0 || s > math.MaxInt64/4-v {
-			sums[rk] = -1 // overflow: unbounded
-			return
-		}
-		sums[rk] = s + v
-	}
-	fs := r.fs
-	for li := range r.chain {
-		l := &r.chain[li]
-		for f := l.fStart; f < l.fStart+l.nFiles; f++ {
-			bits := fs.bits.at(f)
-			s3 := fs.s3.at(f)
-			if s3 == 0 || bits&bDup != 0 {
-				continue
-			}
-			rk := l.s3res[s3-1]
-			if !stream[rk] {
-				continue
-			}
-			n := fs.size.at(f)
-			if bits&bSplit != 0 {
-				n = fs.sideOf(f).length
-			}
-			if n < 0 || n > math.MaxInt64/4 {
-				add(rk, -1)
-				continue
-			}
-			pathLen := len(fs.key(l.mStart + (f - l.fStart)))
-			if bits&bOdd != 0 {
-				pathLen = len(fs.odd[uint32(f)])
-			} else {
-				pathLen += len(fs.roots[fs.root.at(f)])
-			}
-			add(rk, (n+511)/512*512+tarMemberOverhead+2*int64(pathLen))
-		}
-	}
-	for rk, s := range sums {
-		if s >= 0 {
-			r.bounds[rk] = 2*(s+1024) + tarBoundSlack
-		}
-	}
-}
-
-// collectChunks records every chunks[] entry of the chain by resolved key.
-func (r *resolver) collectChunks() error {
-	for li := range r.chain {
-		m := r.chain[li].m
-		for ci := range m.Chunks {
-			ce := &m.Chunks[ci]
-			if ce.S3Key == "" {
-				return treeErr("manifest %s: chunk %d (shard %d) has no s3_key", r.chain[li].key, ce.ID, ce.ShardID)
-			}
-			key := manifest.ResolveObjectKey(r.bucket, m.Prefix, ce.S3Key)
-			if err := manifest.CheckObjectKey(key); err != nil {
-				return fmt.Errorf("%w: manifest %s: chunk %d (s3_key %q): %w", ErrInvalidTree, r.chain[li].key, ce.ID, ce.S3Key, err)
-			}
-			if err := r.confine(key); err != nil {
-				return fmt.Errorf("manifest %s: chunk %d: %w", r.chain[li].key, ce.ID, err)
-			}
-			rk := r.internKey(key)
-			prev := r.cands[rk]
-			if prev.link < 0 {
-				r.cands[rk] = chunkCand{int32(li), int32(ci)}
-				continue
-			}
-			pe := &r.chain[prev.link].m.Chunks[prev.entry]
-			if pe.CompressedSize == ce.CompressedSize && len(pe.Frames) == len(ce.Frames) {
-				continue // the same chunk listed again (chain union)
-			}
-			r.shapes["staging-snapshots"] = true
-			r.warnf("chunk %s is listed more than once with different sizes (%d and %d bytes): keeping the largest (staging snapshot)",
-				key, pe.CompressedSize, ce.CompressedSize)
-			if ce.CompressedSize > pe.CompressedSize {
-				r.cands[rk] = chunkCand{int32(li), int32(ci)}
-			}
-		}
-	}
-	return nil
 }
 
 // survivors are the decided files in key order: files[i] is the (first)
@@ -565,115 +447,6 @@ func (r *resolver) samePath(l *chainLink, a, b int) bool {
 	return fs.pathOf(l, a) == fs.pathOf(l, b)
 }
 
-// origin is a duplicate's original: its file and its path (kept, since
-// the key arena is released before the files are placed).
-type origin struct {
-	file uint32
-	path string
-}
-
-// findOriginals maps every surviving duplicate to its original entry.
-func (r *resolver) findOriginals(surv []uint32) (map[uint32]origin, error) {
-	fs := r.fs
-	wanted := map[[32]byte]bool{}
-	type dup struct {
-		file uint32
-		hash [32]byte
-	}
-	var dups []dup
-	for _, f32 := range surv {
-		f := int(f32)
-		bits := fs.bits.at(f)
-		if bits&bDup == 0 {
-			continue
-		}
-		if bits&bSplit != 0 {
-			return nil, treeErr("file %s is both a duplicate and a split file", r.where(f))
-		}
-		r.duplicates++
-		d := fs.dupOf(f)
-		if fs.s3.at(f) == 0 || d.chunkID < 0 {
-			return nil, treeErr("duplicate file %s was never patched with its original's location (s3_key %q, chunk_id %d): unreadable",
-				r.where(f), r.rawS3Key(f), d.chunkID)
-		}
-		if !d.hashOK {
-			return nil, treeErr("duplicate file %s has no usable duplicate_of_hash (%q)", r.where(f), d.raw)
-		}
-		// The duplicate's own checksum, when it has one, is a claim about
-		// its bytes: it must name the same content as duplicate_of_hash,
-		// or the original's bytes would be served under another checksum.
-		if bits&bSum != 0 && fs.sum.at(f) != d.hash {
-			own := fs.sum.at(f)
-			return nil, treeErr("duplicate file %s: its checksum %x differs from its duplicate_of_hash %x", r.where(f), own, d.hash)
-		}
-		wanted[d.hash] = true
-		dups = append(dups, dup{f32, d.hash})
-	}
-	if len(dups) == 0 {
-		return nil, nil
-	}
-	// Candidates: every non-duplicate, non-split entry of the chain whose
-	// checksum is wanted, newest first: the first by (checksum, size,
-	// resolved s3_key) and the first by (checksum, size), so that each
-	// duplicate costs two lookups, not a scan of every entry sharing its
-	// checksum (an uploader's manifest could make that quadratic).
-	type content struct {
-		sum  [32]byte
-		size int64
-	}
-	type placed struct {
-		content
-		rk int32
-	}
-	byContent := map[content]uint32{}
-	byPlace := map[placed]uint32{}
-	for f := 0; f < fs.files(); f++ {
-		bits := fs.bits.at(f)
-		if bits&(bDup|bSplit) != 0 || bits&bSum == 0 || fs.s3.at(f) == 0 {
-			continue
-		}
-		sum := fs.sum.at(f)
-		if !wanted[sum] {
-			continue
-		}
-		c := content{sum, fs.size.at(f)}
-		if !hasKey(byContent, c) {
-			byContent[c] = uint32(f)
-		}
-		if pk := (placed{c, r.rkey(f)}); !hasKey(byPlace, pk) {
-			byPlace[pk] = uint32(f)
-		}
-	}
-	out := make(map[uint32]origin, len(dups))
-	for _, d := range dups {
-		f := int(d.file)
-		want := r.rkey(f)
-		c := content{d.hash, fs.size.at(f)}
-		found, fallback := -1, -1
-		if o, ok := byPlace[placed{c, want}]; ok {
-			found = int(o)
-		} else if o, ok := byContent[c]; ok {
-			fallback = int(o)
-		}
-		size := c.size
-		if found < 0 && fallback >= 0 {
-			found = fallback
-			r.warnf("duplicate %s: no original in %s, using %s with the same checksum", r.where(f), r.rkeys[want], r.where(found))
-		}
-		if found < 0 {
-			return nil, treeErr("duplicate file %s: original (checksum %x, %d bytes) not found in the manifest chain", r.where(f), d.hash, size)
-		}
-		out[d.file] = origin{file: uint32(found), path: fs.pathOf(&r.chain[r.linkOfFile(found)], found)}
-	}
-	return out, nil
-}
-
-// hasKey reports whether m holds k.
-func hasKey[K comparable, V any](m map[K]V, k K) bool {
-	_, ok := m[k]
-	return ok
-}
-
 // sum parses a sha256 checksum stored for file f. A malformed value
 // (fixtures and old tools wrote placeholders) counts as absent, never as
 // verified; what, when not nil, names the owner in the warning (called
@@ -732,7 +505,7 @@ func (p *placer) addFile(s int, f int, parts []uint32) error {
 	r, fs := p.r, p.r.fs
 	li := r.linkOfFile(f)
 	l := &r.chain[li]
-	where := func() string { return fmt.Sprintf("%q (manifest %s)", p.pathOf(s, f), l.key) }
+	where := func() string { return whereIn(p.pathOf(s, f), l) }
 	bits := fs.bits.at(f)
 	rec := fileRec{size: fs.size.at(f), msec: fs.msec.at(f), mnsec: fs.mnsec.at(f)}
 	if rec.size < 0 {
@@ -762,7 +535,7 @@ func (p *placer) addFile(s int, f int, parts []uint32) error {
 		o := p.origins[uint32(f)]
 		src, srcPath = int(o.file), o.path
 		sl := &r.chain[r.linkOfFile(src)]
-		srcWhere = func() string { return fmt.Sprintf("%q (manifest %s)", o.path, sl.key) }
+		srcWhere = func() string { return whereIn(o.path, sl) }
 		if !rec.hasSum && sl.verify {
 			// The original was chosen for its checksum (== duplicate_of_hash):
 			// whole reads of the duplicate are checked against it.
@@ -903,150 +676,6 @@ func (r *resolver) place(f int, where func() string, length int64, tarName strin
 		}
 	}
 	return extent{Chunk: ci, Off: off, Length: length, TarName: tarName}, nil
-}
-
-// directChunk returns the chunk for a direct-upload object (resolved key
-// rk) holding file f's bytes.
-func (r *resolver) directChunk(f int, where func() string, rk int32, length int64) (int32, error) {
-	var sum [32]byte
-	hasSum := false
-	if r.chain[r.linkOfFile(f)].verify && r.fs.bits.at(f)&bSplit == 0 {
-		sum, hasSum = r.sum(f, nil)
-	}
-	key := r.rkeys[rk]
-	if ci := r.chunkIdx[rk]; ci >= 0 {
-		c := &r.chunks[ci]
-		if c.Kind != chunkio.Direct {
-			return 0, treeErr("file %s: object %s is used both as a chunk and as a direct object", where(), key)
-		}
-		if c.Size != length || (hasSum && c.HasSum && sum != c.Sum) {
-			return 0, treeErr("file %s: direct object %s is claimed by files of different size or checksum", where(), key)
-		}
-		return ci, nil
-	}
-	ci := int32(len(r.chunks))
-	r.chunks = append(r.chunks, chunkio.Chunk{Key: key, Kind: chunkio.Direct, Size: length, Sum: sum, HasSum: hasSum})
-	r.uncomp = append(r.uncomp, length)
-	r.chunkIdx[rk] = ci
-	return ci, nil
-}
-
-// chunkFor materializes the chunk with resolved key rk (which has a
-// candidate).
-func (r *resolver) chunkFor(rk int32) (int32, error) {
-	key := r.rkeys[rk]
-	if ci := r.chunkIdx[rk]; ci >= 0 {
-		if r.chunks[ci].Kind == chunkio.Direct {
-			return 0, treeErr("object %s is used both as a chunk and as a direct object", key)
-		}
-		return ci, nil
-	}
-	cand := r.cands[rk]
-	l := &r.chain[cand.link]
-	ce := &l.m.Chunks[cand.entry]
-	where := fmt.Sprintf("chunk %s (manifest %s)", key, l.key)
-
-	c := chunkio.Chunk{Key: key, Size: ce.CompressedSize}
-	if c.Size < 0 || ce.UncompressedSize < 0 {
-		return 0, treeErr("%s: negative size", where)
-	}
-	kind, err := chunkKindOf(key, l.m.CompressionType, len(ce.Frames) > 0)
-	if err != nil {
-		return 0, fmt.Errorf("%w: %s: %w", ErrInvalidTree, where, err)
-	}
-	c.Kind = kind
-	uncomp := ce.UncompressedSize
-	if kind == chunkio.FramedZstd {
-		frames, t, err := r.frames(ce, l.verify, where)
-		if err != nil {
-			return 0, err
-		}
-		c.Frames = frames
-		uncomp = t.Total
-		if c.Size == 0 {
-			c.Size = t.End
-		}
-	} else if l.verify {
-		sum, ok, err := manifest.ParseChecksum(ce.Checksum)
-		if err != nil {
-			r.warnf("%s: unusable checksum ignored: %v", where, err)
-		} else {
-			c.Sum, c.HasSum = sum, ok
-		}
-	}
-	ci := int32(len(r.chunks))
-	r.chunks = append(r.chunks, c)
-	r.uncomp = append(r.uncomp, uncomp)
-	r.chunkIdx[rk] = ci
-	return ci, nil
-}
-
-// chunkKindOf decides a chunk's decoding from its key, as CargoShip does:
-// the extension is the only per-chunk signal; any other ending falls back
-// to the manifest-wide compression_type ("" = zstd).
-func chunkKindOf(key, compressionType string, hasFrames bool) (chunkio.Kind, error) {
-	k := strings.ToLower(key)
-	comp := ""
-	switch {
-	case strings.HasSuffix(k, ".tar.zst"), strings.HasSuffix(k, ".zst"):
-		comp = "zstd"
-	case strings.HasSuffix(k, ".tar.gz"), strings.HasSuffix(k, ".gz"):
-		comp = "gzip"
-	case strings.HasSuffix(k, ".tar"):
-		comp = "none"
-	default:
-		comp = strings.ToLower(compressionType)
-		if comp == "" {
-			comp = "zstd"
-		}
-	}
-	switch comp {
-	case "zstd":
-		if hasFrames {
-			return chunkio.FramedZstd, nil
-		}
-		return chunkio.StreamZstd, nil
-	case "none":
-		if hasFrames {
-			return 0, errors.New("a plain tar chunk cannot have zstd frames")
-		}
-		return chunkio.PlainTar, nil
-	}
-	return 0, fmt.Errorf("unsupported chunk compression %q", comp)
-}
-
-// frames checks a framed chunk's frame table with manifest.CheckFrames
-// (the one frame-table rule) and returns it with the table's tar length
-// and compressed end. A compressed_size of 0 (unknown) is allowed.
-func (r *resolver) frames(ce *manifest.ChunkEntry, verify bool, where string) ([]chunkio.Frame, manifest.FrameTable, error) {
-	fs := make([]chunkio.Frame, len(ce.Frames))
-	for i, fe := range ce.Frames {
-		f := chunkio.Frame{COff: fe.CompressedOffset, CSize: fe.CompressedSize, UOff: fe.UncompressedOffset, USize: fe.UncompressedSize}
-		if verify {
-			sum, ok, err := manifest.ParseChecksum(fe.Checksum)
-			if err != nil {
-				return nil, manifest.FrameTable{}, fmt.Errorf("%w: %s: frame %d checksum: %w", ErrInvalidTree, where, i, err)
-			}
-			f.Sum, f.HasSum = sum, ok
-		}
-		fs[i] = f
-	}
-	t, err := manifest.CheckFrames(len(fs), func(i int) manifest.FrameSpan { return fs[i].Span() }, ce.CompressedSize)
-	if err != nil {
-		return nil, t, fmt.Errorf("%w: %s: %w", ErrInvalidTree, where, err)
-	}
-	o := r.opts.chunkOptions()
-	giant := 0
-	for _, f := range fs {
-		if o.Giant(f) {
-			giant++
-		}
-	}
-	if giant > 0 {
-		r.shapes["giant-frame"] = true
-		r.warnf("%s: %d frame(s) decode to, or are stored in, more than %d bytes; reads stream them instead of caching", where, giant, o.MaxFrame())
-	}
-	return fs, t, nil
 }
 
 // identity is a stable digest of where a file's bytes are, for files that

@@ -154,3 +154,28 @@ func (b *indexBudget) state() (used, peak int64) {
 	defer b.mu.Unlock()
 	return b.used, b.peak
 }
+
+// budgetCharge is bytes of an index budget held by a MemoryCharge.
+type budgetCharge struct {
+	b    *indexBudget
+	mu   sync.Mutex
+	n    int64
+	done bool
+}
+
+func (c *budgetCharge) Settle(n int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.done {
+		c.n = c.b.adjust(c.n, max(n, 0))
+	}
+}
+
+func (c *budgetCharge) Release() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.done {
+		c.done = true
+		c.b.release(c.n)
+	}
+}

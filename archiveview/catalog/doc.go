@@ -5,7 +5,7 @@
 // keeps the mapping current (Scan at start, on a trigger and on an
 // interval), serves it through a Dynamic catalog (one atomic load per
 // request, swapped whole), retires replaced archives after a grace period,
-// and reports what it found (Page). Static and Dynamic implement
+// and reports what it found (Page, page.go). Static and Dynamic implement
 // s3api.Catalog; Collector exports per-bucket gauges.
 //
 // Every open has a deadline (Config.OpenTimeout) and fails only its own

@@ -31,9 +31,12 @@ package catalog
 // read by opening that version again (a few kept open, retired like other
 // archives); its storage class is the one the listing of DATASET/v/
 // reported for its objects.
+//
+// The listing and the chain it gives are historylisting.go, the merge
+// historywalk.go, the opens ahead of it historyopens.go; the manager's
+// side (building on request, the budget, eviction) historymgr.go.
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -129,27 +132,16 @@ type verMeta struct {
 	class string
 }
 
-// ident is what decides whether a key's bytes changed between versions.
-type ident struct {
-	size int64
-	sha  string
-	etag string
-}
-
-func identOf(f archiveview.File) ident {
-	return ident{size: f.Size, sha: f.SHA256, etag: f.ETag}
-}
-
-// same: by sha256 when both have one, else by size and ETag (which, with
-// no checksum, is derived from the chunk keys, offsets and lengths).
-func (a ident) same(b ident) bool {
-	if a.size != b.size {
+// matches reports whether f has the bytes m describes: sameBytes' rule,
+// on the File's fields.
+func (m *verMeta) matches(f archiveview.File) bool {
+	if f.Size != m.size {
 		return false
 	}
-	if a.sha != "" && b.sha != "" {
-		return a.sha == b.sha
+	if f.SHA256 != "" && m.sha != "" {
+		return f.SHA256 == m.sha
 	}
-	return a.etag == b.etag
+	return f.ETag == m.etag
 }
 
 // DatasetHistory is a dataset bucket's version history. It is immutable
@@ -227,12 +219,7 @@ func BuildHistory(ctx context.Context, p HistoryParams) (*DatasetHistory, error)
 		h.versions[0].Created = p.Archive.Created()
 	}
 	h.byID = map[string]int{p.Current.ID: 0}
-	switch {
-	case p.Previous == "":
-		h.ended = "the version served has no previous version"
-		return h, nil
-	case p.Limit == 1:
-		h.ended = "the history limit (1 version)"
+	if h.ended = historyOfOne(p.Previous, p.Limit); h.ended != "" {
 		return h, nil
 	}
 	lctx, cancel := ctx, context.CancelFunc(func() {})
@@ -273,7 +260,7 @@ func BuildHistory(ctx context.Context, p HistoryParams) (*DatasetHistory, error)
 				return nil, fmt.Errorf("dataset %s: history: version %s: %w (%w)", p.Ref.URL(), v.ID, err, backend.ErrUnavailable)
 			}
 			if errors.Is(err, backend.ErrNotFound) {
-				ended = fmt.Sprintf("version %s: its manifest is gone (pruned)", v.ID)
+				ended = prunedEnd(v.ID)
 			} else {
 				ended = fmt.Sprintf("version %s did not open: %v", v.ID, err)
 				p.Log.Warn().Err(err).Str("dataset", p.Ref.URL()).Str("version_id", v.ID).
@@ -303,421 +290,6 @@ func BuildHistory(ctx context.Context, p HistoryParams) (*DatasetHistory, error)
 // version is served.
 func mayNotRepeat(err error) bool {
 	return errors.Is(err, ErrOpenTimeout) || errors.Is(err, ErrIndexMemory) || errors.Is(err, context.DeadlineExceeded)
-}
-
-// historyOpens opens a history's older versions in the walk's order, up
-// to HistoryParams.Ahead at a time (historyOpens.ahead), for the merge
-// to take one by one (next, then done).
-type historyOpens struct {
-	p      HistoryParams
-	cancel context.CancelFunc
-	queue  chan *historyOpen // started opens, in order
-	slots  chan struct{}     // one per version held: opening, opened, or being merged
-	wg     sync.WaitGroup
-}
-
-// historyOpen is one version's open.
-type historyOpen struct {
-	done chan struct{}
-	a    *archiveview.Archive
-	err  error
-}
-
-// startOpens starts opening chain's versions in the background.
-func startOpens(ctx context.Context, p HistoryParams, chain []HistoryVersion) *historyOpens {
-	ahead := max(p.Ahead, 1)
-	o := &historyOpens{p: p, queue: make(chan *historyOpen, ahead), slots: make(chan struct{}, ahead)}
-	ctx, o.cancel = context.WithCancel(ctx)
-	o.wg.Add(1)
-	go func() {
-		defer o.wg.Done()
-		defer close(o.queue)
-		var prev *historyOpen
-		for _, v := range chain {
-			select {
-			case o.slots <- struct{}{}:
-			case <-ctx.Done():
-				return
-			}
-			if prev != nil {
-				select {
-				case <-prev.done:
-					if prev.err != nil {
-						return // the walk ends there: open nothing past it
-					}
-				default: // still opening (Ahead > 1): this one may be discarded
-				}
-			}
-			op := &historyOpen{done: make(chan struct{})}
-			prev = op
-			o.queue <- op // never blocks: a slot is held per queued open
-			held := make(chan struct{})
-			var once sync.Once
-			mark := func() { once.Do(func() { close(held) }) }
-			o.wg.Add(1)
-			go func() {
-				defer o.wg.Done()
-				defer close(op.done)
-				defer mark()
-				if p.OpenHeld != nil {
-					op.a, op.err = p.OpenHeld(ctx, v, mark)
-				} else {
-					op.a, op.err = p.Open(ctx, v)
-				}
-			}()
-			select {
-			case <-held:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	return o
-}
-
-// ahead reports opens more than one at a time.
-func (o *historyOpens) ahead() bool { return max(o.p.Ahead, 1) > 1 }
-
-// next waits for the next version's open (k: its place in the chain).
-func (o *historyOpens) next(k int) (*archiveview.Archive, error) {
-	op, ok := <-o.queue
-	if !ok {
-		return nil, fmt.Errorf("version %d: not opened: %w", k, context.Canceled)
-	}
-	<-op.done
-	if op.err != nil {
-		<-o.slots
-	}
-	return op.a, op.err
-}
-
-// done closes version k's archive after its merge and frees its slot.
-func (o *historyOpens) done(_ int, a *archiveview.Archive) {
-	o.p.Close(a, false)
-	<-o.slots
-}
-
-// stop cancels the opens not yet taken and closes what they opened. The
-// merge's own archive (taken by next, not yet done) is the caller's.
-func (o *historyOpens) stop() {
-	o.cancel()
-	for op := range o.queue {
-		<-op.done
-		if op.a != nil {
-			o.p.Close(op.a, false)
-		}
-	}
-	o.wg.Wait()
-}
-
-// HistoryChain returns the published versions a history of current
-// (previous: its pointer's previous_version_id) walks, newest first with
-// current first, and why it ends there, from one listing of DATASET/v/
-// and no open (wharf inspect). BuildHistory may end sooner, at a version
-// that does not open.
-func HistoryChain(ctx context.Context, store backend.Store, ref DatasetRef, current HistoryVersion, previous string, limit int) ([]HistoryVersion, string, error) {
-	if limit <= 0 {
-		limit = DefaultDatasetHistory
-	}
-	out := []HistoryVersion{current}
-	switch {
-	case previous == "":
-		return out, "the version served has no previous version", nil
-	case limit == 1:
-		return out, "the history limit (1 version)", nil
-	}
-	l, err := listVersions(ctx, store, ref)
-	if err != nil {
-		return nil, "", err
-	}
-	chain, ended := chainFrom(current.ID, previous, l, limit)
-	return append(out, chain...), ended, nil
-}
-
-// versionListing is what one listing of DATASET/v/ found.
-type versionListing struct {
-	ids       []string                  // every version folder, ascending
-	manifests map[string]HistoryVersion // the folders holding a finished upload's manifest
-	// classes are the storage classes of the objects listed in a class
-	// other than STANDARD (at most historyClassesMax: the rest count as
-	// STANDARD), for the older versions' files (opened without listing).
-	classes map[string]objClass
-}
-
-// objClass is a listed object's storage class and archive tier.
-type objClass struct{ class, tier string }
-
-// historyClassesMax bounds the objects in a class other than STANDARD
-// that a history's listing records (versionListing.classes).
-const historyClassesMax = 1 << 16
-
-// classOf is the storage class of f, a file of an older version a: the
-// coldest of its objects' classes as the listing of DATASET/v/ reported
-// them. An object the listing did not record (outside DATASET/v/, an
-// allowed prefix; or past historyClassesMax) counts as STANDARD, as does
-// every object when a's objects cannot be told.
-func (l versionListing) classOf(a *archiveview.Archive, f archiveview.File) string {
-	if len(l.classes) == 0 {
-		return backend.ClassStandard
-	}
-	keys, err := a.ObjectKeys(f)
-	if err != nil {
-		return backend.ClassStandard
-	}
-	class, tier := backend.ClassStandard, ""
-	for _, k := range keys {
-		if oc, ok := l.classes[k]; ok && backend.Coldness(oc.class, oc.tier) > backend.Coldness(class, tier) {
-			class, tier = oc.class, oc.tier
-		}
-	}
-	return class
-}
-
-// listVersions lists DATASET/v/ once: every version folder, and in each
-// the manifest of its upload (manifest.json.gz before manifest.json; of
-// several uploads the newest).
-func listVersions(ctx context.Context, store backend.Store, ref DatasetRef) (versionListing, error) {
-	root := ref.VersionsRoot()
-	l := versionListing{manifests: map[string]HistoryVersion{}}
-	seen := map[string]bool{}
-	best := map[string]backend.ObjectInfo{}
-	err := store.List(ctx, ref.Bucket, root, func(oi backend.ObjectInfo) error {
-		rest, under := strings.CutPrefix(oi.Key, root)
-		if !under {
-			return nil // a store's listing that strays outside the prefix: no version of it
-		}
-		if c := cmp.Or(oi.StorageClass, backend.ClassStandard); c != backend.ClassStandard && len(l.classes) < historyClassesMax {
-			if l.classes == nil {
-				l.classes = map[string]objClass{}
-			}
-			l.classes[oi.Key] = objClass{c, oi.AccessTier}
-		}
-		id, man, ok := parseVersionKey(rest)
-		if !ok {
-			return nil
-		}
-		if !seen[id] {
-			seen[id] = true
-			l.ids = append(l.ids, id)
-		}
-		if !man {
-			return nil
-		}
-		if b, had := best[id]; !had || betterManifest(oi, b) {
-			best[id] = oi
-		}
-		return nil
-	})
-	if err != nil {
-		return versionListing{}, fmt.Errorf("dataset %s: listing s3://%s/%s: %w", ref.URL(), ref.Bucket, root, err)
-	}
-	slices.Sort(l.ids)
-	for id, oi := range best {
-		l.manifests[id] = HistoryVersion{ID: id, ManifestKey: oi.Key, ManifestSz: oi.Size}
-	}
-	return l, nil
-}
-
-// betterManifest: of two manifests of one version, the newer upload, and
-// in one folder .gz before plain.
-func betterManifest(a, b backend.ObjectInfo) bool {
-	fa, fb := a.Key[:strings.LastIndexByte(a.Key, '/')], b.Key[:strings.LastIndexByte(b.Key, '/')]
-	if fa == fb {
-		return strings.HasSuffix(a.Key, ".gz")
-	}
-	if c := a.LastModified.Compare(b.LastModified); c != 0 {
-		return c > 0
-	}
-	return a.Key > b.Key
-}
-
-// parseVersionKey splits a key relative to DATASET/v/: the version folder
-// (a valid version id) and whether the key is an upload's finished manifest
-// (<id>/uploads/<upload>/manifest.json[.gz]). ok is false for a key not in
-// a valid version folder.
-func parseVersionKey(rel string) (id string, manifest, ok bool) {
-	id, rest, found := strings.Cut(rel, "/")
-	if !found || dataset.ValidVersionID(id) != nil {
-		return "", false, false
-	}
-	up, ok := strings.CutPrefix(rest, "uploads/")
-	if !ok {
-		return id, false, true
-	}
-	upload, name, found := strings.Cut(up, "/")
-	if !found || upload == "" || upload == "." || upload == ".." {
-		return id, false, true
-	}
-	return id, name == "manifest.json.gz" || name == "manifest.json", true
-}
-
-// chainFrom is the history's older versions: previous first, then the
-// listed versions older than the last link and not yet in the history,
-// newest first; it stops at limit versions in all (the served one
-// counted), at a version with no manifest (pruned), at a repeated id (a
-// pointer naming itself) or when no older version is listed.
-func chainFrom(current, previous string, l versionListing, limit int) (chain []HistoryVersion, ended string) {
-	in := map[string]bool{current: true}
-	next := previous
-	for {
-		if len(chain)+1 >= limit {
-			return chain, fmt.Sprintf("the history limit (%d versions)", limit)
-		}
-		if in[next] {
-			return chain, fmt.Sprintf("version %s is already in the history (a cycle)", next)
-		}
-		v, ok := l.manifests[next]
-		if !ok {
-			return chain, fmt.Sprintf("version %s: its manifest is gone (pruned)", next)
-		}
-		chain = append(chain, v)
-		in[next] = true
-		// The greatest listed id below next that is not in the history.
-		i := sort.SearchStrings(l.ids, next)
-		next = ""
-		for i--; i >= 0; i-- {
-			if !in[l.ids[i]] {
-				next = l.ids[i]
-				break
-			}
-		}
-		if next == "" {
-			return chain, fmt.Sprintf("version %s is the oldest listed", chain[len(chain)-1].ID)
-		}
-	}
-}
-
-// historyWalk merges the published versions' trees, newest first, into
-// runs per key. Each step is one pass over the version's identities
-// (Archive.EachIdentity: no File built, no allocation for a key whose
-// bytes did not change) merged with the open runs, written into the
-// spare slice of the last step (two slices of keyState in all).
-type historyWalk struct {
-	classOf func(a *archiveview.Archive, f archiveview.File) string // an older version's file's class
-
-	states []keyState // by key
-	spare  []keyState // the last step's states, reused
-	ids    []string   // the versions stepped, newest first
-}
-
-// keyState is a key's open run while walking.
-type keyState struct {
-	key    string
-	id     archiveview.FileIdentity
-	meta   *verMeta
-	out    []keyVer // closed runs, newest first
-	absent bool     // the run is one of versions without the key
-	from   uint16
-	first  uint16 // of the run's versions the one with the smallest id
-}
-
-// sameBytes: by sha256 when both have one, else by size and ETag (which,
-// with no checksum, is derived from the chunk keys, offsets and lengths).
-func sameBytes(a, b archiveview.FileIdentity) bool {
-	if a.Size != b.Size {
-		return false
-	}
-	if a.HasSHA256 && b.HasSHA256 {
-		return a.SHA256 == b.SHA256
-	}
-	return a.SameETag(b)
-}
-
-// step merges version i's files (all of a's keys, in order). older: the
-// archive is an older version, closed after the step (copy what is kept).
-func (w *historyWalk) step(i int, id string, a *archiveview.Archive, older bool) error {
-	w.ids = append(w.ids, id)
-	var (
-		next = w.spare[:0]
-		j    int
-		prev = uint16(max(i-1, 0))
-		cur  = uint16(i)
-	)
-	if c := max(len(w.states), a.Files()); cap(next) < c {
-		next = make([]keyState, 0, c+c/16)
-	}
-	start := func(s *keyState, key string, fid archiveview.FileIdentity) error {
-		s.absent, s.from, s.first, s.id, s.meta = false, cur, cur, fid, nil
-		if older {
-			// A run that starts in an older version: its description,
-			// read once (a few keys a version).
-			f, ok := a.Stat(key)
-			if !ok {
-				return fmt.Errorf("key %q: listed but not found", key)
-			}
-			s.meta = &verMeta{size: f.Size, mod: f.ModTime, etag: f.ETag, sha: f.SHA256,
-				ctype: strings.Clone(f.ContentType), class: w.classOf(a, f)}
-		}
-		return nil
-	}
-	closeRun := func(s *keyState) {
-		if s.absent {
-			s.out = append(s.out, keyVer{id: prev, name: prev, del: true})
-		} else {
-			s.out = append(s.out, keyVer{id: prev, name: s.first, from: s.from, meta: s.meta})
-		}
-	}
-	onlyOld := func(s *keyState) {
-		next = append(next, *s)
-		if t := &next[len(next)-1]; !t.absent { // the key is not in version i: it appeared in i-1
-			closeRun(t)
-			t.absent, t.meta = true, nil
-		}
-	}
-	err := a.EachIdentity(func(key string, fid archiveview.FileIdentity) error {
-		for j < len(w.states) && w.states[j].key < key {
-			onlyOld(&w.states[j])
-			j++
-		}
-		if j < len(w.states) && w.states[j].key == key {
-			next = append(next, w.states[j])
-			j++
-			s := &next[len(next)-1]
-			switch {
-			case s.absent, !sameBytes(s.id, fid): // deleted in i-1 and present in i, or other bytes
-				closeRun(s)
-				return start(s, key, fid)
-			case id < w.ids[s.first]: // the same bytes: the run goes on
-				s.first = cur
-			}
-			return nil
-		}
-		next = append(next, keyState{key: strings.Clone(key)})
-		s := &next[len(next)-1]
-		if i > 0 { // absent from every newer version: deleted in i-1
-			s.out = append(s.out, keyVer{id: prev, name: prev, del: true})
-		}
-		return start(s, s.key, fid)
-	})
-	if err != nil {
-		return err
-	}
-	for ; j < len(w.states); j++ {
-		onlyOld(&w.states[j])
-	}
-	if len(next) > 1<<31 {
-		return fmt.Errorf("more than %d keys", 1<<31)
-	}
-	w.spare, w.states = w.states, next
-	return nil
-}
-
-// finish closes every run after n versions and flattens the result.
-func (w *historyWalk) finish(n int) (keys []string, vstart []uint32, vers []keyVer) {
-	last := uint16(n - 1)
-	keys = make([]string, 0, len(w.states))
-	vstart = make([]uint32, 0, len(w.states)+1)
-	for _, s := range w.states {
-		if !s.absent {
-			s.out = append(s.out, keyVer{id: last, name: s.first, from: s.from, meta: s.meta})
-		}
-		keys = append(keys, s.key)
-		vstart = append(vstart, uint32(len(vers)))
-		vers = append(vers, s.out...)
-	}
-	vstart = append(vstart, uint32(len(vers)))
-	w.states, w.spare = nil, nil
-	return keys, vstart, vers
 }
 
 // version describes version j (0 = newest) of key k for a listing; an
@@ -846,7 +418,7 @@ func (h *DatasetHistory) Lookup(ctx context.Context, key, versionID string) (arc
 		return archiveview.Version{}, false, err
 	}
 	f, ok := a.Stat(key)
-	if !ok || !identOf(f).same(ident{size: e.meta.size, sha: e.meta.sha, etag: e.meta.etag}) {
+	if !ok || !e.meta.matches(f) {
 		return archiveview.Version{}, false, fmt.Errorf("dataset history: version %s: key %q changed since the history was built: %w",
 			h.versions[read].ID, key, archiveview.ErrInvalidTree)
 	}

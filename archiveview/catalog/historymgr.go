@@ -58,14 +58,7 @@ func (cm *Manager) History(ctx context.Context, name string, a *archiveview.Arch
 	}
 	if v, ok := cm.hists.Load(histKey{name, a}); ok {
 		if hs := v.(*historyState); !hs.failed() {
-			hs.used.Store(time.Now().UnixNano())
-			if dh := hs.ready(); dh != nil {
-				return dh, true, nil
-			}
-			if !build {
-				return nil, true, nil
-			}
-			return cm.waitHistory(ctx, name, hs)
+			return cm.useHistory(ctx, name, hs, build)
 		}
 	}
 	cm.dsMu.Lock()
@@ -93,8 +86,14 @@ func (cm *Manager) History(ctx context.Context, name string, a *archiveview.Arch
 		cm.hists.Store(histKey{name, a}, hs)
 	}
 	cm.dsMu.Unlock()
-	hs.used.Store(time.Now().UnixNano())
+	return cm.useHistory(ctx, name, hs, build)
+}
 
+// useHistory is History's answer from bucket name's history state hs,
+// marked used now: its history once built, else with build the wait for
+// it (waitHistory), else nothing.
+func (cm *Manager) useHistory(ctx context.Context, name string, hs *historyState, build bool) (archiveview.History, bool, error) {
+	hs.used.Store(time.Now().UnixNano())
 	if dh := hs.ready(); dh != nil {
 		return dh, true, nil
 	}

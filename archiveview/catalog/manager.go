@@ -43,6 +43,10 @@ package catalog
 //   - Entries no longer served are retired: their open is cancelled, and
 //     after RetireGrace (requests already reading finish) their archive is
 //     closed unless another served entry holds it.
+//
+// One open (its slot, memory and deadline) is open.go, the queue of
+// background opens openqueue.go, retiring retire.go, a scan's log
+// scanlog.go, the /-/archives document page.go.
 
 import (
 	"context"
@@ -58,7 +62,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/wharf-s3/wharf/archiveview"
-	"github.com/wharf-s3/wharf/archiveview/manifest"
 	"github.com/wharf-s3/wharf/backend"
 )
 
@@ -181,11 +184,7 @@ type Manager struct {
 	base     context.Context    // every background open runs under it
 	stop     context.CancelFunc // cancels them (CloseAll)
 	jobs     sync.WaitGroup     // background opens and alias resolutions
-	// qmu guards the queue of background opens (enqueue) and the
-	// goroutines running it, at most OpenConcurrency.
-	qmu     sync.Mutex
-	queue   []func()
-	workers int
+	opens    openQueue          // background opens (enqueue), on at most OpenConcurrency goroutines
 
 	mu      sync.Mutex        // one scan at a time; guards open and initial
 	open    map[string]*Entry // upload entries by bucket\x00key\x00etag, open or opening: reused by the next scan
@@ -264,6 +263,7 @@ func NewManager(cfg Config) *Manager {
 		done:          make(chan struct{}),
 		datasets:      map[string]*datasetState{},
 		builds:        make(chan struct{}, historyBuildsMax),
+		opens:         openQueue{max: cfg.OpenConcurrency},
 	}
 	if cfg.OpenWait > 0 {
 		cm.catalog.OpenWait = cfg.OpenWait
@@ -307,302 +307,6 @@ func (cm *Manager) logArchive(name, source string, a *archiveview.Archive) {
 		Msg("serving archive")
 }
 
-// openExtra is what an open adds to the manager's options: key prefixes
-// its objects may lie under (a dataset's versions folder), and noClasses
-// to list no storage classes (a dataset history's older versions: no
-// listing outside a scan); held, if set, is called once the open holds
-// its index reservation, or failed to get it (a history's opens ahead
-// take their memory in order).
-type openExtra struct {
-	allow     []string
-	noClasses bool
-	held      func()
-	// hist: an older dataset version opened for this history, also
-	// charged to histIndex (and never evicting this history for room).
-	hist *historyState
-	// charged: an open within the index budget (openReserved), whose
-	// chain's version history is charged to it too once built.
-	charged bool
-}
-
-// indexCharge is what an open archive holds of the index budgets.
-type indexCharge struct {
-	main, hist int64
-}
-
-// openArchive opens one manifest holding an open slot, within the open
-// deadline; maxFiles > 0 tightens the manifests' file cap.
-func (cm *Manager) openArchive(ctx context.Context, name, bucket, key string, maxFiles int, x openExtra) (*archiveview.Archive, error) {
-	select {
-	case cm.slots <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	defer func() { <-cm.slots }()
-	return cm.openInSlot(ctx, name, bucket, key, maxFiles, x)
-}
-
-// openInSlot is openArchive for a caller that holds an open slot.
-func (cm *Manager) openInSlot(ctx context.Context, name, bucket, key string, maxFiles int, x openExtra) (*archiveview.Archive, error) {
-	o := cm.opts
-	o.Name = name
-	if x.charged {
-		o.HistoryMemory = func(ctx context.Context) (archiveview.MemoryCharge, error) {
-			return cm.chargeChainHistory(ctx, maxFiles)
-		}
-	}
-	if len(x.allow) > 0 {
-		o.AllowKeyPrefixes = append(slices.Clone(o.AllowKeyPrefixes), x.allow...)
-	}
-	if x.noClasses {
-		o.StorageClasses = false
-	}
-	if maxFiles > 0 {
-		o.Limits = o.Limits.WithDefaults()
-		o.Limits.MaxFiles = min(o.Limits.MaxFiles, maxFiles)
-	}
-	octx, cancel := context.WithTimeout(ctx, cm.cfg.OpenTimeout)
-	defer cancel()
-	a, err := archiveview.Open(octx, cm.store, bucket, key, o)
-	if err != nil && ctx.Err() == nil && errors.Is(octx.Err(), context.DeadlineExceeded) {
-		return nil, fmt.Errorf("%w after %s (--open-timeout): %w", ErrOpenTimeout, cm.cfg.OpenTimeout, err)
-	}
-	return a, err
-}
-
-// openUpload opens a discovered or aliased upload within the index memory
-// budget. The first try reserves for the files a manifest of the listed
-// size usually holds (at least minReserveFiles) and caps the manifest's
-// files at that; a manifest that lists more is opened again with the
-// whole per-upload reservation (MaxFilesPerUpload files, at most the
-// budget).
-func (cm *Manager) openUpload(ctx context.Context, name, bucket, key string, listed int64, x openExtra) (*archiveview.Archive, error) {
-	capAll := int(min(int64(cm.cfg.MaxFilesPerUpload), cm.index.limit/IndexBytesPerFile))
-	files := int(min(max(listed/storedBytesPerFile, minReserveFiles), int64(capAll)))
-	for {
-		a, err := cm.openReserved(ctx, name, bucket, key, files, x)
-		// The manifest decoder names the MaxFiles cap that stopped it
-		// (files, file_paths, deleted_paths, metadata entries) in
-		// FilesLimit: retry only when it is the cap this open set.
-		var me *manifest.Error
-		if err == nil || !errors.Is(err, manifest.ErrTooLarge) || ctx.Err() != nil ||
-			!errors.As(err, &me) || me.FilesLimit != files {
-			return a, err
-		}
-		if files >= capAll {
-			return nil, fmt.Errorf("%w (a discovered upload may list %d files per manifest and per chain: --max-files-per-upload %d, --index-memory %d at %d bytes per file)",
-				err, capAll, cm.cfg.MaxFilesPerUpload, cm.index.limit, IndexBytesPerFile)
-		}
-		files = capAll
-	}
-}
-
-// openReserved reserves files' index memory (waiting at most the open
-// timeout), opens with that file cap, and keeps the archive's real index
-// size charged until it is closed.
-//
-// An upload's open (not a history's) takes its open slot and its memory
-// together (slotAndMemory), holding neither while it waits for the other:
-// an open queued for a slot holds no memory, so the opens waiting for
-// memory wait only for memory in use, never for the opens queued ahead of
-// them. A history's older version keeps its order (its share, the
-// budget, then a slot: historymgr.go).
-func (cm *Manager) openReserved(ctx context.Context, name, bucket, key string, files int, x openExtra) (*archiveview.Archive, error) {
-	x.charged = true
-	if x.hist == nil {
-		got, err := cm.slotAndMemory(ctx, int64(files)*IndexBytesPerFile)
-		if x.held != nil {
-			x.held()
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			return nil, fmt.Errorf("archive %q: manifest s3://%s/%s: %w", name, bucket, key, err)
-		}
-		a, err := cm.openInSlot(ctx, name, bucket, key, files, x)
-		<-cm.slots
-		if err != nil {
-			cm.index.release(got)
-			return nil, err
-		}
-		cm.charge(a, indexCharge{main: cm.index.adjust(got, indexHeap(a))})
-		return a, nil
-	}
-	wctx, cancel := context.WithTimeout(ctx, cm.cfg.OpenTimeout)
-	// The history's share first, then the whole budget: always in that
-	// order, so no open holds the budget while it waits for the share.
-	hist, err := cm.reserveHistoryShare(wctx, int64(files)*IndexBytesPerFile, x.hist)
-	var got int64
-	if err == nil {
-		got, err = cm.index.reserve(wctx, int64(files)*IndexBytesPerFile)
-		if err != nil {
-			cm.histIndex.release(hist)
-		}
-	}
-	cancel()
-	if x.held != nil {
-		x.held()
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, fmt.Errorf("archive %q: manifest s3://%s/%s: %w", name, bucket, key, err)
-	}
-	a, err := cm.openArchive(ctx, name, bucket, key, files, x)
-	if err != nil {
-		cm.index.release(got)
-		cm.histIndex.release(hist)
-		return nil, err
-	}
-	heap := indexHeap(a)
-	// At least a little per open version: an index served in place is
-	// still a version held open (its file, its chunk state).
-	cm.charge(a, indexCharge{main: cm.index.adjust(got, heap), hist: cm.histIndex.adjust(hist, max(heap, minHistoryCharge))})
-	return a, nil
-}
-
-// indexHeap is the index memory open archive a holds: its index's heap,
-// nothing for an index served from its file in place, and the storage
-// class and restore state of its chunks (Info.StorageStateBytes, kept on
-// the heap either way).
-func indexHeap(a *archiveview.Archive) int64 {
-	info := a.Info()
-	if !info.IndexInPlace {
-		return info.IndexBytes + info.StorageStateBytes
-	}
-	return info.StorageStateBytes
-}
-
-// charge records what open archive a holds of the index budgets,
-// returned when it is closed (closeArchive).
-func (cm *Manager) charge(a *archiveview.Archive, c indexCharge) {
-	cm.chargeMu.Lock()
-	cm.charged[a] = c
-	cm.chargeMu.Unlock()
-}
-
-// slotAndMemory takes an open slot and n bytes of the index budget (at
-// most its limit) together and returns the bytes taken; the caller
-// releases the slot. It holds neither while it waits for the other: with
-// a slot and not the memory it gives the slot back and waits for the
-// budget to shrink, then queues for a slot again. The memory waits end
-// OpenTimeout after the first (an error wrapping ErrIndexMemory); the
-// slot waits end with ctx, as openArchive's.
-func (cm *Manager) slotAndMemory(ctx context.Context, n int64) (int64, error) {
-	var deadline <-chan time.Time
-	for {
-		select {
-		case cm.slots <- struct{}{}:
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		}
-		got, ok, changed, used := cm.index.take(n)
-		if ok {
-			return got, nil
-		}
-		<-cm.slots
-		if deadline == nil {
-			t := time.NewTimer(cm.cfg.OpenTimeout)
-			defer t.Stop()
-			deadline = t.C
-		}
-		select {
-		case <-changed:
-		case <-deadline:
-			return 0, fmt.Errorf("%w: waited %s (--open-timeout) for %d bytes of %s (%d, %d in use)",
-				ErrIndexMemory, cm.cfg.OpenTimeout, got, cm.index.what, cm.index.limit, used)
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		}
-	}
-}
-
-// minHistoryCharge is the least an open older dataset version holds of
-// the history's share of index memory, whatever its index heap.
-const minHistoryCharge = int64(minReserveFiles) * IndexBytesPerFile / 16
-
-// closeArchive closes a and returns its index memory.
-func (cm *Manager) closeArchive(a *archiveview.Archive) {
-	_ = a.Close()
-	cm.chargeMu.Lock()
-	c, ok := cm.charged[a]
-	delete(cm.charged, a)
-	cm.chargeMu.Unlock()
-	if ok {
-		cm.releaseIndex(c)
-	}
-}
-
-// chargeChainHistory is the archives' Options.HistoryMemory: building a
-// chain's version history re-reads the chain's manifests under the file
-// cap its archive was opened with (files), so it first reserves what that
-// open did (files at IndexBytesPerFile, waiting at most the open
-// timeout); once built the charge becomes the history's size, held in
-// --index-memory until its archive is closed. A failure wraps
-// ErrIndexMemory and ErrUnavailable (503 SlowDown; the next versioned
-// request tries again).
-func (cm *Manager) chargeChainHistory(ctx context.Context, files int) (archiveview.MemoryCharge, error) {
-	if files <= 0 {
-		files = int(min(int64(cm.cfg.MaxFilesPerUpload), cm.index.limit/IndexBytesPerFile))
-	}
-	wctx, cancel := context.WithTimeout(ctx, cm.cfg.OpenTimeout)
-	defer cancel()
-	got, err := cm.index.reserve(wctx, int64(files)*IndexBytesPerFile)
-	if err != nil {
-		if ctx.Err() == nil {
-			// The wait's own deadline, not the request's end: no context
-			// error in the chain, or the history's Memo would take it for
-			// its filler's request ending and have each waiter in turn
-			// wait the open timeout again.
-			used, _ := cm.index.state()
-			return nil, fmt.Errorf("%w: waited %s (--open-timeout) for %d bytes of %s to build a version history (%d, %d in use): %w",
-				ErrIndexMemory, cm.cfg.OpenTimeout, min(int64(files)*IndexBytesPerFile, cm.index.limit), cm.index.what, cm.index.limit, used, backend.ErrUnavailable)
-		}
-		return nil, fmt.Errorf("%w: %w", err, backend.ErrUnavailable)
-	}
-	return &budgetCharge{b: cm.index, n: got}, nil
-}
-
-// budgetCharge is bytes of an index budget held by a MemoryCharge.
-type budgetCharge struct {
-	b    *indexBudget
-	mu   sync.Mutex
-	n    int64
-	done bool
-}
-
-func (c *budgetCharge) Settle(n int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.done {
-		c.n = c.b.adjust(c.n, max(n, 0))
-	}
-}
-
-func (c *budgetCharge) Release() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.done {
-		c.done = true
-		c.b.release(c.n)
-	}
-}
-
-// releaseIndex returns charge c to the index budgets.
-func (cm *Manager) releaseIndex(c indexCharge) {
-	cm.index.release(c.main)
-	cm.histIndex.release(c.hist)
-}
-
-// IndexMemory returns the index memory discovered uploads hold (open or
-// reserved by an open in flight), the most they ever held, and the budget.
-func (cm *Manager) IndexMemory() (used, peak, limit int64) {
-	used, peak = cm.index.state()
-	return used, peak, cm.index.limit
-}
-
 // startOpen returns a pending entry for the manifest bucket/key (listed
 // bytes long) and opens it in the background within the index budget.
 func (cm *Manager) startOpen(name, bucket, key string, listed int64, created time.Time) *Entry {
@@ -614,40 +318,6 @@ func (cm *Manager) startOpen(name, bucket, key string, listed int64, created tim
 		e.finish(a, err)
 	})
 	return e
-}
-
-// enqueue runs open in the background, in order, on at most
-// OpenConcurrency goroutines: the uploads a scan finds are as many as
-// uploaders write, and each waits in the queue, not on a goroutine of its
-// own. An open whose entry was retired while queued runs with its context
-// cancelled and ends at once.
-func (cm *Manager) enqueue(open func()) {
-	cm.jobs.Add(1)
-	cm.qmu.Lock()
-	defer cm.qmu.Unlock()
-	cm.queue = append(cm.queue, open)
-	if cm.workers < cm.cfg.OpenConcurrency {
-		cm.workers++
-		go cm.work()
-	}
-}
-
-// work runs queued opens until the queue is empty.
-func (cm *Manager) work() {
-	for {
-		cm.qmu.Lock()
-		if len(cm.queue) == 0 {
-			cm.workers--
-			cm.qmu.Unlock()
-			return
-		}
-		open := cm.queue[0]
-		cm.queue[0] = nil
-		cm.queue = cm.queue[1:]
-		cm.qmu.Unlock()
-		open()
-		cm.jobs.Done()
-	}
 }
 
 // OpenStatic opens every configured archive, OpenConcurrency at a time,
@@ -1146,40 +816,9 @@ func (cm *Manager) settle(op *scanOp) {
 		}
 	}
 
-	// A bucket's failure is logged when it is new: not the same error the
-	// last settled scan logged for it (a broken upload stays broken at
-	// every rescan), at most maxFailedLogged a scan and a line counting
-	// the rest; the summary below counts every one.
-	failures := map[string]string{}
-	failLogged, failQuiet := 0, 0
-	for n, e := range op.entries {
-		a, err, _ := e.State()
-		var was *archiveview.Archive
-		if b := op.before[n]; b != nil {
-			was, _, _ = b.State()
-		}
-		switch {
-		case err == nil && a == nil:
-			cm.log.Info().Str("archive", n).Str("source", rep.Sources[n]).Msg("archive still opening (from an earlier scan)")
-		case err != nil:
-			failures[n] = err.Error()
-			switch {
-			case cm.failedSeen[n] == failures[n]: // logged by an earlier scan
-			case failLogged == maxFailedLogged:
-				failQuiet++
-			default:
-				failLogged++
-				cm.log.Error().Str("archive", n).Str("source", rep.Sources[n]).Err(err).Msg("archive could not be opened; its bucket answers this error")
-			}
-		case a != was:
-			cm.logArchive(n, rep.Sources[n], a)
-		}
-	}
-	cm.failedSeen = failures
-	if failQuiet > 0 {
-		cm.log.Error().Int("not_logged", failQuiet).
-			Msgf("%d more archives could not be opened, not logged one by one (/-/archives has each error)", failQuiet)
-	}
+	// What is new, each line once (scanlog.go); the summary below counts
+	// every failure.
+	cm.logEntries(op)
 	for n := range op.before {
 		if op.entries[n] == nil {
 			cm.log.Info().Str("archive", n).Msg("no longer serving archive")
@@ -1197,76 +836,6 @@ func (cm *Manager) settle(op *scanOp) {
 	if op.initial {
 		cm.ready.Store(true)
 	}
-}
-
-// isHeld reports whether a served or kept entry holds a: one recorded at
-// the last settle, or one served now (an entry that was still opening then
-// and has opened since).
-func (cm *Manager) isHeld(a *archiveview.Archive) bool {
-	if (*cm.held.Load())[a] {
-		return true
-	}
-	for _, e := range cm.catalog.Entries() {
-		if got, _, _ := e.State(); got == a {
-			return true
-		}
-	}
-	return false
-}
-
-// setHeld records the archives served entries and kept ones hold: a
-// retired entry's archive is closed only if it is not among them.
-func (cm *Manager) setHeld(maps ...map[string]*Entry) {
-	held := map[*archiveview.Archive]bool{}
-	for _, m := range maps {
-		for _, e := range m {
-			if a, _, _ := e.State(); a != nil {
-				held[a] = true
-			}
-		}
-	}
-	for _, e := range cm.static {
-		held[e.arc] = true
-	}
-	cm.held.Store(&held)
-}
-
-// retire stops the opens of entries still running and, after the retire
-// grace (or at shutdown, whichever is first), closes their archives that
-// no served entry holds, each once. Requests that looked an archive up
-// before the swap keep reading it: Close only stops prefetch and releases
-// parked decoders, and reads still open afterwards complete (without
-// readahead).
-func (cm *Manager) retire(entries ...*Entry) {
-	if len(entries) == 0 {
-		return
-	}
-	for _, e := range entries {
-		if _, _, done := e.State(); !done && e.cancel != nil {
-			e.cancel()
-		}
-	}
-	cm.retired.Add(1)
-	go func() {
-		defer cm.retired.Done()
-		t := time.NewTimer(cm.cfg.RetireGrace)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-cm.done:
-		}
-		closed := map[*archiveview.Archive]bool{}
-		for _, e := range entries {
-			<-e.done // the open was cancelled, or ends with the manager's base context
-			a := e.arc
-			if a == nil || closed[a] || cm.isHeld(a) {
-				continue
-			}
-			closed[a] = true
-			cm.closeArchive(a)
-			cm.log.Debug().Str("archive", a.Name()).Msg("retired archive closed")
-		}
-	}()
 }
 
 // RescanLoop rescans every interval (0 = never) and whenever trigger
@@ -1346,173 +915,13 @@ func (cm *Manager) CloseAll() {
 		cm.retired.Wait()
 		cm.mu.Lock()
 		defer cm.mu.Unlock()
-		seen := map[*archiveview.Archive]bool{}
-		for _, m := range []map[string]*Entry{cm.catalog.Entries(), cm.static, cm.open} {
-			for _, e := range m {
-				if a, _, _ := e.State(); a != nil && !seen[a] {
-					seen[a] = true
-					cm.closeArchive(a)
-				}
-			}
+		for a := range archivesOf(cm.catalog.Entries(), cm.static, cm.open) {
+			cm.closeArchive(a)
 		}
 	})
 }
 
-// Bounds of what the skipped objects of a scan (an uploader's choice:
-// any number of manifest-named objects in the wrong place) cost: the
-// lines a scan logs, the entries /-/archives lists.
-const (
-	maxSkippedLogged = 100
-	maxSkippedPage   = 1000
-	maxFailedLogged  = 100 // failed opens, likewise
-	// maxKeptFailures bounds the failed opens a scan keeps for the next
-	// (a manifest that failed to parse, not read again while unchanged);
-	// past it the others are read again, as before.
-	maxKeptFailures = 10000
-)
-
-// logSkipped warns of each object rep's scan skipped that the last scan
-// settled before it did not skip already (cm.skippedSeen), at most
-// maxSkippedLogged of them, and counts the rest in one line: a rescan
-// that finds what it found before logs nothing again. Called with cm.mu
-// held (settle).
-func (cm *Manager) logSkipped(rep *scanReport) {
-	seen := make(map[Skipped]bool, len(rep.Skipped))
-	logged, quiet := 0, 0
-	for _, s := range rep.Skipped {
-		seen[s] = true
-		switch {
-		case cm.skippedSeen[s]:
-		case logged == maxSkippedLogged:
-			quiet++
-		default:
-			logged++
-			cm.log.Warn().Str("bucket", s.Bucket).Str("key", s.Key).Str("reason", s.Reason).Msg("discovery skipped")
-		}
-	}
-	cm.skippedSeen = seen
-	if quiet > 0 {
-		cm.log.Warn().Int("not_logged", quiet).Int("skipped", len(rep.Skipped)).
-			Msgf("discovery skipped %d more objects, not logged one by one (/-/archives lists the first %d)", quiet, maxSkippedPage)
-	}
-}
-
-// Page is the /-/archives document. Skipped lists at most the first 1000
-// objects the last scan skipped; SkippedTotal counts them all.
-type Page struct {
-	Buckets      []BucketEntry `json:"buckets"`
-	ScannedAt    *time.Time    `json:"scanned_at,omitempty"`
-	ScanError    string        `json:"scan_error,omitempty"`
-	Skipped      []Skipped     `json:"skipped"`
-	SkippedTotal int           `json:"skipped_total"`
-	Collisions   []Collision   `json:"collisions"`
-}
-
-// BucketEntry is one served bucket on the /-/archives page. State is
-// "open", "opening" (its figures are zero until it opens) or "failed"
-// (Error says why; the bucket answers that error).
-type BucketEntry struct {
-	Bucket string `json:"bucket"`
-	Kind   Kind   `json:"kind"`
-	Source string `json:"source"`
-	State  string `json:"state"`
-	Error  string `json:"error,omitempty"`
-	// Retry, for a failed bucket, says when its open is tried again: "at
-	// the next rescan", or, for a manifest that failed to parse, "when
-	// its manifest changes" (the failure is kept while the listing shows
-	// the same key and ETag: it is not read again).
-	Retry             string   `json:"retry,omitempty"`
-	Archive           string   `json:"archive"`
-	UploadID          string   `json:"upload_id"`
-	Version           string   `json:"version"`
-	ManifestKey       string   `json:"manifest_key"`
-	Chain             []string `json:"chain"`
-	Files             int      `json:"files"`
-	Chunks            int      `json:"chunks"`
-	Frames            int      `json:"frames"`
-	CompressedBytes   int64    `json:"compressed_bytes"`
-	UncompressedBytes int64    `json:"uncompressed_bytes"`
-	Shapes            []string `json:"shapes"`
-	Warnings          []string `json:"warnings"`
-	// Unverifiable counts files no checksum covers (served as stored).
-	Unverifiable       int      `json:"unverifiable_files"`
-	UnverifiableSample []string `json:"unverifiable_sample,omitempty"`
-	// Dataset is set for a published dataset's bucket (--alias
-	// …@current / @<version_id>, or discovered).
-	Dataset *DatasetEntry `json:"dataset,omitempty"`
-}
-
-// DatasetEntry is a dataset bucket's part of the /-/archives page.
-// VersionID is the version served ("" while the first one opens);
-// Opening the version being opened to replace it. PointerReadAt is the
-// last read of CURRENT (conditional or not; nil for a pinned version,
-// whose pointer is never read). PointerError is the last pointer error
-// (a refused or failed read, or a pointed version that did not open) and
-// PointerErrorAt when it happened: an error older than PointerReadAt was
-// followed by good reads. PointerErrors counts them since start.
-type DatasetEntry struct {
-	Dataset        string     `json:"dataset"`
-	Pointer        string     `json:"pointer"`
-	Follows        bool       `json:"follows_current"`
-	VersionID      string     `json:"version_id"`
-	Manifest       string     `json:"manifest,omitempty"`
-	Opening        string     `json:"opening_version_id,omitempty"`
-	PointerReadAt  *time.Time `json:"pointer_read_at,omitempty"`
-	PointerError   string     `json:"pointer_error,omitempty"`
-	PointerErrorAt *time.Time `json:"pointer_error_at,omitempty"`
-	PointerErrors  int        `json:"pointer_errors"`
-	// History is the version history of the version served, once a
-	// versioned request built it (historymgr.go).
-	History *HistoryEntry `json:"history,omitempty"`
-}
-
-// Page builds the /-/archives document from the current catalog and the
-// last scan.
-func (cm *Manager) Page() Page {
-	rep := cm.report.Load()
-	p := Page{Skipped: rep.Skipped, SkippedTotal: len(rep.Skipped), Collisions: rep.Collisions, ScanError: rep.Error}
-	if len(p.Skipped) > maxSkippedPage {
-		p.Skipped = p.Skipped[:maxSkippedPage:maxSkippedPage]
-	}
-	if !rep.Time.IsZero() {
-		t := rep.Time.UTC()
-		p.ScannedAt = &t
-	}
-	if p.Skipped == nil {
-		p.Skipped = []Skipped{}
-	}
-	if p.Collisions == nil {
-		p.Collisions = []Collision{}
-	}
-	cur := cm.catalog.cur.Load() // one snapshot: names and entries agree
-	for _, name := range cur.names {
-		e := cur.byName[name]
-		src := rep.Sources[name]
-		if src == "" {
-			src = cm.staticSources[name]
-		}
-		kind, _ := cm.Kind(name)
-		be := BucketEntry{Bucket: name, Kind: kind, Source: src, Archive: e.Name, Chain: []string{}, Shapes: []string{}, Warnings: []string{}}
-		a, err, done := e.State()
-		switch {
-		case !done:
-			be.State = "opening"
-		case err != nil:
-			be.State, be.Error, be.Retry = "failed", err.Error(), retryText(err)
-		default:
-			info := a.Info()
-			be.State = "open"
-			be.Archive, be.UploadID, be.Version, be.ManifestKey = info.Name, info.UploadID, info.Version, info.ManifestKey
-			be.Chain, be.Files, be.Chunks, be.Frames = info.Chain, info.Files, info.Chunks, info.Frames
-			be.CompressedBytes, be.UncompressedBytes = info.CompressedBytes, info.UncompressedBytes
-			be.Shapes, be.Warnings = info.Shapes, info.Warnings
-			be.Unverifiable, be.UnverifiableSample = info.Unverifiable, info.UnverifiableSample
-		}
-		be.Dataset = cm.datasetEntry(name)
-		p.Buckets = append(p.Buckets, be)
-	}
-	if p.Buckets == nil {
-		p.Buckets = []BucketEntry{}
-	}
-	return p
-}
+// maxKeptFailures bounds the failed opens a scan keeps for the next (a
+// manifest that failed to parse, not read again while unchanged); past it
+// the others are read again, as before.
+const maxKeptFailures = 10000

@@ -171,8 +171,9 @@ func (pc *peerConfig) validate(listen, admin string, cacheBytes int64) error {
 	if pc.PeerTLSCert == "" && strings.HasPrefix(adv, "https://") {
 		return fmt.Errorf("--peer-advertise %s: an https URL needs --peer-tls-cert and --peer-tls-key for the peer listener", adv)
 	}
+	var ctls *tls.Config // --peer-tls-ca, read once: the pair's check below uses it too
 	if pc.PeerTLSCA != "" {
-		if _, err := pc.clientTLS(); err != nil {
+		if ctls, err = pc.clientTLS(); err != nil {
 			return err
 		}
 		if pc.PeerTLSCert == "" {
@@ -183,7 +184,7 @@ func (pc *peerConfig) validate(listen, admin string, cacheBytes int64) error {
 		return fmt.Errorf("--peers: %w", err)
 	}
 	if pair != nil {
-		if err := pc.acceptPeerPair(pair); err != nil {
+		if err := pc.acceptPeerPairWith(pair, func() (*tls.Config, error) { return ctls, nil }); err != nil {
 			return err
 		}
 	}
@@ -230,6 +231,12 @@ func (pc *peerConfig) certSource() certSource {
 // as this one's (the file read now). A certificate one of them refuses
 // would make every ask of it a connection failure, and no frame shared.
 func (pc *peerConfig) acceptPeerPair(pair *keyPair) error {
+	return pc.acceptPeerPairWith(pair, pc.clientTLS)
+}
+
+// acceptPeerPairWith is acceptPeerPair with the bundle from clientTLS
+// (called only with --peer-tls-ca): validate passes the one it read.
+func (pc *peerConfig) acceptPeerPairWith(pair *keyPair, clientTLS func() (*tls.Config, error)) error {
 	adv := pc.advertise()
 	me, err := peer.ParseMember(adv)
 	if err != nil {
@@ -241,7 +248,7 @@ func (pc *peerConfig) acceptPeerPair(pair *keyPair) error {
 	if pc.PeerTLSCA == "" {
 		return nil
 	}
-	ctls, err := pc.clientTLS()
+	ctls, err := clientTLS()
 	if err != nil {
 		return err
 	}

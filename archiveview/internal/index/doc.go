@@ -1,12 +1,13 @@
 // Package index is the room of an archive's index: the resolved tree as
 // columns (Index, a struct of arrays sorted by key in byte order), its
 // queries (Stat, List, DeleteMarker, a file's extents), and the
-// persistent index file: the format (format.go), the encoder (Write), the
-// decoder (Decode, Map: it returns a Tree, never an archive), the mmap
-// lifetime of a file served in place (mapping.go), the provenance
-// that says whether a file is still fresh (provenance.go), and the MAC
-// trailer that authenticates a file shared through an S3 index cache
-// (mac.go).
+// persistent index file: the format (format.go; its meta fields
+// metafields.go, its trailer treehash.go), the encoder (Write), the
+// decoder (Decode, Map: it returns a Tree, never an archive; the tree's
+// invariants check.go), the mmap lifetime of a file served in place
+// (mapping.go), the provenance that says whether a file is still fresh
+// (provenance.go), and the MAC trailer that authenticates a file shared
+// through an S3 index cache (mac.go).
 //
 // The package knows chunks (chunkio) and the manifest's key rules
 // (manifest), not stores of archives: archiveview builds an Archive from

@@ -41,6 +41,8 @@ package index
 // Strings in the meta section are a u32 length and the bytes. Columns sit
 // at offsets computed from the header alone, aligned, so that each is a
 // slice over the file's bytes; columns.go's columns are exactly these.
+// The meta fields' encoding is metafields.go, the trailer treehash.go,
+// the checks of the tree's files and tombstones check.go.
 //
 // A file is never trusted. Before anything is used: the length, magic and
 // version, then the tree hash over the whole file, then the header's
@@ -57,17 +59,14 @@ package index
 // Version 2 (read whole into memory) and older are refused the same way.
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"math"
 	"runtime"
-	"sync"
 	"time"
 	"unsafe"
 
@@ -141,6 +140,12 @@ type FileHeader struct {
 	files, namesLen, exts, extNamesLen, tombs, tombNamesLen, cols, metaLen uint64
 }
 
+// counts are the header's u64 fields in file order, from byte 16: the one
+// list Write and ParseHeader use.
+func (h *FileHeader) counts() [8]*uint64 {
+	return [8]*uint64{&h.files, &h.namesLen, &h.exts, &h.extNamesLen, &h.tombs, &h.tombNamesLen, &h.cols, &h.metaLen}
+}
+
 func alignUp(v uint64) uint64 { return (v + indexAlign - 1) &^ (indexAlign - 1) }
 
 // Layout returns every section's offset and length and the end of the
@@ -185,129 +190,7 @@ func hostLittleEndian() bool {
 }
 
 // ---------------------------------------------------------------------------
-// The tree hash
-
-// TreeHash is the trailer of body: sha256 over the sha256 of each
-// indexHashBlock-byte block, the blocks hashed by up to 4 goroutines.
-func TreeHash(body []byte) [32]byte {
-	nb := (len(body) + indexHashBlock - 1) / indexHashBlock
-	sums := make([]byte, 32*nb)
-	workers := min(runtime.GOMAXPROCS(0), 4, nb)
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for b := w; b < nb; b += workers {
-				blk := body[b*indexHashBlock : min(len(body), (b+1)*indexHashBlock)]
-				s := sha256.Sum256(blk)
-				copy(sums[32*b:], s[:])
-			}
-		}()
-	}
-	wg.Wait()
-	return sha256.Sum256(sums)
-}
-
-// treeWriter writes through a buffer, hashing as treeHash does.
-type treeWriter struct {
-	w    *bufio.Writer
-	h    hash.Hash
-	n    uint64 // bytes written
-	inBl int    // bytes of the current block
-	sums []byte
-	err  error
-	zero [indexAlign]byte
-}
-
-func newTreeWriter(w io.Writer) *treeWriter {
-	return &treeWriter{w: bufio.NewWriterSize(w, 1<<20), h: sha256.New()}
-}
-
-func (t *treeWriter) write(b []byte) {
-	if t.err != nil {
-		return
-	}
-	if _, t.err = t.w.Write(b); t.err != nil {
-		return
-	}
-	t.n += uint64(len(b))
-	for len(b) > 0 {
-		k := min(len(b), indexHashBlock-t.inBl)
-		t.h.Write(b[:k])
-		t.inBl += k
-		b = b[k:]
-		if t.inBl == indexHashBlock {
-			t.sums = t.h.Sum(t.sums)
-			t.h.Reset()
-			t.inBl = 0
-		}
-	}
-}
-
-// padTo writes zeros up to offset at.
-func (t *treeWriter) padTo(at uint64) {
-	for t.err == nil && t.n < at {
-		t.write(t.zero[:min(uint64(len(t.zero)), at-t.n)])
-	}
-}
-
-// finish writes the trailer and flushes.
-func (t *treeWriter) finish() error {
-	if t.err != nil {
-		return t.err
-	}
-	if t.inBl > 0 || t.n == 0 {
-		t.sums = t.h.Sum(t.sums)
-	}
-	trailer := sha256.Sum256(t.sums)
-	if _, err := t.w.Write(trailer[:]); err != nil {
-		return err
-	}
-	return t.w.Flush()
-}
-
-// ---------------------------------------------------------------------------
 // Writing
-
-// idxWriter encodes the meta section's fields into b, or (b nil) only
-// counts their bytes in n.
-type idxWriter struct {
-	b   *bytes.Buffer
-	n   int
-	buf [8]byte
-}
-
-func (w *idxWriter) raw(b []byte) {
-	w.n += len(b)
-	if w.b != nil {
-		w.b.Write(b)
-	}
-}
-func (w *idxWriter) u8(v uint8)   { w.buf[0] = v; w.raw(w.buf[:1]) }
-func (w *idxWriter) u32(v uint32) { binary.LittleEndian.PutUint32(w.buf[:4], v); w.raw(w.buf[:4]) }
-func (w *idxWriter) u64(v uint64) { binary.LittleEndian.PutUint64(w.buf[:8], v); w.raw(w.buf[:8]) }
-func (w *idxWriter) i64(v int64)  { w.u64(uint64(v)) }
-func (w *idxWriter) str(s string) {
-	w.u32(uint32(len(s)))
-	w.n += len(s)
-	if w.b != nil {
-		w.b.WriteString(s)
-	}
-}
-func (w *idxWriter) strs(s []string) {
-	w.u32(uint32(len(s)))
-	for _, v := range s {
-		w.str(v)
-	}
-}
-func (w *idxWriter) b1(v bool) {
-	if v {
-		w.u8(1)
-	} else {
-		w.u8(0)
-	}
-}
 
 // learnedFileOffset returns the tar offset of file i's single extent when
 // the manifest gave none and a completed tar walk of the read path found
@@ -446,6 +329,9 @@ func asBytes[T any](s []T) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*int(unsafe.Sizeof(s[0])))
 }
 
+// stringBytes views a string column's bytes (written, never changed).
+func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+
 // writeInts writes an integer column little-endian.
 func writeInts[T int32 | uint32 | int64 | uint16](t *treeWriter, s []T) {
 	if hostLittleEndian() {
@@ -545,15 +431,15 @@ func Write(w io.Writer, name string, a *Tree, m *Meta, learned Learned) error {
 	copy(hdr[:], indexMagic)
 	le := binary.LittleEndian
 	le.PutUint32(hdr[8:], FormatVersion)
-	for i, v := range []uint64{h.files, h.namesLen, h.exts, h.extNamesLen, h.tombs, h.tombNamesLen, h.cols, h.metaLen} {
-		le.PutUint64(hdr[16+8*i:], v)
+	for i, p := range h.counts() {
+		le.PutUint64(hdr[16+8*i:], *p)
 	}
 	t.write(hdr[:])
 	t.write(meta)
 
 	section := func(s int) { t.padTo(off[s]) }
 	section(SecNames)
-	t.write(unsafe.Slice(unsafe.StringData(x.Names), len(x.Names)))
+	t.write(stringBytes(x.Names))
 	section(SecEnds)
 	writeInts(t, x.Ends)
 	section(SecSize)
@@ -589,9 +475,9 @@ func Write(w io.Writer, name string, a *Tree, m *Meta, learned Learned) error {
 		t.write(rec[:])
 	}
 	section(SecExtNames)
-	t.write(unsafe.Slice(unsafe.StringData(x.ExtNames), len(x.ExtNames)))
+	t.write(stringBytes(x.ExtNames))
 	section(SecTombNames)
-	t.write(unsafe.Slice(unsafe.StringData(x.Tombs.Names), len(x.Tombs.Names)))
+	t.write(stringBytes(x.Tombs.Names))
 	section(SecTombEnds)
 	writeInts(t, x.Tombs.Ends)
 	section(SecTombLink)
@@ -633,88 +519,6 @@ func writeOffsets(t *treeWriter, x *Index, learned Learned) {
 
 // ---------------------------------------------------------------------------
 // Reading
-
-// idxCursor reads fixed-width fields with bounds checks; the first failure
-// sticks.
-type idxCursor struct {
-	b   []byte
-	off int
-	err error
-}
-
-func (c *idxCursor) fail(format string, args ...any) {
-	if c.err == nil {
-		c.err = fmt.Errorf(format, args...)
-	}
-}
-
-func (c *idxCursor) left() uint64 { return uint64(len(c.b) - c.off) }
-
-// take returns the next n bytes, or nil (and fails) past the end.
-func (c *idxCursor) take(n uint64) []byte {
-	if c.err != nil {
-		return nil
-	}
-	if n > c.left() {
-		c.fail("truncated at byte %d (%d more bytes wanted, %d left)", c.off, n, c.left())
-		return nil
-	}
-	s := c.b[c.off : c.off+int(n)]
-	c.off += int(n)
-	return s
-}
-
-func (c *idxCursor) u8() uint8 {
-	if b := c.take(1); b != nil {
-		return b[0]
-	}
-	return 0
-}
-func (c *idxCursor) u32() uint32 {
-	if b := c.take(4); b != nil {
-		return binary.LittleEndian.Uint32(b)
-	}
-	return 0
-}
-func (c *idxCursor) u64() uint64 {
-	if b := c.take(8); b != nil {
-		return binary.LittleEndian.Uint64(b)
-	}
-	return 0
-}
-func (c *idxCursor) i64() int64 { return int64(c.u64()) }
-func (c *idxCursor) flag() bool {
-	v := c.u8()
-	if v > 1 {
-		c.fail("boolean byte %d at %d", v, c.off-1)
-	}
-	return v == 1
-}
-func (c *idxCursor) str() string {
-	n := c.u32()
-	return string(c.take(uint64(n)))
-}
-
-// strs reads a count and that many strings, the count checked against the
-// bytes left first.
-func (c *idxCursor) strs() []string {
-	n := c.u32()
-	if c.err != nil {
-		return nil
-	}
-	if uint64(n)*idxStrMin > c.left() {
-		c.fail("%d strings cannot fit in %d bytes", n, c.left())
-		return nil
-	}
-	if n == 0 {
-		return nil
-	}
-	out := make([]string, n)
-	for i := range out {
-		out[i] = c.str()
-	}
-	return out
-}
 
 // Decoder holds a verified (tree hash) index file, its header and its
 // layout.
@@ -785,10 +589,8 @@ func Decode(data []byte, name string) (*Decoder, error) {
 	if r := le.Uint32(data[12:16]); r != 0 {
 		return nil, d.errf("reserved field %d", r)
 	}
+	d.h = ParseHeader(data)
 	h := &d.h
-	for i, p := range []*uint64{&h.files, &h.namesLen, &h.exts, &h.extNamesLen, &h.tombs, &h.tombNamesLen, &h.cols, &h.metaLen} {
-		*p = le.Uint64(data[16+8*i:])
-	}
 	if !allZero(data[80:HeaderBytes]) {
 		return nil, d.errf("reserved header bytes not zero")
 	}
@@ -1194,154 +996,6 @@ func (d *Decoder) columns(x *Index, nChain int) error {
 	return nil
 }
 
-// checkExtent checks one stored piece against its chunk.
-func checkExtent(e *Extent, chunks []chunkio.Chunk, uncomp []int64) error {
-	if e.Chunk < 0 || int(e.Chunk) >= len(chunks) {
-		return fmt.Errorf("chunk index %d out of range", e.Chunk)
-	}
-	ch := &chunks[e.Chunk]
-	switch {
-	case e.Length < 0 || e.Off < -1:
-		return fmt.Errorf("offset %d length %d", e.Off, e.Length)
-	case ch.Kind == chunkio.Direct:
-		if e.Off != 0 || e.Length != ch.Size || e.TarName != "" {
-			return fmt.Errorf("direct object %s: offset %d length %d (object %d bytes)", ch.Key, e.Off, e.Length, ch.Size)
-		}
-	case e.TarName == "":
-		return fmt.Errorf("no tar name in chunk %s", ch.Key)
-	case ch.Kind == chunkio.FramedZstd && e.Off >= 0:
-		if e.Off > uncomp[e.Chunk] || e.Length > uncomp[e.Chunk]-e.Off {
-			return fmt.Errorf("bytes [%d,+%d) outside chunk %s (%d bytes)", e.Off, e.Length, ch.Key, uncomp[e.Chunk])
-		}
-	}
-	return nil
-}
-
-// checkFiles checks every file against the tree's invariants.
-func (d *Decoder) checkFiles(x *Index, chunks []chunkio.Chunk, uncomp []int64) error {
-	n := x.N()
-	nRoots, nCtypes := uint32(len(x.Roots)), uint32(len(x.Ctypes))
-	for i := range x.Exts {
-		r := &x.Exts[i]
-		if uint64(r.Name)+uint64(r.NameLen) > uint64(len(x.ExtNames)) {
-			return d.errf("Extent %d: tar name [%d,+%d) past %d name bytes", i, r.Name, r.NameLen, len(x.ExtNames))
-		}
-		e := r.Extent(x)
-		if err := checkExtent(&e, chunks, uncomp); err != nil {
-			return d.errf("Extent %d: %v", i, err)
-		}
-	}
-	var prevStart, prevEnd uint32
-	nextExt := int64(0)
-	for i := 0; i < n; i++ {
-		end := x.Ends[i]
-		if end <= prevEnd || uint64(end) > d.h.namesLen {
-			return d.errf("file %d: key end %d (previous %d, %d name bytes)", i, end, prevEnd, d.h.namesLen)
-		}
-		if i > 0 && x.Names[prevEnd:end] <= x.Names[prevStart:prevEnd] {
-			return d.errf("file %d: key %q does not sort after %q", i, x.Names[prevEnd:end], x.Names[prevStart:prevEnd])
-		}
-		if err := manifest.CheckVirtualKey(x.Names[prevEnd:end]); err != nil {
-			return d.errf("file %d: %v", i, err)
-		}
-		prevStart, prevEnd = prevEnd, end
-		fsize := x.Size[i]
-		fl := x.Flags[i]
-		ch, off, root := x.Chunk[i], x.Off[i], x.Root[i]
-		if x.Ctype != nil && x.Ctype[i] >= nCtypes {
-			return d.errf("file %d: content type %d of %d", i, x.Ctype[i], nCtypes)
-		}
-		switch {
-		case fsize < 0 || x.Mnsec[i] >= 1e9:
-			return d.errf("file %d: size %d, nanoseconds %d", i, fsize, x.Mnsec[i])
-		case fl&^knownFlags != 0:
-			return d.errf("file %d: unknown flags %#x", i, fl)
-		case (fl&FlagSum != 0) == (fl&FlagIdentity != 0):
-			return d.errf("file %d: flags %#x: exactly one of checksum and identity", i, fl)
-		case fl&FlagMD5 != 0 && x.MD5 == nil:
-			return d.errf("file %d: md5 flag without an md5 column", i)
-		case fl&FlagSplit != 0 && fl&FlagMulti == 0:
-			return d.errf("file %d: split file without extents", i)
-		}
-		if fl&FlagMulti == 0 {
-			e := Extent{Chunk: ch, Off: off, Length: fsize}
-			if root >= nRoots {
-				return d.errf("file %d: root %d of %d", i, root, nRoots)
-			}
-			if ch >= 0 && int(ch) < len(chunks) && chunks[ch].Kind != chunkio.Direct {
-				e.TarName = "-" // roots[root]+key, never empty (keys are not)
-			}
-			if err := checkExtent(&e, chunks, uncomp); err != nil {
-				return d.errf("file %d: %v", i, err)
-			}
-			continue
-		}
-		if ch < 1 || off != nextExt || int64(ch) > int64(len(x.Exts))-off {
-			return d.errf("file %d: extents [%d,+%d) (expected to start at %d, %d extents)", i, off, ch, nextExt, len(x.Exts))
-		}
-		nextExt += int64(ch)
-		var at int64
-		for j := off; j < off+int64(ch); j++ {
-			e := &x.Exts[j]
-			if e.FileOff != at || e.Length > fsize-at {
-				return d.errf("file %d: Extent at %d+%d does not continue at %d within %d bytes", i, e.FileOff, e.Length, at, fsize)
-			}
-			if fl&FlagSplit != 0 && e.Length == 0 {
-				return d.errf("file %d: empty split part", i)
-			}
-			at += e.Length
-		}
-		if at != fsize {
-			return d.errf("file %d: extents cover %d of %d bytes", i, at, fsize)
-		}
-	}
-	if uint64(prevEnd) != d.h.namesLen {
-		return d.errf("names: %d bytes, keys use %d", d.h.namesLen, prevEnd)
-	}
-	if nextExt != int64(len(x.Exts)) {
-		return d.errf("%d extents, files use %d", len(x.Exts), nextExt)
-	}
-	return nil
-}
-
-// checkTombstones checks the tombstone table and the link column: keys
-// strictly ascending, links within the chain, no key both a file and
-// deleted.
-func (d *Decoder) checkTombstones(x *Index, nChain int) error {
-	for i, l := range x.Link {
-		if int(l) >= nChain {
-			return d.errf("file %d: chain link %d of %d", i, l, nChain)
-		}
-	}
-	t := &x.Tombs
-	var prev uint32
-	for i := range t.Ends {
-		if t.Ends[i] <= prev || uint64(t.Ends[i]) > d.h.tombNamesLen {
-			return d.errf("tombstone %d: end %d (previous %d, %d name bytes)", i, t.Ends[i], prev, d.h.tombNamesLen)
-		}
-		if i > 0 && t.Key(i) <= t.Key(i-1) {
-			return d.errf("tombstone %d: key %q does not sort after %q", i, t.Key(i), t.Key(i-1))
-		}
-		if err := manifest.CheckVirtualKey(t.Key(i)); err != nil {
-			return d.errf("tombstone %d: %v", i, err)
-		}
-		if int(t.Link[i]) >= nChain {
-			return d.errf("tombstone %d: chain link %d of %d", i, t.Link[i], nChain)
-		}
-		prev = t.Ends[i]
-	}
-	if uint64(prev) != d.h.tombNamesLen {
-		return d.errf("tombstone names: %d bytes, keys use %d", d.h.tombNamesLen, prev)
-	}
-	for i := 0; i < t.N(); i++ {
-		k := t.Key(i)
-		if j := x.Search(k); j < x.N() && x.RawKey(j) == k {
-			return d.errf("key %q is both a file and deleted", k)
-		}
-	}
-	return nil
-}
-
 // verifiedUnits decodes the verified-unit section: chunks in range, known
 // kinds, non-negative spans, an ETag each.
 func (d *Decoder) verifiedUnits(nChunks int) ([]chunkio.VerifiedUnit, error) {
@@ -1378,7 +1032,7 @@ func (d *Decoder) verifiedUnits(nChunks int) ([]chunkio.VerifiedUnit, error) {
 // least HeaderBytes; nothing is checked: Decode checks).
 func ParseHeader(data []byte) FileHeader {
 	var h FileHeader
-	for i, p := range []*uint64{&h.files, &h.namesLen, &h.exts, &h.extNamesLen, &h.tombs, &h.tombNamesLen, &h.cols, &h.metaLen} {
+	for i, p := range h.counts() {
 		*p = binary.LittleEndian.Uint64(data[16+8*i:])
 	}
 	return h
