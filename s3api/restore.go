@@ -11,7 +11,8 @@ package s3api
 // every integrity header the client sent (x-amz-content-sha256,
 // Content-MD5, x-amz-checksum-*), and parsed strictly. The file's backend
 // objects that need a restore get one RestoreObject each
-// (archiveview.Archive.Restore); the answer is S3's: 202 when a restore
+// (archiveview.Archive.RestoreObjects, over the file's storage worked out
+// once); the answer is S3's: 202 when a restore
 // started, 200 when every object is already restored, 409
 // RestoreAlreadyInProgress, 403 InvalidObjectState for a file that is not
 // archived; 503 GlacierExpeditedRetrievalNotAvailable when the store has no
@@ -359,16 +360,18 @@ func (s *server) restoreObject(req *request, a *archiveview.Archive) {
 		return
 	}
 	ctx := req.r.Context()
+	// The file's storage, worked out once: the budget's charge and the
+	// restore both read it (each object's decision is taken again under
+	// its own turn, chunkio.Classes.Restore).
+	st, err := a.FileStorage(ctx, f)
+	if err != nil {
+		s.readFailed(req, a, ctx, err)
+		return
+	}
 	// --max-restore-bytes-per-key: charged before anything is sent, for
-	// the archived objects without a restore (the storage refreshed here
-	// is fresh for Restore's own look), refunded for those not sent.
+	// the archived objects without a restore, refunded for those not sent.
 	var charged int64
 	if s.restoreBudget.perHour > 0 {
-		st, err := a.FileStorage(ctx, f)
-		if err != nil {
-			s.readFailed(req, a, ctx, err)
-			return
-		}
 		charged = restoreNeed(st, s.now(), rr)
 		if ok, wait := s.restoreBudget.take(req.identity.AccessKey, charged, s.now()); !ok {
 			fail(&apiError{Code: errSlowDown,
@@ -378,7 +381,10 @@ func (s *server) restoreObject(req *request, a *archiveview.Archive) {
 			return
 		}
 	}
-	rep, err := a.Restore(ctx, f, rr)
+	rep, err := a.RestoreObjects(ctx, st.Objects, rr)
+	if err != nil {
+		err = fmt.Errorf("archive %s: key %s: %w", a.Name(), f.Key, err)
+	}
 	if charged > 0 {
 		s.restoreBudget.give(req.identity.AccessKey, charged-restoreSentCharge(rep), s.now())
 	}

@@ -50,6 +50,7 @@ type costFixture struct {
 	store  *statCountStore
 	g      *faults.Glacier
 	reg    *prometheus.Registry
+	logs   *syncWriter
 	url    string
 	chunks int
 }
@@ -88,10 +89,10 @@ func newCostFixture(t *testing.T, cfg s3api.Config) *costFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &costFixture{store: store, g: g, reg: prometheus.NewRegistry(), chunks: len(seen)}
+	f := &costFixture{store: store, g: g, reg: prometheus.NewRegistry(), logs: &syncWriter{w: &bytes.Buffer{}}, chunks: len(seen)}
 	cfg.Catalog = catalog.NewStatic(map[string]*archiveview.Archive{testBucket: a})
 	cfg.Verifier = v
-	cfg.Logger = zerolog.New(&syncWriter{w: &bytes.Buffer{}})
+	cfg.Logger = zerolog.New(f.logs)
 	cfg.Registerer = f.reg
 	cfg.AllowRestore = true
 	srv := httptest.NewServer(s3api.New(cfg))
