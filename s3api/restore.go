@@ -376,8 +376,9 @@ func (s *server) restoreObject(req *request, a *archiveview.Archive) {
 		if ok, wait := s.restoreBudget.take(req.identity.AccessKey, charged, s.now()); !ok {
 			fail(&apiError{Code: errSlowDown,
 				Message: "Please reduce your request rate: this access key has used its restore budget for the hour.",
-				Cause:   fmt.Errorf("restore budget: key %s has used its --max-restore-bytes-per-key %d for the hour; %d bytes more asked", req.identity.AccessKey, s.restoreBudget.perHour, charged),
-				Header:  http.Header{"Retry-After": []string{retryAfterSeconds(wait)}}})
+				Cause: fmt.Errorf("restore budget: key %s has used its --max-restore-bytes-per-key %d for the hour; %d bytes more asked: %w",
+					req.identity.AccessKey, s.restoreBudget.perHour, charged, errClientThrottled),
+				Header: http.Header{"Retry-After": []string{retryAfterSeconds(wait)}}})
 			return
 		}
 	}

@@ -231,9 +231,6 @@ type request struct {
 	// abort is the cause (abortRead, abortClient) of a response aborted
 	// with http.ErrAbortHandler; "" = the client's side (or a panic).
 	abort string
-	// throttled: refused 503 SlowDown by the per-key limit, the client's
-	// own doing (logged at info).
-	throttled bool
 }
 
 // ServeHTTP implements http.Handler.
@@ -357,8 +354,8 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	client := limitKey(id, r)
 	release, ok := s.limit.acquire(client)
 	if !ok {
-		req.throttled = true
-		s.writeError(req, &apiError{Code: errSlowDown, Bucket: req.bucket, Key: req.key})
+		s.writeError(req, &apiError{Code: errSlowDown, Bucket: req.bucket, Key: req.key,
+			Cause: fmt.Errorf("over --max-inflight-per-key: %d requests of this client in flight: %w", s.limit.max, errClientThrottled)})
 		return
 	}
 	defer release()
@@ -491,11 +488,11 @@ func (s *server) finish(req *request, aborted bool) {
 	}
 	s.metrics.observe(req.op, status, d, req.w.bytes, req.method == http.MethodGet)
 	// A warning is wharf's side: a 5xx, a body cut off by a failed read
-	// or a panic. What a client alone causes (its requests over the
-	// per-key limit, a download it left) is info, so one client cannot
-	// flood the warnings.
+	// or a panic. What a client alone causes (a 503 for its own rate,
+	// whose cause wraps errClientThrottled; a download it left) is info,
+	// so one client cannot flood the warnings.
 	ev := s.cfg.Logger.Info()
-	if (aborted && req.abort != "" && req.abort != abortClient) || (status >= 500 && !req.throttled) {
+	if (aborted && req.abort != "" && req.abort != abortClient) || (status >= 500 && !errors.Is(req.cause, errClientThrottled)) {
 		ev = s.cfg.Logger.Warn()
 	}
 	ev = ev.Str("request_id", req.id).
