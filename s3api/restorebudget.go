@@ -14,13 +14,13 @@ package s3api
 import (
 	"fmt"
 	"math"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/wharf-s3/wharf/archiveview"
 	"github.com/wharf-s3/wharf/backend"
+	"github.com/wharf-s3/wharf/s3api/internal/tokenbucket"
 )
 
 // minRestoreCharge is the least an archived object is charged against
@@ -30,26 +30,20 @@ const minRestoreCharge = 128 << 10
 // restoreCharge is what restoring an object of size bytes is charged.
 func restoreCharge(size int64) int64 { return max(size, minRestoreCharge) }
 
-// restoreBudget is a token bucket of bytes per access key: full at
-// perHour, refilled at perHour per hour. A restore is let through when
-// the bucket holds its charge or is full (so a file larger than the whole
-// budget can still be restored, once per hour's worth); it may then go
-// below zero, and the key waits until it is back.
+// restoreBudget is a token bucket of bytes per access key
+// (tokenbucket): full at perHour, refilled at perHour per hour. A restore
+// is let through when the bucket holds its charge or is full (so a file
+// larger than the whole budget can still be restored, once per hour's
+// worth); it may then go below zero, and the key waits until it is back.
+// Its keys are the configured access keys (bounded).
 type restoreBudget struct {
 	perHour   int64 // 0 = off
 	throttled prometheus.Counter
-
-	mu   sync.Mutex
-	keys map[string]*keyBudget // one per access key that restored (keys are configured: bounded)
-}
-
-type keyBudget struct {
-	bytes float64
-	at    time.Time
+	keys      *tokenbucket.Buckets
 }
 
 func newRestoreBudget(perHour int64, reg prometheus.Registerer) (*restoreBudget, error) {
-	b := &restoreBudget{perHour: perHour, keys: map[string]*keyBudget{},
+	b := &restoreBudget{perHour: perHour, keys: tokenbucket.New(float64(perHour), float64(perHour), time.Hour, 0),
 		throttled: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "wharf_restores_throttled_total",
 			Help: "RestoreObject requests answered 503 SlowDown because their access key had used its --max-restore-bytes-per-key for the hour (nothing was sent to the store).",
@@ -62,38 +56,16 @@ func newRestoreBudget(perHour int64, reg prometheus.Registerer) (*restoreBudget,
 	return b, nil
 }
 
-// refillLocked brings key's bucket to now (b.mu held).
-func (b *restoreBudget) refillLocked(key string, now time.Time) *keyBudget {
-	k := b.keys[key]
-	if k == nil {
-		k = &keyBudget{bytes: float64(b.perHour), at: now}
-		b.keys[key] = k
-		return k
-	}
-	if d := now.Sub(k.at); d > 0 {
-		k.bytes = math.Min(float64(b.perHour), k.bytes+float64(b.perHour)*d.Hours())
-	}
-	k.at = now
-	return k
-}
-
 // take charges need bytes to key at now. When the budget does not allow
 // it, ok is false and wait is how long until it does.
 func (b *restoreBudget) take(key string, need int64, now time.Time) (ok bool, wait time.Duration) {
 	if b.perHour <= 0 || need <= 0 {
 		return true, 0
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	k := b.refillLocked(key, now)
-	want := float64(min(need, b.perHour))
-	if k.bytes >= want {
-		k.bytes -= float64(need)
-		return true, 0
+	if ok, wait = b.keys.Take(key, float64(need), now); !ok {
+		b.throttled.Inc()
 	}
-	b.throttled.Inc()
-	hours := (want - k.bytes) / float64(b.perHour)
-	return false, time.Duration(math.Ceil(hours * float64(time.Hour)))
+	return ok, wait
 }
 
 // give refunds n bytes charged to key (restores not sent after all).
@@ -101,10 +73,7 @@ func (b *restoreBudget) give(key string, n int64, now time.Time) {
 	if b.perHour <= 0 || n <= 0 {
 		return
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	k := b.refillLocked(key, now)
-	k.bytes = math.Min(float64(b.perHour), k.bytes+float64(n))
+	b.keys.Give(key, float64(n), now)
 }
 
 // restoreNeed is the charge of restoring st's archived objects that have
