@@ -7,10 +7,11 @@ package archiveview
 //
 //   - a file's storage class: the coldest among the objects holding its
 //     bytes (backend.Coldness), STANDARD when nothing else is known;
-//   - a file's restore state, aggregated: a restore is "ongoing" while any
-//     of its archived objects is being restored, "done" with the earliest
-//     expiry once every archived object is restored, and absent otherwise
-//     (no archived object, or one that nobody asked to restore);
+//   - a file's restore state, aggregated as what a RestoreObject of the
+//     file would answer: absent while any archived object has no restore
+//     (nobody asked, or its copy expired: a restore is needed, 202), else
+//     "ongoing" while any is being restored (409), else "done" with the
+//     earliest expiry (200); absent too with no archived object;
 //   - restores: RestoreObject to each object holding the file's bytes that
 //     needs a restore and has none, once each (chunkio.Classes.Restore);
 //   - reads: Open refuses a range whose bytes lie in an object that cannot
@@ -399,6 +400,11 @@ func summarize(objs []StorageObject, now time.Time) FileStorage {
 	}
 	fs.Archived = archived > 0
 	switch {
+	case ongoing+done < archived:
+		// Some object still needs a restore: shown as never asked, as S3
+		// shows an object nobody restored, so that a client restores now
+		// rather than waiting out the restores running and only then
+		// finding a restore is needed.
 	case ongoing > 0:
 		fs.Restore = backend.RestoreStatus{Requested: true, Ongoing: true}
 	case archived > 0 && done == archived:

@@ -1,13 +1,17 @@
 package s3api_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/wharf-s3/wharf/backend"
 	"github.com/wharf-s3/wharf/s3api"
 )
 
@@ -70,5 +74,55 @@ func TestRestoreBudgetThrottleLoggedInfo(t *testing.T) {
 	}
 	if l := lines[0]; l["level"] != "info" || !strings.Contains(fmt.Sprint(l["error"]), "restore budget") {
 		t.Errorf("the budget's 503 logged as %v; want level info, its error naming the restore budget", l)
+	}
+}
+
+// TestHeadMixedRestoreNeedsRestore: a file one of whose chunks is being
+// restored (restored outside wharf, or for another file sharing it) and
+// another of which nobody asked to restore needs a RestoreObject, and
+// HEAD and a listing with RestoreStatus say so as S3 says it of an object
+// never asked for: no x-amz-restore, no RestoreStatus (a client polling
+// for ongoing-request="false" would otherwise wait out the one restore
+// and only then learn that it must restore). After the RestoreObject,
+// which sends the missing chunks only, HEAD says ongoing. On the code
+// before, HEAD said ongoing-request="true" from the start.
+func TestHeadMixedRestoreNeedsRestore(t *testing.T) {
+	f := newSplitArchivedFixture(t)
+	ctx := context.Background()
+	if _, err := f.store.Restore(ctx, "src", f.chunks[0], backend.RestoreRequest{Days: 1, Tier: backend.RetrievalBulk}); err != nil {
+		t.Fatal(err)
+	}
+	c := noRetryClient(t, f.url)
+	head := func() string {
+		out, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(testBucket), Key: aws.String("big.bin")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.StorageClass != types.StorageClassGlacier {
+			t.Errorf("HEAD big.bin: class %q; want GLACIER", out.StorageClass)
+		}
+		return aws.ToString(out.Restore)
+	}
+	if r := head(); r != "" {
+		t.Errorf("HEAD of big.bin, chunk 1 of %d restoring, the others never asked: x-amz-restore %q; want none (a restore is needed)", len(f.chunks), r)
+	}
+	out, err := c.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(testBucket),
+		OptionalObjectAttributes: []types.OptionalObjectAttributes{types.OptionalObjectAttributesRestoreStatus}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range out.Contents {
+		if aws.ToString(o.Key) == "big.bin" && o.RestoreStatus != nil {
+			t.Errorf("listing: big.bin's RestoreStatus %+v; want none (a restore is needed)", *o.RestoreStatus)
+		}
+	}
+	if status, err := restoreStatus(t, c, "big.bin", 1, types.TierBulk); status != 202 {
+		t.Fatalf("restore: %d %v; want 202", status, err)
+	}
+	if n := len(f.g.Started()); n != len(f.chunks) {
+		t.Errorf("%d restores started in all; want one per chunk (%d)", n, len(f.chunks))
+	}
+	if r := head(); r != `ongoing-request="true"` {
+		t.Errorf("HEAD after the restore: x-amz-restore %q; want ongoing", r)
 	}
 }
