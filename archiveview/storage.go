@@ -206,14 +206,30 @@ const MaxFreshHeads = 32
 // cost a HEAD per archived chunk of a large file; restores and wharf
 // restore use FileStorage.
 func (a *Archive) FileStorageAtMost(ctx context.Context, f File, maxHeads int) (FileStorage, error) {
-	_, st, err := fileStorage(ctx, a, f, maxHeads)
+	st, _, err := a.FileStorageCounted(ctx, f, maxHeads)
 	return st, err
+}
+
+// FileStorageCounted is FileStorageAtMost also reporting how many stale
+// objects it refreshed (each a HEAD, unless another request's HEAD of it
+// was in flight or had just ended): what a caller charges to the client's
+// allowance of HEADs.
+func (a *Archive) FileStorageCounted(ctx context.Context, f File, maxHeads int) (FileStorage, int, error) {
+	var refreshed int
+	_, st, err := fileStorageCounting(ctx, a, f, maxHeads, &refreshed)
+	return st, refreshed, err
 }
 
 // fileStorage is FileStorage refreshing at most maxHeads stale objects
 // (< 0: all), also returning the archive whose chunk table holds f's
 // objects (a version's shadow).
 func fileStorage(ctx context.Context, a *Archive, f File, maxHeads int) (*Archive, FileStorage, error) {
+	return fileStorageCounting(ctx, a, f, maxHeads, nil)
+}
+
+// fileStorageCounting is fileStorage setting *refreshed (when not nil) to
+// the number of stale objects refreshed.
+func fileStorageCounting(ctx context.Context, a *Archive, f File, maxHeads int, refreshed *int) (*Archive, FileStorage, error) {
 	arc, cis, err := fileChunks(a, f)
 	if err != nil {
 		return nil, FileStorage{}, err
@@ -227,6 +243,9 @@ func fileStorage(ctx context.Context, a *Archive, f File, maxHeads int) (*Archiv
 		if storageStale(objs[i].ObjectClass) && (maxHeads < 0 || len(stale) < maxHeads) {
 			stale = append(stale, i)
 		}
+	}
+	if refreshed != nil {
+		*refreshed = len(stale)
 	}
 	if err := refreshStorage(ctx, cl, arc, cis, objs, stale); err != nil {
 		return nil, FileStorage{}, fmt.Errorf("archive %s: key %s: %w", a.name, f.Key, err)

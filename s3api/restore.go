@@ -305,20 +305,21 @@ func (s *server) entryStorage(req *request, a *archiveview.Archive, f archivevie
 
 // prepareStorage refreshes the restore states a listing page with
 // RestoreStatus needs, in parallel, before its entries are written: at
-// most archiveview.MaxFreshHeads HEADs per page, so that a reading key
-// paging such a listing over an archive of N archived chunks does not
-// cost N HEADs per --restore-status-ttl. Entries past the cap show the
-// state known already (the last listing or HEAD of their chunks), as S3
-// answers a listing from its own state; the next pages and listings
-// refresh the rest.
-func prepareStorage[E any](req *request, a *archiveview.Archive, entries []E, file func(E) (archiveview.File, bool)) {
+// most archiveview.MaxFreshHeads HEADs per page, out of the client's
+// allowance (restoreheads.go), so that a reading key paging such a
+// listing over an archive of N archived chunks does not cost N HEADs per
+// --restore-status-ttl. Entries past the cap show the state known already
+// (the last listing or HEAD of their chunks), as S3 answers a listing
+// from its own state; the next pages and listings refresh the rest.
+func prepareStorage[E any](s *server, req *request, a *archiveview.Archive, entries []E, file func(E) (archiveview.File, bool)) {
 	files := make([]archiveview.File, 0, len(entries))
 	for _, e := range entries {
 		if f, ok := file(e); ok {
 			files = append(files, f)
 		}
 	}
-	a.PrepareStorageAtMost(req.r.Context(), files, archiveview.MaxFreshHeads)
+	heads, spent := s.freshHeads(req)
+	spent(a.PrepareStorageAtMost(req.r.Context(), files, heads))
 }
 
 // restoreObject answers RestoreObject.

@@ -126,3 +126,42 @@ func TestHeadMixedRestoreNeedsRestore(t *testing.T) {
 		t.Errorf("HEAD after the restore: x-amz-restore %q; want ongoing", r)
 	}
 }
+
+// TestRestoreStatusHeadsPerClient: the backend HEADs that refresh restore
+// states for one client's HEADs and listings with RestoreStatus come out
+// of an allowance per client (a burst of s3api.StatusHeadsBurst, refilled
+// at s3api.StatusHeadsPerMinute), so a reading key sending request after
+// request cannot make the archive's every archived chunk be HEADed once
+// per --restore-status-ttl (a minute by default); past it the state known
+// already is answered (as for the chunks past a request's 32), and
+// another client has its own allowance. On the code before, only each
+// request was bounded (32 HEADs): 20 HEADs of a file over 48 archived
+// chunks cost 640 backend HEADs, and the restore budget, which charges
+// RestoreObjects only, did not bound them.
+func TestRestoreStatusHeadsPerClient(t *testing.T) {
+	f := newCostFixture(t, s3api.Config{MaxRestoreBytesPerKey: 1 << 30})
+	ctx := context.Background()
+	head := func(c *s3.Client) int64 {
+		before := f.store.stats.Load()
+		out, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(testBucket), Key: aws.String("big.bin")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.StorageClass != types.StorageClassGlacier {
+			t.Fatalf("HEAD big.bin: class %q; want GLACIER", out.StorageClass)
+		}
+		return f.store.stats.Load() - before
+	}
+	c := noRetryClient(t, f.url)
+	var total int64
+	for range 20 {
+		total += head(c)
+	}
+	// A few more than the burst: the allowance refills while the test runs.
+	if limit := int64(s3api.StatusHeadsBurst + 8); total > limit {
+		t.Fatalf("20 HEADs of a file over %d stale archived chunks made %d backend HEADs; want at most %d (the client's allowance)", f.chunks, total, limit)
+	}
+	if n := head(noRetryClientFor(t, f.url, otherAK)); n == 0 {
+		t.Errorf("another key's HEAD made no backend HEAD; want its own allowance")
+	}
+}

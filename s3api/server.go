@@ -49,6 +49,7 @@ import (
 	"github.com/wharf-s3/wharf/archiveview"
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
 	"github.com/wharf-s3/wharf/auth"
+	"github.com/wharf-s3/wharf/s3api/internal/tokenbucket"
 )
 
 // Authenticator authenticates a request. *auth.Verifier implements it.
@@ -155,8 +156,11 @@ type server struct {
 	limit   *keyLimiter
 	// restoreBudget is Config.MaxRestoreBytesPerKey (restorebudget.go).
 	restoreBudget *restoreBudget
-	bufs          sync.Pool
-	now           func() time.Time
+	// statusHeads is each client's allowance of backend HEADs refreshing
+	// restore states (restoreheads.go).
+	statusHeads *tokenbucket.Buckets
+	bufs        sync.Pool
+	now         func() time.Time
 	// The bucket and object Owner, built once: as a struct for the
 	// encoding/xml responses and as text for the hand-written listings.
 	owner    *owner
@@ -195,7 +199,7 @@ func New(cfg Config) http.Handler {
 	if err != nil {
 		panic("s3api: register metrics: " + err.Error())
 	}
-	s := &server{cfg: cfg, metrics: m, limit: lim, restoreBudget: rb, now: time.Now,
+	s := &server{cfg: cfg, metrics: m, limit: lim, restoreBudget: rb, statusHeads: newStatusHeads(), now: time.Now,
 		owner:    &owner{ID: cfg.OwnerID, DisplayName: cfg.OwnerName},
 		ownerXML: ownerElement(cfg.OwnerID, cfg.OwnerName)}
 	if cfg.Console != nil {

@@ -100,8 +100,25 @@ func (b *Buckets) Take(key string, n float64, now time.Time) (ok bool, wait time
 	return false, time.Duration(math.Ceil(periods * float64(b.every)))
 }
 
+// TakeAtMost takes from key's bucket at now as many whole tokens as it
+// holds, at most n, and returns how many it took (0 when it holds less
+// than one, or the key could not be tracked).
+func (b *Buckets) TakeAtMost(key string, n int, now time.Time) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.stateLocked(key, now)
+	if s == nil || n <= 0 || s.tokens < 1 {
+		return 0
+	}
+	k := min(n, int(math.Floor(s.tokens)))
+	s.tokens -= float64(k)
+	return k
+}
+
 // Give puts n tokens back into key's bucket at now (up to its capacity):
-// what a request took and did not use.
+// what a request took and did not use. A bucket it fills is forgotten, so
+// that a client taking and giving back all it took (a HEAD of a file
+// that needed no refresh) leaves nothing tracked.
 func (b *Buckets) Give(key string, n float64, now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -111,4 +128,7 @@ func (b *Buckets) Give(key string, n float64, now time.Time) {
 	}
 	s.tokens = math.Min(b.capacity, b.refilled(s, now)+n)
 	s.at = now
+	if s.tokens >= b.capacity {
+		delete(b.keys, key) // full: the same as untracked
+	}
 }

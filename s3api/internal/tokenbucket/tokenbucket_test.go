@@ -79,3 +79,44 @@ func TestBuckets(t *testing.T) {
 		})
 	}
 }
+
+// TestTakeAtMost: a share of what the bucket holds, in whole tokens.
+func TestTakeAtMost(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	b := New(10, 10, time.Minute, 1)
+	for i, tc := range []struct {
+		key  string
+		at   time.Duration
+		n    int
+		want int
+	}{
+		{"a", 0, 4, 4},
+		{"a", 0, 8, 6},
+		{"a", 0, 1, 0},
+		{"a", 9 * time.Second, 5, 1},  // 1.5 back
+		{"a", 12 * time.Second, 5, 1}, // 0.5 + 0.5
+		{"b", 0, 1, 0},                // untracked: a holds the one place
+		{"a", 0, 0, 0},
+	} {
+		if got := b.TakeAtMost(tc.key, tc.n, t0.Add(tc.at)); got != tc.want {
+			t.Fatalf("step %d: TakeAtMost(%s, %d) at +%v = %d; want %d", i, tc.key, tc.n, tc.at, got, tc.want)
+		}
+	}
+}
+
+// TestGiveForgetsFull: a bucket given back all it lacked is forgotten.
+func TestGiveForgetsFull(t *testing.T) {
+	now := time.Unix(1000, 0)
+	b := New(10, 1, time.Minute, 0)
+	if got := b.TakeAtMost("a", 4, now); got != 4 {
+		t.Fatalf("took %d; want 4", got)
+	}
+	b.Give("a", 3, now)
+	if len(b.keys) != 1 {
+		t.Fatalf("%d keys tracked with one not full; want 1", len(b.keys))
+	}
+	b.Give("a", 1, now)
+	if len(b.keys) != 0 {
+		t.Fatalf("%d keys tracked after the bucket filled; want 0", len(b.keys))
+	}
+}
