@@ -9,7 +9,9 @@
 // the key waits until it has refilled. A clock that goes back refills
 // nothing. The keys tracked may be bounded: a new key beyond the bound is
 // refused after forgetting the keys whose buckets have refilled (a full
-// bucket is the same as none).
+// bucket is the same as none); that walk over every key runs at most once
+// per token's refill time, so that a flood of new keys does not walk them
+// all per request.
 package tokenbucket
 
 import (
@@ -27,6 +29,9 @@ type Buckets struct {
 
 	mu   sync.Mutex
 	keys map[string]*state
+	// swept is when the keys were last swept for full buckets (at most
+	// once per token's refill time: each sweep walks every key).
+	swept time.Time
 }
 
 type state struct {
@@ -54,6 +59,11 @@ func (b *Buckets) refilled(s *state, now time.Time) float64 {
 	return math.Min(b.capacity, s.tokens+b.refill*float64(d)/float64(b.every))
 }
 
+// tokenTime is how long one token takes to refill.
+func (b *Buckets) tokenTime() time.Duration {
+	return time.Duration(float64(b.every) / b.refill)
+}
+
 // stateLocked returns key's bucket brought to now, making a full one for a
 // new key; nil when the key is new and maxKeys keys are tracked even after
 // forgetting the full ones (b.mu held).
@@ -61,6 +71,10 @@ func (b *Buckets) stateLocked(key string, now time.Time) *state {
 	s := b.keys[key]
 	if s == nil {
 		if b.maxKeys > 0 && len(b.keys) >= b.maxKeys {
+			if !b.swept.IsZero() && now.Sub(b.swept) < b.tokenTime() {
+				return nil // swept lately: new keys wait, not a walk each
+			}
+			b.swept = now
 			for k, o := range b.keys {
 				if b.refilled(o, now) >= b.capacity {
 					delete(b.keys, k)

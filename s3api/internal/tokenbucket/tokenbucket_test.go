@@ -120,3 +120,28 @@ func TestGiveForgetsFull(t *testing.T) {
 		t.Fatalf("%d keys tracked after the bucket filled; want 0", len(b.keys))
 	}
 }
+
+// TestSweepBounded: with the keys at their bound, the walk forgetting full
+// buckets runs at most once per token's refill time: a new key in
+// between is refused although a bucket has filled since, and let in
+// after. Before, every new key past the bound walked every key (a flood
+// of new clients made each request cost the whole map under the lock).
+func TestSweepBounded(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	b := New(1, 1, time.Second, 2)
+	for i, tc := range []struct {
+		key  string
+		at   time.Duration
+		want bool
+	}{
+		{"a", 0, true},
+		{"b", 500 * time.Millisecond, true},
+		{"c", 600 * time.Millisecond, false},  // walks: a and b not full
+		{"c", 1200 * time.Millisecond, false}, // a is full, but walked 0.6 s ago
+		{"c", 1600 * time.Millisecond, true},  // walks again: a forgotten
+	} {
+		if ok, _ := b.Take(tc.key, 1, t0.Add(tc.at)); ok != tc.want {
+			t.Fatalf("step %d: Take(%s) at +%v = %v; want %v", i, tc.key, tc.at, ok, tc.want)
+		}
+	}
+}
