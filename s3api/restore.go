@@ -38,6 +38,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/wharf-s3/wharf/archiveview"
 	"github.com/wharf-s3/wharf/backend"
@@ -370,20 +371,25 @@ func (s *server) restoreObject(req *request, a *archiveview.Archive) {
 		return
 	}
 	// --max-restore-bytes-per-key: charged before anything is sent, for
-	// the archived objects without a restore, refunded for those not sent.
-	var charged int64
+	// the archived objects without a restore that fit in the key's budget
+	// (in the file's order: the others wait for a later request),
+	// refunded for those not sent.
+	objs, charged := st.Objects, int64(0)
 	if s.restoreBudget.perHour > 0 {
-		charged = restoreNeed(st, s.now(), rr)
-		if ok, wait := s.restoreBudget.take(req.identity.AccessKey, charged, s.now()); !ok {
+		var (
+			ok   bool
+			wait time.Duration
+		)
+		if objs, charged, ok, wait = s.restoreBudget.takeFor(req.identity.AccessKey, st, s.now(), rr); !ok {
 			fail(&apiError{Code: errSlowDown,
 				Message: "Please reduce your request rate: this access key has used its restore budget for the hour.",
 				Cause: fmt.Errorf("restore budget: key %s has used its --max-restore-bytes-per-key %d for the hour; %d bytes more asked: %w",
-					req.identity.AccessKey, s.restoreBudget.perHour, charged, errClientThrottled),
+					req.identity.AccessKey, s.restoreBudget.perHour, restoreNeed(st, s.now(), rr), errClientThrottled),
 				Header: http.Header{"Retry-After": []string{retryAfterSeconds(wait)}}})
 			return
 		}
 	}
-	rep, err := a.RestoreObjects(ctx, st.Objects, rr)
+	rep, err := a.RestoreObjects(ctx, objs, rr)
 	if err != nil {
 		err = fmt.Errorf("archive %s: key %s: %w", a.Name(), f.Key, err)
 	}

@@ -165,3 +165,59 @@ func TestRestoreStatusHeadsPerClient(t *testing.T) {
 		t.Errorf("another key's HEAD made no backend HEAD; want its own allowance")
 	}
 }
+
+// TestRestoreBudgetFileLargerThanBudget: one restore of a file larger
+// than the key's whole budget spends at most the budget and one chunk: its
+// chunks are charged in the file's order while the budget holds (the first
+// also when it is larger than the whole budget, so that any file can be
+// restored); it answers 202 for those, HEAD shows no x-amz-restore while
+// chunks remain to be asked for, and the key's next restore is 503
+// SlowDown until its budget is back. On the code before, the budget let
+// through the whole file when it was full: big.bin's 48 chunks (6 MiB of
+// charge) against a budget of 1 MiB an hour, 6 times the budget in one
+// request, as a key with restore rights could restore a whole upload of
+// any size in one request once per refill.
+func TestRestoreBudgetFileLargerThanBudget(t *testing.T) {
+	f := newCostFixture(t, s3api.Config{MaxRestoreBytesPerKey: 1 << 20})
+	c := noRetryClient(t, f.url)
+	if status, err := restoreStatus(t, c, "big.bin", 1, types.TierBulk); status != 202 {
+		t.Fatalf("restore of a file larger than the budget, budget full: %d %v; want 202", status, err)
+	}
+	// Each chunk is charged 128 KiB (minRestoreCharge): 8 fit in 1 MiB.
+	if n := len(f.g.Started()); n != 8 {
+		t.Fatalf("one restore sent %d RestoreObjects for %d chunks against a budget of 8 chunks' charge; want 8", n, f.chunks)
+	}
+	out, err := c.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String(testBucket), Key: aws.String("big.bin")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := aws.ToString(out.Restore); r != "" {
+		t.Errorf("HEAD with chunks still to restore: x-amz-restore %q; want none", r)
+	}
+	if status, err := restoreStatus(t, c, "big.bin", 1, types.TierBulk); status != 503 || apiCode(err) != "SlowDown" {
+		t.Fatalf("second restore, budget spent: %d %v; want 503 SlowDown", status, err)
+	}
+	if n := len(f.g.Started()); n != 8 {
+		t.Errorf("the throttled restore sent %d RestoreObjects more", n-8)
+	}
+}
+
+// TestRestoreBudgetInProgressFree: a restore that sends nothing (every
+// chunk being restored) is 409 and costs the key nothing. Guard test (the
+// budget's rule before and after charging in the file's order).
+func TestRestoreBudgetInProgressFree(t *testing.T) {
+	f := newCostFixture(t, s3api.Config{MaxRestoreBytesPerKey: 8 << 20})
+	c := noRetryClient(t, f.url)
+	if status, err := restoreStatus(t, c, "big.bin", 1, types.TierBulk); status != 202 || len(f.g.Started()) != f.chunks {
+		t.Fatalf("restore within the budget: %d %v, %d sent; want 202, %d", status, err, len(f.g.Started()), f.chunks)
+	}
+	for range 3 {
+		if status, err := restoreStatus(t, c, "big.bin", 1, types.TierBulk); status != 409 {
+			t.Fatalf("repeated restore: %d %v; want 409 RestoreAlreadyInProgress", status, err)
+		}
+	}
+	// 6 MiB of 8 spent: other.bin's chunks fit only if the 409s cost nothing.
+	if status, err := restoreStatus(t, c, "other.bin", 1, types.TierBulk); status != 202 {
+		t.Fatalf("restore after the 409s: %d %v; want 202 (they cost nothing)", status, err)
+	}
+}

@@ -4,10 +4,13 @@ package s3api
 // objects one access key may ask wharf to restore per hour. Every
 // RestoreObject costs money (per request and per GB retrieved), and a key
 // with restore rights could otherwise restore a whole upload. A restore is
-// charged before any RestoreObject is sent, for every archived object of
-// the file that has no restore yet (each at least minRestoreCharge, so
-// that many small objects count by their requests too), and refunded for
-// those it then did not send; over the budget it is answered 503 SlowDown
+// charged before any RestoreObject is sent, for the archived objects of
+// the file that have no restore yet (each at least minRestoreCharge, so
+// that many small objects count by their requests too), in the file's
+// order while the budget holds them (a file larger than the budget is
+// restored over several requests, each spending at most the budget and
+// one object), and refunded for those it then did not send; when not even
+// the first fits it is answered 503 SlowDown
 // with Retry-After (when enough of the budget is back), as S3 answers a
 // throttle, and counted in wharf_restores_throttled_total.
 
@@ -56,16 +59,49 @@ func newRestoreBudget(perHour int64, reg prometheus.Registerer) (*restoreBudget,
 	return b, nil
 }
 
-// take charges need bytes to key at now. When the budget does not allow
-// it, ok is false and wait is how long until it does.
-func (b *restoreBudget) take(key string, need int64, now time.Time) (ok bool, wait time.Duration) {
-	if b.perHour <= 0 || need <= 0 {
-		return true, 0
+// takeFor charges key at now for restoring st's archived objects that
+// have no restore, in the file's order, while its budget holds them: the
+// first also when it is larger than what the bucket holds, if the bucket
+// is full (so that any object can be restored), none after the first
+// that does not fit. It returns the objects to restore (those charged and
+// those restored or being restored already, which send nothing) and the
+// charge. When none that needs a restore fits, ok is false and wait is how
+// long until the first does. A request that is not valid for one of the
+// objects, or needs nothing, is let through uncharged with every object
+// (the restore then refuses it, or sends nothing).
+func (b *restoreBudget) takeFor(key string, st archiveview.FileStorage, now time.Time, req backend.RestoreRequest) (objs []archiveview.StorageObject, charged int64, ok bool, wait time.Duration) {
+	if b.perHour <= 0 || restoreNeed(st, now, req) == 0 {
+		return st.Objects, 0, true, 0
 	}
-	if ok, wait = b.keys.Take(key, float64(need), now); !ok {
+	objs = make([]archiveview.StorageObject, 0, len(st.Objects))
+	stopped := false
+	for _, o := range st.Objects {
+		switch {
+		case !o.Archived():
+			continue
+		case o.Restore.Ongoing || o.Restore.Done(now):
+			objs = append(objs, o)
+			continue
+		case stopped:
+			continue
+		}
+		c := restoreCharge(o.Size)
+		took, w := b.keys.Take(key, float64(c), now)
+		if !took {
+			if charged == 0 {
+				wait = w
+			}
+			stopped = true
+			continue
+		}
+		charged += c
+		objs = append(objs, o)
+	}
+	if charged == 0 {
 		b.throttled.Inc()
+		return nil, 0, false, wait
 	}
-	return ok, wait
+	return objs, charged, true, 0
 }
 
 // give refunds n bytes charged to key (restores not sent after all).
