@@ -116,9 +116,9 @@ func (s *server) getObject(req *request, a *archiveview.Archive) {
 	// most archiveview.MaxFreshHeads HEADs of stale chunks per request,
 	// out of the client's allowance (restoreheads.go), the others as
 	// known already.
-	heads, spent := s.freshHeads(req)
+	heads := s.freshHeads(req)
 	st, sent, err := a.FileStorageCounted(r.Context(), f, heads)
-	spent(sent)
+	s.headsSpent(req, heads, sent)
 	if err != nil {
 		s.readFailed(req, a, r.Context(), err)
 		return

@@ -319,8 +319,8 @@ func prepareStorage[E any](s *server, req *request, a *archiveview.Archive, entr
 			files = append(files, f)
 		}
 	}
-	heads, spent := s.freshHeads(req)
-	spent(a.PrepareStorageAtMost(req.r.Context(), files, heads))
+	heads := s.freshHeads(req)
+	s.headsSpent(req, heads, a.PrepareStorageAtMost(req.r.Context(), files, heads))
 }
 
 // restoreObject answers RestoreObject.

@@ -37,14 +37,15 @@ func newStatusHeads() *tokenbucket.Buckets {
 }
 
 // freshHeads takes the HEADs req may send to refresh restore states: at
-// most archiveview.MaxFreshHeads, as many as its client has left. spent
-// gives back what the request did not use (sent is how many it sent).
-func (s *server) freshHeads(req *request) (n int, spent func(sent int)) {
-	client := limitKey(req.identity, req.r)
-	n = s.statusHeads.TakeAtMost(client, archiveview.MaxFreshHeads, s.now())
-	return n, func(sent int) {
-		if sent < n {
-			s.statusHeads.Give(client, float64(n-sent), s.now())
-		}
+// most archiveview.MaxFreshHeads, as many as its client has left.
+func (s *server) freshHeads(req *request) int {
+	return s.statusHeads.TakeAtMost(req.client, archiveview.MaxFreshHeads, s.now())
+}
+
+// headsSpent gives back to req's client what it took (took) and did not
+// send (sent).
+func (s *server) headsSpent(req *request, took, sent int) {
+	if sent < took {
+		s.statusHeads.Give(req.client, float64(took-sent), s.now())
 	}
 }

@@ -235,6 +235,8 @@ type request struct {
 	// abort is the cause (abortRead, abortClient) of a response aborted
 	// with http.ErrAbortHandler; "" = the client's side (or a panic).
 	abort string
+	// client is limitKey's client of the request, once authenticated.
+	client string
 }
 
 // ServeHTTP implements http.Handler.
@@ -356,6 +358,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// 6. Per-key concurrency limit (limits.go): over it, 503 SlowDown at
 	// once; the slot is held until the body has been streamed.
 	client := limitKey(id, r)
+	req.client = client
 	release, ok := s.limit.acquire(client)
 	if !ok {
 		s.writeError(req, &apiError{Code: errSlowDown, Bucket: req.bucket, Key: req.key,
