@@ -221,3 +221,22 @@ func TestRestoreBudgetInProgressFree(t *testing.T) {
 		t.Fatalf("restore after the 409s: %d %v; want 202 (they cost nothing)", status, err)
 	}
 }
+
+// TestRestoreBudgetChargesStoreSize: the budget charges an object by the
+// larger of the manifest's size and the store's (its listing or HEAD):
+// the store bills what it holds, and the manifest is an uploader's word.
+// Here the store holds each chunk 4 MiB larger than the manifest says,
+// against a budget of 1 MiB: one restore sends one RestoreObject (the
+// first, the budget being full). On the code before, each chunk was
+// charged by the manifest (128 KiB, the least), and 8 were sent: 32 MiB
+// of retrieval billed against a budget of 1.
+func TestRestoreBudgetChargesStoreSize(t *testing.T) {
+	f := newCostFixtureInflated(t, s3api.Config{MaxRestoreBytesPerKey: 1 << 20}, 4<<20)
+	c := noRetryClient(t, f.url)
+	if status, err := restoreStatus(t, c, "big.bin", 1, types.TierBulk); status != 202 {
+		t.Fatalf("restore: %d %v; want 202", status, err)
+	}
+	if n := len(f.g.Started()); n != 1 {
+		t.Fatalf("one restore sent %d RestoreObjects of 4 MiB chunks against a budget of 1 MiB; want 1", n)
+	}
+}

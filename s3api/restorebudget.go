@@ -33,6 +33,13 @@ const minRestoreCharge = 128 << 10
 // restoreCharge is what restoring an object of size bytes is charged.
 func restoreCharge(size int64) int64 { return max(size, minRestoreCharge) }
 
+// objectCharge is what restoring o is charged: by the larger of the
+// manifest's size and the store's (its listing or HEAD), since the store
+// bills what it holds and the manifest is the uploader's word.
+func objectCharge(o archiveview.StorageObject) int64 {
+	return restoreCharge(max(o.Size, o.ObjectClass.Size))
+}
+
 // restoreBudget is a token bucket of bytes per access key
 // (tokenbucket): full at perHour, refilled at perHour per hour. A restore
 // is let through when the bucket holds its charge or is full (so a file
@@ -85,7 +92,7 @@ func (b *restoreBudget) takeFor(key string, st archiveview.FileStorage, now time
 		case stopped:
 			continue
 		}
-		c := restoreCharge(o.Size)
+		c := objectCharge(o)
 		took, w := b.keys.Take(key, float64(c), now)
 		if !took {
 			if charged == 0 {
@@ -126,7 +133,7 @@ func restoreNeed(st archiveview.FileStorage, now time.Time, req backend.RestoreR
 			return 0
 		}
 		if !o.Restore.Ongoing && !o.Restore.Done(now) {
-			need += restoreCharge(o.Size)
+			need += objectCharge(o)
 		}
 	}
 	return need
@@ -138,7 +145,7 @@ func restoreSentCharge(rep archiveview.RestoreReport) int64 {
 	var n int64
 	for _, o := range rep.Objects {
 		if o.Sent {
-			n += restoreCharge(o.Size)
+			n += objectCharge(o.StorageObject)
 		}
 	}
 	return n

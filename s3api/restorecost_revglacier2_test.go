@@ -29,14 +29,30 @@ import (
 )
 
 // statCountStore counts the HEADs (Stat) sent to the Glacier model.
+// inflate is added to every size it reports (a store holding larger
+// objects than the manifest says).
 type statCountStore struct {
 	*faults.GlacierStore
-	stats atomic.Int64
+	stats   atomic.Int64
+	inflate int64
 }
 
 func (s *statCountStore) Stat(ctx context.Context, bucket, key string) (backend.ObjectInfo, error) {
 	s.stats.Add(1)
-	return s.GlacierStore.Stat(ctx, bucket, key)
+	oi, err := s.GlacierStore.Stat(ctx, bucket, key)
+	if err == nil && s.inflate > 0 {
+		oi.Size += s.inflate
+	}
+	return oi, err
+}
+
+func (s *statCountStore) List(ctx context.Context, bucket, prefix string, fn func(backend.ObjectInfo) error) error {
+	return s.GlacierStore.List(ctx, bucket, prefix, func(oi backend.ObjectInfo) error {
+		if s.inflate > 0 {
+			oi.Size += s.inflate
+		}
+		return fn(oi)
+	})
 }
 
 // otherAK is a second access key of the cost fixture.
@@ -56,6 +72,13 @@ type costFixture struct {
 }
 
 func newCostFixture(t *testing.T, cfg s3api.Config) *costFixture {
+	t.Helper()
+	return newCostFixtureInflated(t, cfg, 0)
+}
+
+// newCostFixtureInflated is newCostFixture over a store reporting every
+// object inflate bytes larger than the manifest says.
+func newCostFixtureInflated(t *testing.T, cfg s3api.Config, inflate int64) *costFixture {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -78,7 +101,7 @@ func newCostFixture(t *testing.T, cfg s3api.Config) *costFixture {
 	if len(seen) < 40 {
 		t.Fatalf("test setup: big.bin lies in %d chunks, want 40 or more", len(seen))
 	}
-	store := &statCountStore{GlacierStore: g.Store(backend.NewFileStore(dir))}
+	store := &statCountStore{GlacierStore: g.Store(backend.NewFileStore(dir)), inflate: inflate}
 	a, err := archiveview.Open(ctx, store, "src", res.ManifestKey,
 		archiveview.Options{Name: testBucket, StorageClasses: true, RestoreTTL: time.Nanosecond})
 	if err != nil {
