@@ -461,9 +461,12 @@ func (s *server) logRestore(req *request, f archiveview.File, versionID string, 
 	var started, startedBytes int64
 	unlisted := 0
 	for _, o := range rep.Objects {
+		// The stored size as the budget counts it (the store's, when
+		// larger than the manifest's).
+		size := max(o.Size, o.ObjectClass.Size)
 		if o.Sent && o.Result == backend.RestoreStarted {
 			started++
-			startedBytes += o.Size
+			startedBytes += size
 		}
 		if !o.Sent && len(objs) >= maxLoggedRestoreObjects {
 			unlisted++
@@ -473,7 +476,7 @@ func (s *server) logRestore(req *request, f archiveview.File, versionID string, 
 		if o.Result == 0 {
 			result = "failed"
 		}
-		objs = append(objs, obj{Key: o.Key, Size: o.Size, Class: o.Class, Sent: o.Sent, Result: result})
+		objs = append(objs, obj{Key: o.Key, Size: size, Class: o.Class, Sent: o.Sent, Result: result})
 	}
 	s.metrics.restored(tier, started, startedBytes)
 	result := rep.Result.String()

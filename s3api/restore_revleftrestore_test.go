@@ -240,3 +240,22 @@ func TestRestoreBudgetChargesStoreSize(t *testing.T) {
 		t.Fatalf("one restore sent %d RestoreObjects of 4 MiB chunks against a budget of 1 MiB; want 1", n)
 	}
 }
+
+// TestRestoreBytesStoreSize: wharf_restore_bytes_total and the restore's
+// log line count an object's stored bytes by the larger of the manifest's
+// size and the store's, as the budget charges it. On the code before they
+// counted the manifest's, so a manifest understating its chunks hid what
+// the store bills.
+func TestRestoreBytesStoreSize(t *testing.T) {
+	f := newCostFixtureInflated(t, s3api.Config{}, 4<<20)
+	c := noRetryClient(t, f.url)
+	if status, err := restoreStatus(t, c, "big.bin", 1, types.TierBulk); status != 202 {
+		t.Fatalf("restore: %d %v; want 202", status, err)
+	}
+	if v := counterValue(t, f.reg, "wharf_restore_bytes_total", "Bulk"); v < float64(f.chunks)*(4<<20) {
+		t.Errorf("wharf_restore_bytes_total = %v for %d chunks of over 4 MiB in the store", v, f.chunks)
+	}
+	if !strings.Contains(f.logs.String(), `"size":419`) {
+		t.Errorf("the restore's log line does not give the stored size (4 MiB and more) of its objects:\n%.600s", f.logs.String())
+	}
+}
