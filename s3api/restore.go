@@ -374,13 +374,13 @@ func (s *server) restoreObject(req *request, a *archiveview.Archive) {
 	// the archived objects without a restore that fit in the key's budget
 	// (in the file's order: the others wait for a later request),
 	// refunded for those not sent.
-	objs, charged := st.Objects, int64(0)
+	objs, charged, left := st.Objects, int64(0), 0
 	if s.restoreBudget.perHour > 0 {
 		var (
 			ok   bool
 			wait time.Duration
 		)
-		if objs, charged, ok, wait = s.restoreBudget.takeFor(req.identity.AccessKey, st, s.now(), rr); !ok {
+		if objs, charged, left, ok, wait = s.restoreBudget.takeFor(req.identity.AccessKey, st, s.now(), rr); !ok {
 			fail(&apiError{Code: errSlowDown,
 				Message: "Please reduce your request rate: this access key has used its restore budget for the hour.",
 				Cause: fmt.Errorf("restore budget: key %s has used its --max-restore-bytes-per-key %d for the hour; %d bytes more asked: %w",
@@ -411,7 +411,7 @@ func (s *server) restoreObject(req *request, a *archiveview.Archive) {
 		if len(rep.Objects) > 0 {
 			// Restores that started before the failure cost money:
 			// logged and counted like any.
-			s.logRestore(req, f, versionID, rr, rep, err)
+			s.logRestore(req, f, versionID, rr, rep, left, err)
 		}
 		if errors.Is(err, backend.ErrExpeditedUnavailable) && ctx.Err() == nil {
 			// S3's own answer: the client should use another tier.
@@ -421,7 +421,7 @@ func (s *server) restoreObject(req *request, a *archiveview.Archive) {
 		s.readFailed(req, a, ctx, err)
 		return
 	}
-	s.logRestore(req, f, versionID, rr, rep, nil)
+	s.logRestore(req, f, versionID, rr, rep, left, nil)
 	switch rep.Result {
 	case backend.RestoreStarted:
 		s.writeBody(req, http.StatusAccepted, "application/xml", nil)
@@ -444,8 +444,10 @@ const maxLoggedRestoreObjects = 16
 // maxLoggedRestoreObjects), their sizes and the requesting key, and counts the restores it
 // started. A
 // restore that failed part way (err) is logged with the error, result
-// "failed", and the object whose request failed as "failed".
-func (s *server) logRestore(req *request, f archiveview.File, versionID string, rr backend.RestoreRequest, rep archiveview.RestoreReport, failed error) {
+// "failed", and the object whose request failed as "failed". left is how
+// many archived objects the restore budget left for a later request
+// (objects_left_for_budget, when any: the 202 cannot say it).
+func (s *server) logRestore(req *request, f archiveview.File, versionID string, rr backend.RestoreRequest, rep archiveview.RestoreReport, left int, failed error) {
 	tier := rr.Tier
 	if tier == "" {
 		tier = backend.RetrievalStandard
@@ -489,6 +491,9 @@ func (s *server) logRestore(req *request, f archiveview.File, versionID string, 
 		Str("access_key", req.identity.AccessKey).Str("tier", tier).Int("days", rr.Days).
 		Str("result", result).Int64("restores_started", started).Int64("bytes_started", startedBytes).
 		Interface("objects", objs).Int("objects_unlisted", unlisted)
+	if left > 0 {
+		ev = ev.Int("objects_left_for_budget", left)
+	}
 	if versionID != "" {
 		ev = ev.Str("version_id", versionID)
 	}

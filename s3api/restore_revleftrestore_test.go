@@ -259,3 +259,28 @@ func TestRestoreBytesStoreSize(t *testing.T) {
 		t.Errorf("the restore's log line does not give the stored size (4 MiB and more) of its objects:\n%.600s", f.logs.String())
 	}
 }
+
+// TestRestoreBudgetLeftLogged: a restore the budget cut short says so in
+// its log line (objects_left_for_budget: the archived objects it did not
+// ask for), since its 202 cannot: the operator sees why a file is still
+// not restored. On the code before, the line listed what was sent only.
+func TestRestoreBudgetLeftLogged(t *testing.T) {
+	f := newCostFixture(t, s3api.Config{MaxRestoreBytesPerKey: 1 << 20})
+	c := noRetryClient(t, f.url)
+	if status, err := restoreStatus(t, c, "big.bin", 1, types.TierBulk); status != 202 {
+		t.Fatalf("restore: %d %v; want 202", status, err)
+	}
+	var line map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(f.logs.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err == nil && m["message"] == "restore" {
+			line = m
+		}
+	}
+	if line == nil {
+		t.Fatalf("no restore line in:\n%s", f.logs.String())
+	}
+	if got, want := line["objects_left_for_budget"], float64(f.chunks-8); got != want {
+		t.Errorf("restore line: objects_left_for_budget %v; want %v (of %d chunks, 8 fit the budget)", got, want, f.chunks)
+	}
+}

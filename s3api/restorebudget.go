@@ -72,13 +72,14 @@ func newRestoreBudget(perHour int64, reg prometheus.Registerer) (*restoreBudget,
 // is full (so that any object can be restored), none after the first
 // that does not fit. It returns the objects to restore (those charged and
 // those restored or being restored already, which send nothing) and the
-// charge. When none that needs a restore fits, ok is false and wait is how
-// long until the first does. A request that is not valid for one of the
+// charge, and how many that need a restore it left for a later request.
+// When none that needs a restore fits, ok is false and wait is how long
+// until the first does. A request that is not valid for one of the
 // objects, or needs nothing, is let through uncharged with every object
 // (the restore then refuses it, or sends nothing).
-func (b *restoreBudget) takeFor(key string, st archiveview.FileStorage, now time.Time, req backend.RestoreRequest) (objs []archiveview.StorageObject, charged int64, ok bool, wait time.Duration) {
+func (b *restoreBudget) takeFor(key string, st archiveview.FileStorage, now time.Time, req backend.RestoreRequest) (objs []archiveview.StorageObject, charged int64, left int, ok bool, wait time.Duration) {
 	if b.perHour <= 0 || restoreNeed(st, now, req) == 0 {
-		return st.Objects, 0, true, 0
+		return st.Objects, 0, 0, true, 0
 	}
 	objs = make([]archiveview.StorageObject, 0, len(st.Objects))
 	stopped := false
@@ -90,6 +91,7 @@ func (b *restoreBudget) takeFor(key string, st archiveview.FileStorage, now time
 			objs = append(objs, o)
 			continue
 		case stopped:
+			left++
 			continue
 		}
 		c := objectCharge(o)
@@ -99,6 +101,7 @@ func (b *restoreBudget) takeFor(key string, st archiveview.FileStorage, now time
 				wait = w
 			}
 			stopped = true
+			left++
 			continue
 		}
 		charged += c
@@ -106,9 +109,9 @@ func (b *restoreBudget) takeFor(key string, st archiveview.FileStorage, now time
 	}
 	if charged == 0 {
 		b.throttled.Inc()
-		return nil, 0, false, wait
+		return nil, 0, left, false, wait
 	}
-	return objs, charged, true, 0
+	return objs, charged, left, true, 0
 }
 
 // give refunds n bytes charged to key (restores not sent after all).
