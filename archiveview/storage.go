@@ -7,10 +7,11 @@ package archiveview
 //
 //   - a file's storage class: the coldest among the objects holding its
 //     bytes (backend.Coldness), STANDARD when nothing else is known;
-//   - a file's restore state, aggregated: a restore is "ongoing" while any
-//     of its archived objects is being restored, "done" with the earliest
-//     expiry once every archived object is restored, and absent otherwise
-//     (no archived object, or one that nobody asked to restore);
+//   - a file's restore state, aggregated as what a RestoreObject of the
+//     file would answer: absent while any archived object has no restore
+//     (nobody asked, or its copy expired: a restore is needed, 202), else
+//     "ongoing" while any is being restored (409), else "done" with the
+//     earliest expiry (200); absent too with no archived object;
 //   - restores: RestoreObject to each object holding the file's bytes that
 //     needs a restore and has none, once each (chunkio.Classes.Restore);
 //   - reads: Open refuses a range whose bytes lie in an object that cannot
@@ -205,14 +206,30 @@ const MaxFreshHeads = 32
 // cost a HEAD per archived chunk of a large file; restores and wharf
 // restore use FileStorage.
 func (a *Archive) FileStorageAtMost(ctx context.Context, f File, maxHeads int) (FileStorage, error) {
-	_, st, err := fileStorage(ctx, a, f, maxHeads)
+	st, _, err := a.FileStorageCounted(ctx, f, maxHeads)
 	return st, err
+}
+
+// FileStorageCounted is FileStorageAtMost also reporting how many stale
+// objects it refreshed (each a HEAD, unless another request's HEAD of it
+// was in flight or had just ended): what a caller charges to the client's
+// allowance of HEADs.
+func (a *Archive) FileStorageCounted(ctx context.Context, f File, maxHeads int) (FileStorage, int, error) {
+	var refreshed int
+	_, st, err := fileStorageCounting(ctx, a, f, maxHeads, &refreshed)
+	return st, refreshed, err
 }
 
 // fileStorage is FileStorage refreshing at most maxHeads stale objects
 // (< 0: all), also returning the archive whose chunk table holds f's
 // objects (a version's shadow).
 func fileStorage(ctx context.Context, a *Archive, f File, maxHeads int) (*Archive, FileStorage, error) {
+	return fileStorageCounting(ctx, a, f, maxHeads, nil)
+}
+
+// fileStorageCounting is fileStorage setting *refreshed (when not nil) to
+// the number of stale objects refreshed.
+func fileStorageCounting(ctx context.Context, a *Archive, f File, maxHeads int, refreshed *int) (*Archive, FileStorage, error) {
 	arc, cis, err := fileChunks(a, f)
 	if err != nil {
 		return nil, FileStorage{}, err
@@ -226,6 +243,9 @@ func fileStorage(ctx context.Context, a *Archive, f File, maxHeads int) (*Archiv
 		if storageStale(objs[i].ObjectClass) && (maxHeads < 0 || len(stale) < maxHeads) {
 			stale = append(stale, i)
 		}
+	}
+	if refreshed != nil {
+		*refreshed = len(stale)
 	}
 	if err := refreshStorage(ctx, cl, arc, cis, objs, stale); err != nil {
 		return nil, FileStorage{}, fmt.Errorf("archive %s: key %s: %w", a.name, f.Key, err)
@@ -399,6 +419,11 @@ func summarize(objs []StorageObject, now time.Time) FileStorage {
 	}
 	fs.Archived = archived > 0
 	switch {
+	case ongoing+done < archived:
+		// Some object still needs a restore: shown as never asked, as S3
+		// shows an object nobody restored, so that a client restores now
+		// rather than waiting out the restores running and only then
+		// finding a restore is needed.
 	case ongoing > 0:
 		fs.Restore = backend.RestoreStatus{Requested: true, Ongoing: true}
 	case archived > 0 && done == archived:

@@ -382,7 +382,15 @@ func (s *S3Store) Get(ctx context.Context, bucket, key string) (io.ReadCloser, O
 
 // Stat implements Store.
 func (s *S3Store) Stat(ctx context.Context, bucket, key string) (ObjectInfo, error) {
-	out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+	in := &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)}
+	out, err := s.client.HeadObject(ctx, in)
+	if _, skewed := forbiddenSkew(err); skewed {
+		// A HEAD refused for a skewed clock: the SDK, which retries a
+		// GET's RequestTimeTooSkewed with its clock corrected from the
+		// response's Date, cannot tell a HEAD's (no body, no code), but it
+		// has corrected its clock (when it trusted that Date). Once more.
+		out, err = s.client.HeadObject(ctx, in)
+	}
 	if err != nil {
 		return ObjectInfo{}, &Error{Op: "stat", Bucket: bucket, Key: key, Err: classifyS3Err(err)}
 	}
@@ -674,6 +682,33 @@ var s3Codes = map[string]s3Code{
 		hint: "this server's clock and the store's differ by more than the store allows (15 minutes on AWS): check both clocks (NTP)"},
 }
 
+// maxSignedSkew is how far S3 lets a request's signing time be from its
+// own clock before it refuses it (RequestTimeTooSkewed).
+const maxSignedSkew = 15 * time.Minute
+
+// forbiddenSkew reports, for err a 403 response, how far the store's clock
+// (the response's Date) was from the request's signing time (its
+// X-Amz-Date), when that is more than S3 allows: the store's
+// RequestTimeTooSkewed when the answer is a HEAD's, whose 403 has no body
+// to name the code (the SDK calls it "Forbidden").
+func forbiddenSkew(err error) (time.Duration, bool) {
+	var re *smithyhttp.ResponseError
+	if err == nil || !errors.As(err, &re) || re.Response == nil || re.Response.Response == nil ||
+		re.HTTPStatusCode() != http.StatusForbidden || re.Response.Request == nil {
+		return 0, false
+	}
+	served, err1 := http.ParseTime(re.Response.Header.Get("Date"))
+	signed, err2 := time.Parse("20060102T150405Z", re.Response.Request.Header.Get("X-Amz-Date"))
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	d := served.Sub(signed)
+	if d <= maxSignedSkew && d >= -maxSignedSkew {
+		return 0, false
+	}
+	return d, true
+}
+
 // s3RestoreCodes are the codes whose meaning differs for RestoreObject; the
 // rest are read in s3Codes. RestoreAlreadyInProgress is no error (S3Store.
 // Restore answers RestoreInProgress before asking this table).
@@ -703,7 +738,9 @@ func classifyS3Err(err error) error { return classifyS3ErrIn(err, nil) }
 // with the codes of extra (an operation's own meanings) tried before
 // s3Codes:
 //
-//  1. a context error is returned as is;
+//  1. a context error is returned as is; a 403 without a code of its own
+//     (a HEAD's) whose Date is more than 15 minutes from the request's
+//     signing time is RequestTimeTooSkewed (forbiddenSkew);
 //  2. an InvalidObjectState on a read is an *ArchivedError;
 //  3. an S3 error code in extra or s3Codes is its sentinel;
 //  4. an error response without a code (UnknownError) is judged by its
@@ -727,7 +764,14 @@ func classifyS3ErrIn(err error, extra map[string]s3Code) error {
 		status = re.HTTPStatusCode()
 	}
 	var ae smithy.APIError
-	if errors.As(err, &ae) && ae.ErrorCode() != "" && ae.ErrorCode() != noCode {
+	hasCode := errors.As(err, &ae) && ae.ErrorCode() != "" && ae.ErrorCode() != noCode
+	if d, ok := forbiddenSkew(err); ok && (!hasCode || ae.ErrorCode() == "Forbidden") {
+		// A HEAD's RequestTimeTooSkewed: told by the clocks, not a code.
+		rule := s3Codes["RequestTimeTooSkewed"]
+		text := fmt.Sprintf("RequestTimeTooSkewed: a 403 without a code, the store's Date %s from the request's signing time (%s)", d, rule.hint)
+		return &causeError{kind: rule.kind, also: rule.also, text: withAttempts(err, text), cause: err}
+	}
+	if hasCode {
 		code, msg := ae.ErrorCode(), ae.ErrorMessage()
 		if code == "InvalidObjectState" && extra == nil {
 			// A GET of an archived object: never a generic failure.

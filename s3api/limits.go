@@ -15,6 +15,7 @@ package s3api
 //     request are never parsed as another request.
 
 import (
+	"errors"
 	"net"
 	"net/http"
 	"net/netip"
@@ -24,6 +25,13 @@ import (
 
 	"github.com/wharf-s3/wharf/auth"
 )
+
+// errClientThrottled is wrapped by the cause of every refusal the
+// client's own rate caused: 503 SlowDown over --max-inflight-per-key or
+// over its key's restore budget (restorebudget.go). The access line (finish)
+// logs such a request at info, not as wharf's failure, so that one client
+// asking again and again cannot flood the warnings.
+var errClientThrottled = errors.New("throttled for the client's own rate")
 
 // keyLimiter admits at most max concurrent requests per limit key. Its map
 // holds only keys with requests in flight, so it is bounded by the number of

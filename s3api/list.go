@@ -136,7 +136,7 @@ func (s *server) listObjects(req *request, a *archiveview.Archive, v2 bool) {
 	}
 	w.common(lq, res.Truncated)
 	if lq.restoreStatus {
-		prepareStorage(req, a, res.Entries, func(e archiveview.ListEntry) (archiveview.File, bool) { return e.File, e.Prefix == "" })
+		prepareStorage(s, req, a, res.Entries, func(e archiveview.ListEntry) (archiveview.File, bool) { return e.File, e.Prefix == "" })
 	}
 	for _, e := range res.Entries {
 		if e.Prefix != "" {

@@ -114,8 +114,11 @@ func (s *server) getObject(req *request, a *archiveview.Archive) {
 	// The storage of the objects holding the file's bytes (restore.go):
 	// its coldest class, and the restore state when it is archived: at
 	// most archiveview.MaxFreshHeads HEADs of stale chunks per request,
-	// the others as known already.
-	st, err := a.FileStorageAtMost(r.Context(), f, archiveview.MaxFreshHeads)
+	// out of the client's allowance (restoreheads.go), the others as
+	// known already.
+	heads := s.freshHeads(req)
+	st, sent, err := a.FileStorageCounted(r.Context(), f, heads)
+	s.headsSpent(req, heads, sent)
 	if err != nil {
 		s.readFailed(req, a, r.Context(), err)
 		return

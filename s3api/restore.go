@@ -11,7 +11,8 @@ package s3api
 // every integrity header the client sent (x-amz-content-sha256,
 // Content-MD5, x-amz-checksum-*), and parsed strictly. The file's backend
 // objects that need a restore get one RestoreObject each
-// (archiveview.Archive.Restore); the answer is S3's: 202 when a restore
+// (archiveview.Archive.RestoreObjects, over the file's storage worked out
+// once); the answer is S3's: 202 when a restore
 // started, 200 when every object is already restored, 409
 // RestoreAlreadyInProgress, 403 InvalidObjectState for a file that is not
 // archived; 503 GlacierExpeditedRetrievalNotAvailable when the store has no
@@ -37,6 +38,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/wharf-s3/wharf/archiveview"
 	"github.com/wharf-s3/wharf/backend"
@@ -304,20 +306,21 @@ func (s *server) entryStorage(req *request, a *archiveview.Archive, f archivevie
 
 // prepareStorage refreshes the restore states a listing page with
 // RestoreStatus needs, in parallel, before its entries are written: at
-// most archiveview.MaxFreshHeads HEADs per page, so that a reading key
-// paging such a listing over an archive of N archived chunks does not
-// cost N HEADs per --restore-status-ttl. Entries past the cap show the
-// state known already (the last listing or HEAD of their chunks), as S3
-// answers a listing from its own state; the next pages and listings
-// refresh the rest.
-func prepareStorage[E any](req *request, a *archiveview.Archive, entries []E, file func(E) (archiveview.File, bool)) {
+// most archiveview.MaxFreshHeads HEADs per page, out of the client's
+// allowance (restoreheads.go), so that a reading key paging such a
+// listing over an archive of N archived chunks does not cost N HEADs per
+// --restore-status-ttl. Entries past the cap show the state known already
+// (the last listing or HEAD of their chunks), as S3 answers a listing
+// from its own state; the next pages and listings refresh the rest.
+func prepareStorage[E any](s *server, req *request, a *archiveview.Archive, entries []E, file func(E) (archiveview.File, bool)) {
 	files := make([]archiveview.File, 0, len(entries))
 	for _, e := range entries {
 		if f, ok := file(e); ok {
 			files = append(files, f)
 		}
 	}
-	a.PrepareStorageAtMost(req.r.Context(), files, archiveview.MaxFreshHeads)
+	heads := s.freshHeads(req)
+	s.headsSpent(req, heads, a.PrepareStorageAtMost(req.r.Context(), files, heads))
 }
 
 // restoreObject answers RestoreObject.
@@ -359,26 +362,37 @@ func (s *server) restoreObject(req *request, a *archiveview.Archive) {
 		return
 	}
 	ctx := req.r.Context()
+	// The file's storage, worked out once: the budget's charge and the
+	// restore both read it (each object's decision is taken again under
+	// its own turn, chunkio.Classes.Restore).
+	st, err := a.FileStorage(ctx, f)
+	if err != nil {
+		s.readFailed(req, a, ctx, err)
+		return
+	}
 	// --max-restore-bytes-per-key: charged before anything is sent, for
-	// the archived objects without a restore (the storage refreshed here
-	// is fresh for Restore's own look), refunded for those not sent.
-	var charged int64
+	// the archived objects without a restore that fit in the key's budget
+	// (in the file's order: the others wait for a later request),
+	// refunded for those not sent.
+	objs, charged, left := st.Objects, int64(0), 0
 	if s.restoreBudget.perHour > 0 {
-		st, err := a.FileStorage(ctx, f)
-		if err != nil {
-			s.readFailed(req, a, ctx, err)
-			return
-		}
-		charged = restoreNeed(st, s.now(), rr)
-		if ok, wait := s.restoreBudget.take(req.identity.AccessKey, charged, s.now()); !ok {
+		var (
+			ok   bool
+			wait time.Duration
+		)
+		if objs, charged, left, ok, wait = s.restoreBudget.takeFor(req.identity.AccessKey, st, s.now(), rr); !ok {
 			fail(&apiError{Code: errSlowDown,
 				Message: "Please reduce your request rate: this access key has used its restore budget for the hour.",
-				Cause:   fmt.Errorf("restore budget: key %s has used its --max-restore-bytes-per-key %d for the hour; %d bytes more asked", req.identity.AccessKey, s.restoreBudget.perHour, charged),
-				Header:  http.Header{"Retry-After": []string{retryAfterSeconds(wait)}}})
+				Cause: fmt.Errorf("restore budget: key %s has used its --max-restore-bytes-per-key %d for the hour; %d bytes more asked: %w",
+					req.identity.AccessKey, s.restoreBudget.perHour, restoreNeed(st, s.now(), rr), errClientThrottled),
+				Header: http.Header{"Retry-After": []string{retryAfterSeconds(wait)}}})
 			return
 		}
 	}
-	rep, err := a.Restore(ctx, f, rr)
+	rep, err := a.RestoreObjects(ctx, objs, rr)
+	if err != nil {
+		err = fmt.Errorf("archive %s: key %s: %w", a.Name(), f.Key, err)
+	}
 	if charged > 0 {
 		s.restoreBudget.give(req.identity.AccessKey, charged-restoreSentCharge(rep), s.now())
 	}
@@ -397,7 +411,7 @@ func (s *server) restoreObject(req *request, a *archiveview.Archive) {
 		if len(rep.Objects) > 0 {
 			// Restores that started before the failure cost money:
 			// logged and counted like any.
-			s.logRestore(req, f, versionID, rr, rep, err)
+			s.logRestore(req, f, versionID, rr, rep, left, err)
 		}
 		if errors.Is(err, backend.ErrExpeditedUnavailable) && ctx.Err() == nil {
 			// S3's own answer: the client should use another tier.
@@ -407,7 +421,7 @@ func (s *server) restoreObject(req *request, a *archiveview.Archive) {
 		s.readFailed(req, a, ctx, err)
 		return
 	}
-	s.logRestore(req, f, versionID, rr, rep, nil)
+	s.logRestore(req, f, versionID, rr, rep, left, nil)
 	switch rep.Result {
 	case backend.RestoreStarted:
 		s.writeBody(req, http.StatusAccepted, "application/xml", nil)
@@ -430,8 +444,10 @@ const maxLoggedRestoreObjects = 16
 // maxLoggedRestoreObjects), their sizes and the requesting key, and counts the restores it
 // started. A
 // restore that failed part way (err) is logged with the error, result
-// "failed", and the object whose request failed as "failed".
-func (s *server) logRestore(req *request, f archiveview.File, versionID string, rr backend.RestoreRequest, rep archiveview.RestoreReport, failed error) {
+// "failed", and the object whose request failed as "failed". left is how
+// many archived objects the restore budget left for a later request
+// (objects_left_for_budget, when any: the 202 cannot say it).
+func (s *server) logRestore(req *request, f archiveview.File, versionID string, rr backend.RestoreRequest, rep archiveview.RestoreReport, left int, failed error) {
 	tier := rr.Tier
 	if tier == "" {
 		tier = backend.RetrievalStandard
@@ -447,9 +463,12 @@ func (s *server) logRestore(req *request, f archiveview.File, versionID string, 
 	var started, startedBytes int64
 	unlisted := 0
 	for _, o := range rep.Objects {
+		// The stored size as the budget counts it (the store's, when
+		// larger than the manifest's).
+		size := max(o.Size, o.ObjectClass.Size)
 		if o.Sent && o.Result == backend.RestoreStarted {
 			started++
-			startedBytes += o.Size
+			startedBytes += size
 		}
 		if !o.Sent && len(objs) >= maxLoggedRestoreObjects {
 			unlisted++
@@ -459,7 +478,7 @@ func (s *server) logRestore(req *request, f archiveview.File, versionID string, 
 		if o.Result == 0 {
 			result = "failed"
 		}
-		objs = append(objs, obj{Key: o.Key, Size: o.Size, Class: o.Class, Sent: o.Sent, Result: result})
+		objs = append(objs, obj{Key: o.Key, Size: size, Class: o.Class, Sent: o.Sent, Result: result})
 	}
 	s.metrics.restored(tier, started, startedBytes)
 	result := rep.Result.String()
@@ -472,6 +491,9 @@ func (s *server) logRestore(req *request, f archiveview.File, versionID string, 
 		Str("access_key", req.identity.AccessKey).Str("tier", tier).Int("days", rr.Days).
 		Str("result", result).Int64("restores_started", started).Int64("bytes_started", startedBytes).
 		Interface("objects", objs).Int("objects_unlisted", unlisted)
+	if left > 0 {
+		ev = ev.Int("objects_left_for_budget", left)
+	}
 	if versionID != "" {
 		ev = ev.Str("version_id", versionID)
 	}

@@ -49,6 +49,7 @@ import (
 	"github.com/wharf-s3/wharf/archiveview"
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
 	"github.com/wharf-s3/wharf/auth"
+	"github.com/wharf-s3/wharf/s3api/internal/tokenbucket"
 )
 
 // Authenticator authenticates a request. *auth.Verifier implements it.
@@ -155,8 +156,11 @@ type server struct {
 	limit   *keyLimiter
 	// restoreBudget is Config.MaxRestoreBytesPerKey (restorebudget.go).
 	restoreBudget *restoreBudget
-	bufs          sync.Pool
-	now           func() time.Time
+	// statusHeads is each client's allowance of backend HEADs refreshing
+	// restore states (restoreheads.go).
+	statusHeads *tokenbucket.Buckets
+	bufs        sync.Pool
+	now         func() time.Time
 	// The bucket and object Owner, built once: as a struct for the
 	// encoding/xml responses and as text for the hand-written listings.
 	owner    *owner
@@ -195,7 +199,7 @@ func New(cfg Config) http.Handler {
 	if err != nil {
 		panic("s3api: register metrics: " + err.Error())
 	}
-	s := &server{cfg: cfg, metrics: m, limit: lim, restoreBudget: rb, now: time.Now,
+	s := &server{cfg: cfg, metrics: m, limit: lim, restoreBudget: rb, statusHeads: newStatusHeads(), now: time.Now,
 		owner:    &owner{ID: cfg.OwnerID, DisplayName: cfg.OwnerName},
 		ownerXML: ownerElement(cfg.OwnerID, cfg.OwnerName)}
 	if cfg.Console != nil {
@@ -231,9 +235,8 @@ type request struct {
 	// abort is the cause (abortRead, abortClient) of a response aborted
 	// with http.ErrAbortHandler; "" = the client's side (or a panic).
 	abort string
-	// throttled: refused 503 SlowDown by the per-key limit, the client's
-	// own doing (logged at info).
-	throttled bool
+	// client is limitKey's client of the request, once authenticated.
+	client string
 }
 
 // ServeHTTP implements http.Handler.
@@ -355,10 +358,11 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// 6. Per-key concurrency limit (limits.go): over it, 503 SlowDown at
 	// once; the slot is held until the body has been streamed.
 	client := limitKey(id, r)
+	req.client = client
 	release, ok := s.limit.acquire(client)
 	if !ok {
-		req.throttled = true
-		s.writeError(req, &apiError{Code: errSlowDown, Bucket: req.bucket, Key: req.key})
+		s.writeError(req, &apiError{Code: errSlowDown, Bucket: req.bucket, Key: req.key,
+			Cause: fmt.Errorf("over --max-inflight-per-key: %d requests of this client in flight: %w", s.limit.max, errClientThrottled)})
 		return
 	}
 	defer release()
@@ -491,11 +495,11 @@ func (s *server) finish(req *request, aborted bool) {
 	}
 	s.metrics.observe(req.op, status, d, req.w.bytes, req.method == http.MethodGet)
 	// A warning is wharf's side: a 5xx, a body cut off by a failed read
-	// or a panic. What a client alone causes (its requests over the
-	// per-key limit, a download it left) is info, so one client cannot
-	// flood the warnings.
+	// or a panic. What a client alone causes (a 503 for its own rate,
+	// whose cause wraps errClientThrottled; a download it left) is info,
+	// so one client cannot flood the warnings.
 	ev := s.cfg.Logger.Info()
-	if (aborted && req.abort != "" && req.abort != abortClient) || (status >= 500 && !req.throttled) {
+	if (aborted && req.abort != "" && req.abort != abortClient) || (status >= 500 && !errors.Is(req.cause, errClientThrottled)) {
 		ev = s.cfg.Logger.Warn()
 	}
 	ev = ev.Str("request_id", req.id).

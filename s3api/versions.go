@@ -76,7 +76,7 @@ func (s *server) listObjectVersions(req *request, a *archiveview.Archive) {
 	}
 	w.common(lq, res.Truncated)
 	if lq.restoreStatus {
-		prepareStorage(req, a, res.Entries, func(e archiveview.VersionEntry) (archiveview.File, bool) {
+		prepareStorage(s, req, a, res.Entries, func(e archiveview.VersionEntry) (archiveview.File, bool) {
 			return e.Version.File, e.Prefix == "" && !e.Version.DeleteMarker && e.Version.Archive == nil && e.Version.Class == ""
 		})
 	}

@@ -19,6 +19,7 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 
 	"github.com/wharf-s3/wharf/auth"
+	"github.com/wharf-s3/wharf/s3api/internal/tokenbucket"
 )
 
 const (
@@ -278,49 +279,18 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, Prefix, http.StatusSeeOther)
 }
 
-// loginLimiter is a token bucket per client address.
-type loginLimiter struct {
-	mu    sync.Mutex
-	burst float64
-	every time.Duration
-	max   int
-	m     map[string]*bucketState
-}
-
-type bucketState struct {
-	tokens float64
-	at     time.Time
-}
+// loginLimiter is the login attempts of each client address: a token
+// bucket each (tokenbucket), burst at once, then one per every; at most max
+// addresses are tracked.
+type loginLimiter struct{ b *tokenbucket.Buckets }
 
 func newLoginLimiter(burst int, every time.Duration, max int) *loginLimiter {
-	return &loginLimiter{burst: float64(burst), every: every, max: max, m: map[string]*bucketState{}}
+	return &loginLimiter{b: tokenbucket.New(float64(burst), 1, every, max)}
 }
 
-// allow takes one token for addr, false when none is left.
+// allow takes one token for addr, false when none is left (or addr cannot
+// be tracked).
 func (l *loginLimiter) allow(addr string, now time.Time) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	b := l.m[addr]
-	if b == nil {
-		if len(l.m) >= l.max {
-			// Forget addresses whose bucket has refilled.
-			for a, o := range l.m {
-				if o.tokens+float64(now.Sub(o.at))/float64(l.every) >= l.burst {
-					delete(l.m, a)
-				}
-			}
-			if len(l.m) >= l.max {
-				return false
-			}
-		}
-		b = &bucketState{tokens: l.burst, at: now}
-		l.m[addr] = b
-	}
-	b.tokens = min(l.burst, b.tokens+float64(now.Sub(b.at))/float64(l.every))
-	b.at = now
-	if b.tokens < 1 {
-		return false
-	}
-	b.tokens--
-	return true
+	ok, _ := l.b.Take(addr, 1, now)
+	return ok
 }
