@@ -2,7 +2,6 @@ package chunkio
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"hash"
@@ -153,7 +152,7 @@ func (r *partReader) head() (*part, int64, error) {
 	}
 	if r.blocks != nil {
 		if p.checked <= r.pos {
-			if got := sha256.Sum256(p.buf.b[blo-p.off : bhi-p.off]); got != r.blocks.sums[r.blocks.index(blo)] {
+			if !r.blocks.matches(blo, p.buf.b[blo-p.off:bhi-p.off]) {
 				return r.blockMismatch(blo, bhi)
 			}
 			p.checked = bhi
