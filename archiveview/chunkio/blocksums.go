@@ -35,6 +35,8 @@ import (
 	"crypto/subtle"
 	"encoding/binary"
 	"fmt"
+	"slices"
+	"sort"
 )
 
 // sumBlockBytes is the block the sums cover (when the part size is a
@@ -85,6 +87,9 @@ func (b *blockSums) matches(lo int64, data []byte) bool {
 	t := b.tag(lo, data)
 	return subtle.ConstantTimeCompare(t[:], b.sums[b.index(lo)][:]) == 1
 }
+
+// complete reports whether every block of [off, end) has its tag.
+func (b *blockSums) complete() bool { return int64(len(b.sums)) == blockCount(b.off, b.end, b.bs) }
 
 // bounds is the block holding object byte at.
 func (b *blockSums) bounds(at int64) (lo, hi int64) {
@@ -191,8 +196,38 @@ func (s *Set) sumsFor(ci int32, start, end int64) *blockSums {
 	}
 	rs.units.mu.Lock()
 	defer rs.units.mu.Unlock()
-	for _, b := range rs.units.sums {
-		if b.off <= start && end <= b.end && int64(len(b.sums)) == blockCount(b.off, b.end, b.bs) {
+	return rs.units.sums.find(start, end)
+}
+
+// sumsIndex is a chunk's kept sums by object offset: a ranged read finds
+// the ones holding it in O(log n) of the chunk's checked units (a plain
+// tar may have many checked members), not by scanning all of them.
+type sumsIndex struct {
+	list   []*blockSums // by off
+	maxEnd []int64      // maxEnd[i]: the largest end of list[:i+1]
+}
+
+// add keeps b (whole: every block tagged).
+func (x *sumsIndex) add(b *blockSums) {
+	i := sort.Search(len(x.list), func(i int) bool { return x.list[i].off > b.off })
+	x.list = slices.Insert(x.list, i, b)
+	x.maxEnd = slices.Insert(x.maxEnd, i, 0)
+	for j := i; j < len(x.list); j++ {
+		m := x.list[j].end
+		if j > 0 {
+			m = max(m, x.maxEnd[j-1])
+		}
+		x.maxEnd[j] = m
+	}
+}
+
+// find returns kept sums covering [start, end), or nil. The candidates
+// are the sums starting at or before start, walked down from the last
+// while some of them still reach end (for disjoint units, one step).
+func (x *sumsIndex) find(start, end int64) *blockSums {
+	i := sort.Search(len(x.list), func(i int) bool { return x.list[i].off > start }) - 1
+	for ; i >= 0 && x.maxEnd[i] >= end; i-- {
+		if b := x.list[i]; end <= b.end && b.complete() {
 			return b
 		}
 	}

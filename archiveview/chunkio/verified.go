@@ -75,7 +75,7 @@ type unitState struct {
 	mu     sync.Mutex
 	done   map[Unit]bool
 	checks map[Unit]*Memo[*blockSums]
-	sums   map[Unit]*blockSums // of done units whose bytes are object bytes (blocksums.go)
+	sums   sumsIndex // of done units whose bytes are object bytes (blocksums.go)
 	// mismatched: units whose check mismatched once and whose second
 	// read failed for another reason (checkUnitTwice)
 	mismatched map[Unit]bool
@@ -207,13 +207,11 @@ func ensureUnitsIn(ctx context.Context, s *Set, ci int32, rs *chunkState, units 
 		if rs.units.done == nil {
 			rs.units.done = map[Unit]bool{}
 		}
-		rs.units.done[u] = true
-		if sums != nil {
-			if rs.units.sums == nil {
-				rs.units.sums = map[Unit]*blockSums{}
-			}
-			rs.units.sums[u] = sums
+		if sums != nil && !rs.units.done[u] {
+			// (Once: the readers sharing the check all get these sums.)
+			rs.units.sums.add(sums)
 		}
+		rs.units.done[u] = true
 		delete(rs.units.checks, u)
 		rs.units.mu.Unlock()
 		if s.states[ci].Load() != rs {
