@@ -159,11 +159,13 @@ func (s *Set) Verifiable(e Extent) bool {
 // ensureUnits checks each unit of chunk ci not yet checked (once: concurrent
 // readers share the check).
 func ensureUnits(ctx context.Context, s *Set, ci int32, units []Unit) error {
-	err := ensureUnitsIn(ctx, s, ci, s.state(ci), units)
-	if errors.Is(err, backend.ErrChanged) {
+	rs := s.state(ci)
+	err := ensureUnitsIn(ctx, s, ci, rs, units)
+	if errors.Is(err, backend.ErrChanged) && s.state(ci) != rs {
 		// The object was replaced since a data failure of it was
 		// remembered, and the chunk's state was started afresh
-		// (repinChanged): check the new object.
+		// (repinChanged): check the new object. A state that kept its
+		// pin would only send the same failing If-Match GET again.
 		err = ensureUnitsIn(ctx, s, ci, s.state(ci), units)
 	}
 	return err
