@@ -74,6 +74,15 @@ func (s *Set) newPartReader(ctx context.Context, ci int32, start, end int64) *pa
 	return r
 }
 
+// checkedAs reports whether every byte the reader hands out is checked
+// against the tags of a unit whose check matched sum: its own sha256 of
+// the bytes would then vouch for nothing more (a stream decoder's
+// whole-stream sum is then not taken).
+func (r *partReader) checkedAs(sum [32]byte) bool {
+	b := r.blocks
+	return b != nil && b.unitSum == sum && b.off <= r.start && r.end <= b.end && b.complete()
+}
+
 // planFrom is where parts that must deliver byte at start from are
 // planned from: the start of its block when the reader checks blocks.
 func (r *partReader) planFrom(at int64) int64 {
