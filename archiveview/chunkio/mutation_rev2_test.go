@@ -236,9 +236,9 @@ func TestBlockSumsCapAndFailedCheck(t *testing.T) {
 		wantErr  error // nil: the check succeeds
 		wantKept bool
 	}{
-		// 2.5 MB in 1000-byte blocks: 80 000 bytes of sums, over the
-		// 64 KiB bound of a 1 MiB cache (under the budget itself).
-		{"over the bound", 2500 << 10, 1000, 1 << 20, false, faults.Fault{}, nil, false},
+		// 5 MB in 1000-byte blocks: 81 920 bytes of 16-byte tags, over
+		// the 64 KiB bound of a 1 MiB cache (under the budget itself).
+		{"over the bound", 5000 << 10, 1000, 1 << 20, false, faults.Fault{}, nil, false},
 		{"within the bound", 1000 << 10, 1000, 1 << 20, false, faults.Fault{}, nil, true},
 		{"sha256 mismatch", 1 << 20, 256 << 10, 64 << 20, true, faults.Fault{}, ErrChecksum, false},
 		{"GET fails", 1 << 20, 256 << 10, 64 << 20, false, faults.Fault{Kind: faults.FaultError, Err: backend.ErrAccessDenied}, backend.ErrAccessDenied, false},

@@ -2,7 +2,6 @@ package chunkio
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"hash"
@@ -73,6 +72,15 @@ func (s *Set) newPartReader(ctx context.Context, ci int32, start, end int64) *pa
 		_, r.planEnd = b.bounds(end - 1)
 	}
 	return r
+}
+
+// checkedAs reports whether every byte the reader hands out is checked
+// against the tags of a unit whose check matched sum: its own sha256 of
+// the bytes would then vouch for nothing more (a stream decoder's
+// whole-stream sum is then not taken).
+func (r *partReader) checkedAs(sum [32]byte) bool {
+	b := r.blocks
+	return b != nil && b.unitSum == sum && b.off <= r.start && r.end <= b.end && b.complete()
 }
 
 // planFrom is where parts that must deliver byte at start from are
@@ -153,7 +161,7 @@ func (r *partReader) head() (*part, int64, error) {
 	}
 	if r.blocks != nil {
 		if p.checked <= r.pos {
-			if got := sha256.Sum256(p.buf.b[blo-p.off : bhi-p.off]); got != r.blocks.sums[r.blocks.index(blo)] {
+			if !r.blocks.matches(blo, p.buf.b[blo-p.off:bhi-p.off]) {
 				return r.blockMismatch(blo, bhi)
 			}
 			p.checked = bhi

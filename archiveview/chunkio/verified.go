@@ -12,7 +12,7 @@ package chunkio
 //     compressed spans are preferred, since hashing them needs no decoding;
 //   - the first read that needs a unit checks it, streaming the unit through
 //     the planner's parallel parts and keeping only, for a unit of object
-//     bytes, the sha256 of each of its blocks (blocksums.go: later ranged
+//     bytes, a keyed tag of each of its blocks (blocksums.go: later ranged
 //     reads of it are checked block by block against them); concurrent
 //     readers share that one check (Memo), a failure of the data is
 //     remembered (for a bounded time: forget.go) and a backend failure is
@@ -38,6 +38,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"sync"
 
@@ -74,7 +75,7 @@ type unitState struct {
 	mu     sync.Mutex
 	done   map[Unit]bool
 	checks map[Unit]*Memo[*blockSums]
-	sums   map[Unit]*blockSums // of done units whose bytes are object bytes (blocksums.go)
+	sums   sumsIndex // of done units whose bytes are object bytes (blocksums.go)
 	// mismatched: units whose check mismatched once and whose second
 	// read failed for another reason (checkUnitTwice)
 	mismatched map[Unit]bool
@@ -158,11 +159,13 @@ func (s *Set) Verifiable(e Extent) bool {
 // ensureUnits checks each unit of chunk ci not yet checked (once: concurrent
 // readers share the check).
 func ensureUnits(ctx context.Context, s *Set, ci int32, units []Unit) error {
-	err := ensureUnitsIn(ctx, s, ci, s.state(ci), units)
-	if errors.Is(err, backend.ErrChanged) {
+	rs := s.state(ci)
+	err := ensureUnitsIn(ctx, s, ci, rs, units)
+	if errors.Is(err, backend.ErrChanged) && s.state(ci) != rs {
 		// The object was replaced since a data failure of it was
 		// remembered, and the chunk's state was started afresh
-		// (repinChanged): check the new object.
+		// (repinChanged): check the new object. A state that kept its
+		// pin would only send the same failing If-Match GET again.
 		err = ensureUnitsIn(ctx, s, ci, s.state(ci), units)
 	}
 	return err
@@ -206,13 +209,11 @@ func ensureUnitsIn(ctx context.Context, s *Set, ci int32, rs *chunkState, units 
 		if rs.units.done == nil {
 			rs.units.done = map[Unit]bool{}
 		}
-		rs.units.done[u] = true
-		if sums != nil {
-			if rs.units.sums == nil {
-				rs.units.sums = map[Unit]*blockSums{}
-			}
-			rs.units.sums[u] = sums
+		if sums != nil && !rs.units.done[u] {
+			// (Once: the readers sharing the check all get these sums.)
+			rs.units.sums.add(sums)
 		}
+		rs.units.done[u] = true
 		delete(rs.units.checks, u)
 		rs.units.mu.Unlock()
 		if s.states[ci].Load() != rs {
@@ -319,13 +320,10 @@ func checkUnit(ctx context.Context, s *Set, ci int32, u Unit) (*blockSums, error
 		r = sr
 	}
 	h := sha256.New()
-	var w io.Writer = h
 	var bh *blockHasher
 	off, end, objectBytes := s.unitObjectBytes(ci, u, size)
 	if objectBytes {
-		if bh = s.newBlockHasher(off, end); bh != nil {
-			w = io.MultiWriter(h, bh)
-		}
+		bh = s.newBlockHasher(off, end)
 	}
 	// The sums' charge is given back unless they are returned whole.
 	kept := false
@@ -334,7 +332,7 @@ func checkUnit(ctx context.Context, s *Set, ci int32, u Unit) (*blockSums, error
 			s.dropSums(bh)
 		}
 	}()
-	n, err := io.CopyBuffer(w, r, make([]byte, segmentBytes))
+	n, err := hashUnit(r, h, bh, off, end)
 	if err != nil {
 		return nil, fmt.Errorf("checking %s: %w", u.what(), err)
 	}
@@ -353,7 +351,42 @@ func checkUnit(ctx context.Context, s *Set, ci int32, u Unit) (*blockSums, error
 		return nil, nil
 	}
 	kept = true
+	bh.b.unitSum = u.Sum
 	return bh.b, nil
+}
+
+// hashUnit reads r to its end into h and, when bh is set, tags each block
+// of object bytes [off, end) (r's bytes from off on) whole, reading them a
+// block at a time into one buffer (the bytes are read once). It returns
+// how many bytes r had.
+func hashUnit(r io.Reader, h hash.Hash, bh *blockHasher, off, end int64) (int64, error) {
+	step := int64(segmentBytes)
+	if bh != nil {
+		step = max(step, bh.b.bs)
+	}
+	buf := make([]byte, step)
+	var n int64
+	for {
+		want := step
+		if bh != nil && off+n < end {
+			lo, hi := bh.b.bounds(off + n)
+			want = hi - lo
+		}
+		k, err := io.ReadFull(r, buf[:want])
+		h.Write(buf[:k])
+		if bh != nil && off+n < end && int64(k) == want {
+			if berr := bh.block(buf[:k]); berr != nil {
+				return n, berr
+			}
+		}
+		n += int64(k)
+		switch {
+		case err == io.EOF || err == io.ErrUnexpectedEOF:
+			return n, nil
+		case err != nil:
+			return n, err
+		}
+	}
 }
 
 func (u Unit) what() string {

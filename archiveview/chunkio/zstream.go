@@ -60,7 +60,7 @@ func (s *Set) newZstream(ctx context.Context, ci int32, frame int) (*zstream, er
 		src = s.newPartReader(ctx, ci, f.COff, f.COff+f.CSize)
 		z.ulen = f.USize
 		src.what = fmt.Sprintf("frame %d (object bytes %d-%d)", frame, f.COff, f.COff+f.CSize)
-		if f.HasSum {
+		if f.HasSum && !src.checkedAs(f.Sum) {
 			src.h, src.want = sha256.New(), f.Sum
 		}
 	} else {
@@ -75,7 +75,7 @@ func (s *Set) newZstream(ctx context.Context, ci int32, frame int) (*zstream, er
 		src.what = "whole object"
 		src.whole = true
 		z.limit = c.MaxTar
-		if c.HasSum {
+		if c.HasSum && !src.checkedAs(c.Sum) {
 			src.h, src.want = sha256.New(), c.Sum
 		}
 	}
