@@ -408,7 +408,8 @@ func (s *server) readFailed(req *request, a *archiveview.Archive, ctx context.Co
 		// access line (a warning) carries it, no error line of its own.
 		e.Header = http.Header{"Retry-After": []string{retryAfterBusy}}
 	} else {
-		s.cfg.Logger.Error().Str("request_id", req.id).Str("bucket", req.bucket).Str("key", req.key).Err(err).Msg("read failed")
+		s.cfg.Logger.Error().Str("request_id", req.id).Str("bucket", backend.PrintableText(req.bucket, MaxLoggedField)).
+			Str("key", backend.PrintableText(req.key, MaxLoggedKey)).Str("error", backend.PrintableText(err.Error(), MaxLoggedError)).Msg("read failed")
 	}
 	s.writeError(req, e)
 }

@@ -41,7 +41,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -49,6 +48,7 @@ import (
 	"github.com/wharf-s3/wharf/archiveview"
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
 	"github.com/wharf-s3/wharf/auth"
+	"github.com/wharf-s3/wharf/backend"
 )
 
 // Authenticator authenticates a request. *auth.Verifier implements it.
@@ -500,10 +500,10 @@ func (s *server) finish(req *request, aborted bool) {
 	}
 	ev = ev.Str("request_id", req.id).
 		Str("op", req.op).
-		Str("method", clipLogged(req.method, maxLoggedField)).
-		Str("bucket", clipLogged(req.bucket, maxLoggedField)).
-		Str("key", clipLogged(req.key, maxLoggedKey))
-	if len(req.key) > maxLoggedKey {
+		Str("method", backend.PrintableText(req.method, MaxLoggedField)).
+		Str("bucket", backend.PrintableText(req.bucket, MaxLoggedField)).
+		Str("key", backend.PrintableText(req.key, MaxLoggedKey))
+	if len(req.key) > MaxLoggedKey {
 		ev = ev.Int("key_bytes", len(req.key))
 	}
 	ev = ev.Int("status", status).
@@ -511,7 +511,7 @@ func (s *server) finish(req *request, aborted bool) {
 		Dur("duration", d).
 		Str("remote", req.r.RemoteAddr)
 	if rg := req.r.Header.Values("Range"); len(rg) > 0 {
-		ev = ev.Str("range", clipLogged(strings.Join(rg, ", "), maxLoggedField))
+		ev = ev.Str("range", backend.PrintableText(strings.Join(rg, ", "), MaxLoggedField))
 	}
 	if req.identity.AccessKey != "" {
 		ev = ev.Str("access_key", req.identity.AccessKey)
@@ -525,7 +525,7 @@ func (s *server) finish(req *request, aborted bool) {
 		ev = ev.Bool("aborted", true).Str("abort_cause", cause)
 	}
 	if req.cause != nil {
-		ev = ev.Str("error", clipLogged(req.cause.Error(), maxLoggedError))
+		ev = ev.Str("error", backend.PrintableText(req.cause.Error(), MaxLoggedError))
 	}
 	ev.Msg("request")
 }
@@ -534,23 +534,18 @@ func (s *server) finish(req *request, aborted bool) {
 // request line and headers may be 64 KiB, --max-header-bytes): the key is
 // cut past S3's own limit of 1024 bytes (every real key is logged whole;
 // key_bytes has the length of a longer one), the method, bucket and
-// Range headers past maxLoggedField, the error (which names the archive
-// and key) past maxLoggedError.
+// Range headers past MaxLoggedField, the error (which names the archive
+// and key) past MaxLoggedError. Every such field is
+// backend.PrintableText, the one rule for outside text in a log: cut to
+// its bound and with every unprintable rune escaped. Both log formats
+// escape ASCII controls in a field, but the JSON format (the default)
+// writes every other rune as is: a C1 control (U+009B is a terminal's
+// CSI) or a bidi override (U+202E) in a key reached whoever reads the
+// log in a terminal or a browser, and a JSON reader (jq -r) got a key's
+// ESC and CR back as they were.
+// The console (package s3api/console) logs with the same bounds.
 const (
-	maxLoggedKey   = 1024
-	maxLoggedField = 256
-	maxLoggedError = 4096
+	MaxLoggedKey   = 1024
+	MaxLoggedField = 256
+	MaxLoggedError = 4096
 )
-
-// clipLogged cuts s to at most max bytes at a character boundary, ending
-// in "..." when cut.
-func clipLogged(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	cut := max - len("...")
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "..."
-}

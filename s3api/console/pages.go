@@ -585,7 +585,8 @@ func publicOpenError(bucket string, err error) string {
 // and returns msg, what a page may say of it: a visitor, maybe anonymous,
 // learns what failed for which bucket and key, never the internals.
 func (c *Console) hidden(bucket, key string, err error, msg string) string {
-	c.cfg.Logger.Error().Str("bucket", bucket).Str("key", key).Err(err).Msg("console: " + msg)
+	c.cfg.Logger.Error().Str("bucket", backend.PrintableText(bucket, s3api.MaxLoggedField)).Str("key", backend.PrintableText(key, s3api.MaxLoggedKey)).
+		Str("error", backend.PrintableText(err.Error(), s3api.MaxLoggedError)).Msg(backend.PrintableText("console: "+msg, s3api.MaxLoggedError))
 	return msg + " The server's log has the details."
 }
 

@@ -19,6 +19,8 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 
 	"github.com/wharf-s3/wharf/auth"
+	"github.com/wharf-s3/wharf/backend"
+	"github.com/wharf-s3/wharf/s3api"
 )
 
 const (
@@ -207,7 +209,10 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	ak, sk := strings.TrimSpace(r.PostFormValue("access_key")), r.PostFormValue("secret_key")
 	id, err := c.verifyKey(r.Context(), r.Host, ak, sk)
 	if err != nil {
-		c.cfg.Logger.Info().Str("console", "login").Str("access_key", ak).Str("remote", r.RemoteAddr).Err(err).Msg("console login refused")
+		// ak is whatever the form held (up to its 16 KiB): one rule for
+		// outside text in a log, cut and escaped.
+		c.cfg.Logger.Info().Str("console", "login").Str("access_key", backend.PrintableText(ak, s3api.MaxLoggedField)).Str("remote", r.RemoteAddr).
+			Str("error", backend.PrintableText(err.Error(), s3api.MaxLoggedError)).Msg("console login refused")
 		show(http.StatusForbidden, loginMessage(err))
 		return
 	}

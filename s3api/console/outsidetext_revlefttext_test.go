@@ -1,0 +1,139 @@
+package console_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/rs/zerolog"
+
+	"github.com/wharf-s3/wharf/archiveview"
+	"github.com/wharf-s3/wharf/archiveview/cargopack"
+	"github.com/wharf-s3/wharf/archiveview/catalog"
+	"github.com/wharf-s3/wharf/auth"
+	"github.com/wharf-s3/wharf/backend"
+	"github.com/wharf-s3/wharf/backend/faults"
+	"github.com/wharf-s3/wharf/s3api"
+	"github.com/wharf-s3/wharf/s3api/console"
+)
+
+// hostileKey is an uploader's key with what acts on a terminal or a
+// reader of the log and a manifest may hold (its keys have no ASCII
+// control character): C1 controls (CSI, OSC, ST: ESC [, ESC ], ESC \ to
+// a terminal that takes them), a line separator and a bidi override.
+const hostileKey = "in\u009b2J\u009d0;owned\u009cvoice\u2028fake line\u202efdp.txt"
+
+// unprintableIn is the first unprintable rune of a log's text (its
+// newlines aside), or -1.
+func unprintableIn(text string) rune {
+	for _, r := range text {
+		if r != '\n' && (r == utf8.RuneError || !unicode.IsPrint(r)) {
+			return r
+		}
+	}
+	return -1
+}
+
+// readFailingConsole serves an archive holding hostileKey whose reads
+// fail with the error that fail gives (nil: they succeed), the console
+// and the S3 handler logging to logs through log.
+func readFailingConsole(t *testing.T, log zerolog.Logger, fail func() error) *httptest.Server {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	res := pack(t, dir, map[string][]byte{hostileKey: []byte("hello\n")}, cargopack.Options{Bucket: "src", Prefix: "p", UploadID: "u1"})
+	var opened atomic.Bool
+	st := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{Hook: func(r faults.Request) faults.Fault {
+		if opened.Load() && (r.Op == "range" || r.Op == "get") {
+			if err := fail(); err != nil {
+				return faults.Fault{Kind: faults.FaultError, Err: err}
+			}
+		}
+		return faults.Fault{}
+	}})
+	a, err := archiveview.Open(ctx, st, "src", res.ManifestKey, archiveview.Options{Name: "good"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	opened.Store(true)
+	cat := catalog.NewStatic(map[string]*archiveview.Archive{"good": a})
+	v, _ := auth.New(auth.Config{Anonymous: true})
+	srv := httptest.NewServer(s3api.New(s3api.Config{Catalog: cat, Verifier: v, Logger: log,
+		Console: func(api http.Handler) http.Handler {
+			return console.New(console.Config{Catalog: cat, Verifier: v, API: api, Logger: log})
+		}}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// waitAccessLine waits for the request's access line in logs.
+func waitAccessLine(logs *syncBuf, marker string) {
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(logs.String(), marker) && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestConsoleLogOutsideText: a download whose read failed logged its own
+// line whose message was "console: <key> in <bucket> cannot be read
+// now; ...": under --log-format console a message is written as is, so
+// the uploader's ESC sequences and CR reached the operator's terminal.
+// Every text from outside is now backend.PrintableText (the one rule)
+// wherever it is logged: no log line, in either format, holds an
+// unprintable rune, and a JSON reader gets none back either.
+func TestConsoleLogOutsideText(t *testing.T) {
+	for _, format := range []string{"json", "console"} {
+		t.Run(format, func(t *testing.T) {
+			logs := &syncBuf{}
+			log := zerolog.New(logs)
+			marker := `"message":"request"`
+			if format == "console" {
+				// As wharf serve --log-format console, colours off (they
+				// are wharf's own escapes).
+				log = zerolog.New(zerolog.ConsoleWriter{Out: logs, TimeFormat: time.RFC3339, NoColor: true})
+				marker = " request "
+			}
+			srv := readFailingConsole(t, log, func() error { return fmt.Errorf("store down: %w", backend.ErrUnavailable) })
+			resp, err := http.Get(srv.URL + "/-/console/dl/good?key=" + url.QueryEscape(hostileKey))
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusServiceUnavailable {
+				t.Fatalf("download while the store is down: %d, want 503", resp.StatusCode)
+			}
+			waitAccessLine(logs, marker)
+			text := logs.String()
+			if r := unprintableIn(text); r >= 0 {
+				t.Errorf("the log holds the unprintable %U of an uploader's key:\n%q", r, text)
+			}
+			if format != "json" {
+				return
+			}
+			for _, l := range strings.Split(strings.TrimSpace(text), "\n") {
+				var m map[string]any
+				if err := json.Unmarshal([]byte(l), &m); err != nil {
+					t.Fatalf("log line %q: %v", l, err)
+				}
+				for k, v := range m {
+					if s, ok := v.(string); ok {
+						if r := unprintableIn(s); r >= 0 {
+							t.Errorf("field %s decodes to the unprintable %U: %q", k, r, s)
+						}
+					}
+				}
+			}
+		})
+	}
+}
