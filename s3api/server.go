@@ -436,13 +436,19 @@ type responseWriter struct {
 // NoteFailure puts err on the access line of the request that w answers,
 // for a handler behind Config.Console (which has its own pages but no
 // access line): the line is the only one for it, as for the S3 handlers.
-// With readFailed, a body aborted after the headers went out counts as a
-// failed read (abort_cause "read", a warning), not the client's leaving.
-// Outside a request of this package's server it does nothing.
+// With readFailed, the line is a warning (wharf's side) even when the
+// page answered 200 (a preview that could not be read), and a body
+// aborted after the headers went out counts as a failed read
+// (abort_cause "read"), not the client's leaving. A second failure of
+// the same request is joined to the first. Outside a request of this
+// package's server it does nothing.
 func NoteFailure(w http.ResponseWriter, err error, readFailed bool) {
 	for {
 		switch x := w.(type) {
 		case *responseWriter:
+			if x.cause != nil {
+				err = fmt.Errorf("%w; %w", x.cause, err)
+			}
 			x.cause = err
 			if readFailed {
 				x.abort = abortRead
@@ -490,12 +496,12 @@ func (s *server) finish(req *request, aborted bool) {
 		status = http.StatusOK
 	}
 	s.metrics.observe(req.op, status, d, req.w.bytes, req.method == http.MethodGet)
-	// A warning is wharf's side: a 5xx, a body cut off by a failed read
-	// or a panic. What a client alone causes (its requests over the
-	// per-key limit, a download it left) is info, so one client cannot
-	// flood the warnings.
+	// A warning is wharf's side: a 5xx, a failed read (a body cut off by
+	// one, or one behind a console page) or a panic. What a client alone
+	// causes (its requests over the per-key limit, a download it left) is
+	// info, so one client cannot flood the warnings.
 	ev := s.cfg.Logger.Info()
-	if (aborted && req.abort != "" && req.abort != abortClient) || (status >= 500 && !req.throttled) {
+	if (aborted && req.abort != "" && req.abort != abortClient) || req.abort == abortRead || (status >= 500 && !req.throttled) {
 		ev = s.cfg.Logger.Warn()
 	}
 	ev = ev.Str("request_id", req.id).

@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -133,6 +134,52 @@ func TestConsoleLogOutsideText(t *testing.T) {
 						}
 					}
 				}
+			}
+		})
+	}
+}
+
+// TestConsoleReadFailureOneLine: a console read that failed for any
+// other reason than busy (the store unavailable: 503; a broken chunk:
+// 500; a file page whose preview could not be read: 200) wrote an error
+// line of its own beside the access line, so a visitor polling such a
+// page added an error line per request. The access line, a warning
+// carrying the error with the bucket and key, is now the only line.
+func TestConsoleReadFailureOneLine(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		route  string
+		err    error
+		status int
+	}{
+		{"download, store down", "dl", fmt.Errorf("store down: %w", backend.ErrUnavailable), http.StatusServiceUnavailable},
+		{"download, broken", "dl", errors.New("broken chunk"), http.StatusInternalServerError},
+		{"file page, preview", "f", errors.New("broken chunk"), http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			logs := &syncBuf{}
+			srv := readFailingConsole(t, zerolog.New(logs), func() error { return tc.err })
+			resp, err := http.Get(srv.URL + "/-/console/" + tc.route + "/good?key=" + url.QueryEscape(hostileKey))
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d", resp.StatusCode, tc.status)
+			}
+			waitAccessLine(logs, `"message":"request"`)
+			lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+			if len(lines) != 1 {
+				t.Errorf("%d lines for one request, want its access line only:\n%s", len(lines), strings.Join(lines, "\n"))
+			}
+			var m map[string]any
+			if err := json.Unmarshal([]byte(lines[len(lines)-1]), &m); err != nil {
+				t.Fatal(err)
+			}
+			e, _ := m["error"].(string)
+			if m["message"] != "request" || m["level"] != "warn" || !strings.Contains(e, tc.err.Error()) || !strings.Contains(e, "good") || !strings.Contains(e, "fdp.txt") {
+				t.Errorf("access line %v: want a warning carrying the error, the bucket and the key", m)
 			}
 		})
 	}

@@ -253,11 +253,11 @@ func (c *Console) lookup(w http.ResponseWriter, r *http.Request, v visitor, a *a
 	}
 	h, err := s3api.BucketHistory(r.Context(), c.cfg.History, bucket, a, true)
 	if err != nil && errors.Is(err, backend.ErrUnavailable) {
-		c.fail(w, r, &v, http.StatusServiceUnavailable, c.hidden(bucket, key, err, "The version history of "+bucket+" cannot be read now; try again in a moment."))
+		c.fail(w, r, &v, http.StatusServiceUnavailable, c.hidden(w, bucket, key, err, "The version history of "+bucket+" cannot be read now; try again in a moment."))
 		return nil, archiveview.File{}, false
 	}
 	if err != nil {
-		c.fail(w, r, &v, http.StatusInternalServerError, c.hidden(bucket, key, err, "The version history of "+bucket+" could not be read."))
+		c.fail(w, r, &v, http.StatusInternalServerError, c.hidden(w, bucket, key, err, "The version history of "+bucket+" could not be read."))
 		return nil, archiveview.File{}, false
 	}
 	ver, found, err := h.Lookup(r.Context(), key, version)
@@ -270,7 +270,7 @@ func (c *Console) lookup(w http.ResponseWriter, r *http.Request, v visitor, a *a
 		if errors.Is(err, backend.ErrUnavailable) {
 			code = http.StatusServiceUnavailable
 		}
-		c.fail(w, r, &v, code, c.hidden(bucket, key, err, "Version "+version+" of "+key+" in "+bucket+" could not be read."))
+		c.fail(w, r, &v, code, c.hidden(w, bucket, key, err, "Version "+version+" of "+key+" in "+bucket+" could not be read."))
 		return nil, archiveview.File{}, false
 	}
 	if !found || ver.DeleteMarker {
@@ -330,10 +330,10 @@ func (c *Console) file(w http.ResponseWriter, r *http.Request, v visitor, bucket
 	if err != nil {
 		if transient(err) {
 			w.Header().Set("Retry-After", "1")
-			c.fail(w, r, &v, http.StatusServiceUnavailable, c.hidden(bucket, f.Key, err, "The storage of "+f.Key+" in "+bucket+" cannot be read now; try again in a moment."))
+			c.fail(w, r, &v, http.StatusServiceUnavailable, c.hidden(w, bucket, f.Key, err, "The storage of "+f.Key+" in "+bucket+" cannot be read now; try again in a moment."))
 			return
 		}
-		c.fail(w, r, &v, http.StatusInternalServerError, c.hidden(bucket, f.Key, err, "The storage of "+f.Key+" in "+bucket+" could not be read."))
+		c.fail(w, r, &v, http.StatusInternalServerError, c.hidden(w, bucket, f.Key, err, "The storage of "+f.Key+" in "+bucket+" could not be read."))
 		return
 	}
 	fi.Class, fi.Tier, fi.Archived, fi.Readable = st.Class, st.Tier, st.Archived, st.Readable
@@ -358,9 +358,9 @@ func (c *Console) file(w http.ResponseWriter, r *http.Request, v visitor, bucket
 
 	d := pageData{Title: bucket + "/" + f.Key, V: v, Bucket: bucket, Crumbs: crumbs(bucket, f.Key), File: &fi,
 		Flash: r.URL.Query().Get("restore")}
-	d.Versions, d.VersionsErr = c.versions(ctx, a, bucket, f, version)
+	d.Versions, d.VersionsErr = c.versions(ctx, w, a, bucket, f, version)
 	if fi.Readable {
-		d.Preview = c.preview(ctx, va, f, fi.RawURL)
+		d.Preview = c.preview(ctx, w, va, f, fi.RawURL)
 	}
 	d.Snippets = snippets(scheme(r)+"://"+r.Host, bucket, f.Key, version, v.sess == nil)
 	if v.sess != nil {
@@ -403,8 +403,8 @@ const historyWait = 2 * time.Second
 // versions lists f's versions, newest first: the history's entries (the
 // uploads of a chain, or a dataset's published versions) for keys
 // starting with f's key, up to the first other key. asked is the version
-// the page shows ("" = the latest).
-func (c *Console) versions(ctx context.Context, a *archiveview.Archive, bucket string, f archiveview.File, asked string) ([]versionRow, string) {
+// the page shows ("" = the latest). A failure is noted on w's access line.
+func (c *Console) versions(ctx context.Context, w http.ResponseWriter, a *archiveview.Archive, bucket string, f archiveview.File, asked string) ([]versionRow, string) {
 	// A published dataset's history is built on first use, in the
 	// background: the page waits for it a little, then says so.
 	hctx, cancel := context.WithTimeout(ctx, historyWait)
@@ -414,11 +414,11 @@ func (c *Console) versions(ctx context.Context, a *archiveview.Archive, bucket s
 		if ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, backend.ErrUnavailable)) {
 			return nil, "The version history of " + bucket + " is being built; reload this page in a moment."
 		}
-		return nil, c.hidden(bucket, f.Key, err, "The version history of "+bucket+" could not be read.")
+		return nil, c.hidden(w, bucket, f.Key, err, "The version history of "+bucket+" could not be read.")
 	}
 	res, err := vs.ListVersions(archiveview.VersionListParams{Prefix: f.Key, MaxKeys: 1000})
 	if err != nil {
-		return nil, c.hidden(bucket, f.Key, err, "The versions of "+f.Key+" in "+bucket+" could not be listed.")
+		return nil, c.hidden(w, bucket, f.Key, err, "The versions of "+f.Key+" in "+bucket+" could not be listed.")
 	}
 	var out []versionRow
 	for _, e := range res.Entries {
@@ -545,10 +545,10 @@ func (c *Console) readFailed(w http.ResponseWriter, r *http.Request, v visitor, 
 			c.fail(w, r, &v, http.StatusServiceUnavailable, msg)
 			return
 		}
-		c.fail(w, r, &v, http.StatusServiceUnavailable, c.hidden(bucket, f.Key, err, msg))
+		c.fail(w, r, &v, http.StatusServiceUnavailable, c.hidden(w, bucket, f.Key, err, msg))
 		return
 	}
-	c.fail(w, r, &v, http.StatusInternalServerError, c.hidden(bucket, f.Key, err, f.Key+" in "+bucket+" could not be read."))
+	c.fail(w, r, &v, http.StatusInternalServerError, c.hidden(w, bucket, f.Key, err, f.Key+" in "+bucket+" could not be read."))
 }
 
 // transient reports whether err is a passing state, which S3 answers 503
@@ -581,12 +581,17 @@ func publicOpenError(bucket string, err error) string {
 	return "The archive served as bucket " + bucket + " could not be opened. The server's log has the details."
 }
 
-// hidden logs err (the store's text: backing bucket, object keys, paths)
-// and returns msg, what a page may say of it: a visitor, maybe anonymous,
-// learns what failed for which bucket and key, never the internals.
-func (c *Console) hidden(bucket, key string, err error, msg string) string {
-	c.cfg.Logger.Error().Str("bucket", backend.PrintableText(bucket, s3api.MaxLoggedField)).Str("key", backend.PrintableText(key, s3api.MaxLoggedKey)).
-		Str("error", backend.PrintableText(err.Error(), s3api.MaxLoggedError)).Msg(backend.PrintableText("console: "+msg, s3api.MaxLoggedError))
+// hidden puts err (the store's text: backing bucket, object keys,
+// paths) on the request's access line (s3api.NoteFailure, as a failed
+// read: a warning even behind a page that still answers 200, a preview's
+// or a history's failure) and returns msg, what a page may say of it: a
+// visitor, maybe anonymous, learns what failed for which bucket and key,
+// never the internals. A read refused busy (chunkio.ErrBusy, wharf
+// shedding load) is no failed read. The access line is the request's
+// only line: a line of its own beside it made an error line per request
+// from any visitor polling a page whose reads fail.
+func (c *Console) hidden(w http.ResponseWriter, bucket, key string, err error, msg string) string {
+	s3api.NoteFailure(w, fmt.Errorf("console: bucket %s key %q: %w", bucket, key, err), !errors.Is(err, chunkio.ErrBusy))
 	return msg + " The server's log has the details."
 }
 
