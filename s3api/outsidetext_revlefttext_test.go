@@ -2,10 +2,13 @@ package s3api_test
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unicode"
@@ -17,6 +20,8 @@ import (
 	"github.com/wharf-s3/wharf/archiveview"
 	"github.com/wharf-s3/wharf/archiveview/catalog"
 	"github.com/wharf-s3/wharf/auth"
+	"github.com/wharf-s3/wharf/backend"
+	"github.com/wharf-s3/wharf/backend/faults"
 	"github.com/wharf-s3/wharf/s3api"
 )
 
@@ -97,6 +102,53 @@ func TestAccessLogOutsideText(t *testing.T) {
 						t.Errorf("field %s decodes to the unprintable %U: %q", k, r, s)
 					}
 				}
+			}
+		})
+	}
+}
+
+// TestReadFailureOneLinePerRequest: a GET whose read failed before the
+// headers for another reason than busy (the store unavailable: 503; a
+// broken chunk: 500) wrote a 'read failed' line at error beside its
+// access line, which already is a warning carrying the error: an error
+// line per request from any client polling a broken object. As for a
+// busy read and the console, the access line is the only one.
+func TestReadFailureOneLinePerRequest(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		err    error
+		status int
+	}{
+		{"store down", fmt.Errorf("store down: %w", backend.ErrUnavailable), http.StatusServiceUnavailable},
+		{"broken", errors.New("broken chunk"), http.StatusInternalServerError},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var failing atomic.Bool
+			f := newFixture(t, standardFiles(), fixtureOpts{anonymous: true, wrap: func(s backend.Store) backend.Store {
+				return faults.NewFaulty(s, faults.FaultConfig{Hook: func(r faults.Request) faults.Fault {
+					if failing.Load() && (r.Op == "range" || r.Op == "get") {
+						return faults.Fault{Kind: faults.FaultError, Err: tc.err}
+					}
+					return faults.Fault{}
+				}})
+			}})
+			failing.Store(true)
+			resp, body := f.do(t, "GET", "/bkt/dir/a.bin", nil)
+			if resp.StatusCode != tc.status {
+				t.Fatalf("GET: %d %s, want %d", resp.StatusCode, body, tc.status)
+			}
+			for deadline := time.Now().Add(5 * time.Second); !strings.Contains(f.logs.String(), `"message":"request"`) && time.Now().Before(deadline); {
+				time.Sleep(5 * time.Millisecond)
+			}
+			lines := strings.Split(strings.TrimSpace(f.logs.String()), "\n")
+			var mine []string
+			for _, l := range lines {
+				if strings.Contains(l, "dir/a.bin") {
+					mine = append(mine, l)
+				}
+			}
+			if len(mine) != 1 || !strings.Contains(mine[0], `"message":"request"`) || !strings.Contains(mine[0], `"level":"warn"`) || !strings.Contains(mine[0], tc.err.Error()) {
+				t.Errorf("a failed read logged %d lines, want its access line only, a warning with the error:\n%s", len(mine), strings.Join(mine, "\n"))
 			}
 		})
 	}
