@@ -379,8 +379,8 @@ func (s *server) streamBody(req *request, a *archiveview.Archive, f archiveview.
 	}
 	if err != nil {
 		req.cause = err
-		if ctx.Err() == nil && !req.w.writeFailed {
-			req.abort = abortRead // not the client's doing
+		if ctx.Err() == nil {
+			req.abort = req.w.readAborted(abortRead)
 		}
 		panic(http.ErrAbortHandler)
 	}

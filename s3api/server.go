@@ -439,9 +439,10 @@ type responseWriter struct {
 // With readFailed, the line is a warning (wharf's side) even when the
 // page answered 200 (a preview that could not be read), and a body
 // aborted after the headers went out counts as a failed read
-// (abort_cause "read"), not the client's leaving. A second failure of
-// the same request is joined to the first. Outside a request of this
-// package's server it does nothing.
+// (abort_cause "read"), not the client's leaving, unless a write to the
+// client had failed (readAborted: the one rule, the S3 handlers'). A
+// second failure of the same request is joined to the first. Outside a
+// request of this package's server it does nothing.
 func NoteFailure(w http.ResponseWriter, err error, readFailed bool) {
 	for {
 		switch x := w.(type) {
@@ -451,7 +452,7 @@ func NoteFailure(w http.ResponseWriter, err error, readFailed bool) {
 			}
 			x.cause = err
 			if readFailed {
-				x.abort = abortRead
+				x.abort = x.readAborted(abortRead)
 			}
 			return
 		case interface{ Unwrap() http.ResponseWriter }:
@@ -460,6 +461,16 @@ func NoteFailure(w http.ResponseWriter, err error, readFailed bool) {
 			return
 		}
 	}
+}
+
+// readAborted is the abort cause of a body cut off by a failed copy:
+// the client's side (abortClient) if a write to it had failed (it left,
+// or stopped taking bytes), else cause (the read failed: abortRead).
+func (w *responseWriter) readAborted(cause string) string {
+	if w.writeFailed {
+		return abortClient
+	}
+	return cause
 }
 
 func (w *responseWriter) WriteHeader(code int) {

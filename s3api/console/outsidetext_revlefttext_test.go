@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -50,13 +51,22 @@ func unprintableIn(text string) rune {
 // and the S3 handler logging to logs through log.
 func readFailingConsole(t *testing.T, log zerolog.Logger, fail func() error) *httptest.Server {
 	t.Helper()
+	return failingReadsConsole(t, log, map[string][]byte{hostileKey: []byte("hello\n")}, cargopack.Options{},
+		func(faults.Request) error { return fail() })
+}
+
+// failingReadsConsole serves files packed with opts whose store reads
+// (after the open) fail with what fail gives the request (nil: served).
+func failingReadsConsole(t *testing.T, log zerolog.Logger, files map[string][]byte, opts cargopack.Options, fail func(faults.Request) error) *httptest.Server {
+	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
-	res := pack(t, dir, map[string][]byte{hostileKey: []byte("hello\n")}, cargopack.Options{Bucket: "src", Prefix: "p", UploadID: "u1"})
+	opts.Bucket, opts.Prefix, opts.UploadID = "src", "p", "u1"
+	res := pack(t, dir, files, opts)
 	var opened atomic.Bool
 	st := faults.NewFaulty(backend.NewFileStore(dir), faults.FaultConfig{Hook: func(r faults.Request) faults.Fault {
 		if opened.Load() && (r.Op == "range" || r.Op == "get") {
-			if err := fail(); err != nil {
+			if err := fail(r); err != nil {
 				return faults.Fault{Kind: faults.FaultError, Err: err}
 			}
 		}
@@ -182,5 +192,44 @@ func TestConsoleReadFailureOneLine(t *testing.T) {
 				t.Errorf("access line %v: want a warning carrying the error, the bucket and the key", m)
 			}
 		})
+	}
+}
+
+// TestConsoleDownloadReadFailsMidBody: a download whose read fails after
+// its headers went out is aborted, its access line a warning with
+// abort_cause "read" (wharf's side), where a download its user left is
+// "client" (TestConsoleOneLinePerRequest). Guard test for the console's
+// use of the S3 handler's record of failed writes (one implementation,
+// where the console had a copy, clientWriter).
+func TestConsoleDownloadReadFailsMidBody(t *testing.T) {
+	big := make([]byte, 4<<20)
+	if _, err := rand.Read(big); err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuf{}
+	srv := failingReadsConsole(t, zerolog.New(logs), map[string][]byte{"big.bin": big}, cargopack.Options{FrameSize: 64 << 10},
+		func(r faults.Request) error {
+			if r.Off >= 1<<20 {
+				return errors.New("broken chunk")
+			}
+			return nil
+		})
+	resp, err := http.Get(srv.URL + "/-/console/dl/good?key=big.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || err == nil || n >= int64(len(big)) {
+		t.Fatalf("download whose read fails mid-body: %d, %d of %d bytes, %v: want 200 cut short", resp.StatusCode, n, len(big), err)
+	}
+	waitAccessLine(logs, `"message":"request"`)
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	var m map[string]any
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &m); err != nil {
+		t.Fatal(err)
+	}
+	if len(lines) != 1 || m["level"] != "warn" || m["abort_cause"] != "read" || !strings.Contains(fmt.Sprint(m["error"]), "broken chunk") {
+		t.Errorf("%d lines, the access line %v: want one, a warning with abort_cause read and the error", len(lines), m)
 	}
 }

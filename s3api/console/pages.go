@@ -500,30 +500,17 @@ func (c *Console) download(w http.ResponseWriter, r *http.Request, v visitor, bu
 		panic(http.ErrAbortHandler)
 	}
 	rest := f.Size - int64(n)
-	cw := &clientWriter{w: w}
-	copied, err := io.CopyBuffer(cw, rc, buf)
+	copied, err := io.CopyBuffer(w, rc, buf)
 	if err == nil && copied != rest {
 		err = fmt.Errorf("archive %s key %q: body gave %d of %d bytes: %w", va.Name(), f.Key, int64(n)+copied, f.Size, io.ErrUnexpectedEOF)
 	}
 	if err != nil {
 		// The access line has it: a download the client left is info
-		// there (abort_cause "client"), a failed read a warning.
-		s3api.NoteFailure(w, fmt.Errorf("archive %s key %q: %w", va.Name(), f.Key, err), ctx.Err() == nil && !cw.failed)
+		// there (abort_cause "client": its context ended or a write to it
+		// failed, which NoteFailure knows), a failed read a warning.
+		s3api.NoteFailure(w, fmt.Errorf("archive %s key %q: %w", va.Name(), f.Key, err), ctx.Err() == nil)
 		panic(http.ErrAbortHandler)
 	}
-}
-
-// clientWriter is w, noting whether a write failed (the client's side:
-// it left or stopped taking bytes).
-type clientWriter struct {
-	w      io.Writer
-	failed bool
-}
-
-func (c *clientWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.failed = c.failed || err != nil
-	return n, err
 }
 
 // readFailed answers a read error before any header was sent.
