@@ -233,3 +233,40 @@ func TestConsoleDownloadReadFailsMidBody(t *testing.T) {
 		t.Errorf("%d lines, the access line %v: want one, a warning with abort_cause read and the error", len(lines), m)
 	}
 }
+
+// TestBucketsPageUploadID: the buckets page said "upload <id>" with the
+// manifest's upload id whole and as is: any length (the manifest's JSON
+// limit) and any rune but the ASCII controls, a C1 control or a bidi
+// override among them. It is now backend.PrintableText cut to 128 bytes,
+// as in the log and the metric label.
+func TestBucketsPageUploadID(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	id := "u\u009b2J\u202e" + strings.Repeat("x", 200)
+	res := pack(t, dir, map[string][]byte{"a.txt": []byte("a\n")}, cargopack.Options{Bucket: "src", Prefix: "p", UploadID: id})
+	a, err := archiveview.Open(ctx, backend.NewFileStore(dir), "src", res.ManifestKey, archiveview.Options{Name: "good"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	cat := catalog.NewStatic(map[string]*archiveview.Archive{"good": a})
+	v, _ := auth.New(auth.Config{Anonymous: true})
+	srv := httptest.NewServer(s3api.New(s3api.Config{Catalog: cat, Verifier: v, Logger: zerolog.Nop(),
+		Console: func(api http.Handler) http.Handler {
+			return console.New(console.Config{Catalog: cat, Verifier: v, API: api, Logger: zerolog.Nop()})
+		}}))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/-/console/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	page := string(b)
+	if !strings.Contains(page, `upload u\u009b2J\u202exxxx`) {
+		t.Errorf("the buckets page does not name the upload escaped:\n%s", page)
+	}
+	if strings.Contains(page, strings.Repeat("x", 128)) || strings.Contains(page, "\u009b") || strings.Contains(page, "\u202e") {
+		t.Errorf("the buckets page shows the upload id whole or as is:\n%q", page)
+	}
+}

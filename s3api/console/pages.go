@@ -98,7 +98,9 @@ func (c *Console) buckets(w http.ResponseWriter, r *http.Request, v visitor) {
 			live[a] = true
 			info := a.Info()
 			row.State, row.Files = "open", info.Files
-			row.Served = "upload " + info.UploadID
+			// The manifest's id: any length and any rune past the ASCII
+			// controls (one rule for outside text: cut and escaped).
+			row.Served = "upload " + backend.PrintableText(info.UploadID, maxShownUploadID)
 			if len(info.Chain) > 1 {
 				row.Served += fmt.Sprintf(", a chain of %d uploads", len(info.Chain))
 			}
@@ -285,6 +287,10 @@ func (c *Console) lookup(w http.ResponseWriter, r *http.Request, v visitor, a *a
 	f.VersionID = ver.VersionID
 	return va, f, true
 }
+
+// maxShownUploadID bounds an upload id on the buckets page (as in the
+// log and the metric label).
+const maxShownUploadID = 128
 
 // versionRow is one version on a file page.
 type versionRow struct {
