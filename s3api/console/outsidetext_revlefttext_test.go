@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -268,5 +269,28 @@ func TestBucketsPageUploadID(t *testing.T) {
 	}
 	if strings.Contains(page, strings.Repeat("x", 128)) || strings.Contains(page, "\u009b") || strings.Contains(page, "\u202e") {
 		t.Errorf("the buckets page shows the upload id whole or as is:\n%q", page)
+	}
+}
+
+// TestRestoreRefusalMessage: a restore the S3 handler refused was shown
+// as "RestoreObject answered <status>: <Code> <Message>" with the
+// Message's XML text taken as it was, still escaped, then escaped again
+// for the page: "the object&#39;s current storage class" showed its
+// character reference. The error document is now decoded first.
+func TestRestoreRefusalMessage(t *testing.T) {
+	s := newServer(t, opts{keys: keys(), allowRestore: true})
+	c := s.client(t)
+	s.login(t, c, goodAK, goodSK)
+	_, body := s.get(t, c, fileURL("main", "data/vessels.csv"))
+	m := regexp.MustCompile(`name="csrf" value="([^"]*)"`).FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("no CSRF token on the file page:\n%s", body)
+	}
+	resp, body := s.post(t, c, "/-/console/restore/main", url.Values{"csrf": {m[1]}, "key": {"data/vessels.csv"}, "days": {"2"}, "tier": {"Standard"}})
+	if resp.StatusCode < 400 {
+		t.Fatalf("restore of a file in STANDARD: %d, want a refusal", resp.StatusCode)
+	}
+	if !strings.Contains(body, "RestoreObject answered") || strings.Contains(body, "&amp;#") || !strings.Contains(body, "object&#39;s current storage class") {
+		t.Errorf("the refusal's message is not shown as S3 wrote it:\n%s", body)
 	}
 }

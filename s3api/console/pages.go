@@ -6,6 +6,7 @@ package console
 import (
 	"bytes"
 	"context"
+	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
@@ -691,18 +692,15 @@ func (c *Console) sendRestore(r *http.Request, se *session, bucket, key, version
 	return rec.status, rec.body.Bytes(), nil
 }
 
-// s3Message is the Code and Message of an S3 error document.
+// s3Message is the Code and Message of an S3 error document, decoded
+// (the page escapes them once; the document's own escaping, taken as
+// text, showed its character references: "object&#39;s").
 func s3Message(b []byte) string {
-	get := func(tag string) string {
-		s := string(b)
-		i := strings.Index(s, "<"+tag+">")
-		j := strings.Index(s, "</"+tag+">")
-		if i < 0 || j < i {
-			return ""
-		}
-		return s[i+len(tag)+2 : j]
+	var doc struct{ Code, Message string }
+	if err := xml.Unmarshal(b, &doc); err != nil {
+		return ""
 	}
-	return strings.TrimSpace(get("Code") + " " + get("Message"))
+	return strings.TrimSpace(doc.Code + " " + doc.Message)
 }
 
 // recorder is the ResponseWriter of an internal request (bounded body).
