@@ -217,14 +217,15 @@ func newServeLogger(format string, out io.Writer) (zerolog.Logger, error) {
 	return zerolog.Logger{}, fmt.Errorf("--log-format %q: want json or console", format)
 }
 
-// printableJSON writes zerolog's JSON lines with every unprintable rune
-// past ASCII (a C1 control such as U+009B, a terminal's CSI; a line
-// separator; a bidi override) as a JSON \u escape: zerolog escapes the
-// ASCII controls only, so such a rune in a logged key reached whoever
-// read the log in a terminal. Outside ASCII, zerolog's output has bytes
-// only inside strings (invalid UTF-8 it writes as \ufffd), so the line
-// decodes to the same values. A line without such a rune (nearly every
-// one) is written as it is, with no copy.
+// printableJSON writes JSON (zerolog's lines, the admin pages'
+// documents) with every unprintable rune past ASCII (a C1 control such
+// as U+009B, a terminal's CSI; a line separator; a bidi override) as a
+// JSON \u escape: zerolog escapes the ASCII controls only (encoding/json
+// also U+2028/9), so such a rune in a logged key reached whoever read the
+// log in a terminal. Outside ASCII, both write bytes only inside strings
+// (invalid UTF-8 as \ufffd), so the document decodes to the same values.
+// A write without such a rune (nearly every one) is passed on as it is,
+// with no copy.
 type printableJSON struct{ out io.Writer }
 
 func (w printableJSON) Write(p []byte) (int, error) {
@@ -884,15 +885,18 @@ func adminMux(reg *prometheus.Registry, ready *atomic.Bool, cm *catalog.Manager,
 	profiles := newAdminGate("profiles", maxAdminProfiles) // shared by every /debug/pprof/ endpoint but cmdline
 	stw := &adminSpacing{gap: minStopTheWorldGap}
 	mux.HandleFunc("/metrics", scrapes.serve(promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}).ServeHTTP))
+	// The admin pages carry outside text (upload ids, keys, a store's
+	// errors): written as the JSON log is (printableJSON), for whoever
+	// reads them with curl in a terminal.
 	mux.HandleFunc("/-/archives", pages.serve(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		enc := json.NewEncoder(w)
+		enc := json.NewEncoder(printableJSON{w})
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(cm.Page())
 	}))
 	mux.HandleFunc("/-/peers", pages.serve(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		enc := json.NewEncoder(w)
+		enc := json.NewEncoder(printableJSON{w})
 		enc.SetIndent("", "  ")
 		if peers == nil {
 			_ = enc.Encode(map[string]bool{"enabled": false})

@@ -56,3 +56,36 @@ func TestServeLongUploadIDLogged(t *testing.T) {
 		t.Fatalf("no line names the upload id:\n%.2000s", logs.String())
 	}
 }
+
+// TestAdminArchivesPrintable: /-/archives (JSON, read with curl in a
+// terminal) carried an uploader's upload id with its C1 controls and
+// bidi override as is (encoding/json escapes only the ASCII controls,
+// <, >, & and U+2028/9). The admin pages write JSON as the log does
+// (printableJSON): every unprintable rune as a \u escape, the same values
+// decoded.
+func TestAdminArchivesPrintable(t *testing.T) {
+	store, man := packServeTree(t, map[string][]byte{"a.txt": []byte("hello\n")})
+	const id = "u\u009b2J\u202edi"
+	rewriteManifest(t, filepath.Join(strings.TrimPrefix(store, "file://"), "src", filepath.FromSlash(strings.TrimPrefix(man, "s3://src/"))), func(m map[string]any) {
+		m["upload_id"] = id
+	})
+	_, admin, _, stop := startServe(t, serveConfig{
+		Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0", StoreURL: store,
+		Archives: []serveArchive{{Name: "data", ManifestURL: man}}, Anonymous: true, CacheBytes: 16 << 20, LogFormat: "json",
+	})
+	defer stop()
+	waitReady(t, admin)
+	code, body := get(t, "http://"+admin+"/-/archives")
+	if code != 200 {
+		t.Fatalf("/-/archives: %d %s", code, body)
+	}
+	for _, r := range string(body) {
+		if r != '\n' && !unicode.IsPrint(r) {
+			t.Errorf("/-/archives holds the upload id's unprintable %U:\n%q", r, body)
+			break
+		}
+	}
+	if !json.Valid(body) || !strings.Contains(string(body), `u\u009b2J\u202edi`) {
+		t.Errorf("/-/archives does not carry the id as JSON escapes:\n%s", body)
+	}
+}
