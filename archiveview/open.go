@@ -148,9 +148,15 @@ func resolveManifests(ctx context.Context, read backend.Store, bucket, manifestK
 // the one rule.
 func printableLog(s string) string { return backend.PrintableText(s, 0) }
 
+// maxLoggedUploadID bounds an upload id in a log line (as
+// catalog's label of it).
+const maxLoggedUploadID = 128
+
 // opened logs an archive resolved from its manifests and returns it.
 func opened(a *Archive) *Archive {
-	a.log.Info().Str("archive", a.name).Str("manifest", a.manifestKey).Str("upload_id", a.tree.Upload).
+	// The upload id is the manifest's (any length, any printable or
+	// unprintable rune): cut as its metric label is, and escaped.
+	a.log.Info().Str("archive", a.name).Str("manifest", a.manifestKey).Str("upload_id", backend.PrintableText(a.tree.Upload, maxLoggedUploadID)).
 		Int("chain", len(a.tree.Chain)).Int("files", a.tree.Idx.N()).Int("chunks", len(a.tree.Chunks)).Int("frames", a.tree.Idx.Frames).
 		Strs("shapes", a.tree.Shapes).Int("warnings", len(a.tree.Warnings)).Msg("archive opened")
 	for _, w := range a.tree.Warnings {

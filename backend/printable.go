@@ -24,11 +24,14 @@ const (
 // PrintableText is s with every unprintable rune escaped ("\n", "\x1b",
 // "\u202e", an invalid byte as "\xff"), cut past max bytes (max > 0) at a
 // rune or escape boundary with "..." and the length it had. It is the one
-// rule for text from outside (a store server's error message, a key in a
-// log message) that reaches a log line or a page: zerolog's console
-// format writes messages as is, so a newline forged a line and an escape
-// sequence acted on the operator's terminal, and a long text made lines
-// that pipelines split.
+// rule for text from outside (a store server's error message, a client's
+// or an uploader's key, a form's field) that reaches a log line, as its
+// message or a field, or a page: zerolog's console format writes
+// messages as is, so a newline forged a line and an escape sequence
+// acted on the operator's terminal; its JSON format (and the console's
+// quoting of fields) escapes ASCII controls but writes a C1 control
+// (U+009B is a terminal's CSI) or a bidi override as is, and a JSON
+// reader gets ESC back; a long text made lines that pipelines split.
 func PrintableText(s string, max int) string {
 	clean := max <= 0 || len(s) <= max
 	if clean {

@@ -34,12 +34,16 @@ func amzValue(h http.Header, q auth.Query, name string) string {
 	return ""
 }
 
-// amzHeader is amzValues as a header of that one name, for the parsers
-// that read a header.
+// amzHeader is a header whose lines of name are amzValues, for the
+// parsers that read a header (of that name only). Without the parameter
+// in the query (every request but a presigned URL carrying it) that is
+// h itself: a listing request reads x-amz-optional-object-attributes
+// with no allocation, where a one-entry header was built per request.
 func amzHeader(h http.Header, q auth.Query, name string) http.Header {
-	vals := amzValues(h, q, name)
-	if len(vals) == 0 {
-		return http.Header{}
+	for _, p := range q {
+		if strings.EqualFold(p.Key, name) {
+			return http.Header{http.CanonicalHeaderKey(name): amzValues(h, q, name)}
+		}
 	}
-	return http.Header{http.CanonicalHeaderKey(name): vals}
+	return h
 }

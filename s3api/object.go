@@ -382,8 +382,8 @@ func (s *server) streamBody(req *request, a *archiveview.Archive, f archiveview.
 	}
 	if err != nil {
 		req.cause = err
-		if ctx.Err() == nil && !req.w.writeFailed {
-			req.abort = abortRead // not the client's doing
+		if ctx.Err() == nil {
+			req.abort = req.w.readAborted(abortRead)
 		}
 		panic(http.ErrAbortHandler)
 	}
@@ -407,12 +407,12 @@ func (s *server) readFailed(req *request, a *archiveview.Archive, ctx context.Co
 	e := &apiError{Code: code, Message: msg, Bucket: req.bucket, Key: req.key, Cause: err}
 	if errors.Is(err, chunkio.ErrBusy) {
 		// The read limits stayed full for their wait: load shedding, not a
-		// failure (under overload every request meets it); retry soon. The
-		// access line (a warning) carries it, no error line of its own.
+		// failure (under overload every request meets it); retry soon.
 		e.Header = http.Header{"Retry-After": []string{retryAfterBusy}}
-	} else {
-		s.cfg.Logger.Error().Str("request_id", req.id).Str("bucket", req.bucket).Str("key", req.key).Err(err).Msg("read failed")
 	}
+	// The access line (a warning: the status is 5xx) carries the error;
+	// no line of its own, or any client polling a broken object would add
+	// an error line per request.
 	s.writeError(req, e)
 }
 

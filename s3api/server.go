@@ -41,7 +41,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -49,6 +48,7 @@ import (
 	"github.com/wharf-s3/wharf/archiveview"
 	"github.com/wharf-s3/wharf/archiveview/chunkio"
 	"github.com/wharf-s3/wharf/auth"
+	"github.com/wharf-s3/wharf/backend"
 	"github.com/wharf-s3/wharf/s3api/internal/tokenbucket"
 )
 
@@ -440,16 +440,23 @@ type responseWriter struct {
 // NoteFailure puts err on the access line of the request that w answers,
 // for a handler behind Config.Console (which has its own pages but no
 // access line): the line is the only one for it, as for the S3 handlers.
-// With readFailed, a body aborted after the headers went out counts as a
-// failed read (abort_cause "read", a warning), not the client's leaving.
-// Outside a request of this package's server it does nothing.
+// With readFailed, the line is a warning (wharf's side) even when the
+// page answered 200 (a preview that could not be read), and a body
+// aborted after the headers went out counts as a failed read
+// (abort_cause "read"), not the client's leaving, unless a write to the
+// client had failed (readAborted: the one rule, the S3 handlers'). A
+// second failure of the same request is joined to the first. Outside a
+// request of this package's server it does nothing.
 func NoteFailure(w http.ResponseWriter, err error, readFailed bool) {
 	for {
 		switch x := w.(type) {
 		case *responseWriter:
+			if x.cause != nil {
+				err = fmt.Errorf("%w; %w", x.cause, err)
+			}
 			x.cause = err
 			if readFailed {
-				x.abort = abortRead
+				x.abort = x.readAborted(abortRead)
 			}
 			return
 		case interface{ Unwrap() http.ResponseWriter }:
@@ -458,6 +465,16 @@ func NoteFailure(w http.ResponseWriter, err error, readFailed bool) {
 			return
 		}
 	}
+}
+
+// readAborted is the abort cause of a body cut off by a failed copy:
+// the client's side (abortClient) if a write to it had failed (it left,
+// or stopped taking bytes), else cause (the read failed: abortRead).
+func (w *responseWriter) readAborted(cause string) string {
+	if w.writeFailed {
+		return abortClient
+	}
+	return cause
 }
 
 func (w *responseWriter) WriteHeader(code int) {
@@ -494,20 +511,21 @@ func (s *server) finish(req *request, aborted bool) {
 		status = http.StatusOK
 	}
 	s.metrics.observe(req.op, status, d, req.w.bytes, req.method == http.MethodGet)
-	// A warning is wharf's side: a 5xx, a body cut off by a failed read
-	// or a panic. What a client alone causes (a 503 for its own rate,
-	// whose cause wraps errClientThrottled; a download it left) is info,
-	// so one client cannot flood the warnings.
+	// A warning is wharf's side: a 5xx, a failed read (a body cut off by
+	// one, or one behind a console page) or a panic. What a client alone
+	// causes (a 503 for its own rate, whose cause wraps
+	// errClientThrottled; a download it left) is info, so one client
+	// cannot flood the warnings.
 	ev := s.cfg.Logger.Info()
-	if (aborted && req.abort != "" && req.abort != abortClient) || (status >= 500 && !errors.Is(req.cause, errClientThrottled)) {
+	if (aborted && req.abort != "" && req.abort != abortClient) || req.abort == abortRead || (status >= 500 && !errors.Is(req.cause, errClientThrottled)) {
 		ev = s.cfg.Logger.Warn()
 	}
 	ev = ev.Str("request_id", req.id).
 		Str("op", req.op).
-		Str("method", clipLogged(req.method, maxLoggedField)).
-		Str("bucket", clipLogged(req.bucket, maxLoggedField)).
-		Str("key", clipLogged(req.key, maxLoggedKey))
-	if len(req.key) > maxLoggedKey {
+		Str("method", backend.PrintableText(req.method, MaxLoggedField)).
+		Str("bucket", backend.PrintableText(req.bucket, MaxLoggedField)).
+		Str("key", backend.PrintableText(req.key, MaxLoggedKey))
+	if len(req.key) > MaxLoggedKey {
 		ev = ev.Int("key_bytes", len(req.key))
 	}
 	ev = ev.Int("status", status).
@@ -515,7 +533,7 @@ func (s *server) finish(req *request, aborted bool) {
 		Dur("duration", d).
 		Str("remote", req.r.RemoteAddr)
 	if rg := req.r.Header.Values("Range"); len(rg) > 0 {
-		ev = ev.Str("range", clipLogged(strings.Join(rg, ", "), maxLoggedField))
+		ev = ev.Str("range", backend.PrintableText(strings.Join(rg, ", "), MaxLoggedField))
 	}
 	if req.identity.AccessKey != "" {
 		ev = ev.Str("access_key", req.identity.AccessKey)
@@ -529,7 +547,7 @@ func (s *server) finish(req *request, aborted bool) {
 		ev = ev.Bool("aborted", true).Str("abort_cause", cause)
 	}
 	if req.cause != nil {
-		ev = ev.Str("error", clipLogged(req.cause.Error(), maxLoggedError))
+		ev = ev.Str("error", backend.PrintableText(req.cause.Error(), MaxLoggedError))
 	}
 	ev.Msg("request")
 }
@@ -538,23 +556,18 @@ func (s *server) finish(req *request, aborted bool) {
 // request line and headers may be 64 KiB, --max-header-bytes): the key is
 // cut past S3's own limit of 1024 bytes (every real key is logged whole;
 // key_bytes has the length of a longer one), the method, bucket and
-// Range headers past maxLoggedField, the error (which names the archive
-// and key) past maxLoggedError.
+// Range headers past MaxLoggedField, the error (which names the archive
+// and key) past MaxLoggedError. Every such field is
+// backend.PrintableText, the one rule for outside text in a log: cut to
+// its bound and with every unprintable rune escaped. Both log formats
+// escape ASCII controls in a field, but the JSON format (the default)
+// writes every other rune as is: a C1 control (U+009B is a terminal's
+// CSI) or a bidi override (U+202E) in a key reached whoever reads the
+// log in a terminal or a browser, and a JSON reader (jq -r) got a key's
+// ESC and CR back as they were.
+// The console (package s3api/console) logs with the same bounds.
 const (
-	maxLoggedKey   = 1024
-	maxLoggedField = 256
-	maxLoggedError = 4096
+	MaxLoggedKey   = 1024
+	MaxLoggedField = 256
+	MaxLoggedError = 4096
 )
-
-// clipLogged cuts s to at most max bytes at a character boundary, ending
-// in "..." when cut.
-func clipLogged(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	cut := max - len("...")
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "..."
-}

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"slices"
 	"sort"
-	"strings"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -15,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/wharf-s3/wharf/archiveview"
+	"github.com/wharf-s3/wharf/backend"
 )
 
 // Entry is one archive a catalog serves, under one or more bucket names:
@@ -289,13 +289,19 @@ const maxLabelBytes = 128
 
 // labelValue makes s, an uploader's value (an upload id: the manifest's,
 // or its folder's name, which on a file store is any bytes), usable as a
-// label: invalid UTF-8 is replaced (a label value that is not UTF-8 fails
+// label: invalid UTF-8 is escaped (a label value that is not UTF-8 fails
 // the whole scrape: MustNewConstMetric panics, the registry answers
 // /metrics with an error), and it is cut to maxLabelBytes, ending in
 // "...", at a character boundary (every scrape carries it once per
 // series).
+//
+// Its unprintable runes are escaped first (backend.PrintableText, the one
+// rule for outside text: an invalid byte as "\xff"): the text exposition
+// escapes only backslash, quote and newline, so an id's ESC sequences, CR,
+// C1 controls and bidi overrides reached whoever read /metrics in a
+// terminal. The cut here keeps the bound at 128 bytes.
 func labelValue(s string) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = backend.PrintableText(s, 0)
 	if len(s) <= maxLabelBytes {
 		return s
 	}

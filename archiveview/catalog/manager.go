@@ -295,16 +295,40 @@ func (cm *Manager) Opening() (pending, total int) {
 	return pending, total
 }
 
-// logArchive writes the per-archive line.
+// Bounds of the per-archive line's uploader text: an upload id (the
+// manifest's, any length; cut like its metric label, maxLabelBytes), the
+// chain's ids (up to MaxChainDepth of them: the first maxLoggedChain,
+// with chain_length beside them when cut) and each warning.
+const (
+	maxLoggedChain   = 16
+	maxLoggedWarning = 1024
+)
+
+// logArchive writes the per-archive line. Its uploader text is
+// backend.PrintableText, the one rule for outside text in a log (cut,
+// unprintable runes escaped).
 func (cm *Manager) logArchive(name, source string, a *archiveview.Archive) {
 	info := a.Info()
-	cm.log.Info().Str("archive", name).Str("source", source).
-		Str("upload_id", info.UploadID).Str("version", info.Version).
-		Strs("chain", info.Chain).
-		Int("files", info.Files).Int("chunks", info.Chunks).Int("frames", info.Frames).
+	ev := cm.log.Info().Str("archive", name).Str("source", source).
+		Str("upload_id", backend.PrintableText(info.UploadID, maxLabelBytes)).Str("version", backend.PrintableText(info.Version, maxLabelBytes)).
+		Strs("chain", printableTexts(info.Chain, maxLoggedChain, maxLabelBytes))
+	if len(info.Chain) > maxLoggedChain {
+		ev = ev.Int("chain_length", len(info.Chain))
+	}
+	ev.Int("files", info.Files).Int("chunks", info.Chunks).Int("frames", info.Frames).
 		Int64("compressed_bytes", info.CompressedBytes).Int64("uncompressed_bytes", info.UncompressedBytes).
-		Strs("shapes", info.Shapes).Strs("warnings", info.Warnings).
+		Strs("shapes", info.Shapes).Strs("warnings", printableTexts(info.Warnings, len(info.Warnings), maxLoggedWarning)).
 		Msg("serving archive")
+}
+
+// printableTexts is the first n of ss, each backend.PrintableText cut to
+// max bytes.
+func printableTexts(ss []string, n, max int) []string {
+	out := make([]string, 0, min(n, len(ss)))
+	for _, s := range ss[:min(n, len(ss))] {
+		out = append(out, backend.PrintableText(s, max))
+	}
+	return out
 }
 
 // startOpen returns a pending entry for the manifest bucket/key (listed

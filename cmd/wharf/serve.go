@@ -18,6 +18,9 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -190,17 +193,74 @@ func runServe(ctx context.Context, args []string) error {
 }
 
 // newServeLogger builds the zerolog logger for format (json or console).
+// Every outside text a package logs should be backend.PrintableText (the
+// one rule: cut and escaped); the logger is the backstop for one that is
+// not. JSON lines carry no unprintable rune (printableJSON), and the
+// console format, which quotes fields but writes a message as is,
+// escapes the message.
 func newServeLogger(format string, out io.Writer) (zerolog.Logger, error) {
 	if out == nil {
 		out = os.Stderr
 	}
 	switch format {
 	case "", "json":
-		return zerolog.New(out).With().Timestamp().Logger(), nil
+		return zerolog.New(printableJSON{out}).With().Timestamp().Logger(), nil
 	case "console":
-		return zerolog.New(zerolog.ConsoleWriter{Out: out, TimeFormat: time.RFC3339}).With().Timestamp().Logger(), nil
+		cw := zerolog.ConsoleWriter{Out: out, TimeFormat: time.RFC3339, FormatMessage: func(i any) string {
+			if i == nil {
+				return ""
+			}
+			return backend.PrintableText(fmt.Sprint(i), 0)
+		}}
+		return zerolog.New(cw).With().Timestamp().Logger(), nil
 	}
 	return zerolog.Logger{}, fmt.Errorf("--log-format %q: want json or console", format)
+}
+
+// printableJSON writes JSON (zerolog's lines, the admin pages'
+// documents) with every unprintable rune past ASCII (a C1 control such
+// as U+009B, a terminal's CSI; a line separator; a bidi override) as a
+// JSON \u escape: zerolog escapes the ASCII controls only (encoding/json
+// also U+2028/9), so such a rune in a logged key reached whoever read the
+// log in a terminal. Outside ASCII, both write bytes only inside strings
+// (invalid UTF-8 as \ufffd), so the document decodes to the same values.
+// A write without such a rune (nearly every one) is passed on as it is,
+// with no copy.
+type printableJSON struct{ out io.Writer }
+
+func (w printableJSON) Write(p []byte) (int, error) {
+	i := 0
+	for i < len(p) {
+		if p[i] < utf8.RuneSelf {
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(p[i:])
+		if !unicode.IsPrint(r) {
+			break
+		}
+		i += n
+	}
+	if i == len(p) {
+		return w.out.Write(p)
+	}
+	b := make([]byte, 0, len(p)+32)
+	b = append(b, p[:i]...)
+	for _, r := range string(p[i:]) { // an invalid byte is U+FFFD, printable
+		switch {
+		case r < utf8.RuneSelf || unicode.IsPrint(r):
+			b = utf8.AppendRune(b, r)
+		case r > 0xFFFF:
+			r1, r2 := utf16.EncodeRune(r)
+			b = fmt.Appendf(b, "\\u%04x\\u%04x", r1, r2)
+		default:
+			b = fmt.Appendf(b, "\\u%04x", r)
+		}
+	}
+	if _, err := w.out.Write(b); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // isLoopbackListen reports whether addr binds only loopback interfaces.
@@ -840,15 +900,18 @@ func adminMux(reg *prometheus.Registry, ready *atomic.Bool, cm *catalog.Manager,
 	profiles := newAdminGate("profiles", maxAdminProfiles) // shared by every /debug/pprof/ endpoint but cmdline
 	stw := &adminSpacing{gap: minStopTheWorldGap}
 	mux.HandleFunc("/metrics", scrapes.serve(promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}).ServeHTTP))
+	// The admin pages carry outside text (upload ids, keys, a store's
+	// errors): written as the JSON log is (printableJSON), for whoever
+	// reads them with curl in a terminal.
 	mux.HandleFunc("/-/archives", pages.serve(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		enc := json.NewEncoder(w)
+		enc := json.NewEncoder(printableJSON{w})
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(cm.Page())
 	}))
 	mux.HandleFunc("/-/peers", pages.serve(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		enc := json.NewEncoder(w)
+		enc := json.NewEncoder(printableJSON{w})
 		enc.SetIndent("", "  ")
 		if peers == nil {
 			_ = enc.Encode(map[string]bool{"enabled": false})

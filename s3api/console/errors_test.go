@@ -74,7 +74,8 @@ func TestErrorsHideInternals(t *testing.T) {
 	cat := failingCatalog{good: a, err: openErr}
 	v, _ := auth.New(auth.Config{Anonymous: true})
 	logs := &syncBuf{}
-	srv := httptest.NewServer(s3api.New(s3api.Config{Catalog: cat, Verifier: v, Logger: zerolog.Nop(),
+	// The details are on the access line (the S3 handler's logger).
+	srv := httptest.NewServer(s3api.New(s3api.Config{Catalog: cat, Verifier: v, Logger: zerolog.New(logs),
 		Console: func(api http.Handler) http.Handler {
 			return console.New(console.Config{Catalog: cat, Verifier: v, API: api, Logger: zerolog.New(logs)})
 		}}))

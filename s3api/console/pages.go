@@ -6,6 +6,7 @@ package console
 import (
 	"bytes"
 	"context"
+	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
@@ -98,7 +99,9 @@ func (c *Console) buckets(w http.ResponseWriter, r *http.Request, v visitor) {
 			live[a] = true
 			info := a.Info()
 			row.State, row.Files = "open", info.Files
-			row.Served = "upload " + info.UploadID
+			// The manifest's id: any length and any rune past the ASCII
+			// controls (one rule for outside text: cut and escaped).
+			row.Served = "upload " + backend.PrintableText(info.UploadID, maxShownUploadID)
 			if len(info.Chain) > 1 {
 				row.Served += fmt.Sprintf(", a chain of %d uploads", len(info.Chain))
 			}
@@ -253,11 +256,11 @@ func (c *Console) lookup(w http.ResponseWriter, r *http.Request, v visitor, a *a
 	}
 	h, err := s3api.BucketHistory(r.Context(), c.cfg.History, bucket, a, true)
 	if err != nil && errors.Is(err, backend.ErrUnavailable) {
-		c.fail(w, r, &v, http.StatusServiceUnavailable, c.hidden(bucket, key, err, "The version history of "+bucket+" cannot be read now; try again in a moment."))
+		c.fail(w, r, &v, http.StatusServiceUnavailable, c.hidden(w, bucket, key, err, "The version history of "+bucket+" cannot be read now; try again in a moment."))
 		return nil, archiveview.File{}, false
 	}
 	if err != nil {
-		c.fail(w, r, &v, http.StatusInternalServerError, c.hidden(bucket, key, err, "The version history of "+bucket+" could not be read."))
+		c.fail(w, r, &v, http.StatusInternalServerError, c.hidden(w, bucket, key, err, "The version history of "+bucket+" could not be read."))
 		return nil, archiveview.File{}, false
 	}
 	ver, found, err := h.Lookup(r.Context(), key, version)
@@ -270,7 +273,7 @@ func (c *Console) lookup(w http.ResponseWriter, r *http.Request, v visitor, a *a
 		if errors.Is(err, backend.ErrUnavailable) {
 			code = http.StatusServiceUnavailable
 		}
-		c.fail(w, r, &v, code, c.hidden(bucket, key, err, "Version "+version+" of "+key+" in "+bucket+" could not be read."))
+		c.fail(w, r, &v, code, c.hidden(w, bucket, key, err, "Version "+version+" of "+key+" in "+bucket+" could not be read."))
 		return nil, archiveview.File{}, false
 	}
 	if !found || ver.DeleteMarker {
@@ -285,6 +288,10 @@ func (c *Console) lookup(w http.ResponseWriter, r *http.Request, v visitor, a *a
 	f.VersionID = ver.VersionID
 	return va, f, true
 }
+
+// maxShownUploadID bounds an upload id on the buckets page (as in the
+// log and the metric label).
+const maxShownUploadID = 128
 
 // versionRow is one version on a file page.
 type versionRow struct {
@@ -330,10 +337,10 @@ func (c *Console) file(w http.ResponseWriter, r *http.Request, v visitor, bucket
 	if err != nil {
 		if transient(err) {
 			w.Header().Set("Retry-After", "1")
-			c.fail(w, r, &v, http.StatusServiceUnavailable, c.hidden(bucket, f.Key, err, "The storage of "+f.Key+" in "+bucket+" cannot be read now; try again in a moment."))
+			c.fail(w, r, &v, http.StatusServiceUnavailable, c.hidden(w, bucket, f.Key, err, "The storage of "+f.Key+" in "+bucket+" cannot be read now; try again in a moment."))
 			return
 		}
-		c.fail(w, r, &v, http.StatusInternalServerError, c.hidden(bucket, f.Key, err, "The storage of "+f.Key+" in "+bucket+" could not be read."))
+		c.fail(w, r, &v, http.StatusInternalServerError, c.hidden(w, bucket, f.Key, err, "The storage of "+f.Key+" in "+bucket+" could not be read."))
 		return
 	}
 	fi.Class, fi.Tier, fi.Archived, fi.Readable = st.Class, st.Tier, st.Archived, st.Readable
@@ -358,9 +365,9 @@ func (c *Console) file(w http.ResponseWriter, r *http.Request, v visitor, bucket
 
 	d := pageData{Title: bucket + "/" + f.Key, V: v, Bucket: bucket, Crumbs: crumbs(bucket, f.Key), File: &fi,
 		Flash: r.URL.Query().Get("restore")}
-	d.Versions, d.VersionsErr = c.versions(ctx, a, bucket, f, version)
+	d.Versions, d.VersionsErr = c.versions(ctx, w, a, bucket, f, version)
 	if fi.Readable {
-		d.Preview = c.preview(ctx, va, f, fi.RawURL)
+		d.Preview = c.preview(ctx, w, va, f, fi.RawURL)
 	}
 	d.Snippets = snippets(scheme(r)+"://"+r.Host, bucket, f.Key, version, v.sess == nil)
 	if v.sess != nil {
@@ -403,8 +410,8 @@ const historyWait = 2 * time.Second
 // versions lists f's versions, newest first: the history's entries (the
 // uploads of a chain, or a dataset's published versions) for keys
 // starting with f's key, up to the first other key. asked is the version
-// the page shows ("" = the latest).
-func (c *Console) versions(ctx context.Context, a *archiveview.Archive, bucket string, f archiveview.File, asked string) ([]versionRow, string) {
+// the page shows ("" = the latest). A failure is noted on w's access line.
+func (c *Console) versions(ctx context.Context, w http.ResponseWriter, a *archiveview.Archive, bucket string, f archiveview.File, asked string) ([]versionRow, string) {
 	// A published dataset's history is built on first use, in the
 	// background: the page waits for it a little, then says so.
 	hctx, cancel := context.WithTimeout(ctx, historyWait)
@@ -414,11 +421,11 @@ func (c *Console) versions(ctx context.Context, a *archiveview.Archive, bucket s
 		if ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, backend.ErrUnavailable)) {
 			return nil, "The version history of " + bucket + " is being built; reload this page in a moment."
 		}
-		return nil, c.hidden(bucket, f.Key, err, "The version history of "+bucket+" could not be read.")
+		return nil, c.hidden(w, bucket, f.Key, err, "The version history of "+bucket+" could not be read.")
 	}
 	res, err := vs.ListVersions(archiveview.VersionListParams{Prefix: f.Key, MaxKeys: 1000})
 	if err != nil {
-		return nil, c.hidden(bucket, f.Key, err, "The versions of "+f.Key+" in "+bucket+" could not be listed.")
+		return nil, c.hidden(w, bucket, f.Key, err, "The versions of "+f.Key+" in "+bucket+" could not be listed.")
 	}
 	var out []versionRow
 	for _, e := range res.Entries {
@@ -500,30 +507,17 @@ func (c *Console) download(w http.ResponseWriter, r *http.Request, v visitor, bu
 		panic(http.ErrAbortHandler)
 	}
 	rest := f.Size - int64(n)
-	cw := &clientWriter{w: w}
-	copied, err := io.CopyBuffer(cw, rc, buf)
+	copied, err := io.CopyBuffer(w, rc, buf)
 	if err == nil && copied != rest {
 		err = fmt.Errorf("archive %s key %q: body gave %d of %d bytes: %w", va.Name(), f.Key, int64(n)+copied, f.Size, io.ErrUnexpectedEOF)
 	}
 	if err != nil {
 		// The access line has it: a download the client left is info
-		// there (abort_cause "client"), a failed read a warning.
-		s3api.NoteFailure(w, fmt.Errorf("archive %s key %q: %w", va.Name(), f.Key, err), ctx.Err() == nil && !cw.failed)
+		// there (abort_cause "client": its context ended or a write to it
+		// failed, which NoteFailure knows), a failed read a warning.
+		s3api.NoteFailure(w, fmt.Errorf("archive %s key %q: %w", va.Name(), f.Key, err), ctx.Err() == nil)
 		panic(http.ErrAbortHandler)
 	}
-}
-
-// clientWriter is w, noting whether a write failed (the client's side:
-// it left or stopped taking bytes).
-type clientWriter struct {
-	w      io.Writer
-	failed bool
-}
-
-func (c *clientWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.failed = c.failed || err != nil
-	return n, err
 }
 
 // readFailed answers a read error before any header was sent.
@@ -545,10 +539,10 @@ func (c *Console) readFailed(w http.ResponseWriter, r *http.Request, v visitor, 
 			c.fail(w, r, &v, http.StatusServiceUnavailable, msg)
 			return
 		}
-		c.fail(w, r, &v, http.StatusServiceUnavailable, c.hidden(bucket, f.Key, err, msg))
+		c.fail(w, r, &v, http.StatusServiceUnavailable, c.hidden(w, bucket, f.Key, err, msg))
 		return
 	}
-	c.fail(w, r, &v, http.StatusInternalServerError, c.hidden(bucket, f.Key, err, f.Key+" in "+bucket+" could not be read."))
+	c.fail(w, r, &v, http.StatusInternalServerError, c.hidden(w, bucket, f.Key, err, f.Key+" in "+bucket+" could not be read."))
 }
 
 // transient reports whether err is a passing state, which S3 answers 503
@@ -581,11 +575,17 @@ func publicOpenError(bucket string, err error) string {
 	return "The archive served as bucket " + bucket + " could not be opened. The server's log has the details."
 }
 
-// hidden logs err (the store's text: backing bucket, object keys, paths)
-// and returns msg, what a page may say of it: a visitor, maybe anonymous,
-// learns what failed for which bucket and key, never the internals.
-func (c *Console) hidden(bucket, key string, err error, msg string) string {
-	c.cfg.Logger.Error().Str("bucket", bucket).Str("key", key).Err(err).Msg("console: " + msg)
+// hidden puts err (the store's text: backing bucket, object keys,
+// paths) on the request's access line (s3api.NoteFailure, as a failed
+// read: a warning even behind a page that still answers 200, a preview's
+// or a history's failure) and returns msg, what a page may say of it: a
+// visitor, maybe anonymous, learns what failed for which bucket and key,
+// never the internals. A read refused busy (chunkio.ErrBusy, wharf
+// shedding load) is no failed read. The access line is the request's
+// only line: a line of its own beside it made an error line per request
+// from any visitor polling a page whose reads fail.
+func (c *Console) hidden(w http.ResponseWriter, bucket, key string, err error, msg string) string {
+	s3api.NoteFailure(w, fmt.Errorf("console: bucket %s key %q: %w", bucket, key, err), !errors.Is(err, chunkio.ErrBusy))
 	return msg + " The server's log has the details."
 }
 
@@ -692,18 +692,15 @@ func (c *Console) sendRestore(r *http.Request, se *session, bucket, key, version
 	return rec.status, rec.body.Bytes(), nil
 }
 
-// s3Message is the Code and Message of an S3 error document.
+// s3Message is the Code and Message of an S3 error document, decoded
+// (the page escapes them once; the document's own escaping, taken as
+// text, showed its character references: "object&#39;s").
 func s3Message(b []byte) string {
-	get := func(tag string) string {
-		s := string(b)
-		i := strings.Index(s, "<"+tag+">")
-		j := strings.Index(s, "</"+tag+">")
-		if i < 0 || j < i {
-			return ""
-		}
-		return s[i+len(tag)+2 : j]
+	var doc struct{ Code, Message string }
+	if err := xml.Unmarshal(b, &doc); err != nil {
+		return ""
 	}
-	return strings.TrimSpace(get("Code") + " " + get("Message"))
+	return strings.TrimSpace(doc.Code + " " + doc.Message)
 }
 
 // recorder is the ResponseWriter of an internal request (bounded body).

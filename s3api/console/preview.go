@@ -56,20 +56,21 @@ var textExt = map[string]bool{
 	".r": true, ".sql": true, ".conf": true, ".geojson": true, ".ndjson": true, ".jsonl": true,
 }
 
-// preview reads the start of f and renders it.
-func (c *Console) preview(ctx context.Context, a *archiveview.Archive, f archiveview.File, rawURL string) *preview {
+// preview reads the start of f and renders it; a failure is noted on w's
+// access line.
+func (c *Console) preview(ctx context.Context, w http.ResponseWriter, a *archiveview.Archive, f archiveview.File, rawURL string) *preview {
 	if f.Size == 0 {
 		return &preview{Kind: "empty"}
 	}
 	n := min(f.Size, previewBytes)
 	rc, err := a.Open(ctx, f, 0, n)
 	if err != nil {
-		return &preview{Kind: "error", Err: c.hidden(a.Name(), f.Key, err, f.Key+" in "+a.Name()+" could not be read.")}
+		return &preview{Kind: "error", Err: c.hidden(w, a.Name(), f.Key, err, f.Key+" in "+a.Name()+" could not be read.")}
 	}
 	defer rc.Close()
 	b := make([]byte, n)
 	if _, err := io.ReadFull(rc, b); err != nil {
-		return &preview{Kind: "error", Err: c.hidden(a.Name(), f.Key, err, f.Key+" in "+a.Name()+" could not be read.")}
+		return &preview{Kind: "error", Err: c.hidden(w, a.Name(), f.Key, err, f.Key+" in "+a.Name()+" could not be read.")}
 	}
 	return render(f.Key, b, f.Size > n, rawURL)
 }

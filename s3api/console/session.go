@@ -19,6 +19,8 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 
 	"github.com/wharf-s3/wharf/auth"
+	"github.com/wharf-s3/wharf/backend"
+	"github.com/wharf-s3/wharf/s3api"
 	"github.com/wharf-s3/wharf/s3api/internal/tokenbucket"
 )
 
@@ -208,7 +210,17 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	ak, sk := strings.TrimSpace(r.PostFormValue("access_key")), r.PostFormValue("secret_key")
 	id, err := c.verifyKey(r.Context(), r.Host, ak, sk)
 	if err != nil {
-		c.cfg.Logger.Info().Str("console", "login").Str("access_key", ak).Str("remote", r.RemoteAddr).Err(err).Msg("console login refused")
+		// ak is whatever the form held (up to its 16 KiB), maybe the
+		// secret key typed into the wrong field: it is logged only when
+		// it is a configured key (a wrong secret for it), else by its
+		// length. One rule for outside text in a log: cut and escaped.
+		ev := c.cfg.Logger.Info().Str("console", "login")
+		if knownKey(err) {
+			ev = ev.Str("access_key", backend.PrintableText(ak, s3api.MaxLoggedField))
+		} else {
+			ev = ev.Int("access_key_bytes", len(ak))
+		}
+		ev.Str("remote", r.RemoteAddr).Str("error", backend.PrintableText(err.Error(), s3api.MaxLoggedError)).Msg("console login refused")
 		show(http.StatusForbidden, loginMessage(err))
 		return
 	}
@@ -218,6 +230,13 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, c.cookie(r, loginCookie, "", -1))
 	c.cfg.Logger.Info().Str("console", "login").Str("access_key", ak).Str("remote", r.RemoteAddr).Msg("console login")
 	http.Redirect(w, r, Prefix, http.StatusSeeOther)
+}
+
+// knownKey reports whether a refused login's access key is a configured
+// one: only a wrong secret for it (SignatureDoesNotMatch) says so.
+func knownKey(err error) bool {
+	var ae *auth.Error
+	return errors.As(err, &ae) && ae.Code == "SignatureDoesNotMatch"
 }
 
 // loginMessage says why a login failed.
