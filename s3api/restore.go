@@ -437,12 +437,19 @@ func (s *server) restoreObject(req *request, a *archiveview.Archive) {
 // is billed); the rest are counted in objects_unlisted, so that asking
 // again and again for a file over thousands of chunks that are restoring
 // already does not log thousands of objects per request.
-const maxLoggedRestoreObjects = 16
+// The restore line's list of objects: those it sent a request for, up to
+// maxLoggedSentObjects (a file over thousands of chunks would make a
+// line of megabytes), and the others while the list holds fewer than
+// maxLoggedRestoreObjects; the rest are counted in objects_unlisted.
+const (
+	maxLoggedRestoreObjects = 16
+	maxLoggedSentObjects    = 256
+)
 
-// logRestore logs a RestoreObject with the objects it concerned (every one
-// it sent a request for; the others only while the list holds fewer than
-// maxLoggedRestoreObjects), their sizes and the requesting key, and counts the restores it
-// started. A
+// logRestore logs a RestoreObject with the objects it concerned (see
+// above), their sizes and the requesting key, and counts the restores it
+// started. The file's and the objects' keys are an uploader's text
+// (backend.PrintableText). A
 // restore that failed part way (err) is logged with the error, result
 // "failed", and the object whose request failed as "failed". left is how
 // many archived objects the restore budget left for a later request
@@ -470,7 +477,7 @@ func (s *server) logRestore(req *request, f archiveview.File, versionID string, 
 			started++
 			startedBytes += size
 		}
-		if !o.Sent && len(objs) >= maxLoggedRestoreObjects {
+		if len(objs) >= maxLoggedRestoreObjects && (!o.Sent || len(objs) >= maxLoggedSentObjects) {
 			unlisted++
 			continue
 		}
@@ -478,7 +485,7 @@ func (s *server) logRestore(req *request, f archiveview.File, versionID string, 
 		if o.Result == 0 {
 			result = "failed"
 		}
-		objs = append(objs, obj{Key: o.Key, Size: size, Class: o.Class, Sent: o.Sent, Result: result})
+		objs = append(objs, obj{Key: backend.PrintableText(o.Key, MaxLoggedKey), Size: size, Class: o.Class, Sent: o.Sent, Result: result})
 	}
 	s.metrics.restored(tier, started, startedBytes)
 	result := rep.Result.String()
@@ -487,7 +494,7 @@ func (s *server) logRestore(req *request, f archiveview.File, versionID string, 
 		result = "failed"
 		ev = s.cfg.Logger.Warn().Err(failed)
 	}
-	ev = ev.Str("request_id", req.id).Str("bucket", req.bucket).Str("key", f.Key).
+	ev = ev.Str("request_id", req.id).Str("bucket", req.bucket).Str("key", backend.PrintableText(f.Key, MaxLoggedKey)).
 		Str("access_key", req.identity.AccessKey).Str("tier", tier).Int("days", rr.Days).
 		Str("result", result).Int64("restores_started", started).Int64("bytes_started", startedBytes).
 		Interface("objects", objs).Int("objects_unlisted", unlisted)

@@ -80,9 +80,16 @@ func newCostFixture(t *testing.T, cfg s3api.Config) *costFixture {
 // object inflate bytes larger than the manifest says.
 func newCostFixtureInflated(t *testing.T, cfg s3api.Config, inflate int64) *costFixture {
 	t.Helper()
+	return newCostFixtureNamed(t, cfg, inflate, "big.bin")
+}
+
+// newCostFixtureNamed is newCostFixtureInflated with the archived file
+// (of 40 chunks or more) under the key big.
+func newCostFixtureNamed(t *testing.T, cfg s3api.Config, inflate int64, big string) *costFixture {
+	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
-	files := map[string][]byte{"big.bin": randBytes(43, 96<<10), "other.bin": randBytes(44, 16<<10)}
+	files := map[string][]byte{big: randBytes(43, 96<<10), "other.bin": randBytes(44, 16<<10)}
 	res, err := cargopack.Write(ctx, cargopack.DirSink(dir), cargopack.FromMap(files, testMTime),
 		cargopack.Options{Bucket: "src", Prefix: "p", UploadID: "u1", FrameSize: 2 << 10, ChunkSize: 2 << 10, SplitSize: 2 << 10})
 	if err != nil {
@@ -91,7 +98,7 @@ func newCostFixtureInflated(t *testing.T, cfg s3api.Config, inflate int64) *cost
 	g := faults.NewGlacier(faults.GlacierConfig{Delay: time.Hour})
 	seen := map[string]bool{}
 	for _, e := range res.Manifest.Files {
-		if strings.HasSuffix(e.Path, "big.bin") {
+		if strings.HasSuffix(e.Path, big) {
 			seen[e.S3Key] = true
 			g.SetClass("src", "p/"+e.S3Key, backend.ClassGlacier, "")
 		} else if !seen[e.S3Key] {
