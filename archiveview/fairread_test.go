@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -37,8 +38,8 @@ func fairStreamShapes() []rpShape {
 // over the file) and, once they are under way, one read of other's file in
 // another archive on the same FrameCache. It returns how many readers were
 // served exact and how many were refused busy; it fails the test when a
-// reader gets anything else, when the other read takes more than a second,
-// or when a reader is still waiting after limit.
+// reader gets anything else, when the other read takes more than a second
+// twice, or when a reader is still waiting after limit.
 func fairReaders(t *testing.T, ra *rpArchive, key string, n int, other *rpArchive, otherKey string, limit time.Duration) (served, busy int) {
 	t.Helper()
 	want := ra.files[key]
@@ -49,12 +50,14 @@ func fairReaders(t *testing.T, ra *rpArchive, key string, n int, other *rpArchiv
 	const span = 1 << 20
 	errs := make([]error, n)
 	var wg sync.WaitGroup
+	opened := make(chan struct{}, n) // one per reader whose Open returned
 	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			off := int64(i) * (f.Size - span) / int64(n)
 			r, err := ra.a.Open(context.Background(), f, off, span)
+			opened <- struct{}{}
 			if err != nil {
 				errs[i] = err
 				return
@@ -73,25 +76,44 @@ func fairReaders(t *testing.T, ra *rpArchive, key string, n int, other *rpArchiv
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 
-	time.Sleep(300 * time.Millisecond) // the readers are under way
-	if other != nil {
-		got := make(chan error, 1)
-		start := time.Now()
-		go func() {
-			b, err := other.read(t, otherKey, 0, int64(len(other.files[otherKey])), true)
-			if err == nil && !bytes.Equal(b, other.files[otherKey]) {
-				err = errors.New("wrong bytes")
-			}
-			got <- err
-		}()
+	// The readers are under way once every Open returned (an event, not
+	// a sleep: on a loaded machine 300 ms saw only some of them started).
+	// Their reads take seconds after that.
+	for range n {
 		select {
-		case err := <-got:
+		case <-opened:
+		case <-time.After(limit):
+			t.Fatalf("%d readers of %s: not all opened after %v", n, key, limit)
+		}
+	}
+	if other != nil {
+		// The other read must answer within a second. A miss is measured
+		// once more while the readers still run: a load spike on a shared
+		// 2-core machine (-race) misses once, the defect this guards (the
+		// other read waits behind the readers' hold-and-wait, for their
+		// whole memory wait) misses both.
+		var misses []string
+		for len(misses) < 2 {
+			took, ok, err := otherRead(t, other, otherKey)
 			if err != nil {
 				t.Errorf("the other archive's read failed: %v", err)
 			}
-			t.Logf("the other archive's read answered in %v", time.Since(start).Round(time.Millisecond))
-		case <-time.After(time.Second):
-			t.Errorf("the other archive's read waited more than a second while %d readers read %s", n, key)
+			if ok {
+				t.Logf("the other archive's read answered in %v", took.Round(time.Millisecond))
+				break
+			}
+			misses = append(misses, took.Round(time.Millisecond).String())
+			select {
+			case <-done:
+				if len(misses) < 2 {
+					t.Logf("the readers ended before the other read could be measured again")
+					misses = append(misses, "(readers ended)")
+				}
+			default:
+			}
+		}
+		if len(misses) == 2 {
+			t.Errorf("the other archive's read waited more than a second while %d readers read %s, twice: %s", n, key, strings.Join(misses, ", then "))
 		}
 	}
 	select {
@@ -258,4 +280,31 @@ func TestFairClientShare(t *testing.T) {
 			}
 		})
 	}
+}
+
+// otherRead reads other's file otherKey whole and says how long it took
+// (at least a second if it had not answered by then: it is waited for, up
+// to a minute) and whether it answered within a second.
+func otherRead(t *testing.T, other *rpArchive, otherKey string) (took time.Duration, ok bool, err error) {
+	t.Helper()
+	got := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		b, err := other.read(t, otherKey, 0, int64(len(other.files[otherKey])), true)
+		if err == nil && !bytes.Equal(b, other.files[otherKey]) {
+			err = errors.New("wrong bytes")
+		}
+		got <- err
+	}()
+	select {
+	case err = <-got:
+		return time.Since(start), time.Since(start) <= time.Second, err
+	case <-time.After(time.Second):
+	}
+	select {
+	case err = <-got:
+	case <-time.After(time.Minute):
+		err = errors.New("no answer in a minute")
+	}
+	return time.Since(start), false, err
 }

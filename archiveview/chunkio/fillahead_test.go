@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +21,13 @@ import (
 // bytes each and returns a Set over it on a cache made with opts, and the
 // chunk's tar bytes.
 func framedFixture(t *testing.T, n, size int, opts ...CacheOption) (*Set, []byte) {
+	t.Helper()
+	return framedFixtureOn(t, n, size, nil, opts...)
+}
+
+// framedFixtureOn is framedFixture with the store wrapped by wrap (nil:
+// the file store as is).
+func framedFixtureOn(t *testing.T, n, size int, wrap func(backend.Store) backend.Store, opts ...CacheOption) (*Set, []byte) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(12, 12))
 	enc, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
@@ -48,9 +57,35 @@ func framedFixture(t *testing.T, n, size int, opts ...CacheOption) (*Set, []byte
 		t.Fatal(err)
 	}
 	chunks := []Chunk{{Key: key, Kind: FramedZstd, Frames: frames, Size: int64(len(obj))}}
-	set := NewSet(backend.NewFileStore(dir), "bkt", chunks, Options{Readahead: -1, Cache: NewFrameCache(0, opts...)})
+	var store backend.Store = backend.NewFileStore(dir)
+	if wrap != nil {
+		store = wrap(store)
+	}
+	set := NewSet(store, "bkt", chunks, Options{Readahead: -1, Cache: NewFrameCache(0, opts...)})
 	t.Cleanup(set.Close)
 	return set, tarBytes
+}
+
+// firstAheadStore holds the first range GET that does not start at byte 0
+// (the read's part ahead: frame 0 is at 0) until its context ends,
+// after telling started; every other GET goes through.
+type firstAheadStore struct {
+	backend.Store
+	started chan struct{} // closed when the held GET came in
+	once    sync.Once
+}
+
+func (s *firstAheadStore) ReadRange(ctx context.Context, bucket, key string, off, length int64, ifMatch string) (io.ReadCloser, backend.ObjectInfo, error) {
+	hold := false
+	if off > 0 {
+		s.once.Do(func() { hold = true })
+	}
+	if hold {
+		close(s.started)
+		<-ctx.Done()
+		return nil, backend.ObjectInfo{}, &backend.Error{Op: "range", Bucket: bucket, Key: key, Err: ctx.Err()}
+	}
+	return s.Store.ReadRange(ctx, bucket, key, off, length, ifMatch)
 }
 
 // TestJoinedFlightGivenUpWhileAhead: a framed read joins another fetch of
@@ -61,9 +96,19 @@ func framedFixture(t *testing.T, n, size int, opts ...CacheOption) (*Set, []byte
 // fetch gives up (errGaveUp, as a prefetch short of memory does, or a
 // fetcher whose client left). The read then fetches the frame itself; it
 // must not wait for the share its own part ahead holds for it. On the old
-// code it did, and failed with ErrBusy after the whole memory wait.
+// code (before 30e7ed6) it did, and failed with ErrBusy after the whole
+// memory wait.
+//
+// It synchronises on events, not on time: the part's GET is held in the
+// store (firstAheadStore) until its context ends, so the part holds its
+// 12 MiB, unchanging, from the moment the test sees its GET until the
+// read drops it; the fix drops it at once, the old code waits for it
+// until the memory wait (10 s, far longer than any release under load)
+// ends.
 func TestJoinedFlightGivenUpWhileAhead(t *testing.T) {
-	set, want := framedFixture(t, 4, 2<<20, WithMemory(32<<20), WithMemoryWait(time.Second))
+	gate := &firstAheadStore{started: make(chan struct{})}
+	set, want := framedFixtureOn(t, 4, 2<<20, func(s backend.Store) backend.Store { gate.Store = s; return gate },
+		WithMemory(32<<20), WithMemoryWait(10*time.Second))
 	c := set.cache
 	k := set.frameKey(0, 0)
 	_, fl, mine := c.lookup(k, false)
@@ -80,21 +125,39 @@ func TestJoinedFlightGivenUpWhileAhead(t *testing.T) {
 		b, err := readChunk(ctx, set, 0, 0, int64(len(want)))
 		res <- result{b, err}
 	}()
-	for deadline := time.Now().Add(2 * time.Second); ; {
-		if used, _ := set.lim.MemoryInUse(); used >= 12<<20 {
-			break // its part ahead is taken
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the read's part ahead never started")
-		}
-		time.Sleep(time.Millisecond)
+	select {
+	case <-gate.started:
+	case r := <-res:
+		c.complete(k, fl, nil, errGaveUp)
+		t.Fatalf("the read ended (%v) before its part ahead fetched anything", r.err)
+	case <-time.After(30 * time.Second):
+		c.complete(k, fl, nil, errGaveUp)
+		t.Fatal("the read's part ahead never started")
+	}
+	// The part's GET is held: what it took stays taken until the read
+	// drops it.
+	if used, _ := set.lim.MemoryInUse(); used < 12<<20 {
+		t.Fatalf("the part ahead holds %d bytes, want its 12 MiB (more than the client's share)", used)
 	}
 	c.complete(k, fl, nil, errGaveUp)
-	r := <-res
+	var r result
+	select {
+	case r = <-res:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the read never ended")
+	}
 	if r.err != nil || !bytes.Equal(r.b, want) {
 		t.Fatalf("read whose joined fetch gave up while its part ahead was held: %v, want its bytes", r.err)
 	}
-	if used, _ := set.lim.MemoryInUse(); used != 0 {
-		t.Errorf("%d bytes still charged after the read", used)
+	// The dropped part gives its bytes back when its held GET ends, which
+	// may be just after the read ended: what stays charged is a leak.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		used, _ := set.lim.MemoryInUse()
+		if used == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d bytes still charged 10 s after the read", used)
+		}
 	}
 }

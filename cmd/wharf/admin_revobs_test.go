@@ -37,8 +37,15 @@ func parkDeep(depth int, stop <-chan struct{}) {
 // deadline is moved on every 256 KiB the client takes, as on the S3
 // listener. Before, the admin listener set one deadline for the whole
 // write, so the dump was cut off --send-timeout after it began.
+//
+// The send timeout is 3 s and the reader takes 32 KiB every 10 ms (at
+// most 3.2 MB/s: a 16 MiB dump takes 5 s or more, past the send timeout):
+// each 256 KiB step arrives in about 80 ms, so the reader may be held up
+// almost 3 s by the machine (a loaded 2-core machine under -race held a
+// reader of 32 KiB every 4 ms past a 1 s send timeout: 'cut off after
+// 26529230 of about 30237101 bytes, 14.791s after it began').
 func TestServeAdminSteppedProgress(t *testing.T) {
-	const send = time.Second
+	const send = 3 * time.Second
 	store, man := packServeTree(t, map[string][]byte{"a.txt": []byte("hello\n")})
 	_, admin, _, _ := startServe(t, serveConfig{Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0", StoreURL: store,
 		Archives: []serveArchive{{Name: "data", ManifestURL: man}}, Anonymous: true, CacheBytes: 1 << 20,
@@ -69,9 +76,9 @@ func TestServeAdminSteppedProgress(t *testing.T) {
 	}
 	time.Sleep(minStopTheWorldGap) // one full dump starts per gap
 
-	// The same dump read at 8 MiB/s (32 KiB every 4 ms): each 256 KiB
-	// arrives well within the send timeout, the whole takes several times
-	// it.
+	// The same dump read at 3.2 MB/s at most (32 KiB every 10 ms): each
+	// 256 KiB arrives well within the send timeout, the whole takes
+	// longer than it.
 	c := rawConn(t, admin)
 	if err := c.(*net.TCPConn).SetReadBuffer(64 << 10); err != nil {
 		t.Fatal(err)
@@ -99,9 +106,13 @@ func TestServeAdminSteppedProgress(t *testing.T) {
 			t.Fatalf("steady reader: the dump was cut off after %d of about %d bytes, %v after it began (send timeout %v): %v",
 				got, size, time.Since(start).Round(time.Millisecond), send, err)
 		}
-		time.Sleep(4 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond)
 	}
-	t.Logf("steady reader: %d bytes in %v (send timeout %v)", got, time.Since(start).Round(time.Millisecond), send)
+	took := time.Since(start)
+	t.Logf("steady reader: %d bytes in %v (send timeout %v)", got, took.Round(time.Millisecond), send)
+	if took <= send {
+		t.Errorf("steady reader: the dump took %v, not longer than the send timeout %v: the test shows nothing", took, send)
+	}
 	if got < size/2 {
 		t.Errorf("steady reader: %d bytes, want about %d", got, size)
 	}

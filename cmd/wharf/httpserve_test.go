@@ -120,7 +120,21 @@ func TestServeAdminSendTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	stalled := time.Now()
-	time.Sleep(time.Second) // the first trace has started
+	// The first trace has started once its response head arrives (an
+	// event: after a fixed 1 s sleep a slow machine's first trace may not
+	// have begun, and the probes below found a free tracer and proved
+	// nothing). The head is the first few KiB of the trace; the rest
+	// stays unread.
+	if err := c.SetReadDeadline(stalled.Add(traceFor / 2)); err != nil {
+		t.Fatal(err)
+	}
+	sresp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("stalled trace: no response head: %v", err)
+	}
+	if sresp.StatusCode != 200 {
+		t.Fatalf("stalled trace: %s, want 200", sresp.Status)
+	}
 	var resp *http.Response
 	var n int64
 	for {
@@ -151,10 +165,6 @@ func TestServeAdminSendTimeout(t *testing.T) {
 	start := time.Now()
 	if err := c.SetReadDeadline(start.Add(traceFor)); err != nil {
 		t.Fatal(err)
-	}
-	sresp, err := http.ReadResponse(bufio.NewReader(c), nil)
-	if err != nil {
-		t.Fatalf("stalled trace: no response head: %v", err)
 	}
 	got, err := io.Copy(io.Discard, sresp.Body)
 	var ne net.Error

@@ -25,28 +25,38 @@ import (
 // error status but 403 backed the peer off, so a peer answering 500 (or
 // 404, or 503) after 1.9 s of a 2 s deadline held every frame read of the
 // asker 1.9 s, for as long as it kept doing it.
+//
+// The deadline is the default 2 s and a slow answer takes just past
+// half of it (slow): a sleep is a lower bound whatever the load, so a
+// slow answer is always over half, and a quick one (no sleep) has 1 s
+// of the machine's slowness before it would count as slow. (With 400
+// ms and 300 ms, a quick answer had 200 ms, which a loaded 2-core
+// machine under -race can take.) The subtests run in parallel: each
+// slow one waits about a second.
 func TestPeerSlowErrorAnswersBackedOff(t *testing.T) {
-	const firstByte = 400 * time.Millisecond
+	const firstByte = DefaultFirstByte
+	const slow = firstByte/2 + 25*time.Millisecond // just past half (frameOnly errors: over FirstByte/2)
 	for _, tc := range []struct {
 		name     string
 		status   int
 		delay    time.Duration
 		wantDown bool
 	}{
-		{"slow 500", http.StatusInternalServerError, 300 * time.Millisecond, true},
+		{"slow 500", http.StatusInternalServerError, slow, true},
 		{"quick 500", http.StatusInternalServerError, 0, true},
-		{"slow 404", http.StatusNotFound, 300 * time.Millisecond, true},
-		{"slow 503", http.StatusServiceUnavailable, 300 * time.Millisecond, true},
-		{"slow 409", http.StatusConflict, 300 * time.Millisecond, true},
+		{"slow 404", http.StatusNotFound, slow, true},
+		{"slow 503", http.StatusServiceUnavailable, slow, true},
+		{"slow 409", http.StatusConflict, slow, true},
 		{"quick 400", http.StatusBadRequest, 0, true},
 		{"quick 302", http.StatusFound, 0, true},
-		{"slow 502", http.StatusBadGateway, 300 * time.Millisecond, true},
+		{"slow 502", http.StatusBadGateway, slow, true},
 		{"quick 502", http.StatusBadGateway, 0, false},
 		{"quick 409", http.StatusConflict, 0, false},
 		{"quick 404", http.StatusNotFound, 0, false},
 		{"quick 503", http.StatusServiceUnavailable, 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			owner := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				time.Sleep(tc.delay)
 				w.WriteHeader(tc.status)
@@ -128,8 +138,14 @@ func TestPeerUnaskableFrameNotAsked(t *testing.T) {
 // deadline is used, and puts the peer in its back-off, which that
 // answer's Accepted does not end; once it is over, a quick answer ends
 // it. A quick answer never backs off.
+//
+// The deadline is the default 2 s and the slow answer takes just past
+// half its limit (slow, from answerLimit: a sleep is a lower bound under
+// any load), so it has almost 1 s of the machine's slowness before it
+// would time out, and a quick one 1 s before it would count as slow.
+// (With 400 ms and 300 ms: 100 ms and 200 ms.)
 func TestPeerSlowAnswersBackedOff(t *testing.T) {
-	const firstByte = 400 * time.Millisecond
+	const firstByte = DefaultFirstByte
 	var asker *Group
 	var delay atomic.Int64
 	owner := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -150,6 +166,7 @@ func TestPeerSlowAnswersBackedOff(t *testing.T) {
 	}
 	defer asker.Close()
 	id := chunkio.FrameID{Bucket: "b", Key: "k", Size: 1024, Sum: [32]byte{1}}
+	slow := asker.answerLimit(id.Size)/2 + 25*time.Millisecond // just past half
 	state := func() MemberPage {
 		for _, m := range asker.Page().Ring {
 			if m.URL == owner.URL {
@@ -170,10 +187,10 @@ func TestPeerSlowAnswersBackedOff(t *testing.T) {
 	if st := state(); st.State != "up" {
 		t.Fatalf("after a quick answer: %s, want up", st.State)
 	}
-	delay.Store(int64(300 * time.Millisecond)) // over half of 400 ms
+	delay.Store(int64(slow)) // over half of the answer's limit
 	ask()
 	if st := state(); st.State != "down" || st.Failures != 1 {
-		t.Fatalf("after an answer in 300 ms of 400: %s (%d failures), want down", st.State, st.Failures)
+		t.Fatalf("after an answer in %v of %v: %s (%d failures), want down", slow, asker.answerLimit(id.Size), st.State, st.Failures)
 	}
 	clock.add(time.Second + time.Millisecond)
 	ask() // slow again, after the back-off: a longer one

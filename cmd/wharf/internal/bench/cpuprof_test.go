@@ -17,20 +17,26 @@ func TestCPUByLabel(t *testing.T) {
 	if err := pprof.StartCPUProfile(&prof); err != nil {
 		t.Fatalf("CPU profile in use (run without -cpuprofile): %v", err)
 	}
-	spin := func(d time.Duration) {
+	// Each spin is an amount of work, not of time: the profile samples
+	// CPU time, and on a loaded machine a wall-clock spin got a fraction
+	// of it (60 ms of the 600 ms spun under -race at load 15, which
+	// failed the test). 4,800 sha256s of 64 KiB (300 MiB) take about
+	// 300 ms of CPU at 1 GB/s.
+	const unit = 4800 // about 300 ms
+	spin := func(n int) {
 		b := make([]byte, 64<<10)
-		for end := time.Now().Add(d); time.Now().Before(end); {
+		for range n {
 			s := sha256.Sum256(b)
 			b[0] = s[0]
 		}
 	}
 	pprof.Do(context.Background(), pprof.Labels("side", "wharf"), func(context.Context) {
 		done := make(chan struct{})
-		go func() { spin(300 * time.Millisecond); close(done) }() // inherits the label
-		spin(300 * time.Millisecond)
+		go func() { spin(unit); close(done) }() // inherits the label
+		spin(unit)
 		<-done
 	})
-	spin(100 * time.Millisecond)
+	spin(unit / 3)
 	pprof.StopCPUProfile()
 	by, err := cpuByLabel(prof.Bytes(), "side")
 	if err != nil {
@@ -39,10 +45,10 @@ func TestCPUByLabel(t *testing.T) {
 	w, rest := by["wharf"], by[""]
 	t.Logf("wharf %v, unlabelled %v", w, rest)
 	if w < 100*time.Millisecond {
-		t.Errorf("labelled CPU %v, want most of the 600 ms spun under the label", w)
+		t.Errorf("labelled CPU %v, want most of the two spins (about 600 ms of CPU) under the label", w)
 	}
 	if w < 2*rest {
-		t.Errorf("labelled CPU %v against %v unlabelled: want at least twice (600 ms against 100 ms spun)", w, rest)
+		t.Errorf("labelled CPU %v against %v unlabelled: want at least twice (six times the work spun under it)", w, rest)
 	}
 	if _, err := cpuByLabel([]byte("not a profile"), "side"); err == nil {
 		t.Error("garbage accepted as a profile")
