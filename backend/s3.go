@@ -687,10 +687,10 @@ var s3Codes = map[string]s3Code{
 const maxSignedSkew = 15 * time.Minute
 
 // forbiddenSkew reports, for err a 403 response, how far the store's clock
-// (the response's Date) was from the request's signing time (its
-// X-Amz-Date), when that is more than S3 allows: the store's
-// RequestTimeTooSkewed when the answer is a HEAD's, whose 403 has no body
-// to name the code (the SDK calls it "Forbidden").
+// (the response's Date, plus its Age for an answer from a cache) was from
+// the request's signing time (its X-Amz-Date), when that is more than S3
+// allows: the store's RequestTimeTooSkewed when the answer is a HEAD's,
+// whose 403 has no body to name the code (the SDK calls it "Forbidden").
 func forbiddenSkew(err error) (time.Duration, bool) {
 	var re *smithyhttp.ResponseError
 	if err == nil || !errors.As(err, &re) || re.Response == nil || re.Response.Response == nil ||
@@ -701,6 +701,16 @@ func forbiddenSkew(err error) (time.Duration, bool) {
 	signed, err2 := time.Parse("20060102T150405Z", re.Response.Request.Header.Get("X-Amz-Date"))
 	if err1 != nil || err2 != nil {
 		return 0, false
+	}
+	if a := re.Response.Header.Get("Age"); a != "" {
+		// From a cache (a CDN, a caching proxy): Date is when the origin
+		// made the answer, Age how long it was kept since (RFC 9111), so
+		// a 403 kept an hour has a Date an hour old from a right clock.
+		age, err := strconv.ParseUint(a, 10, 31)
+		if err != nil {
+			return 0, false // an age we cannot read: no clock to judge by
+		}
+		served = served.Add(time.Duration(age) * time.Second)
 	}
 	d := served.Sub(signed)
 	if d <= maxSignedSkew && d >= -maxSignedSkew {
