@@ -48,3 +48,19 @@ func TestS3HeadCachedForbiddenNotSkew(t *testing.T) {
 		})
 	}
 }
+
+// TestS3HeadSkewNotCorrectableSentOnce: a HEAD refused for a skewed clock
+// whose answer carries Age is not sent again: the SDK does not correct its
+// clock from a Date it takes for a cache's (any Age header), so a second
+// HEAD signed by the same clock is refused the same way, a request paid
+// for nothing on every failing Stat. It is still ErrClockSkew.
+func TestS3HeadSkewNotCorrectableSentOnce(t *testing.T) {
+	store, heads := skewedS3(t, time.Hour, true, false)
+	_, err := store.Stat(context.Background(), "bkt", "k")
+	if !errors.Is(err, backend.ErrClockSkew) {
+		t.Fatalf("Stat with a skew the SDK cannot correct: %v; want ErrClockSkew", err)
+	}
+	if n := heads.Load(); n != 1 {
+		t.Errorf("%d HEADs; want 1 (a second one, signed by the same clock, is refused the same way)", n)
+	}
+}

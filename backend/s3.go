@@ -384,11 +384,12 @@ func (s *S3Store) Get(ctx context.Context, bucket, key string) (io.ReadCloser, O
 func (s *S3Store) Stat(ctx context.Context, bucket, key string) (ObjectInfo, error) {
 	in := &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)}
 	out, err := s.client.HeadObject(ctx, in)
-	if _, skewed := forbiddenSkew(err); skewed {
+	if _, skewed := forbiddenSkew(err); skewed && !answeredByCache(err) {
 		// A HEAD refused for a skewed clock: the SDK, which retries a
 		// GET's RequestTimeTooSkewed with its clock corrected from the
 		// response's Date, cannot tell a HEAD's (no body, no code), but it
-		// has corrected its clock (when it trusted that Date). Once more.
+		// has corrected its clock (it trusts a Date without Age). Once
+		// more.
 		out, err = s.client.HeadObject(ctx, in)
 	}
 	if err != nil {
@@ -717,6 +718,14 @@ func forbiddenSkew(err error) (time.Duration, bool) {
 		return 0, false
 	}
 	return d, true
+}
+
+// answeredByCache reports whether err's response carries an Age header:
+// the SDK then does not correct its clock from its Date (a cache's), so a
+// request signed again would carry the same skew.
+func answeredByCache(err error) bool {
+	var re *smithyhttp.ResponseError
+	return errors.As(err, &re) && re.Response != nil && re.Response.Response != nil && re.Response.Header.Get("Age") != ""
 }
 
 // s3RestoreCodes are the codes whose meaning differs for RestoreObject; the
