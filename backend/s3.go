@@ -384,11 +384,12 @@ func (s *S3Store) Get(ctx context.Context, bucket, key string) (io.ReadCloser, O
 func (s *S3Store) Stat(ctx context.Context, bucket, key string) (ObjectInfo, error) {
 	in := &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)}
 	out, err := s.client.HeadObject(ctx, in)
-	if _, skewed := forbiddenSkew(err); skewed {
+	if _, skewed := forbiddenSkew(err); skewed && !answeredByCache(err) {
 		// A HEAD refused for a skewed clock: the SDK, which retries a
 		// GET's RequestTimeTooSkewed with its clock corrected from the
 		// response's Date, cannot tell a HEAD's (no body, no code), but it
-		// has corrected its clock (when it trusted that Date). Once more.
+		// has corrected its clock (it trusts a Date without Age). Once
+		// more.
 		out, err = s.client.HeadObject(ctx, in)
 	}
 	if err != nil {
@@ -687,10 +688,10 @@ var s3Codes = map[string]s3Code{
 const maxSignedSkew = 15 * time.Minute
 
 // forbiddenSkew reports, for err a 403 response, how far the store's clock
-// (the response's Date) was from the request's signing time (its
-// X-Amz-Date), when that is more than S3 allows: the store's
-// RequestTimeTooSkewed when the answer is a HEAD's, whose 403 has no body
-// to name the code (the SDK calls it "Forbidden").
+// (the response's Date, plus its Age for an answer from a cache) was from
+// the request's signing time (its X-Amz-Date), when that is more than S3
+// allows: the store's RequestTimeTooSkewed when the answer is a HEAD's,
+// whose 403 has no body to name the code (the SDK calls it "Forbidden").
 func forbiddenSkew(err error) (time.Duration, bool) {
 	var re *smithyhttp.ResponseError
 	if err == nil || !errors.As(err, &re) || re.Response == nil || re.Response.Response == nil ||
@@ -702,11 +703,29 @@ func forbiddenSkew(err error) (time.Duration, bool) {
 	if err1 != nil || err2 != nil {
 		return 0, false
 	}
+	if a := re.Response.Header.Get("Age"); a != "" {
+		// From a cache (a CDN, a caching proxy): Date is when the origin
+		// made the answer, Age how long it was kept since (RFC 9111), so
+		// a 403 kept an hour has a Date an hour old from a right clock.
+		age, err := strconv.ParseUint(a, 10, 31)
+		if err != nil {
+			return 0, false // an age we cannot read: no clock to judge by
+		}
+		served = served.Add(time.Duration(age) * time.Second)
+	}
 	d := served.Sub(signed)
 	if d <= maxSignedSkew && d >= -maxSignedSkew {
 		return 0, false
 	}
 	return d, true
+}
+
+// answeredByCache reports whether err's response carries an Age header:
+// the SDK then does not correct its clock from its Date (a cache's), so a
+// request signed again would carry the same skew.
+func answeredByCache(err error) bool {
+	var re *smithyhttp.ResponseError
+	return errors.As(err, &re) && re.Response != nil && re.Response.Response != nil && re.Response.Header.Get("Age") != ""
 }
 
 // s3RestoreCodes are the codes whose meaning differs for RestoreObject; the

@@ -5,7 +5,6 @@ import (
 	"crypto/subtle"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -48,7 +47,11 @@ func readAdminToken(path string) ([]byte, error) {
 
 // adminToken holds the sha256 of the current token. Requests compare
 // against it without a lock; one of them at a time, at most once per
-// adminTokenRecheck, looks at the file for a rotation.
+// adminTokenRecheck, reads the file for a rotation. The file is read and
+// its token compared, not its size and modification time: a rotation
+// keeping both (a token of the same length written within the file
+// system's timestamp tick, cp -p, a restored backup) would otherwise
+// leave the revoked token in force.
 type adminToken struct {
 	path   string
 	log    zerolog.Logger
@@ -56,12 +59,12 @@ type adminToken struct {
 	denied prometheus.Counter
 
 	sum     atomic.Pointer[[32]byte]
-	refresh sync.Mutex // held by the one request looking at the file
-	// Under refresh: when the file was last looked at, and its size and
-	// modification time at the last read.
+	refresh sync.Mutex // held by the one request reading the file
+	// Under refresh: when the file was last read, and the error of the
+	// last read when it was refused ("" when taken): a broken file is
+	// warned about once, not at every recheck.
 	checked time.Time
-	size    int64
-	mtime   time.Time
+	refused string
 }
 
 // newAdminToken reads the token file (checked at start already) and
@@ -73,27 +76,14 @@ func newAdminToken(path string, log zerolog.Logger, reg prometheus.Registerer) (
 	if err := reg.Register(t.denied); err != nil {
 		return nil, fmt.Errorf("register admin token metric: %w", err)
 	}
-	if err := t.load(); err != nil {
+	tok, err := readAdminToken(path)
+	if err != nil {
 		return nil, err
-	}
-	t.checked = t.now()
-	return t, nil
-}
-
-// load reads the file and makes its token the current one.
-func (t *adminToken) load() error {
-	st, err := os.Stat(t.path)
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", adminTokenFlag, t.path, err)
-	}
-	tok, err := readAdminToken(t.path)
-	if err != nil {
-		return err
 	}
 	sum := sha256.Sum256(tok)
 	t.sum.Store(&sum)
-	t.size, t.mtime = st.Size(), st.ModTime()
-	return nil
+	t.checked = t.now()
+	return t, nil
 }
 
 // recheck takes a rotated file, when one request may look and the last
@@ -108,17 +98,20 @@ func (t *adminToken) recheck() {
 		return
 	}
 	t.checked = now
-	st, err := os.Stat(t.path)
-	if err == nil && st.Size() == t.size && st.ModTime().Equal(t.mtime) {
-		return
-	}
-	if err == nil {
-		err = t.load()
-	}
+	tok, err := readAdminToken(t.path)
 	if err != nil {
-		t.log.Warn().Err(err).Msg("admin token file: the rotated file is refused; the token before it is kept")
+		if msg := err.Error(); msg != t.refused {
+			t.refused = msg
+			t.log.Warn().Err(err).Msg("admin token file: the rotated file is refused; the token before it is kept")
+		}
 		return
 	}
+	t.refused = ""
+	sum := sha256.Sum256(tok)
+	if sum == *t.sum.Load() {
+		return
+	}
+	t.sum.Store(&sum)
 	t.log.Info().Str("file", t.path).Msg("admin token file: rotated token taken")
 }
 

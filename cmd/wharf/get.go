@@ -794,7 +794,8 @@ var errOutside = errors.New("refused: the key would be written outside the targe
 
 // localPath checks that key names a path inside the target directory: a
 // relative "/"-separated path with no empty, "." or ".." segment and no
-// NUL. (Archive keys are sanitized when the archive is opened; this is the
+// NUL, whose file name is not one of get's temporary names (isTempName).
+// (Archive keys are sanitized when the archive is opened; this is the
 // second line, and os.Root the third.)
 //
 // On Windows a segment must also be a name Windows keeps as it is
@@ -818,6 +819,11 @@ func localPathOn(goos, key string) (string, error) {
 				return "", fmt.Errorf("refused: %q is not a file name Windows keeps as it is (%s)", seg, why)
 			}
 		}
+	}
+	if base := path.Base(key); isTempName(base) {
+		// Written, it would be taken by a later get's sweep for a
+		// temporary file left behind, and removed.
+		return "", fmt.Errorf("refused: %q is the name of wharf get's temporary files, which a later get into this directory would remove as left behind", base)
 	}
 	return key, nil
 }

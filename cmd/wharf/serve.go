@@ -196,8 +196,8 @@ func runServe(ctx context.Context, args []string) error {
 // Every outside text a package logs should be backend.PrintableText (the
 // one rule: cut and escaped); the logger is the backstop for one that is
 // not. JSON lines carry no unprintable rune (printableJSON), and the
-// console format, which quotes fields but writes a message as is,
-// escapes the message.
+// console format, which quotes string fields but writes a message, a
+// list or an object as is, escapes them.
 func newServeLogger(format string, out io.Writer) (zerolog.Logger, error) {
 	if out == nil {
 		out = os.Stderr
@@ -211,6 +211,12 @@ func newServeLogger(format string, out io.Writer) (zerolog.Logger, error) {
 				return ""
 			}
 			return backend.PrintableText(fmt.Sprint(i), 0)
+		}, FormatFieldValue: func(i any) string {
+			// A string field comes quoted when it needs it (every
+			// unprintable rune escaped); a list or an object comes as
+			// json.Marshal writes it, C1 controls and bidi overrides as is.
+			b, _ := escapeUnprintable(fmt.Appendf(nil, "%s", i))
+			return string(b)
 		}}
 		return zerolog.New(cw).With().Timestamp().Logger(), nil
 	}
@@ -229,6 +235,21 @@ func newServeLogger(format string, out io.Writer) (zerolog.Logger, error) {
 type printableJSON struct{ out io.Writer }
 
 func (w printableJSON) Write(p []byte) (int, error) {
+	b, escaped := escapeUnprintable(p)
+	if !escaped {
+		return w.out.Write(p)
+	}
+	if _, err := w.out.Write(b); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// escapeUnprintable is JSON text p with every unprintable rune past ASCII
+// as a JSON \u escape, and whether there was one (else p itself, not
+// copied): printableJSON's rule, and the console format's for a field
+// that is a list or an object (zerolog writes it as json.Marshal does).
+func escapeUnprintable(p []byte) ([]byte, bool) {
 	i := 0
 	for i < len(p) {
 		if p[i] < utf8.RuneSelf {
@@ -242,7 +263,7 @@ func (w printableJSON) Write(p []byte) (int, error) {
 		i += n
 	}
 	if i == len(p) {
-		return w.out.Write(p)
+		return p, false
 	}
 	b := make([]byte, 0, len(p)+32)
 	b = append(b, p[:i]...)
@@ -257,10 +278,7 @@ func (w printableJSON) Write(p []byte) (int, error) {
 			b = fmt.Appendf(b, "\\u%04x", r)
 		}
 	}
-	if _, err := w.out.Write(b); err != nil {
-		return 0, err
-	}
-	return len(p), nil
+	return b, true
 }
 
 // isLoopbackListen reports whether addr binds only loopback interfaces.

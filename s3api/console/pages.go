@@ -333,7 +333,11 @@ func (c *Console) file(w http.ResponseWriter, r *http.Request, v visitor, bucket
 		VersionID: f.VersionID, Asked: version, Size: f.Size, Verified: verification(va, f),
 		DownloadURL: objURL("dl", bucket, f.Key, version), RawURL: objURL("raw", bucket, f.Key, version),
 		RestoreURL: Prefix + "restore/" + url.PathEscape(bucket), FileURL: fileURL(bucket, f.Key, version)}
-	st, err := va.FileStorageAtMost(ctx, f, archiveview.MaxFreshHeads)
+	// The restore states' refresh comes out of the visitor's allowance,
+	// the one its S3 requests share (s3api.FreshHeads).
+	heads, spent := s3api.FreshHeads(c.cfg.API, s3api.ClientKey(v.id, r))
+	st, sent, err := va.FileStorageCounted(ctx, f, heads)
+	spent(sent)
 	if err != nil {
 		if transient(err) {
 			w.Header().Set("Retry-After", "1")
