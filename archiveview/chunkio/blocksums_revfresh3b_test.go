@@ -2,9 +2,12 @@ package chunkio
 
 import (
 	"runtime"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/wharf-s3/wharf/backend"
+	"github.com/wharf-s3/wharf/backend/faults"
 )
 
 // TestBlockSumsChargeCoversTheirMemory: a set of block tags is charged
@@ -55,5 +58,48 @@ func TestBlockSumsChargeCoversTheirMemory(t *testing.T) {
 				t.Fatalf("after dropping them all, %d bytes still charged, want %d", got, before)
 			}
 		})
+	}
+}
+
+// TestCheckBlockBufferCharged: a unit check that tags blocks larger than
+// a segment (a part size that is no multiple of sumBlockBytes makes the
+// block the whole part: --part-size 100MB is 100,000,000 bytes) reads
+// each block into a buffer of the block's size; that buffer comes out of
+// the read memory, taken with the check's first part, so it is charged
+// by the time the check's first GET goes out. It was a plain make,
+// uncharged: a check per unit at once each held a part size the budget
+// did not know of.
+func TestCheckBlockBufferCharged(t *testing.T) {
+	const part = 1_000_000 // no multiple of 256 KiB: blocks of the part size
+	f := newBlockSumsFixture(t, part)
+	set := NewSet(f.store, "bkt", []Chunk{f.chunk()}, Options{SmallVerifyBytes: -1,
+		Cache: NewFrameCache(64<<20, WithPartSize(part), WithStreamParts(1), WithMemory(64<<20))})
+	defer set.Close()
+	if bs := set.sumBlock(); bs != part {
+		t.Fatalf("block size %d, want the part size %d (the test needs blocks over a segment)", bs, part)
+	}
+	var first atomic.Int64
+	first.Store(-1)
+	f.armWith(func(faults.Request) faults.Fault {
+		used, _ := set.lim.inUse()
+		first.CompareAndSwap(-1, used)
+		return faults.Fault{}
+	})
+	if err := check(set, part); err != nil {
+		t.Fatalf("the check: %v", err)
+	}
+	if set.sumsFor(0, 0, part) == nil {
+		t.Fatal("the check kept no block sums (the test needs them)")
+	}
+	if want := 2 * bufSize(part); first.Load() < want {
+		t.Fatalf("at the check's first GET %d bytes of read memory in use, want at least %d (its part and its block buffer)", first.Load(), want)
+	}
+	// (A reader's parts give their memory back moments after its Close.)
+	deadline := time.Now().Add(5 * time.Second)
+	for used, _ := set.lim.inUse(); used != 0; used, _ = set.lim.inUse() {
+		if time.Now().After(deadline) {
+			t.Fatalf("5 s after the check %d bytes still charged to the read memory", used)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
