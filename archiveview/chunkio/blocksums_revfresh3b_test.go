@@ -103,3 +103,48 @@ func TestCheckBlockBufferCharged(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestSumsIndexAddNotQuadratic: keeping the sums of many checked members
+// of a plain tar costs about the same per member whatever order they were
+// checked in. The index kept one sorted slice and inserted each set in
+// place, shifting and re-maximizing everything after it under the chunk's
+// units lock: members checked from the object's end to its start (a
+// client's ranged reads in that order) cost O(n) each, 40,000 of them 3.6
+// s and 160,000 3.6 minutes. Every member's sums are still found, and a
+// unit holding them all is found for a range across two of them.
+func TestSumsIndexAddNotQuadratic(t *testing.T) {
+	const n = 70_000
+	const bound = 5 * time.Second // merged from a tail: 0.15 s (2 s under -race); in place: about 11 s
+	mk := func(off, end int64) *blockSums {
+		return &blockSums{off: off, end: end, bs: 1 << 30, sums: make([][blockTagBytes]byte, 1)}
+	}
+	var x sumsIndex
+	t0 := time.Now()
+	for i := n - 1; i >= 0; i-- {
+		x.add(mk(int64(i)*1024, int64(i)*1024+1000))
+		if i%1000 == 0 && time.Since(t0) > bound {
+			t.Fatalf("%d of %d sets added in reverse order took %v: the index's adds grow with its size", n-i, n, time.Since(t0))
+		}
+	}
+	for i := range n {
+		off := int64(i) * 1024
+		if b := x.find(off+10, off+20); b == nil || b.off != off {
+			t.Fatalf("the sums of member %d (at %d) not found: %v", i, off, b)
+		}
+	}
+	if b := x.find(1000, 1030); b != nil {
+		t.Fatalf("a range between two members found the sums of %d-%d", b.off, b.end)
+	}
+	whole := mk(0, n*1024)
+	x.add(whole)
+	if b := x.find(1000, 2000); b != whole {
+		t.Fatalf("a range across two members found %v, want the unit holding them all (in the tail)", b)
+	}
+	x.merge()
+	if b := x.find(1000, 2000); b != whole {
+		t.Fatalf("a range across two members found %v, want the unit holding them all (merged)", b)
+	}
+	if b := x.find(5*1024+10, 5*1024+20); b == nil || (b.off != 5*1024 && b != whole) {
+		t.Fatalf("the sums of member 5 not found once merged: %v", b)
+	}
+}
