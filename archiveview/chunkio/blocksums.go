@@ -21,7 +21,8 @@ package chunkio
 // With AES and carry-less multiplication in hardware it hashes several
 // times faster than sha256 (SECURITY.md, "Block sums are a MAC").
 //
-// The tags are 16 bytes per block (64 KiB per GiB checked), charged to a
+// The tags are 16 bytes per block (64 KiB per GiB checked) and 1 KiB per
+// set (its GCM instance: blockSumsOverhead), charged to a
 // bound of the cache (a thirty-second of its budget, shared by its Sets,
 // given back when a Set closes); a check that finds the bound full keeps
 // none, and that unit's later reads are as before (the ETag pin only).
@@ -29,6 +30,7 @@ package chunkio
 // either, until a restart, until their chunk is checked again.
 
 import (
+	"cmp"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
@@ -45,6 +47,12 @@ const sumBlockBytes = 256 << 10
 
 // blockTagBytes is the size of one block's tag.
 const blockTagBytes = 16
+
+// blockSumsOverhead is what a set of tags holds besides its tags, charged
+// with them: its own AES-256-GCM instance (key schedules and GHASH table)
+// and fields, about 890 bytes measured (TestBlockSumsChargeCoversTheirMemory),
+// which for the one-block set of a small member is 55 times its tag.
+const blockSumsOverhead = 1 << 10
 
 // blockSums is the tag of each block of object bytes [off, end).
 type blockSums struct {
@@ -137,10 +145,11 @@ func (s *Set) sumBlock() int64 {
 // it held: a charge taken now would never be given back).
 func (s *Set) newBlockHasher(off, end int64) *blockHasher {
 	bs := s.sumBlock()
-	n := blockCount(off, end, bs) * blockTagBytes
-	if n == 0 {
+	k := blockCount(off, end, bs)
+	if k == 0 {
 		return nil
 	}
+	n := sumsCharge(k)
 	b, err := newBlockSums(off, end, bs)
 	if err != nil {
 		s.log.Warn().Str("archive", s.name).Err(err).Msg("block sums not kept: no MAC")
@@ -155,13 +164,16 @@ func (s *Set) newBlockHasher(off, end int64) *blockHasher {
 	return &blockHasher{b: b, at: off}
 }
 
+// sumsCharge is what a set of k blocks' tags is charged.
+func sumsCharge(k int64) int64 { return k*blockTagBytes + blockSumsOverhead }
+
 // dropSums gives back the charge of sums that are not kept (unless the
 // Set closed since they were charged: Close gave back all it held).
 func (s *Set) dropSums(bh *blockHasher) {
 	if bh == nil {
 		return
 	}
-	n := int64(cap(bh.b.sums)) * blockTagBytes
+	n := sumsCharge(int64(cap(bh.b.sums)))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -200,34 +212,66 @@ func (s *Set) sumsFor(ci int32, start, end int64) *blockSums {
 }
 
 // sumsIndex is a chunk's kept sums by object offset: a ranged read finds
-// the ones holding it in O(log n) of the chunk's checked units (a plain
-// tar may have many checked members), not by scanning all of them.
+// the ones holding it in O(log n + sqrt n) of the chunk's checked units (a
+// plain tar may have many checked members), not by scanning all of them,
+// and keeping one costs O(sqrt n) amortized in any order the units are
+// checked (a client decides it): sets are added to a short tail, merged
+// into the sorted list when the tail outgrows four times the list's
+// square root.
 type sumsIndex struct {
 	list   []*blockSums // by off
 	maxEnd []int64      // maxEnd[i]: the largest end of list[:i+1]
+	tail   []*blockSums // added since the last merge, in any order
 }
 
 // add keeps b (whole: every block tagged).
 func (x *sumsIndex) add(b *blockSums) {
-	i := sort.Search(len(x.list), func(i int) bool { return x.list[i].off > b.off })
-	x.list = slices.Insert(x.list, i, b)
-	x.maxEnd = slices.Insert(x.maxEnd, i, 0)
-	for j := i; j < len(x.list); j++ {
-		m := x.list[j].end
-		if j > 0 {
-			m = max(m, x.maxEnd[j-1])
-		}
-		x.maxEnd[j] = m
+	x.tail = append(x.tail, b)
+	if k := len(x.tail); k > 64 && k*k > 16*len(x.list) {
+		x.merge()
 	}
 }
 
+// merge sorts the tail into the list (in place, from the back) and
+// rebuilds the largest ends from the first it moved: O(n).
+func (x *sumsIndex) merge() {
+	slices.SortFunc(x.tail, func(a, b *blockSums) int { return cmp.Compare(a.off, b.off) })
+	i, j := len(x.list)-1, len(x.tail)-1
+	x.list = append(x.list, x.tail...)
+	x.maxEnd = append(x.maxEnd, make([]int64, len(x.tail))...)
+	k := len(x.list) - 1
+	for ; j >= 0; k-- {
+		if i >= 0 && x.list[i].off > x.tail[j].off {
+			x.list[k] = x.list[i]
+			i--
+		} else {
+			x.list[k] = x.tail[j]
+			j--
+		}
+	}
+	for k = max(k, 0); k < len(x.list); k++ {
+		x.maxEnd[k] = x.list[k].end
+		if k > 0 {
+			x.maxEnd[k] = max(x.list[k].end, x.maxEnd[k-1])
+		}
+	}
+	clear(x.tail)
+	x.tail = x.tail[:0]
+}
+
 // find returns kept sums covering [start, end), or nil. The candidates
-// are the sums starting at or before start, walked down from the last
-// while some of them still reach end (for disjoint units, one step).
+// in the list are the sums starting at or before start, walked down from
+// the last while some of them still reach end (for disjoint units, one
+// step); then the tail's, each.
 func (x *sumsIndex) find(start, end int64) *blockSums {
 	i := sort.Search(len(x.list), func(i int) bool { return x.list[i].off > start }) - 1
 	for ; i >= 0 && x.maxEnd[i] >= end; i-- {
 		if b := x.list[i]; end <= b.end && b.complete() {
+			return b
+		}
+	}
+	for _, b := range x.tail {
+		if b.off <= start && end <= b.end && b.complete() {
 			return b
 		}
 	}

@@ -296,6 +296,7 @@ func (us *unitState) markMismatched(u Unit) {
 // against (blocksums.go).
 func checkUnit(ctx context.Context, s *Set, ci int32, u Unit) (*blockSums, error) {
 	var r io.Reader
+	var pr *partReader // the reader of object bytes, when the unit's are
 	var size int64
 	switch u.Kind {
 	case UnitObject:
@@ -303,17 +304,20 @@ func checkUnit(ctx context.Context, s *Set, ci int32, u Unit) (*blockSums, error
 		if size, err = s.objectSize(ctx, ci); err != nil {
 			return nil, err
 		}
-		pr := s.newPartReader(ctx, ci, 0, size)
+		pr = s.newPartReader(ctx, ci, 0, size)
 		defer pr.suspend()
 		r = pr
 	case UnitSpan:
-		pr := s.newPartReader(ctx, ci, u.Off, u.Off+u.N)
+		pr = s.newPartReader(ctx, ci, u.Off, u.Off+u.N)
 		defer pr.suspend()
 		r = pr
 	default:
 		src, err := s.Range(ctx, ci, u.Off, u.Off+u.N)
 		if err != nil {
 			return nil, err
+		}
+		if rs, ok := src.(*rangeSource); ok {
+			pr = rs.r
 		}
 		sr := &segReader{src: src}
 		defer sr.Close()
@@ -322,7 +326,7 @@ func checkUnit(ctx context.Context, s *Set, ci int32, u Unit) (*blockSums, error
 	h := sha256.New()
 	var bh *blockHasher
 	off, end, objectBytes := s.unitObjectBytes(ci, u, size)
-	if objectBytes {
+	if objectBytes && pr != nil {
 		bh = s.newBlockHasher(off, end)
 	}
 	// The sums' charge is given back unless they are returned whole.
@@ -332,7 +336,14 @@ func checkUnit(ctx context.Context, s *Set, ci int32, u Unit) (*blockSums, error
 			s.dropSums(bh)
 		}
 	}()
-	n, err := hashUnit(r, h, bh, off, end)
+	buf, err := s.unitBuffer(pr, bh)
+	if err != nil {
+		return nil, fmt.Errorf("checking %s: %w", u.what(), err)
+	}
+	if buf != nil {
+		defer buf.Release()
+	}
+	n, err := hashUnit(r, h, bh, off, end, buf)
 	if err != nil {
 		return nil, fmt.Errorf("checking %s: %w", u.what(), err)
 	}
@@ -357,14 +368,16 @@ func checkUnit(ctx context.Context, s *Set, ci int32, u Unit) (*blockSums, error
 
 // hashUnit reads r to its end into h and, when bh is set, tags each block
 // of object bytes [off, end) (r's bytes from off on) whole, reading them a
-// block at a time into one buffer (the bytes are read once). It returns
-// how many bytes r had.
-func hashUnit(r io.Reader, h hash.Hash, bh *blockHasher, off, end int64) (int64, error) {
-	step := int64(segmentBytes)
-	if bh != nil {
-		step = max(step, bh.b.bs)
+// block at a time into one buffer (the bytes are read once): into when
+// set (unitBuffer), else a segment's. It returns how many bytes r had.
+func hashUnit(r io.Reader, h hash.Hash, bh *blockHasher, off, end int64, into *Buf) (int64, error) {
+	var buf []byte
+	if into != nil {
+		buf = into.b
+	} else {
+		buf = make([]byte, segmentBytes)
 	}
-	buf := make([]byte, step)
+	step := int64(len(buf))
 	var n int64
 	for {
 		want := step
@@ -387,6 +400,34 @@ func hashUnit(r io.Reader, h hash.Hash, bh *blockHasher, off, end int64) (int64,
 			return n, err
 		}
 	}
+}
+
+// unitBuffer is the buffer a check tagging blocks larger than a segment
+// reads them into (a part size that is no multiple of sumBlockBytes makes
+// the block the part: up to 256 MiB), or nil for a segment's (hashUnit's
+// own). It comes out of the read memory, taken with the check's first
+// part as a stream decoder's memory is (pr.firstExtra: no wait for it
+// while the part is held, nor the other way round).
+func (s *Set) unitBuffer(pr *partReader, bh *blockHasher) (*Buf, error) {
+	if bh == nil || bh.b.bs <= segmentBytes {
+		return nil, nil
+	}
+	n := bh.b.bs
+	pr.firstExtra, pr.extraTaken = bufSize(n), false
+	_, _, err := pr.head()
+	pr.firstExtra = 0
+	if !pr.extraTaken {
+		if err == nil {
+			err = fmt.Errorf("the first part of object bytes %d-%d took no memory for the block buffer", pr.start, pr.end)
+		}
+		return nil, err
+	}
+	b := s.lim.bufReserved(pr.extraCl, n)
+	if err != nil {
+		b.Release()
+		return nil, err
+	}
+	return b, nil
 }
 
 func (u Unit) what() string {
