@@ -55,3 +55,45 @@ func TestAdminTokenRotationSameSize(t *testing.T) {
 		t.Errorf("the rotated token of the same length: %d, want 200", c)
 	}
 }
+
+// TestAdminTokenBounds: the token's length bound is exact (15 bytes
+// refused, 16 taken), and the bearer token may follow its scheme after
+// more than one space (as RFC 9110's 1*SP allows), but not after none.
+func TestAdminTokenBounds(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		tok string
+		ok  bool
+	}{
+		{"0123456789abcde", false},
+		{"0123456789abcdef", true},
+	} {
+		p := filepath.Join(dir, "tok")
+		writeToken(t, p, c.tok+"\n", 0o600)
+		if _, err := readAdminToken(p); (err == nil) != c.ok {
+			t.Errorf("a token of %d bytes: %v, want taken %v", len(c.tok), err, c.ok)
+		}
+	}
+	const tok = "0123456789abcdef0123"
+	tf := filepath.Join(dir, "tok")
+	writeToken(t, tf, tok, 0o600)
+	at, err := newAdminToken(tf, zerolog.Nop(), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		auth string
+		ok   bool
+	}{
+		{"Bearer " + tok, true},
+		{"Bearer   " + tok, true},
+		{"Bearer" + tok, false},
+		{"Bearer  " + tok + " ", false},
+	} {
+		req, _ := http.NewRequest(http.MethodGet, "/metrics", nil)
+		req.Header.Set("Authorization", c.auth)
+		if got := at.allowed(req); got != c.ok {
+			t.Errorf("Authorization %q: allowed %v, want %v", c.auth, got, c.ok)
+		}
+	}
+}
