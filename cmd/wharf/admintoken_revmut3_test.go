@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -94,6 +95,33 @@ func TestAdminTokenBounds(t *testing.T) {
 		req.Header.Set("Authorization", c.auth)
 		if got := at.allowed(req); got != c.ok {
 			t.Errorf("Authorization %q: allowed %v, want %v", c.auth, got, c.ok)
+		}
+	}
+}
+
+// TestServeAdminOpenWarned: an admin listener on every interface without
+// --admin-token-file is warned about at start (its metrics, archive
+// pages and profiles are open to whoever reaches it); one on loopback
+// is not.
+func TestServeAdminOpenWarned(t *testing.T) {
+	const warning = "are open to whoever reaches this address"
+	store, man := packServeTree(t, map[string][]byte{"a.txt": []byte("hello\n")})
+	for _, c := range []struct {
+		admin string
+		warn  bool
+	}{
+		{"0.0.0.0:0", true},
+		{"127.0.0.1:0", false},
+	} {
+		cfg := serveConfig{Listen: "127.0.0.1:0", AdminListen: c.admin, StoreURL: store,
+			Archives: []serveArchive{{Name: "data", ManifestURL: man}}, Anonymous: true, CacheBytes: 1 << 20}
+		_, _, logs, stop := startServe(t, cfg)
+		got := strings.Contains(logs.String(), warning)
+		if err := stop(); err != nil {
+			t.Errorf("--admin-listen %s: stop: %v", c.admin, err)
+		}
+		if got != c.warn {
+			t.Errorf("--admin-listen %s without a token: warned %v, want %v; logs:\n%.3000s", c.admin, got, c.warn, logs.String())
 		}
 	}
 }
