@@ -125,3 +125,32 @@ func TestServeAdminOpenWarned(t *testing.T) {
 		}
 	}
 }
+
+// TestAdminTokenFileRemoved: a token file that disappears (a Secret
+// unmounted) keeps the token before it, with the warning, not a claim
+// that a rotated token was taken.
+func TestAdminTokenFileRemoved(t *testing.T) {
+	const tok = "0123456789abcdef0123"
+	tf := filepath.Join(t.TempDir(), "tok")
+	writeToken(t, tf, tok, 0o600)
+	var logs lockedBuffer
+	now := time.Unix(1_000_000, 0)
+	at, err := newAdminToken(tf, zerolog.New(&logs), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	at.now = func() time.Time { return now }
+	at.checked = now
+	if err := os.Remove(tf); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(adminTokenRecheck)
+	req, _ := http.NewRequest(http.MethodGet, "/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	if !at.allowed(req) {
+		t.Errorf("the token before the file disappeared was dropped")
+	}
+	if l := logs.String(); !strings.Contains(l, "the rotated file is refused") || strings.Contains(l, "rotated token taken") {
+		t.Errorf("logs for a removed token file: %s; want the refusal's warning only", l)
+	}
+}
