@@ -508,7 +508,10 @@ func (r foldRule) what() (ignores, differ string) {
 
 // foldCase is name as a file system that ignores case compares it: each
 // rune replaced by the smallest of its simple case folds ("K", "k" and
-// the Kelvin sign all become "K").
+// the Kelvin sign all become "K") that is not a combining mark (the
+// orbit of "ι" holds U+0345, which a decomposition would move behind
+// the marks before it: "ι\u0301" and "\u0301ι" would fold alike); a
+// combining mark whose folds are all marks stays a mark.
 func foldCase(name string) string { return string(appendFoldCase(nil, name)) }
 
 // appendFoldCase appends foldCase(name) to dst.
@@ -523,9 +526,14 @@ func appendFoldCase(dst []byte, name string) []byte {
 			continue
 		}
 		r, n := utf8.DecodeRuneInString(name[i:])
-		m := r
+		m, mark := r, unicode.Is(unicode.Mn, r)
 		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
-			m = min(m, f)
+			switch fm := unicode.Is(unicode.Mn, f); {
+			case mark && !fm:
+				m, mark = f, false
+			case fm == mark:
+				m = min(m, f)
+			}
 		}
 		dst = utf8.AppendRune(dst, m)
 		i += n
