@@ -76,14 +76,23 @@ func newAdminToken(path string, log zerolog.Logger, reg prometheus.Registerer) (
 	if err := reg.Register(t.denied); err != nil {
 		return nil, fmt.Errorf("register admin token metric: %w", err)
 	}
-	tok, err := readAdminToken(path)
+	sum, err := readAdminTokenSum(path)
 	if err != nil {
 		return nil, err
 	}
-	sum := sha256.Sum256(tok)
 	t.sum.Store(&sum)
 	t.checked = t.now()
 	return t, nil
+}
+
+// readAdminTokenSum is the sha256 of the token file's token
+// (readAdminToken), the form requests are compared in.
+func readAdminTokenSum(path string) ([32]byte, error) {
+	tok, err := readAdminToken(path)
+	if err != nil {
+		return [32]byte{}, err
+	}
+	return sha256.Sum256(tok), nil
 }
 
 // recheck takes a rotated file, when one request may look and the last
@@ -98,7 +107,7 @@ func (t *adminToken) recheck() {
 		return
 	}
 	t.checked = now
-	tok, err := readAdminToken(t.path)
+	sum, err := readAdminTokenSum(t.path)
 	if err != nil {
 		if msg := err.Error(); msg != t.refused {
 			t.refused = msg
@@ -107,7 +116,6 @@ func (t *adminToken) recheck() {
 		return
 	}
 	t.refused = ""
-	sum := sha256.Sum256(tok)
 	if sum == *t.sum.Load() {
 		return
 	}

@@ -681,6 +681,8 @@ const (
 	tempPrefix   = ".wharf-get-"
 	tempSuffix   = ".tmp"
 	tempNormMark = "-\u00e9"
+	// tempNormMarkNFD is tempNormMark decomposed, as HFS+ stores it.
+	tempNormMarkNFD = "-e\u0301"
 	// tempOld: without flock, a temporary file not written for this long
 	// is no live get's (every read has its deadlines).
 	tempOld = time.Hour
@@ -697,7 +699,7 @@ func isTempName(name string) bool {
 	}
 	if m, ok := strings.CutSuffix(h, tempNormMark); ok {
 		h = m
-	} else if m, ok := strings.CutSuffix(h, norm.NFD.String(tempNormMark)); ok {
+	} else if m, ok := strings.CutSuffix(h, tempNormMarkNFD); ok {
 		h = m
 	}
 	if len(h) != 16 {
